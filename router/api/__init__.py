@@ -1,0 +1,6 @@
+"""The router's HTTP routes, one module per feature; handlers stay thin."""
+
+from router.api.inference import inference_routes
+from router.api.models import model_routes
+
+__all__ = ["inference_routes", "model_routes"]

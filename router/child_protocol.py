@@ -1,0 +1,144 @@
+"""The stdout/stdin line protocol between the router and its children (SPEC §1).
+
+Both ends live here so they cannot drift apart: the router decodes with :class:`LineSplitter` and
+:func:`parse_line`; children encode with :class:`StateWriter`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, NamedTuple
+
+import msgspec
+
+__all__ = [
+    "EXIT_COMMAND",
+    "MAX_LINE_BYTES",
+    "STATE_PREFIX",
+    "ChildLine",
+    "LineSplitter",
+    "LogLine",
+    "MalformedLine",
+    "StateMessage",
+    "StateWriter",
+    "encode_state",
+    "parse_line",
+]
+
+STATE_PREFIX = b"cmd_child_to_router:state:"
+EXIT_COMMAND = b"cmd_router_to_child:exit"
+# Same bound as upstream: a child that writes megabytes without a newline must not make the router
+# buffer without limit.
+MAX_LINE_BYTES = 1 << 20
+
+
+class StateMessage(msgspec.Struct, frozen=True):
+    """``{"state": …, "payload": …}``: loading, ready, sleeping or downloading."""
+
+    state: str
+    payload: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class LogLine(NamedTuple):
+    text: str
+
+
+class MalformedLine(NamedTuple):
+    text: str
+    reason: str
+
+
+ChildLine = StateMessage | LogLine | MalformedLine
+
+_decode_state = msgspec.json.Decoder(StateMessage).decode
+
+
+def encode_state(state: str, payload: dict[str, Any] | None = None) -> bytes:
+    # The leading newline ends any partial log line a library left on the same stream, so the
+    # state line always starts a line of its own.
+    body = msgspec.json.encode(StateMessage(state, payload or {}))
+    return b"\n" + STATE_PREFIX + body + b"\n"
+
+
+def parse_line(line: bytes) -> ChildLine:
+    """Classify one line (without its newline) read from a child's stdout or stderr."""
+    text = line.rstrip(b"\r")
+    if not text.startswith(STATE_PREFIX):
+        return LogLine(text.decode("utf-8", "replace"))
+    try:
+        return _decode_state(text[len(STATE_PREFIX) :])
+    except msgspec.DecodeError as exc:
+        return MalformedLine(text.decode("utf-8", "replace"), str(exc))
+
+
+class LineSplitter:
+    """Turns arbitrary chunks of a byte stream into lines.
+
+    A line longer than ``max_line`` is cut at that length and the rest of it is skipped, so memory
+    stays bounded whatever the child writes.
+    """
+
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self._max_line = max_line
+        self._buffer = bytearray()
+        self._skipping = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        lines: list[bytes] = []
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                self._append(data[start:], lines)
+                return lines
+            self._append(data[start:end], lines)
+            if self._skipping:
+                self._skipping = False
+            else:
+                lines.append(bytes(self._buffer))
+            self._buffer.clear()
+            start = end + 1
+
+    def flush(self) -> list[bytes]:
+        """Return the unterminated tail at end of stream, if any."""
+        tail = [] if self._skipping or not self._buffer else [bytes(self._buffer)]
+        self._buffer.clear()
+        self._skipping = False
+        return tail
+
+    def _append(self, piece: bytes, lines: list[bytes]) -> None:
+        if self._skipping:
+            return
+        room = self._max_line - len(self._buffer)
+        if len(piece) <= room:
+            self._buffer += piece
+            return
+        self._buffer += piece[:room]
+        lines.append(bytes(self._buffer))
+        self._buffer.clear()
+        self._skipping = True
+
+
+class StateWriter:
+    """Writes state lines on a private duplicate of stdout.
+
+    :meth:`claim_stdout` moves fd 1 onto stderr, so a stray ``print`` or a C library writing to
+    stdout can never corrupt the protocol stream.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    @classmethod
+    def claim_stdout(cls) -> StateWriter:
+        private = os.dup(1)
+        os.dup2(2, 1)
+        return cls(private)
+
+    def send(self, state: str, payload: dict[str, Any] | None = None) -> None:
+        data = encode_state(state, payload)
+        with self._lock:
+            while data:
+                data = data[os.write(self._fd, data) :]

@@ -1,0 +1,129 @@
+"""The ``corral`` command. Flags are spelled as llama-server's, with ``LLAMA_ARG_*`` fallbacks."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from router.settings import ServeSettings
+
+__all__ = ["main", "parse_serve_args"]
+
+_TRUE = {"1", "true", "on", "enabled"}
+_FALSE = {"0", "false", "off", "disabled"}
+
+# (flags, LLAMA_ARG_* variable, type, help): passed to every worker when given (SPEC §7).
+_WORKER_OPTIONS: list[tuple[list[str], str | None, type, str]] = [
+    (["-c", "--ctx-size"], "LLAMA_ARG_CTX_SIZE", int, "context size per model"),
+    (["-t", "--threads"], "LLAMA_ARG_THREADS", int, "CPU threads per worker"),
+    (["-b", "--batch-size"], "LLAMA_ARG_BATCH", int, "logical batch size"),
+    (
+        ["-ngl", "--n-gpu-layers", "--gpu-layers"],
+        "LLAMA_ARG_N_GPU_LAYERS",
+        int,
+        "layers to offload to the GPU",
+    ),
+    (["-n", "--n-predict"], "LLAMA_ARG_N_PREDICT", int, "default token budget (-1: unlimited)"),
+    (["--temp"], None, float, "default sampling temperature"),
+    (["-s", "--seed"], None, int, "default sampling seed (-1: random)"),
+    (["--chat-template"], "LLAMA_ARG_CHAT_TEMPLATE", str, "built-in template name or Jinja text"),
+]
+
+
+def _long_flag(flags: list[str]) -> str:
+    return next(flag for flag in flags if flag.startswith("--"))
+
+
+def _dest(flags: list[str]) -> str:
+    return _long_flag(flags).removeprefix("--").replace("-", "_")
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(name, default)
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = (_env(name) or "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    return default
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="corral serve", description="Serve every local model.")
+    parser.add_argument("--host", default=_env("LLAMA_ARG_HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(_env("LLAMA_ARG_PORT", "8080") or 8080))
+    parser.add_argument(
+        "--models-dir",
+        type=Path,
+        default=_env("LLAMA_ARG_MODELS_DIR"),
+        help="directory of .gguf files and model subdirectories",
+    )
+    parser.add_argument(
+        "-m",
+        "--model",
+        dest="model_files",
+        type=Path,
+        action="append",
+        default=[],
+        help="add this GGUF file and load it at startup",
+    )
+    parser.add_argument(
+        "--models-max",
+        type=int,
+        default=int(_env("LLAMA_ARG_MODELS_MAX", "4") or 4),
+        help="models loaded at once (<=0: unlimited)",
+    )
+    parser.add_argument(
+        "--models-autoload",
+        action=argparse.BooleanOptionalAction,
+        default=_env_bool("LLAMA_ARG_MODELS_AUTOLOAD", True),
+        help="load a model on its first request",
+    )
+    for flags, env, type_, help_ in _WORKER_OPTIONS:
+        parser.add_argument(
+            *flags, dest=_dest(flags), type=type_, default=_env(env) if env else None, help=help_
+        )
+    return parser
+
+
+def parse_serve_args(argv: list[str]) -> ServeSettings:
+    parser = _serve_parser()
+    args = parser.parse_args(argv)
+    if args.models_dir is not None and not Path(args.models_dir).is_dir():
+        parser.error(f"--models-dir {args.models_dir} is not a directory")
+    for path in args.model_files:
+        if not path.is_file():
+            parser.error(f"-m {path}: no such file")
+    worker_args: list[str] = []
+    for flags, _, type_, _ in _WORKER_OPTIONS:
+        value = getattr(args, _dest(flags))
+        if value is not None:
+            worker_args += [_long_flag(flags), str(type_(value))]
+    return ServeSettings(
+        host=args.host,
+        port=args.port,
+        models_dir=Path(args.models_dir) if args.models_dir else None,
+        model_files=args.model_files,
+        models_max=args.models_max,
+        models_autoload=args.models_autoload,
+        worker_args=worker_args,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: corral serve [options]   (corral serve --help for the options)")
+        sys.exit(0 if argv else 2)
+    command, rest = argv[0], argv[1:]
+    if command != "serve":
+        print(f"corral: unknown command '{command}'", file=sys.stderr)
+        sys.exit(2)
+    from router.server import serve
+
+    serve(parse_serve_args(rest))

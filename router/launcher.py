@@ -1,0 +1,82 @@
+"""Launching child processes and reading what they say: the "launch a worker" seam.
+
+The registry only sees :class:`ChildProcess`; :class:`SubprocessLauncher` is the real
+implementation (anyio subprocesses in their own session, so a whole tree can be signalled).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from router.child_protocol import EXIT_COMMAND, ChildLine, LineSplitter, parse_line
+
+__all__ = ["ChildProcess", "SubprocessLauncher", "WorkerLauncher"]
+
+
+class ChildProcess(Protocol):
+    pid: int
+
+    async def pump(self, on_line: Callable[[ChildLine], None]) -> int:
+        """Feed every stdout/stderr line to ``on_line`` until the child exits; return its code."""
+        ...
+
+    async def send_exit(self) -> None: ...
+
+    def signal_group(self, sig: signal.Signals) -> None: ...
+
+
+class WorkerLauncher(Protocol):
+    async def launch(self, argv: Sequence[str], env: Mapping[str, str]) -> ChildProcess: ...
+
+
+class _Subprocess:
+    def __init__(self, process: Process) -> None:
+        self._process = process
+        self.pid = process.pid
+
+    async def pump(self, on_line: Callable[[ChildLine], None]) -> int:
+        async def drain(stream: ByteReceiveStream | None) -> None:
+            if stream is None:
+                return
+            splitter = LineSplitter()
+            async for chunk in stream:
+                for line in splitter.feed(chunk):
+                    on_line(parse_line(line))
+            for line in splitter.flush():
+                on_line(parse_line(line))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(drain, self._process.stdout)
+            group.start_soon(drain, self._process.stderr)
+        code = await self._process.wait()
+        await self._process.aclose()
+        return code
+
+    async def send_exit(self) -> None:
+        stdin = self._process.stdin
+        if stdin is None:
+            return
+        # Already gone: the reaper reports it.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await stdin.send(EXIT_COMMAND + b"\n")
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, sig)
+
+
+class SubprocessLauncher:
+    async def launch(self, argv: Sequence[str], env: Mapping[str, str]) -> ChildProcess:
+        process = await anyio.open_process(
+            list(argv),
+            env=dict(env),
+            start_new_session=True,  # own group: killpg reaches it all
+        )
+        return _Subprocess(process)

@@ -1,0 +1,292 @@
+"""Every model's runtime state, and the supervision of its worker process (SPEC §1, §4).
+
+One :class:`ModelState` per catalogue model. A load runs in a task of the registry's own task
+group (not the request's), so a client that gives up never leaves a half-started worker behind;
+requests only wait on the load's :class:`anyio.Event`.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+import msgspec
+import structlog
+from anyio.abc import TaskGroup
+
+from router.catalogue import CatalogueEntry
+from router.child_protocol import ChildLine, LogLine, MalformedLine, StateMessage
+from router.errors import ApiError
+from router.launcher import ChildProcess, WorkerLauncher
+from worker.lifeline import ROUTER_PID_ENV
+
+__all__ = ["ModelRegistry", "ModelState", "Status"]
+
+_log = structlog.get_logger("corral.registry")
+# Never handed to a child: workers serve loopback only, with no key (SPEC §8).
+_SECRET_ENV = (
+    "LLAMA_API_KEY",
+    "LLAMA_ARG_API_KEY_FILE",
+    "LLAMA_ARG_SSL_KEY_FILE",
+    "LLAMA_ARG_SSL_CERT_FILE",
+    "CORRAL_API_KEY",
+)
+
+
+class Status(enum.StrEnum):
+    UNLOADED = "unloaded"
+    LOADING = "loading"
+    LOADED = "loaded"
+    SLEEPING = "sleeping"
+
+
+@dataclass
+class ModelState:
+    entry: CatalogueEntry
+    args: list[str]
+    status: Status = Status.UNLOADED
+    process: ChildProcess | None = None
+    client: httpx.AsyncClient | None = None
+    meta: dict[str, Any] | None = None
+    progress: dict[str, Any] | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    stop_requested: bool = False
+    in_flight: int = 0
+    last_used: float = 0.0
+    loaded: anyio.Event = field(default_factory=anyio.Event)  # set when a load ends, either way
+    exited: anyio.Event = field(default_factory=anyio.Event)
+    last_log: deque[str] = field(default_factory=lambda: deque(maxlen=1))
+
+    @property
+    def failed(self) -> bool:
+        return self.status is Status.UNLOADED and bool(self.exit_code)
+
+    @property
+    def running(self) -> bool:
+        return self.status is not Status.UNLOADED
+
+
+def _exit_code(returncode: int) -> int:
+    # A signal death is reported the shell's way (128 + signal) rather than negative.
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _exit_reason(returncode: int) -> str:
+    if returncode < 0:
+        return f"killed by {signal.Signals(-returncode).name}"
+    return f"exited with code {returncode}"
+
+
+def _log_text(text: str) -> tuple[str, dict[str, Any], str]:
+    """A child's log line as (message, fields, level): JSON records are unpacked, text kept."""
+    if text.startswith("{"):
+        try:
+            record = msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            return text, {}, "info"
+        if isinstance(record, dict):
+            event = str(record.pop("event", ""))
+            level = str(record.pop("level", "info"))
+            for key in ("timestamp", "logger"):
+                record.pop(key, None)
+            return event, record, level
+    return text, {}, "info"
+
+
+_LEVELS = logging.getLevelNamesMapping() | {
+    name.lower(): value for name, value in logging.getLevelNamesMapping().items()
+}
+
+
+class ModelRegistry:
+    def __init__(
+        self,
+        catalogue: Mapping[str, CatalogueEntry],
+        *,
+        launcher: WorkerLauncher,
+        task_group: TaskGroup,
+        worker_args: list[str],
+        stop_timeout: float = 10.0,
+    ) -> None:
+        self._launcher = launcher
+        self._tasks = task_group
+        self._stop_timeout = stop_timeout
+        self._worker_args = worker_args
+        self.models = {
+            name: ModelState(entry, self._argv(entry)) for name, entry in catalogue.items()
+        }
+
+    def _argv(self, entry: CatalogueEntry) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "worker",
+            "--model",
+            str(entry.path),
+            "--alias",
+            entry.name,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            *self._worker_args,
+        ]
+
+    def get(self, name: str) -> ModelState:
+        state = self.models.get(name)
+        if state is None:
+            raise ApiError(404, f"model '{name}' not found")
+        return state
+
+    async def ensure_ready(self, name: str) -> ModelState:
+        """Load the model if needed and wait until it serves, or raise why it cannot."""
+        state = self.get(name)
+        while True:
+            if state.stop_requested:  # stopping: wait for the next instance
+                await state.exited.wait()
+                continue
+            if state.status in (Status.LOADED, Status.SLEEPING):
+                return state
+            if state.status is Status.UNLOADED:
+                self.start(state)
+            await state.loaded.wait()
+            if state.status is Status.UNLOADED:
+                if state.failed:
+                    raise ApiError(500, f"model '{name}' failed to load: {state.error}")
+                raise ApiError(503, f"model '{name}' was stopped before it finished loading")
+
+    def start(self, state: ModelState) -> None:
+        """Spawn the worker; returns at once, the load goes on in the registry's task group."""
+        if state.running:
+            raise ApiError(400, "model is already running")
+        state.status = Status.LOADING
+        state.loaded, state.exited = anyio.Event(), anyio.Event()
+        state.stop_requested = False
+        state.exit_code = state.error = state.meta = state.progress = None
+        self._tasks.start_soon(self._run_worker, state)
+
+    async def _run_worker(self, state: ModelState) -> None:
+        # This task lives in the router's lifespan task group: an exception escaping it would stop
+        # the whole router, so every failure ends here as this one model's failure.
+        try:
+            await self._supervise(state)
+        except Exception as exc:
+            _log.exception("worker supervision failed", model=state.entry.name)
+            if state.process is not None:
+                state.process.signal_group(signal.SIGKILL)
+            self._settle_exit(state, 1, f"internal error supervising the worker: {exc}")
+
+    async def _supervise(self, state: ModelState) -> None:
+        name = state.entry.name
+        env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENV}
+        env[ROUTER_PID_ENV] = str(os.getpid())
+        _log.info("starting worker", model=name)
+        started = time.monotonic()
+        try:
+            state.process = process = await self._launcher.launch(state.args, env)
+        except OSError as exc:
+            self._settle_exit(state, 127, f"cannot start worker: {exc}")
+            return
+        returncode = await process.pump(lambda line: self._on_line(state, line, started))
+        reason = state.last_log[0] if state.last_log else _exit_reason(returncode)
+        self._settle_exit(state, returncode, reason)
+
+    def _on_line(self, state: ModelState, line: ChildLine, started: float) -> None:
+        name = state.entry.name
+        if isinstance(line, StateMessage):
+            self._on_state(state, line, started)
+        elif isinstance(line, LogLine):
+            if not line.text.strip():
+                return
+            message, fields, level = _log_text(line.text)
+            if level in ("error", "critical") or not fields:
+                error = fields.get("error")
+                state.last_log.append(f"{message}: {error}" if error else message)
+            _log.log(
+                _LEVELS.get(level, logging.INFO),
+                message,
+                **{**fields, "model": name, "source": "worker"},
+            )
+        elif isinstance(line, MalformedLine):
+            _log.warning("malformed state line from worker", model=name, reason=line.reason)
+
+    def _on_state(self, state: ModelState, message: StateMessage, started: float) -> None:
+        name = state.entry.name
+        if message.state == "loading":
+            state.progress = message.payload
+        elif message.state == "ready":
+            if message.payload:  # a wake from sleep sends {}
+                payload = dict(message.payload)
+                host, port = payload.pop("host", "127.0.0.1"), payload.pop("port")
+                state.meta = payload.get("meta", {})
+                state.client = _worker_client(str(host), int(port))
+                _log.info("model loaded", model=name, seconds=round(time.monotonic() - started, 3))
+            state.status = Status.LOADED
+            state.last_log.clear()
+            state.loaded.set()
+        elif message.state == "sleeping":
+            state.status = Status.SLEEPING
+        else:
+            _log.warning("unknown state from worker", model=name, state=message.state)
+
+    def _settle_exit(self, state: ModelState, returncode: int, reason: str) -> None:
+        expected = state.stop_requested
+        state.status = Status.UNLOADED
+        state.process = None
+        state.exit_code = None if expected else _exit_code(returncode) or None
+        state.error = None if expected or not returncode else reason
+        if state.client is not None:
+            self._tasks.start_soon(state.client.aclose)
+            state.client = None
+        state.loaded.set()
+        state.exited.set()
+        log = _log.info if expected or not returncode else _log.error
+        log("worker exited", model=state.entry.name, code=returncode, reason=reason)
+
+    async def stop(self, state: ModelState) -> None:
+        """Exit command; SIGTERM then SIGKILL to the group after the stop timeout.
+
+        A model still loading is killed at once: there is nothing to finish.
+        """
+        process = state.process
+        if process is None or not state.running:
+            return
+        state.stop_requested = True
+        exited = state.exited
+        if state.status is Status.LOADING:
+            process.signal_group(signal.SIGKILL)
+        else:
+            await process.send_exit()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with anyio.move_on_after(self._stop_timeout):
+                await exited.wait()
+                return
+            _log.warning("worker did not stop in time", model=state.entry.name, signal=sig.name)
+            process.signal_group(sig)
+        await exited.wait()
+
+    async def stop_all(self) -> None:
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as group:
+                for state in self.models.values():
+                    group.start_soon(self.stop, state)
+
+
+def _worker_client(host: str, port: int) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=f"http://{host}:{port}",
+        # No read timeout: prefill and long non-streaming generations are legitimately slow.
+        timeout=httpx.Timeout(connect=5.0, read=None, write=30.0, pool=None),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+    )

@@ -1,0 +1,21 @@
+"""What ``corral serve`` was asked to do, parsed once from flags and ``LLAMA_ARG_*`` variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ServeSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    models_dir: Path | None = None
+    model_files: list[Path] = field(default_factory=list)
+    models_max: int = 4
+    models_autoload: bool = True
+    stop_timeout: float = 10.0
+    # Per-model defaults, already spelled as worker flags (e.g. ["--ctx-size", "2048"]).
+    worker_args: list[str] = field(default_factory=list)

@@ -1,0 +1,94 @@
+"""``python -m worker``: serve one model, alone or as a router's child (SPEC §1, §6).
+
+Order matters: the listening socket is bound before the model loads, so ``/health`` answers 503
+during the load, and the port reported in ``ready`` is one we already own (no probe-then-bind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+
+import structlog
+import uvicorn
+
+from router.child_protocol import StateWriter
+from router.logs import configure_logging
+from worker import lifeline
+from worker.api import WorkerState, create_worker_app
+from worker.engine import Engine
+from worker.model import LoadedModel
+from worker.settings import WorkerSettings, parse_worker_args
+
+__all__ = ["main"]
+
+_log = structlog.get_logger("corral.worker")
+_STAGES = ["text_model"]
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
+    loop = asyncio.get_running_loop()
+    sock = _bind(settings.host, settings.port)
+    port: int = sock.getsockname()[1]
+    engine = Engine()
+    state = WorkerState(settings=settings, engine=engine)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_worker_app(state), log_config=None, lifespan="off", timeout_graceful_shutdown=5
+        )
+    )
+    exit_code = 0
+
+    def stop(code: int) -> None:
+        nonlocal exit_code
+        exit_code = exit_code or code
+        server.should_exit = True
+
+    def loaded(model: LoadedModel) -> None:
+        state.model = model
+        states.send("ready", {**model.info(), "host": settings.host, "port": port})
+        _log.info("model loaded", model=settings.alias, port=port)
+
+    def load() -> None:
+        states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": 0.0})
+        try:
+            model = LoadedModel(settings)
+        except Exception as exc:
+            _log.error("failed to load model", model=str(settings.model), error=str(exc))
+            loop.call_soon_threadsafe(stop, 1)
+            raise
+        states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": 1.0})
+        loop.call_soon_threadsafe(loaded, model)
+
+    def exit_command() -> None:  # called on the lifeline thread
+        loop.call_soon_threadsafe(stop, 0)
+
+    lifeline.arm(on_exit_command=exit_command)
+    _log.info("listening", host=settings.host, port=port, model=str(settings.model))
+    engine.start(load)
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        engine.stop()
+    return exit_code
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = parse_worker_args(argv)
+    states = StateWriter.claim_stdout()
+    configure_logging()
+    if not settings.model.is_file():
+        _log.error("model file not found", model=str(settings.model))
+        sys.exit(1)
+    sys.exit(asyncio.run(_serve(settings, states)))
