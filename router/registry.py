@@ -88,20 +88,20 @@ def _exit_reason(returncode: int) -> str:
     return f"exited with code {returncode}"
 
 
-def _log_text(text: str) -> tuple[str, dict[str, Any], str]:
-    """A child's log line as (message, fields, level): JSON records are unpacked, text kept."""
+def _log_text(text: str) -> tuple[str, dict[str, Any], str | None]:
+    """A child's log line as (message, fields, level); plain text has no level."""
     if text.startswith("{"):
         try:
             record = msgspec.json.decode(text)
         except msgspec.DecodeError:
-            return text, {}, "info"
+            return text, {}, None
         if isinstance(record, dict):
             event = str(record.pop("event", ""))
             level = str(record.pop("level", "info"))
             for key in ("timestamp", "logger"):
                 record.pop(key, None)
             return event, record, level
-    return text, {}, "info"
+    return text, {}, None
 
 
 _LEVELS = logging.getLevelNamesMapping() | {
@@ -199,7 +199,9 @@ class ModelRegistry:
             self._settle_exit(state, 127, f"cannot start worker: {exc}")
             return
         returncode = await process.pump(lambda line: self._on_line(state, line, started))
-        reason = state.last_log[0] if state.last_log else _exit_reason(returncode)
+        reason = _exit_reason(returncode)
+        if state.last_log:
+            reason = f"{reason}: {state.last_log[0]}"
         self._settle_exit(state, returncode, reason)
 
     def _on_line(self, state: ModelState, line: ChildLine, started: float) -> None:
@@ -210,11 +212,13 @@ class ModelRegistry:
             if not line.text.strip():
                 return
             message, fields, level = _log_text(line.text)
-            if level in ("error", "critical") or not fields:
+            # Worth quoting when the worker dies: its errors, and raw text such as the last line
+            # of a Python traceback or a llama.cpp abort message.
+            if level in (None, "error", "critical"):
                 error = fields.get("error")
                 state.last_log.append(f"{message}: {error}" if error else message)
             _log.log(
-                _LEVELS.get(level, logging.INFO),
+                _LEVELS.get(level or "info", logging.INFO),
                 message,
                 **{**fields, "model": name, "source": "worker"},
             )

@@ -6,6 +6,8 @@ stops the workers (exit command, then SIGTERM/SIGKILL after the stop timeout).
 
 from __future__ import annotations
 
+import socket
+
 import structlog
 import uvicorn
 
@@ -26,14 +28,24 @@ def serve(settings: ServeSettings) -> None:
     except CatalogueError as exc:
         _log.error("invalid model catalogue", error=str(exc))
         raise SystemExit(1) from None
+    # Bound here rather than by uvicorn so that `--port 0` works: the log says the real port.
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.host, settings.port))
+        sock.listen(2048)  # connections queue from now on, even before uvicorn starts accepting
+    except OSError as exc:
+        _log.error("cannot listen", host=settings.host, port=settings.port, error=str(exc))
+        raise SystemExit(1) from None
+    port = sock.getsockname()[1]
     config = uvicorn.Config(
         app,
-        host=settings.host,
-        port=settings.port,
         log_config=None,
         lifespan="on",
         # Long streams would otherwise hold shutdown open indefinitely.
         timeout_graceful_shutdown=5,
     )
-    _log.info("corral listening", url=f"http://{settings.host}:{settings.port}")
-    uvicorn.Server(config).run()
+    host = f"[{settings.host}]" if family == socket.AF_INET6 else settings.host
+    _log.info("corral listening", url=f"http://{host}:{port}")
+    uvicorn.Server(config).run(sockets=[sock])

@@ -18,12 +18,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-import structlog
-
 __all__ = ["Cancelled", "Engine"]
 
 T = TypeVar("T")
-_log = structlog.get_logger("corral.worker.engine")
 
 
 class Cancelled(Exception):
@@ -109,8 +106,8 @@ class Engine:
         self._inbox: queue.SimpleQueue[_Call[Any] | _Stream[Any] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
-    def start(self, setup: Callable[[], None]) -> None:
-        """Start the thread; ``setup`` (the model load) runs on it before any request."""
+    def start(self, setup: Callable[[], bool]) -> None:
+        """Start the thread; ``setup`` (the model load) runs on it first and says if it worked."""
         self._thread = threading.Thread(target=self._run, args=(setup,), name="llama", daemon=True)
         self._thread.start()
 
@@ -147,11 +144,8 @@ class Engine:
         finally:
             job.cancel.set()
 
-    def _run(self, setup: Callable[[], None]) -> None:
-        try:
-            setup()
-        except Exception:
-            _log.exception("model setup failed")
+    def _run(self, setup: Callable[[], bool]) -> None:
+        if not setup():
             return
         waiting: deque[_Stream[Any]] = deque()
         active: _Stream[Any] | None = None

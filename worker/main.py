@@ -60,16 +60,17 @@ async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
         states.send("ready", {**model.info(), "host": settings.host, "port": port})
         _log.info("model loaded", model=settings.alias, port=port)
 
-    def load() -> None:
+    def load() -> bool:
         states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": 0.0})
         try:
             model = LoadedModel(settings)
         except Exception as exc:
             _log.error("failed to load model", model=str(settings.model), error=str(exc))
             loop.call_soon_threadsafe(stop, 1)
-            raise
+            return False
         states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": 1.0})
         loop.call_soon_threadsafe(loaded, model)
+        return True
 
     def exit_command() -> None:  # called on the lifeline thread
         loop.call_soon_threadsafe(stop, 0)

@@ -1,0 +1,27 @@
+"""Fixtures shared by the whole suite: tiny random-weight models and a running router."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.router_process import RouterProcess, running_router
+from tests.support.tiny_gguf import write_tiny_gguf
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two tiny models: ``alpha`` with a chat template, ``beta`` without one."""
+    directory = tmp_path_factory.mktemp("models")
+    write_tiny_gguf(directory / "alpha.gguf", name="alpha")
+    write_tiny_gguf(directory / "beta.gguf", name="beta", chat_template=None, seed=1)
+    return directory
+
+
+@pytest.fixture
+def router(models_dir: Path) -> Iterator[RouterProcess]:
+    """A fresh router per test, so one test's crashed or loaded workers never leak into another."""
+    with running_router(["--models-dir", str(models_dir), "--ctx-size", "512"]) as process:
+        yield process

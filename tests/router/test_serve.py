@@ -1,0 +1,161 @@
+"""End to end: the official ``openai`` client against a real router and real workers."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+from openai.types.chat import ChatCompletionMessageParam
+
+from tests.support.router_process import RouterProcess
+
+CHAT: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Say something."}]
+
+
+def _client(router: RouterProcess) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{router.url}/v1", api_key="unused", max_retries=0)
+
+
+def test_models_are_listed_unloaded_before_any_request(router: RouterProcess) -> None:
+    models = router.models()
+    assert set(models) == {"alpha", "beta"}
+    for entry in models.values():
+        assert entry["object"] == "model"
+        assert entry["status"]["value"] == "unloaded"
+        assert entry["source"] == "models_dir"
+        assert "failed" not in entry["status"]
+        assert "meta" not in entry
+
+
+def test_chat_loads_the_model_on_first_request(router: RouterProcess) -> None:
+    reply = _client(router).chat.completions.create(model="alpha", messages=CHAT, max_tokens=6)
+    assert reply.model == "alpha"
+    assert reply.choices[0].message.role == "assistant"
+    assert reply.choices[0].message.content
+    assert reply.usage is not None
+    assert reply.usage.completion_tokens == 6
+
+    models = router.models()
+    assert models["alpha"]["status"]["value"] == "loaded"
+    assert models["alpha"]["meta"]["n_ctx"] == 512
+    assert models["beta"]["status"]["value"] == "unloaded"
+
+
+def test_chat_stream_delivers_chunks_then_finishes(router: RouterProcess) -> None:
+    stream = _client(router).chat.completions.create(
+        model="alpha", messages=CHAT, max_tokens=5, stream=True
+    )
+    chunks = list(stream)
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
+    assert text
+    assert chunks[-1].choices[0].finish_reason == "length"
+    assert all(chunk.model == "alpha" for chunk in chunks)
+
+
+def test_completions_stream_and_not(router: RouterProcess) -> None:
+    client = _client(router)
+    whole = client.completions.create(model="alpha", prompt="Once upon", max_tokens=4)
+    assert whole.choices[0].text
+    assert whole.usage is not None
+    assert whole.usage.completion_tokens == 4
+    pieces = list(
+        client.completions.create(model="alpha", prompt="Once", max_tokens=4, stream=True)
+    )
+    assert "".join(piece.choices[0].text for piece in pieces)
+
+
+def test_switching_between_models_keeps_both_running(router: RouterProcess) -> None:
+    client = _client(router)
+    first = client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=3)
+    second = client.chat.completions.create(model="beta", messages=CHAT, max_tokens=3)
+    again = client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=3)
+    assert (first.model, second.model, again.model) == ("alpha", "beta", "alpha")
+    models = router.models()
+    assert {name: entry["status"]["value"] for name, entry in models.items()} == {
+        "alpha": "loaded",
+        "beta": "loaded",
+    }
+    # beta's GGUF has no chat template: the worker must fall back to chatml, never llama-2.
+    assert models["beta"]["meta"]["chat_template"] == "chatml"
+    assert models["alpha"]["meta"]["chat_template"] == "gguf"
+
+
+def test_unknown_model_is_404(router: RouterProcess) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        _client(router).chat.completions.create(model="nope", messages=CHAT, max_tokens=3)
+    assert caught.value.status_code == 404
+    body = caught.value.response.json()
+    assert body == {
+        "error": {"code": 404, "message": "model 'nope' not found", "type": "not_found_error"}
+    }
+
+
+def test_missing_model_is_400(router: RouterProcess) -> None:
+    response = router.client.post("/v1/chat/completions", json={"messages": CHAT})
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert "model" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{not json", b"[1, 2]", b'{"model": 5}', b""],
+    ids=["malformed", "array", "wrong-type", "empty"],
+)
+def test_invalid_json_is_400_never_500(router: RouterProcess, body: bytes) -> None:
+    response = router.client.post(
+        "/v1/chat/completions", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == 400
+    assert error["type"] == "invalid_request_error"
+    assert "Traceback" not in response.text
+
+
+def test_bad_field_is_400_naming_it(router: RouterProcess) -> None:
+    response = router.client.post(
+        "/v1/chat/completions",
+        json={"model": "alpha", "messages": CHAT, "temperature": -1},
+    )
+    assert response.status_code == 400
+    assert "temperature" in response.json()["error"]["message"]
+
+
+def test_tokenize_round_trip_through_the_router(router: RouterProcess) -> None:
+    tokens = router.client.post("/tokenize", json={"model": "alpha", "content": "the world"})
+    assert tokens.status_code == 200
+    ids = tokens.json()["tokens"]
+    text = router.client.post("/detokenize", json={"model": "alpha", "tokens": ids})
+    assert text.json()["content"].strip() == "the world"
+
+
+def test_health_props_and_unknown_route(router: RouterProcess) -> None:
+    assert router.client.get("/health").json() == {"status": "ok"}
+    props = router.client.get("/props").json()
+    assert props["role"] == "router"
+    assert props["max_instances"] == 4
+    assert props["models_autoload"] is True
+    missing = router.client.get("/no/such/route")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["type"] == "not_found_error"
+
+
+def test_native_completion_route(router: RouterProcess) -> None:
+    response = router.client.post(
+        "/completion", json={"model": "beta", "prompt": "Hello", "n_predict": 3}
+    )
+    body = response.json()
+    assert response.status_code == 200
+    assert body["stop"] is True
+    assert body["tokens_predicted"] == 3
+    assert body["content"]
+    with router.client.stream(
+        "POST",
+        "/completion",
+        json={"model": "beta", "prompt": "Hi", "n_predict": 3, "stream": True},
+    ) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        events = [line for line in stream.iter_lines() if line.startswith("data: ")]
+    assert events[-1].startswith('data: {"content":"","stop":true')
+    assert isinstance(httpx.Response(200, content=events[-1][6:]).json()["tokens_predicted"], int)

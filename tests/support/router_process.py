@@ -1,0 +1,87 @@
+"""A real ``corral serve`` process for end-to-end tests.
+
+The router is started with ``--port 0`` and reports the address it bound in its first log line,
+so tests never race for a port. Its stderr (JSON log records) is collected for assertions and
+for debugging a failing test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+__all__ = ["RouterProcess", "running_router"]
+
+
+class RouterProcess:
+    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "router", "serve", "--port", "0", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        self.records: list[dict[str, Any]] = []
+        self._listening = threading.Event()
+        self.url = ""
+        self._reader = threading.Thread(target=self._read_log, daemon=True)
+        self._reader.start()
+        if not self._listening.wait(timeout=60) or not self.url:
+            self.stop()
+            raise RuntimeError(f"router did not start: {self.log_text()}")
+        self.client = httpx.Client(base_url=self.url, timeout=60)
+
+    def _read_log(self) -> None:
+        assert self.process.stderr is not None
+        for raw in self.process.stderr:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                record = {"event": raw.decode(errors="replace").rstrip()}
+            self.records.append(record)
+            if record.get("event") == "corral listening":
+                self.url = str(record["url"])
+                self._listening.set()
+        self._listening.set()  # exited before listening: unblock the constructor
+
+    def log_text(self) -> str:
+        return "\n".join(json.dumps(record) for record in self.records)
+
+    def models(self) -> dict[str, dict[str, Any]]:
+        data = self.client.get("/models").raise_for_status().json()["data"]
+        return {entry["id"]: entry for entry in data}
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=30)
+        finally:
+            self._reader.join(timeout=30)
+            if self.process.stderr is not None:
+                self.process.stderr.close()
+            if hasattr(self, "client"):
+                self.client.close()
+
+
+@contextmanager
+def running_router(
+    args: Sequence[str], env: dict[str, str] | None = None
+) -> Iterator[RouterProcess]:
+    router = RouterProcess(args, env)
+    try:
+        yield router
+    finally:
+        router.stop()

@@ -1,0 +1,62 @@
+"""The worker's HTTP routes, against a real worker process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.worker.test_main import worker
+
+
+@pytest.fixture(scope="module")
+def client(models_dir: Path) -> Iterator[httpx.Client]:
+    with worker(models_dir / "beta.gguf") as child, httpx.Client(base_url=child.url) as http:
+        yield http
+
+
+def test_models_and_props_describe_the_model(client: httpx.Client) -> None:
+    listed = client.get("/v1/models").json()
+    assert [entry["id"] for entry in listed["data"]] == ["beta"]
+    props = client.get("/props").json()
+    assert props["model_alias"] == "beta"
+    assert props["chat_template"] == "chatml"  # beta has none of its own
+    assert props["default_generation_settings"]["n_ctx"] == 256
+
+
+def test_tokenize_with_pieces(client: httpx.Client) -> None:
+    body = client.post("/tokenize", json={"content": "the world", "with_pieces": True}).json()
+    pieces = body["tokens"]
+    assert all(set(piece) == {"id", "piece"} for piece in pieces)
+    assert "".join(piece["piece"] for piece in pieces).strip() == "the world"
+
+
+def test_detokenize_rejects_out_of_range_ids(client: httpx.Client) -> None:
+    response = client.post("/detokenize", json={"tokens": [10**9]})
+    assert response.status_code == 400
+    assert "out of range" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("temperature", -0.5), ("top_p", 1.5), ("min_p", -1), ("top_k", -3), ("max_tokens", -7)],
+)
+def test_out_of_range_sampling_is_400_naming_the_field(
+    client: httpx.Client, field: str, value: float
+) -> None:
+    response = client.post(
+        "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "hi"}], field: value},
+    )
+    assert response.status_code == 400
+    assert field in response.json()["error"]["message"]
+
+
+def test_prompt_beyond_the_context_is_a_400(client: httpx.Client) -> None:
+    response = client.post(
+        "/v1/completions", json={"prompt": "the world " * 400, "max_tokens": 4, "stream": True}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "exceed_context_size_error"
