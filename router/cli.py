@@ -126,4 +126,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     from router.server import serve
 
-    serve(parse_serve_args(rest))
+    try:
+        serve(parse_serve_args(rest))
+    except KeyboardInterrupt:
+        # uvicorn re-raises SIGINT after its graceful shutdown; the workers are already stopped.
+        sys.exit(130)
