@@ -10,7 +10,7 @@ import structlog
 from litestar import Litestar
 from litestar.datastructures import State
 
-from router.api import inference_routes, model_routes
+from router.api import inference_routes, model_routes, webui_routes
 from router.catalogue import scan_catalogue
 from router.errors import exception_handlers
 from router.launcher import SubprocessLauncher, WorkerLauncher
@@ -46,7 +46,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 group.cancel_scope.cancel()
 
     return Litestar(
-        route_handlers=[*model_routes, *inference_routes],
+        route_handlers=[*model_routes, *inference_routes, *webui_routes],
         exception_handlers=exception_handlers,
         lifespan=[lifespan],
         state=State({"settings": settings}),

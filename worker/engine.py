@@ -18,9 +18,12 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Generic, TypeVar
 
+import structlog
+
 __all__ = ["Cancelled", "Engine"]
 
 T = TypeVar("T")
+_log = structlog.get_logger("corral.worker.engine")
 
 
 class Cancelled(Exception):
@@ -61,6 +64,7 @@ class _Stream(Generic[T]):
         self.items: asyncio.Queue[T | _End | BaseException] = asyncio.Queue()
         self._loop = loop
         self._iterator: Iterator[T] | None = None
+        self._produced = 0
 
     def _post(self, item: T | _End | BaseException) -> None:
         self._loop.call_soon_threadsafe(self.items.put_nowait, item)
@@ -74,6 +78,7 @@ class _Stream(Generic[T]):
             if self._iterator is None:
                 self._iterator = self.fn(self.cancel)
             self._post(next(self._iterator))
+            self._produced += 1
             return True
         except StopIteration:
             self._post(_END)
@@ -85,6 +90,7 @@ class _Stream(Generic[T]):
         close = getattr(self._iterator, "close", None)
         if close is not None:
             close()
+        _log.info("generation cancelled", chunks=self._produced)
         self._post(Cancelled())
 
 

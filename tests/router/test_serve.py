@@ -159,3 +159,10 @@ def test_native_completion_route(router: RouterProcess) -> None:
         events = [line for line in stream.iter_lines() if line.startswith("data: ")]
     assert events[-1].startswith('data: {"content":"","stop":true')
     assert isinstance(httpx.Response(200, content=events[-1][6:]).json()["tokens_predicted"], int)
+
+
+def test_placeholder_page_is_served_at_root(router: RouterProcess) -> None:
+    page = router.client.get("/")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "Corral" in page.text

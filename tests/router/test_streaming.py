@@ -1,0 +1,56 @@
+"""Streams relayed through the router: disconnects reach the worker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.router_process import RouterProcess, running_router
+
+# Far more tokens than the tiny model produces before the disconnect propagates (one token).
+LONG = 30_000
+
+
+@pytest.fixture
+def roomy_router(models_dir: Path) -> Iterator[RouterProcess]:
+    with running_router(["--models-dir", str(models_dir), "--ctx-size", "32768"]) as router:
+        yield router
+
+
+def test_client_disconnect_stops_the_generation(roomy_router: RouterProcess) -> None:
+    body = {
+        "model": "alpha",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": LONG,
+        "stream": True,
+    }
+    with roomy_router.client.stream("POST", "/v1/chat/completions", json=body) as stream:
+        lines = stream.iter_lines()
+        first = next(line for line in lines if line.startswith("data: "))
+        assert '"chat.completion.chunk"' in first
+    # The response is closed: the router must drop its upstream, and the worker must stop.
+    deadline = time.monotonic() + 20
+    while True:
+        cancelled = [r for r in roomy_router.records if r.get("event") == "generation cancelled"]
+        if cancelled:
+            break
+        assert time.monotonic() < deadline, "the worker never saw the disconnect"
+        time.sleep(0.02)
+    assert cancelled[0]["model"] == "alpha"
+    assert cancelled[0]["chunks"] < LONG
+
+
+def test_model_given_with_m_is_loaded_at_startup(models_dir: Path) -> None:
+    with running_router(["-m", str(models_dir / "beta.gguf")]) as router:
+        models = router.models()
+        assert list(models) == ["beta"]
+        # Loading starts at startup, before any request.
+        assert models["beta"]["status"]["value"] in ("loading", "loaded")
+        reply = router.client.post(
+            "/v1/chat/completions",
+            json={"model": "beta", "messages": [{"role": "user", "content": "x"}], "max_tokens": 2},
+        )
+        assert reply.status_code == 200
