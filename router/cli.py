@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from router.security import ApiKeyFileError, load_api_keys, parse_list
 from router.settings import ServeSettings
 
 __all__ = ["main", "parse_serve_args"]
@@ -53,6 +54,15 @@ def _env_bool(name: str, default: bool) -> bool:
     return default
 
 
+def _flag_or_env(values: list[str] | None, name: str) -> list[str]:
+    # Repeatable flags cannot take their default from the environment: argparse would append
+    # the flag's values to it instead of replacing it.
+    if values is not None:
+        return values
+    value = _env(name)
+    return [value] if value else []
+
+
 def _serve_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="corral serve", description="Serve every local model.")
     parser.add_argument("--host", default=_env("LLAMA_ARG_HOST", "127.0.0.1"))
@@ -84,6 +94,23 @@ def _serve_parser() -> argparse.ArgumentParser:
         default=_env_bool("LLAMA_ARG_MODELS_AUTOLOAD", True),
         help="load a model on its first request",
     )
+    parser.add_argument(
+        "--api-key",
+        dest="api_keys",
+        action="append",
+        help="API key clients must send; comma-separated, repeatable [LLAMA_API_KEY]",
+    )
+    parser.add_argument(
+        "--api-key-file",
+        dest="api_key_files",
+        action="append",
+        help="file of API keys, one per line, '#' comments [LLAMA_ARG_API_KEY_FILE]",
+    )
+    parser.add_argument(
+        "--cors-origins",
+        default=_env("LLAMA_ARG_CORS_ORIGINS", "*"),
+        help="origins browsers may call from, comma-separated; 'localhost' = loopback only",
+    )
     for flags, env, type_, help_ in _WORKER_OPTIONS:
         parser.add_argument(
             *flags, dest=_dest(flags), type=type_, default=_env(env) if env else None, help=help_
@@ -99,6 +126,13 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
     for path in args.model_files:
         if not path.is_file():
             parser.error(f"-m {path}: no such file")
+    try:
+        api_keys = load_api_keys(
+            _flag_or_env(args.api_keys, "LLAMA_API_KEY"),
+            [Path(f) for f in _flag_or_env(args.api_key_files, "LLAMA_ARG_API_KEY_FILE")],
+        )
+    except ApiKeyFileError as exc:
+        parser.error(str(exc))
     worker_args: list[str] = []
     for flags, _, type_, _ in _WORKER_OPTIONS:
         value = getattr(args, _dest(flags))
@@ -112,6 +146,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         models_max=args.models_max,
         models_autoload=args.models_autoload,
         worker_args=worker_args,
+        api_keys=api_keys,
+        cors_origins=tuple(parse_list(args.cors_origins)),
     )
 
 

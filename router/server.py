@@ -14,6 +14,7 @@ import uvicorn
 from router.app import create_app
 from router.catalogue import CatalogueError
 from router.logs import configure_logging
+from router.security import warn_if_exposed
 from router.settings import ServeSettings
 
 __all__ = ["serve"]
@@ -23,6 +24,7 @@ _log = structlog.get_logger("corral.router")
 
 def serve(settings: ServeSettings) -> None:
     configure_logging()
+    warn_if_exposed(settings)
     try:
         app = create_app(settings)
     except CatalogueError as exc:

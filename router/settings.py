@@ -19,3 +19,6 @@ class ServeSettings:
     stop_timeout: float = 10.0
     # Per-model defaults, already spelled as worker flags (e.g. ["--ctx-size", "2048"]).
     worker_args: list[str] = field(default_factory=list)
+    # Kept out of repr so that logging the settings never prints a key.
+    api_keys: tuple[str, ...] = field(default=(), repr=False)
+    cors_origins: tuple[str, ...] = ("*",)

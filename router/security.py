@@ -1,0 +1,242 @@
+"""API keys and CORS (SPEC §8): who may call the router, and from which web pages.
+
+Where the key check sits in Litestar's stack matters. The CORS layer (``cors_config``) is the
+outermost wrapper, so every response, a 401 included, carries CORS headers, and preflights are
+answered before anything else runs. Inside it, app-level middleware only runs for requests that
+matched a route; requests that did not (unknown path: 404, wrong method: 405) go straight to the
+exception handlers. So the check is made in two places with one predicate,
+:meth:`ApiKeyAuth.allows`: :class:`ApiKeyMiddleware` for matched routes, and handlers for routing
+404/405s that turn them into 401s for callers without a valid key. A caller without a key thus
+gets 401 for unknown routes too (as llama-server does) and cannot map which routes exist; a
+caller with a key gets the real 404/405.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import structlog
+from litestar import Request, Response
+from litestar.config.cors import CORSConfig
+from litestar.enums import ScopeType
+from litestar.exceptions import HTTPException
+from litestar.middleware import ASGIMiddleware
+from litestar.types import ASGIApp, ExceptionHandler, ExceptionHandlersMap, Receive, Scope, Send
+
+from router.errors import ApiError, ErrorEnvelope, error_response
+from router.settings import ServeSettings
+
+__all__ = [
+    "CORS_ALLOWED_HEADERS",
+    "CORS_ALLOWED_METHODS",
+    "PUBLIC_PATHS",
+    "ApiKeyAuth",
+    "ApiKeyFileError",
+    "ApiKeyMiddleware",
+    "InvalidApiKey",
+    "build_cors_config",
+    "is_loopback_host",
+    "is_public_path",
+    "load_api_keys",
+    "parse_list",
+    "warn_if_exposed",
+]
+
+# Route paths that answer without a key (SPEC §8), compared with the path *template* of the
+# route a request matched, never with the raw request path: a crafted path can then only reach
+# a public route if the router itself would serve that route. A trailing "*" is a prefix match,
+# for the Web UI's assets. OPTIONS is always public (CORS preflights carry no credentials).
+PUBLIC_PATHS: Final = ("/", "/health", "/v1/health", "/assets/*")
+
+CORS_ALLOWED_METHODS: Final = ("GET", "POST", "DELETE", "OPTIONS")
+CORS_ALLOWED_HEADERS: Final = ("authorization", "content-type", "x-api-key", "x-conversation-id")
+LOOPBACK_ORIGINS: Final = "localhost"
+# http(s)://localhost, 127.0.0.1 or [::1], any port. Matched against the whole Origin header.
+_LOOPBACK_ORIGIN_REGEX: Final = r"(?:https?://(?:localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?)"
+
+_log = structlog.get_logger("corral.security")
+
+_INVALID_KEY_MESSAGE: Final = "Invalid API Key"
+_BEARER: Final = b"bearer "
+
+
+class ApiKeyFileError(Exception):
+    """An ``--api-key-file`` that cannot be read: the router must not start without its keys."""
+
+
+class InvalidApiKey(Exception):
+    """Raised by :class:`ApiKeyMiddleware`; rendered as the SPEC's 401 by :class:`ApiKeyAuth`."""
+
+
+def parse_list(value: str) -> list[str]:
+    """Split a comma list as the flags take it, dropping blanks."""
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _read_key_file(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ApiKeyFileError(f"cannot read API key file {path}: {reason}") from None
+    lines = (line.strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def load_api_keys(keys: Iterable[str], files: Iterable[Path]) -> tuple[str, ...]:
+    """Keys from ``--api-key`` comma lists and ``--api-key-file`` files, deduplicated in order."""
+    found: list[str] = []
+    for value in keys:
+        found += parse_list(value)
+    for path in files:
+        found += _read_key_file(path)
+    return tuple(dict.fromkeys(found))
+
+
+def is_public_path(path_template: str) -> bool:
+    return any(
+        path_template.startswith(public[:-1]) if public.endswith("*") else path_template == public
+        for public in PUBLIC_PATHS
+    )
+
+
+def _digest(value: bytes) -> bytes:
+    # Comparing fixed-length digests keeps even a key's length out of the timing.
+    return hashlib.sha256(value).digest()
+
+
+def _presented_keys(headers: Iterable[tuple[bytes, bytes]]) -> list[bytes]:
+    presented: list[bytes] = []
+    for name, raw in headers:
+        header = name.lower()
+        value = raw.strip()
+        if header == b"authorization":
+            # The "Bearer " scheme is optional, as in llama-server.
+            if value[: len(_BEARER)].lower() == _BEARER:
+                value = value[len(_BEARER) :].strip()
+        elif header != b"x-api-key":
+            continue
+        if value:
+            presented.append(value)
+    return presented
+
+
+def _unauthorized() -> Response[ErrorEnvelope]:
+    envelope = ApiError(401, _INVALID_KEY_MESSAGE, "authentication_error").envelope()
+    return Response(envelope, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+
+
+def _fallback_response(
+    base: ExceptionHandlersMap, request: Request[Any, Any, Any], exc: Exception
+) -> Response[Any]:
+    """What ``base`` alone would have answered (status-code keys first, then the class's MRO)."""
+    handler: ExceptionHandler[Any] | None = (
+        base.get(exc.status_code) if isinstance(exc, HTTPException) else None
+    )
+    if handler is None:
+        handler = next((base[cls] for cls in type(exc).__mro__ if cls in base), None)
+    if handler is not None:
+        return handler(request, exc)
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    return error_response(ApiError(status, str(exc)))
+
+
+class ApiKeyAuth:
+    """The configured keys and the rule for which requests need one."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self._digests = tuple(_digest(key.encode()) for key in keys)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._digests)
+
+    def _is_valid(self, presented: bytes) -> bool:
+        candidate = _digest(presented)
+        matched = False
+        for digest in self._digests:
+            # No early exit: the time taken does not depend on which key matched.
+            matched |= hmac.compare_digest(candidate, digest)
+        return matched
+
+    def allows(self, scope: Scope) -> bool:
+        if not self.enabled or scope.get("method") == "OPTIONS":
+            return True
+        # Only present once routing matched; an unmatched request is never public.
+        template = scope.get("path_template")
+        if template is not None and is_public_path(template):
+            return True
+        return any(self._is_valid(key) for key in _presented_keys(scope["headers"]))
+
+    def middleware(self) -> list[ApiKeyMiddleware]:
+        return [ApiKeyMiddleware(self)] if self.enabled else []
+
+    def exception_handlers(self, base: ExceptionHandlersMap) -> ExceptionHandlersMap:
+        """``base`` plus the 401 for rejected requests and for routing 404/405s without a key."""
+        if not self.enabled:
+            return base
+
+        def on_invalid_key(_: Request[Any, Any, Any], __: Exception) -> Response[Any]:
+            return _unauthorized()
+
+        def on_routing_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+            if not self.allows(request.scope):
+                return _unauthorized()
+            return _fallback_response(base, request, exc)
+
+        # Keyed by status code because Litestar prefers those to exception classes.
+        return {**base, InvalidApiKey: on_invalid_key, 404: on_routing_error, 405: on_routing_error}
+
+
+class ApiKeyMiddleware(ASGIMiddleware):
+    """Rejects requests to matched, non-public routes that carry no valid key."""
+
+    scopes = (ScopeType.HTTP, ScopeType.WEBSOCKET)
+
+    def __init__(self, auth: ApiKeyAuth) -> None:
+        self._auth = auth
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        if not self._auth.allows(scope):
+            raise InvalidApiKey
+        await next_app(scope, receive, send)
+
+
+def build_cors_config(origins: Sequence[str]) -> CORSConfig:
+    """``*`` allows any origin; ``localhost`` allows loopback origins only; others are literal.
+
+    Credentials are never allowed: keys travel in headers that a page sets itself, so browsers
+    need no credentialed CORS, and ``*`` can never be combined with credentials by mistake.
+    """
+    literal = [origin for origin in origins if origin != LOOPBACK_ORIGINS]
+    return CORSConfig(
+        allow_origins=literal,
+        allow_origin_regex=_LOOPBACK_ORIGIN_REGEX if LOOPBACK_ORIGINS in origins else None,
+        allow_methods=list(CORS_ALLOWED_METHODS),
+        allow_headers=list(CORS_ALLOWED_HEADERS),
+        allow_credentials=False,
+    )
+
+
+def is_loopback_host(host: str) -> bool:
+    address = host.strip("[]")
+    if address.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:  # a host name other than localhost: it may resolve to anything
+        return False
+
+
+def warn_if_exposed(settings: ServeSettings) -> None:
+    if not settings.api_keys and not is_loopback_host(settings.host):
+        _log.warning(
+            "security: no API key is set and the router listens beyond loopback; anyone who "
+            "can reach it can use and manage every model (set --api-key or --api-key-file)",
+            host=settings.host,
+        )
