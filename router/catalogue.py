@@ -1,23 +1,50 @@
-"""Which models exist: ``--models-dir`` and ``-m`` files (SPEC §2).
+"""Which models exist and how each one runs (SPEC §2).
 
-The hub cache and presets join this list in later work; every source yields the same
-:class:`CatalogueEntry`, so the registry does not care where a model came from.
+Sources, lowest first: the hub cache, ``--models-dir``, ``-m`` files, then the preset INI, whose
+sections override a model of the same name or define new ones. Options cascade
+``[*]`` < section < router command line, as upstream's ``load_models`` merges them. Every source
+yields the same :class:`CatalogueEntry`, so the registry never asks where a model came from.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["CatalogueEntry", "CatalogueError", "scan_catalogue"]
+from router.hub_cache import CachedModel, canonical_tag, resolve_cached_model, scan_cache
+from router.presets import (
+    PresetError,
+    PresetFile,
+    PresetSection,
+    load_preset_file,
+    normalise_options,
+    option_spec,
+    render_ini,
+    render_worker_args,
+)
+
+__all__ = [
+    "Catalogue",
+    "CatalogueEntry",
+    "CatalogueError",
+    "Source",
+    "build_catalogue",
+    "scan_catalogue",
+]
 
 Source = Literal["models_dir", "cache", "preset"]
-_SIDECAR_MARKERS = ("mmproj", "draft")
+DEFAULT_STOP_TIMEOUT = 10.0
+# Files next to a model that are not models themselves (upstream's prefixes plus "draft").
+_COMPANION_MARKERS = ("mmproj", "draft", "mtp-", "dspark-", "dflash-")
+# Options that name a file or a model; from the router command line they belong to the
+# single-model invocation (``-m``), and under ``[*]`` they would give every model one file/name.
+_IDENTITY_KEYS = frozenset({"model", "mmproj", "hf-repo", "hf-file", "alias"})
 
 
 class CatalogueError(Exception):
-    """The model sources are inconsistent (e.g. two models with one name)."""
+    """The model sources are inconsistent or malformed; the message says where."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,39 +52,259 @@ class CatalogueEntry:
     name: str
     path: Path
     source: Source
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    options: tuple[tuple[str, str], ...] = ()  # worker options, canonical names, sorted by key
+    load_on_startup: bool = False
+    stop_timeout: float = DEFAULT_STOP_TIMEOUT
+    ttl: float | None = None
+    pin: bool = False
+    mmproj: Path | None = None
+    # ``dedup-cache-models``: a cache model that a preset also serves is left out of listings
+    # but still answers to its name.
+    hidden: bool = False
+
+    def preset_text(self) -> str:
+        """The effective preset as one INI section, the way upstream shows it in ``/models``."""
+        keys = dict(self.options)
+        keys["model"] = str(self.path)
+        if self.mmproj is not None:
+            keys["mmproj"] = str(self.mmproj)
+        if self.aliases:
+            keys["alias"] = ",".join(self.aliases)
+        if self.tags:
+            keys["tags"] = ",".join(self.tags)
+        if self.load_on_startup:
+            keys["load-on-startup"] = "true"
+        if self.stop_timeout != DEFAULT_STOP_TIMEOUT:
+            keys["stop-timeout"] = _format_seconds(self.stop_timeout)
+        if self.ttl is not None:
+            keys["ttl"] = _format_seconds(self.ttl)
+        if self.pin:
+            keys["pin"] = "true"
+        return render_ini(self.name, sorted(keys.items()))
+
+    def worker_args(self) -> list[str]:
+        """The options as worker flags, e.g. ``["--ctx-size", "2048", "--no-mmap"]``."""
+        return render_worker_args(self.options)
 
 
-def _is_main_model(path: Path) -> bool:
-    stem = path.stem.lower()
-    if any(marker in stem for marker in _SIDECAR_MARKERS):
-        return False
+class Catalogue:
+    """Every model by canonical name, and the lookup by name or alias."""
+
+    def __init__(self, entries: Mapping[str, CatalogueEntry]) -> None:
+        self.entries: dict[str, CatalogueEntry] = dict(sorted(entries.items()))
+        self._owners: dict[str, str] = {name: name for name in self.entries}
+        for entry in self.entries.values():
+            for alias in entry.aliases:
+                other = self._owners.get(alias)
+                if other is not None:
+                    what = "the name of model" if other == alias else "an alias of model"
+                    raise CatalogueError(
+                        f"alias '{alias}' of model '{entry.name}' is also {what} '{other}'"
+                    )
+                self._owners[alias] = entry.name
+
+    def resolve(self, name: str) -> CatalogueEntry | None:
+        """The model a request names, by canonical name or alias (``repo:q8_0`` = ``repo:Q8_0``)."""
+        owner = self._owners.get(name)
+        if owner is None and ":" in name:
+            repo, _, tag = name.rpartition(":")
+            owner = self._owners.get(f"{repo}:{canonical_tag(tag)}")
+        return self.entries[owner] if owner is not None else None
+
+
+def _format_seconds(seconds: float) -> str:
+    return repr(seconds).removesuffix(".0")
+
+
+@dataclass(slots=True)
+class _Found:
+    """A model as a source found it, before presets and command-line options apply."""
+
+    name: str
+    path: Path
+    source: Source
+    mmproj: Path | None = None
+    load_on_startup: bool = False
+    options: dict[str, str] = field(default_factory=dict)  # from its preset section, if any
+
+
+def _is_companion(file_name: str) -> bool:
+    lowered = file_name.lower()
+    return any(marker in lowered for marker in _COMPANION_MARKERS)
+
+
+def _is_first_shard(path: Path) -> bool:
     # Split models: only the first shard ("-00001-of-00003") names the model.
-    parts = stem.rsplit("-", 3)
+    parts = path.stem.rsplit("-", 3)
     return not (len(parts) == 4 and parts[2] == "of" and parts[1].isdigit() and int(parts[1]) > 1)
 
 
-def _scan_models_dir(models_dir: Path) -> list[CatalogueEntry]:
-    entries: list[CatalogueEntry] = []
+def _scan_models_dir(models_dir: Path) -> list[_Found]:
+    if not models_dir.is_dir():
+        raise CatalogueError(f"--models-dir {models_dir}: not a directory")
+    found: list[_Found] = []
     for child in sorted(models_dir.iterdir()):
-        if child.is_file() and child.suffix == ".gguf" and _is_main_model(child):
-            entries.append(CatalogueEntry(child.stem, child, "models_dir"))
+        if child.is_file() and child.suffix == ".gguf":
+            if not _is_companion(child.name) and _is_first_shard(child):
+                found.append(_Found(child.stem, child, "models_dir"))
         elif child.is_dir():
-            shards = sorted(p for p in child.glob("*.gguf") if _is_main_model(p))
-            if shards:
-                entries.append(CatalogueEntry(child.name, shards[0], "models_dir"))
-    return entries
+            ggufs = sorted(child.glob("*.gguf"))
+            models = [p for p in ggufs if not _is_companion(p.name) and _is_first_shard(p)]
+            mmprojs = [p for p in ggufs if "mmproj" in p.name.lower()]
+            if models:
+                mmproj = mmprojs[0] if mmprojs else None
+                found.append(_Found(child.name, models[0], "models_dir", mmproj))
+    return found
+
+
+def _add_found(models: dict[str, _Found], model: _Found) -> None:
+    other = models.get(model.name)
+    if other is not None and other.path.resolve() != model.path.resolve():
+        raise CatalogueError(f"model '{model.name}' appears twice: {other.path} and {model.path}")
+    if other is None or model.load_on_startup:  # the same file again via -m: it loads at startup
+        models[model.name] = model
+
+
+def _preset_path(preset: PresetFile, where: str, key: str, value: str) -> Path:
+    # Relative to the INI file, not the router's working directory, so a preset can travel
+    # with its models; absolute paths are the user's own configuration and are kept.
+    path = (preset.path.parent / Path(value).expanduser()).absolute()
+    if not path.is_file():
+        raise CatalogueError(f"{where}: key '{key}': no such file: {path}")
+    return path
+
+
+def _apply_section(
+    models: dict[str, _Found], preset: PresetFile, section: PresetSection, cached: list[CachedModel]
+) -> None:
+    where = f"{preset.path}: section [{section.name}]"
+    options = section.options
+    base = models.get(section.name)
+    model_value, repo_value = options.get("model"), options.get("hf-repo")
+    if model_value is not None and repo_value is not None:
+        raise CatalogueError(f"{where}: set either 'model' or 'hf-repo', not both")
+    if model_value is not None:  # another file: a projector found next to the old one is dropped
+        path, mmproj = _preset_path(preset, where, "model", model_value), None
+    elif repo_value is not None:
+        found = resolve_cached_model(cached, repo_value, options.get("hf-file"))
+        if found is None:
+            raise CatalogueError(
+                f"{where}: key 'hf-repo': '{repo_value}' is not in the hub cache"
+                " (download it first, e.g. with POST /models)"
+            )
+        path, mmproj = found.path, found.mmproj
+    elif base is not None:
+        path, mmproj = base.path, base.mmproj
+    else:
+        raise CatalogueError(
+            f"{where}: no model: set 'model' or 'hf-repo', or name the section after a"
+            " cache or --models-dir model"
+        )
+    if "mmproj" in options:
+        mmproj = _preset_path(preset, where, "mmproj", options["mmproj"])
+    startup = base.load_on_startup if base is not None else False
+    models[section.name] = _Found(section.name, path, "preset", mmproj, startup, dict(options))
+
+
+def _comma_list(value: str | None, *, exclude: str = "") -> tuple[str, ...]:
+    items = {item.strip() for item in (value or "").split(",")}
+    return tuple(sorted(item for item in items if item and item != exclude))
+
+
+def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
+    """The entry for one model once ``[*]``, its section and the command line are merged."""
+    worker_options = tuple(
+        sorted((key, value) for key, value in options.items() if option_spec(key).role == "worker")
+    )
+    ttl = options.get("ttl")
+    return CatalogueEntry(
+        name=model.name,
+        path=model.path,
+        source=model.source,
+        aliases=_comma_list(options.get("alias"), exclude=model.name),
+        tags=_comma_list(options.get("tags")),
+        options=worker_options,
+        load_on_startup=model.load_on_startup or options.get("load-on-startup") == "true",
+        stop_timeout=float(options.get("stop-timeout", DEFAULT_STOP_TIMEOUT)),
+        ttl=float(ttl) if ttl is not None else None,
+        pin=options.get("pin") == "true",
+        mmproj=model.mmproj,
+    )
+
+
+def _hide_deduplicated(entries: dict[str, CatalogueEntry], dedup_paths: set[Path]) -> None:
+    """Upstream's ``dedup-cache-models``: a plain cache model whose file a preset serves too."""
+    for name, entry in entries.items():
+        if entry.source == "cache" and entry.path.resolve() in dedup_paths:
+            entries[name] = replace(entry, hidden=True)
+
+
+def _check_defaults(preset: PresetFile) -> None:
+    forbidden = sorted(_IDENTITY_KEYS & preset.defaults.keys())
+    if forbidden:
+        raise CatalogueError(
+            f"{preset.path}: section [*]: key '{forbidden[0]}' cannot be a default for every model"
+        )
+
+
+def build_catalogue(
+    *,
+    models_dir: Path | None,
+    model_files: list[Path],
+    preset_file: Path | None,
+    cache_dir: Path | None,
+    cli_options: dict[str, str],
+) -> Catalogue:
+    """Every model from every source, with its options merged; raises :class:`CatalogueError`.
+
+    ``cli_options`` are the router's per-model flags (any spelling of :data:`presets.OPTIONS`);
+    file and name options among them are dropped, as upstream strips them from the base preset.
+    """
+    try:
+        cli = normalise_options(cli_options.items(), where="command line")
+        preset = load_preset_file(preset_file) if preset_file is not None else None
+    except PresetError as error:
+        raise CatalogueError(str(error)) from None
+    cli = {key: value for key, value in cli.items() if key not in _IDENTITY_KEYS}
+    cached = scan_cache(cache_dir) if cache_dir is not None else []
+    models: dict[str, _Found] = {}
+    for cached_model in cached:
+        _add_found(
+            models, _Found(cached_model.name, cached_model.path, "cache", cached_model.mmproj)
+        )
+    for found in _scan_models_dir(models_dir) if models_dir is not None else []:
+        _add_found(models, found)
+    for path in model_files:
+        if not path.is_file():
+            raise CatalogueError(f"-m {path}: no such file")
+        _add_found(models, _Found(path.stem, path.resolve(), "models_dir", load_on_startup=True))
+    defaults: Mapping[str, str] = {}
+    if preset is not None:
+        _check_defaults(preset)
+        defaults = preset.defaults
+        for section in preset.sections.values():
+            _apply_section(models, preset, section, cached)
+    entries: dict[str, CatalogueEntry] = {}
+    dedup_paths: set[Path] = set()
+    for name, model in models.items():
+        options = {**defaults, **model.options, **cli}
+        entries[name] = _entry(model, options)
+        if model.source == "preset" and options.get("dedup-cache-models") == "true":
+            dedup_paths.add(model.path.resolve())
+    _hide_deduplicated(entries, dedup_paths)
+    return Catalogue(entries)
 
 
 def scan_catalogue(models_dir: Path | None, model_files: list[Path]) -> dict[str, CatalogueEntry]:
-    """Every model by name; ``-m`` files are named by their stem, like directory models."""
-    found = _scan_models_dir(models_dir) if models_dir is not None else []
-    found += [CatalogueEntry(path.stem, path.resolve(), "models_dir") for path in model_files]
-    catalogue: dict[str, CatalogueEntry] = {}
-    for entry in found:
-        other = catalogue.get(entry.name)
-        if other is not None and other.path.resolve() != entry.path.resolve():
-            raise CatalogueError(
-                f"model '{entry.name}' appears twice: {other.path} and {entry.path}"
-            )
-        catalogue[entry.name] = entry
-    return catalogue
+    """Transitional: the models-dir and ``-m`` models only, until the router calls
+    :func:`build_catalogue` itself."""
+    catalogue = build_catalogue(
+        models_dir=models_dir,
+        model_files=model_files,
+        preset_file=None,
+        cache_dir=None,
+        cli_options={},
+    )
+    return catalogue.entries
