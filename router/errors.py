@@ -13,6 +13,7 @@ import msgspec
 import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.response.base import ASGIResponse
 from litestar.types import ExceptionHandlersMap
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "decode_body",
     "error_response",
     "exception_handlers",
+    "json_response",
     "sse_error_event",
 ]
 
@@ -65,6 +67,17 @@ class ApiError(Exception):
 
 def error_response(error: ApiError) -> Response[ErrorEnvelope]:
     return Response(error.envelope(), status_code=error.status)
+
+
+def json_response(value: Any, status: int = 200) -> ASGIResponse:
+    """A JSON answer from a handler that may also return a proxied (ASGI) response.
+
+    Litestar picks its response handling from the return annotation; a union with a plain
+    value would make it try to serialise the proxied response, so such handlers return this.
+    """
+    return ASGIResponse(
+        body=msgspec.json.encode(value), status_code=status, media_type="application/json"
+    )
 
 
 def sse_error_event(error: ApiError) -> bytes:

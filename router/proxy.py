@@ -19,10 +19,11 @@ from litestar.response.base import ASGIResponse
 
 from router.disconnect import until_disconnected
 from router.errors import ApiError, sse_error_event
-from router.registry import ModelRegistry, ModelState
+from router.registry import FAKE_TIMING_SECONDS, ModelState
+from router.scheduler import Scheduler
 from router.streaming import ClosingStreamingResponse
 
-__all__ = ["forward"]
+__all__ = ["autoload_wanted", "forward"]
 
 _log = structlog.get_logger("corral.proxy")
 _HOP_BY_HOP = {
@@ -52,7 +53,15 @@ def _response_headers(upstream: httpx.Response) -> dict[str, str]:
     }
 
 
-async def _relay(state: ModelState, upstream: httpx.Response) -> AsyncIterator[bytes]:
+def autoload_wanted(request: Request[Any, Any, Any], default: bool) -> bool:
+    """``?autoload=`` overrides ``--models-autoload``: "true"/"1" load, anything else does not."""
+    value = request.query_params.get("autoload")
+    return default if value is None else value.lower() in ("true", "1")
+
+
+async def _relay(
+    scheduler: Scheduler, state: ModelState, upstream: httpx.Response
+) -> AsyncIterator[bytes]:
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
     try:
         async for chunk in upstream.aiter_raw():
@@ -64,17 +73,26 @@ async def _relay(state: ModelState, upstream: httpx.Response) -> AsyncIterator[b
                 ApiError(500, f"model '{state.entry.name}' stopped while answering")
             )
     finally:
-        state.in_flight -= 1
+        scheduler.release(state)
         with anyio.CancelScope(shield=True):
             await upstream.aclose()
 
 
 async def forward(
-    request: Request[Any, Any, Any], registry: ModelRegistry, name: str, body: bytes | None
+    request: Request[Any, Any, Any],
+    scheduler: Scheduler,
+    state: ModelState,
+    body: bytes | None,
+    *,
+    autoload: bool,
 ) -> ASGIResponse:
-    state = await until_disconnected(request, registry.ensure_ready(name))
+    name = state.entry.name
+    if not autoload and not state.running:
+        raise ApiError(400, "model is not loaded")
+    state = await until_disconnected(request, scheduler.acquire(name))
     client = state.client
     if client is None:  # stopped between becoming ready and now
+        scheduler.release(state)
         raise ApiError(503, f"model '{name}' is not running")
     upstream_request = client.build_request(
         request.method,
@@ -83,17 +101,19 @@ async def forward(
         headers=_request_headers(request),
         content=body,
     )
-    state.in_flight += 1
-    state.last_used = time.monotonic()
+    if request.method == "POST":  # GETs (props, slots, metrics) do not make a model recent
+        state.last_used = time.monotonic()
     try:
+        if FAKE_TIMING_SECONDS:
+            await anyio.sleep(FAKE_TIMING_SECONDS)
         upstream = await until_disconnected(request, client.send(upstream_request, stream=True))
     except BaseException as exc:
-        state.in_flight -= 1
+        scheduler.release(state)
         if isinstance(exc, httpx.TransportError):
             raise ApiError(503, f"model '{name}' is unavailable: {exc}") from None
         raise
     return ClosingStreamingResponse(
-        iterator=_relay(state, upstream),
+        iterator=_relay(scheduler, state, upstream),
         status_code=upstream.status_code,
         headers=_response_headers(upstream),
         media_type=upstream.headers.get("content-type", "application/json"),

@@ -27,10 +27,11 @@ from anyio.abc import TaskGroup
 from router.catalogue import CatalogueEntry
 from router.child_protocol import ChildLine, LogLine, MalformedLine, StateMessage
 from router.errors import ApiError
+from router.events import EventBus
 from router.launcher import ChildProcess, WorkerLauncher
 from worker.lifeline import ROUTER_PID_ENV
 
-__all__ = ["ModelRegistry", "ModelState", "Status"]
+__all__ = ["FAKE_TIMING_SECONDS", "Broadcast", "ModelRegistry", "ModelState", "Status"]
 
 _log = structlog.get_logger("corral.registry")
 # Never handed to a child: workers serve loopback only, with no key (SPEC §8).
@@ -41,6 +42,25 @@ _SECRET_ENV = (
     "LLAMA_ARG_SSL_CERT_FILE",
     "CORRAL_API_KEY",
 )
+
+
+# Upstream's debug aid for deterministic scheduling tests (SPEC §4): when the variable is set,
+# every load and every proxied request is held for this long.
+FAKE_TIMING_SECONDS = 2.0 if os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING") else 0.0
+
+
+class Broadcast:
+    """Wakes every waiter when something changed; waiters re-check their own condition."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = anyio.Event()
+
+    async def wait(self) -> None:
+        await self._event.wait()
 
 
 class Status(enum.StrEnum):
@@ -61,7 +81,13 @@ class ModelState:
     progress: dict[str, Any] | None = None
     exit_code: int | None = None
     error: str | None = None
+    failures: int = 0  # consecutive failed loads, for the retry backoff
+    failed_at: float = 0.0
     stop_requested: bool = False
+    load_seconds: float = 0.0
+    loads: int = 0
+    load_seconds_total: float = 0.0
+    failures_total: int = 0
     in_flight: int = 0
     last_used: float = 0.0
     loaded: anyio.Event = field(default_factory=anyio.Event)  # set when a load ends, either way
@@ -118,7 +144,10 @@ class ModelRegistry:
         task_group: TaskGroup,
         worker_args: list[str],
         stop_timeout: float = 10.0,
+        events: EventBus | None = None,
     ) -> None:
+        self.events = events or EventBus()
+        self.changed = Broadcast()
         self._launcher = launcher
         self._tasks = task_group
         self._stop_timeout = stop_timeout
@@ -143,37 +172,30 @@ class ModelRegistry:
             *self._worker_args,
         ]
 
+    def _set_status(self, state: ModelState, status: Status, **data: Any) -> None:
+        state.status = status
+        self.events.publish(state.entry.name, "status_change", {"status": status.value, **data})
+        self.changed.notify()
+
+    def running_count(self) -> int:
+        return sum(1 for state in self.models.values() if state.running)
+
     def get(self, name: str) -> ModelState:
         state = self.models.get(name)
         if state is None:
             raise ApiError(404, f"model '{name}' not found")
         return state
 
-    async def ensure_ready(self, name: str) -> ModelState:
-        """Load the model if needed and wait until it serves, or raise why it cannot."""
-        state = self.get(name)
-        while True:
-            if state.stop_requested:  # stopping: wait for the next instance
-                await state.exited.wait()
-                continue
-            if state.status in (Status.LOADED, Status.SLEEPING):
-                return state
-            if state.status is Status.UNLOADED:
-                self.start(state)
-            await state.loaded.wait()
-            if state.status is Status.UNLOADED:
-                if state.failed:
-                    raise ApiError(500, f"model '{name}' failed to load: {state.error}")
-                raise ApiError(503, f"model '{name}' was stopped before it finished loading")
-
     def start(self, state: ModelState) -> None:
         """Spawn the worker; returns at once, the load goes on in the registry's task group."""
         if state.running:
             raise ApiError(400, "model is already running")
-        state.status = Status.LOADING
         state.loaded, state.exited = anyio.Event(), anyio.Event()
         state.stop_requested = False
         state.exit_code = state.error = state.meta = state.progress = None
+        state.last_used = time.monotonic()
+        self._set_status(state, Status.LOADING)
+        self.events.publish(state.entry.name, "model_status", {"status": "loading"})
         self._tasks.start_soon(self._run_worker, state)
 
     async def _run_worker(self, state: ModelState) -> None:
@@ -193,11 +215,18 @@ class ModelRegistry:
         env[ROUTER_PID_ENV] = str(os.getpid())
         _log.info("starting worker", model=name)
         started = time.monotonic()
+        if FAKE_TIMING_SECONDS:
+            await anyio.sleep(FAKE_TIMING_SECONDS)
+        if state.stop_requested:
+            self._settle_exit(state, 0, "stopped before it started")
+            return
         try:
             state.process = process = await self._launcher.launch(state.args, env)
         except OSError as exc:
             self._settle_exit(state, 127, f"cannot start worker: {exc}")
             return
+        if state.stop_requested:  # stopped while spawning: nothing to finish
+            process.signal_group(signal.SIGKILL)
         returncode = await process.pump(lambda line: self._on_line(state, line, started))
         reason = _exit_reason(returncode)
         if state.last_log:
@@ -229,45 +258,66 @@ class ModelRegistry:
         name = state.entry.name
         if message.state == "loading":
             state.progress = message.payload
+            self._set_status(state, Status.LOADING, progress=message.payload)
         elif message.state == "ready":
+            info: dict[str, Any] = {}
             if message.payload:  # a wake from sleep sends {}
-                payload = dict(message.payload)
-                host, port = payload.pop("host", "127.0.0.1"), payload.pop("port")
-                state.meta = payload.get("meta", {})
+                info = dict(message.payload)
+                host, port = info.pop("host", "127.0.0.1"), info.pop("port")
+                state.meta = info.get("meta", {})
                 state.client = _worker_client(str(host), int(port))
-                _log.info("model loaded", model=name, seconds=round(time.monotonic() - started, 3))
-            state.status = Status.LOADED
+                state.load_seconds = time.monotonic() - started
+                state.loads += 1
+                state.load_seconds_total += state.load_seconds
+                _log.info("model loaded", model=name, seconds=round(state.load_seconds, 3))
             state.last_log.clear()
+            state.failures = 0
             state.loaded.set()
+            self._set_status(state, Status.LOADED, **({"info": info} if info else {}))
         elif message.state == "sleeping":
-            state.status = Status.SLEEPING
+            self._set_status(state, Status.SLEEPING)
         else:
             _log.warning("unknown state from worker", model=name, state=message.state)
 
     def _settle_exit(self, state: ModelState, returncode: int, reason: str) -> None:
         expected = state.stop_requested
-        state.status = Status.UNLOADED
         state.process = None
         state.exit_code = None if expected else _exit_code(returncode) or None
         state.error = None if expected or not returncode else reason
+        if state.exit_code:
+            state.failures += 1
+            state.failures_total += 1
+            state.failed_at = time.monotonic()
         if state.client is not None:
             self._tasks.start_soon(state.client.aclose)
             state.client = None
         state.loaded.set()
         state.exited.set()
+        self._set_status(state, Status.UNLOADED, exit_code=state.exit_code or 0)
         log = _log.info if expected or not returncode else _log.error
         log("worker exited", model=state.entry.name, code=returncode, reason=reason)
+
+    def request_stop(self, state: ModelState) -> None:
+        """Mark the model stopping now (the scheduler counts on that); stop it in the background."""
+        if state.running and not state.stop_requested:
+            state.stop_requested = True
+            self.changed.notify()
+            self._tasks.start_soon(self.stop, state)
 
     async def stop(self, state: ModelState) -> None:
         """Exit command; SIGTERM then SIGKILL to the group after the stop timeout.
 
         A model still loading is killed at once: there is nothing to finish.
         """
-        process = state.process
-        if process is None or not state.running:
+        if not state.running:
             return
         state.stop_requested = True
+        self.changed.notify()
         exited = state.exited
+        process = state.process
+        if process is None:  # not spawned yet: the loading task sees stop_requested and ends it
+            await exited.wait()
+            return
         if state.status is Status.LOADING:
             process.signal_group(signal.SIGKILL)
         else:

@@ -19,7 +19,13 @@ from litestar.datastructures import State
 from litestar.response.base import ASGIResponse
 
 from router.disconnect import until_disconnected
-from router.errors import ApiError, decode_body, exception_handlers, sse_error_event
+from router.errors import (
+    ApiError,
+    decode_body,
+    exception_handlers,
+    json_response,
+    sse_error_event,
+)
 from router.streaming import SSE_HEADERS, ClosingStreamingResponse
 from worker.engine import Cancelled, Engine
 from worker.model import LoadedModel
@@ -97,7 +103,7 @@ async def _generate(
     try:
         if not body.stream:
             result = await until_disconnected(request, engine.call(lambda c: run(model, body, c)))
-            return ASGIResponse(body=msgspec.json.encode(result), media_type="application/json")
+            return json_response(result)
         items = engine.stream(lambda c: run(model, body, c))
         # Wait for the first chunk before answering, so that an error in the prompt (too long,
         # bad template) is a proper JSON error with its status rather than an event after a 200.

@@ -6,36 +6,22 @@ from typing import Any
 
 import msgspec
 from litestar import Request, get, post
+from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
+from router.api.runtime import runtime
 from router.errors import ApiError, decode_body
-from router.proxy import forward
-from router.registry import ModelRegistry
+from router.metrics import render_metrics
+from router.proxy import autoload_wanted, forward
 
-__all__ = ["PROXIED_GET", "PROXIED_POST", "inference_routes"]
+__all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"]
 
 PROXIED_POST = [
-    "/completion",
-    "/completions",
-    "/v1/completions",
-    "/chat/completions",
-    "/v1/chat/completions",
-    "/v1/messages",
-    "/v1/messages/count_tokens",
-    "/v1/responses",
-    "/infill",
-    "/embedding",
-    "/embeddings",
-    "/v1/embeddings",
-    "/rerank",
-    "/v1/rerank",
-    "/reranking",
-    "/v1/reranking",
-    "/tokenize",
-    "/detokenize",
-    "/apply-template",
-    "/lora-adapters",
-]
+    "/completion", "/completions", "/v1/completions", "/chat/completions", "/v1/chat/completions",
+    "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/infill", "/embedding",
+    "/embeddings", "/v1/embeddings", "/rerank", "/v1/rerank", "/reranking", "/v1/reranking",
+    "/tokenize", "/detokenize", "/apply-template", "/lora-adapters",
+]  # fmt: skip
 PROXIED_GET = ["/slots", "/lora-adapters"]
 
 
@@ -45,27 +31,52 @@ class RouteKey(msgspec.Struct):
     model: str | None = None
 
 
-def _registry(request: Request[Any, Any, Any]) -> ModelRegistry:
-    registry: ModelRegistry = request.app.state.registry
-    return registry
-
-
-def _model_name(name: str | None) -> str:
+async def forward_to_model(
+    request: Request[Any, Any, Any], name: str | None, body: bytes | None
+) -> ASGIResponse:
     if not name:
         raise ApiError(400, "model name is missing from the request")
-    return name
+    rt = runtime(request)
+    try:
+        response = await forward(
+            request,
+            rt.scheduler,
+            rt.registry.get(name),
+            body,
+            autoload=autoload_wanted(request, rt.settings.models_autoload),
+        )
+    except ApiError as exc:
+        rt.requests.count(request.url.path, exc.status)
+        raise
+    rt.requests.count(request.url.path, response.status_code)
+    return response
 
 
 @post(PROXIED_POST, status_code=200)
 async def proxy_post(request: Request[Any, Any, Any]) -> ASGIResponse:
     body = await request.body()
-    name = _model_name(decode_body(body, RouteKey).model)
-    return await forward(request, _registry(request), name, body)
+    return await forward_to_model(request, decode_body(body, RouteKey).model, body)
 
 
 @get(PROXIED_GET)
-async def proxy_get(request: Request[Any, Any, Any], model: str | None = None) -> ASGIResponse:
-    return await forward(request, _registry(request), _model_name(model), None)
+async def proxy_get(
+    request: Request[Any, Any, Any], model: FromQuery[str | None] = None
+) -> ASGIResponse:
+    return await forward_to_model(request, model, None)
 
 
-inference_routes = [proxy_post, proxy_get]
+@get("/metrics")
+async def metrics(
+    request: Request[Any, Any, Any], model: FromQuery[str | None] = None
+) -> ASGIResponse:
+    """The router's own metrics; ``?model=X`` proxies to that worker's ``llamacpp:*`` metrics."""
+    if model is not None:
+        return await forward_to_model(request, model, None)
+    rt = runtime(request)
+    return ASGIResponse(
+        body=render_metrics(rt.registry, rt.scheduler, rt.requests).encode(),
+        media_type="text/plain; version=0.0.4; charset=utf-8",
+    )
+
+
+inference_routes = [proxy_post, proxy_get, metrics]

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from importlib.metadata import version
 from typing import Any
 
-from litestar import Request, get
+import msgspec
+from litestar import Request, get, post
+from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
-from router.proxy import forward
-from router.registry import ModelRegistry, ModelState
-from router.settings import ServeSettings
+from router.api.inference import forward_to_model
+from router.api.runtime import runtime
+from router.errors import ApiError, decode_body, json_response
+from router.events import ModelEvent
+from router.registry import ModelState
+from router.streaming import SSE_HEADERS, ClosingStreamingResponse
 
 __all__ = ["model_routes"]
 
@@ -24,23 +30,24 @@ async def health() -> dict[str, str]:
 
 
 @get("/props")
-async def props(request: AnyRequest, model: str | None = None) -> dict[str, Any] | ASGIResponse:
+async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASGIResponse:
     if model:
-        registry: ModelRegistry = request.app.state.registry
-        return await forward(request, registry, model, None)
-    settings: ServeSettings = request.app.state.settings
-    return {
-        "role": "router",
-        "max_instances": settings.models_max,
-        "models_autoload": settings.models_autoload,
-        # Placeholders upstream sends so llama.cpp's own Web UI does not break.
-        "model_alias": "llama-server",
-        "model_path": "none",
-        "default_generation_settings": {"params": {}, "n_ctx": 0},
-        "ui_settings": {},
-        "build_info": f"corral-{version('corral')}",
-        "cors_proxy_enabled": False,
-    }
+        return await forward_to_model(request, model, None)
+    settings = runtime(request).settings
+    return json_response(
+        {
+            "role": "router",
+            "max_instances": settings.models_max,
+            "models_autoload": settings.models_autoload,
+            # Placeholders upstream sends so llama.cpp's own Web UI does not break.
+            "model_alias": "llama-server",
+            "model_path": "none",
+            "default_generation_settings": {"params": {}, "n_ctx": 0},
+            "ui_settings": {},
+            "build_info": f"corral-{version('corral')}",
+            "cors_proxy_enabled": False,
+        }
+    )
 
 
 def _status(state: ModelState) -> dict[str, Any]:
@@ -73,7 +80,7 @@ def _entry(state: ModelState, created: int) -> dict[str, Any]:
 
 @get(["/models", "/v1/models"])
 async def list_models(request: AnyRequest) -> dict[str, Any]:
-    registry: ModelRegistry = request.app.state.registry
+    registry = runtime(request).registry
     created = int(time.time())
     return {
         "object": "list",
@@ -81,4 +88,61 @@ async def list_models(request: AnyRequest) -> dict[str, Any]:
     }
 
 
-model_routes = [health, props, list_models]
+class ModelRequest(msgspec.Struct):
+    model: str | None = None
+
+
+def _named_model(body: bytes) -> str:
+    name = decode_body(body, ModelRequest).model
+    if not name:
+        raise ApiError(400, "model must be a non-empty string")
+    return name
+
+
+@post("/models/load", status_code=200)
+async def load_model(request: AnyRequest) -> dict[str, bool]:
+    """Start loading now, bypassing the queue; answers once the worker is spawned."""
+    name = _named_model(await request.body())
+    await runtime(request).scheduler.load_now(name)
+    return {"success": True}
+
+
+@post("/models/unload", status_code=200)
+async def unload_model(request: AnyRequest) -> dict[str, bool]:
+    """Stop a model; answers at once, the exit shows up as a status change."""
+    registry = runtime(request).registry
+    state = registry.get(_named_model(await request.body()))
+    if not state.running or state.stop_requested:
+        raise ApiError(400, "model is not running")
+    registry.request_stop(state)
+    return {"success": True}
+
+
+# Keep-alive comments at least this often, so proxies and browsers keep the stream open.
+SSE_KEEPALIVE_SECONDS = 15.0
+_encode_event = msgspec.json.Encoder().encode
+
+
+async def _model_events(request: AnyRequest) -> AsyncIterator[bytes]:
+    events = runtime(request).registry.events
+    subscription = events.subscribe()
+    try:
+        yield b": connected\n\n"  # flushes the headers at once
+        while True:
+            batch: list[ModelEvent] = await subscription.next_batch(SSE_KEEPALIVE_SECONDS)
+            if not batch:
+                yield b": keep-alive\n\n"
+            for event in batch:
+                yield b"data: " + _encode_event(event) + b"\n\n"
+    finally:
+        events.unsubscribe(subscription)
+
+
+@get("/models/sse")
+async def model_events(request: AnyRequest) -> ASGIResponse:
+    return ClosingStreamingResponse(
+        iterator=_model_events(request), media_type="text/event-stream", headers=SSE_HEADERS
+    )
+
+
+model_routes = [health, props, list_models, load_model, unload_model, model_events]

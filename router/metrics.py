@@ -1,0 +1,111 @@
+"""The router's own Prometheus metrics (``GET /metrics``, SPEC §3).
+
+Rendered by hand in the text exposition format: a dozen series do not justify a dependency, and
+the tests parse the output with prometheus_client's own parser to keep it honest.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from router.registry import ModelRegistry, Status
+from router.scheduler import Scheduler
+
+__all__ = ["RequestCounter", "render_metrics"]
+
+
+class RequestCounter:
+    """Proxied requests by route and final status."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, int]] = Counter()
+
+    def count(self, route: str, status: int) -> None:
+        self.counts[(route, status)] += 1
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _family(name: str, kind: str, help_: str, samples: Iterable[tuple[str, float]]) -> list[str]:
+    lines = [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
+    lines += [f"{name}{labels} {value:g}" for labels, value in samples]
+    return lines
+
+
+def render_metrics(registry: ModelRegistry, scheduler: Scheduler, requests: RequestCounter) -> str:
+    models = sorted(registry.models.items())
+
+    def per_model(value: str) -> str:
+        return f'{{model="{_escape(value)}"}}'
+
+    lines = _family(
+        "corral_model_status",
+        "gauge",
+        "1 for the status each model is in.",
+        (
+            (f'{{model="{_escape(name)}",status="{status.value}"}}', float(state.status is status))
+            for name, state in models
+            for status in Status
+        ),
+    )
+    lines += _family(
+        "corral_model_loads_total",
+        "counter",
+        "Completed model loads.",
+        ((per_model(name), state.loads) for name, state in models),
+    )
+    lines += _family(
+        "corral_model_load_seconds_total",
+        "counter",
+        "Time spent loading, summed.",
+        ((per_model(name), state.load_seconds_total) for name, state in models),
+    )
+    lines += _family(
+        "corral_model_failures_total",
+        "counter",
+        "Workers that failed or crashed.",
+        ((per_model(name), state.failures_total) for name, state in models),
+    )
+    lines += _family(
+        "corral_active_requests",
+        "gauge",
+        "Proxied requests in flight, streams included.",
+        ((per_model(name), state.in_flight) for name, state in models),
+    )
+    lines += _family(
+        "corral_evictions_total",
+        "counter",
+        "Idle models stopped to make room.",
+        [("", scheduler.evictions)],
+    )
+    lines += _family(
+        "corral_queue_depth",
+        "gauge",
+        "Requests waiting for a model to load.",
+        [("", scheduler.queue_depth)],
+    )
+    lines += _family(
+        "corral_queue_waits_total",
+        "counter",
+        "Requests that waited for a load.",
+        [("", scheduler.waits)],
+    )
+    lines += _family(
+        "corral_queue_wait_seconds_total",
+        "counter",
+        "Time requests spent waiting, summed.",
+        [("", scheduler.wait_seconds)],
+    )
+    lines += _family(
+        "corral_requests_total",
+        "counter",
+        "Proxied requests by route and HTTP status.",
+        (
+            (f'{{route="{_escape(route)}",status="{status}"}}', count)
+            for (route, status), count in sorted(requests.counts.items())
+        ),
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,187 @@
+"""Who gets loaded, in what order, and who is evicted for it (SPEC §4).
+
+Requests for a model that is not running join a strict FIFO queue; requests for the same model
+share one entry, hence one load and one eviction. Only the head of the queue may claim capacity.
+When capacity is short, :meth:`Scheduler.tick` stops least-recently-used models that are idle,
+loaded, unpinned and not wanted by any queue entry. A model keeps its queue entry until all of
+its waiters have been handed the running model, so a fresh model is never evicted before use.
+
+The scheduler decides; the :class:`~router.registry.ModelRegistry` starts and stops processes.
+Every decision is re-taken whenever the registry reports a change, so there are no timers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import anyio
+import structlog
+
+from router.errors import ApiError
+from router.registry import ModelRegistry, ModelState, Status
+
+__all__ = ["Scheduler"]
+
+_log = structlog.get_logger("corral.scheduler")
+# A model that keeps failing to load is retried after 0.5 s, 1 s, 2 s … at most 30 s.
+_BACKOFF_FIRST, _BACKOFF_MAX = 0.5, 30.0
+
+
+@dataclass
+class _Entry:
+    name: str
+    waiters: int = 0
+    claimed: bool = False  # its load has started (by this queue or by someone else)
+
+
+class Scheduler:
+    def __init__(self, registry: ModelRegistry, models_max: int) -> None:
+        self._registry = registry
+        self._models_max = models_max
+        self._queue: deque[_Entry] = deque()
+        self.waits = 0  # requests that had to wait for a load, for /metrics
+        self.wait_seconds = 0.0
+        self.evictions = 0
+
+    @property
+    def queue_depth(self) -> int:
+        return sum(entry.waiters for entry in self._queue)
+
+    def _ready(self, state: ModelState) -> bool:
+        return state.status in (Status.LOADED, Status.SLEEPING) and not state.stop_requested
+
+    async def acquire(self, name: str) -> ModelState:
+        """Return the model once it serves, loading it (and evicting others) as needed.
+
+        The request is counted busy on the model before it leaves the queue, so nobody can evict
+        the model between its load and its use; the caller must :meth:`release` it.
+        """
+        state = self._registry.get(name)
+        if self._ready(state):
+            state.in_flight += 1
+            return state
+        entry = self._join(name)
+        started = time.monotonic()
+        try:
+            await self._wait_for(state, entry)
+            state.in_flight += 1
+            return state
+        finally:
+            self._leave(entry)
+            self.waits += 1
+            self.wait_seconds += time.monotonic() - started
+
+    async def _wait_for(self, state: ModelState, entry: _Entry) -> None:
+        changed = self._registry.changed
+        saw_loading = False
+        while True:
+            if self._ready(state):
+                return
+            if state.status is Status.LOADING and not state.stop_requested:
+                saw_loading = entry.claimed = True
+            elif state.status is Status.UNLOADED:
+                if saw_loading:
+                    raise self._load_error(state)
+                delay = self._backoff_left(state)
+                if delay > 0:
+                    with anyio.move_on_after(delay):
+                        await changed.wait()
+                    continue
+                if self._try_claim(entry):
+                    self._registry.start(state)
+                    continue
+            self.tick()
+            await changed.wait()
+
+    def _load_error(self, state: ModelState) -> ApiError:
+        name = state.entry.name
+        if state.failed:
+            return ApiError(500, f"model '{name}' failed to load: {state.error}")
+        return ApiError(503, f"model '{name}' was stopped before it finished loading")
+
+    def _backoff_left(self, state: ModelState) -> float:
+        if not state.failures:
+            return 0.0
+        backoff = min(_BACKOFF_FIRST * 2.0 ** (state.failures - 1), _BACKOFF_MAX)
+        return state.failed_at + backoff - time.monotonic()
+
+    def _join(self, name: str) -> _Entry:
+        entry = next((e for e in self._queue if e.name == name), None)
+        if entry is None:
+            entry = _Entry(name)
+            self._queue.append(entry)
+        entry.waiters += 1
+        self._registry.changed.notify()
+        return entry
+
+    def _leave(self, entry: _Entry) -> None:
+        entry.waiters -= 1
+        if entry.waiters == 0:
+            self._queue.remove(entry)
+        # The head may have changed, or a claim been freed: let the next waiter go.
+        self._registry.changed.notify()
+        self.tick()
+
+    def _has_capacity(self) -> bool:
+        return self._models_max <= 0 or self._registry.running_count() < self._models_max
+
+    def _try_claim(self, entry: _Entry) -> bool:
+        if self._queue[0] is not entry or entry.claimed or not self._has_capacity():
+            return False
+        entry.claimed = True
+        return True
+
+    def pick_victim(self) -> ModelState | None:
+        """The least recently used model that may be stopped to make room, if any."""
+        wanted = {entry.name for entry in self._queue}
+        candidates = [
+            state
+            for state in self._registry.models.values()
+            if state.status in (Status.LOADED, Status.SLEEPING)
+            and state.in_flight == 0
+            and not state.stop_requested
+            and not state.entry.pin
+            and state.entry.name not in wanted
+        ]
+        return min(candidates, key=lambda state: state.last_used, default=None)
+
+    def tick(self) -> None:
+        """Evict as many idle models as the queue needs; never blocks."""
+        if self._models_max <= 0:
+            return
+        models = self._registry.models.values()
+        stopping = sum(1 for state in models if state.running and state.stop_requested)
+        free = self._models_max - self._registry.running_count() + stopping
+        needed = sum(1 for entry in self._queue if not entry.claimed)
+        while free < needed:
+            victim = self.pick_victim()
+            if victim is None:
+                return  # everything is busy: a finishing request ticks again
+            _log.info("evicting idle model", model=victim.entry.name, for_queue=needed)
+            self.evictions += 1
+            self._registry.request_stop(victim)
+            free += 1
+
+    async def load_now(self, name: str) -> None:
+        """``POST /models/load``: bypass the queue, evicting one idle model if the limit is hit."""
+        state = self._registry.get(name)
+        if state.running:
+            raise ApiError(400, "model is already running")
+        if not self._has_capacity():
+            victim = self.pick_victim()
+            if victim is None:
+                raise ApiError(500, "model limit reached, try again later")
+            self.evictions += 1
+            self._registry.request_stop(victim)
+            await victim.exited.wait()
+            if state.running or not self._has_capacity():  # lost a race to another load
+                raise ApiError(500, "model limit reached, try again later")
+        self._registry.start(state)
+
+    def release(self, state: ModelState) -> None:
+        """A request acquired with :meth:`acquire` finished: the model may be evictable now."""
+        state.in_flight -= 1
+        if state.in_flight == 0:
+            self.tick()

@@ -1,0 +1,150 @@
+"""Model lifecycle routes, autoload and ``--models-max``, with real workers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.router_process import RouterProcess, running_router
+
+CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+
+
+class EventReader:
+    """Reads ``/models/sse`` on a thread; the stream's first bytes prove the headers arrived."""
+
+    def __init__(self, router: RouterProcess) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._new = threading.Condition()
+        self._client = httpx.Client(base_url=router.url, timeout=None)
+        self._stream = self._client.stream("GET", "/models/sse")
+        self.response = self._stream.__enter__()
+        self._lines = self.response.iter_lines()
+        assert next(self._lines) == ": connected"
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            for line in self._lines:
+                if line.startswith("data: "):
+                    with self._new:
+                        self.events.append(json.loads(line[6:]))
+                        self._new.notify_all()
+        except httpx.HTTPError:
+            pass  # closed by the test
+
+    def wait_for(self, model: str, event: str, **data: Any) -> dict[str, Any]:
+        def match() -> dict[str, Any] | None:
+            for item in self.events:
+                payload = item.get("data") or {}
+                if (
+                    item["model"] == model
+                    and item["event"] == event
+                    and all(payload.get(key) == value for key, value in data.items())
+                ):
+                    return item
+            return None
+
+        with self._new:
+            assert self._new.wait_for(lambda: match() is not None, timeout=30), self.events
+        found = match()
+        assert found is not None
+        return found
+
+    def close(self) -> None:
+        self._stream.__exit__(None, None, None)
+        self._client.close()
+
+
+@pytest.fixture
+def events(router: RouterProcess) -> Iterator[EventReader]:
+    reader = EventReader(router)
+    yield reader
+    reader.close()
+
+
+def test_sse_headers_and_load_unload_events(router: RouterProcess, events: EventReader) -> None:
+    assert events.response.headers["content-type"].startswith("text/event-stream")
+    assert events.response.headers["x-accel-buffering"] == "no"
+
+    assert router.client.post("/models/load", json={"model": "alpha"}).json() == {"success": True}
+    events.wait_for("alpha", "model_status", status="loading")
+    loaded = events.wait_for("alpha", "status_change", status="loaded")
+    assert loaded["data"]["info"]["id"] == "alpha"
+    assert router.models()["alpha"]["status"]["value"] == "loaded"
+
+    assert router.client.post("/models/unload", json={"model": "alpha"}).json() == {"success": True}
+    events.wait_for("alpha", "status_change", status="unloaded", exit_code=0)
+    status = router.models()["alpha"]["status"]
+    assert status["value"] == "unloaded"
+    assert "failed" not in status
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "message"),
+    [
+        ("/models/load", {"model": "nope"}, 404, "not found"),
+        ("/models/load", {}, 400, "non-empty"),
+        ("/models/unload", {"model": "alpha"}, 400, "not running"),
+        ("/models/unload", {"model": "nope"}, 404, "not found"),
+    ],
+)
+def test_load_and_unload_errors(
+    router: RouterProcess, path: str, body: dict[str, str], status: int, message: str
+) -> None:
+    response = router.client.post(path, json=body)
+    assert response.status_code == status
+    assert message in response.json()["error"]["message"]
+
+
+def test_loading_twice_is_400(router: RouterProcess, events: EventReader) -> None:
+    router.client.post("/models/load", json={"model": "beta"})
+    again = router.client.post("/models/load", json={"model": "beta"})
+    assert again.status_code == 400
+    assert again.json()["error"]["message"] == "model is already running"
+
+
+def test_models_max_evicts_the_idle_model(models_dir: Path) -> None:
+    args = ["--models-dir", str(models_dir), "--models-max", "1"]
+    with running_router(args) as router:
+        for name in ("alpha", "beta", "alpha"):
+            reply = router.client.post("/v1/chat/completions", json={"model": name, **CHAT})
+            assert reply.status_code == 200
+            statuses = {k: v["status"]["value"] for k, v in router.models().items()}
+            other = "beta" if name == "alpha" else "alpha"
+            assert statuses[name] == "loaded"
+            assert statuses[other] in ("unloaded",), statuses
+        evictions = [r for r in router.records if r.get("event") == "evicting idle model"]
+        assert [r["model"] for r in evictions] == ["alpha", "beta"]
+
+
+def test_no_autoload_refuses_unloaded_models_unless_asked(models_dir: Path) -> None:
+    with running_router(["--models-dir", str(models_dir), "--no-models-autoload"]) as router:
+        assert router.client.get("/props").json()["models_autoload"] is False
+        refused = router.client.post("/v1/chat/completions", json={"model": "alpha", **CHAT})
+        assert refused.status_code == 400
+        assert refused.json()["error"]["message"] == "model is not loaded"
+        assert router.models()["alpha"]["status"]["value"] == "unloaded"
+
+        asked = router.client.post(
+            "/v1/chat/completions?autoload=true", json={"model": "alpha", **CHAT}
+        )
+        assert asked.status_code == 200
+        # Once running, it is served without asking.
+        plain = router.client.post("/v1/chat/completions", json={"model": "alpha", **CHAT})
+        assert plain.status_code == 200
+
+
+def test_autoload_false_per_request(router: RouterProcess) -> None:
+    response = router.client.get("/props", params={"model": "alpha", "autoload": "false"})
+    assert response.status_code == 400
+    assert router.models()["alpha"]["status"]["value"] == "unloaded"
+    proxied = router.client.get("/props", params={"model": "alpha"})
+    assert proxied.status_code == 200
+    assert proxied.json()["model_alias"] == "alpha"

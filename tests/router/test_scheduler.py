@@ -1,0 +1,239 @@
+"""Scheduling rules (SPEC §4), one test per rule, driven through a fake launcher."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from router.catalogue import CatalogueEntry
+from router.errors import ApiError
+from router.registry import ModelRegistry, ModelState, Status
+from router.scheduler import Scheduler
+from tests.support.fake_launcher import FakeLauncher
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Harness:
+    def __init__(self, registry: ModelRegistry, scheduler: Scheduler, launcher: FakeLauncher):
+        self.registry, self.scheduler, self.launcher = registry, scheduler, launcher
+
+    def state(self, name: str) -> ModelState:
+        return self.registry.models[name]
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        """Wait for the registry to reach a condition (it notifies on every change)."""
+        with anyio.fail_after(5):
+            while not condition():
+                await self.registry.changed.wait()
+
+    async def launched(self, name: str, times: int = 1) -> None:
+        with anyio.fail_after(5):
+            while self.launcher.launched.count(name) < times:
+                await self.launcher.spawned.wait()
+
+    async def request(self, name: str) -> ModelState:
+        """What a proxied request does: acquire the model, use it, release it."""
+        state = await self.scheduler.acquire(name)
+        self.scheduler.release(state)
+        return state
+
+    async def load(self, name: str) -> ModelState:
+        """Bring a model up through the scheduler, as a request would."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.request, name)
+            await self.launched(name)
+            self.launcher.children[name].ready()
+        return self.state(name)
+
+
+@asynccontextmanager
+async def harness(models_max: int, names: str = "abcd") -> AsyncIterator[Harness]:
+    catalogue = {n: CatalogueEntry(n, Path(f"/models/{n}.gguf"), "models_dir") for n in names}
+    launcher = FakeLauncher()
+    async with anyio.create_task_group() as group:
+        registry = ModelRegistry(catalogue, launcher=launcher, task_group=group, worker_args=[])
+        try:
+            yield Harness(registry, Scheduler(registry, models_max), launcher)
+        finally:
+            launcher.close()
+            group.cancel_scope.cancel()
+
+
+async def test_fifo_order_when_capacity_is_short() -> None:
+    async with harness(models_max=1) as h, anyio.create_task_group() as group:
+        await h.load("a")
+        served: list[str] = []
+
+        async def request(name: str) -> None:
+            await h.request(name)
+            served.append(name)
+
+        for name in ("b", "c", "d"):
+            group.start_soon(request, name)
+            await anyio.lowlevel.checkpoint()  # let each join the queue in this order
+        for name in ("b", "c", "d"):
+            await h.launched(name)
+            h.launcher.children[name].ready()
+            await h.until(lambda name=name: name in served)  # type: ignore[misc]
+        assert h.launcher.launched == ["a", "b", "c", "d"]
+        assert served == ["b", "c", "d"]
+
+
+async def test_requests_for_one_model_share_one_load_and_one_eviction() -> None:
+    async with harness(models_max=1) as h, anyio.create_task_group() as group:
+        await h.load("a")
+        results: list[ModelState] = []
+
+        async def request() -> None:
+            results.append(await h.request("b"))
+
+        for _ in range(3):
+            group.start_soon(request)
+        await h.launched("b")
+        h.launcher.children["b"].ready()
+        await h.until(lambda: len(results) == 3)
+        assert h.launcher.launched == ["a", "b"]
+        assert h.scheduler.evictions == 1
+        assert h.state("a").status is Status.UNLOADED
+        assert all(state is h.state("b") for state in results)
+
+
+async def test_busy_model_is_never_evicted() -> None:
+    async with harness(models_max=1) as h, anyio.create_task_group() as group:
+        a = await h.load("a")
+        a.in_flight = 1  # a request is being served by a
+        group.start_soon(h.request, "b")
+        await h.until(lambda: h.scheduler.queue_depth == 1)
+        assert not a.stop_requested
+        assert a.status is Status.LOADED
+        assert h.launcher.launched == ["a"]
+
+        h.scheduler.release(a)  # now idle: the queue may take its place
+        await h.launched("b")
+        assert h.state("a").status is Status.UNLOADED
+        h.launcher.children["b"].ready()
+
+
+async def test_disconnect_while_queued_evicts_nothing() -> None:
+    async with harness(models_max=1) as h, anyio.create_task_group() as group:
+        a = await h.load("a")
+        a.in_flight = 1
+        waiting = anyio.CancelScope()  # the client's request, which will go away
+        group.start_soon(_cancellable, h, "b", waiting)
+        await h.until(lambda: h.scheduler.queue_depth == 1)
+        waiting.cancel()
+        await h.until(lambda: h.scheduler.queue_depth == 0)
+        h.scheduler.release(a)
+        assert not a.stop_requested
+        assert a.status is Status.LOADED
+        assert h.launcher.launched == ["a"]
+        assert h.scheduler.evictions == 0
+
+
+async def _cancellable(h: Harness, name: str, scope: anyio.CancelScope) -> None:
+    with scope:
+        await h.request(name)
+
+
+async def test_two_models_waiting_evict_two_idle_models() -> None:
+    async with harness(models_max=2) as h, anyio.create_task_group() as group:
+        await h.load("a")
+        await h.load("b")
+        group.start_soon(h.request, "c")
+        group.start_soon(h.request, "d")
+        await h.launched("c")
+        h.launcher.children["c"].ready()
+        await h.launched("d")
+        h.launcher.children["d"].ready()
+        await h.until(lambda: h.scheduler.queue_depth == 0)
+        assert h.scheduler.evictions == 2
+        assert {n for n, s in h.registry.models.items() if s.running} == {"c", "d"}
+
+
+async def test_least_recently_used_idle_model_is_the_victim() -> None:
+    async with harness(models_max=2) as h:
+        a = await h.load("a")
+        b = await h.load("b")
+        a.last_used, b.last_used = 10.0, 5.0  # b was used longer ago
+        assert h.scheduler.pick_victim() is b
+        b.in_flight = 1
+        assert h.scheduler.pick_victim() is a
+
+
+async def test_fresh_model_is_not_evicted_before_its_waiters_are_served() -> None:
+    async with harness(models_max=1) as h, anyio.create_task_group() as group:
+        got: dict[str, bool] = {}
+
+        async def request(name: str) -> None:
+            state = await h.scheduler.acquire(name)
+            got[name] = state.stop_requested  # must be a usable model when handed over
+            h.scheduler.release(state)
+
+        group.start_soon(request, "b")
+        await h.launched("b")
+        group.start_soon(request, "c")  # wants b's slot as soon as b is loaded
+        await h.until(lambda: h.scheduler.queue_depth == 2)
+        h.launcher.children["b"].ready()
+        await h.launched("c")
+        h.launcher.children["c"].ready()
+        await h.until(lambda: len(got) == 2)
+        assert got == {"b": False, "c": False}
+        assert h.launcher.launched == ["b", "c"]
+
+
+async def test_load_failure_fails_every_waiter_with_the_reason_then_retries() -> None:
+    async with harness(models_max=2) as h:
+        errors: list[ApiError] = []
+
+        async def request() -> None:
+            try:
+                await h.request("a")
+            except ApiError as exc:
+                errors.append(exc)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(request)
+            group.start_soon(request)
+            await h.launched("a")
+            h.launcher.children["a"].crash(1, "bad magic in GGUF header")
+        assert [e.status for e in errors] == [500, 500]
+        assert "bad magic in GGUF header" in errors[0].message
+        state = h.state("a")
+        assert state.failed
+        assert state.exit_code == 1
+        assert state.failures == 1
+
+        async with anyio.create_task_group() as group:  # the next request tries again
+            group.start_soon(h.request, "a")
+            await h.launched("a", times=2)
+            h.launcher.children["a"].ready()
+        assert state.status is Status.LOADED
+        assert not state.failed
+        assert state.failures == 0
+
+
+async def test_explicit_load_evicts_and_refuses_when_everything_is_busy() -> None:
+    async with harness(models_max=1) as h:
+        a = await h.load("a")
+        a.in_flight = 1
+        with pytest.raises(ApiError, match="model limit reached"):
+            await h.scheduler.load_now("b")
+        a.in_flight = 0
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.scheduler.load_now, "b")
+            await h.launched("b")
+        assert a.status is Status.UNLOADED
+        assert a.exit_code is None
+        with pytest.raises(ApiError, match="already running"):
+            await h.scheduler.load_now("b")

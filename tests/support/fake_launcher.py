@@ -1,0 +1,78 @@
+"""An in-memory :class:`~router.launcher.WorkerLauncher`: the test decides when workers are ready.
+
+Scheduling rules are about order, not time; with this launcher a test drives every load and exit
+explicitly, so the rules are checked deterministically without processes or sleeps.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Mapping, Sequence
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from router.child_protocol import ChildLine, LogLine, StateMessage
+
+__all__ = ["FakeChild", "FakeLauncher"]
+
+
+class FakeChild:
+    def __init__(self, name: str, pid: int) -> None:
+        self.name = name
+        self.pid = pid
+        send, receive = anyio.create_memory_object_stream[ChildLine | int](64)
+        self._send: MemoryObjectSendStream[ChildLine | int] = send
+        self._receive: MemoryObjectReceiveStream[ChildLine | int] = receive
+        self.exit_commands = 0
+        self.signals: list[signal.Signals] = []
+
+    async def pump(self, on_line: Callable[[ChildLine], None]) -> int:
+        async with self._receive:
+            async for item in self._receive:
+                if isinstance(item, int):
+                    return item
+                on_line(item)
+        return 0
+
+    def ready(self) -> None:
+        self._send.send_nowait(StateMessage("ready", {"port": 9, "meta": {"n_ctx": 16}}))
+
+    def _exit(self, code: int) -> None:
+        if not self._send._closed:  # a second signal after the exit changes nothing
+            self._send.send_nowait(code)
+            self._send.close()
+
+    def crash(self, code: int, last_words: str = "") -> None:
+        if last_words and not self._send._closed:
+            self._send.send_nowait(LogLine(last_words))
+        self._exit(code)
+
+    async def send_exit(self) -> None:
+        self.exit_commands += 1
+        self._exit(0)
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        self.signals.append(sig)
+        self._exit(-sig)
+
+
+class FakeLauncher:
+    def __init__(self) -> None:
+        self.launched: list[str] = []
+        self.children: dict[str, FakeChild] = {}
+        self.spawned = anyio.Event()
+
+    def close(self) -> None:
+        """End every child still running, as a test's teardown."""
+        for child in self.children.values():
+            child.crash(0)
+
+    async def launch(self, argv: Sequence[str], env: Mapping[str, str]) -> FakeChild:
+        name = argv[list(argv).index("--alias") + 1]
+        child = FakeChild(name, 1000 + len(self.launched))
+        self.launched.append(name)
+        self.children[name] = child
+        self.spawned.set()
+        self.spawned = anyio.Event()
+        return child
