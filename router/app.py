@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+import signal
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 from litestar import Litestar
 from litestar.datastructures import State
 
 from router.api import inference_routes, model_routes, webui_routes
-from router.api.runtime import RouterRuntime
-from router.catalogue import scan_catalogue
+from router.api.runtime import RouterRuntime, load_catalogue
+from router.catalogue import CatalogueError
 from router.errors import exception_handlers
 from router.launcher import SubprocessLauncher, WorkerLauncher
 from router.metrics import RequestCounter
@@ -26,30 +29,54 @@ __all__ = ["create_app"]
 _log = structlog.get_logger("corral.router")
 
 
+@contextmanager
+def _reload_on_sighup(group: TaskGroup, runtime: RouterRuntime) -> Iterator[None]:
+    """SIGHUP only enqueues a reload; the reload itself runs as a task like any other."""
+
+    async def reload() -> None:
+        try:
+            await runtime.reload()
+        except CatalogueError as exc:  # keep serving the old catalogue
+            _log.error("reload failed, keeping the current models", error=str(exc))
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGHUP, group.start_soon, reload)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGHUP)
+
+
 def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) -> Litestar:
-    catalogue = scan_catalogue(settings.models_dir, settings.model_files)
+    """The router app; raises ``CatalogueError`` when the model sources are invalid."""
+    catalogue = load_catalogue(settings)
+    startup = [e for e in catalogue.entries.values() if e.load_on_startup]
+    if 0 < settings.models_max < len(startup):
+        raise CatalogueError(
+            f"{len(startup)} models are to load on startup but --models-max is "
+            f"{settings.models_max}"
+        )
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
             registry = ModelRegistry(
-                catalogue,
-                launcher=launcher or SubprocessLauncher(),
-                task_group=group,
-                worker_args=settings.worker_args,
-                stop_timeout=settings.stop_timeout,
+                catalogue, launcher=launcher or SubprocessLauncher(), task_group=group
             )
-            app.state.runtime = RouterRuntime(
-                settings, registry, Scheduler(registry, settings.models_max), RequestCounter()
+            scheduler = Scheduler(registry, settings.models_max)
+            app.state.runtime = runtime = RouterRuntime(
+                settings, registry, scheduler, RequestCounter()
             )
-            _log.info("models available", models=sorted(catalogue))
-            for path in settings.model_files:  # `-m FILE` loads at startup, as llama-server does
-                registry.start(registry.get(path.stem))
-            try:
-                yield
-            finally:
-                await registry.stop_all()
-                group.cancel_scope.cancel()
+            _log.info("models available", models=sorted(catalogue.entries))
+            for entry in startup:
+                registry.start(registry.models[entry.name])
+            group.start_soon(scheduler.unload_expired)
+            with _reload_on_sighup(group, runtime):
+                try:
+                    yield
+                finally:
+                    await registry.stop_all()
+                    group.cancel_scope.cancel()
 
     auth = ApiKeyAuth(settings.api_keys)
     return Litestar(

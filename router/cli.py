@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from router.hub_cache import locate_cache_dir
+from router.model_flags import add_model_flags, model_options_from
 from router.security import ApiKeyFileError, load_api_keys, parse_list
 from router.settings import ServeSettings
 
@@ -14,31 +16,6 @@ __all__ = ["main", "parse_serve_args"]
 
 _TRUE = {"1", "true", "on", "enabled"}
 _FALSE = {"0", "false", "off", "disabled"}
-
-# (flags, LLAMA_ARG_* variable, type, help): passed to every worker when given (SPEC §7).
-_WORKER_OPTIONS: list[tuple[list[str], str | None, type, str]] = [
-    (["-c", "--ctx-size"], "LLAMA_ARG_CTX_SIZE", int, "context size per model"),
-    (["-t", "--threads"], "LLAMA_ARG_THREADS", int, "CPU threads per worker"),
-    (["-b", "--batch-size"], "LLAMA_ARG_BATCH", int, "logical batch size"),
-    (
-        ["-ngl", "--n-gpu-layers", "--gpu-layers"],
-        "LLAMA_ARG_N_GPU_LAYERS",
-        int,
-        "layers to offload to the GPU",
-    ),
-    (["-n", "--n-predict"], "LLAMA_ARG_N_PREDICT", int, "default token budget (-1: unlimited)"),
-    (["--temp"], None, float, "default sampling temperature"),
-    (["-s", "--seed"], None, int, "default sampling seed (-1: random)"),
-    (["--chat-template"], "LLAMA_ARG_CHAT_TEMPLATE", str, "built-in template name or Jinja text"),
-]
-
-
-def _long_flag(flags: list[str]) -> str:
-    return next(flag for flag in flags if flag.startswith("--"))
-
-
-def _dest(flags: list[str]) -> str:
-    return _long_flag(flags).removeprefix("--").replace("-", "_")
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -111,10 +88,13 @@ def _serve_parser() -> argparse.ArgumentParser:
         default=_env("LLAMA_ARG_CORS_ORIGINS", "*"),
         help="origins browsers may call from, comma-separated; 'localhost' = loopback only",
     )
-    for flags, env, type_, help_ in _WORKER_OPTIONS:
-        parser.add_argument(
-            *flags, dest=_dest(flags), type=type_, default=_env(env) if env else None, help=help_
-        )
+    parser.add_argument(
+        "--models-preset",
+        type=Path,
+        default=_env("LLAMA_ARG_MODELS_PRESET"),
+        help="llama.cpp preset INI: per-model options, aliases, tags, ttl, pin",
+    )
+    add_model_flags(parser)
     return parser
 
 
@@ -133,11 +113,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         )
     except ApiKeyFileError as exc:
         parser.error(str(exc))
-    worker_args: list[str] = []
-    for flags, _, type_, _ in _WORKER_OPTIONS:
-        value = getattr(args, _dest(flags))
-        if value is not None:
-            worker_args += [_long_flag(flags), str(type_(value))]
+    if args.models_preset is not None and not Path(args.models_preset).is_file():
+        parser.error(f"--models-preset {args.models_preset}: no such file")
     return ServeSettings(
         host=args.host,
         port=args.port,
@@ -145,7 +122,9 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         model_files=args.model_files,
         models_max=args.models_max,
         models_autoload=args.models_autoload,
-        worker_args=worker_args,
+        models_preset=Path(args.models_preset) if args.models_preset else None,
+        cache_dir=locate_cache_dir(os.environ),
+        model_options=model_options_from(args, parser),
         api_keys=api_keys,
         cors_origins=tuple(parse_list(args.cors_origins)),
     )

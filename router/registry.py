@@ -14,7 +14,6 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
-from router.catalogue import CatalogueEntry
+from router.catalogue import Catalogue, CatalogueEntry
 from router.child_protocol import ChildLine, LogLine, MalformedLine, StateMessage
 from router.errors import ApiError
 from router.events import EventBus
@@ -138,39 +137,46 @@ _LEVELS = logging.getLevelNamesMapping() | {
 class ModelRegistry:
     def __init__(
         self,
-        catalogue: Mapping[str, CatalogueEntry],
+        catalogue: Catalogue,
         *,
         launcher: WorkerLauncher,
         task_group: TaskGroup,
-        worker_args: list[str],
-        stop_timeout: float = 10.0,
         events: EventBus | None = None,
     ) -> None:
         self.events = events or EventBus()
         self.changed = Broadcast()
         self._launcher = launcher
         self._tasks = task_group
-        self._stop_timeout = stop_timeout
-        self._worker_args = worker_args
+        self.catalogue = catalogue
         self.models = {
-            name: ModelState(entry, self._argv(entry)) for name, entry in catalogue.items()
+            name: ModelState(entry, _argv(entry)) for name, entry in catalogue.entries.items()
         }
 
-    def _argv(self, entry: CatalogueEntry) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "worker",
-            "--model",
-            str(entry.path),
-            "--alias",
-            entry.name,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            *self._worker_args,
+    async def reload(self, catalogue: Catalogue) -> None:
+        """Adopt a new catalogue (SPEC §2).
+
+        Running models whose entry changed or vanished are stopped first; every other running
+        model keeps running; new models appear unloaded.
+        """
+        stale = [
+            state
+            for name, state in self.models.items()
+            if state.running and catalogue.entries.get(name) != state.entry
         ]
+        async with anyio.create_task_group() as group:
+            for state in stale:
+                group.start_soon(self.stop, state)
+        models: dict[str, ModelState] = {}
+        for name, entry in catalogue.entries.items():
+            kept = self.models.get(name)
+            if kept is None or kept.entry != entry:
+                kept = ModelState(entry, _argv(entry))
+            elif not kept.running:
+                kept.exit_code = kept.error = None  # a reload clears the failed mark
+            models[name] = kept
+        self.catalogue, self.models = catalogue, models
+        self.events.publish("*", "models_reload")
+        self.changed.notify()
 
     def _set_status(self, state: ModelState, status: Status, **data: Any) -> None:
         state.status = status
@@ -181,10 +187,11 @@ class ModelRegistry:
         return sum(1 for state in self.models.values() if state.running)
 
     def get(self, name: str) -> ModelState:
-        state = self.models.get(name)
-        if state is None:
+        """A model by name or alias; unknown names are a 404 on every route (SPEC §3)."""
+        entry = self.catalogue.resolve(name)
+        if entry is None:
             raise ApiError(404, f"model '{name}' not found")
-        return state
+        return self.models[entry.name]
 
     def start(self, state: ModelState) -> None:
         """Spawn the worker; returns at once, the load goes on in the registry's task group."""
@@ -323,7 +330,7 @@ class ModelRegistry:
         else:
             await process.send_exit()
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            with anyio.move_on_after(self._stop_timeout):
+            with anyio.move_on_after(state.entry.stop_timeout):
                 await exited.wait()
                 return
             _log.warning("worker did not stop in time", model=state.entry.name, signal=sig.name)
@@ -335,6 +342,13 @@ class ModelRegistry:
             async with anyio.create_task_group() as group:
                 for state in self.models.values():
                     group.start_soon(self.stop, state)
+
+
+def _argv(entry: CatalogueEntry) -> list[str]:
+    return [
+        sys.executable, "-m", "worker", "--model", str(entry.path), "--alias", entry.name,
+        "--host", "127.0.0.1", "--port", "0", *entry.worker_args(),
+    ]  # fmt: skip
 
 
 def _worker_client(host: str, port: int) -> httpx.AsyncClient:

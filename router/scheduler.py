@@ -27,6 +27,7 @@ __all__ = ["Scheduler"]
 _log = structlog.get_logger("corral.scheduler")
 # A model that keeps failing to load is retried after 0.5 s, 1 s, 2 s … at most 30 s.
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.5, 30.0
+_TTL_CHECK_SECONDS = 0.5
 
 
 @dataclass
@@ -179,6 +180,24 @@ class Scheduler:
             if state.running or not self._has_capacity():  # lost a race to another load
                 raise ApiError(500, "model limit reached, try again later")
         self._registry.start(state)
+
+    async def unload_expired(self) -> None:
+        """Corral's per-model ``ttl``: stop a model idle for longer than that. Runs forever."""
+        while True:
+            now = time.monotonic()
+            wanted = {entry.name for entry in self._queue}
+            for state in list(self._registry.models.values()):
+                ttl = state.entry.ttl
+                if (
+                    ttl is not None
+                    and self._ready(state)
+                    and state.in_flight == 0
+                    and state.entry.name not in wanted
+                    and now - state.last_used >= ttl
+                ):
+                    _log.info("unloading idle model", model=state.entry.name, ttl=ttl)
+                    self._registry.request_stop(state)
+            await anyio.sleep(_TTL_CHECK_SECONDS)
 
     def release(self, state: ModelState) -> None:
         """A request acquired with :meth:`acquire` finished: the model may be evictable now."""

@@ -16,9 +16,10 @@ class ServeSettings:
     model_files: list[Path] = field(default_factory=list)
     models_max: int = 4
     models_autoload: bool = True
-    stop_timeout: float = 10.0
-    # Per-model defaults, already spelled as worker flags (e.g. ["--ctx-size", "2048"]).
-    worker_args: list[str] = field(default_factory=list)
+    models_preset: Path | None = None
+    cache_dir: Path | None = None  # the hub cache; None leaves cache models out
+    # Per-model defaults from the command line, by canonical option name ({"ctx-size": "2048"}).
+    model_options: dict[str, str] = field(default_factory=dict)
     # Kept out of repr so that logging the settings never prints a key.
     api_keys: tuple[str, ...] = field(default=(), repr=False)
     cors_origins: tuple[str, ...] = ("*",)

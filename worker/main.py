@@ -76,6 +76,8 @@ async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
         loop.call_soon_threadsafe(stop, 0)
 
     lifeline.arm(on_exit_command=exit_command)
+    for name, value in settings.ignored.items():
+        _log.warning("option accepted but not supported yet", option=name, value=value)
     _log.info("listening", host=settings.host, port=port, model=str(settings.model))
     engine.start(load)
     try:

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import llama_cpp
 import msgspec
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +31,18 @@ __all__ = ["LoadedModel"]
 
 _log = structlog.get_logger("corral.worker.model")
 _FALLBACK_TEMPLATE = "chatml"
+# KV cache types by their llama-server names (``--cache-type-k q8_0``).
+_GGML_TYPES = {
+    "f32": llama_cpp.GGML_TYPE_F32,
+    "f16": llama_cpp.GGML_TYPE_F16,
+    "bf16": 30,  # GGML_TYPE_BF16 in ggml.h; the Python bindings do not export it
+    "q8_0": llama_cpp.GGML_TYPE_Q8_0,
+    "q4_0": llama_cpp.GGML_TYPE_Q4_0,
+    "q4_1": llama_cpp.GGML_TYPE_Q4_1,
+    "iq4_nl": llama_cpp.GGML_TYPE_IQ4_NL,
+    "q5_0": llama_cpp.GGML_TYPE_Q5_0,
+    "q5_1": llama_cpp.GGML_TYPE_Q5_1,
+}
 
 
 def _stop_on(cancel: threading.Event) -> LogitsProcessorList:
@@ -55,8 +68,15 @@ class LoadedModel:
             model_path=str(settings.model),
             n_ctx=settings.ctx_size,
             n_batch=settings.batch_size,
+            n_ubatch=settings.ubatch_size,
             n_threads=settings.threads,
             n_gpu_layers=settings.n_gpu_layers,
+            use_mmap=settings.use_mmap,
+            use_mlock=settings.use_mlock,
+            flash_attn=settings.flash_attn,
+            rope_freq_base=settings.rope_freq_base,
+            type_k=_GGML_TYPES.get(settings.cache_type_k or ""),
+            type_v=_GGML_TYPES.get(settings.cache_type_v or ""),
             verbose=False,
         )
         self.chat_template = self._choose_chat_template()

@@ -1,12 +1,22 @@
-"""Command-line settings of a worker, spelled like llama-server's flags."""
+"""Command-line settings of a worker, spelled like llama-server's flags.
+
+The per-model flags come from the router's option table (:mod:`router.model_flags`), so every
+option a preset can set is accepted here. Options the worker cannot honour yet are logged at
+startup rather than silently ignored.
+"""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from router.model_flags import add_model_flags, model_options_from
+
 __all__ = ["WorkerSettings", "parse_worker_args"]
+
+# Accepted so that presets written for llama-server load, but not acted on yet.
+NOT_YET_SUPPORTED = ("parallel", "jinja", "sleep-idle-seconds", "slots", "webui")
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,40 +28,56 @@ class WorkerSettings:
     ctx_size: int = 4096
     threads: int | None = None
     batch_size: int = 512
+    ubatch_size: int = 512
     n_gpu_layers: int = 0
     n_predict: int = -1
     temperature: float = 0.8
     seed: int = -1
     chat_template: str | None = None
+    use_mmap: bool = True
+    use_mlock: bool = False
+    flash_attn: bool = False
+    rope_freq_base: float = 0.0
+    cache_type_k: str | None = None
+    cache_type_v: str | None = None
+    ignored: dict[str, str] = field(default_factory=dict)
 
 
 def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
-    parser = argparse.ArgumentParser(prog="python -m worker", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
     parser.add_argument("-a", "--alias", help="model id to report (default: file stem)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
-    parser.add_argument("-c", "--ctx-size", type=int, default=4096)
-    parser.add_argument("-t", "--threads", type=int, default=None)
-    parser.add_argument("-b", "--batch-size", type=int, default=512)
-    parser.add_argument("-ngl", "--n-gpu-layers", "--gpu-layers", type=int, default=0)
-    parser.add_argument("-n", "--n-predict", type=int, default=-1)
-    parser.add_argument("--temp", type=float, default=0.8)
-    parser.add_argument("-s", "--seed", type=int, default=-1)
-    parser.add_argument("--chat-template", default=None)
+    add_model_flags(parser)
     args = parser.parse_args(argv)
+    # A worker reads only its flags: the router renders every option explicitly.
+    options = model_options_from(args, parser, env={})
     model: Path = args.model
+
+    def number(name: str, default: float) -> float:
+        return float(options[name]) if name in options else default
+
+    gpu_layers = options.get("n-gpu-layers", "0")
     return WorkerSettings(
         model=model,
         alias=args.alias or model.stem,
         host=args.host,
         port=args.port,
-        ctx_size=args.ctx_size,
-        threads=args.threads,
-        batch_size=args.batch_size,
-        n_gpu_layers=args.n_gpu_layers,
-        n_predict=args.n_predict,
-        temperature=args.temp,
-        seed=args.seed,
-        chat_template=args.chat_template,
+        ctx_size=int(number("ctx-size", 4096)),
+        threads=int(options["threads"]) if "threads" in options else None,
+        batch_size=int(number("batch-size", 512)),
+        ubatch_size=int(number("ubatch-size", 512)),
+        n_gpu_layers=-1 if gpu_layers in ("auto", "all") else int(gpu_layers),
+        n_predict=int(number("n-predict", -1)),
+        temperature=number("temp", 0.8),
+        seed=int(number("seed", -1)),
+        chat_template=options.get("chat-template"),
+        use_mmap=options.get("mmap", "true") == "true",
+        use_mlock=options.get("mlock", "false") == "true",
+        flash_attn=options.get("flash-attn", "off") == "on",
+        rope_freq_base=number("rope-freq-base", 0.0),
+        cache_type_k=options.get("cache-type-k"),
+        cache_type_v=options.get("cache-type-v"),
+        ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from router.api.inference import forward_to_model
 from router.api.runtime import runtime
+from router.catalogue import CatalogueError
 from router.errors import ApiError, decode_body, json_response
 from router.events import ModelEvent
 from router.registry import ModelState
@@ -54,7 +55,7 @@ def _status(state: ModelState) -> dict[str, Any]:
     status: dict[str, Any] = {
         "value": state.status.value,
         "args": state.args,
-        "preset": f"[{state.entry.name}]\nmodel = {state.entry.path}\n\n",
+        "preset": state.entry.preset_text(),
     }
     if state.failed:
         status.update(failed=True, exit_code=state.exit_code, error=state.error)
@@ -64,14 +65,17 @@ def _status(state: ModelState) -> dict[str, Any]:
 def _entry(state: ModelState, created: int) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": state.entry.name,
-        "aliases": [],
-        "tags": [],
+        "aliases": list(state.entry.aliases),
+        "tags": list(state.entry.tags),
         "object": "model",
         "owned_by": "llamacpp",
         "created": created,
         "status": _status(state),
         "source": state.entry.source,
         "can_remove": state.entry.source == "cache",
+        # Corral's own: how the scheduler treats the model.
+        "pinned": state.entry.pin,
+        "ttl": state.entry.ttl,
     }
     if state.running and state.meta is not None:
         entry["meta"] = state.meta
@@ -79,12 +83,22 @@ def _entry(state: ModelState, created: int) -> dict[str, Any]:
 
 
 @get(["/models", "/v1/models"])
-async def list_models(request: AnyRequest) -> dict[str, Any]:
-    registry = runtime(request).registry
+async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None) -> dict[str, Any]:
+    rt = runtime(request)
+    if reload:
+        try:
+            await rt.reload()
+        except CatalogueError as exc:
+            raise ApiError(500, f"reload failed: {exc}") from None
     created = int(time.time())
+    models = rt.registry.models
     return {
         "object": "list",
-        "data": [_entry(registry.models[name], created) for name in sorted(registry.models)],
+        "data": [
+            _entry(models[name], created)
+            for name in sorted(models)
+            if not models[name].entry.hidden
+        ],
     }
 
 

@@ -5,14 +5,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from litestar import Request
 
+from router.catalogue import Catalogue, build_catalogue
 from router.metrics import RequestCounter
 from router.registry import ModelRegistry
 from router.scheduler import Scheduler
 from router.settings import ServeSettings
 
-__all__ = ["RouterRuntime", "runtime"]
+__all__ = ["RouterRuntime", "load_catalogue", "runtime"]
+
+_log = structlog.get_logger("corral.router")
+
+
+def load_catalogue(settings: ServeSettings) -> Catalogue:
+    """Read every model source the settings name; raises ``CatalogueError``."""
+    return build_catalogue(
+        models_dir=settings.models_dir,
+        model_files=settings.model_files,
+        preset_file=settings.models_preset,
+        cache_dir=settings.cache_dir,
+        cli_options=settings.model_options,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +36,11 @@ class RouterRuntime:
     registry: ModelRegistry
     scheduler: Scheduler
     requests: RequestCounter
+
+    async def reload(self) -> None:
+        """Re-read the model sources (``?reload=1``, SIGHUP, a finished download)."""
+        await self.registry.reload(load_catalogue(self.settings))
+        _log.info("models reloaded", models=sorted(self.registry.catalogue.entries))
 
 
 def runtime(request: Request[Any, Any, Any]) -> RouterRuntime:

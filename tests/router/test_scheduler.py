@@ -10,7 +10,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from router.catalogue import CatalogueEntry
+from router.catalogue import Catalogue, CatalogueEntry
 from router.errors import ApiError
 from router.registry import ModelRegistry, ModelState, Status
 from router.scheduler import Scheduler
@@ -59,10 +59,12 @@ class Harness:
 
 @asynccontextmanager
 async def harness(models_max: int, names: str = "abcd") -> AsyncIterator[Harness]:
-    catalogue = {n: CatalogueEntry(n, Path(f"/models/{n}.gguf"), "models_dir") for n in names}
+    catalogue = Catalogue(
+        {n: CatalogueEntry(n, Path(f"/models/{n}.gguf"), "models_dir") for n in names}
+    )
     launcher = FakeLauncher()
     async with anyio.create_task_group() as group:
-        registry = ModelRegistry(catalogue, launcher=launcher, task_group=group, worker_args=[])
+        registry = ModelRegistry(catalogue, launcher=launcher, task_group=group)
         try:
             yield Harness(registry, Scheduler(registry, models_max), launcher)
         finally:

@@ -1,0 +1,81 @@
+"""Per-model options as command-line flags, generated from the one option table.
+
+``corral serve`` takes them as defaults for every model (SPEC §7) and ``python -m worker``
+takes them as its own settings, so any option a preset or the router can render is a flag the
+worker parses, spelled as llama-server spells it (``-c``, ``--ctx-size``, ``--no-mmap``, …).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+
+from router.presets import OPTIONS, OptionSpec, PresetError, normalise_options
+
+__all__ = ["add_model_flags", "model_options_from"]
+
+WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.role == "worker")
+_ENV_PREFIXES = ("LLAMA_ARG_", "__PRESET_")
+
+
+def _flag(spelling: str) -> str:
+    # llama-server spells its short options with one dash, even the multi-letter ones (-ngl).
+    return f"-{spelling}" if len(spelling) <= 3 else f"--{spelling}"
+
+
+def _dest(spec: OptionSpec) -> str:
+    return "opt_" + spec.name.replace("-", "_")
+
+
+def _env_name(spec: OptionSpec) -> str | None:
+    return next((s for s in spec.spellings if s.startswith("LLAMA_ARG_")), None)
+
+
+def add_model_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("per-model options (passed to every worker)")
+    for spec in WORKER_OPTIONS:
+        flags = [f"--{spec.name}"] + [
+            _flag(s) for s in spec.spellings if not s.startswith(_ENV_PREFIXES)
+        ]
+        env = _env_name(spec)
+        help_ = f"[{env}]" if env else None
+        if spec.kind == "bool":
+            group.add_argument(
+                *flags,
+                dest=_dest(spec),
+                action="store_const",
+                const="true",
+                default=None,
+                help=help_,
+            )
+            for negative in spec.negatives:
+                if not negative.startswith(_ENV_PREFIXES):
+                    group.add_argument(
+                        _flag(negative),
+                        dest=_dest(spec),
+                        action="store_const",
+                        const="false",
+                        help=argparse.SUPPRESS,
+                    )
+        else:
+            metavar = "|".join(spec.literals) if spec.kind == "choice" else spec.kind.upper()
+            group.add_argument(*flags, dest=_dest(spec), metavar=metavar, default=None, help=help_)
+
+
+def model_options_from(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The options given as flags, else as ``LLAMA_ARG_*`` variables, validated and normalised."""
+    env = os.environ if env is None else env
+    given: list[tuple[str, str]] = []
+    for spec in WORKER_OPTIONS:
+        value = getattr(args, _dest(spec))
+        if value is not None:
+            given.append((spec.name, value))
+        elif (name := _env_name(spec)) and name in env:
+            given.append((name, env[name]))
+    try:
+        return normalise_options(given, where="command line")
+    except PresetError as error:
+        parser.error(str(error))
