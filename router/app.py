@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import signal
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
 from litestar import Litestar
 from litestar.datastructures import State
 
@@ -29,22 +27,14 @@ __all__ = ["create_app"]
 _log = structlog.get_logger("corral.router")
 
 
-@contextmanager
-def _reload_on_sighup(group: TaskGroup, runtime: RouterRuntime) -> Iterator[None]:
-    """SIGHUP only enqueues a reload; the reload itself runs as a task like any other."""
-
-    async def reload() -> None:
-        try:
-            await runtime.reload()
-        except CatalogueError as exc:  # keep serving the old catalogue
-            _log.error("reload failed, keeping the current models", error=str(exc))
-
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGHUP, group.start_soon, reload)
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGHUP)
+async def _reload_on_sighup(runtime: RouterRuntime) -> None:
+    """SIGHUP only enqueues a reload; reloads run here, one at a time."""
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            try:
+                await runtime.reload()
+            except CatalogueError as exc:  # keep serving the old catalogue
+                _log.error("reload failed, keeping the current models", error=str(exc))
 
 
 def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) -> Litestar:
@@ -71,12 +61,12 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             for entry in startup:
                 registry.start(registry.models[entry.name])
             group.start_soon(scheduler.unload_expired)
-            with _reload_on_sighup(group, runtime):
-                try:
-                    yield
-                finally:
-                    await registry.stop_all()
-                    group.cancel_scope.cancel()
+            group.start_soon(_reload_on_sighup, runtime)
+            try:
+                yield
+            finally:
+                await registry.stop_all()
+                group.cancel_scope.cancel()
 
     auth = ApiKeyAuth(settings.api_keys)
     return Litestar(

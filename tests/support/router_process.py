@@ -34,6 +34,7 @@ class RouterProcess:
             cwd=Path(__file__).resolve().parents[2],
         )
         self.records: list[dict[str, Any]] = []
+        self._logged = threading.Condition()
         self._listening = threading.Event()
         self.url = ""
         self._reader = threading.Thread(target=self._read_log, daemon=True)
@@ -50,11 +51,34 @@ class RouterProcess:
                 record = json.loads(raw)
             except ValueError:
                 record = {"event": raw.decode(errors="replace").rstrip()}
-            self.records.append(record)
+            with self._logged:
+                self.records.append(record)
+                self._logged.notify_all()
             if record.get("event") == "corral listening":
                 self.url = str(record["url"])
                 self._listening.set()
         self._listening.set()  # exited before listening: unblock the constructor
+
+    def wait_for_log(self, event: str, timeout: float = 30.0, **fields: Any) -> dict[str, Any]:
+        """The first log record with this event (and these fields), waiting for it to appear."""
+
+        def find() -> dict[str, Any] | None:
+            return next(
+                (
+                    r
+                    for r in self.records
+                    if r.get("event") == event and all(r.get(k) == v for k, v in fields.items())
+                ),
+                None,
+            )
+
+        with self._logged:
+            assert self._logged.wait_for(lambda: find() is not None, timeout), (
+                f"no log record {event!r} {fields}"
+            )
+        record = find()
+        assert record is not None
+        return record
 
     def log_text(self) -> str:
         return "\n".join(json.dumps(record) for record in self.records)

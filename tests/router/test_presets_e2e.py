@@ -1,0 +1,115 @@
+"""Presets, the hub cache, per-model options and reloads, through a running router."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.router.test_lifecycle_routes import EventReader
+from tests.support.router_process import RouterProcess, running_router
+from tests.support.tiny_gguf import write_tiny_gguf
+
+CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+
+
+def _chat(client: httpx.Client, model: str) -> int:
+    return client.post("/v1/chat/completions", json={"model": model, **CHAT}).status_code
+
+
+def test_preset_aliases_tags_and_options(models_dir: Path, tmp_path: Path) -> None:
+    preset = tmp_path / "models.ini"
+    preset.write_text(
+        "[*]\nctx-size = 512\n\n"
+        "[alpha]\nalias = first, a1\ntags = small,test\nc = 768\npin = on\n\n"
+        "[gamma]\nmodel = " + str(models_dir / "beta.gguf") + "\nttl = 600\n"
+    )
+    args = ["--models-dir", str(models_dir), "--models-preset", str(preset)]
+    with running_router(args) as router:
+        models = router.models()
+        assert set(models) == {"alpha", "beta", "gamma"}
+        alpha = models["alpha"]
+        assert alpha["aliases"] == ["a1", "first"]
+        assert alpha["tags"] == ["small", "test"]
+        assert alpha["source"] == "preset"
+        assert alpha["pinned"] is True
+        assert models["gamma"]["ttl"] == 600
+        assert "ctx-size = 768" in alpha["status"]["preset"]
+        assert "--ctx-size" in alpha["status"]["args"]
+
+        assert _chat(router.client, "first") == 200  # an alias reaches the model
+        # llama.cpp rounds contexts up to a multiple of 256, hence those sizes.
+        assert router.models()["alpha"]["meta"]["n_ctx"] == 768  # section beats [*]
+        assert _chat(router.client, "beta") == 200
+        assert router.models()["beta"]["meta"]["n_ctx"] == 512  # [*] applies to every model
+
+
+def test_command_line_beats_presets_and_env_is_read(models_dir: Path, tmp_path: Path) -> None:
+    preset = tmp_path / "models.ini"
+    preset.write_text("[alpha]\nctx-size = 768\n")
+    args = ["--models-dir", str(models_dir), "--models-preset", str(preset), "-c", "256"]
+    with running_router(args, env={"LLAMA_ARG_N_PREDICT": "3"}) as router:
+        assert _chat(router.client, "alpha") == 200
+        alpha = router.models()["alpha"]
+        assert alpha["meta"]["n_ctx"] == 256
+        assert "--n-predict" in alpha["status"]["args"]
+
+
+def test_invalid_preset_stops_startup_with_a_clear_message(tmp_path: Path) -> None:
+    preset = tmp_path / "bad.ini"
+    preset.write_text("[alpha]\nctx-sise = 5\n")
+    with pytest.raises(RuntimeError, match=r"section \[alpha\]: unknown key 'ctx-sise'"):
+        RouterProcess(["--models-preset", str(preset)])
+
+
+def test_hub_cache_models_are_served(tmp_path: Path) -> None:
+    snapshot = tmp_path / "hub" / "models--acme--tiny-GGUF" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    write_tiny_gguf(snapshot / "tiny-Q8_0.gguf", name="tiny")
+    (tmp_path / "hub" / "models--acme--tiny-GGUF" / "refs").mkdir()
+    (tmp_path / "hub" / "models--acme--tiny-GGUF" / "refs" / "main").write_text("a" * 40)
+    with running_router([], env={"HF_HUB_CACHE": str(tmp_path / "hub")}) as router:
+        entry = router.models()["acme/tiny-GGUF:Q8_0"]
+        assert entry["source"] == "cache"
+        assert entry["can_remove"] is True
+        assert _chat(router.client, "acme/tiny-GGUF:Q8_0") == 200
+
+
+def test_reload_keeps_unchanged_models_running(models_dir: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "models"
+    directory.mkdir()
+    for name in ("alpha", "beta"):
+        os.symlink(models_dir / f"{name}.gguf", directory / f"{name}.gguf")
+    preset = tmp_path / "models.ini"
+    preset.write_text("[beta]\nctx-size = 256\n")
+    args = ["--models-dir", str(directory), "--models-preset", str(preset)]
+    with running_router(args) as router:
+        events = EventReader(router)
+        try:
+            assert _chat(router.client, "alpha") == 200
+            assert _chat(router.client, "beta") == 200
+            pids = {
+                child.cmdline()[child.cmdline().index("--alias") + 1]: child.pid
+                for child in psutil.Process(router.process.pid).children()
+            }
+            os.symlink(models_dir / "alpha.gguf", directory / "delta.gguf")
+            preset.write_text("[beta]\nctx-size = 320\n")  # beta's settings change
+
+            models = router.client.get("/models", params={"reload": "1"}).json()["data"]
+            statuses = {m["id"]: m["status"]["value"] for m in models}
+            assert statuses == {"alpha": "loaded", "beta": "unloaded", "delta": "unloaded"}
+            events.wait_for("*", "models_reload")
+            assert psutil.Process(pids["alpha"]).is_running()  # the same worker, untouched
+
+            # SIGHUP reloads too: a broken preset is refused and the old catalogue kept.
+            preset.write_text("[beta]\nnot-an-option = 1\n")
+            router.process.send_signal(signal.SIGHUP)
+            failed = router.wait_for_log("reload failed, keeping the current models")
+            assert "not-an-option" in failed["error"]
+            assert set(router.models()) == {"alpha", "beta", "delta"}
+        finally:
+            events.close()
