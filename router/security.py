@@ -54,7 +54,9 @@ __all__ = [
 PUBLIC_PATHS: Final = ("/", "/health", "/v1/health", "/assets/*")
 
 CORS_ALLOWED_METHODS: Final = ("GET", "POST", "DELETE", "OPTIONS")
-CORS_ALLOWED_HEADERS: Final = ("authorization", "content-type", "x-api-key", "x-conversation-id")
+# Any header, as llama-server allows: browser SDKs add their own (OpenAI's sends x-stainless-*),
+# and the origin check, not the header list, is what keeps other sites out.
+CORS_ALLOWED_HEADERS: Final = ("*",)
 LOOPBACK_ORIGINS: Final = "localhost"
 # http(s)://localhost, 127.0.0.1 or [::1], any port. Matched against the whole Origin header.
 _LOOPBACK_ORIGIN_REGEX: Final = r"(?:https?://(?:localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?)"

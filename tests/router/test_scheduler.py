@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -58,9 +60,15 @@ class Harness:
 
 
 @asynccontextmanager
-async def harness(models_max: int, names: str = "abcd") -> AsyncIterator[Harness]:
+async def harness(
+    models_max: int, names: str = "abcd", **special: dict[str, Any]
+) -> AsyncIterator[Harness]:
+    """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…)."""
     catalogue = Catalogue(
-        {n: CatalogueEntry(n, Path(f"/models/{n}.gguf"), "models_dir") for n in names}
+        {
+            n: CatalogueEntry(n, Path(f"/models/{n}.gguf"), "models_dir", **special.get(n, {}))
+            for n in names
+        }
     )
     launcher = FakeLauncher()
     async with anyio.create_task_group() as group:
@@ -239,3 +247,57 @@ async def test_explicit_load_evicts_and_refuses_when_everything_is_busy() -> Non
         assert a.exit_code is None
         with pytest.raises(ApiError, match="already running"):
             await h.scheduler.load_now("b")
+
+
+async def test_pinned_model_is_never_a_victim() -> None:
+    async with harness(models_max=2, a={"pin": True}) as h:
+        a = await h.load("a")
+        b = await h.load("b")
+        a.last_used, b.last_used = 1.0, 2.0  # a is the least recent, but pinned
+        assert h.scheduler.pick_victim() is b
+        b.in_flight = 1
+        assert h.scheduler.pick_victim() is None
+
+
+async def test_idle_model_past_its_ttl_is_unloaded() -> None:
+    async with harness(models_max=0, a={"ttl": 0.05}) as h, anyio.create_task_group() as group:
+        a = await h.load("a")
+        b = await h.load("b")  # no ttl: stays
+        group.start_soon(h.scheduler.unload_expired)
+        await h.until(lambda: a.status is Status.UNLOADED)
+        assert a.exit_code is None  # stopped, not failed
+        assert b.status is Status.LOADED
+        group.cancel_scope.cancel()
+
+
+async def test_busy_model_outlives_its_ttl() -> None:
+    async with harness(models_max=0, a={"ttl": 0.01}) as h, anyio.create_task_group() as group:
+        a = await h.load("a")
+        a.in_flight = 1
+        group.start_soon(h.scheduler.unload_expired)
+        await anyio.sleep(0.2)  # several ttl checks pass; none may stop a busy model
+        assert not a.stop_requested
+        group.cancel_scope.cancel()
+
+
+async def test_stop_escalates_to_sigterm_then_sigkill() -> None:
+    async with harness(models_max=0, a={"stop_timeout": 0.01}) as h:
+        a = await h.load("a")
+        child = h.launcher.children["a"]
+        child.ignore_exit_command = True
+        child.ignore_sigterm = True
+        await h.registry.stop(a)
+        assert child.exit_commands == 1
+        assert child.signals == [signal.SIGTERM, signal.SIGKILL]
+        assert a.status is Status.UNLOADED
+        assert a.exit_code is None  # we stopped it: not a failure
+
+
+async def test_model_still_loading_is_killed_at_once() -> None:
+    async with harness(models_max=0) as h, anyio.create_task_group() as group:
+        group.start_soon(h.scheduler.load_now, "a")
+        await h.launched("a")
+        await h.registry.stop(h.state("a"))
+        child = h.launcher.children["a"]
+        assert child.exit_commands == 0
+        assert child.signals == [signal.SIGKILL]

@@ -185,7 +185,9 @@ def test_preflight_from_loopback_pages_needs_no_key(secured: RouterProcess, orig
         headers={
             "Origin": origin,
             "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": "authorization, content-type, x-conversation-id",
+            "Access-Control-Request-Headers": (
+                "authorization, content-type, x-conversation-id, x-stainless-os"
+            ),
         },
     )
     assert response.status_code in (200, 204)
@@ -195,7 +197,7 @@ def test_preflight_from_loopback_pages_needs_no_key(secured: RouterProcess, orig
     allowed = {
         h.strip().lower() for h in response.headers["access-control-allow-headers"].split(",")
     }
-    assert {"authorization", "content-type", "x-api-key", "x-conversation-id"} <= allowed
+    assert {"authorization", "content-type", "x-conversation-id", "x-stainless-os"} <= allowed
     assert "access-control-allow-credentials" not in response.headers
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import time
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.support.router_process import RouterProcess, running_router
@@ -32,15 +33,8 @@ def test_client_disconnect_stops_the_generation(roomy_router: RouterProcess) -> 
         first = next(line for line in lines if line.startswith("data: "))
         assert '"chat.completion.chunk"' in first
     # The response is closed: the router must drop its upstream, and the worker must stop.
-    deadline = time.monotonic() + 20
-    while True:
-        cancelled = [r for r in roomy_router.records if r.get("event") == "generation cancelled"]
-        if cancelled:
-            break
-        assert time.monotonic() < deadline, "the worker never saw the disconnect"
-        time.sleep(0.02)
-    assert cancelled[0]["model"] == "alpha"
-    assert cancelled[0]["chunks"] < LONG
+    cancelled = roomy_router.wait_for_log("generation cancelled", model="alpha")
+    assert cancelled["chunks"] < LONG
 
 
 def test_model_given_with_m_is_loaded_at_startup(models_dir: Path) -> None:
@@ -54,3 +48,37 @@ def test_model_given_with_m_is_loaded_at_startup(models_dir: Path) -> None:
             json={"model": "beta", "messages": [{"role": "user", "content": "x"}], "max_tokens": 2},
         )
         assert reply.status_code == 200
+
+
+def test_worker_killed_mid_stream_ends_the_stream_with_an_error_event(
+    roomy_router: RouterProcess,
+) -> None:
+    body = {
+        "model": "alpha",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": LONG,
+        "stream": True,
+    }
+    with roomy_router.client.stream("POST", "/v1/chat/completions", json=body) as stream:
+        lines = stream.iter_lines()
+        assert next(line for line in lines if line.startswith("data: "))
+        worker = next(
+            child
+            for child in psutil.Process(roomy_router.process.pid).children()
+            if "worker" in child.cmdline()
+        )
+        worker.kill()
+        rest = [line for line in lines if line.startswith("data: ")]
+    assert rest, "the stream ended without telling the client"
+    error = json.loads(rest[-1].removeprefix("data: "))["error"]
+    assert error["type"] == "server_error"
+    assert "alpha" in error["message"]
+
+    roomy_router.wait_for_log("worker exited", model="alpha")
+    status = roomy_router.models()["alpha"]["status"]
+    assert status["failed"] is True
+    assert "SIGKILL" in status["error"]
+    again = roomy_router.client.post(
+        "/v1/chat/completions", json={**body, "stream": False, "max_tokens": 2}
+    )
+    assert again.status_code == 200

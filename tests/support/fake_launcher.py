@@ -26,6 +26,9 @@ class FakeChild:
         self._receive: MemoryObjectReceiveStream[ChildLine | int] = receive
         self.exit_commands = 0
         self.signals: list[signal.Signals] = []
+        # A hung worker: lets a test check that stop() escalates.
+        self.ignore_exit_command = False
+        self.ignore_sigterm = False
 
     async def pump(self, on_line: Callable[[ChildLine], None]) -> int:
         async with self._receive:
@@ -50,11 +53,13 @@ class FakeChild:
 
     async def send_exit(self) -> None:
         self.exit_commands += 1
-        self._exit(0)
+        if not self.ignore_exit_command:
+            self._exit(0)
 
     def signal_group(self, sig: signal.Signals) -> None:
         self.signals.append(sig)
-        self._exit(-sig)
+        if not (sig == signal.SIGTERM and self.ignore_sigterm):
+            self._exit(-sig)
 
 
 class FakeLauncher:
