@@ -13,8 +13,9 @@ from litestar.datastructures import State
 
 from router.api import inference_routes, model_routes, webui_routes
 from router.api.runtime import RouterRuntime, load_catalogue
-from router.catalogue import CatalogueError
+from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
 from router.errors import exception_handlers
+from router.hub_cache import resolve_cached_model, scan_cache
 from router.launcher import SubprocessLauncher, WorkerLauncher
 from router.metrics import RequestCounter
 from router.registry import ModelRegistry
@@ -37,10 +38,24 @@ async def _reload_on_sighup(runtime: RouterRuntime) -> None:
                 _log.error("reload failed, keeping the current models", error=str(exc))
 
 
+def _cached_entry(catalogue: Catalogue, settings: ServeSettings, reference: str) -> CatalogueEntry:
+    """``--hf-repo org/repo[:TAG]``: the model must already be in the hub cache."""
+    cached = None
+    if settings.cache_dir is not None:
+        cached = resolve_cached_model(scan_cache(settings.cache_dir), reference)
+    if cached is None or cached.name not in catalogue.entries:
+        raise CatalogueError(
+            f"--hf-repo {reference}: not in the hub cache ({settings.cache_dir}); "
+            "Corral downloads only on request, so fetch it first"
+        )
+    return catalogue.entries[cached.name]
+
+
 def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) -> Litestar:
     """The router app; raises ``CatalogueError`` when the model sources are invalid."""
     catalogue = load_catalogue(settings)
     startup = [e for e in catalogue.entries.values() if e.load_on_startup]
+    startup += [_cached_entry(catalogue, settings, reference) for reference in settings.hf_repos]
     if 0 < settings.models_max < len(startup):
         raise CatalogueError(
             f"{len(startup)} models are to load on startup but --models-max is "
@@ -51,7 +66,10 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
             registry = ModelRegistry(
-                catalogue, launcher=launcher or SubprocessLauncher(), task_group=group
+                catalogue,
+                launcher=launcher or SubprocessLauncher(),
+                task_group=group,
+                timeout=settings.timeout,
             )
             scheduler = Scheduler(registry, settings.models_max)
             app.state.runtime = runtime = RouterRuntime(

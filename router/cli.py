@@ -89,6 +89,27 @@ def _serve_parser() -> argparse.ArgumentParser:
         help="origins browsers may call from, comma-separated; 'localhost' = loopback only",
     )
     parser.add_argument(
+        "-hf",
+        "-hfr",
+        "--hf-repo",
+        dest="hf_repos",
+        action="append",
+        help="add this hub-cache model (org/repo[:TAG]) and load it at startup [LLAMA_ARG_HF_REPO]",
+    )
+    parser.add_argument(
+        "-to",
+        "--timeout",
+        type=float,
+        default=float(_env("LLAMA_ARG_TIMEOUT", "3600") or 3600),
+        help="seconds a worker may stay silent within one response (default 3600)",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        default=_env_bool("LLAMA_ARG_OFFLINE", False),
+        help="never contact the hub (downloads are refused)",
+    )
+    parser.add_argument(
         "--models-preset",
         type=Path,
         default=_env("LLAMA_ARG_MODELS_PRESET"),
@@ -123,6 +144,9 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         models_max=args.models_max,
         models_autoload=args.models_autoload,
         models_preset=Path(args.models_preset) if args.models_preset else None,
+        hf_repos=tuple(_flag_or_env(args.hf_repos, "LLAMA_ARG_HF_REPO")),
+        timeout=args.timeout,
+        offline=args.offline,
         cache_dir=locate_cache_dir(os.environ),
         model_options=model_options_from(args, parser),
         api_keys=api_keys,

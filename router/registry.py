@@ -142,8 +142,10 @@ class ModelRegistry:
         launcher: WorkerLauncher,
         task_group: TaskGroup,
         events: EventBus | None = None,
+        timeout: float = 3600.0,
     ) -> None:
         self.events = events or EventBus()
+        self._timeout = timeout
         self.changed = Broadcast()
         self._launcher = launcher
         self._tasks = task_group
@@ -272,7 +274,7 @@ class ModelRegistry:
                 info = dict(message.payload)
                 host, port = info.pop("host", "127.0.0.1"), info.pop("port")
                 state.meta = info.get("meta", {})
-                state.client = _worker_client(str(host), int(port))
+                state.client = _worker_client(str(host), int(port), self._timeout)
                 state.load_seconds = time.monotonic() - started
                 state.loads += 1
                 state.load_seconds_total += state.load_seconds
@@ -351,10 +353,11 @@ def _argv(entry: CatalogueEntry) -> list[str]:
     ]  # fmt: skip
 
 
-def _worker_client(host: str, port: int) -> httpx.AsyncClient:
+def _worker_client(host: str, port: int, timeout: float) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         base_url=f"http://{host}:{port}",
-        # No read timeout: prefill and long non-streaming generations are legitimately slow.
-        timeout=httpx.Timeout(connect=5.0, read=None, write=30.0, pool=None),
+        # ``--timeout`` bounds the silence between two chunks, as upstream: a long prefill or a
+        # non-streaming generation is legitimately quiet for a while.
+        timeout=httpx.Timeout(connect=5.0, read=timeout, write=timeout, pool=None),
         limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
     )

@@ -17,6 +17,9 @@ class ServeSettings:
     models_max: int = 4
     models_autoload: bool = True
     models_preset: Path | None = None
+    hf_repos: tuple[str, ...] = ()  # hub-cache models to load at startup ("org/repo[:TAG]")
+    timeout: float = 3600.0  # longest silence from a worker within one response
+    offline: bool = False
     cache_dir: Path | None = None  # the hub cache; None leaves cache models out
     # Per-model defaults from the command line, by canonical option name ({"ctx-size": "2048"}).
     model_options: dict[str, str] = field(default_factory=dict)

@@ -67,12 +67,8 @@ def test_invalid_preset_stops_startup_with_a_clear_message(tmp_path: Path) -> No
 
 
 def test_hub_cache_models_are_served(tmp_path: Path) -> None:
-    snapshot = tmp_path / "hub" / "models--acme--tiny-GGUF" / "snapshots" / ("a" * 40)
-    snapshot.mkdir(parents=True)
-    write_tiny_gguf(snapshot / "tiny-Q8_0.gguf", name="tiny")
-    (tmp_path / "hub" / "models--acme--tiny-GGUF" / "refs").mkdir()
-    (tmp_path / "hub" / "models--acme--tiny-GGUF" / "refs" / "main").write_text("a" * 40)
-    with running_router([], env={"HF_HUB_CACHE": str(tmp_path / "hub")}) as router:
+    hub = _fake_cache(tmp_path)
+    with running_router([], env={"HF_HUB_CACHE": str(hub)}) as router:
         entry = router.models()["acme/tiny-GGUF:Q8_0"]
         assert entry["source"] == "cache"
         assert entry["can_remove"] is True
@@ -113,3 +109,25 @@ def test_reload_keeps_unchanged_models_running(models_dir: Path, tmp_path: Path)
             assert set(router.models()) == {"alpha", "beta", "delta"}
         finally:
             events.close()
+
+
+def _fake_cache(root: Path) -> Path:
+    repo = root / "hub" / "models--acme--tiny-GGUF"
+    snapshot = repo / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    write_tiny_gguf(snapshot / "tiny-Q8_0.gguf", name="tiny")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    return root / "hub"
+
+
+def test_hf_repo_loads_a_cached_model_at_startup(tmp_path: Path) -> None:
+    hub = _fake_cache(tmp_path)
+    with running_router(["-hf", "acme/tiny-GGUF"], env={"HF_HUB_CACHE": str(hub)}) as router:
+        router.wait_for_log("model loaded", model="acme/tiny-GGUF:Q8_0")
+
+
+def test_hf_repo_missing_from_the_cache_is_a_startup_error(tmp_path: Path) -> None:
+    hub = _fake_cache(tmp_path)
+    with pytest.raises(RuntimeError, match="acme/other: not in the hub cache"):
+        RouterProcess(["--hf-repo", "acme/other"], env={"HF_HUB_CACHE": str(hub)})

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,14 +24,26 @@ import httpx
 __all__ = ["RouterProcess", "running_router"]
 
 
+# The developer's own model cache and llama-server settings must not reach a test's router.
+_FOREIGN_ENV_PREFIXES = ("LLAMA_ARG_", "LLAMA_API_KEY", "LLAMA_CACHE", "HF_", "HUGGINGFACE_")
+
+
+def _hermetic_env(extra: dict[str, str] | None, empty_hub: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_ENV_PREFIXES)}
+    env.pop("XDG_CACHE_HOME", None)
+    env["HF_HUB_CACHE"] = empty_hub  # unless the test brings its own cache
+    return {**env, **(extra or {})}
+
+
 class RouterProcess:
     def __init__(self, args: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self._empty_hub = tempfile.TemporaryDirectory(prefix="corral-empty-hub-")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "router", "serve", "--port", "0", *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
+            env=_hermetic_env(env, self._empty_hub.name),
             cwd=Path(__file__).resolve().parents[2],
         )
         self.records: list[dict[str, Any]] = []
@@ -98,6 +111,7 @@ class RouterProcess:
                 self.process.stderr.close()
             if hasattr(self, "client"):
                 self.client.close()
+            self._empty_hub.cleanup()
 
 
 @contextmanager
