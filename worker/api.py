@@ -1,20 +1,20 @@
 """The worker's HTTP routes: thin handlers over :class:`worker.model.LoadedModel`.
 
-Every route but the model info answers 503 "Loading model" until the model is loaded, as
-llama-server does, so the router can tell "starting" from "broken".
+Every route answers 503 "Loading model" until the model is loaded, as llama-server does, so the
+router can tell "starting" from "broken".
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 import structlog
-from litestar import Litestar, Request, get, post
+from litestar import Litestar, Request, Response, get, post
 from litestar.datastructures import State
 from litestar.response.base import ASGIResponse
 
@@ -27,7 +27,8 @@ from router.errors import (
     sse_error_event,
 )
 from router.streaming import SSE_HEADERS, ClosingStreamingResponse
-from worker.engine import Cancelled, Engine
+from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
+from worker.engine import Engine
 from worker.model import LoadedModel
 from worker.protocol import (
     ChatRequest,
@@ -37,12 +38,13 @@ from worker.protocol import (
     SamplingFields,
     TokenizeRequest,
 )
+from worker.responses import ChatShape, NativeShape, ResponseShape, TextShape
+from worker.sampling import SamplingParams
 from worker.settings import WorkerSettings
 
 __all__ = ["WorkerState", "create_worker_app"]
 
 _log = structlog.get_logger("corral.worker.api")
-Req = TypeVar("Req", bound=SamplingFields)
 AnyRequest = Request[Any, Any, Any]
 
 
@@ -61,76 +63,189 @@ def _state(request: AnyRequest) -> tuple[Engine, LoadedModel]:
     return state.engine, state.model
 
 
-def _client_error(exc: Exception) -> ApiError:
-    """Errors raised by llama-cpp-python for bad input, as the SPEC's error values."""
-    message = str(exc)
-    if "exceed context window" in message:
-        return ApiError(400, message, "exceed_context_size_error")
-    return ApiError(400, message)
+def _sampling(model: LoadedModel, body: SamplingFields) -> SamplingParams:
+    settings = model.settings
+    bias: dict[int, float] = {}
+    if isinstance(body.logit_bias, dict):
+        try:
+            bias = {int(token): value for token, value in body.logit_bias.items()}
+        except ValueError:
+            raise ApiError(400, "logit_bias keys must be token ids") from None
+    elif body.logit_bias:
+        bias = {int(pair[0]): pair[1] for pair in body.logit_bias if len(pair) == 2}
+    if any(not 0 <= token < model.n_vocab for token in bias):
+        raise ApiError(400, "logit_bias has a token id outside the vocabulary")
+    seed = body.seed if body.seed is not None else settings.seed
+    return SamplingParams(
+        temperature=settings.temperature if body.temperature is None else body.temperature,
+        top_k=body.top_k,
+        top_p=body.top_p,
+        min_p=body.min_p,
+        typical_p=body.typical_p,
+        repeat_penalty=body.repeat_penalty,
+        repeat_last_n=body.repeat_last_n,
+        presence_penalty=body.presence_penalty,
+        frequency_penalty=body.frequency_penalty,
+        seed=seed,
+        logit_bias=bias,
+    )
+
+
+def _budget(model: LoadedModel, *requested: int | None) -> int | None:
+    """The first token budget the client gave, else ``--n-predict``; -1 means to the context."""
+    budget = next((value for value in requested if value is not None), model.settings.n_predict)
+    return None if budget < 0 else budget
+
+
+def _stops(stop: str | list[str] | None) -> list[str]:
+    if stop is None:
+        return []
+    return [stop] if isinstance(stop, str) else list(stop)
+
+
+def _check_context(model: LoadedModel, prompt: list[int]) -> None:
+    n_ctx = model.batcher.n_ctx_seq
+    if not prompt:
+        raise ApiError(400, "the prompt is empty")
+    if len(prompt) >= n_ctx:
+        error = ApiError(
+            400,
+            f"request ({len(prompt)} tokens) exceeds the available context size ({n_ctx} "
+            "tokens), try increasing it",
+            "exceed_context_size_error",
+        )
+        body = {**msgspec.to_builtins(error.envelope()), "n_prompt_tokens": len(prompt)}
+        body["error"]["n_ctx"] = n_ctx
+        raise _ContextError(body)
+
+
+class _ContextError(ApiError):
+    """llama-server adds the sizes to this one error, so clients can shorten their prompt."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(400, body["error"]["message"], "exceed_context_size_error")
+        self.body = body
 
 
 def _sse(item: Any) -> bytes:
     return b"data: " + msgspec.json.encode(item) + b"\n\n"
 
 
-async def _relay(first: Any, rest: AsyncIterator[Any], done_marker: bool) -> AsyncIterator[bytes]:
+async def _collect(events: AsyncGenerator[GenerationEvent, None]) -> tuple[str, Finished]:
+    parts: list[str] = []
+    async with aclosing(events):
+        async for event in events:
+            if isinstance(event, Delta):
+                parts.append(event.text)
+            elif isinstance(event, Finished):
+                return "".join(parts), event
+            else:
+                raise ApiError(500, event.message)
+    raise ApiError(500, "generation ended without a result")
+
+
+async def _stream(
+    shape: ResponseShape, first: GenerationEvent, events: AsyncGenerator[GenerationEvent, None]
+) -> AsyncIterator[bytes]:
     try:
-        yield _sse(first)
-        async for item in rest:
-            yield _sse(item)
-        if done_marker:
-            yield b"data: [DONE]\n\n"
-    except Cancelled:
-        return
-    except ValueError as exc:
-        yield sse_error_event(_client_error(exc))
-    except Exception:
-        _log.exception("generation failed mid-stream")
-        yield sse_error_event(ApiError(500, "generation failed"))
+        opening = shape.opening()
+        if opening is not None:
+            yield _sse(opening)
+        event: GenerationEvent | None = first
+        while event is not None:
+            if isinstance(event, Delta):
+                yield _sse(shape.chunk(event.text))
+            elif isinstance(event, Finished):
+                yield _sse(shape.closing(event))
+                if shape.done_marker:
+                    yield b"data: [DONE]\n\n"
+                return
+            elif isinstance(event, Failed):
+                yield sse_error_event(ApiError(500, event.message))
+                return
+            event = await anext(events, None)
     finally:
-        await rest.aclose()  # type: ignore[attr-defined]
+        await events.aclose()
 
 
 async def _generate(
     request: AnyRequest,
-    type_: type[Req],
-    run: Callable[[LoadedModel, Req, threading.Event], Any],
-    *,
-    done_marker: bool = True,
+    model: LoadedModel,
+    engine: Engine,
+    shape: ResponseShape,
+    stream: bool,
+    make: Callable[[Callable[[GenerationEvent], None]], Generation],
 ) -> ASGIResponse:
-    engine, model = _state(request)
-    body = decode_body(await request.body(), type_)
-    try:
-        if not body.stream:
-            result = await until_disconnected(request, engine.call(lambda c: run(model, body, c)))
-            return json_response(result)
-        items = engine.stream(lambda c: run(model, body, c))
-        # Wait for the first chunk before answering, so that an error in the prompt (too long,
-        # bad template) is a proper JSON error with its status rather than an event after a 200.
-        first = await until_disconnected(request, items.__anext__())
-    except ValueError as exc:
-        raise _client_error(exc) from None
+    events = engine.generate(make)
+    if not stream:
+        text, finished = await until_disconnected(request, _collect(events))
+        return json_response(shape.whole(text, finished))
+    # The first event decides the status: a failure before any token is a proper JSON error.
+    first = await until_disconnected(request, anext(events))
+    if isinstance(first, Failed):
+        await events.aclose()
+        raise ApiError(500, first.message)
     return ClosingStreamingResponse(
-        iterator=_relay(first, items, done_marker),
-        media_type="text/event-stream",
-        headers=SSE_HEADERS,
+        iterator=_stream(shape, first, events), media_type="text/event-stream", headers=SSE_HEADERS
     )
+
+
+def _generation(
+    model: LoadedModel, body: SamplingFields, prompt: list[int], max_tokens: int | None
+) -> Callable[[Callable[[GenerationEvent], None]], Generation]:
+    _check_context(model, prompt)
+    params = _sampling(model, body)
+    stops = _stops(body.stop)
+
+    def make(emit: Callable[[GenerationEvent], None]) -> Generation:
+        return Generation(
+            prompt=prompt,
+            params=params,
+            max_tokens=max_tokens,
+            emit=emit,
+            stops=stops,
+            ignore_eos=body.ignore_eos,
+            cache_prompt=body.cache_prompt,
+        )
+
+    return make
 
 
 @post(["/v1/chat/completions", "/chat/completions"], status_code=200)
 async def chat_completions(request: AnyRequest) -> ASGIResponse:
-    return await _generate(request, ChatRequest, LoadedModel.chat)
+    engine, model = _state(request)
+    body = decode_body(await request.body(), ChatRequest)
+    messages = msgspec.to_builtins(body.messages)
+    try:
+        prompt = await engine.call(lambda: model.chat_prompt(messages, None))
+    except Exception as exc:  # a template that cannot render these messages
+        raise ApiError(400, f"cannot apply the chat template: {exc}") from None
+    budget = _budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
+    make = _generation(model, body, prompt, budget)
+    return await _generate(
+        request, model, engine, ChatShape(model.settings.alias), body.stream, make
+    )
 
 
 @post(["/v1/completions", "/completions"], status_code=200)
 async def completions(request: AnyRequest) -> ASGIResponse:
-    return await _generate(request, CompletionRequest, LoadedModel.completion)
+    engine, model = _state(request)
+    body = decode_body(await request.body(), CompletionRequest)
+    prompt = await engine.call(lambda: model.text_prompt(body.prompt))
+    make = _generation(model, body, prompt, _budget(model, body.max_tokens, body.n_predict))
+    return await _generate(
+        request, model, engine, TextShape(model.settings.alias), body.stream, make
+    )
 
 
 @post("/completion", status_code=200)
 async def native_completion(request: AnyRequest) -> ASGIResponse:
+    engine, model = _state(request)
+    body = decode_body(await request.body(), NativeCompletionRequest)
+    prompt = await engine.call(lambda: model.text_prompt(body.prompt))
+    make = _generation(model, body, prompt, _budget(model, body.n_predict, body.max_tokens))
     return await _generate(
-        request, NativeCompletionRequest, LoadedModel.native_completion, done_marker=False
+        request, model, engine, NativeShape(model.settings.alias), body.stream, make
     )
 
 
@@ -138,7 +253,24 @@ async def native_completion(request: AnyRequest) -> ASGIResponse:
 async def tokenize(request: AnyRequest) -> dict[str, Any]:
     engine, model = _state(request)
     body = decode_body(await request.body(), TokenizeRequest)
-    return await engine.call(lambda _: model.tokenize(body))
+
+    def run() -> dict[str, Any]:
+        tokens = model.tokenize(
+            body.content, add_special=body.add_special, parse_special=body.parse_special
+        )
+        if not body.with_pieces:
+            return {"tokens": tokens}
+        pieces = []
+        for token in tokens:
+            raw = model.piece(token)
+            try:
+                piece: str | list[int] = raw.decode()
+            except UnicodeDecodeError:  # part of a UTF-8 sequence: upstream sends the bytes
+                piece = list(raw)
+            pieces.append({"id": token, "piece": piece})
+        return {"tokens": pieces}
+
+    return await engine.call(run)
 
 
 @post("/detokenize", status_code=200)
@@ -146,7 +278,7 @@ async def detokenize(request: AnyRequest) -> dict[str, Any]:
     engine, model = _state(request)
     body = decode_body(await request.body(), DetokenizeRequest)
     try:
-        return await engine.call(lambda _: model.detokenize(body.tokens))
+        return {"content": await engine.call(lambda: model.detokenize(body.tokens))}
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
 
@@ -164,10 +296,10 @@ async def props(request: AnyRequest) -> dict[str, Any]:
     return {
         "model_alias": settings.alias,
         "model_path": str(settings.model),
-        "total_slots": 1,
-        "chat_template": model.chat_template,
+        "total_slots": settings.parallel,
+        "chat_template": model.template.source,
         "default_generation_settings": {
-            "n_ctx": model.llama.n_ctx(),
+            "n_ctx": model.batcher.n_ctx_seq,
             "params": {"temperature": settings.temperature, "n_predict": settings.n_predict},
         },
         "modalities": {"vision": False, "audio": False},
@@ -183,6 +315,10 @@ async def models(request: AnyRequest) -> dict[str, Any]:
     return {"object": "list", "data": [entry]}
 
 
+def _context_error(request: AnyRequest, exc: _ContextError) -> Response[dict[str, Any]]:
+    return Response(exc.body, status_code=400)
+
+
 def create_worker_app(state: WorkerState) -> Litestar:
     return Litestar(
         route_handlers=[
@@ -195,7 +331,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
             props,
             models,
         ],
-        exception_handlers=exception_handlers,
+        exception_handlers={**exception_handlers, _ContextError: _context_error},
         state=State({"worker": state}),
         logging_config=None,
         debug=False,

@@ -7,8 +7,10 @@ during the load, and the port reported in ``ready`` is one we already own (no pr
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import sys
+import time
 
 import structlog
 import uvicorn
@@ -17,6 +19,7 @@ from router.child_protocol import StateWriter
 from router.logs import configure_logging
 from worker import lifeline
 from worker.api import WorkerState, create_worker_app
+from worker.batching import BatchEngine
 from worker.engine import Engine
 from worker.model import LoadedModel
 from worker.settings import WorkerSettings, parse_worker_args
@@ -60,17 +63,27 @@ async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
         states.send("ready", {**model.info(), "host": settings.host, "port": port})
         _log.info("model loaded", model=settings.alias, port=port)
 
-    def load() -> bool:
-        states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": 0.0})
+    last_report, last_value = 0.0, -1.0
+
+    def progress(value: float) -> None:
+        # The first and last samples always go out; the rest at most every 200 ms, as upstream.
+        nonlocal last_report, last_value
+        now = time.monotonic()
+        if value != last_value and (value in (0.0, 1.0) or now - last_report >= 0.2):
+            last_report, last_value = now, value
+            states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": value})
+
+    def load() -> BatchEngine | None:
+        progress(0.0)
         try:
-            model = LoadedModel(settings)
+            model = LoadedModel(settings, progress)
         except Exception as exc:
             _log.error("failed to load model", model=str(settings.model), error=str(exc))
             loop.call_soon_threadsafe(stop, 1)
-            return False
-        states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": 1.0})
+            return None
+        progress(1.0)
         loop.call_soon_threadsafe(loaded, model)
-        return True
+        return model.batcher
 
     def exit_command() -> None:  # called on the lifeline thread
         loop.call_soon_threadsafe(stop, 0)
@@ -91,6 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     settings = parse_worker_args(argv)
     states = StateWriter.claim_stdout()
     configure_logging()
+    # llama.cpp's own log goes through this logger; below WARNING it narrates every tensor.
+    logging.getLogger("llama-cpp-python").setLevel(logging.WARNING)
     if not settings.model.is_file():
         _log.error("model file not found", model=str(settings.model))
         sys.exit(1)

@@ -1,36 +1,28 @@
-"""One loaded GGUF and the generation calls the HTTP layer needs.
+"""One loaded GGUF: the model, its batching context, its chat template (engine thread only).
 
-Every method here runs on the engine thread (see :mod:`worker.engine`); ``cancel`` is checked once
-per sampled token, so a client that leaves stops the work within one token.
+Built on llama-cpp-python's low-level API: the high-level ``Llama`` object serves one sequence
+at a time, while continuous batching needs a context with ``n_seq_max = --parallel``.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
+import os
+from collections.abc import Callable
 from typing import Any
 
 import llama_cpp
-import msgspec
-import numpy as np
-import numpy.typing as npt
 import structlog
-from llama_cpp import Llama, LogitsProcessorList, llama_chat_format
+from llama_cpp._internals import LlamaModel
+from llama_cpp._utils import suppress_stdout_stderr
 
-from worker.engine import Cancelled
-from worker.protocol import (
-    ChatRequest,
-    CompletionRequest,
-    NativeCompletionRequest,
-    SamplingFields,
-    TokenizeRequest,
-)
+from worker.batching import BatchEngine
+from worker.sampling import token_piece
 from worker.settings import WorkerSettings
+from worker.templates import ChatTemplate
 
 __all__ = ["LoadedModel"]
 
 _log = structlog.get_logger("corral.worker.model")
-_FALLBACK_TEMPLATE = "chatml"
 # KV cache types by their llama-server names (``--cache-type-k q8_0``).
 _GGML_TYPES = {
     "f32": llama_cpp.GGML_TYPE_F32,
@@ -43,197 +35,120 @@ _GGML_TYPES = {
     "q5_0": llama_cpp.GGML_TYPE_Q5_0,
     "q5_1": llama_cpp.GGML_TYPE_Q5_1,
 }
-
-
-def _stop_on(cancel: threading.Event) -> LogitsProcessorList:
-    # llama-cpp-python's chat API has no stopping hook, but it calls logits processors once per
-    # token: raising there unwinds the generation cleanly.
-    def check(_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]) -> npt.NDArray[np.single]:
-        if cancel.is_set():
-            raise Cancelled
-        return scores
-
-    return LogitsProcessorList([check])
-
-
-def _builtin_templates() -> set[str]:
-    registry = llama_chat_format.LlamaChatCompletionHandlerRegistry()  # type: ignore[no-untyped-call]
-    return set(registry._chat_handlers)
+_FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
 
 class LoadedModel:
-    def __init__(self, settings: WorkerSettings) -> None:
+    def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
         self.settings = settings
-        self.llama = Llama(
-            model_path=str(settings.model),
-            n_ctx=settings.ctx_size,
-            n_batch=settings.batch_size,
-            n_ubatch=settings.ubatch_size,
-            n_threads=settings.threads,
-            n_gpu_layers=settings.n_gpu_layers,
-            use_mmap=settings.use_mmap,
-            use_mlock=settings.use_mlock,
-            flash_attn=settings.flash_attn,
-            rope_freq_base=settings.rope_freq_base,
-            type_k=_GGML_TYPES.get(settings.cache_type_k or ""),
-            type_v=_GGML_TYPES.get(settings.cache_type_v or ""),
-            verbose=False,
-        )
-        self.chat_template = self._choose_chat_template()
+        llama_cpp.llama_backend_init()
+        model_params = llama_cpp.llama_model_default_params()
+        model_params.n_gpu_layers = settings.n_gpu_layers
+        model_params.use_mmap = settings.use_mmap
+        model_params.use_mlock = settings.use_mlock
 
-    def _choose_chat_template(self) -> str:
-        wanted = self.settings.chat_template
-        if wanted is None:
-            if "tokenizer.chat_template" in self.llama.metadata:
-                return "gguf"
-            # llama-cpp-python would silently fall back to llama-2, a wrong format for most models.
-            _log.warning("model has no chat template, using chatml", model=self.settings.alias)
-            self.llama.chat_format = _FALLBACK_TEMPLATE
-            return _FALLBACK_TEMPLATE
-        if wanted in _builtin_templates():
-            self.llama.chat_handler = None
-            self.llama.chat_format = wanted
-            return wanted
-        vocab_token = self.llama._model.token_get_text
-        formatter = llama_chat_format.Jinja2ChatFormatter(
-            template=wanted,
-            eos_token=vocab_token(self.llama.token_eos()),
-            bos_token=vocab_token(self.llama.token_bos()),
+        def progress(value: float, _: Any) -> bool:
+            on_progress(value)
+            return True  # keep loading
+
+        # Kept on self: ctypes would free the callback while llama.cpp still holds it.
+        self._progress = llama_cpp.llama_progress_callback(progress)
+        model_params.progress_callback = self._progress
+        self.model = LlamaModel(path_model=str(settings.model), params=model_params, verbose=False)
+        self.vocab = self.model.vocab
+        self.n_vocab = self.model.n_vocab()
+        self.metadata = self.model.metadata()
+        self.ctx = self._new_context()
+        self.batcher = BatchEngine(
+            self.ctx, self.vocab, self.n_vocab, settings.parallel, settings.batch_size
         )
-        self.llama.chat_handler = formatter.to_chat_handler()
-        return "custom"
+        self.template = ChatTemplate.choose(
+            settings.chat_template,
+            self.metadata.get("tokenizer.chat_template"),
+            bos_token=self._special_text(self.model.token_bos()),
+            eos_token=self._special_text(self.model.token_eos()),
+        )
+        if self.template.name == "chatml" and settings.chat_template is None:
+            _log.warning("model has no chat template, using chatml", model=settings.alias)
+
+    def _special_text(self, token: int) -> str:
+        return (
+            token_piece(self.vocab, token, special=True).decode("utf-8", "replace")
+            if (token >= 0)
+            else ""
+        )
+
+    def _new_context(self) -> Any:
+        settings = self.settings
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = settings.ctx_size
+        params.n_batch = settings.batch_size
+        params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
+        params.n_seq_max = settings.parallel
+        # As llama-server without --kv-unified: -c is shared out evenly between the slots.
+        params.kv_unified = False
+        threads = settings.threads or max((os.cpu_count() or 2) // 2, 1)
+        params.n_threads = params.n_threads_batch = threads
+        params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
+        if settings.rope_freq_base > 0:
+            params.rope_freq_base = settings.rope_freq_base
+        for name, value in (("type_k", settings.cache_type_k), ("type_v", settings.cache_type_v)):
+            if value is not None:
+                setattr(params, name, _GGML_TYPES[value])
+        # llama.cpp narrates context creation on stderr past its log callback; llama-cpp-python
+        # silences it the same way. The protocol's private stdout is not affected.
+        with suppress_stdout_stderr(disable=False):
+            ctx = llama_cpp.llama_init_from_model(self.model.model, params)
+        if ctx is None:
+            raise ValueError("failed to create the llama context (out of memory?)")
+        return ctx
+
+    def close(self) -> None:
+        self.batcher.close()
+        llama_cpp.llama_free(self.ctx)
+        self.model.close()  # type: ignore[no-untyped-call]
+
+    @property
+    def n_ctx(self) -> int:
+        return int(llama_cpp.llama_n_ctx(self.ctx))
 
     def info(self) -> dict[str, Any]:
-        model = self.llama._model
         return {
             "id": self.settings.alias,
             "object": "model",
             "owned_by": "llamacpp",
             "meta": {
-                "n_vocab": self.llama.n_vocab(),
-                "n_ctx": self.llama.n_ctx(),
-                "n_ctx_train": model.n_ctx_train(),
-                "n_embd": self.llama.n_embd(),
-                "n_params": model.n_params(),
-                "size": model.size(),
-                "chat_template": self.chat_template,
+                "vocab_type": self.model.vocab_type(),
+                "n_vocab": self.n_vocab,
+                "n_ctx": self.n_ctx,
+                "n_ctx_slot": self.batcher.n_ctx_seq,
+                "n_ctx_train": self.model.n_ctx_train(),
+                "n_embd": self.model.n_embd(),
+                "n_params": self.model.n_params(),
+                "size": self.model.size(),
+                "n_parallel": self.settings.parallel,
+                "chat_template": self.template.name,
             },
         }
 
-    def _sampling(self, request: SamplingFields, cancel: threading.Event) -> dict[str, Any]:
-        seed = request.seed if request.seed is not None else self.settings.seed
-        return {
-            "temperature": (
-                self.settings.temperature if request.temperature is None else request.temperature
-            ),
-            "top_k": request.top_k,
-            "top_p": request.top_p,
-            "min_p": request.min_p,
-            "typical_p": request.typical_p,
-            "repeat_penalty": request.repeat_penalty,
-            "presence_penalty": request.presence_penalty,
-            "frequency_penalty": request.frequency_penalty,
-            "stop": request.stop or [],
-            "seed": seed if seed >= 0 else None,
-            "model": self.settings.alias,
-            "logits_processor": _stop_on(cancel),
-        }
+    def tokenize(self, text: str, *, add_special: bool, parse_special: bool = True) -> list[int]:
+        tokens: list[int] = self.model.tokenize(text.encode(), add_special, parse_special)
+        return tokens
 
-    def _budget(self, *requested: int | None) -> int | None:
-        """First token budget the client gave, else ``--n-predict``; -1 means up to the context."""
-        budget = next((value for value in requested if value is not None), self.settings.n_predict)
-        return None if budget < 0 else budget
+    def piece(self, token: int, special: bool = True) -> bytes:
+        return token_piece(self.vocab, token, special)
 
-    def chat(self, request: ChatRequest, cancel: threading.Event) -> Any:
-        return self.llama.create_chat_completion(
-            messages=msgspec.to_builtins(request.messages),
-            stream=request.stream,
-            max_tokens=self._budget(
-                request.max_completion_tokens, request.max_tokens, request.n_predict
-            ),
-            **self._sampling(request, cancel),
-        )
-
-    def completion(self, request: CompletionRequest, cancel: threading.Event) -> Any:
-        return self.llama.create_completion(
-            prompt=request.prompt,
-            stream=request.stream,
-            echo=request.echo,
-            max_tokens=self._budget(request.max_tokens, request.n_predict) or -1,
-            **self._sampling(request, cancel),
-        )
-
-    def native_completion(
-        self, request: NativeCompletionRequest, cancel: threading.Event
-    ) -> dict[str, Any] | Iterator[dict[str, Any]]:
-        """llama-server's ``/completion`` shape, built from the OpenAI-shaped result."""
-        options = {
-            "prompt": request.prompt,
-            "max_tokens": self._budget(request.n_predict, request.max_tokens) or -1,
-            **self._sampling(request, cancel),
-        }
-        if not request.stream:
-            result: Any = self.llama.create_completion(stream=False, **options)
-            choice = result["choices"][0]
-            usage = result["usage"]
-            return self._native_final(
-                choice["text"],
-                choice["finish_reason"],
-                usage["completion_tokens"],
-                usage["prompt_tokens"],
-            )
-        return self._native_stream(options)
-
-    def _native_stream(self, options: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        prompt = options["prompt"]
-        n_prompt = len(prompt) if isinstance(prompt, list) else len(self.tokenize_text(prompt))
-        predicted = 0
-        finish: str | None = None
-        chunks: Any = self.llama.create_completion(stream=True, **options)
-        for chunk in chunks:
-            choice = chunk["choices"][0]
-            finish = choice["finish_reason"] or finish
-            if choice["text"]:
-                predicted += 1
-                yield {"content": choice["text"], "stop": False, "id_slot": 0, "index": 0}
-        yield self._native_final("", finish, predicted, n_prompt)
-
-    def _native_final(
-        self, content: str, finish: str | None, predicted: int, evaluated: int
-    ) -> dict[str, Any]:
-        return {
-            "content": content,
-            "stop": True,
-            "id_slot": 0,
-            "index": 0,
-            "model": self.settings.alias,
-            "stop_type": "limit" if finish == "length" else "eos",
-            "tokens_predicted": predicted,
-            "tokens_evaluated": evaluated,
-        }
-
-    def tokenize_text(self, text: str) -> list[int]:
-        return self.llama.tokenize(text.encode(), add_bos=True, special=True)
-
-    def tokenize(self, request: TokenizeRequest) -> dict[str, Any]:
-        tokens = self.llama.tokenize(
-            request.content.encode(), add_bos=request.add_special, special=request.parse_special
-        )
-        if not request.with_pieces:
-            return {"tokens": tokens}
-        pieces = []
-        for token in tokens:
-            raw = self.llama.detokenize([token], special=True)
-            try:
-                piece: str | list[int] = raw.decode()
-            except UnicodeDecodeError:  # a partial UTF-8 sequence: upstream sends the bytes
-                piece = list(raw)
-            pieces.append({"id": token, "piece": piece})
-        return {"tokens": pieces}
-
-    def detokenize(self, tokens: list[int]) -> dict[str, Any]:
-        n_vocab = self.llama.n_vocab()
-        bad = [token for token in tokens if token >= n_vocab]
+    def detokenize(self, tokens: list[int]) -> str:
+        bad = [token for token in tokens if not 0 <= token < self.n_vocab]
         if bad:
-            raise ValueError(f"token id {bad[0]} is out of range (vocabulary has {n_vocab})")
-        return {"content": self.llama.detokenize(tokens, special=True).decode("utf-8", "replace")}
+            raise ValueError(f"token id {bad[0]} is out of range (vocabulary has {self.n_vocab})")
+        return b"".join(self.piece(token) for token in tokens).decode("utf-8", "replace")
+
+    def chat_prompt(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> list[int]:
+        # The template writes BOS itself when the model wants it (bos_token in the template).
+        return self.tokenize(self.template.render(messages, tools), add_special=False)
+
+    def text_prompt(self, prompt: str | list[int]) -> list[int]:
+        if isinstance(prompt, list):
+            return prompt
+        return self.tokenize(prompt, add_special=bool(self.model.add_bos_token()))

@@ -32,11 +32,15 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     top_p: Probability = 0.95
     min_p: Probability = 0.05
     typical_p: Probability = 1.0
-    repeat_penalty: Annotated[float, Meta(ge=0.0)] = 1.0
+    repeat_penalty: Annotated[float, Meta(gt=0.0)] = 1.0
+    repeat_last_n: Annotated[int, Meta(ge=-1)] = 64
     presence_penalty: Penalty = 0.0
     frequency_penalty: Penalty = 0.0
     seed: int | None = None
     stop: str | list[str] | None = None
+    ignore_eos: bool = False
+    cache_prompt: bool = True
+    logit_bias: dict[str, float] | list[list[float]] | None = None
     stream: bool = False
     model: str | None = None
 

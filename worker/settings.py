@@ -16,7 +16,7 @@ from router.model_flags import add_model_flags, model_options_from
 __all__ = ["WorkerSettings", "parse_worker_args"]
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
-NOT_YET_SUPPORTED = ("parallel", "jinja", "sleep-idle-seconds", "slots", "webui")
+NOT_YET_SUPPORTED = ("jinja", "sleep-idle-seconds", "slots", "webui")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,8 @@ class WorkerSettings:
     chat_template: str | None = None
     use_mmap: bool = True
     use_mlock: bool = False
-    flash_attn: bool = False
+    flash_attn: str = "auto"  # on, off or auto
+    parallel: int = 1
     rope_freq_base: float = 0.0
     cache_type_k: str | None = None
     cache_type_v: str | None = None
@@ -75,7 +76,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         chat_template=options.get("chat-template"),
         use_mmap=options.get("mmap", "true") == "true",
         use_mlock=options.get("mlock", "false") == "true",
-        flash_attn=options.get("flash-attn", "off") == "on",
+        flash_attn=options.get("flash-attn", "auto"),
+        parallel=max(int(number("parallel", 1)), 1),
         rope_freq_base=number("rope-freq-base", 0.0),
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),

@@ -22,7 +22,9 @@ def test_models_and_props_describe_the_model(client: httpx.Client) -> None:
     assert [entry["id"] for entry in listed["data"]] == ["beta"]
     props = client.get("/props").json()
     assert props["model_alias"] == "beta"
-    assert props["chat_template"] == "chatml"  # beta has none of its own
+    # beta has no template of its own: ChatML, never llama-cpp-python's llama-2 fallback.
+    assert listed["data"][0]["meta"]["chat_template"] == "chatml"
+    assert "<|im_start|>" in props["chat_template"]
     assert props["default_generation_settings"]["n_ctx"] == 256
 
 

@@ -78,9 +78,12 @@ def alpha(models_dir: Path) -> Path:
 def test_reports_loading_then_ready_with_model_info(alpha: Path) -> None:
     with worker(alpha) as child:
         states = [message.state for message in child.states]
-        assert states == ["loading", "loading", "ready"]
-        assert child.states[0].payload["value"] == 0.0
-        assert child.states[1].payload["value"] == 1.0
+        assert states[-1] == "ready"
+        assert set(states[:-1]) == {"loading"}
+        values = [message.payload["value"] for message in child.states[:-1]]
+        assert values[0] == 0.0
+        assert values[-1] == 1.0
+        assert values == sorted(values)
         ready = child.states[-1].payload
         assert ready["id"] == "alpha"
         assert ready["meta"]["n_ctx"] == 256

@@ -1,0 +1,284 @@
+"""Continuous batching: ``--parallel`` sequences in one llama context (SPEC §6).
+
+Every :meth:`BatchEngine.step` packs one token for each generating sequence and prompt chunks
+of the sequences still reading their prompt into a single ``llama_decode``, then samples each
+sequence with its own sampler chain. A sequence that finishes or is cancelled frees its slot at
+once and a waiting request takes the slot mid-flight. Each slot remembers the tokens in its KV
+cache, so a request that starts like an earlier one (a chat's next turn) only evaluates what is
+new. Only the engine thread may call into this module.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import llama_cpp
+import structlog
+
+from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
+
+__all__ = ["BatchEngine", "Delta", "Failed", "Finished", "Generation", "GenerationEvent"]
+
+_log = structlog.get_logger("corral.worker.batching")
+
+
+class Delta(NamedTuple):
+    text: str
+    token: int
+
+
+class Finished(NamedTuple):
+    reason: str  # "stop" (end of generation or a stop string) or "length"
+    stop_word: str | None
+    prompt_tokens: int
+    cached_tokens: int
+    predicted_tokens: int
+    timings: dict[str, float]
+
+
+class Failed(NamedTuple):
+    message: str
+
+
+GenerationEvent = Delta | Finished | Failed
+
+
+@dataclass(eq=False)
+class Generation:
+    """One request's generation; ``emit`` receives its events on the engine thread."""
+
+    prompt: list[int]
+    params: SamplingParams
+    max_tokens: int | None  # None: until the context is full
+    emit: Callable[[GenerationEvent], None]
+    stops: list[str] = field(default_factory=list)
+    ignore_eos: bool = False
+    cache_prompt: bool = True
+    cancelled: bool = False  # set from the event loop; read here once per step
+    # Progress, owned by the engine thread.
+    n_past: int = 0
+    pending: list[int] = field(default_factory=list)
+    generated: int = 0
+    cached: int = 0
+    next_token: int | None = None  # sampled, not yet decoded
+    sampler: Any = None
+    batch_index: int = -1
+    started: float = 0.0
+    first_token: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.text = TextAssembler()
+        self.stop = StopMatcher(self.stops)
+
+
+@dataclass
+class _Slot:
+    id: int
+    tokens: list[int] = field(default_factory=list)  # what its KV cache holds
+    generation: Generation | None = None
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class BatchEngine:
+    def __init__(self, ctx: Any, vocab: Any, n_vocab: int, n_parallel: int, n_batch: int) -> None:
+        self._ctx = ctx
+        self._memory = llama_cpp.llama_get_memory(ctx)
+        self._vocab = vocab
+        self._n_vocab = n_vocab
+        self._n_batch = n_batch
+        self.n_ctx_seq = llama_cpp.llama_n_ctx_seq(ctx)
+        self.slots = [_Slot(i) for i in range(n_parallel)]
+        self.waiting: deque[Generation] = deque()
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+
+    def close(self) -> None:
+        for slot in self.slots:
+            if slot.generation is not None:
+                self._release(slot)
+        llama_cpp.llama_batch_free(self._batch)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting) or any(slot.generation for slot in self.slots)
+
+    def submit(self, generation: Generation) -> None:
+        self.waiting.append(generation)
+
+    def step(self) -> None:
+        """Admit, decode one batch, sample: one turn of the loop."""
+        self._drop_cancelled()
+        self._admit()
+        active = self._fill_batch()
+        if not active:
+            return
+        code = llama_cpp.llama_decode(self._ctx, self._batch)
+        if code != 0:
+            for slot in active:
+                self._fail(slot, f"llama_decode failed with code {code}")
+            return
+        for slot in active:
+            generation = slot.generation
+            if generation is not None and generation.batch_index >= 0:
+                self._sample(slot, generation)
+
+    def _drop_cancelled(self) -> None:
+        self.waiting = deque(g for g in self.waiting if not g.cancelled)
+        for slot in self.slots:
+            if slot.generation is not None and slot.generation.cancelled:
+                _log.info("generation cancelled", slot=slot.id, tokens=slot.generation.generated)
+                self._release(slot)
+
+    def _admit(self) -> None:
+        while self.waiting:
+            free = [slot for slot in self.slots if slot.generation is None]
+            if not free:
+                return
+            generation = self.waiting.popleft()
+            prompt = generation.prompt
+            # The free slot whose cache shares the longest prefix with this prompt.
+            slot = max(free, key=lambda s: _common_prefix(s.tokens, prompt))
+            keep = _common_prefix(slot.tokens, prompt) if generation.cache_prompt else 0
+            keep = min(keep, len(prompt) - 1)  # the last prompt token must be decoded for logits
+            if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
+                # Recurrent models cannot drop part of a sequence: start it over.
+                llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
+                keep = 0
+            slot.tokens = prompt[:keep]
+            generation.n_past = generation.cached = keep
+            generation.pending = prompt[keep:]
+            generation.sampler = build_sampler(generation.params, self._vocab, self._n_vocab)
+            generation.started = time.perf_counter()
+            slot.generation = generation
+
+    def _add(self, index: int, token: int, pos: int, seq: int, logits: bool) -> None:
+        batch = self._batch
+        batch.token[index] = token
+        batch.pos[index] = pos
+        batch.n_seq_id[index] = 1
+        batch.seq_id[index][0] = seq
+        batch.logits[index] = logits
+
+    def _fill_batch(self) -> list[_Slot]:
+        """One token per generating sequence first, then prompt chunks in the room left."""
+        n = 0
+        active: list[_Slot] = []
+        for slot in self.slots:
+            generation = slot.generation
+            if generation is None:
+                continue
+            generation.batch_index = -1
+            if generation.next_token is not None:
+                self._add(n, generation.next_token, generation.n_past, slot.id, True)
+                slot.tokens.append(generation.next_token)
+                generation.n_past += 1
+                generation.next_token = None
+                generation.batch_index = n
+                n += 1
+                active.append(slot)
+        for slot in self.slots:
+            generation = slot.generation
+            if generation is None or not generation.pending or n >= self._n_batch:
+                continue
+            chunk = generation.pending[: self._n_batch - n]
+            last = len(chunk) == len(generation.pending)
+            for i, token in enumerate(chunk):
+                is_last = last and i == len(chunk) - 1
+                self._add(n, token, generation.n_past + i, slot.id, is_last)
+                if is_last:
+                    generation.batch_index = n
+                n += 1
+            slot.tokens.extend(chunk)
+            generation.n_past += len(chunk)
+            generation.pending = generation.pending[len(chunk) :]
+            active.append(slot)
+        self._batch.n_tokens = n
+        return active
+
+    def _sample(self, slot: _Slot, generation: Generation) -> None:
+        token = llama_cpp.llama_sampler_sample(
+            generation.sampler, self._ctx, generation.batch_index
+        )
+        if not generation.first_token:
+            generation.first_token = time.perf_counter()
+        if not generation.ignore_eos and llama_cpp.llama_vocab_is_eog(self._vocab, token):
+            self._finish(slot, "stop")
+            return
+        generation.generated += 1
+        generation.next_token = token
+        text = generation.stop.feed(generation.text.feed(token_piece(self._vocab, token)))
+        if text:
+            generation.emit(Delta(text, token))
+        budget_spent = generation.max_tokens is not None and (
+            generation.generated >= generation.max_tokens
+        )
+        context_full = generation.n_past + 1 >= self.n_ctx_seq  # no room for the next token
+        if generation.stop.matched is not None:
+            self._finish(slot, "stop")
+        elif budget_spent or context_full:
+            self._finish(slot, "length")
+
+    def _finish(self, slot: _Slot, reason: str) -> None:
+        generation = slot.generation
+        assert generation is not None
+        if generation.stop.matched is None:
+            tail = generation.stop.feed(generation.text.finish()) + generation.stop.flush()
+            if tail:
+                generation.emit(Delta(tail, -1))
+        now = time.perf_counter()
+        first = generation.first_token or now
+        prompt_n = len(generation.prompt) - generation.cached
+        prompt_ms = (first - generation.started) * 1000
+        predicted_ms = (now - first) * 1000
+        timings = {
+            "cache_n": generation.cached,
+            "prompt_n": prompt_n,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
+            "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
+            "predicted_n": generation.generated,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": predicted_ms / generation.generated
+            if generation.generated
+            else 0.0,
+            "predicted_per_second": generation.generated * 1000 / predicted_ms
+            if predicted_ms
+            else 0.0,
+        }
+        generation.emit(
+            Finished(
+                reason,
+                generation.stop.matched,
+                len(generation.prompt),
+                generation.cached,
+                generation.generated,
+                timings,
+            )
+        )
+        self._release(slot)
+
+    def _fail(self, slot: _Slot, message: str) -> None:
+        generation = slot.generation
+        assert generation is not None
+        generation.emit(Failed(message))
+        llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
+        slot.tokens = []
+        self._release(slot)
+
+    def _release(self, slot: _Slot) -> None:
+        generation = slot.generation
+        if generation is not None and generation.sampler is not None:
+            llama_cpp.llama_sampler_free(generation.sampler)
+            generation.sampler = None
+        slot.generation = None
