@@ -283,6 +283,12 @@ async def detokenize(request: AnyRequest) -> dict[str, Any]:
         raise ApiError(400, str(exc)) from None
 
 
+@get("/slots")
+async def slots(request: AnyRequest) -> list[dict[str, Any]]:
+    engine, model = _state(request)
+    return await engine.call(model.batcher.describe_slots)
+
+
 @get("/health")
 async def health(request: AnyRequest) -> dict[str, str]:
     _state(request)
@@ -330,6 +336,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
             health,
             props,
             models,
+            slots,
         ],
         exception_handlers={**exception_handlers, _ContextError: _context_error},
         state=State({"worker": state}),

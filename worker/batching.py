@@ -113,6 +113,19 @@ class BatchEngine:
     def busy(self) -> bool:
         return bool(self.waiting) or any(slot.generation for slot in self.slots)
 
+    def describe_slots(self) -> list[dict[str, Any]]:
+        """llama-server's ``/slots`` view (the fields Corral tracks)."""
+        return [
+            {
+                "id": slot.id,
+                "n_ctx": self.n_ctx_seq,
+                "is_processing": slot.generation is not None,
+                "n_cached_tokens": len(slot.tokens),
+                "n_decoded": slot.generation.generated if slot.generation else 0,
+            }
+            for slot in self.slots
+        ]
+
     def submit(self, generation: Generation) -> None:
         self.waiting.append(generation)
 

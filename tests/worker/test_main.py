@@ -20,13 +20,13 @@ from worker.lifeline import ROUTER_PID_ENV
 class WorkerProcess:
     """A worker child, read the way the router reads it."""
 
-    def __init__(self, model: Path, *, as_child: bool) -> None:
+    def __init__(self, model: Path, *, as_child: bool, args: tuple[str, ...] = ()) -> None:
         env = dict(os.environ)
         env.pop(ROUTER_PID_ENV, None)
         if as_child:
             env[ROUTER_PID_ENV] = str(os.getpid())
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "worker", "--model", str(model), "--ctx-size", "256"],
+            [sys.executable, "-m", "worker", "--model", str(model), "--ctx-size", "256", *args],
             stdin=subprocess.PIPE if as_child else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -62,8 +62,9 @@ class WorkerProcess:
 
 
 @contextmanager
-def worker(model: Path, *, as_child: bool = True) -> Iterator[WorkerProcess]:
-    process = WorkerProcess(model, as_child=as_child)
+def worker(model: Path, *args: str, as_child: bool = True) -> Iterator[WorkerProcess]:
+    """A worker for ``model``; ``args`` are extra flags (later ones win over the defaults)."""
+    process = WorkerProcess(model, as_child=as_child, args=args)
     try:
         yield process
     finally:

@@ -1,0 +1,165 @@
+"""Continuous batching, observed through a real worker (SPEC §6).
+
+Assertions are about the order in which things happen, never about time, and batched output
+is never compared byte for byte with unbatched output (batched kernels round differently).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.worker.test_main import WorkerProcess, worker
+
+CHAT = [{"role": "user", "content": "hi"}]
+
+
+class Timeline:
+    """What happened, in the order it was seen, across threads."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+
+    def note(self, who: str, what: str) -> None:
+        with self._changed:
+            self.events.append((who, what))
+            self._changed.notify_all()
+
+    def wait_for(self, who: str, what: str) -> None:
+        with self._changed:
+            assert self._changed.wait_for(lambda: (who, what) in self.events, timeout=120)
+
+    def index(self, who: str, what: str) -> int:
+        return self.events.index((who, what))
+
+
+def _stream(url: str, who: str, timeline: Timeline, max_tokens: int) -> threading.Thread:
+    def run() -> None:
+        # ignore_eos: the random tiny model may sample its end token at any time.
+        body = {"messages": CHAT, "max_tokens": max_tokens, "stream": True, "ignore_eos": True}
+        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, timeout=120) as r:
+            first = True
+            for line in r.iter_lines():
+                if not line.startswith("data: {"):
+                    continue
+                choice = json.loads(line[6:])["choices"][0]
+                if choice["delta"].get("content") and first:
+                    timeline.note(who, "token")
+                    first = False
+                if choice["finish_reason"]:
+                    timeline.note(who, "done")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.fixture
+def two_slots(models_dir: Path) -> Iterator[WorkerProcess]:
+    with worker(models_dir / "alpha.gguf", "--parallel", "2", "--ctx-size", "8192") as child:
+        yield child
+
+
+def test_two_streams_make_progress_together(two_slots: WorkerProcess) -> None:
+    timeline = Timeline()
+    a = _stream(two_slots.url, "a", timeline, 1500)
+    timeline.wait_for("a", "token")
+    b = _stream(two_slots.url, "b", timeline, 1500)
+    a.join()
+    b.join()
+    # b was admitted while a was generating, not after it.
+    assert timeline.index("b", "token") < timeline.index("a", "done")
+
+
+def test_third_request_waits_for_a_free_slot_then_completes(two_slots: WorkerProcess) -> None:
+    timeline = Timeline()
+    streams = [_stream(two_slots.url, name, timeline, 300) for name in ("a", "b")]
+    timeline.wait_for("a", "token")
+    timeline.wait_for("b", "token")
+    third = _stream(two_slots.url, "c", timeline, 5)
+    for thread in [*streams, third]:
+        thread.join()
+    first_free = min(timeline.index("a", "done"), timeline.index("b", "done"))
+    assert timeline.index("c", "token") > first_free
+    assert ("c", "done") in timeline.events
+
+
+def test_disconnect_frees_the_slot(models_dir: Path) -> None:
+    with worker(models_dir / "alpha.gguf", "--parallel", "1", "--ctx-size", "32768") as child:
+        body = {"messages": CHAT, "max_tokens": 30_000, "stream": True, "ignore_eos": True}
+        with httpx.stream("POST", f"{child.url}/v1/chat/completions", json=body) as response:
+            lines = response.iter_lines()  # kept: dropping the iterator closes the response
+            next(line for line in lines if '"content":"' in line)
+            busy = httpx.get(f"{child.url}/slots").json()
+            assert busy[0]["is_processing"] is True
+        # The next request gets the only slot: the disconnected one no longer holds it.
+        reply = httpx.post(
+            f"{child.url}/v1/chat/completions",
+            json={"messages": CHAT, "max_tokens": 3},
+            timeout=120,
+        ).json()
+        assert reply["choices"][0]["finish_reason"] == "length"
+        slots = httpx.get(f"{child.url}/slots").json()
+        assert slots[0]["is_processing"] is False
+        # The cancelled generation stopped early: its slot's cache is far below its budget.
+        assert slots[0]["n_cached_tokens"] < 30_000
+
+
+def _chat(url: str, messages: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
+    body = {"messages": messages, "max_tokens": 8, "temperature": 0, "ignore_eos": True, **extra}
+    response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=120)
+    assert response.status_code == 200, response.text
+    reply: dict[str, Any] = response.json()
+    return reply
+
+
+def test_next_turn_reuses_the_cached_prefix(models_dir: Path) -> None:
+    with worker(models_dir / "alpha.gguf", "--parallel", "1") as child:
+        first = _chat(child.url, CHAT)
+        assert first["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+        answer = first["choices"][0]["message"]["content"]
+        history = [
+            *CHAT,
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": "and?"},
+        ]
+        second = _chat(child.url, history)
+        cached = second["usage"]["prompt_tokens_details"]["cached_tokens"]
+        assert cached >= first["usage"]["prompt_tokens"] - 1
+        assert second["timings"]["cache_n"] == cached
+        assert second["timings"]["prompt_n"] == second["usage"]["prompt_tokens"] - cached
+
+
+def test_stop_string_ends_generation_and_never_leaks(models_dir: Path) -> None:
+    with worker(models_dir / "alpha.gguf", "--parallel", "1") as child:
+        # Greedy and without prompt reuse, the same request yields the same text.
+        plain = _chat(child.url, CHAT, max_tokens=40, cache_prompt=False)
+        text = plain["choices"][0]["message"]["content"]
+        words = text.split()
+        assert len(words) > 4
+        stop = words[3][:3]  # a stop string that starts in the middle of the text
+        cut = text[: text.index(stop)]
+
+        stopped = _chat(child.url, CHAT, max_tokens=40, cache_prompt=False, stop=[stop, "zzzz"])
+        assert stopped["choices"][0]["message"]["content"] == cut
+        assert stopped["choices"][0]["finish_reason"] == "stop"
+
+        body = {
+            "messages": CHAT, "max_tokens": 40, "temperature": 0, "cache_prompt": False,
+            "stop": [stop], "stream": True, "ignore_eos": True,
+        }  # fmt: skip
+        with httpx.stream("POST", f"{child.url}/v1/chat/completions", json=body) as response:
+            pieces = [
+                json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+                for line in response.iter_lines()
+                if line.startswith("data: {")
+            ]
+        assert "".join(pieces) == cut
