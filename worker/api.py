@@ -29,6 +29,7 @@ from router.errors import (
 from router.streaming import SSE_HEADERS, ClosingStreamingResponse
 from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine import Engine
+from worker.grammars import GrammarError, grammar_for
 from worker.model import LoadedModel
 from worker.protocol import (
     ChatRequest,
@@ -76,6 +77,10 @@ def _sampling(model: LoadedModel, body: SamplingFields) -> SamplingParams:
     if any(not 0 <= token < model.n_vocab for token in bias):
         raise ApiError(400, "logit_bias has a token id outside the vocabulary")
     seed = body.seed if body.seed is not None else settings.seed
+    try:
+        grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
+    except GrammarError as exc:
+        raise ApiError(400, str(exc)) from None
     return SamplingParams(
         temperature=settings.temperature if body.temperature is None else body.temperature,
         top_k=body.top_k,
@@ -88,6 +93,7 @@ def _sampling(model: LoadedModel, body: SamplingFields) -> SamplingParams:
         frequency_penalty=body.frequency_penalty,
         seed=seed,
         logit_bias=bias,
+        grammar=grammar,
     )
 
 
@@ -190,12 +196,22 @@ async def _generate(
     )
 
 
-def _generation(
-    model: LoadedModel, body: SamplingFields, prompt: list[int], max_tokens: int | None
+async def _generation(
+    engine: Engine,
+    model: LoadedModel,
+    body: SamplingFields,
+    prompt: list[int],
+    max_tokens: int | None,
 ) -> Callable[[Callable[[GenerationEvent], None]], Generation]:
     _check_context(model, prompt)
     params = _sampling(model, body)
     stops = _stops(body.stop)
+    if params.grammar is not None:
+        # Parsed now, so that a bad grammar is a 400 rather than a failed stream.
+        try:
+            await engine.call(lambda: model.check_grammar(params))
+        except ValueError as exc:
+            raise ApiError(400, f"invalid grammar: {exc}") from None
 
     def make(emit: Callable[[GenerationEvent], None]) -> Generation:
         return Generation(
@@ -221,7 +237,7 @@ async def chat_completions(request: AnyRequest) -> ASGIResponse:
     except Exception as exc:  # a template that cannot render these messages
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
     budget = _budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
-    make = _generation(model, body, prompt, budget)
+    make = await _generation(engine, model, body, prompt, budget)
     return await _generate(
         request, model, engine, ChatShape(model.settings.alias), body.stream, make
     )
@@ -232,7 +248,9 @@ async def completions(request: AnyRequest) -> ASGIResponse:
     engine, model = _state(request)
     body = decode_body(await request.body(), CompletionRequest)
     prompt = await engine.call(lambda: model.text_prompt(body.prompt))
-    make = _generation(model, body, prompt, _budget(model, body.max_tokens, body.n_predict))
+    make = await _generation(
+        engine, model, body, prompt, _budget(model, body.max_tokens, body.n_predict)
+    )
     return await _generate(
         request, model, engine, TextShape(model.settings.alias), body.stream, make
     )
@@ -243,7 +261,9 @@ async def native_completion(request: AnyRequest) -> ASGIResponse:
     engine, model = _state(request)
     body = decode_body(await request.body(), NativeCompletionRequest)
     prompt = await engine.call(lambda: model.text_prompt(body.prompt))
-    make = _generation(model, body, prompt, _budget(model, body.n_predict, body.max_tokens))
+    make = await _generation(
+        engine, model, body, prompt, _budget(model, body.n_predict, body.max_tokens)
+    )
     return await _generate(
         request, model, engine, NativeShape(model.settings.alias), body.stream, make
     )

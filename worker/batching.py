@@ -171,7 +171,11 @@ class BatchEngine:
             slot.tokens = prompt[:keep]
             generation.n_past = generation.cached = keep
             generation.pending = prompt[keep:]
-            generation.sampler = build_sampler(generation.params, self._vocab, self._n_vocab)
+            try:
+                generation.sampler = build_sampler(generation.params, self._vocab, self._n_vocab)
+            except ValueError as exc:
+                generation.emit(Failed(str(exc)))
+                continue
             generation.started = time.perf_counter()
             slot.generation = generation
 

@@ -16,7 +16,7 @@ from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine
-from worker.sampling import token_piece
+from worker.sampling import SamplingParams, build_sampler, token_piece
 from worker.settings import WorkerSettings
 from worker.templates import ChatTemplate
 
@@ -147,6 +147,10 @@ class LoadedModel:
     def chat_prompt(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> list[int]:
         # The template writes BOS itself when the model wants it (bos_token in the template).
         return self.tokenize(self.template.render(messages, tools), add_special=False)
+
+    def check_grammar(self, params: SamplingParams) -> None:
+        """Raise ``ValueError`` if llama.cpp cannot parse the request's grammar."""
+        llama_cpp.llama_sampler_free(build_sampler(params, self.vocab, self.n_vocab))
 
     def text_prompt(self, prompt: str | list[int]) -> list[int]:
         if isinstance(prompt, list):

@@ -41,6 +41,9 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     ignore_eos: bool = False
     cache_prompt: bool = True
     logit_bias: dict[str, float] | list[list[float]] | None = None
+    grammar: str | None = None
+    json_schema: dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
     stream: bool = False
     model: str | None = None
 

@@ -49,7 +49,11 @@ def build_sampler(params: SamplingParams, vocab: llama_cpp.llama_vocab_p, n_voca
         )
         add(llama_cpp.llama_sampler_init_logit_bias(n_vocab, len(params.logit_bias), biases))
     if params.grammar:
-        add(llama_cpp.llama_sampler_init_grammar(vocab, params.grammar.encode(), b"root"))
+        grammar = llama_cpp.llama_sampler_init_grammar(vocab, params.grammar.encode(), b"root")
+        if not grammar:
+            llama_cpp.llama_sampler_free(chain)
+            raise ValueError("the grammar does not parse")
+        add(grammar)
     if (params.repeat_penalty, params.frequency_penalty, params.presence_penalty) != (1, 0, 0):
         add(
             llama_cpp.llama_sampler_init_penalties(

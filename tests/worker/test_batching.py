@@ -163,3 +163,82 @@ def test_stop_string_ends_generation_and_never_leaks(models_dir: Path) -> None:
                 if line.startswith("data: {")
             ]
         assert "".join(pieces) == cut
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "color": {"enum": ["red", "green", "blue"]},
+        # An enum, not minimum/maximum: llama-cpp-python 0.3.36's converter ignores ranges.
+        "size": {"enum": [1, 2, 3]},
+    },
+    "required": ["ok", "color", "size"],
+    "additionalProperties": False,
+}
+
+
+def _check_schema(value: Any) -> None:
+    assert set(value) == {"ok", "color", "size"}
+    assert isinstance(value["ok"], bool)
+    assert value["color"] in ("red", "green", "blue")
+    assert value["size"] in (1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    "constraint",
+    [
+        {"response_format": {"type": "json_schema", "json_schema": {"schema": SCHEMA}}},
+        {"response_format": {"type": "json_object", "schema": SCHEMA}},
+        {"json_schema": SCHEMA},
+    ],
+    ids=["response_format-json_schema", "response_format-json_object", "json_schema"],
+)
+def test_schema_constrained_output_parses_and_validates(
+    models_dir: Path, constraint: dict[str, Any]
+) -> None:
+    with worker(models_dir / "alpha.gguf") as child:
+        body = {"messages": CHAT, "max_tokens": 200, **constraint}
+        reply = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120).json()
+        choice = reply["choices"][0]
+        # The grammar only allows the end token once the object is complete.
+        assert choice["finish_reason"] == "stop"
+        _check_schema(json.loads(choice["message"]["content"]))
+
+
+def test_json_object_without_schema_is_json(models_dir: Path) -> None:
+    with worker(models_dir / "alpha.gguf") as child:
+        body = {
+            "prompt": "data:", "n_predict": 400, "temperature": 0,
+            "grammar": 'root ::= "{" ws "\\"n\\":" ws [0-9] ws "}"\nws ::= [ ]?',
+        }  # fmt: skip
+        reply = httpx.post(f"{child.url}/completion", json=body, timeout=120).json()
+        assert set(json.loads(reply["content"])) == {"n"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"grammar": "root ::= nonsense ("}, "grammar"),
+        ({"json_schema": "not an object"}, "json_schema"),
+        ({"response_format": {"type": "yaml"}}, "response_format"),
+        ({"grammar": 'root ::= "a"', "json_schema": {"type": "object"}}, "only one"),
+        ({"logit_bias": {"abc": 1.0}}, "logit_bias"),
+        ({"logit_bias": {"99999999": 1.0}}, "logit_bias"),
+        ({"repeat_penalty": 0}, "repeat_penalty"),
+        ({"typical_p": 2}, "typical_p"),
+        ({"presence_penalty": 3}, "presence_penalty"),
+        ({"stop": 5}, "stop"),
+        ({"messages": "hi"}, "messages"),
+    ],
+)
+def test_bad_parameters_are_400_naming_the_field(
+    models_dir: Path, extra: dict[str, Any], field: str
+) -> None:
+    with worker(models_dir / "alpha.gguf") as child:
+        body = {"messages": CHAT, "max_tokens": 4, **extra}
+        response = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120)
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["type"] == "invalid_request_error"
+        assert field in error["message"]
