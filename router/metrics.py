@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from router.registry import ModelRegistry, Status
 from router.scheduler import Scheduler
 
-__all__ = ["RequestCounter", "render_metrics"]
+__all__ = ["RequestCounter", "prometheus_family", "render_metrics"]
 
 
 class RequestCounter:
@@ -29,7 +29,10 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _family(name: str, kind: str, help_: str, samples: Iterable[tuple[str, float]]) -> list[str]:
+def prometheus_family(
+    name: str, kind: str, help_: str, samples: Iterable[tuple[str, float]]
+) -> list[str]:
+    """One metric family in the text exposition format; samples are (labels, value)."""
     lines = [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
     lines += [f"{name}{labels} {value:g}" for labels, value in samples]
     return lines
@@ -41,7 +44,7 @@ def render_metrics(registry: ModelRegistry, scheduler: Scheduler, requests: Requ
     def per_model(value: str) -> str:
         return f'{{model="{_escape(value)}"}}'
 
-    lines = _family(
+    lines = prometheus_family(
         "corral_model_status",
         "gauge",
         "1 for the status each model is in.",
@@ -51,55 +54,55 @@ def render_metrics(registry: ModelRegistry, scheduler: Scheduler, requests: Requ
             for status in Status
         ),
     )
-    lines += _family(
+    lines += prometheus_family(
         "corral_model_loads_total",
         "counter",
         "Completed model loads.",
         ((per_model(name), state.loads) for name, state in models),
     )
-    lines += _family(
+    lines += prometheus_family(
         "corral_model_load_seconds_total",
         "counter",
         "Time spent loading, summed.",
         ((per_model(name), state.load_seconds_total) for name, state in models),
     )
-    lines += _family(
+    lines += prometheus_family(
         "corral_model_failures_total",
         "counter",
         "Workers that failed or crashed.",
         ((per_model(name), state.failures_total) for name, state in models),
     )
-    lines += _family(
+    lines += prometheus_family(
         "corral_active_requests",
         "gauge",
         "Proxied requests in flight, streams included.",
         ((per_model(name), state.in_flight) for name, state in models),
     )
-    lines += _family(
+    lines += prometheus_family(
         "corral_evictions_total",
         "counter",
         "Idle models stopped to make room.",
         [("", scheduler.evictions)],
     )
-    lines += _family(
+    lines += prometheus_family(
         "corral_queue_depth",
         "gauge",
         "Requests waiting for a model to load.",
         [("", scheduler.queue_depth)],
     )
-    lines += _family(
+    lines += prometheus_family(
         "corral_queue_waits_total",
         "counter",
         "Requests that waited for a load.",
         [("", scheduler.waits)],
     )
-    lines += _family(
+    lines += prometheus_family(
         "corral_queue_wait_seconds_total",
         "counter",
         "Time requests spent waiting, summed.",
         [("", scheduler.wait_seconds)],
     )
-    lines += _family(
+    lines += prometheus_family(
         "corral_requests_total",
         "counter",
         "Proxied requests by route and HTTP status.",

@@ -21,7 +21,15 @@ import structlog
 
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
 
-__all__ = ["BatchEngine", "Delta", "Failed", "Finished", "Generation", "GenerationEvent"]
+__all__ = [
+    "BatchEngine",
+    "Delta",
+    "EngineMetrics",
+    "Failed",
+    "Finished",
+    "Generation",
+    "GenerationEvent",
+]
 
 _log = structlog.get_logger("corral.worker.batching")
 
@@ -76,6 +84,20 @@ class Generation:
 
 
 @dataclass
+class EngineMetrics:
+    """Counters behind the worker's ``llamacpp:*`` metrics, named as llama-server names them."""
+
+    prompt_tokens: int = 0
+    prompt_tokens_cached: int = 0
+    prompt_seconds: float = 0.0
+    tokens_predicted: int = 0
+    tokens_predicted_seconds: float = 0.0
+    n_decode: int = 0
+    n_busy_slots: int = 0
+    n_tokens_max: int = 0
+
+
+@dataclass
 class _Slot:
     id: int
     tokens: list[int] = field(default_factory=list)  # what its KV cache holds
@@ -101,6 +123,7 @@ class BatchEngine:
         self.n_ctx_seq = llama_cpp.llama_n_ctx_seq(ctx)
         self.slots = [_Slot(i) for i in range(n_parallel)]
         self.waiting: deque[Generation] = deque()
+        self.metrics = EngineMetrics()
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
 
     def close(self) -> None:
@@ -137,6 +160,8 @@ class BatchEngine:
         if not active:
             return
         code = llama_cpp.llama_decode(self._ctx, self._batch)
+        self.metrics.n_decode += 1
+        self.metrics.n_busy_slots += len(active)
         if code != 0:
             for slot in active:
                 self._fail(slot, f"llama_decode failed with code {code}")
@@ -273,6 +298,13 @@ class BatchEngine:
             if predicted_ms
             else 0.0,
         }
+        metrics = self.metrics
+        metrics.prompt_tokens += prompt_n
+        metrics.prompt_tokens_cached += generation.cached
+        metrics.prompt_seconds += prompt_ms / 1000
+        metrics.tokens_predicted += generation.generated
+        metrics.tokens_predicted_seconds += predicted_ms / 1000
+        metrics.n_tokens_max = max(metrics.n_tokens_max, generation.n_past)
         generation.emit(
             Finished(
                 reason,

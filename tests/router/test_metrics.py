@@ -42,3 +42,10 @@ def test_metrics_move_when_requests_are_served(router: RouterProcess) -> None:
     assert after[("corral_requests_total", frozenset({("route", route), ("status", "200")}))] == 1
     assert after[("corral_requests_total", frozenset({("route", route), ("status", "404")}))] == 1
     assert after[("corral_active_requests", alpha)] == 0
+
+
+def test_model_metrics_are_proxied_to_the_worker(router: RouterProcess) -> None:
+    response = router.client.get("/metrics", params={"model": "alpha"})
+    assert response.status_code == 200
+    names = {family.name for family in text_string_to_metric_families(response.text)}
+    assert "llamacpp:tokens_predicted" in names  # the parser drops the _total suffix

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.worker.test_main import worker
 
@@ -62,3 +63,32 @@ def test_prompt_beyond_the_context_is_a_400(client: httpx.Client) -> None:
     )
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "exceed_context_size_error"
+
+
+def test_apply_template_renders_without_generating(client: httpx.Client) -> None:
+    body = {"messages": [{"role": "user", "content": "Hello there"}]}
+    prompt = client.post("/apply-template", json=body).json()["prompt"]
+    assert prompt.endswith("<|im_start|>assistant\n")
+    assert "<|im_start|>user\nHello there<|im_end|>" in prompt
+
+
+def test_llamacpp_metrics_move_with_generation(client: httpx.Client) -> None:
+    def samples() -> dict[str, float]:
+        text = client.get("/metrics").text
+        return {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        }
+
+    before = samples()
+    assert "llamacpp:prompt_tokens_total" in before
+    reply = client.post(
+        "/completion", json={"prompt": "the world", "n_predict": 5, "ignore_eos": True}
+    ).json()
+    after = samples()
+    assert after["llamacpp:tokens_predicted_total"] - before["llamacpp:tokens_predicted_total"] == 5
+    assert after["llamacpp:n_decode_total"] > before["llamacpp:n_decode_total"]
+    prompt_delta = after["llamacpp:prompt_tokens_total"] - before["llamacpp:prompt_tokens_total"]
+    assert prompt_delta == reply["tokens_evaluated"] - reply["tokens_cached"]
+    assert after["llamacpp:requests_processing"] == 0
