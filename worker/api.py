@@ -41,9 +41,10 @@ from worker.protocol import (
     SamplingFields,
     TokenizeRequest,
 )
-from worker.responses import ChatShape, NativeShape, ResponseShape, TextShape
+from worker.responses import ChatShape, NativeShape, ResponseShape, TextShape, ToolChatShape
 from worker.sampling import SamplingParams
 from worker.settings import WorkerSettings
+from worker.tools import plan_tools
 
 __all__ = ["WorkerState", "create_worker_app"]
 
@@ -66,7 +67,9 @@ def _state(request: AnyRequest) -> tuple[Engine, LoadedModel]:
     return state.engine, state.model
 
 
-def _sampling(model: LoadedModel, body: SamplingFields) -> SamplingParams:
+def _sampling(
+    model: LoadedModel, body: SamplingFields, tool_grammar: str | None = None
+) -> SamplingParams:
     settings = model.settings
     bias: dict[int, float] = {}
     if isinstance(body.logit_bias, dict):
@@ -83,6 +86,12 @@ def _sampling(model: LoadedModel, body: SamplingFields) -> SamplingParams:
         grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
     except GrammarError as exc:
         raise ApiError(400, str(exc)) from None
+    if tool_grammar is not None:
+        if grammar is not None:
+            raise ApiError(
+                400, "tools cannot be combined with grammar, json_schema or response_format"
+            )
+        grammar = tool_grammar
     return SamplingParams(
         temperature=settings.temperature if body.temperature is None else body.temperature,
         top_k=body.top_k,
@@ -162,7 +171,9 @@ async def _stream(
         event: GenerationEvent | None = first
         while event is not None:
             if isinstance(event, Delta):
-                yield _sse(shape.chunk(event.text))
+                chunk = shape.chunk(event.text)
+                if chunk is not None:
+                    yield _sse(chunk)
             elif isinstance(event, Finished):
                 yield _sse(shape.closing(event))
                 if shape.done_marker:
@@ -204,9 +215,10 @@ async def _generation(
     body: SamplingFields,
     prompt: list[int],
     max_tokens: int | None,
+    tool_grammar: str | None = None,
 ) -> Callable[[Callable[[GenerationEvent], None]], Generation]:
+    params = _sampling(model, body, tool_grammar)
     _check_context(model, prompt)
-    params = _sampling(model, body)
     stops = _stops(body.stop)
     if params.grammar is not None:
         # Parsed now, so that a bad grammar is a 400 rather than a failed stream.
@@ -235,14 +247,22 @@ async def chat_completions(request: AnyRequest) -> ASGIResponse:
     body = decode_body(await request.body(), ChatRequest)
     messages = msgspec.to_builtins(body.messages)
     try:
+        plan = plan_tools(body.tools, body.tool_choice)
+    except GrammarError as exc:
+        raise ApiError(400, str(exc)) from None
+    if plan is not None:
+        messages = plan.prepare(messages)
+    try:
         prompt = await engine.call(lambda: model.chat_prompt(messages, None))
     except Exception as exc:  # a template that cannot render these messages
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
     budget = _budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
-    make = await _generation(engine, model, body, prompt, budget)
-    return await _generate(
-        request, model, engine, ChatShape(model.settings.alias), body.stream, make
+    make = await _generation(
+        engine, model, body, prompt, budget, plan.grammar if plan is not None else None
     )
+    alias = model.settings.alias
+    shape = ChatShape(alias) if plan is None else ToolChatShape(alias, plan)
+    return await _generate(request, model, engine, shape, body.stream, make)
 
 
 @post(["/v1/completions", "/completions"], status_code=200)

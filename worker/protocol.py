@@ -58,6 +58,8 @@ class ChatMessage(msgspec.Struct, omit_defaults=True):
 
 class ChatRequest(SamplingFields, kw_only=True):
     messages: Annotated[list[ChatMessage], Meta(min_length=1)]
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
     max_tokens: TokenBudget | None = None
     max_completion_tokens: TokenBudget | None = None
     n_predict: TokenBudget | None = None

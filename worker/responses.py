@@ -7,8 +7,9 @@ import uuid
 from typing import Any
 
 from worker.batching import Finished
+from worker.tools import ToolPlan
 
-__all__ = ["ChatShape", "NativeShape", "ResponseShape", "TextShape"]
+__all__ = ["ChatShape", "NativeShape", "ResponseShape", "TextShape", "ToolChatShape"]
 
 
 def _usage(finished: Finished) -> dict[str, Any]:
@@ -31,7 +32,8 @@ class ResponseShape:
     def opening(self) -> dict[str, Any] | None:
         return None
 
-    def chunk(self, text: str) -> dict[str, Any]:
+    def chunk(self, text: str) -> dict[str, Any] | None:
+        """The event for a piece of text, or None to hold it until the end."""
         raise NotImplementedError
 
     def closing(self, finished: Finished) -> dict[str, Any]:
@@ -59,7 +61,7 @@ class ChatShape(ResponseShape):
     def opening(self) -> dict[str, Any]:
         return self._chunk({"role": "assistant", "content": None}, None)
 
-    def chunk(self, text: str) -> dict[str, Any]:
+    def chunk(self, text: str) -> dict[str, Any] | None:
         return self._chunk({"content": text}, None)
 
     def closing(self, finished: Finished) -> dict[str, Any]:
@@ -88,6 +90,46 @@ class ChatShape(ResponseShape):
         }
 
 
+class ToolChatShape(ChatShape):
+    """A chat with tools: the constrained JSON answer is held, then sent as ``tool_calls``."""
+
+    def __init__(self, model: str, plan: ToolPlan) -> None:
+        super().__init__(model)
+        self._plan = plan
+        self._held: list[str] = []
+
+    def chunk(self, text: str) -> dict[str, Any] | None:
+        self._held.append(text)
+        return None
+
+    def closing(self, finished: Finished) -> dict[str, Any]:
+        answer = self._plan.parse("".join(self._held))
+        delta: dict[str, Any] = {"content": answer.content}
+        if answer.tool_calls:
+            delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(answer.tool_calls)]
+        reason = answer.finish_reason if finished.reason == "stop" else finished.reason
+        return {
+            **self._chunk(delta, reason),
+            "usage": _usage(finished),
+            "timings": finished.timings,
+        }
+
+    def whole(self, text: str, finished: Finished) -> dict[str, Any]:
+        answer = self._plan.parse(text)
+        body = super().whole(answer.content or "", finished)
+        choice = body["choices"][0]
+        if answer.tool_calls:
+            choice["message"] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": answer.tool_calls,
+            }
+            choice["finish_reason"] = (
+                answer.finish_reason if finished.reason == "stop" else (finished.reason)
+            )
+        return body
+
+
 class TextShape(ResponseShape):
     """OpenAI ``/v1/completions``."""
 
@@ -103,7 +145,7 @@ class TextShape(ResponseShape):
             "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}],
         }
 
-    def chunk(self, text: str) -> dict[str, Any]:
+    def chunk(self, text: str) -> dict[str, Any] | None:
         return self._body(text, None)
 
     def closing(self, finished: Finished) -> dict[str, Any]:
@@ -129,7 +171,7 @@ class NativeShape(ResponseShape):
     def __init__(self, model: str) -> None:
         super().__init__(model, "cmpl")
 
-    def chunk(self, text: str) -> dict[str, Any]:
+    def chunk(self, text: str) -> dict[str, Any] | None:
         return {"content": text, "stop": False, "id_slot": 0, "index": 0}
 
     def closing(self, finished: Finished) -> dict[str, Any]:

@@ -242,3 +242,76 @@ def test_bad_parameters_are_400_naming_the_field(
         error = response.json()["error"]
         assert error["type"] == "invalid_request_error"
         assert field in error["message"]
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"enum": ["Paris", "Rome"]}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_tool_call_comes_back_as_tool_calls(models_dir: Path, stream: bool) -> None:
+    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048") as child:
+        body = {
+            "messages": [{"role": "user", "content": "Weather in Paris?"}],
+            "tools": [WEATHER], "tool_choice": "required", "max_tokens": 200, "stream": stream,
+        }  # fmt: skip
+        url = f"{child.url}/v1/chat/completions"
+        if not stream:
+            choice = httpx.post(url, json=body, timeout=120).json()["choices"][0]
+            calls, finish = choice["message"]["tool_calls"], choice["finish_reason"]
+            assert choice["message"]["content"] is None
+        else:
+            with httpx.stream("POST", url, json=body, timeout=120) as response:
+                chunks = [json.loads(line[6:]) for line in response.iter_lines()
+                          if line.startswith("data: {")]  # fmt: skip
+            last = chunks[-1]["choices"][0]
+            calls, finish = last["delta"]["tool_calls"], last["finish_reason"]
+        assert finish == "tool_calls"
+        assert len(calls) == 1
+        assert calls[0]["type"] == "function"
+        assert calls[0]["id"].startswith("call_")
+        assert calls[0]["function"]["name"] == "get_weather"
+        assert json.loads(calls[0]["function"]["arguments"])["city"] in ("Paris", "Rome")
+
+
+def test_tool_history_is_accepted(models_dir: Path) -> None:
+    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048") as child:
+        call = {"id": "call_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}  # fmt: skip
+        messages = [
+            {"role": "user", "content": "Weather in Rome?"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+        ]
+        body = {"messages": messages, "tools": [WEATHER], "tool_choice": "required",
+                "max_tokens": 200}  # fmt: skip
+        reply = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120)
+        assert reply.status_code == 200
+        assert reply.json()["choices"][0]["finish_reason"] == "tool_calls"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"tools": [{"type": "function"}]}, "tools[0]"),
+        ({"tools": [WEATHER], "tool_choice": {"function": {"name": "nope"}}}, "unknown tool"),
+        ({"tools": [WEATHER], "tool_choice": "sometimes"}, "tool_choice"),
+        ({"tools": [WEATHER], "grammar": 'root ::= "a"'}, "cannot be combined"),
+    ],
+)
+def test_bad_tool_requests_are_400(models_dir: Path, extra: dict[str, Any], message: str) -> None:
+    with worker(models_dir / "alpha.gguf") as child:
+        body = {"messages": CHAT, "max_tokens": 4, **extra}
+        response = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120)
+        assert response.status_code == 400
+        assert message in response.json()["error"]["message"]
