@@ -6,10 +6,12 @@ import time
 import uuid
 from typing import Any
 
+import msgspec
+
 from worker.batching import Finished
 from worker.tools import ToolPlan
 
-__all__ = ["ChatShape", "NativeShape", "ResponseShape", "TextShape", "ToolChatShape"]
+__all__ = ["ChatShape", "NativeShape", "ResponseShape", "TextShape", "ToolChatShape", "sse"]
 
 
 def _usage(finished: Finished) -> dict[str, Any]:
@@ -21,8 +23,20 @@ def _usage(finished: Finished) -> dict[str, Any]:
     }
 
 
+def sse(payload: Any, event: str | None = None) -> bytes:
+    """One server-sent event; ``event`` names it (Anthropic's and Responses' streams do)."""
+    head = f"event: {event}\n".encode() if event else b""
+    return head + b"data: " + msgspec.json.encode(payload) + b"\n\n"
+
+
 class ResponseShape:
-    """How one route words its answer; subclasses fill in the three shapes."""
+    """How one route words its answer.
+
+    Subclasses fill in :meth:`chunk`, :meth:`closing` and :meth:`whole` as JSON values; a route
+    whose stream is not one ``data:`` event per value overrides the ``stream_*`` methods.
+    """
+
+    done_marker = True  # OpenAI streams end with `data: [DONE]`; llama-server's own do not
 
     def __init__(self, model: str, prefix: str) -> None:
         self.model = model
@@ -42,7 +56,16 @@ class ResponseShape:
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
         raise NotImplementedError
 
-    done_marker = True  # OpenAI streams end with `data: [DONE]`; llama-server's own do not
+    def stream_opening(self) -> bytes:
+        opening = self.opening()
+        return sse(opening) if opening is not None else b""
+
+    def stream_chunk(self, text: str) -> bytes:
+        chunk = self.chunk(text)
+        return sse(chunk) if chunk is not None else b""
+
+    def stream_closing(self, finished: Finished) -> bytes:
+        return sse(self.closing(finished)) + (b"data: [DONE]\n\n" if self.done_marker else b"")
 
 
 class ChatShape(ResponseShape):

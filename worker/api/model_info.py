@@ -1,0 +1,161 @@
+"""Routes about the model rather than generation: health, props, tokens, slots, metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import get, post
+from litestar.response.base import ASGIResponse
+
+from router.errors import ApiError, decode_body
+from router.metrics import prometheus_family
+from worker.api.state import AnyRequest, WorkerState, loaded
+from worker.model import LoadedModel
+from worker.protocol import ChatMessage, DetokenizeRequest, TokenizeRequest
+
+__all__ = ["model_info_routes"]
+
+
+@post("/tokenize", status_code=200)
+async def tokenize(request: AnyRequest) -> dict[str, Any]:
+    engine, model = loaded(request)
+    body = decode_body(await request.body(), TokenizeRequest)
+
+    def run() -> dict[str, Any]:
+        tokens = model.tokenize(
+            body.content, add_special=body.add_special, parse_special=body.parse_special
+        )
+        if not body.with_pieces:
+            return {"tokens": tokens}
+        pieces = []
+        for token in tokens:
+            raw = model.piece(token)
+            try:
+                piece: str | list[int] = raw.decode()
+            except UnicodeDecodeError:  # part of a UTF-8 sequence: upstream sends the bytes
+                piece = list(raw)
+            pieces.append({"id": token, "piece": piece})
+        return {"tokens": pieces}
+
+    return await engine.call(run)
+
+
+@post("/detokenize", status_code=200)
+async def detokenize(request: AnyRequest) -> dict[str, Any]:
+    engine, model = loaded(request)
+    body = decode_body(await request.body(), DetokenizeRequest)
+    try:
+        return {"content": await engine.call(lambda: model.detokenize(body.tokens))}
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+class ApplyTemplateRequest(msgspec.Struct):
+    messages: list[ChatMessage]
+
+
+@post("/apply-template", status_code=200)
+async def apply_template(request: AnyRequest) -> dict[str, str]:
+    """The prompt a chat request would be turned into, without generating."""
+    engine, model = loaded(request)
+    body = decode_body(await request.body(), ApplyTemplateRequest)
+    messages = msgspec.to_builtins(body.messages)
+    try:
+        prompt = await engine.call(lambda: model.template.render(messages))
+    except Exception as exc:
+        raise ApiError(400, f"cannot apply the chat template: {exc}") from None
+    return {"prompt": prompt}
+
+
+def _render_metrics(model: LoadedModel) -> str:
+    m = model.batcher.metrics
+    busy = sum(1 for slot in model.batcher.slots if slot.generation is not None)
+
+    def rate(tokens: float, seconds: float) -> float:
+        return tokens / seconds if seconds else 0.0
+
+    counters = [
+        (
+            "prompt_tokens_total",
+            "Number of prompt tokens processed, excluding cached tokens",
+            m.prompt_tokens,
+        ),
+        (
+            "prompt_tokens_cached_total",
+            "Number of prompt tokens reused from the cache",
+            m.prompt_tokens_cached,
+        ),
+        ("prompt_seconds_total", "Total time spent processing prompts", m.prompt_seconds),
+        ("tokens_predicted_total", "Number of generation tokens processed", m.tokens_predicted),
+        (
+            "tokens_predicted_seconds_total",
+            "Total time spent generating tokens",
+            m.tokens_predicted_seconds,
+        ),
+        ("n_decode_total", "Total number of llama_decode() calls", m.n_decode),
+        ("n_tokens_max", "Largest observed sequence length (prompt + generation)", m.n_tokens_max),
+    ]
+    gauges = [
+        ("prompt_tokens_seconds", "Average prompt throughput in tokens/s",
+         rate(m.prompt_tokens, m.prompt_seconds)),
+        ("predicted_tokens_seconds", "Average generation throughput in tokens/s",
+         rate(m.tokens_predicted, m.tokens_predicted_seconds)),
+        ("requests_processing", "Number of requests processing", busy),
+        ("requests_deferred", "Number of requests deferred", len(model.batcher.waiting)),
+        ("n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call",
+         m.n_busy_slots / max(m.n_decode, 1)),
+    ]  # fmt: skip
+    lines: list[str] = []
+    for kind, items in (("counter", counters), ("gauge", gauges)):
+        for name, help_, value in items:
+            lines += prometheus_family(f"llamacpp:{name}", kind, help_, [("", float(value))])
+    return "\n".join(lines) + "\n"
+
+
+@get("/metrics")
+async def metrics(request: AnyRequest) -> ASGIResponse:
+    engine, model = loaded(request)
+    text = await engine.call(lambda: _render_metrics(model))
+    return ASGIResponse(body=text.encode(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@get("/slots")
+async def slots(request: AnyRequest) -> list[dict[str, Any]]:
+    engine, model = loaded(request)
+    return await engine.call(model.batcher.describe_slots)
+
+
+@get("/health")
+async def health(request: AnyRequest) -> dict[str, str]:
+    loaded(request)
+    return {"status": "ok"}
+
+
+@get("/props")
+async def props(request: AnyRequest) -> dict[str, Any]:
+    _, model = loaded(request)
+    settings = model.settings
+    return {
+        "model_alias": settings.alias,
+        "model_path": str(settings.model),
+        "total_slots": settings.parallel,
+        "chat_template": model.template.source,
+        "default_generation_settings": {
+            "n_ctx": model.batcher.n_ctx_seq,
+            "params": {"temperature": settings.temperature, "n_predict": settings.n_predict},
+        },
+        "modalities": {"vision": False, "audio": False},
+        "build_info": "corral",
+    }
+
+
+@get(["/v1/models", "/models"])
+async def models(request: AnyRequest) -> dict[str, Any]:
+    state: WorkerState = request.app.state.worker
+    _, model = loaded(request)
+    entry = {**model.info(), "created": int(state.started)}
+    return {"object": "list", "data": [entry]}
+
+
+model_info_routes = [tokenize, detokenize, health, props, models, slots, apply_template, metrics]
