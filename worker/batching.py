@@ -114,7 +114,15 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 
 
 class BatchEngine:
-    def __init__(self, ctx: Any, vocab: Any, n_vocab: int, n_parallel: int, n_batch: int) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        vocab: Any,
+        n_vocab: int,
+        n_parallel: int,
+        n_batch: int,
+        metrics: EngineMetrics | None = None,
+    ) -> None:
         self._ctx = ctx
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._vocab = vocab
@@ -123,7 +131,7 @@ class BatchEngine:
         self.n_ctx_seq = llama_cpp.llama_n_ctx_seq(ctx)
         self.slots = [_Slot(i) for i in range(n_parallel)]
         self.waiting: deque[Generation] = deque()
-        self.metrics = EngineMetrics()
+        self.metrics = metrics or EngineMetrics()
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
 
     def close(self) -> None:

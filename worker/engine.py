@@ -11,9 +11,12 @@ import asyncio
 import queue
 import threading
 from collections.abc import AsyncGenerator, Callable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from worker.batching import BatchEngine, Delta, Generation, GenerationEvent
+from worker.batching import Delta, Generation, GenerationEvent
+
+if TYPE_CHECKING:
+    from worker.model import LoadedModel
 
 __all__ = ["Cancelled", "Engine"]
 
@@ -25,8 +28,11 @@ class Cancelled(Exception):
 
 
 class _Call(Generic[T]):
-    def __init__(self, fn: Callable[[], T], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, fn: Callable[[], T], loop: asyncio.AbstractEventLoop, needs_model: bool
+    ) -> None:
         self.fn = fn
+        self.needs_model = needs_model  # False for snapshots (metrics) that must not wake it
         self.future: asyncio.Future[T] = loop.create_future()
         self._loop = loop
 
@@ -63,12 +69,25 @@ class Engine:
         self._loop = asyncio.get_running_loop()
         self._inbox: queue.SimpleQueue[_Call[Any] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._batcher: BatchEngine | None = None
+        self._model: LoadedModel | None = None
         self._outbox: _Outbox = []
 
-    def start(self, setup: Callable[[], BatchEngine | None]) -> None:
-        """Start the thread; ``setup`` loads the model on it and returns the batcher (or None)."""
-        self._thread = threading.Thread(target=self._run, args=(setup,), name="llama", daemon=True)
+    def start(
+        self,
+        setup: Callable[[], LoadedModel | None],
+        *,
+        sleep_after: float | None = None,
+        on_sleep: Callable[[], None] = lambda: None,
+        wake: Callable[[LoadedModel], None] = lambda model: None,
+    ) -> None:
+        """Start the thread; ``setup`` loads the model on it (None when that failed).
+
+        With ``sleep_after``, the model is put to sleep after that many idle seconds
+        (``on_sleep`` reports it) and ``wake`` brings it back for the next job that needs it.
+        """
+        self._thread = threading.Thread(
+            target=self._run, args=(setup, sleep_after, on_sleep, wake), name="llama", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -76,9 +95,13 @@ class Engine:
         if self._thread is not None:
             self._thread.join()
 
-    async def call(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` on the engine thread between two batching steps."""
-        job = _Call(fn, self._loop)
+    async def call(self, fn: Callable[[], T], *, needs_model: bool = True) -> T:
+        """Run ``fn`` on the engine thread between two batching steps.
+
+        ``needs_model=False`` marks a read of counters or snapshots: it does not wake a
+        sleeping model.
+        """
+        job = _Call(fn, self._loop, needs_model)
         self._inbox.put(job)
         return await job.future
 
@@ -92,7 +115,7 @@ class Engine:
         """
         mailbox: asyncio.Queue[GenerationEvent] = asyncio.Queue()
         generation = make(lambda event: self._outbox.append((mailbox, event)))
-        await self.call(lambda: self._require_batcher().submit(generation))
+        await self.call(lambda: self._require_model().batcher.submit(generation))
         try:
             while True:
                 event = await mailbox.get()
@@ -102,31 +125,45 @@ class Engine:
         finally:
             generation.cancelled = True
 
-    def _require_batcher(self) -> BatchEngine:
-        if self._batcher is None:
+    def _require_model(self) -> LoadedModel:
+        if self._model is None:
             raise Cancelled
-        return self._batcher
+        return self._model
 
-    def _run(self, setup: Callable[[], BatchEngine | None]) -> None:
-        batcher = setup()
-        if batcher is None:
+    def _run(
+        self,
+        setup: Callable[[], LoadedModel | None],
+        sleep_after: float | None,
+        on_sleep: Callable[[], None],
+        wake: Callable[[LoadedModel], None],
+    ) -> None:
+        model = setup()
+        if model is None:
             return
-        self._batcher = batcher
+        self._model = model
         try:
             while True:
-                block = not batcher.busy
+                idle = not model.batcher.busy
+                # Idle and awake: wait for work at most until it is time to sleep.
+                timeout = sleep_after if idle and not model.sleeping else None
                 while True:
                     try:
-                        job = self._inbox.get(block=block)
+                        job = self._inbox.get(block=idle, timeout=timeout)
                     except queue.Empty:
+                        if idle and timeout is not None:
+                            model.sleep()
+                            on_sleep()
                         break
-                    block = False
+                    idle = False
                     if job is None:
                         return
+                    if model.sleeping and job.needs_model:
+                        wake(model)
                     job.run()
-                batcher.step()
+                model.batcher.step()
                 if self._outbox:
                     outbox, self._outbox = self._outbox, []
                     self._loop.call_soon_threadsafe(_deliver, outbox)
         finally:
-            batcher.close()
+            if not model.sleeping:
+                model.close()

@@ -19,7 +19,6 @@ from router.child_protocol import StateWriter
 from router.logs import configure_logging
 from worker import lifeline
 from worker.api import WorkerState, create_worker_app
-from worker.batching import BatchEngine
 from worker.engine import Engine
 from worker.model import LoadedModel
 from worker.settings import WorkerSettings, parse_worker_args
@@ -73,7 +72,7 @@ async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
             last_report, last_value = now, value
             states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": value})
 
-    def load() -> BatchEngine | None:
+    def load() -> LoadedModel | None:
         progress(0.0)
         try:
             model = LoadedModel(settings, progress)
@@ -83,7 +82,20 @@ async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
             return None
         progress(1.0)
         loop.call_soon_threadsafe(loaded, model)
-        return model.batcher
+        return model
+
+    def on_sleep() -> None:
+        states.send("sleeping", {})
+        _log.info("model asleep: weights freed", idle_seconds=settings.sleep_idle_seconds)
+
+    def wake(model: LoadedModel) -> None:
+        nonlocal last_value
+        last_value = -1.0
+        progress(0.0)
+        model.wake(progress)
+        progress(1.0)
+        states.send("ready", {})  # upstream's wake-up: an empty ready, the info is unchanged
+        _log.info("model awake")
 
     def exit_command() -> None:  # called on the lifeline thread
         loop.call_soon_threadsafe(stop, 0)
@@ -92,7 +104,7 @@ async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
     for name, value in settings.ignored.items():
         _log.warning("option accepted but not supported yet", option=name, value=value)
     _log.info("listening", host=settings.host, port=port, model=str(settings.model))
-    engine.start(load)
+    engine.start(load, sleep_after=settings.sleep_idle_seconds, on_sleep=on_sleep, wake=wake)
     try:
         await server.serve(sockets=[sock])
     finally:

@@ -15,7 +15,7 @@ import structlog
 from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
-from worker.batching import BatchEngine
+from worker.batching import BatchEngine, EngineMetrics
 from worker.sampling import SamplingParams, build_sampler, token_piece
 from worker.settings import WorkerSettings
 from worker.templates import ChatTemplate
@@ -41,7 +41,23 @@ _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 class LoadedModel:
     def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
         self.settings = settings
+        self.metrics = EngineMetrics()  # kept across sleeps, like the process's other counters
         llama_cpp.llama_backend_init()
+        self._load(on_progress)
+        self.template = ChatTemplate.choose(
+            settings.chat_template,
+            self.metadata.get("tokenizer.chat_template"),
+            bos_token=self._special_text(self.model.token_bos()),
+            eos_token=self._special_text(self.model.token_eos()),
+        )
+        if self.template.name == "chatml" and settings.chat_template is None:
+            _log.warning("model has no chat template, using chatml", model=settings.alias)
+        # Answered while asleep without waking (``/props``, ``/v1/models``), as upstream does.
+        self.snapshot = self._describe()
+        self.sleeping = False
+
+    def _load(self, on_progress: Callable[[float], None]) -> None:
+        settings = self.settings
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = settings.n_gpu_layers
         model_params.use_mmap = settings.use_mmap
@@ -60,16 +76,19 @@ class LoadedModel:
         self.metadata = self.model.metadata()
         self.ctx = self._new_context()
         self.batcher = BatchEngine(
-            self.ctx, self.vocab, self.n_vocab, settings.parallel, settings.batch_size
+            self.ctx, self.vocab, self.n_vocab, settings.parallel, settings.batch_size, self.metrics
         )
-        self.template = ChatTemplate.choose(
-            settings.chat_template,
-            self.metadata.get("tokenizer.chat_template"),
-            bos_token=self._special_text(self.model.token_bos()),
-            eos_token=self._special_text(self.model.token_eos()),
-        )
-        if self.template.name == "chatml" and settings.chat_template is None:
-            _log.warning("model has no chat template, using chatml", model=settings.alias)
+
+    def sleep(self) -> None:
+        """Free the weights and the KV cache; :meth:`wake` loads them again."""
+        self.close()
+        for slot in self.batcher.slots:  # their caches went with the context
+            slot.tokens = []
+        self.sleeping = True
+
+    def wake(self, on_progress: Callable[[float], None]) -> None:
+        self._load(on_progress)
+        self.sleeping = False
 
     def _special_text(self, token: int) -> str:
         return (
@@ -113,6 +132,9 @@ class LoadedModel:
         return int(llama_cpp.llama_n_ctx(self.ctx))
 
     def info(self) -> dict[str, Any]:
+        return self.snapshot
+
+    def _describe(self) -> dict[str, Any]:
         return {
             "id": self.settings.alias,
             "object": "model",

@@ -16,7 +16,7 @@ from router.model_flags import add_model_flags, model_options_from
 __all__ = ["WorkerSettings", "parse_worker_args"]
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
-NOT_YET_SUPPORTED = ("jinja", "sleep-idle-seconds", "slots", "webui")
+NOT_YET_SUPPORTED = ("jinja", "slots", "webui")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +38,16 @@ class WorkerSettings:
     use_mlock: bool = False
     flash_attn: str = "auto"  # on, off or auto
     parallel: int = 1
+    sleep_idle_seconds: float | None = None  # free the weights after this long without work
     rope_freq_base: float = 0.0
     cache_type_k: str | None = None
     cache_type_v: str | None = None
     ignored: dict[str, str] = field(default_factory=dict)
+
+
+def _sleep_after(value: str | None) -> float | None:
+    # -1, as upstream, means never; the option table has already refused 0 and other negatives.
+    return None if value is None or value == "-1" else float(value)
 
 
 def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
@@ -78,6 +84,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         use_mlock=options.get("mlock", "false") == "true",
         flash_attn=options.get("flash-attn", "auto"),
         parallel=max(int(number("parallel", 1)), 1),
+        sleep_idle_seconds=_sleep_after(options.get("sleep-idle-seconds")),
         rope_freq_base=number("rope-freq-base", 0.0),
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),

@@ -148,3 +148,22 @@ def test_autoload_false_per_request(router: RouterProcess) -> None:
     proxied = router.client.get("/props", params={"model": "alpha"})
     assert proxied.status_code == 200
     assert proxied.json()["model_alias"] == "alpha"
+
+
+def test_sleeping_model_is_reported_and_woken_by_a_request(models_dir: Path) -> None:
+    args = ["--models-dir", str(models_dir), "--sleep-idle-seconds", "1"]
+    with running_router(args) as router:
+        events = EventReader(router)
+        try:
+            first = router.client.post("/v1/chat/completions", json={"model": "alpha", **CHAT})
+            assert first.status_code == 200
+            events.wait_for("alpha", "status_change", status="sleeping")
+            assert router.models()["alpha"]["status"]["value"] == "sleeping"
+            reply = router.client.post("/v1/chat/completions", json={"model": "alpha", **CHAT})
+            assert reply.status_code == 200
+            assert router.models()["alpha"]["status"]["value"] == "loaded"
+            # A wake-up is not a new process: the router counted one load only.
+            loads = [r for r in router.records if r.get("event") == "starting worker"]
+            assert len(loads) == 1
+        finally:
+            events.close()

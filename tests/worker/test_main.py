@@ -140,3 +140,34 @@ def test_missing_model_file_exits_with_an_error(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert b"model file not found" in result.stderr
     assert result.stdout == b""
+
+
+def _nothing_pending(fd: int) -> bool:
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 65536) == b""
+    except BlockingIOError:  # nothing written since the last read
+        return True
+    finally:
+        os.set_blocking(fd, True)
+
+
+def test_idle_worker_sleeps_and_wakes_on_demand(alpha: Path) -> None:
+    with worker(alpha, "--sleep-idle-seconds", "1") as child:
+        asleep = child.read_until("sleeping")
+        assert asleep.payload == {}
+        # Snapshots must not wake it: any wake-up would be reported before the answer.
+        for path in ("/health", "/props", "/v1/models", "/metrics", "/slots"):
+            assert httpx.get(f"{child.url}{path}").status_code == 200
+        assert child.process.stdout is not None
+        assert _nothing_pending(child.process.stdout.fileno())
+
+        reply = httpx.post(
+            f"{child.url}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3},
+            timeout=60,
+        )
+        assert reply.status_code == 200
+        woke = child.read_until("ready")
+        assert woke.payload == {}  # upstream's wake-up: an empty ready
+        assert child.states[-2].state == "loading"

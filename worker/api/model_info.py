@@ -69,7 +69,7 @@ async def apply_template(request: AnyRequest) -> dict[str, str]:
 
 
 def _render_metrics(model: LoadedModel) -> str:
-    m = model.batcher.metrics
+    m = model.metrics
     busy = sum(1 for slot in model.batcher.slots if slot.generation is not None)
 
     def rate(tokens: float, seconds: float) -> float:
@@ -116,14 +116,14 @@ def _render_metrics(model: LoadedModel) -> str:
 @get("/metrics")
 async def metrics(request: AnyRequest) -> ASGIResponse:
     engine, model = loaded(request)
-    text = await engine.call(lambda: _render_metrics(model))
+    text = await engine.call(lambda: _render_metrics(model), needs_model=False)
     return ASGIResponse(body=text.encode(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 @get("/slots")
 async def slots(request: AnyRequest) -> list[dict[str, Any]]:
     engine, model = loaded(request)
-    return await engine.call(model.batcher.describe_slots)
+    return await engine.call(model.batcher.describe_slots, needs_model=False)
 
 
 @get("/health")
