@@ -12,8 +12,10 @@ from litestar import Litestar
 from litestar.datastructures import State
 
 from router.api import inference_routes, model_routes, webui_routes
+from router.api.downloads import download_routes
 from router.api.runtime import RouterRuntime, load_catalogue
 from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
+from router.download_jobs import DownloadJobs
 from router.errors import exception_handlers
 from router.hub_cache import resolve_cached_model, scan_cache
 from router.launcher import SubprocessLauncher, WorkerLauncher
@@ -72,23 +74,31 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 timeout=settings.timeout,
             )
             scheduler = Scheduler(registry, settings.models_max)
+            downloads = DownloadJobs(
+                registry,
+                settings=settings,
+                task_group=group,
+                reload=lambda: runtime.reload(),  # bound once runtime exists, below
+            )
             app.state.runtime = runtime = RouterRuntime(
-                settings, registry, scheduler, RequestCounter()
+                settings, registry, scheduler, RequestCounter(), downloads
             )
             _log.info("models available", models=sorted(catalogue.entries))
             for entry in startup:
                 registry.start(registry.models[entry.name])
             group.start_soon(scheduler.unload_expired)
             group.start_soon(_reload_on_sighup, runtime)
+            group.start_soon(downloads.sweep_stale_partials)
             try:
                 yield
             finally:
+                await downloads.cancel_all()
                 await registry.stop_all()
                 group.cancel_scope.cancel()
 
     auth = ApiKeyAuth(settings.api_keys)
     return Litestar(
-        route_handlers=[*model_routes, *inference_routes, *webui_routes],
+        route_handlers=[*model_routes, *download_routes, *inference_routes, *webui_routes],
         exception_handlers=auth.exception_handlers(exception_handlers),
         middleware=auth.middleware(),
         cors_config=build_cors_config(settings.cors_origins),

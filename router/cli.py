@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from router.corral_commands import CACHE_COMMANDS, run_cache_command
 from router.hub_cache import locate_cache_dir
 from router.model_flags import add_model_flags, model_options_from
 from router.security import ApiKeyFileError, load_api_keys, parse_list
@@ -110,6 +111,12 @@ def _serve_parser() -> argparse.ArgumentParser:
         help="never contact the hub (downloads are refused)",
     )
     parser.add_argument(
+        "-hft",
+        "--hf-token",
+        default=None,
+        help="hub token for downloads; given to download processes only [HF_TOKEN]",
+    )
+    parser.add_argument(
         "--models-preset",
         type=Path,
         default=_env("LLAMA_ARG_MODELS_PRESET"),
@@ -151,6 +158,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         model_options=model_options_from(args, parser),
         api_keys=api_keys,
         cors_origins=tuple(parse_list(args.cors_origins)),
+        hf_token=args.hf_token or _env("HF_TOKEN"),
     )
 
 
@@ -158,8 +166,11 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: corral serve [options]   (corral serve --help for the options)")
+        print("       corral pull REPO[:TAG] | ls | rm REPO:TAG | ps [--url URL]")
         sys.exit(0 if argv else 2)
     command, rest = argv[0], argv[1:]
+    if command in CACHE_COMMANDS:
+        sys.exit(run_cache_command(command, rest))
     if command != "serve":
         print(f"corral: unknown command '{command}'", file=sys.stderr)
         sys.exit(2)

@@ -8,7 +8,6 @@ requests only wait on the load's :class:`anyio.Event`.
 from __future__ import annotations
 
 import enum
-import logging
 import os
 import signal
 import sys
@@ -19,30 +18,20 @@ from typing import Any
 
 import anyio
 import httpx
-import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
 from router.catalogue import Catalogue, CatalogueEntry
+from router.child_logs import child_environment, relay_log_line
 from router.child_protocol import ChildLine, LogLine, MalformedLine, StateMessage
 from router.errors import ApiError
 from router.events import EventBus
 from router.launcher import ChildProcess, WorkerLauncher
-from worker.lifeline import ROUTER_PID_ENV
 
 __all__ = ["FAKE_TIMING_SECONDS", "Broadcast", "ModelRegistry", "ModelState", "Status"]
 
 _log = structlog.get_logger("corral.registry")
 # Never handed to a child: workers serve loopback only, with no key (SPEC §8).
-_SECRET_ENV = (
-    "LLAMA_API_KEY",
-    "LLAMA_ARG_API_KEY_FILE",
-    "LLAMA_ARG_SSL_KEY_FILE",
-    "LLAMA_ARG_SSL_CERT_FILE",
-    "CORRAL_API_KEY",
-)
-
-
 # Upstream's debug aid for deterministic scheduling tests (SPEC §4): when the variable is set,
 # every load and every proxied request is held for this long.
 FAKE_TIMING_SECONDS = 2.0 if os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING") else 0.0
@@ -111,27 +100,6 @@ def _exit_reason(returncode: int) -> str:
     if returncode < 0:
         return f"killed by {signal.Signals(-returncode).name}"
     return f"exited with code {returncode}"
-
-
-def _log_text(text: str) -> tuple[str, dict[str, Any], str | None]:
-    """A child's log line as (message, fields, level); plain text has no level."""
-    if text.startswith("{"):
-        try:
-            record = msgspec.json.decode(text)
-        except msgspec.DecodeError:
-            return text, {}, None
-        if isinstance(record, dict):
-            event = str(record.pop("event", ""))
-            level = str(record.pop("level", "info"))
-            for key in ("timestamp", "logger"):
-                record.pop(key, None)
-            return event, record, level
-    return text, {}, None
-
-
-_LEVELS = logging.getLevelNamesMapping() | {
-    name.lower(): value for name, value in logging.getLevelNamesMapping().items()
-}
 
 
 class ModelRegistry:
@@ -220,8 +188,7 @@ class ModelRegistry:
 
     async def _supervise(self, state: ModelState) -> None:
         name = state.entry.name
-        env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENV}
-        env[ROUTER_PID_ENV] = str(os.getpid())
+        env = child_environment()
         _log.info("starting worker", model=name)
         started = time.monotonic()
         if FAKE_TIMING_SECONDS:
@@ -247,19 +214,7 @@ class ModelRegistry:
         if isinstance(line, StateMessage):
             self._on_state(state, line, started)
         elif isinstance(line, LogLine):
-            if not line.text.strip():
-                return
-            message, fields, level = _log_text(line.text)
-            # Worth quoting when the worker dies: its errors, and raw text such as the last line
-            # of a Python traceback or a llama.cpp abort message.
-            if level in (None, "error", "critical"):
-                error = fields.get("error")
-                state.last_log.append(f"{message}: {error}" if error else message)
-            _log.log(
-                _LEVELS.get(level or "info", logging.INFO),
-                message,
-                **{**fields, "model": name, "source": "worker"},
-            )
+            relay_log_line(line.text, model=name, source="worker", last_error=state.last_log)
         elif isinstance(line, MalformedLine):
             _log.warning("malformed state line from worker", model=name, reason=line.reason)
 

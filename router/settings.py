@@ -26,3 +26,4 @@ class ServeSettings:
     # Kept out of repr so that logging the settings never prints a key.
     api_keys: tuple[str, ...] = field(default=(), repr=False)
     cors_origins: tuple[str, ...] = ("*",)
+    hf_token: str | None = field(default=None, repr=False)  # for download children only

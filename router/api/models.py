@@ -8,6 +8,7 @@ from importlib.metadata import version
 from typing import Any
 
 import msgspec
+import psutil
 from litestar import Request, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
@@ -79,7 +80,17 @@ def _entry(state: ModelState, created: int) -> dict[str, Any]:
     }
     if state.running and state.meta is not None:
         entry["meta"] = state.meta
+    if state.running and state.process is not None:
+        entry["memory"] = _worker_memory(state.process.pid)
     return entry
+
+
+def _worker_memory(pid: int) -> dict[str, int] | None:
+    """Corral's own: the worker's resident memory (one /proc read, cheap enough per listing)."""
+    try:
+        return {"rss": psutil.Process(pid).memory_info().rss}
+    except psutil.Error:  # exited since, or not ours to read
+        return None
 
 
 @get(["/models", "/v1/models"])
@@ -92,14 +103,10 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
             raise ApiError(500, f"reload failed: {exc}") from None
     created = int(time.time())
     models = rt.registry.models
-    return {
-        "object": "list",
-        "data": [
-            _entry(models[name], created)
-            for name in sorted(models)
-            if not models[name].entry.hidden
-        ],
-    }
+    data = [_entry(state, created) for state in models.values() if not state.entry.hidden]
+    downloads = rt.downloads.jobs.values()
+    data += [job.list_entry(created) for job in downloads if job.name not in models]
+    return {"object": "list", "data": sorted(data, key=lambda entry: str(entry["id"]))}
 
 
 class ModelRequest(msgspec.Struct):
@@ -123,9 +130,18 @@ async def load_model(request: AnyRequest) -> dict[str, bool]:
 
 @post("/models/unload", status_code=200)
 async def unload_model(request: AnyRequest) -> dict[str, bool]:
-    """Stop a model; answers at once, the exit shows up as a status change."""
-    registry = runtime(request).registry
-    state = registry.get(_named_model(await request.body()))
+    """Stop a model; answers at once, the exit shows up as a status change.
+
+    A download is cancelled instead, and the answer waits until its process has ended.
+    """
+    rt = runtime(request)
+    name = _named_model(await request.body())
+    download = rt.downloads.find(name)
+    if download is not None and download.downloading:
+        await rt.downloads.cancel(download)
+        return {"success": True}
+    registry = rt.registry
+    state = registry.get(name)
     if not state.running or state.stop_requested:
         raise ApiError(400, "model is not running")
     registry.request_stop(state)

@@ -9,6 +9,7 @@ import structlog
 from litestar import Request
 
 from router.catalogue import Catalogue, build_catalogue
+from router.download_jobs import DownloadJobs
 from router.metrics import RequestCounter
 from router.registry import ModelRegistry
 from router.scheduler import Scheduler
@@ -36,10 +37,12 @@ class RouterRuntime:
     registry: ModelRegistry
     scheduler: Scheduler
     requests: RequestCounter
+    downloads: DownloadJobs
 
     async def reload(self) -> None:
         """Re-read the model sources (``?reload=1``, SIGHUP, a finished download)."""
         await self.registry.reload(load_catalogue(self.settings))
+        self.downloads.forget_finished()  # ended downloads leave the list, as upstream
         _log.info("models reloaded", models=sorted(self.registry.catalogue.entries))
 
 

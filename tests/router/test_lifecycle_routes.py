@@ -2,64 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
+from tests.support.model_events import EventReader
 from tests.support.router_process import RouterProcess, running_router
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
-
-
-class EventReader:
-    """Reads ``/models/sse`` on a thread; the stream's first bytes prove the headers arrived."""
-
-    def __init__(self, router: RouterProcess) -> None:
-        self.events: list[dict[str, Any]] = []
-        self._new = threading.Condition()
-        self._client = httpx.Client(base_url=router.url, timeout=None)
-        self._stream = self._client.stream("GET", "/models/sse")
-        self.response = self._stream.__enter__()
-        self._lines = self.response.iter_lines()
-        assert next(self._lines) == ": connected"
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        try:
-            for line in self._lines:
-                if line.startswith("data: "):
-                    with self._new:
-                        self.events.append(json.loads(line[6:]))
-                        self._new.notify_all()
-        except httpx.HTTPError:
-            pass  # closed by the test
-
-    def wait_for(self, model: str, event: str, **data: Any) -> dict[str, Any]:
-        def match() -> dict[str, Any] | None:
-            for item in self.events:
-                payload = item.get("data") or {}
-                if (
-                    item["model"] == model
-                    and item["event"] == event
-                    and all(payload.get(key) == value for key, value in data.items())
-                ):
-                    return item
-            return None
-
-        with self._new:
-            assert self._new.wait_for(lambda: match() is not None, timeout=30), self.events
-        found = match()
-        assert found is not None
-        return found
-
-    def close(self) -> None:
-        self._stream.__exit__(None, None, None)
-        self._client.close()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.router.test_lifecycle_routes import EventReader
+from tests.support.model_events import EventReader
 from tests.support.router_process import RouterProcess, running_router
 from tests.support.tiny_gguf import write_tiny_gguf
 

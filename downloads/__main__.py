@@ -1,0 +1,3 @@
+from downloads.child import main
+
+main()

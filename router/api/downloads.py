@@ -1,0 +1,90 @@
+"""``POST /models`` (download from the hub) and ``DELETE /models`` (remove from the cache).
+
+SPEC §3; the rules for what a removal deletes are in :mod:`downloads.cache_files`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import structlog
+from litestar import Request, delete, post
+from litestar.params import FromQuery
+
+from downloads.cache_files import NotInCache, remove_cached_model
+from router.api.runtime import RouterRuntime, runtime
+from router.catalogue import CatalogueError
+from router.errors import ApiError, decode_body
+
+__all__ = ["download_routes"]
+
+_log = structlog.get_logger("corral.downloads")
+
+AnyRequest = Request[Any, Any, Any]
+
+
+class DownloadRequest(msgspec.Struct):
+    model: str | None = None
+
+
+@post("/models", status_code=200)
+async def start_download(request: AnyRequest) -> dict[str, bool]:
+    """Start fetching ``org/repo[:TAG]``; answers at once, progress goes to ``/models/sse``."""
+    name = decode_body(await request.body(), DownloadRequest).model
+    if not name:
+        raise ApiError(400, "model must be a non-empty string")
+    runtime(request).downloads.start(name)
+    return {"success": True}
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
+
+
+async def _remove_cache_model(rt: RouterRuntime, name: str) -> None:
+    entry = rt.registry.catalogue.resolve(name)
+    if entry is None:
+        raise ApiError(404, f"model '{name}' not found")
+    cache_dir = rt.settings.cache_dir
+    if entry.source != "cache" or cache_dir is None:
+        raise ApiError(
+            400, f"model '{entry.name}' is not removable: only hub-cache models are (it is "
+            f"from {entry.source})"
+        )  # fmt: skip
+    # The entry's path came from scanning the cache; one that leads elsewhere is not ours.
+    if not _inside(entry.path.parent, cache_dir):
+        raise ApiError(400, f"model '{entry.name}' is not inside the hub cache {cache_dir}")
+    await rt.registry.stop(rt.registry.models[entry.name])
+    try:
+        removed = await anyio.to_thread.run_sync(remove_cached_model, cache_dir, entry.name)
+    except NotInCache:
+        removed = []  # gone already (removed by hand, or by another router)
+    _log.info("model removed", model=entry.name, files=[str(path) for path in removed])
+    try:
+        await rt.reload()
+    except CatalogueError as exc:  # e.g. a preset section still names the removed model
+        _log.error("reload after a removal failed", model=entry.name, error=str(exc))
+    rt.registry.events.publish(entry.name, "model_remove")
+
+
+@delete("/models", status_code=200)
+async def delete_model(request: AnyRequest, model: FromQuery[str | None] = None) -> dict[str, bool]:
+    """Remove a cache model's files (stopping it first), or cancel and drop a download."""
+    if not model:
+        raise ApiError(400, "model must be a non-empty string")
+    rt = runtime(request)
+    download = rt.downloads.find(model)
+    if download is not None:
+        await rt.downloads.cancel(download)  # its partial files stay, for a later resume
+        rt.downloads.forget(download)
+        rt.registry.events.publish(download.name, "model_remove")
+        return {"success": True}
+    await _remove_cache_model(rt, model)
+    return {"success": True}
+
+
+download_routes = [start_download, delete_model]
