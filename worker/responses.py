@@ -37,6 +37,9 @@ class ResponseShape:
     """
 
     done_marker = True  # OpenAI streams end with `data: [DONE]`; llama-server's own do not
+    # Set by run_chat before generation starts: Anthropic's stream announces it in its first event,
+    # long before the Finished event that carries the counts.
+    prompt_tokens = 0
 
     def __init__(self, model: str, prefix: str) -> None:
         self.model = model

@@ -10,8 +10,10 @@ from litestar import Litestar
 from litestar.datastructures import State
 
 from router.errors import exception_handlers
+from worker.api.anthropic import anthropic_routes
 from worker.api.generation import ContextError, context_error_response, generation_routes
 from worker.api.model_info import model_info_routes
+from worker.api.responses_api import responses_routes
 from worker.api.state import WorkerState
 
 __all__ = ["WorkerState", "create_worker_app"]
@@ -19,7 +21,12 @@ __all__ = ["WorkerState", "create_worker_app"]
 
 def create_worker_app(state: WorkerState) -> Litestar:
     return Litestar(
-        route_handlers=[*generation_routes, *model_info_routes],
+        route_handlers=[
+            *generation_routes,
+            *anthropic_routes,
+            *responses_routes,
+            *model_info_routes,
+        ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},
         state=State({"worker": state}),
         logging_config=None,

@@ -239,9 +239,9 @@ async def run_chat(
     make = await _generation(
         engine, model, body, prompt, budget, plan.grammar if plan is not None else None
     )
-    return await _generate(
-        request, model, engine, shape(model.settings.alias, plan), body.stream, make
-    )
+    answer = shape(model.settings.alias, plan)
+    answer.prompt_tokens = len(prompt)
+    return await _generate(request, model, engine, answer, body.stream, make)
 
 
 async def count_prompt_tokens(request: AnyRequest, body: ChatRequest) -> int:
