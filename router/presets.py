@@ -115,6 +115,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     # Upstream rejects 0 and anything below -1; -1 means never.
     OptionSpec("sleep-idle-seconds", "int", bound="positive", literals=("-1",)),
     OptionSpec("slots", "bool", spellings=("LLAMA_ARG_ENDPOINT_SLOTS",), negatives=("no-slots",)),
+    OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
+    OptionSpec(
+        "pooling",
+        "choice",
+        spellings=("LLAMA_ARG_POOLING",),
+        literals=("none", "mean", "cls", "last", "rank"),
+    ),
     OptionSpec("webui", "bool", spellings=("ui", "LLAMA_ARG_UI"), negatives=("no-webui", "no-ui")),
 )
 

@@ -16,6 +16,7 @@ from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
+from worker.embeddings import Embedder
 from worker.sampling import SamplingParams, build_sampler, token_piece
 from worker.settings import WorkerSettings
 from worker.templates import ChatTemplate
@@ -75,9 +76,19 @@ class LoadedModel:
         self.n_vocab = self.model.n_vocab()
         self.metadata = self.model.metadata()
         self.ctx = self._new_context()
+        self._embedder: Embedder | None = None
         self.batcher = BatchEngine(
             self.ctx, self.vocab, self.n_vocab, settings.parallel, settings.batch_size, self.metrics
         )
+
+    def embedder(self) -> Embedder:
+        """The embeddings context, made on first use (``--embeddings`` only)."""
+        if self._embedder is None:
+            threads = self.settings.threads or max((os.cpu_count() or 2) // 2, 1)
+            self._embedder = Embedder(
+                self.model.model, self.batcher.n_ctx_seq, threads, self.settings.pooling
+            )
+        return self._embedder
 
     def sleep(self) -> None:
         """Free the weights and the KV cache; :meth:`wake` loads them again."""
@@ -123,6 +134,9 @@ class LoadedModel:
         return ctx
 
     def close(self) -> None:
+        if self._embedder is not None:
+            self._embedder.close()
+            self._embedder = None
         self.batcher.close()
         llama_cpp.llama_free(self.ctx)
         self.model.close()  # type: ignore[no-untyped-call]

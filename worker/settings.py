@@ -39,6 +39,8 @@ class WorkerSettings:
     flash_attn: str = "auto"  # on, off or auto
     parallel: int = 1
     sleep_idle_seconds: float | None = None  # free the weights after this long without work
+    embeddings: bool = False
+    pooling: str | None = None  # none, mean, cls, last, rank; None: the model's own
     rope_freq_base: float = 0.0
     cache_type_k: str | None = None
     cache_type_v: str | None = None
@@ -85,6 +87,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         flash_attn=options.get("flash-attn", "auto"),
         parallel=max(int(number("parallel", 1)), 1),
         sleep_idle_seconds=_sleep_after(options.get("sleep-idle-seconds")),
+        embeddings=options.get("embeddings", "false") == "true",
+        pooling=options.get("pooling"),
         rope_freq_base=number("rope-freq-base", 0.0),
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),

@@ -11,6 +11,7 @@ from litestar.datastructures import State
 
 from router.errors import exception_handlers
 from worker.api.anthropic import anthropic_routes
+from worker.api.embeddings import embedding_routes
 from worker.api.generation import ContextError, context_error_response, generation_routes
 from worker.api.model_info import model_info_routes
 from worker.api.responses_api import responses_routes
@@ -25,6 +26,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *generation_routes,
             *anthropic_routes,
             *responses_routes,
+            *embedding_routes,
             *model_info_routes,
         ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},

@@ -1,0 +1,94 @@
+"""Embeddings through a real worker: shapes, unit norm, per-token vectors, and the opt-in."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.worker.test_main import WorkerProcess, worker
+
+N_EMBD = 64  # the tiny test models' width
+
+
+@pytest.fixture(scope="module")
+def embedding_worker(models_dir: Path) -> Iterator[WorkerProcess]:
+    with worker(models_dir / "alpha.gguf", "--embeddings", "--pooling", "mean") as child:
+        yield child
+
+
+def _norm(vector: list[float]) -> float:
+    return math.sqrt(sum(x * x for x in vector))
+
+
+def test_openai_embeddings_are_unit_vectors_of_the_model_width(
+    embedding_worker: WorkerProcess,
+) -> None:
+    client = openai.OpenAI(base_url=f"{embedding_worker.url}/v1", api_key="x", max_retries=0)
+    result = client.embeddings.create(model="alpha", input=["the world", "once upon a time"])
+    assert [item.index for item in result.data] == [0, 1]
+    for item in result.data:
+        assert len(item.embedding) == N_EMBD
+        assert _norm(item.embedding) == pytest.approx(1.0, abs=1e-4)
+    assert result.data[0].embedding != result.data[1].embedding
+    assert result.usage.prompt_tokens > 0
+    # The client asked for base64 (its default) and decoded it; floats give the same vector.
+    plain = client.embeddings.create(model="alpha", input="the world", encoding_format="float")
+    assert plain.data[0].embedding == pytest.approx(result.data[0].embedding, abs=1e-6)
+
+
+def test_native_embedding_accepts_tokens_and_can_skip_normalising(
+    embedding_worker: WorkerProcess,
+) -> None:
+    url = embedding_worker.url
+    tokens = httpx.post(f"{url}/tokenize", json={"content": "the world"}).json()["tokens"]
+    raw = httpx.post(f"{url}/embedding", json={"content": tokens, "embd_normalize": -1}).json()
+    unit = httpx.post(f"{url}/embedding", json={"content": "the world"}).json()
+    assert len(raw) == 1
+    assert len(raw[0]["embedding"]) == 1
+    assert len(raw[0]["embedding"][0]) == N_EMBD
+    assert _norm(unit[0]["embedding"][0]) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_pooling_none_gives_one_vector_per_token(models_dir: Path) -> None:
+    with worker(models_dir / "alpha.gguf", "--embeddings", "--pooling", "none") as child:
+        tokens = httpx.post(f"{child.url}/tokenize", json={"content": "the world"}).json()
+        body = {"content": tokens["tokens"]}
+        vectors = httpx.post(f"{child.url}/embedding", json=body).json()[0]["embedding"]
+        assert len(vectors) == len(tokens["tokens"])
+        refused = httpx.post(f"{child.url}/v1/embeddings", json={"input": "the world"})
+        assert refused.status_code == 400
+
+
+def test_embeddings_need_the_flag(models_dir: Path) -> None:
+    with worker(models_dir / "alpha.gguf") as child:
+        response = httpx.post(f"{child.url}/v1/embeddings", json={"input": "hi"})
+        assert response.status_code == 501
+        assert response.json()["error"]["type"] == "not_supported_error"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/embeddings", {"input": []}),
+        ("/v1/embeddings", {"input": "x", "encoding_format": "int8"}),
+        ("/v1/embeddings", {}),
+        ("/embedding", {"content": "x", "embd_normalize": 1}),
+        ("/embedding", {"content": "x", "embd_normalize": 7}),
+    ],
+)
+def test_bad_embedding_requests_are_400(
+    embedding_worker: WorkerProcess, path: str, body: dict[str, object]
+) -> None:
+    response = httpx.post(f"{embedding_worker.url}{path}", json=body)
+    assert response.status_code == 400
+
+
+def test_malformed_input_is_400_naming_the_field(embedding_worker: WorkerProcess) -> None:
+    response = httpx.post(f"{embedding_worker.url}/v1/embeddings", json={"input": [1.5, {}]})
+    assert response.status_code == 400
+    assert "input" in response.json()["error"]["message"]

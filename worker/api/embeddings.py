@@ -1,0 +1,121 @@
+"""Embedding routes: OpenAI's ``/v1/embeddings`` and llama-server's ``/embedding``.
+
+As upstream, they answer only when the worker runs with ``--embeddings``: a chat model's
+vectors are rarely what a client wants, so asking for them is explicit.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from typing import Annotated, Any
+
+import msgspec
+from litestar import post
+from msgspec import Meta
+
+from router.errors import ApiError, decode_body
+from worker.api.state import AnyRequest, loaded
+from worker.embeddings import normalized
+from worker.engine import Engine
+from worker.model import LoadedModel
+
+__all__ = ["embedding_routes"]
+
+# One string, several strings, one tokenized input or several: msgspec unions take only one list
+# type, so the shapes are told apart in _inputs.
+Input = str | list[Any]
+
+
+class OpenAIEmbeddingRequest(msgspec.Struct, kw_only=True):
+    input: Input
+    model: str | None = None
+    encoding_format: str = "float"
+
+
+class NativeEmbeddingRequest(msgspec.Struct, kw_only=True):
+    content: Input
+    # llama-server's choice of norm: -1 none, 2 Euclidean (its default).
+    embd_normalize: Annotated[int, Meta(ge=-1, le=2)] = 2
+
+
+def _is_tokens(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(t, int) and not isinstance(t, bool) for t in value
+    )
+
+
+def _inputs(value: Input, field: str) -> list[str | list[int]]:
+    if isinstance(value, str):
+        return [value]
+    if not value:
+        raise ApiError(400, f"{field} is empty")
+    if _is_tokens(value):
+        return [value]  # one tokenized input
+    if all(isinstance(item, str) or _is_tokens(item) for item in value):
+        return list(value)
+    raise ApiError(400, f"{field} must be a string, a list of strings or of token lists")
+
+
+async def _embed(
+    engine: Engine, model: LoadedModel, inputs: list[str | list[int]]
+) -> tuple[list[list[list[float]]], int]:
+    """Each input's vectors, and how many tokens they took in all."""
+    if not model.settings.embeddings:
+        raise ApiError(501, "This server does not support embeddings. Start it with `--embeddings`")
+
+    def run() -> tuple[list[list[list[float]]], int]:
+        embedder = model.embedder()
+        vectors, used = [], 0
+        for item in inputs:
+            tokens = item if isinstance(item, list) else model.text_prompt(item)
+            used += len(tokens)
+            vectors.append(embedder.embed(tokens))
+        return vectors, used
+
+    try:
+        return await engine.call(run)
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+def _encode(vector: list[float], body: OpenAIEmbeddingRequest) -> list[float] | str:
+    if body.encoding_format == "float":
+        return vector
+    # OpenAI's base64 form, which its clients ask for by default: little-endian float32.
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+
+
+@post(["/v1/embeddings", "/embeddings"], status_code=200)
+async def openai_embeddings(request: AnyRequest) -> dict[str, Any]:
+    engine, model = loaded(request)
+    body = decode_body(await request.body(), OpenAIEmbeddingRequest)
+    if body.encoding_format not in ("float", "base64"):
+        raise ApiError(400, "encoding_format must be 'float' or 'base64'")
+    if model.settings.pooling == "none":
+        raise ApiError(400, "pooling 'none' gives one vector per token; use /embedding")
+    vectors, used = await _embed(engine, model, _inputs(body.input, "input"))
+    return {
+        "object": "list",
+        "model": model.settings.alias,
+        "data": [
+            {"object": "embedding", "index": i, "embedding": _encode(normalized(v[0]), body)}
+            for i, v in enumerate(vectors)
+        ],
+        "usage": {"prompt_tokens": used, "total_tokens": used},
+    }
+
+
+@post("/embedding", status_code=200)
+async def native_embedding(request: AnyRequest) -> list[dict[str, Any]]:
+    engine, model = loaded(request)
+    body = decode_body(await request.body(), NativeEmbeddingRequest)
+    if body.embd_normalize not in (-1, 2):
+        raise ApiError(400, "embd_normalize: only -1 (none) and 2 (Euclidean) are supported")
+    vectors, _ = await _embed(engine, model, _inputs(body.content, "content"))
+    if body.embd_normalize == 2:
+        vectors = [[normalized(v) for v in per_input] for per_input in vectors]
+    return [{"index": i, "embedding": per_input} for i, per_input in enumerate(vectors)]
+
+
+embedding_routes = [openai_embeddings, native_embedding]
