@@ -105,9 +105,11 @@ async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
         _log.warning("option accepted but not supported yet", option=name, value=value)
     _log.info("listening", host=settings.host, port=port, model=str(settings.model))
     engine.start(load, sleep_after=settings.sleep_idle_seconds, on_sleep=on_sleep, wake=wake)
+    sweeper = asyncio.create_task(state.sessions.sweep_forever())
     try:
         await server.serve(sockets=[sock])
     finally:
+        sweeper.cancel()
         engine.stop()
     return exit_code
 

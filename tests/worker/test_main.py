@@ -20,8 +20,15 @@ from worker.lifeline import ROUTER_PID_ENV
 class WorkerProcess:
     """A worker child, read the way the router reads it."""
 
-    def __init__(self, model: Path, *, as_child: bool, args: tuple[str, ...] = ()) -> None:
-        env = dict(os.environ)
+    def __init__(
+        self,
+        model: Path,
+        *,
+        as_child: bool,
+        args: tuple[str, ...] = (),
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        env = {**os.environ, **(extra_env or {})}
         env.pop(ROUTER_PID_ENV, None)
         if as_child:
             env[ROUTER_PID_ENV] = str(os.getpid())
@@ -62,9 +69,11 @@ class WorkerProcess:
 
 
 @contextmanager
-def worker(model: Path, *args: str, as_child: bool = True) -> Iterator[WorkerProcess]:
+def worker(
+    model: Path, *args: str, as_child: bool = True, env: dict[str, str] | None = None
+) -> Iterator[WorkerProcess]:
     """A worker for ``model``; ``args`` are extra flags (later ones win over the defaults)."""
-    process = WorkerProcess(model, as_child=as_child, args=args)
+    process = WorkerProcess(model, as_child=as_child, args=args, extra_env=env)
     try:
         yield process
     finally:

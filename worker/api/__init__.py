@@ -16,6 +16,7 @@ from worker.api.generation import ContextError, context_error_response, generati
 from worker.api.model_info import model_info_routes
 from worker.api.responses_api import responses_routes
 from worker.api.state import WorkerState
+from worker.api.streams import stream_routes
 
 __all__ = ["WorkerState", "create_worker_app"]
 
@@ -27,6 +28,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *anthropic_routes,
             *responses_routes,
             *embedding_routes,
+            *stream_routes,
             *model_info_routes,
         ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},

@@ -18,7 +18,7 @@ from litestar.response.base import ASGIResponse
 from router.disconnect import until_disconnected
 from router.errors import ApiError, decode_body, json_response, sse_error_event
 from router.streaming import SSE_HEADERS, ClosingStreamingResponse
-from worker.api.state import AnyRequest, loaded
+from worker.api.state import AnyRequest, WorkerState, loaded
 from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine import Engine
 from worker.grammars import GrammarError, grammar_for
@@ -162,13 +162,20 @@ async def _generate(
     if not stream:
         text, finished = await until_disconnected(request, _collect(events))
         return json_response(shape.whole(text, finished))
+    conversation = request.headers.get("x-conversation-id")
     # The first event decides the status: a failure before any token is a proper JSON error.
-    first = await until_disconnected(request, anext(events))
+    # A resumable session's client may leave at any time without stopping anything.
+    waiting = anext(events)
+    first = await (waiting if conversation else until_disconnected(request, waiting))
     if isinstance(first, Failed):
         await events.aclose()
         raise ApiError(500, first.message)
+    chunks = _stream(shape, first, events)
+    if conversation:
+        state: WorkerState = request.app.state.worker
+        chunks = state.sessions.produce(conversation, chunks)
     return ClosingStreamingResponse(
-        iterator=_stream(shape, first, events), media_type="text/event-stream", headers=SSE_HEADERS
+        iterator=chunks, media_type="text/event-stream", headers=SSE_HEADERS
     )
 
 

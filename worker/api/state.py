@@ -12,6 +12,7 @@ from router.errors import ApiError
 from worker.engine import Engine
 from worker.model import LoadedModel
 from worker.settings import WorkerSettings
+from worker.stream_sessions import StreamSessions, StreamSettings
 
 __all__ = ["AnyRequest", "WorkerState", "loaded"]
 
@@ -24,6 +25,9 @@ class WorkerState:
     engine: Engine
     model: LoadedModel | None = None
     started: float = field(default_factory=time.time)
+    sessions: StreamSessions = field(
+        default_factory=lambda: StreamSessions(StreamSettings.from_environment())
+    )
 
 
 def loaded(request: AnyRequest) -> tuple[Engine, LoadedModel]:
