@@ -11,7 +11,7 @@ import structlog
 from litestar import Litestar
 from litestar.datastructures import State
 
-from router.api import inference_routes, model_routes, webui_routes
+from router.api import inference_routes, model_routes, stream_routes, webui_routes
 from router.api.downloads import download_routes
 from router.api.runtime import RouterRuntime, load_catalogue
 from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
@@ -98,7 +98,13 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
 
     auth = ApiKeyAuth(settings.api_keys)
     return Litestar(
-        route_handlers=[*model_routes, *download_routes, *inference_routes, *webui_routes],
+        route_handlers=[
+            *model_routes,
+            *download_routes,
+            *inference_routes,
+            *stream_routes,
+            *webui_routes,
+        ],
         exception_handlers=auth.exception_handlers(exception_handlers),
         middleware=auth.middleware(),
         cors_config=build_cors_config(settings.cors_origins),

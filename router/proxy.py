@@ -8,7 +8,7 @@ worker stop generating (SPEC §3).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -23,7 +23,7 @@ from router.registry import FAKE_TIMING_SECONDS, ModelState
 from router.scheduler import Scheduler
 from router.streaming import ClosingStreamingResponse
 
-__all__ = ["autoload_wanted", "forward"]
+__all__ = ["autoload_wanted", "forward", "relay"]
 
 _log = structlog.get_logger("corral.proxy")
 _HOP_BY_HOP = {
@@ -85,11 +85,36 @@ async def forward(
     body: bytes | None,
     *,
     autoload: bool,
+    still_wanted: Callable[[], bool] | None = None,
 ) -> ASGIResponse:
+    """Load the model if needed and allowed, then relay the request to its worker.
+
+    ``still_wanted`` marks a resumable-session POST (SPEC §5): its client may leave while the
+    model loads and it is forwarded all the same, so the generation lands in the session;
+    a DELETE of the conversation meanwhile makes ``still_wanted()`` false and the request fails.
+    """
     name = state.entry.name
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
-    state = await until_disconnected(request, scheduler.acquire(name))
+    detached = still_wanted is not None
+    waiting = scheduler.acquire(name)
+    state = await (waiting if detached else until_disconnected(request, waiting))
+    if still_wanted is not None and not still_wanted():
+        scheduler.release(state)
+        raise ApiError(400, "request cancelled by a stop while the model was loading")
+    return await relay(request, scheduler, state, body, detached=detached)
+
+
+async def relay(
+    request: Request[Any, Any, Any],
+    scheduler: Scheduler,
+    state: ModelState,
+    body: bytes | None,
+    *,
+    detached: bool = False,
+) -> ASGIResponse:
+    """Send the request to the worker of a model it is already counted busy on."""
+    name = state.entry.name
     client = state.client
     if client is None:  # stopped between becoming ready and now
         scheduler.release(state)
@@ -106,7 +131,8 @@ async def forward(
     try:
         if FAKE_TIMING_SECONDS:
             await anyio.sleep(FAKE_TIMING_SECONDS)
-        upstream = await until_disconnected(request, client.send(upstream_request, stream=True))
+        sending = client.send(upstream_request, stream=True)
+        upstream = await (sending if detached else until_disconnected(request, sending))
     except BaseException as exc:
         scheduler.release(state)
         if isinstance(exc, httpx.TransportError):

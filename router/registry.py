@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +115,7 @@ class ModelRegistry:
     ) -> None:
         self.events = events or EventBus()
         self._timeout = timeout
+        self.exit_listeners: list[Callable[[str], None]] = []  # called with a model's name
         self.changed = Broadcast()
         self._launcher = launcher
         self._tasks = task_group
@@ -257,6 +259,8 @@ class ModelRegistry:
             state.client = None
         state.loaded.set()
         state.exited.set()
+        for listener in self.exit_listeners:
+            listener(state.entry.name)
         self._set_status(state, Status.UNLOADED, exit_code=state.exit_code or 0)
         log = _log.info if expected or not returncode else _log.error
         log("worker exited", model=state.entry.name, code=returncode, reason=reason)

@@ -46,6 +46,10 @@ class Scheduler:
         self.wait_seconds = 0.0
         self.evictions = 0
 
+    def is_queued(self, name: str) -> bool:
+        """Whether requests wait for this model to load."""
+        return any(entry.name == name for entry in self._queue)
+
     @property
     def queue_depth(self) -> int:
         return sum(entry.waiters for entry in self._queue)
@@ -198,6 +202,17 @@ class Scheduler:
                     _log.info("unloading idle model", model=state.entry.name, ttl=ttl)
                     self._registry.request_stop(state)
             await anyio.sleep(_TTL_CHECK_SECONDS)
+
+    def hold(self, state: ModelState) -> bool:
+        """Count a request on a model that is running now, without ever loading it.
+
+        For replays of resumable streams: they follow a worker's session, and must neither
+        start a worker nor let the model be evicted under them. False if it is not running.
+        """
+        if state.status not in (Status.LOADED, Status.SLEEPING) or state.stop_requested:
+            return False
+        state.in_flight += 1
+        return True
 
     def release(self, state: ModelState) -> None:
         """A request acquired with :meth:`acquire` finished: the model may be evictable now."""

@@ -2,6 +2,7 @@
 
 from router.api.inference import inference_routes
 from router.api.models import model_routes
+from router.api.streams import stream_routes
 from router.api.webui import webui_routes
 
-__all__ = ["inference_routes", "model_routes", "webui_routes"]
+__all__ = ["inference_routes", "model_routes", "stream_routes", "webui_routes"]

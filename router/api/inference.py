@@ -37,13 +37,23 @@ async def forward_to_model(
     if not name:
         raise ApiError(400, "model name is missing from the request")
     rt = runtime(request)
+    state = rt.registry.get(name)
+    still_wanted = None
+    conversation = request.headers.get("x-conversation-id")
+    if conversation and request.method == "POST":
+        ticket = rt.conversations.claim(conversation, state.entry.name)
+
+        def still_wanted() -> bool:
+            return rt.conversations.holds(conversation, ticket)
+
     try:
         response = await forward(
             request,
             rt.scheduler,
-            rt.registry.get(name),
+            state,
             body,
             autoload=autoload_wanted(request, rt.settings.models_autoload),
+            still_wanted=still_wanted,
         )
     except ApiError as exc:
         rt.requests.count(request.url.path, exc.status)

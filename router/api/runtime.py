@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 from litestar import Request
 
 from router.catalogue import Catalogue, build_catalogue
+from router.conversations import ConversationOwners
 from router.download_jobs import DownloadJobs
 from router.metrics import RequestCounter
 from router.registry import ModelRegistry
@@ -38,6 +39,10 @@ class RouterRuntime:
     scheduler: Scheduler
     requests: RequestCounter
     downloads: DownloadJobs
+    conversations: ConversationOwners = field(default_factory=ConversationOwners)
+
+    def __post_init__(self) -> None:
+        self.registry.exit_listeners.append(self.conversations.forget_model)
 
     async def reload(self) -> None:
         """Re-read the model sources (``?reload=1``, SIGHUP, a finished download)."""

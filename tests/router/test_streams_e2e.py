@@ -1,0 +1,148 @@
+"""Resumable streams through the router (SPEC §5), including the load-time cases.
+
+To hold a model "loading" for as long as a test needs, without timing: with --models-max 1,
+alpha is kept busy by an endless stream, so a request for beta waits in the queue until the
+test lets alpha go.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.support.router_process import RouterProcess, running_router
+
+CHAT = [{"role": "user", "content": "hi"}]
+
+
+def _body(model: str, max_tokens: int) -> dict[str, Any]:
+    return {"model": model, "messages": CHAT, "max_tokens": max_tokens, "stream": True,
+            "ignore_eos": True}  # fmt: skip
+
+
+@pytest.fixture
+def one_slot(models_dir: Path) -> Iterator[RouterProcess]:
+    args = ["--models-dir", str(models_dir), "--models-max", "1", "--ctx-size", "32768"]
+    with running_router(args) as router:
+        yield router
+
+
+@contextmanager
+def busy_alpha(router: RouterProcess) -> Iterator[None]:
+    """alpha generates until the block ends: nothing can evict it meanwhile."""
+    with router.client.stream("POST", "/v1/chat/completions", json=_body("alpha", 30_000)) as s:
+        lines = s.iter_lines()
+        next(line for line in lines if '"content":"' in line)
+        yield
+
+
+def _queued(router: RouterProcess) -> float:
+    text = router.client.get("/metrics").text
+    return float(next(line.split()[1] for line in text.splitlines()
+                      if line.startswith("corral_queue_depth")))  # fmt: skip
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    """Wait for a state the router reports but does not announce."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def _wait_queued(router: RouterProcess) -> None:
+    _until(lambda: _queued(router) >= 1, "a request to queue for beta")
+
+
+def test_replay_lookup_and_stop_through_the_router(router: RouterProcess) -> None:
+    conv = "chat-1::alpha"
+    headers = {"X-Conversation-Id": conv}
+    with router.client.stream(
+        "POST", "/v1/chat/completions", json=_body("alpha", 20), headers=headers
+    ) as response:
+        received = b"".join(response.iter_raw())
+    replay = router.client.get("/v1/stream", params={"conv_id": conv, "from": 0})
+    assert replay.content == received
+    found = router.client.post("/v1/streams/lookup", json={"conversation_ids": [conv, "x"]})
+    assert [item["conversation_id"] for item in found.json()] == [conv]
+    assert found.json()[0]["is_done"] is True
+    assert router.client.delete("/v1/stream", params={"conv_id": conv}).status_code == 204
+    assert router.client.get("/v1/stream", params={"conv_id": conv}).status_code == 404
+
+
+def test_unknown_and_malformed_stream_requests(router: RouterProcess) -> None:
+    assert router.client.get("/v1/stream", params={"conv_id": "nope"}).status_code == 404
+    assert router.client.get("/v1/stream").status_code == 400
+    assert router.client.delete("/v1/stream").status_code == 400
+    assert router.client.delete("/v1/stream", params={"conv_id": "nope"}).status_code == 204
+    bad = router.client.post("/v1/streams/lookup", content=b"{nope")
+    assert bad.status_code == 400
+    assert router.client.post("/v1/streams/lookup", json={"conversation_ids": []}).json() == []
+
+
+def test_replay_during_a_load_is_503_and_a_stop_cancels_the_parked_request(
+    one_slot: RouterProcess,
+) -> None:
+    router = one_slot
+    conv = "chat-2::beta"
+    outcome: dict[str, httpx.Response] = {}
+    with busy_alpha(router):
+
+        def post() -> None:
+            outcome["post"] = router.client.post(
+                "/v1/chat/completions", json=_body("beta", 5), headers={"X-Conversation-Id": conv}
+            )
+
+        poster = threading.Thread(target=post)
+        poster.start()
+        _wait_queued(router)
+        waiting = router.client.get("/v1/stream", params={"conv_id": conv})
+        assert waiting.status_code == 503
+        assert waiting.json()["error"]["type"] == "unavailable_error"
+        assert router.client.delete("/v1/stream", params={"conv_id": conv}).status_code == 204
+    poster.join(timeout=60)  # alpha is idle now: beta loads and the parked request resumes
+    assert outcome["post"].status_code == 400
+    assert "cancelled" in outcome["post"].json()["error"]["message"]
+    assert router.client.get("/v1/stream", params={"conv_id": conv}).status_code == 404
+
+
+def _raw_post(url: str, body: dict[str, Any], headers: dict[str, str]) -> socket.socket:
+    """A client that can vanish mid-request without saying goodbye."""
+    parts = urlsplit(url)
+    sock = socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80))
+    payload = json.dumps(body).encode()
+    head = [
+        "POST /v1/chat/completions HTTP/1.1",
+        f"Host: {parts.netloc}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(payload)}",
+        *(f"{key}: {value}" for key, value in headers.items()),
+    ]
+    sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+    return sock
+
+
+def test_session_survives_a_client_that_vanished_during_the_load(one_slot: RouterProcess) -> None:
+    router = one_slot
+    conv = "chat-3::beta"
+    with busy_alpha(router):
+        sock = _raw_post(router.url, _body("beta", 8), {"X-Conversation-Id": conv})
+        _wait_queued(router)
+        sock.close()  # the browser reloaded while beta was waiting for its slot
+    # alpha went idle when its stream closed: beta loads, and the POST still reaches it.
+    while not router.client.post("/v1/streams/lookup", json={"conversation_ids": [conv]}).json():
+        pass
+    replay = router.client.get("/v1/stream", params={"conv_id": conv, "from": 0})
+    assert replay.status_code == 200
+    assert replay.content.endswith(b"data: [DONE]\n\n")
+    assert replay.content.count(b'"finish_reason":"length"') == 1
