@@ -146,3 +146,16 @@ def test_session_survives_a_client_that_vanished_during_the_load(one_slot: Route
     assert replay.status_code == 200
     assert replay.content.endswith(b"data: [DONE]\n\n")
     assert replay.content.count(b'"finish_reason":"length"') == 1
+
+
+def test_unloading_the_owner_forgets_its_conversations(router: RouterProcess) -> None:
+    conv = "chat-4"
+    with router.client.stream(
+        "POST", "/v1/chat/completions", json=_body("alpha", 3), headers={"X-Conversation-Id": conv}
+    ) as response:
+        b"".join(response.iter_raw())
+    assert router.client.get("/v1/stream", params={"conv_id": conv}).status_code == 200
+    assert router.client.post("/models/unload", json={"model": "alpha"}).status_code == 200
+    router.wait_for_log("worker exited", model="alpha")
+    assert router.client.get("/v1/stream", params={"conv_id": conv}).status_code == 404
+    assert router.models()["alpha"]["status"]["value"] == "unloaded"  # a replay loads nothing
