@@ -188,6 +188,41 @@ class LoadedModel:
         """Raise ``ValueError`` if llama.cpp cannot parse the request's grammar."""
         llama_cpp.llama_sampler_free(build_sampler(params, self.vocab, self.n_vocab))
 
+    def infill_prompt(
+        self, prefix: str, suffix: str, prompt: str, extra: list[tuple[str, str]]
+    ) -> list[int]:
+        """llama-server's fill-in-the-middle layout; ``ValueError`` for models without FIM.
+
+        [extra files] [BOS] FIM_PRE prefix prompt FIM_SUF suffix FIM_MID, extra files being
+        FIM_SEP filename text each when the model has a separator token.
+        """
+        vocab = self.vocab
+        pre, suf, mid = (
+            llama_cpp.llama_vocab_fim_pre(vocab),
+            llama_cpp.llama_vocab_fim_suf(vocab),
+            llama_cpp.llama_vocab_fim_mid(vocab),
+        )
+        missing = [name for name, token in (("prefix", pre), ("suffix", suf), ("middle", mid))
+                   if token < 0]  # fmt: skip
+        if missing:
+            raise ValueError(
+                f"Infill is not supported by this model: no {', '.join(missing)} token"
+            )
+
+        def plain(text: str) -> list[int]:
+            return self.tokenize(text, add_special=False, parse_special=False)
+
+        sep = llama_cpp.llama_vocab_fim_sep(vocab)
+        tokens: list[int] = []
+        for filename, text in extra:
+            tokens += (
+                [sep, *plain(f"{filename}\n")] if sep >= 0 else plain("\n\n--- snippet ---\n\n")
+            )
+            tokens += plain(text)
+        if self.model.add_bos_token():
+            tokens.append(self.model.token_bos())
+        return [*tokens, pre, *plain(prefix), *plain(prompt), suf, *plain(suffix), mid]
+
     def text_prompt(self, prompt: str | list[int]) -> list[int]:
         if isinstance(prompt, list):
             return prompt

@@ -16,6 +16,8 @@ __all__ = [
     "ChatRequest",
     "CompletionRequest",
     "DetokenizeRequest",
+    "InfillChunk",
+    "InfillRequest",
     "NativeCompletionRequest",
     "SamplingFields",
     "TokenizeRequest",
@@ -78,6 +80,22 @@ class NativeCompletionRequest(SamplingFields, kw_only=True):
     """llama-server's own ``/completion``."""
 
     prompt: str | list[int]
+    n_predict: TokenBudget | None = None
+    max_tokens: TokenBudget | None = None
+
+
+class InfillChunk(msgspec.Struct):
+    text: str = ""
+    filename: str = "tmp"
+
+
+class InfillRequest(SamplingFields, kw_only=True):
+    """llama-server's ``/infill``: fill in between a prefix and a suffix (code models)."""
+
+    input_prefix: str = ""
+    input_suffix: str = ""
+    input_extra: list[InfillChunk] = msgspec.field(default_factory=list)
+    prompt: str = ""
     n_predict: TokenBudget | None = None
     max_tokens: TokenBudget | None = None
 

@@ -54,6 +54,7 @@ _SPECIALS: tuple[tuple[str, gguf.TokenType], ...] = (
     ("<|im_end|>", gguf.TokenType.CONTROL),
 )
 _UNK, _BOS, _EOS, _IM_START, _IM_END = range(len(_SPECIALS))
+_FIM_TOKENS = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 
 
 def _vocab() -> tuple[list[str], list[float], list[int]]:
@@ -94,13 +95,20 @@ def write_tiny_gguf(
     chat_template: str | None = CHATML_TEMPLATE,
     context_length: int = 2048,
     seed: int = 0,
+    fim: bool = False,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
     Same arguments give byte-identical files. ``chat_template=None`` omits the
-    ``tokenizer.chat_template`` key entirely, as some real models do.
+    ``tokenizer.chat_template`` key entirely, as some real models do. ``fim=True`` adds
+    fill-in-the-middle tokens, as code models have, for ``/infill``.
     """
     tokens, scores, types = _vocab()
+    fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
+    if fim:
+        tokens += list(_FIM_TOKENS)
+        scores += [0.0] * len(_FIM_TOKENS)
+        types += [int(gguf.TokenType.CONTROL)] * len(_FIM_TOKENS)
     rng = np.random.default_rng(seed)
     n_kv = _N_HEAD_KV * _HEAD_DIM
 
@@ -127,6 +135,16 @@ def write_tiny_gguf(
     # ChatML models end a turn with <|im_end|>, not </s>; marking it EOT makes llama.cpp
     # treat it as end-of-generation.
     writer.add_eot_token_id(_IM_END)
+    for key, token_id in zip(
+        (
+            gguf.Keys.Tokenizer.FIM_PRE_ID,
+            gguf.Keys.Tokenizer.FIM_SUF_ID,
+            gguf.Keys.Tokenizer.FIM_MID_ID,
+        ),
+        fim_ids,
+        strict=False,
+    ):
+        writer.add_uint32(key, token_id)
     writer.add_add_bos_token(True)
     writer.add_add_eos_token(False)
     if chat_template is not None:

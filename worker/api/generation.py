@@ -23,7 +23,13 @@ from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine import Engine
 from worker.grammars import GrammarError, grammar_for
 from worker.model import LoadedModel
-from worker.protocol import ChatRequest, CompletionRequest, NativeCompletionRequest, SamplingFields
+from worker.protocol import (
+    ChatRequest,
+    CompletionRequest,
+    InfillRequest,
+    NativeCompletionRequest,
+    SamplingFields,
+)
 from worker.responses import ChatShape, NativeShape, ResponseShape, TextShape, ToolChatShape
 from worker.sampling import SamplingParams
 from worker.tools import ToolPlan, plan_tools
@@ -289,8 +295,26 @@ async def native_completion(request: AnyRequest) -> ASGIResponse:
     )
 
 
+@post("/infill", status_code=200)
+async def infill(request: AnyRequest) -> ASGIResponse:
+    engine, model = loaded(request)
+    body = decode_body(await request.body(), InfillRequest)
+    extra = [(chunk.filename, chunk.text) for chunk in body.input_extra]
+    try:
+        prompt = await engine.call(
+            lambda: model.infill_prompt(body.input_prefix, body.input_suffix, body.prompt, extra)
+        )
+    except ValueError as exc:
+        raise ApiError(501, str(exc)) from None
+    make = await _generation(
+        engine, model, body, prompt, _budget(model, body.n_predict, body.max_tokens)
+    )
+    shape = NativeShape(model.settings.alias)
+    return await _generate(request, model, engine, shape, body.stream, make)
+
+
 def context_error_response(request: AnyRequest, exc: ContextError) -> Response[dict[str, Any]]:
     return Response(exc.body, status_code=400)
 
 
-generation_routes = [chat_completions, completions, native_completion]
+generation_routes = [chat_completions, completions, native_completion, infill]
