@@ -97,8 +97,13 @@ async def forward(
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
     detached = still_wanted is not None
-    waiting = scheduler.acquire(name)
-    state = await (waiting if detached else until_disconnected(request, waiting))
+    # Most requests find their model ready: no waiting, so no need to watch for a disconnect.
+    ready = scheduler.acquire_if_ready(name)
+    if ready is not None:
+        state = ready
+    else:
+        waiting = scheduler.acquire(name)
+        state = await (waiting if detached else until_disconnected(request, waiting))
     if still_wanted is not None and not still_wanted():
         scheduler.release(state)
         raise ApiError(400, "request cancelled by a stop while the model was loading")

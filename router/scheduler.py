@@ -57,16 +57,24 @@ class Scheduler:
     def _ready(self, state: ModelState) -> bool:
         return state.status in (Status.LOADED, Status.SLEEPING) and not state.stop_requested
 
+    def acquire_if_ready(self, name: str) -> ModelState | None:
+        """The fast path of :meth:`acquire`: the model serves now, so nothing waits."""
+        state = self._registry.get(name)
+        if not self._ready(state):
+            return None
+        state.in_flight += 1
+        return state
+
     async def acquire(self, name: str) -> ModelState:
         """Return the model once it serves, loading it (and evicting others) as needed.
 
         The request is counted busy on the model before it leaves the queue, so nobody can evict
         the model between its load and its use; the caller must :meth:`release` it.
         """
+        ready = self.acquire_if_ready(name)
+        if ready is not None:
+            return ready
         state = self._registry.get(name)
-        if self._ready(state):
-            state.in_flight += 1
-            return state
         entry = self._join(name)
         started = time.monotonic()
         try:
