@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fake_hub import FakeHub
 from tests.support.router_process import RouterProcess, running_router
 from tests.support.tiny_gguf import write_tiny_gguf
 
@@ -25,3 +26,16 @@ def router(models_dir: Path) -> Iterator[RouterProcess]:
     """A fresh router per test, so one test's crashed or loaded workers never leak into another."""
     with running_router(["--models-dir", str(models_dir), "--ctx-size", "512"]) as process:
         yield process
+
+
+@pytest.fixture
+def hub() -> Iterator[FakeHub]:
+    """A local server speaking the Hugging Face hub's protocol (HF_ENDPOINT points at it)."""
+    with FakeHub() as fake:
+        yield fake
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    """An empty hub cache directory for one test."""
+    return tmp_path / "hub-cache"

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from tests.support.fake_hub import FakeHub
 from tests.support.tiny_gguf import write_tiny_gguf
 
 
@@ -18,14 +14,3 @@ def gguf_bytes(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     return [
         write_tiny_gguf(directory / f"m{seed}.gguf", seed=seed).read_bytes() for seed in range(3)
     ]
-
-
-@pytest.fixture
-def hub() -> Iterator[FakeHub]:
-    with FakeHub() as fake:
-        yield fake
-
-
-@pytest.fixture
-def cache(tmp_path: Path) -> Path:
-    return tmp_path / "hub-cache"

@@ -57,17 +57,6 @@ def payloads(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
 
 
 @pytest.fixture
-def hub() -> Iterator[FakeHub]:
-    with FakeHub() as fake:
-        yield fake
-
-
-@pytest.fixture
-def cache(tmp_path: Path) -> Path:
-    return tmp_path / "hub-cache"
-
-
-@pytest.fixture
 def env(hub: FakeHub, cache: Path, tmp_path: Path) -> dict[str, str]:
     # HF_HOME too: huggingface_hub must not find a developer's real token or settings.
     return {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}

@@ -21,15 +21,17 @@ def roomy_router(models_dir: Path) -> Iterator[RouterProcess]:
         yield router
 
 
+LONG_STREAM = {
+    "model": "alpha",
+    "messages": [{"role": "user", "content": "hi"}],
+    "max_tokens": LONG,
+    "stream": True,
+    "ignore_eos": True,  # the random tiny model may sample its end token at any time
+}
+
+
 def test_client_disconnect_stops_the_generation(roomy_router: RouterProcess) -> None:
-    body = {
-        "model": "alpha",
-        "messages": [{"role": "user", "content": "hi"}],
-        "max_tokens": LONG,
-        "stream": True,
-        "ignore_eos": True,  # the random tiny model may sample its end token at any time
-    }
-    with roomy_router.client.stream("POST", "/v1/chat/completions", json=body) as stream:
+    with roomy_router.client.stream("POST", "/v1/chat/completions", json=LONG_STREAM) as stream:
         lines = stream.iter_lines()
         first = next(line for line in lines if line.startswith("data: "))
         assert '"chat.completion.chunk"' in first
@@ -54,13 +56,7 @@ def test_model_given_with_m_is_loaded_at_startup(models_dir: Path) -> None:
 def test_worker_killed_mid_stream_ends_the_stream_with_an_error_event(
     roomy_router: RouterProcess,
 ) -> None:
-    body = {
-        "model": "alpha",
-        "messages": [{"role": "user", "content": "hi"}],
-        "max_tokens": LONG,
-        "stream": True,
-        "ignore_eos": True,  # the random tiny model may sample its end token at any time
-    }
+    body = LONG_STREAM
     with roomy_router.client.stream("POST", "/v1/chat/completions", json=body) as stream:
         lines = stream.iter_lines()
         assert next(line for line in lines if line.startswith("data: "))

@@ -269,30 +269,34 @@ async def chat_completions(request: AnyRequest) -> ASGIResponse:
     return await run_chat(request, decode_body(await request.body(), ChatRequest))
 
 
+async def _complete_text(
+    request: AnyRequest,
+    body_type: type[CompletionRequest] | type[NativeCompletionRequest],
+    shape_type: type[TextShape] | type[NativeShape],
+) -> ASGIResponse:
+    """A raw-prompt completion; the two routes differ in shape and in which budget field wins."""
+    engine, model = loaded(request)
+    body = decode_body(await request.body(), body_type)
+    prompt = await engine.call(lambda: model.text_prompt(body.prompt))
+    fields = (
+        (body.max_tokens, body.n_predict)
+        if body_type is CompletionRequest
+        else (body.n_predict, body.max_tokens)
+    )
+    make = await _generation(engine, model, body, prompt, _budget(model, *fields))
+    return await _generate(
+        request, model, engine, shape_type(model.settings.alias), body.stream, make
+    )
+
+
 @post(["/v1/completions", "/completions"], status_code=200)
 async def completions(request: AnyRequest) -> ASGIResponse:
-    engine, model = loaded(request)
-    body = decode_body(await request.body(), CompletionRequest)
-    prompt = await engine.call(lambda: model.text_prompt(body.prompt))
-    make = await _generation(
-        engine, model, body, prompt, _budget(model, body.max_tokens, body.n_predict)
-    )
-    return await _generate(
-        request, model, engine, TextShape(model.settings.alias), body.stream, make
-    )
+    return await _complete_text(request, CompletionRequest, TextShape)
 
 
 @post("/completion", status_code=200)
 async def native_completion(request: AnyRequest) -> ASGIResponse:
-    engine, model = loaded(request)
-    body = decode_body(await request.body(), NativeCompletionRequest)
-    prompt = await engine.call(lambda: model.text_prompt(body.prompt))
-    make = await _generation(
-        engine, model, body, prompt, _budget(model, body.n_predict, body.max_tokens)
-    )
-    return await _generate(
-        request, model, engine, NativeShape(model.settings.alias), body.stream, make
-    )
+    return await _complete_text(request, NativeCompletionRequest, NativeShape)
 
 
 @post("/infill", status_code=200)
