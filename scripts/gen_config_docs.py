@@ -1,0 +1,662 @@
+"""Render docs/configuration.md from the code that defines Corral's options.
+
+    .venv/bin/python scripts/gen_config_docs.py           # rewrite docs/configuration.md
+    .venv/bin/python scripts/gen_config_docs.py --check   # exit 1 if it is out of date
+
+Flags come from the real argparse parsers (``corral serve``, ``python -m worker``, ``corral
+pull/ls/rm/ps``), preset keys and per-model flags from ``router.presets.OPTIONS``, worker
+defaults from ``parse_worker_args``. Only the one-line descriptions are written here, keyed by
+the parser's ``dest`` or the option's name: a flag or key without one stops the script, so a new
+option cannot reach the code without reaching the reference (tests/docs checks both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+from unittest import mock
+
+from router.child_logs import SECRET_ENV
+from router.cli import _serve_parser
+from router.corral_commands import _parser as _cache_commands_parser
+from router.hub_cache import _CACHE_DIR_VARIABLES
+from router.model_flags import WORKER_OPTIONS
+from router.presets import OPTIONS, OptionSpec
+from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
+
+__all__ = [
+    "ENVIRONMENT",
+    "MODEL_OPTION_HELP",
+    "SERVE_FLAG_HELP",
+    "WORKER_FLAG_HELP",
+    "EnvVar",
+    "main",
+    "option_strings",
+    "render",
+    "serve_parser",
+    "worker_parser",
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = ROOT / "docs" / "configuration.md"
+
+# `corral serve`'s own flags, by argparse dest: (environment variable or "", description).
+SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
+    "host": ("LLAMA_ARG_HOST", "listen address; beyond loopback, also set an API key"),
+    "port": ("LLAMA_ARG_PORT", "listen port; `0` picks a free one (the log says which)"),
+    "models_dir": (
+        "LLAMA_ARG_MODELS_DIR",
+        "directory of models: each top-level `*.gguf` is a model named by its stem, each "
+        "subdirectory one model (first shard of a split model; `mmproj`/`draft` files are not "
+        "models)",
+    ),
+    "model_files": ("", "add this GGUF as a model named by its stem and load it at startup"),
+    "models_max": (
+        "LLAMA_ARG_MODELS_MAX",
+        "models loading, loaded or sleeping at once (downloads do not count); `<= 0`: unlimited",
+    ),
+    "models_autoload": (
+        "LLAMA_ARG_MODELS_AUTOLOAD",
+        "load a model on its first request (per request: `?autoload=true|false`)",
+    ),
+    "api_keys": ("LLAMA_API_KEY", "keys clients must send, comma-separated"),
+    "api_key_files": (
+        "LLAMA_ARG_API_KEY_FILE",
+        "file of keys, one per line, blank and `#` lines ignored; unreadable = startup error",
+    ),
+    "cors_origins": (
+        "LLAMA_ARG_CORS_ORIGINS",
+        "origins browsers may call from, comma-separated; `localhost` = http(s) on "
+        "localhost, 127.0.0.1 or [::1], any port",
+    ),
+    "hf_repos": (
+        "LLAMA_ARG_HF_REPO",
+        "load this hub-cache model (`org/repo[:TAG]`) at startup; it must be in the cache already",
+    ),
+    "timeout": ("LLAMA_ARG_TIMEOUT", "longest silence (seconds) from a worker within one response"),
+    "offline": ("LLAMA_ARG_OFFLINE", "never contact the hub: `POST /models` answers 400"),
+    "hf_token": (
+        "HF_TOKEN",
+        "hub token for downloads (else `HF_TOKEN`, else `HUGGING_FACE_HUB_TOKEN`); given to "
+        "download processes only, never to workers",
+    ),
+    "models_preset": ("LLAMA_ARG_MODELS_PRESET", "preset INI file (see Preset keys)"),
+}
+
+# Placeholders shown instead of argparse's (``MODEL_FILES`` and the like).
+_METAVARS: dict[str, str] = {
+    "host": "HOST",
+    "port": "PORT",
+    "models_dir": "DIR",
+    "model_files": "FILE",
+    "models_max": "N",
+    "api_keys": "KEY[,KEY…]",
+    "api_key_files": "FILE",
+    "cors_origins": "LIST",
+    "hf_repos": "ORG/REPO[:TAG]",
+    "timeout": "SECONDS",
+    "hf_token": "TOKEN",
+    "models_preset": "FILE",
+    "model": "FILE",
+}
+
+# `python -m worker`'s own flags (the per-model options come from OPTIONS).
+WORKER_FLAG_HELP: dict[str, str] = {
+    "model": "GGUF file to serve (required)",
+    "alias": "model id it reports (default: the file's stem)",
+    "host": "listen address",
+    "port": "listen port; `0` picks a free one and reports it",
+}
+
+# Every option of OPTIONS, by canonical name.
+MODEL_OPTION_HELP: dict[str, str] = {
+    "model": "GGUF file of a model the section defines (relative paths: to the INI file)",
+    "mmproj": "multimodal projector file; recorded and shown in `/models`, not used by workers yet",
+    "hf-repo": "hub-cache model `org/repo[:TAG]` (must be downloaded already)",
+    "hf-file": "with `hf-repo`: the file inside the repository, instead of a tag",
+    "alias": "other names the model answers to, comma-separated",
+    "tags": "labels listed in `/models`, comma-separated",
+    "load-on-startup": "load when the router starts (first start only, not on reloads)",
+    "stop-timeout": "seconds between the exit command, SIGTERM and SIGKILL when stopping",
+    "dedup-cache-models": "hide the plain cache entry of the file this section serves (it "
+    "still answers to its name)",
+    "ttl": "Corral: unload after this many idle seconds",
+    "pin": "Corral: never evicted to make room for another model",
+    "ctx-size": "context size in tokens, shared evenly by the slots (llama.cpp rounds it up "
+    "to a multiple of 256); `0` = the model's training context",
+    "threads": "CPU threads",
+    "batch-size": "logical batch size",
+    "ubatch-size": "physical batch size (at most the logical one)",
+    "n-gpu-layers": "layers offloaded to the GPU of a GPU build; `auto`/`all` = every layer",
+    "n-predict": "default token budget of a request; `-1` = up to the context",
+    "parallel": "slots served together by continuous batching",
+    "temp": "default temperature",
+    "seed": "default seed; `-1` = random",
+    "chat-template": "template name (`chatml`, `llama-3`, `gemma`, …) or Jinja text, instead "
+    "of the GGUF's",
+    "jinja": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "mmap": "map the weights from the file (`no-mmap` = read them into memory)",
+    "mlock": "lock the weights in RAM (needs a memlock limit, e.g. `LimitMEMLOCK=infinity`)",
+    "flash-attn": "flash attention",
+    "cache-type-k": "KV cache type of K",
+    "cache-type-v": "KV cache type of V",
+    "rope-freq-base": "RoPE base frequency",
+    "sleep-idle-seconds": "free the weights after this many idle seconds (status `sleeping`); "
+    "the next request wakes the model; `-1` = never",
+    "slots": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it)",
+    "pooling": "embedding pooling",
+    "webui": "accepted for llama-server presets; the worker logs that it does not act on it",
+}
+
+# Per-model option → the WorkerSettings field its default is read from.
+_WORKER_FIELDS: dict[str, str] = {
+    "ctx-size": "ctx_size",
+    "threads": "threads",
+    "batch-size": "batch_size",
+    "ubatch-size": "ubatch_size",
+    "n-gpu-layers": "n_gpu_layers",
+    "n-predict": "n_predict",
+    "parallel": "parallel",
+    "temp": "temperature",
+    "seed": "seed",
+    "chat-template": "chat_template",
+    "mmap": "use_mmap",
+    "mlock": "use_mlock",
+    "flash-attn": "flash_attn",
+    "cache-type-k": "cache_type_k",
+    "cache-type-v": "cache_type_v",
+    "rope-freq-base": "rope_freq_base",
+    "sleep-idle-seconds": "sleep_idle_seconds",
+    "embeddings": "embeddings",
+    "pooling": "pooling",
+}
+_NONE_MEANS = {
+    "threads": "half the CPUs",
+    "chat-template": "the GGUF's",
+    "cache-type-k": "f16",
+    "cache-type-v": "f16",
+    "sleep-idle-seconds": "never",
+    "pooling": "the model's",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EnvVar:
+    name: str
+    read_by: str
+    meaning: str
+
+
+# Variables other than those of `corral serve`'s flags and of the per-model options (those two
+# lists come from SERVE_FLAG_HELP and OPTIONS). A name listed twice gets one row.
+ENVIRONMENT: tuple[EnvVar, ...] = (
+    EnvVar(
+        "HUGGING_FACE_HUB_TOKEN", "corral serve", "hub token for downloads when `HF_TOKEN` is unset"
+    ),
+    EnvVar(
+        "LLAMA_CACHE",
+        "corral serve, corral pull/ls/rm",
+        "the hub cache directory (the first set of this list wins)",
+    ),
+    EnvVar("HF_HUB_CACHE", "corral serve, corral pull/ls/rm", "the hub cache directory"),
+    EnvVar("HUGGINGFACE_HUB_CACHE", "corral serve, corral pull/ls/rm", "the hub cache directory"),
+    EnvVar("HF_HOME", "corral serve, corral pull/ls/rm", "the hub cache is `$HF_HOME/hub`"),
+    EnvVar(
+        "XDG_CACHE_HOME",
+        "corral serve, corral pull/ls/rm, scripts/bootstrap.py",
+        "the hub cache is `$XDG_CACHE_HOME/huggingface/hub`; bootstrap keeps its wheels in "
+        "`$XDG_CACHE_HOME/corral/wheels`",
+    ),
+    EnvVar(
+        "HOME",
+        "corral serve, corral pull/ls/rm",
+        "last resort: the hub cache is `~/.cache/huggingface/hub`",
+    ),
+    EnvVar(
+        "HF_ENDPOINT",
+        "download processes, corral pull (huggingface_hub)",
+        "another hub address (a mirror)",
+    ),
+    EnvVar(
+        "HF_HUB_OFFLINE",
+        "download processes, corral pull (huggingface_hub)",
+        "`1`: every download fails with “HF_HUB_OFFLINE is set”",
+    ),
+    EnvVar("HF_TOKEN", "corral pull (huggingface_hub)", "`corral pull --hf-token` when absent"),
+    EnvVar("LLAMA_API_KEY", "corral ps", "key sent to the router (the first of a comma list)"),
+    EnvVar(
+        "LLAMA_SERVER_DEBUG_FAKE_TIMING",
+        "corral serve",
+        "non-empty: every load and every proxied request waits 2 s (deterministic client tests, "
+        "as upstream)",
+    ),
+    EnvVar("CORRAL_STREAM_MAX_BYTES", "workers", "resumable stream ring size (default 4194304)"),
+    EnvVar(
+        "CORRAL_STREAM_TTL_SECONDS",
+        "workers",
+        "how long a finished resumable stream is kept (default 300)",
+    ),
+    EnvVar(
+        "CORRAL_STREAM_GC_SECONDS", "workers", "how often expired streams are swept (default 60)"
+    ),
+    EnvVar(
+        "CORRAL_ROUTER_PID",
+        "workers, download processes",
+        "internal: set by the router; a child with it dies with the router",
+    ),
+    EnvVar(
+        "CORRAL_CMAKE_ARGS",
+        "scripts/bootstrap.py",
+        "extra CMake options for the llama-cpp-python build, e.g. `-DGGML_CUDA=on`",
+    ),
+    EnvVar("PYTHON", "serve.sh, test.sh", "the Python that runs bootstrap (default `python3`)"),
+)
+
+_HEADER = """\
+# Configuration reference
+
+<!-- Generated by scripts/gen_config_docs.py from the argparse parsers and
+     router.presets.OPTIONS; edit those (or the descriptions in the script), then run
+     `.venv/bin/python scripts/gen_config_docs.py`. tests/docs fails when this file is stale. -->
+
+Corral takes llama-server's spellings everywhere: a per-model option is the same word as a
+`corral serve` flag, a `python -m worker` flag, a preset key and (mostly) a `LLAMA_ARG_*`
+variable. Precedence for a model's options: **`corral serve` flag (or its variable) > preset
+section > preset `[*]`**. Boolean values: `on|enabled|true|1` and `off|disabled|false|0`.
+
+Contents: [`corral serve`](#corral-serve) ·
+[per-model options](#per-model-options) · [`python -m worker`](#python--m-worker) ·
+[`corral pull/ls/rm/ps`](#corral-pulllsrmps) · [preset keys](#preset-keys) ·
+[environment variables](#environment-variables)
+"""
+
+_PRESET_PROSE = """\
+## Preset keys
+
+`--models-preset FILE.ini` is llama.cpp's preset format: `[name]` sections, `[*]` for defaults
+under every model of every source, `key = value` lines, `;` or `#` comments (a comment after a
+value needs whitespace before it). A section named like a `--models-dir` or cache model
+overrides it; any other section defines a new model and needs `model` or `hf-repo`. A key may
+be written as any spelling below, without dashes; `no-` spellings invert the value
+(`no-mmap = true` is `mmap = false`). Setting one option twice in a section, an unknown key or
+a bad value stops startup (and a reload is refused) with a message naming file, section and
+key. `version` is ignored. `[*]` may not set `model`, `mmproj`, `hf-repo`, `hf-file` or `alias`.
+A commented example setting every key: [config/models.example.ini](../config/models.example.ini).
+
+Kinds: **model** keys say which file and which names (never passed to workers), **preset** keys
+are read by the router only, **worker** keys become worker flags (see
+[per-model options](#per-model-options)).
+"""
+
+
+def _die(message: str) -> NoReturn:
+    raise SystemExit(f"gen_config_docs: {message}")
+
+
+@contextmanager
+def _hermetic_environment() -> Iterator[None]:
+    # Parsers read their defaults from the environment when built: show the code's defaults.
+    prefixes = ("LLAMA_", "HF_", "HUGGING")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    with mock.patch.dict(os.environ, clean, clear=True):
+        yield
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    with _hermetic_environment():
+        return _serve_parser()
+
+
+class _Captured(Exception):
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        super().__init__()
+        self.parser = parser
+
+
+def worker_parser() -> argparse.ArgumentParser:
+    """The parser ``parse_worker_args`` builds, caught just before it parses anything."""
+
+    def capture(self: argparse.ArgumentParser, *_: Any, **__: Any) -> NoReturn:
+        raise _Captured(self)
+
+    with mock.patch.object(argparse.ArgumentParser, "parse_args", capture):
+        try:
+            parse_worker_args([])
+        except _Captured as caught:
+            return caught.parser
+    _die("parse_worker_args built no parser")
+
+
+def _documented_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+
+
+def option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every flag spelling a parser accepts, the hidden ``--no-…`` ones included."""
+    return {s for action in _documented_actions(parser) for s in action.option_strings}
+
+
+def _code(items: Sequence[str]) -> str:
+    return ", ".join(f"`{item}`" for item in items)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def _default(action: argparse.Action) -> str:
+    default = action.default
+    if default is None or default == [] or default is False:
+        return "—" if not isinstance(action, argparse._StoreTrueAction) else "off"
+    if default is True:
+        return "on"
+    if isinstance(default, float) and default.is_integer():
+        default = int(default)
+    return f"`{default}`"
+
+
+def _flags(action: argparse.Action, negatives: Sequence[str] = ()) -> str:
+    metavar: str | None = _METAVARS.get(action.dest) or str(action.metavar or action.dest.upper())
+    if action.nargs == 0:  # store_true, store_const, BooleanOptionalAction
+        metavar = None
+    spellings = [s for s in action.option_strings if s not in negatives]
+    text = " ".join(f"`{s}`" if metavar is None else f"`{s} {metavar}`" for s in spellings)
+    if isinstance(action, argparse._AppendAction):
+        text += " (repeatable)"
+    return text
+
+
+def _serve_section() -> list[str]:
+    parser = serve_parser()
+    model_dests = {"opt_" + spec.name.replace("-", "_") for spec in WORKER_OPTIONS}
+    rows = []
+    for action in _documented_actions(parser):
+        if action.dest in model_dests:
+            continue
+        if action.dest not in SERVE_FLAG_HELP:
+            _die(f"corral serve flag {action.option_strings} has no description in SERVE_FLAG_HELP")
+        env, meaning = SERVE_FLAG_HELP[action.dest]
+        rows.append([_flags(action), f"`{env}`" if env else "—", _default(action), meaning])
+    stale = set(SERVE_FLAG_HELP) - {a.dest for a in _documented_actions(parser)}
+    if stale:
+        _die(f"SERVE_FLAG_HELP describes flags corral serve does not have: {sorted(stale)}")
+    return [
+        "## `corral serve`",
+        "",
+        "`corral serve [flags]` runs the router (`./serve.sh` passes its arguments on). A flag "
+        "beats its variable; repeatable flags take the variable only when the flag is absent. "
+        "It also takes every [per-model option](#per-model-options) as a default for every "
+        "model. SIGTERM or SIGINT stop it gracefully (every worker is stopped first); SIGHUP "
+        "reloads the model sources.",
+        "",
+        *_table(["flag", "variable", "default", "meaning"], rows),
+        "",
+    ]
+
+
+def _spellings(spec: OptionSpec) -> tuple[list[str], list[str]]:
+    """(flag spellings, negative flag spellings) as the worker and ``corral serve`` take them."""
+    env = ("LLAMA_ARG_", "__PRESET_")
+    flags = [f"--{spec.name}"] + [
+        f"-{s}" if len(s) <= 3 else f"--{s}" for s in spec.spellings if not s.startswith(env)
+    ]
+    negatives = [f"--{s}" for s in spec.negatives if not s.startswith(env)]
+    return flags, negatives
+
+
+def _values(spec: OptionSpec) -> str:
+    if spec.kind == "bool":
+        return "on/off"
+    if spec.kind == "switch":
+        return "`on`, `off`, `auto`"
+    if spec.kind == "choice":
+        return _code(spec.literals)
+    words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
+    bound = {"any": "", "non_negative": " ≥ 0", "positive": " > 0"}[spec.bound]
+    extra = f" or {_code(spec.literals)}" if spec.literals else ""
+    return f"{words}{bound}{extra}"
+
+
+def _worker_default(spec: OptionSpec, settings: WorkerSettings) -> str:
+    if spec.name in NOT_YET_SUPPORTED:
+        return "—"
+    if spec.name not in _WORKER_FIELDS:
+        _die(f"per-model option '{spec.name}' has no WorkerSettings field in _WORKER_FIELDS")
+    value = getattr(settings, _WORKER_FIELDS[spec.name])
+    if value is None:
+        return _NONE_MEANS.get(spec.name, "—")
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if spec.name == "rope-freq-base" and value == 0:
+        return "the model's"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"`{value}`"
+
+
+def _env_of(spec: OptionSpec) -> str | None:
+    return next((s for s in spec.spellings if s.startswith("LLAMA_ARG_")), None)
+
+
+def _model_options_section() -> list[str]:
+    settings = parse_worker_args(["--model", "model.gguf"])
+    rows = []
+    for spec in WORKER_OPTIONS:
+        flags, negatives = _spellings(spec)
+        metavar = "" if spec.kind == "bool" else " " + spec.kind.upper()
+        text = " ".join(f"`{flag}{metavar}`" for flag in flags)
+        if negatives:
+            text += " / " + " ".join(f"`{negative}`" for negative in negatives)
+        env = _env_of(spec)
+        rows.append(
+            [
+                text,
+                f"`{env}`" if env else "—",
+                _values(spec),
+                _worker_default(spec, settings),
+                MODEL_OPTION_HELP[spec.name],
+            ]
+        )
+    return [
+        "## Per-model options",
+        "",
+        "Flags of both `corral serve` (defaults for every model) and `python -m worker`, and "
+        "keys of a preset section (without dashes). The variable is read by `corral serve` "
+        "only, when the flag is absent; a worker reads nothing but its flags, since the router "
+        "renders every option explicitly. `SWITCH` is `on`, `off` or `auto`.",
+        "",
+        *_table(["flags", "variable", "values", "default", "meaning"], rows),
+        "",
+    ]
+
+
+def _plain_rows(
+    parser: argparse.ArgumentParser, help_by_dest: dict[str, str], what: str
+) -> list[list[str]]:
+    rows = []
+    for action in _documented_actions(parser):
+        if isinstance(action, argparse._SubParsersAction):
+            continue
+        if action.dest not in help_by_dest:
+            _die(f"{what} flag {action.option_strings or action.dest} has no description")
+        name = _flags(action) if action.option_strings else f"`{action.dest.upper()}`"
+        rows.append([name, _default(action), help_by_dest[action.dest]])
+    return rows
+
+
+def _worker_section() -> list[str]:
+    parser = worker_parser()
+    model_dests = {"opt_" + spec.name.replace("-", "_") for spec in WORKER_OPTIONS}
+    own = [a for a in _documented_actions(parser) if a.dest not in model_dests]
+    missing = [a.dest for a in own if a.dest not in WORKER_FLAG_HELP]
+    if missing:
+        _die(f"python -m worker flags without a description in WORKER_FLAG_HELP: {missing}")
+    rows = [[_flags(a), _default(a), WORKER_FLAG_HELP[a.dest]] for a in own]
+    return [
+        "## `python -m worker`",
+        "",
+        "One model, served alone like a single-model llama-server (the router starts one per "
+        "model): `.venv/bin/python -m worker --model models/SmolLM2-135M-Instruct.Q4_1.gguf "
+        "--port 8081`. Besides these it takes every [per-model option](#per-model-options).",
+        "",
+        *_table(["flag", "default", "meaning"], rows),
+        "",
+    ]
+
+
+_CACHE_COMMAND_HELP: dict[str, dict[str, str]] = {
+    "pull": {
+        "model": "`org/repo[:TAG]`; no tag: `Q4_K_M`, else `Q8_0`, else the first GGUF",
+        "hf_token": "hub token (else `HF_TOKEN`)",
+    },
+    "ls": {},
+    "rm": {"model": "`org/repo:TAG`: that tag's files; blobs nothing else uses"},
+    "ps": {
+        "url": "the router's address",
+        "api_key": "key for a router that wants one (else `LLAMA_API_KEY`)",
+    },
+}
+_CACHE_COMMAND_SUMMARY = {
+    "pull": "download into the hub cache, with a progress bar; resumes a partial download",
+    "ls": "the hub cache's models with their sizes",
+    "rm": "delete one model's files from the hub cache",
+    "ps": "the models a running router has loaded, with each worker's resident memory",
+}
+
+
+def _cache_commands_section() -> list[str]:
+    with _hermetic_environment():
+        parser = _cache_commands_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if set(subparsers.choices) != set(_CACHE_COMMAND_HELP):
+        _die(f"corral subcommands changed: {sorted(subparsers.choices)}")
+    lines = [
+        "## `corral pull/ls/rm/ps`",
+        "",
+        "They work on the hub cache directly (found as in [environment variables]"
+        "(#environment-variables)), with or without a router; a running router sees their "
+        "changes at its next reload (`GET /models?reload=1` or SIGHUP). `ps` asks a router.",
+        "",
+    ]
+    for command, sub in subparsers.choices.items():
+        rows = _plain_rows(sub, _CACHE_COMMAND_HELP[command], f"corral {command}")
+        lines += [f"- **`corral {command}`**: {_CACHE_COMMAND_SUMMARY[command]}."]
+        if rows:
+            lines += [
+                "",
+                *("  " + line for line in _table(["argument", "default", "meaning"], rows)),
+            ]
+        lines.append("")
+    return lines
+
+
+def _preset_section() -> list[str]:
+    rows = []
+    for spec in OPTIONS:
+        if spec.name not in MODEL_OPTION_HELP:
+            _die(f"option '{spec.name}' has no description in MODEL_OPTION_HELP")
+        others = [s for s in spec.spellings]
+        negatives = list(spec.negatives)
+        rows.append(
+            [
+                f"`{spec.name}`",
+                _code(others) if others else "—",
+                _code(negatives) if negatives else "—",
+                spec.role,
+                _values(spec),
+                MODEL_OPTION_HELP[spec.name],
+            ]
+        )
+    stale = set(MODEL_OPTION_HELP) - {spec.name for spec in OPTIONS}
+    if stale:
+        _die(f"MODEL_OPTION_HELP describes options that do not exist: {sorted(stale)}")
+    return [
+        _PRESET_PROSE,
+        *_table(
+            ["key", "other spellings", "negative spellings", "kind", "values", "meaning"], rows
+        ),
+        "",
+    ]
+
+
+def _environment_section() -> list[str]:
+    cache_variables = [name for name, _ in _CACHE_DIR_VARIABLES]
+    found: list[EnvVar] = []
+    for action in _documented_actions(serve_parser()):
+        env = SERVE_FLAG_HELP.get(action.dest, ("", ""))[0]
+        if env:
+            flag = max((s for s in action.option_strings if not s.startswith("--no-")), key=len)
+            found.append(EnvVar(env, "corral serve", f"`{flag}` when the flag is absent"))
+    for spec in WORKER_OPTIONS:
+        if env_name := _env_of(spec):
+            found.append(EnvVar(env_name, "corral serve", f"`--{spec.name}` for every model"))
+    merged: dict[str, tuple[list[str], list[str]]] = {}
+    for variable in [*found, *ENVIRONMENT]:
+        readers, meanings = merged.setdefault(variable.name, ([], []))
+        readers.append(variable.read_by)
+        meanings.append(variable.meaning)
+    rows = [
+        [f"`{name}`", ", ".join(readers), "; ".join(meanings)]
+        for name, (readers, meanings) in merged.items()
+    ]
+    return [
+        "## Environment variables",
+        "",
+        "The hub cache is the first set of "
+        + ", ".join(f"`{name}`" for name in cache_variables)
+        + " (with `hub`, `huggingface/hub` or `.cache/huggingface/hub` appended to the last "
+        "three), as llama.cpp finds it. These never reach a child process: "
+        + ", ".join(f"`{name}`" for name in sorted(SECRET_ENV))
+        + "; download processes get the hub token back as `HF_TOKEN`, workers never. Negative "
+        "spellings such as `LLAMA_ARG_NO_MMAP` are preset keys only: as variables, write "
+        "`LLAMA_ARG_MMAP=0`.",
+        "",
+        *_table(["variable", "read by", "meaning"], rows),
+        "",
+    ]
+
+
+def render() -> str:
+    lines = [
+        _HEADER,
+        *_serve_section(),
+        *_model_options_section(),
+        *_worker_section(),
+        *_cache_commands_section(),
+        *_preset_section(),
+        *_environment_section(),
+    ]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Render docs/configuration.md from the code.")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
+        if current != text:
+            print(f"{TARGET} is out of date: run scripts/gen_config_docs.py", file=sys.stderr)
+            return 1
+        return 0
+    TARGET.write_text(text, encoding="utf-8")
+    print(f"wrote {TARGET}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

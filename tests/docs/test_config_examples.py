@@ -1,0 +1,91 @@
+"""config/models.example.ini and config/corral.env: complete, and valid for Corral's own code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from router.catalogue import build_catalogue
+from router.presets import OPTIONS, load_preset_file
+from tests.support.tiny_gguf import write_tiny_gguf
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "config" / "models.example.ini"
+ENV_FILE = ROOT / "config" / "corral.env"
+MODELS = "/var/lib/corral/models/"
+
+
+def test_example_sets_every_preset_key() -> None:
+    preset = load_preset_file(EXAMPLE)  # Corral's parser: raises on any unknown key or bad value
+    used = set(preset.defaults)
+    for section in preset.sections.values():
+        used |= set(section.options)
+    missing = sorted({spec.name for spec in OPTIONS} - used)
+    assert not missing, f"config/models.example.ini sets no value for: {missing}"
+
+
+def _fake_hub(root: Path) -> Path:
+    repo = root / "hub" / "models--ggml-org--gemma-3-1b-it-GGUF"
+    snapshot = repo / "snapshots" / ("c" * 40)
+    snapshot.mkdir(parents=True)
+    for tag in ("Q4_K_M", "Q8_0"):
+        write_tiny_gguf(snapshot / f"gemma-3-1b-it-{tag}.gguf", name="gemma")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("c" * 40, encoding="utf-8")
+    return root / "hub"
+
+
+def test_example_builds_a_catalogue_once_its_files_exist(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    text = EXAMPLE.read_text(encoding="utf-8")
+    for relative in re.findall(rf"= {re.escape(MODELS)}(\S+)", text):
+        (models / relative).parent.mkdir(parents=True, exist_ok=True)
+        write_tiny_gguf(models / relative, name=Path(relative).stem)
+    write_tiny_gguf(models / "SmolLM2-135M-Instruct.Q4_1.gguf", name="smol")
+    preset = tmp_path / "models.ini"
+    preset.write_text(text.replace(MODELS, f"{models}/"), encoding="utf-8")
+
+    catalogue = build_catalogue(
+        models_dir=models,
+        model_files=[],
+        preset_file=preset,
+        cache_dir=_fake_hub(tmp_path),
+        cli_options={},
+    )
+    entries = catalogue.entries
+    smol = entries["SmolLM2-135M-Instruct.Q4_1"]
+    assert smol.aliases == ("default", "smol")
+    assert (smol.ttl, smol.pin) == (600.0, True)
+    assert ("temp", "0.3") in smol.options
+    assert ("ctx-size", "8192") in smol.options  # from [*]
+    coder = entries["coder"]
+    assert coder.load_on_startup
+    assert coder.stop_timeout == 30.0
+    assert ("ctx-size", "32768") in coder.options  # the section beats [*]
+    assert entries["gemma"].path.name == "gemma-3-1b-it-Q4_K_M.gguf"
+    assert entries["ggml-org/gemma-3-1b-it-GGUF:Q4_K_M"].hidden  # dedup-cache-models
+    assert entries["gemma-q8"].path.name == "gemma-3-1b-it-Q8_0.gguf"
+    assert entries["llava"].mmproj is not None
+    assert ("embeddings", "true") in entries["embed"].options
+    assert "--no-mmap" not in entries["embed"].worker_args()
+    assert catalogue.resolve("smol") is smol
+
+
+def _env_file_variables() -> list[str]:
+    return re.findall(r"^#?([A-Z][A-Z0-9_]*)=", ENV_FILE.read_text(encoding="utf-8"), re.M)
+
+
+def test_env_file_names_only_documented_variables() -> None:
+    names = _env_file_variables()
+    assert {"LLAMA_ARG_HOST", "HF_HOME", "HF_HUB_CACHE", "LLAMA_ARG_CTX_SIZE"} <= set(names)
+    section = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = section.split("## Environment variables", 1)[1]
+    unknown = [name for name in names if f"| `{name}` |" not in section]
+    assert not unknown, f"config/corral.env names variables Corral does not read: {unknown}"
+
+
+def test_env_file_is_all_comments_and_parses_as_systemd_reads_it() -> None:
+    for number, line in enumerate(ENV_FILE.read_text(encoding="utf-8").splitlines(), 1):
+        assert not line or line.startswith("#"), f"corral.env:{number} is active: {line!r}"
+        if re.match(r"#[A-Z]", line):  # an example assignment: no quotes, no spaces around "="
+            assert re.fullmatch(r"#[A-Z][A-Z0-9_]*=\S+", line), f"corral.env:{number}: {line!r}"

@@ -1,0 +1,172 @@
+"""docs/configuration.md: generated from the parsers and OPTIONS, and true of the code."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from router.cli import parse_serve_args
+from router.hub_cache import _CACHE_DIR_VARIABLES
+from router.model_flags import WORKER_OPTIONS
+from router.presets import OPTIONS
+from scripts import gen_config_docs
+from worker.lifeline import ROUTER_PID_ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "docs" / "configuration.md"
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No LLAMA_*/HF_* variables from the developer's shell."""
+    for name in list(os.environ):
+        if name.startswith(("LLAMA_", "HF_", "HUGGING")):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+@pytest.fixture(scope="module")
+def reference() -> str:
+    return REFERENCE.read_text(encoding="utf-8")
+
+
+def _documented(text: str, spelling: str) -> bool:
+    # As a code span on its own or followed by its placeholder: `--port PORT`, `--mlock`.
+    return re.search(rf"`{re.escape(spelling)}[` ]", text) is not None
+
+
+def test_reference_is_what_the_generator_renders(reference: str) -> None:
+    assert reference == gen_config_docs.render(), (
+        "docs/configuration.md is stale: run .venv/bin/python scripts/gen_config_docs.py"
+    )
+
+
+def test_check_mode_fails_on_a_stale_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stale = tmp_path / "configuration.md"
+    stale.write_text("# old\n", encoding="utf-8")
+    monkeypatch.setattr(gen_config_docs, "TARGET", stale)
+    assert gen_config_docs.main(["--check"]) == 1
+    assert gen_config_docs.main([]) == 0
+    assert gen_config_docs.main(["--check"]) == 0
+
+
+def test_every_corral_serve_flag_is_documented(reference: str) -> None:
+    flags = gen_config_docs.option_strings(gen_config_docs.serve_parser())
+    assert {"--host", "--models-preset", "-ngl", "--no-mmap", "--no-models-autoload"} <= flags
+    missing = sorted(flag for flag in flags if not _documented(reference, flag))
+    assert not missing, f"corral serve flags missing from docs/configuration.md: {missing}"
+
+
+def test_every_worker_flag_is_documented(reference: str) -> None:
+    flags = gen_config_docs.option_strings(gen_config_docs.worker_parser())
+    assert {"--model", "--alias", "--port", "--ctx-size", "--no-webui"} <= flags
+    missing = sorted(flag for flag in flags if not _documented(reference, flag))
+    assert not missing, f"python -m worker flags missing from docs/configuration.md: {missing}"
+
+
+def test_every_preset_key_and_spelling_is_documented(reference: str) -> None:
+    section = reference.split("## Preset keys", 1)[1]
+    for spec in OPTIONS:
+        for key in (spec.name, *spec.spellings, *spec.negatives):
+            assert f"`{key}`" in section, f"preset key '{key}' ({spec.name}) is not documented"
+
+
+def test_a_missing_description_stops_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(gen_config_docs.MODEL_OPTION_HELP, "ttl")
+    with pytest.raises(SystemExit, match="'ttl' has no description"):
+        gen_config_docs.render()
+    monkeypatch.undo()
+    monkeypatch.delitem(gen_config_docs.SERVE_FLAG_HELP, "offline")
+    with pytest.raises(SystemExit, match="--offline"):
+        gen_config_docs.render()
+
+
+_ENV_READ = re.compile(
+    r"(?:environ\.get\(|environ\[|\b_env\(|\b_env_bool\(|\benv\.get\(|_flag_or_env\([^,()]+,\s*)"
+    r"\"([A-Z][A-Z0-9_]+)\""
+)
+
+
+def _variables_read_by_the_code() -> set[str]:
+    names: set[str] = set()
+    sources = [*ROOT.glob("router/**/*.py"), *ROOT.glob("worker/**/*.py")]
+    sources += [*ROOT.glob("downloads/**/*.py"), ROOT / "scripts" / "bootstrap.py"]
+    for path in sources:
+        names |= set(_ENV_READ.findall(path.read_text(encoding="utf-8")))
+    names |= {name for name, _ in _CACHE_DIR_VARIABLES}
+    names.add(ROUTER_PID_ENV)
+    for spec in WORKER_OPTIONS:
+        names |= {s for s in spec.spellings if s.startswith("LLAMA_ARG_")}
+    return names
+
+
+def test_every_variable_the_code_reads_is_documented(reference: str) -> None:
+    read = _variables_read_by_the_code()
+    assert {"LLAMA_ARG_HOST", "HF_TOKEN", "CORRAL_STREAM_TTL_SECONDS", "LLAMA_CACHE"} <= read
+    section = reference.split("## Environment variables", 1)[1]
+    missing = sorted(name for name in read if f"| `{name}` |" not in section)
+    assert not missing, f"variables missing from docs/configuration.md: {missing}"
+
+
+# A sample value for each variable the reference says `corral serve` reads, and where it lands.
+_SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
+    "LLAMA_ARG_HOST": ("0.0.0.0", "host", "0.0.0.0"),
+    "LLAMA_ARG_PORT": ("9123", "port", 9123),
+    "LLAMA_ARG_MODELS_MAX": ("7", "models_max", 7),
+    "LLAMA_ARG_MODELS_AUTOLOAD": ("off", "models_autoload", False),
+    "LLAMA_API_KEY": ("k1,k2", "api_keys", ("k1", "k2")),
+    "LLAMA_ARG_CORS_ORIGINS": ("localhost", "cors_origins", ("localhost",)),
+    "LLAMA_ARG_HF_REPO": ("acme/x-GGUF:Q8_0", "hf_repos", ("acme/x-GGUF:Q8_0",)),
+    "LLAMA_ARG_TIMEOUT": ("12", "timeout", 12.0),
+    "LLAMA_ARG_OFFLINE": ("1", "offline", True),
+    "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
+}
+
+
+def test_documented_serve_variables_really_set_their_flags(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("# comment\nk3\n", encoding="utf-8")
+    preset = tmp_path / "models.ini"
+    preset.write_text("[*]\nctx-size = 1024\n", encoding="utf-8")
+    samples = {
+        **_SERVE_VARIABLES,
+        "LLAMA_ARG_MODELS_DIR": (str(tmp_path), "models_dir", tmp_path),
+        "LLAMA_ARG_MODELS_PRESET": (str(preset), "models_preset", preset),
+        "LLAMA_ARG_API_KEY_FILE": (str(keys), "api_keys", ("k3",)),
+    }
+    documented = {env for env, _ in gen_config_docs.SERVE_FLAG_HELP.values() if env}
+    assert documented == set(samples), "a documented variable has no sample here, or vice versa"
+    for name, (value, field, expected) in samples.items():
+        with clean_env.context() as patch:
+            patch.setenv(name, value)
+            settings = parse_serve_args([])
+        assert getattr(settings, field) == expected, name
+
+
+def test_documented_model_variables_really_set_every_models_options(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    samples = {
+        "int": "3",
+        "float": "0.5",
+        "str": "chatml",
+        "bool": "on",
+        "switch": "off",
+        "choice": "",
+    }
+    for spec in WORKER_OPTIONS:
+        env = next((s for s in spec.spellings if s.startswith("LLAMA_ARG_")), None)
+        if env is None:
+            continue
+        value = samples[spec.kind] or spec.literals[0]
+        with clean_env.context() as patch:
+            patch.setenv(env, value)
+            options = parse_serve_args([]).model_options
+        assert spec.name in options, f"{env} did not set {spec.name}"
