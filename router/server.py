@@ -13,6 +13,7 @@ import uvicorn
 
 from router.app import create_app
 from router.catalogue import CatalogueError
+from router.listening import bind_tcp
 from router.logs import configure_logging
 from router.security import warn_if_exposed
 from router.settings import ServeSettings
@@ -31,12 +32,8 @@ def serve(settings: ServeSettings) -> None:
         _log.error("invalid model catalogue", error=str(exc))
         raise SystemExit(1) from None
     # Bound here rather than by uvicorn so that `--port 0` works: the log says the real port.
-    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((settings.host, settings.port))
-        sock.listen(2048)  # connections queue from now on, even before uvicorn starts accepting
+        sock = bind_tcp(settings.host, settings.port)
     except OSError as exc:
         _log.error("cannot listen", host=settings.host, port=settings.port, error=str(exc))
         raise SystemExit(1) from None
@@ -48,6 +45,6 @@ def serve(settings: ServeSettings) -> None:
         # Long streams would otherwise hold shutdown open indefinitely.
         timeout_graceful_shutdown=5,
     )
-    host = f"[{settings.host}]" if family == socket.AF_INET6 else settings.host
+    host = f"[{settings.host}]" if sock.family == socket.AF_INET6 else settings.host
     _log.info("corral listening", url=f"http://{host}:{port}")
     uvicorn.Server(config).run(sockets=[sock])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import sys
 import time
 
@@ -17,6 +16,7 @@ import uvicorn
 import uvloop
 
 from router.child_protocol import StateWriter
+from router.listening import bind_tcp
 from router.logs import configure_logging
 from worker import lifeline
 from worker.api import WorkerState, create_worker_app
@@ -30,19 +30,9 @@ _log = structlog.get_logger("corral.worker")
 _STAGES = ["text_model"]
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
-
-
 async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
     loop = asyncio.get_running_loop()
-    sock = _bind(settings.host, settings.port)
+    sock = bind_tcp(settings.host, settings.port)
     port: int = sock.getsockname()[1]
     engine = Engine()
     state = WorkerState(settings=settings, engine=engine)

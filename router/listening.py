@@ -1,0 +1,27 @@
+"""The listening sockets of the router and the workers, bound by us rather than by uvicorn.
+
+Binding ourselves is what lets ``--port 0`` report the real port (router) and what hands the
+port to the router without a probe-then-bind race (worker).
+"""
+
+from __future__ import annotations
+
+import socket
+
+__all__ = ["bind_tcp"]
+
+
+def bind_tcp(host: str, port: int) -> socket.socket:
+    """A listening TCP socket; connections queue from now on, before the server runs."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP, not 0: asyncio only sets TCP_NODELAY on accepted sockets whose protocol says
+    # TCP, and without it every small answer waited ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
