@@ -1,0 +1,227 @@
+// The model manager (#/models): download from the hub, load, unload and delete models, with
+// live status, memory per running model and the scheduler's pins and TTLs.
+
+import { h, icon, iconButton, KeyedList } from "../dom.js";
+import { formatBytes, formatNumber, formatSeconds, percent } from "../format.js";
+import { contextSize, models, status } from "../models.js";
+import { confirmDialog } from "./dialogs.js";
+import { failureOf, progressBar, setProgress, statusBadge } from "./status.js";
+
+// Memory use changes without events, so the list is refreshed while this view is open.
+const MEMORY_REFRESH_MS = 5000;
+const REPO_PATTERN = /^[\w.-]+\/[\w.-]+(?::[\w.-]+)?$/;
+
+function isRunning(entry) {
+  return ["loaded", "loading", "sleeping"].includes(status(entry));
+}
+
+export class ManagerView {
+  constructor(app) {
+    this.app = app;
+    this.busy = new Set(); // model ids with an action in flight
+    this.repo = h("input", {
+      class: "input", name: "repo", placeholder: "org/repo[:TAG], e.g. ggml-org/gemma-3-1b-it-GGUF:Q4_K_M",
+      "aria-label": "Hugging Face repository", autocomplete: "off", spellcheck: false,
+    });
+    this.downloadError = h("p", { class: "form-error", role: "alert", hidden: true });
+    const form = h("form", { class: "download-form", onSubmit: (event) => {
+      event.preventDefault();
+      this.download();
+    } },
+    this.repo,
+    h("button", { type: "submit", class: "btn btn-primary" }, icon("download"), "Download"));
+    this.downloads = h("div", { class: "downloads", "aria-label": "Downloads" });
+    this.list = h("div", { class: "model-list", "aria-label": "Models" });
+    this.downloadRows = new KeyedList(this.downloads);
+    this.modelRows = new KeyedList(this.list);
+    this.summary = h("p", { class: "muted manager-summary" });
+    this.el = h("section", { class: "manager" },
+      h("header", { class: "topbar" },
+        iconButton("menu", "Show conversations", () => app.toggleSidebar(), { class: "icon-btn only-narrow" }),
+        h("h1", { class: "topbar-title" }, "Models"),
+        h("button", { type: "button", class: "btn btn-small", title: "Re-read the model sources (GET /models?reload=1)",
+          onClick: () => this.reload() }, icon("refresh"), "Reload list")),
+      h("div", { class: "manager-scroll" },
+        h("div", { class: "manager-body" },
+          h("section", { class: "card" },
+            h("h2", {}, "Download from Hugging Face"),
+            h("p", { class: "muted" }, "The file for the tag is chosen as llama.cpp does "
+              + "(Q4_K_M when no tag is given) and lands in the shared hub cache."),
+            form, this.downloadError, this.downloads),
+          h("section", { class: "card" },
+            h("div", { class: "card-head" }, h("h2", {}, "Models"), this.summary),
+            this.list))));
+    this.onChange = () => this.render();
+    models.addEventListener("change", this.onChange);
+    this.timer = setInterval(() => models.refresh().catch(() => {}), MEMORY_REFRESH_MS);
+    models.refresh().catch(() => {});
+    this.render();
+  }
+
+  destroy() {
+    models.removeEventListener("change", this.onChange);
+    clearInterval(this.timer);
+  }
+
+  focus() {
+    this.repo.focus();
+  }
+
+  async act(id, action, failure) {
+    this.busy.add(id);
+    this.render();
+    try {
+      await action();
+    } catch (error) {
+      this.app.toast(`${failure}: ${error.message}`, "error");
+    } finally {
+      this.busy.delete(id);
+      this.render();
+    }
+  }
+
+  async download() {
+    const name = this.repo.value.trim();
+    this.downloadError.hidden = true;
+    if (!REPO_PATTERN.test(name)) {
+      this.downloadError.textContent = "Give a repository as org/repo, optionally with :TAG.";
+      this.downloadError.hidden = false;
+      return;
+    }
+    try {
+      await models.download(name);
+      this.repo.value = "";
+    } catch (error) {
+      this.downloadError.textContent = error.message;
+      this.downloadError.hidden = false;
+    }
+  }
+
+  async reload() {
+    await this.act("*", () => models.reload(), "Reload failed");
+  }
+
+  async remove(entry) {
+    const ok = await confirmDialog({
+      title: `Delete ${entry.id}?`,
+      message: "Its files are removed from the hub cache (a running model is stopped first). "
+        + "This cannot be undone.",
+      confirm: "Delete",
+      danger: true,
+    });
+    if (ok) await this.act(entry.id, () => models.remove(entry.id), `Could not delete ${entry.id}`);
+  }
+
+  render() {
+    this.renderDownloads();
+    const entries = models.models();
+    const running = entries.filter((entry) => isRunning(entry));
+    const memory = running.reduce((sum, entry) => sum + (entry.memory?.rss ?? 0), 0);
+    const max = models.props?.max_instances;
+    this.summary.textContent = `${entries.length} models · ${running.length} running`
+      + (max > 0 ? ` (at most ${max})` : "")
+      + (memory ? ` · ${formatBytes(memory)} resident` : "");
+    const empty = h("p", { class: "muted" },
+      models.loaded ? "No models yet: download one above." : "Loading…");
+    this.modelRows.render(entries.map((entry) => ({
+      key: entry.id,
+      signature: JSON.stringify([entry.status, entry.memory, entry.meta?.size, entry.pinned,
+        entry.ttl, entry.aliases, models.loading.get(entry.id), this.busy.has(entry.id)]),
+      build: () => this.modelRow(entry),
+    })), empty);
+  }
+
+  renderDownloads() {
+    this.downloadRows.render([...models.downloads.entries()].map(([name, item]) => ({
+      key: name,
+      signature: item.state,
+      build: () => this.downloadRow(name, item),
+      update: (el) => this.updateDownload(el, name, item),
+    })));
+  }
+
+  downloadRow(name, item) {
+    const finished = item.state === "finished";
+    const failed = item.state === "failed";
+    const button = (label, iconName, onClick) => h("button", {
+      type: "button", class: "btn btn-small", onClick, dataset: { focusKey: `${label}:${name}` },
+    }, icon(iconName), label);
+    return h("div", { class: `download download-${item.state}`, dataset: { model: name } },
+      h("div", { class: "download-head" },
+        h("span", { class: "download-name" }, name),
+        h("span", { class: "download-detail" })),
+      progressBar(null, `Download of ${name}`),
+      failed ? h("p", { class: "form-error" }, item.error ?? "The download failed.") : null,
+      h("div", { class: "download-actions" },
+        item.state === "downloading" ? button("Cancel", "x",
+          () => this.act(name, () => models.cancelDownload(name), "Cancel failed")) : null,
+        finished ? button("Chat", "chat", () => this.app.newChatWith(item.finishedAs ?? name)) : null,
+        finished || failed ? button("Dismiss", "x", () => models.dismissDownload(name)) : null));
+  }
+
+  // Progress changes ten times a second: patched in place, the row itself stays.
+  updateDownload(el, name, item) {
+    const finished = item.state === "finished";
+    const fraction = finished ? 1 : item.total ? item.done / item.total : null;
+    let detail = item.total ? `${percent(fraction)} · ${formatBytes(item.done)} of ${formatBytes(item.total)}`
+      : "starting…";
+    if (finished) detail = `done: ${item.finishedAs ?? name}`;
+    if (item.state === "failed") detail = "failed";
+    if (item.state === "cancelled") detail = "cancelling…";
+    el.querySelector(".download-detail").textContent = detail;
+    setProgress(el.querySelector("[role=progressbar]"), item.state === "failed" ? fraction ?? 0 : fraction);
+  }
+
+  modelRow(entry) {
+    const value = status(entry);
+    const busy = this.busy.has(entry.id);
+    const runningNow = isRunning(entry);
+    const key = (label) => ({ focusKey: `${label}:${entry.id}` });
+    const facts = [];
+    facts.push(h("span", { class: "fact" }, entry.source === "cache" ? "hub cache"
+      : entry.source === "models_dir" ? "models dir" : entry.source ?? "?"));
+    const size = entry.meta?.size;
+    if (size) facts.push(h("span", { class: "fact" }, formatBytes(size)));
+    const ctx = contextSize(entry);
+    if (ctx && runningNow) facts.push(h("span", { class: "fact" }, `context ${formatNumber(ctx)}`));
+    if (entry.memory?.rss && runningNow) {
+      facts.push(h("span", { class: "fact fact-memory", title: "Resident memory of its worker" },
+        `${formatBytes(entry.memory.rss)} RAM`));
+    }
+    if (entry.pinned) {
+      facts.push(h("span", { class: "fact fact-pin", title: "Pinned: never evicted for another model" },
+        icon("pin"), "pinned"));
+    }
+    if (entry.ttl) {
+      facts.push(h("span", { class: "fact fact-ttl", title: "Unloaded after this long without requests" },
+        icon("clock"), `TTL ${formatSeconds(entry.ttl)}`));
+    }
+    if (entry.aliases?.length) facts.push(h("span", { class: "fact" }, `aliases: ${entry.aliases.join(", ")}`));
+    const failure = failureOf(entry);
+    const actions = [];
+    if (runningNow) {
+      actions.push(h("button", { type: "button", class: "btn btn-small", disabled: busy,
+        dataset: key("unload"),
+        onClick: () => this.act(entry.id, () => models.unload(entry.id), `Could not unload ${entry.id}`) },
+      icon("power"), "Unload"));
+    } else {
+      actions.push(h("button", { type: "button", class: "btn btn-small", disabled: busy,
+        dataset: key("load"),
+        onClick: () => this.act(entry.id, () => models.load(entry.id), `Could not load ${entry.id}`) },
+      icon("play"), "Load"));
+    }
+    actions.push(h("button", { type: "button", class: "btn btn-small", dataset: key("chat"),
+      onClick: () => this.app.newChatWith(entry.id) }, icon("chat"), "Chat"));
+    if (entry.can_remove) {
+      actions.push(h("button", { type: "button", class: "btn btn-small btn-danger-quiet", disabled: busy,
+        dataset: key("delete"), onClick: () => this.remove(entry), "aria-label": `Delete ${entry.id}` }, icon("trash"), "Delete"));
+    }
+    return h("article", { class: "model-row", dataset: { model: entry.id, status: value } },
+      h("div", { class: "model-main" },
+        h("div", { class: "model-title" }, h("span", { class: "model-name" }, entry.id), statusBadge(entry)),
+        h("div", { class: "model-facts" }, facts),
+        value === "loading" ? progressBar(models.loading.get(entry.id) ?? null, `Loading ${entry.id}`) : null,
+        failure && value === "unloaded" ? h("p", { class: "form-error" }, failure) : null),
+      h("div", { class: "model-actions" }, actions));
+  }
+}

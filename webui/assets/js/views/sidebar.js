@@ -1,0 +1,112 @@
+// The sidebar: new chat, the model manager link and the conversations kept in this browser.
+
+import { h, icon, iconButton, KeyedList } from "../dom.js";
+import { formatAgo } from "../format.js";
+import { conversations } from "../conversations.js";
+import { generations } from "../generation.js";
+import { models, status } from "../models.js";
+import { confirmDialog } from "./dialogs.js";
+
+const THEME_LABELS = { system: "Theme: system", light: "Theme: light", dark: "Theme: dark" };
+const THEME_ICONS = { system: "monitor", light: "sun", dark: "moon" };
+
+export class Sidebar {
+  constructor(app) {
+    this.app = app;
+    this.filter = h("input", {
+      class: "input sidebar-search", type: "search", placeholder: "Search chats",
+      "aria-label": "Search chats", onInput: () => this.render(),
+    });
+    this.list = h("nav", { class: "conv-list", "aria-label": "Conversations" });
+    this.items = new KeyedList(this.list);
+    this.modelsLink = h("a", { href: "#/models", class: "nav-item", dataset: { focusKey: "models" } });
+    this.themeButton = h("button", { type: "button", class: "icon-btn", onClick: () => app.cycleTheme() });
+    this.connection = h("span", { class: "connection", role: "status" });
+    this.el = h("aside", { class: "sidebar", id: "sidebar", "aria-label": "Sidebar" },
+      h("div", { class: "sidebar-head" },
+        h("a", { href: "#/", class: "brand", onClick: () => app.resetDraft() },
+          h("span", { class: "brand-mark", "aria-hidden": "true" }, icon("boxes")), "Corral"),
+        iconButton("x", "Hide conversations", () => app.closeSidebar(), { class: "icon-btn only-narrow" })),
+      h("a", { href: "#/", class: "btn btn-primary new-chat", title: "New chat (Ctrl+Shift+O)",
+        onClick: () => app.resetDraft() }, icon("plus"), "New chat"),
+      this.modelsLink,
+      this.filter,
+      this.list,
+      h("div", { class: "sidebar-foot" },
+        this.connection,
+        h("span", { class: "spacer" }),
+        this.themeButton,
+        iconButton("key", "API key", () => app.editKey())));
+    const rerender = () => this.render();
+    conversations.addEventListener("change", rerender);
+    generations.addEventListener("update", rerender);
+    models.addEventListener("change", rerender);
+    setInterval(rerender, 60_000); // "5 min ago" labels
+    this.render();
+  }
+
+  render() {
+    const route = this.app.route;
+    const query = this.filter.value.trim().toLowerCase();
+    const shown = conversations.list().filter((c) => !query || c.title.toLowerCase().includes(query));
+    const empty = h("p", { class: "muted conv-empty" }, query ? "No chat matches." : "No chats yet.");
+    this.items.render(shown.map((conversation) => {
+      const active = route.name === "chat" && route.id === conversation.id;
+      const running = Boolean(generations.get(conversation.id));
+      const missing = models.loaded && conversation.model && !models.get(conversation.model);
+      const ago = formatAgo(conversation.updatedAt);
+      return {
+        key: conversation.id,
+        signature: JSON.stringify([conversation.title, conversation.model, ago, active, running, missing]),
+        build: () => this.item(conversation, { active, running, missing, ago }),
+      };
+    }), empty);
+
+    const runningModels = models.models().filter((entry) =>
+      ["loaded", "loading", "sleeping"].includes(status(entry))).length;
+    const onModels = route.name === "models";
+    this.modelsLink.replaceChildren(icon("boxes"), h("span", {}, "Models"),
+      h("span", { class: "nav-count" }, models.loaded ? `${runningModels} running` : ""));
+    this.modelsLink.classList.toggle("active", onModels);
+    if (onModels) this.modelsLink.setAttribute("aria-current", "page");
+    else this.modelsLink.removeAttribute("aria-current");
+
+    const theme = this.app.theme;
+    this.themeButton.replaceChildren(icon(THEME_ICONS[theme]));
+    this.themeButton.title = `${THEME_LABELS[theme]} (click to change)`;
+    this.themeButton.setAttribute("aria-label", this.themeButton.title);
+
+    this.connection.textContent = models.connected ? "live" : "offline";
+    this.connection.classList.toggle("is-live", models.connected);
+    this.connection.title = models.connected
+      ? "Receiving live model events from the server"
+      : "Not connected to the server's model events; retrying";
+  }
+
+  item(conversation, { active, running, missing, ago }) {
+    return h("div", { class: `conv-item${active ? " active" : ""}`, dataset: { id: conversation.id } },
+      h("a", { href: `#/c/${conversation.id}`, class: "conv-link",
+        "aria-current": active ? "page" : null, dataset: { focusKey: `open:${conversation.id}` } },
+      h("span", { class: "conv-title" },
+        running ? h("span", { class: "live-dot", title: "Generating", "aria-label": "generating" }) : null,
+        conversation.title),
+      h("span", { class: "conv-meta" },
+        missing ? h("span", { class: "conv-missing" }, `${conversation.model} (gone)`)
+          : (conversation.model ?? "no model"),
+        ` · ${ago}`)),
+      iconButton("trash", `Delete chat “${conversation.title}”`, () => this.remove(conversation),
+        { class: "icon-btn conv-delete", dataset: { focusKey: `delete:${conversation.id}` } }));
+  }
+
+  async remove(conversation) {
+    const ok = await confirmDialog({
+      title: "Delete this chat?",
+      message: `“${conversation.title}” and all its messages are removed from this browser.`,
+      confirm: "Delete",
+      danger: true,
+    });
+    if (!ok) return;
+    if (generations.get(conversation.id)) await generations.stop(conversation);
+    await conversations.remove(conversation.id);
+  }
+}
