@@ -9,7 +9,7 @@ from litestar import Request, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
-from router.api.runtime import runtime
+from router.api.runtime import RouterRuntime, runtime
 from router.errors import ApiError, decode_body
 from router.metrics import render_metrics
 from router.proxy import autoload_wanted, forward
@@ -37,6 +37,18 @@ async def forward_to_model(
     if not name:
         raise ApiError(400, "model name is missing from the request")
     rt = runtime(request)
+    try:
+        response = await _forward_to(request, rt, name, body)
+    except ApiError as exc:
+        rt.requests.count(request.url.path, exc.status)
+        raise
+    rt.requests.count(request.url.path, response.status_code)
+    return response
+
+
+async def _forward_to(
+    request: Request[Any, Any, Any], rt: RouterRuntime, name: str, body: bytes | None
+) -> ASGIResponse:
     state = rt.registry.get(name)
     still_wanted = None
     conversation = request.headers.get("x-conversation-id")
@@ -46,20 +58,14 @@ async def forward_to_model(
         def still_wanted() -> bool:
             return rt.conversations.holds(conversation, ticket)
 
-    try:
-        response = await forward(
-            request,
-            rt.scheduler,
-            state,
-            body,
-            autoload=autoload_wanted(request, rt.settings.models_autoload),
-            still_wanted=still_wanted,
-        )
-    except ApiError as exc:
-        rt.requests.count(request.url.path, exc.status)
-        raise
-    rt.requests.count(request.url.path, response.status_code)
-    return response
+    return await forward(
+        request,
+        rt.scheduler,
+        state,
+        body,
+        autoload=autoload_wanted(request, rt.settings.models_autoload),
+        still_wanted=still_wanted,
+    )
 
 
 @post(PROXIED_POST, status_code=200)

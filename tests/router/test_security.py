@@ -31,7 +31,12 @@ SPEC_401 = {"error": {"code": 401, "message": "Invalid API Key", "type": "authen
 KEYS = ("key-one", "key-two", "file-key-3")
 ENV_KEY, ENV_FILE_KEY = "env-key-a", "env-file-key-b"
 AUTH = {"Authorization": f"Bearer {KEYS[0]}"}
-EXPECTED_PUBLIC = {("GET", "/"), ("GET", "/health"), ("GET", "/v1/health")}
+EXPECTED_PUBLIC = {
+    ("GET", "/"),
+    ("GET", "/health"),
+    ("GET", "/v1/health"),
+    ("GET", "/assets/dummy"),  # the Web UI's files
+}
 LOOPBACK_ORIGINS = [
     "http://localhost",
     "http://localhost:5173",
