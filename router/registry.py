@@ -262,8 +262,8 @@ class ModelRegistry:
         for listener in self.exit_listeners:
             listener(state.entry.name)
         # The reason travels with the event (beyond upstream), so a client need not refetch.
-        reason = {"error": state.error} if state.exit_code and state.error else {}
-        self._set_status(state, Status.UNLOADED, exit_code=state.exit_code or 0, **reason)
+        failure = {"error": state.error} if state.exit_code and state.error else {}
+        self._set_status(state, Status.UNLOADED, exit_code=state.exit_code or 0, **failure)
         log = _log.info if expected or not returncode else _log.error
         log("worker exited", model=state.entry.name, code=returncode, reason=reason)
 
