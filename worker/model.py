@@ -84,9 +84,8 @@ class LoadedModel:
     def embedder(self) -> Embedder:
         """The embeddings context, made on first use (``--embeddings`` only)."""
         if self._embedder is None:
-            threads = self.settings.threads or max((os.cpu_count() or 2) // 2, 1)
             self._embedder = Embedder(
-                self.model.model, self.batcher.n_ctx_seq, threads, self.settings.pooling
+                self.model.model, self.batcher.n_ctx_seq, self._threads, self.settings.pooling
             )
         return self._embedder
 
@@ -100,6 +99,11 @@ class LoadedModel:
     def wake(self, on_progress: Callable[[float], None]) -> None:
         self._load(on_progress)
         self.sleeping = False
+
+    @property
+    def _threads(self) -> int:
+        # llama-cpp-python's default: half the CPUs, leaving the rest to the event loop.
+        return self.settings.threads or max((os.cpu_count() or 2) // 2, 1)
 
     def _special_text(self, token: int) -> str:
         return (
@@ -117,8 +121,7 @@ class LoadedModel:
         params.n_seq_max = settings.parallel
         # As llama-server without --kv-unified: -c is shared out evenly between the slots.
         params.kv_unified = False
-        threads = settings.threads or max((os.cpu_count() or 2) // 2, 1)
-        params.n_threads = params.n_threads_batch = threads
+        params.n_threads = params.n_threads_batch = self._threads
         params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
         if settings.rope_freq_base > 0:
             params.rope_freq_base = settings.rope_freq_base
