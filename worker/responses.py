@@ -29,6 +29,11 @@ def sse(payload: Any, event: str | None = None) -> bytes:
     return head + b"data: " + msgspec.json.encode(payload) + b"\n\n"
 
 
+def _accounting(finished: Finished) -> dict[str, Any]:
+    """What every final answer carries: OpenAI's usage and llama-server's timings."""
+    return {"usage": _usage(finished), "timings": finished.timings}
+
+
 class ResponseShape:
     """How one route words its answer.
 
@@ -93,8 +98,7 @@ class ChatShape(ResponseShape):
     def closing(self, finished: Finished) -> dict[str, Any]:
         return {
             **self._chunk({}, finished.reason),
-            "usage": _usage(finished),
-            "timings": finished.timings,
+            **_accounting(finished),
         }
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
@@ -111,8 +115,7 @@ class ChatShape(ResponseShape):
                     "finish_reason": finished.reason,
                 }
             ],
-            "usage": _usage(finished),
-            "timings": finished.timings,
+            **_accounting(finished),
         }
 
 
@@ -136,8 +139,7 @@ class ToolChatShape(ChatShape):
         reason = answer.finish_reason if finished.reason == "stop" else finished.reason
         return {
             **self._chunk(delta, reason),
-            "usage": _usage(finished),
-            "timings": finished.timings,
+            **_accounting(finished),
         }
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
@@ -177,15 +179,13 @@ class TextShape(ResponseShape):
     def closing(self, finished: Finished) -> dict[str, Any]:
         return {
             **self._body("", finished.reason),
-            "usage": _usage(finished),
-            "timings": finished.timings,
+            **_accounting(finished),
         }
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
         return {
             **self._body(text, finished.reason),
-            "usage": _usage(finished),
-            "timings": finished.timings,
+            **_accounting(finished),
         }
 
 
