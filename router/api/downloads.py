@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import msgspec
 import structlog
 from litestar import Request, delete, post
 from litestar.params import FromQuery
 
 from downloads.cache_files import NotInCache, remove_cached_model
+from router.api.models import model_in_body
 from router.api.runtime import RouterRuntime, runtime
 from router.catalogue import CatalogueError
-from router.errors import ApiError, decode_body
+from router.errors import ApiError
 
 __all__ = ["download_routes"]
 
@@ -27,17 +27,10 @@ _log = structlog.get_logger("corral.downloads")
 AnyRequest = Request[Any, Any, Any]
 
 
-class DownloadRequest(msgspec.Struct):
-    model: str | None = None
-
-
 @post("/models", status_code=200)
 async def start_download(request: AnyRequest) -> dict[str, bool]:
     """Start fetching ``org/repo[:TAG]``; answers at once, progress goes to ``/models/sse``."""
-    name = decode_body(await request.body(), DownloadRequest).model
-    if not name:
-        raise ApiError(400, "model must be a non-empty string")
-    runtime(request).downloads.start(name)
+    runtime(request).downloads.start(model_in_body(await request.body()))
     return {"success": True}
 
 

@@ -21,7 +21,7 @@ from router.events import ModelEvent
 from router.registry import ModelState
 from router.streaming import SSE_HEADERS, ClosingStreamingResponse
 
-__all__ = ["model_routes"]
+__all__ = ["model_in_body", "model_routes"]
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -113,7 +113,8 @@ class ModelRequest(msgspec.Struct):
     model: str | None = None
 
 
-def _named_model(body: bytes) -> str:
+def model_in_body(body: bytes) -> str:
+    """The request body's ``model``; 400 when it is missing or empty."""
     name = decode_body(body, ModelRequest).model
     if not name:
         raise ApiError(400, "model must be a non-empty string")
@@ -123,7 +124,7 @@ def _named_model(body: bytes) -> str:
 @post("/models/load", status_code=200)
 async def load_model(request: AnyRequest) -> dict[str, bool]:
     """Start loading now, bypassing the queue; answers once the worker is spawned."""
-    name = _named_model(await request.body())
+    name = model_in_body(await request.body())
     await runtime(request).scheduler.load_now(name)
     return {"success": True}
 
@@ -135,7 +136,7 @@ async def unload_model(request: AnyRequest) -> dict[str, bool]:
     A download is cancelled instead, and the answer waits until its process has ended.
     """
     rt = runtime(request)
-    name = _named_model(await request.body())
+    name = model_in_body(await request.body())
     download = rt.downloads.find(name)
     if download is not None and download.downloading:
         await rt.downloads.cancel(download)
