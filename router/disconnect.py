@@ -7,15 +7,17 @@ races the work against the ASGI ``http.disconnect`` message, so the work is canc
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import anyio
 from litestar import Request
+from litestar.types import Receive
 
 from router.errors import ApiError
 
-__all__ = ["ClientDisconnected", "until_disconnected"]
+__all__ = ["ClientDisconnected", "cancel_on_disconnect", "until_disconnected"]
 
 T = TypeVar("T")
 
@@ -26,33 +28,23 @@ class ClientDisconnected(ApiError):
         super().__init__(499, "client closed the request", "client_disconnected")
 
 
+async def cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` when the client leaves (after the body, only a disconnect can come)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
 async def until_disconnected(request: Request[Any, Any, Any], work: Awaitable[T]) -> T:
-    """Await ``work`` unless the client disconnects first. The body must already be read."""
-    result: list[T] = []
-    failure: list[Exception] = []
-    gone = False
+    """Await ``work`` unless the client disconnects first. The body must already be read.
 
-    async with anyio.create_task_group() as group:
-
-        async def do() -> None:
-            # Caught here so the caller sees the error itself, not an ExceptionGroup.
-            try:
-                result.append(await work)
-            except Exception as exc:
-                failure.append(exc)
-            group.cancel_scope.cancel()
-
-        async def watch() -> None:
-            nonlocal gone
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            gone = True
-            group.cancel_scope.cancel()
-
-        group.start_soon(do)
-        group.start_soon(watch)
-    if failure:
-        raise failure[0]
-    if gone and not result:
-        raise ClientDisconnected
-    return result[0]
+    Every proxied request comes through here, so the watcher is one bare task, cancelled as soon
+    as the work is done, rather than a task group (which cost about 0.1 ms per request).
+    """
+    with anyio.CancelScope() as scope:
+        watcher = asyncio.ensure_future(cancel_on_disconnect(request.receive, scope))
+        try:
+            return await work
+        finally:
+            watcher.cancel()
+    raise ClientDisconnected

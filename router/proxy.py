@@ -8,74 +8,119 @@ worker stop generating (SPEC §3).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
-import httpx
 import structlog
 from litestar import Request
 from litestar.response.base import ASGIResponse
+from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
-from router.disconnect import until_disconnected
+from router.disconnect import cancel_on_disconnect, until_disconnected
 from router.errors import ApiError, sse_error_event
 from router.registry import FAKE_TIMING_SECONDS, ModelState
 from router.scheduler import Scheduler
-from router.streaming import ClosingStreamingResponse
+from router.worker_http import UpstreamError, UpstreamResponse
 
-__all__ = ["autoload_wanted", "forward", "relay"]
+__all__ = ["RelayResponse", "autoload_wanted", "forward", "relay"]
 
 _log = structlog.get_logger("corral.proxy")
 _HOP_BY_HOP = {
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-    "content-length",
-    "te",
-    "upgrade",
-    "proxy-connection",
-    "host",
+    b"connection",
+    b"keep-alive",
+    b"transfer-encoding",
+    b"content-length",
+    b"te",
+    b"upgrade",
+    b"proxy-connection",
+    b"host",
 }
 # Workers never see the router's credentials (SPEC §8); compression would defeat streaming.
-_REQUEST_DROP = _HOP_BY_HOP | {"authorization", "x-api-key", "accept-encoding"}
-_RESPONSE_DROP = _HOP_BY_HOP | {"server", "date"}
+_REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding"}
+# The router's own server adds these; CORS is the router's business, not a worker's.
+_RESPONSE_DROP = _HOP_BY_HOP | {b"server", b"date"}
 
 
-def _request_headers(request: Request[Any, Any, Any]) -> dict[str, str]:
-    return {k: v for k, v in request.headers.items() if k.lower() not in _REQUEST_DROP}
+def _request_target(scope: Scope) -> bytes:
+    path: bytes = scope.get("raw_path") or scope["path"].encode()
+    query: bytes = scope["query_string"]
+    return path + b"?" + query if query else path
 
 
-def _response_headers(upstream: httpx.Response) -> dict[str, str]:
-    return {
-        k: v
-        for k, v in upstream.headers.items()
-        if k.lower() not in _RESPONSE_DROP and not k.lower().startswith("access-control-")
-    }
+def _request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+    # ASGI servers give header names in lower case.
+    return [(k, v) for k, v in scope["headers"] if k not in _REQUEST_DROP]
+
+
+def _response_headers(upstream: UpstreamResponse) -> list[tuple[bytes, bytes]]:
+    return [
+        (k, v)
+        for k, v in upstream.headers
+        if k not in _RESPONSE_DROP and not k.startswith(b"access-control-")
+    ]
+
+
+class RelayResponse(ASGIResponse):
+    """A worker's answer passed on as it comes: its status, its headers, its body.
+
+    Whatever ends the relay (the last byte, a client disconnect, the worker going away), the
+    upstream answer is closed and the model released in ``finally``: an unfinished answer closes
+    its connection, which tells the worker to stop generating (SPEC §3).
+    """
+
+    __slots__ = ("_done", "_headers", "_model", "_upstream")
+
+    def __init__(self, upstream: UpstreamResponse, model: str, done: Callable[[], None]) -> None:
+        super().__init__(status_code=upstream.status)
+        self._upstream = upstream
+        self._headers = _response_headers(upstream)
+        self._model = model
+        self._done = done
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            if self._upstream.complete:  # most small answers: one body event, nothing to watch
+                body = await self._upstream.read()
+                await self._start(send, [(b"content-length", str(len(body)).encode())])
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+                return
+            await self._start(send, [])
+            # Litestar's own streaming responses watch for a disconnect the same way.
+            async with anyio.create_task_group() as group:
+                group.start_soon(cancel_on_disconnect, receive, group.cancel_scope)
+                await self._copy(send)
+                group.cancel_scope.cancel()
+        finally:
+            self._upstream.close()
+            self._done()
+
+    async def _start(self, send: Send, extra: list[tuple[bytes, bytes]]) -> None:
+        start: HTTPResponseStartEvent = {
+            "type": "http.response.start",
+            "status": self.status_code,
+            "headers": self._headers + extra,
+        }
+        await send(start)
+
+    async def _copy(self, send: Send) -> None:
+        try:
+            async for chunk in self._upstream.chunks():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except UpstreamError as exc:
+            _log.warning("worker connection lost mid-response", model=self._model, error=str(exc))
+            if (self._upstream.header(b"content-type") or b"").startswith(b"text/event-stream"):
+                event = sse_error_event(
+                    ApiError(500, f"model '{self._model}' stopped while answering")
+                )
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def autoload_wanted(request: Request[Any, Any, Any], default: bool) -> bool:
     """``?autoload=`` overrides ``--models-autoload``: "true"/"1" load, anything else does not."""
     value = request.query_params.get("autoload")
     return default if value is None else value.lower() in ("true", "1")
-
-
-async def _relay(
-    scheduler: Scheduler, state: ModelState, upstream: httpx.Response
-) -> AsyncIterator[bytes]:
-    is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
-    try:
-        async for chunk in upstream.aiter_raw():
-            yield chunk
-    except httpx.TransportError as exc:
-        _log.warning("worker connection lost mid-response", model=state.entry.name, error=str(exc))
-        if is_sse:
-            yield sse_error_event(
-                ApiError(500, f"model '{state.entry.name}' stopped while answering")
-            )
-    finally:
-        scheduler.release(state)
-        with anyio.CancelScope(shield=True):
-            await upstream.aclose()
 
 
 async def forward(
@@ -124,28 +169,19 @@ async def relay(
     if client is None:  # stopped between becoming ready and now
         scheduler.release(state)
         raise ApiError(503, f"model '{name}' is not running")
-    upstream_request = client.build_request(
-        request.method,
-        request.url.path,
-        params=request.url.query or None,
-        headers=_request_headers(request),
-        content=body,
-    )
     if request.method == "POST":  # GETs (props, slots, metrics) do not make a model recent
         state.last_used = time.monotonic()
     try:
         if FAKE_TIMING_SECONDS:
             await anyio.sleep(FAKE_TIMING_SECONDS)
-        sending = client.send(upstream_request, stream=True)
+        scope = request.scope
+        sending = client.request(
+            request.method, _request_target(scope), _request_headers(scope), body
+        )
         upstream = await (sending if detached else until_disconnected(request, sending))
     except BaseException as exc:
         scheduler.release(state)
-        if isinstance(exc, httpx.TransportError):
+        if isinstance(exc, UpstreamError):
             raise ApiError(503, f"model '{name}' is unavailable: {exc}") from None
         raise
-    return ClosingStreamingResponse(
-        iterator=_relay(scheduler, state, upstream),
-        status_code=upstream.status_code,
-        headers=_response_headers(upstream),
-        media_type=upstream.headers.get("content-type", "application/json"),
-    )
+    return RelayResponse(upstream, name, lambda: scheduler.release(state))

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import httpx
 import structlog
 from anyio.abc import TaskGroup
 
@@ -28,6 +27,7 @@ from router.child_protocol import ChildLine, LogLine, MalformedLine, StateMessag
 from router.errors import ApiError
 from router.events import EventBus
 from router.launcher import ChildProcess, WorkerLauncher
+from router.worker_http import WorkerClient
 
 __all__ = ["FAKE_TIMING_SECONDS", "Broadcast", "ModelRegistry", "ModelState", "Status"]
 
@@ -65,7 +65,7 @@ class ModelState:
     args: list[str]
     status: Status = Status.UNLOADED
     process: ChildProcess | None = None
-    client: httpx.AsyncClient | None = None
+    client: WorkerClient | None = None
     meta: dict[str, Any] | None = None
     progress: dict[str, Any] | None = None
     exit_code: int | None = None
@@ -231,7 +231,7 @@ class ModelRegistry:
                 info = dict(message.payload)
                 host, port = info.pop("host", "127.0.0.1"), info.pop("port")
                 state.meta = info.get("meta", {})
-                state.client = _worker_client(str(host), int(port), self._timeout)
+                state.client = WorkerClient(str(host), int(port), self._timeout)
                 state.load_seconds = time.monotonic() - started
                 state.loads += 1
                 state.load_seconds_total += state.load_seconds
@@ -312,13 +312,3 @@ def _argv(entry: CatalogueEntry) -> list[str]:
         sys.executable, "-m", "worker", "--model", str(entry.path), "--alias", entry.name,
         "--host", "127.0.0.1", "--port", "0", *entry.worker_args(),
     ]  # fmt: skip
-
-
-def _worker_client(host: str, port: int, timeout: float) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=f"http://{host}:{port}",
-        # ``--timeout`` bounds the silence between two chunks, as upstream: a long prefill or a
-        # non-streaming generation is legitimately quiet for a while.
-        timeout=httpx.Timeout(connect=5.0, read=timeout, write=timeout, pool=None),
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
-    )

@@ -18,6 +18,7 @@ import uvloop
 from router.child_protocol import StateWriter
 from router.listening import bind_tcp
 from router.logs import configure_logging
+from router.worker_http import WORKER_KEEP_ALIVE_SECONDS
 from worker import lifeline
 from worker.api import WorkerState, create_worker_app
 from worker.engine import Engine
@@ -38,7 +39,12 @@ async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
     state = WorkerState(settings=settings, engine=engine)
     server = uvicorn.Server(
         uvicorn.Config(
-            create_worker_app(state), log_config=None, lifespan="off", timeout_graceful_shutdown=5
+            create_worker_app(state),
+            log_config=None,
+            lifespan="off",
+            timeout_graceful_shutdown=5,
+            # The router's idle connections expire first, so none is reused as the worker closes it.
+            timeout_keep_alive=WORKER_KEEP_ALIVE_SECONDS,
         )
     )
     exit_code = 0

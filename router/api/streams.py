@@ -8,9 +8,9 @@ told to retry (503); a DELETE meanwhile withdraws the parked request.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import anyio
-import httpx
 import msgspec
 import structlog
 from litestar import Request, Response, delete, get, post
@@ -21,12 +21,13 @@ from router.api.runtime import RouterRuntime, runtime
 from router.errors import ApiError, decode_body
 from router.proxy import relay
 from router.registry import ModelState, Status
+from router.worker_http import UpstreamError
 
 __all__ = ["stream_routes"]
 
 _log = structlog.get_logger("corral.streams")
 # Lookups and stops are small questions to a local worker: a slow one is skipped, not waited on.
-_QUICK = httpx.Timeout(1.0)
+_QUICK_SECONDS = 1.0
 AnyRequest = Request[Any, Any, Any]
 
 
@@ -73,15 +74,15 @@ async def lookup(request: AnyRequest) -> list[Any]:
         client = state.client
         if client is None or state.status not in (Status.LOADED, Status.SLEEPING):
             return
+        question = msgspec.json.encode({"conversation_ids": conversations})
         try:
-            answer = await client.post(
-                "/v1/streams/lookup", json={"conversation_ids": conversations}, timeout=_QUICK
-            )
-        except httpx.HTTPError as exc:
+            with anyio.fail_after(_QUICK_SECONDS):
+                status, answer = await client.exchange("POST", b"/v1/streams/lookup", question)
+        except (UpstreamError, TimeoutError) as exc:
             _log.warning("stream lookup failed", model=state.entry.name, error=str(exc))
             return
-        if answer.status_code == 200:
-            found.extend(answer.json())
+        if status == 200:
+            found.extend(msgspec.json.decode(answer))
 
     async with anyio.create_task_group() as group:
         for model, conversations in rt.conversations.by_model(ids).items():
@@ -100,9 +101,11 @@ async def stop(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> Re
     rt.conversations.forget(conversation)
     client = state.client if state is not None else None
     if client is not None and state is not None and state.status is not Status.LOADING:
+        target = b"/v1/stream?" + urlencode({"conv_id": conversation}).encode()
         try:
-            await client.delete("/v1/stream", params={"conv_id": conversation}, timeout=_QUICK)
-        except httpx.HTTPError as exc:
+            with anyio.fail_after(_QUICK_SECONDS):
+                await client.exchange("DELETE", target, None)
+        except (UpstreamError, TimeoutError) as exc:
             _log.warning("stream stop failed", model=state.entry.name, error=str(exc))
     return Response(None, status_code=204)
 
