@@ -36,8 +36,9 @@ _HOP_BY_HOP = {
     b"proxy-connection",
     b"host",
 }
-# Workers never see the router's credentials (SPEC §8); compression would defeat streaming.
-_REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding"}
+# Workers never see the router's credentials (SPEC §8); compression would defeat streaming; the
+# router has read the whole body already, so a worker has nothing to say to "Expect: 100-continue".
+_REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding", b"expect"}
 # The router's own server adds these; CORS is the router's business, not a worker's.
 _RESPONSE_DROP = _HOP_BY_HOP | {b"server", b"date"}
 

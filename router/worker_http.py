@@ -45,6 +45,7 @@ class _Connection(asyncio.Protocol):
         self.answer: UpstreamResponse | None = None
         self.closed = False
         self.paused = False
+        self.interim = False
         self.idle_since = 0.0
 
     # asyncio callbacks
@@ -71,8 +72,13 @@ class _Connection(asyncio.Protocol):
             self.answer.headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
-        if self.answer is not None:
-            self.answer.status = self.parser.get_status_code()
+        status = self.parser.get_status_code()
+        if status < 200:  # "100 Continue" and the like: the real answer follows
+            self.interim = True
+            if self.answer is not None:
+                self.answer.headers.clear()
+        elif self.answer is not None:
+            self.answer.status = status
             self.answer._wake()
 
     def on_body(self, body: bytes) -> None:
@@ -80,6 +86,9 @@ class _Connection(asyncio.Protocol):
             self.answer._add(body)
 
     def on_message_complete(self) -> None:
+        if self.interim:
+            self.interim = False
+            return
         answer, self.answer = self.answer, None
         if answer is not None:
             answer.reusable = self.parser.should_keep_alive()
