@@ -159,6 +159,7 @@ class UpstreamResponse:
         self._closed = True
         if self._connection.answer is self:
             self._connection.answer = None
+        self._connection.pause(False)  # a whole answer may have arrived in the chunk that paused
         self._client._release(self._connection, reusable=self.complete and self.reusable)
 
     async def _wait_for_headers(self) -> None:
