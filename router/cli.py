@@ -69,7 +69,9 @@ def _serve_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--models-autoload",
         action=argparse.BooleanOptionalAction,
-        default=_env_bool("LLAMA_ARG_MODELS_AUTOLOAD", True),
+        # As upstream, LLAMA_ARG_NO_MODELS_AUTOLOAD set to anything turns autoload off.
+        default=_env("LLAMA_ARG_NO_MODELS_AUTOLOAD") is None
+        and _env_bool("LLAMA_ARG_MODELS_AUTOLOAD", True),
         help="load a model on its first request",
     )
     parser.add_argument(

@@ -73,6 +73,8 @@ def model_options_from(
         value = getattr(args, _dest(spec))
         if value is not None:
             given.append((spec.name, value))
+        elif any(n in env for n in spec.negatives if n.startswith("LLAMA_ARG_NO_")):
+            given.append((spec.name, "false"))  # upstream: set to anything, it means "off"
         elif (name := _env_name(spec)) and name in env:
             given.append((name, env[name]))
     try:

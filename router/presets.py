@@ -60,7 +60,9 @@ class OptionSpec:
     kind: OptionKind
     role: OptionRole = "worker"
     spellings: tuple[str, ...] = ()  # other flag spellings without dashes, and env names
-    negatives: tuple[str, ...] = ()  # spellings meaning false; the first is the worker flag
+    # Spellings meaning false; the first is the worker flag. As upstream, a bool with a negative
+    # flag also has a LLAMA_ARG_NO_* variable, which turns it off whatever its value.
+    negatives: tuple[str, ...] = ()
     bound: Bound = "any"
     literals: tuple[str, ...] = ()  # words accepted besides a number, or a choice's values
 
@@ -97,7 +99,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec("seed", "int", spellings=("s",)),
     OptionSpec("chat-template", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE",)),
-    OptionSpec("jinja", "bool", spellings=("LLAMA_ARG_JINJA",), negatives=("no-jinja",)),
+    OptionSpec(
+        "jinja",
+        "bool",
+        spellings=("LLAMA_ARG_JINJA",),
+        negatives=("no-jinja", "LLAMA_ARG_NO_JINJA"),
+    ),
     OptionSpec(
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),
@@ -114,7 +121,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     # Upstream rejects 0 and anything below -1; -1 means never.
     OptionSpec("sleep-idle-seconds", "int", bound="positive", literals=("-1",)),
-    OptionSpec("slots", "bool", spellings=("LLAMA_ARG_ENDPOINT_SLOTS",), negatives=("no-slots",)),
+    OptionSpec(
+        "slots",
+        "bool",
+        spellings=("LLAMA_ARG_ENDPOINT_SLOTS",),
+        negatives=("no-slots", "LLAMA_ARG_NO_ENDPOINT_SLOTS"),
+    ),
     OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
     OptionSpec(
         "pooling",
@@ -122,7 +134,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_POOLING",),
         literals=("none", "mean", "cls", "last", "rank"),
     ),
-    OptionSpec("webui", "bool", spellings=("ui", "LLAMA_ARG_UI"), negatives=("no-webui", "no-ui")),
+    OptionSpec(
+        "webui",
+        "bool",
+        spellings=("ui", "LLAMA_ARG_UI"),
+        negatives=("no-webui", "no-ui", "LLAMA_ARG_NO_UI"),
+    ),
 )
 
 _BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}

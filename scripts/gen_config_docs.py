@@ -600,9 +600,16 @@ def _environment_section() -> list[str]:
         if env:
             flag = max((s for s in action.option_strings if not s.startswith("--no-")), key=len)
             found.append(EnvVar(env, "corral serve", f"`{flag}` when the flag is absent"))
+    found.append(
+        EnvVar("LLAMA_ARG_NO_MODELS_AUTOLOAD", "corral serve", "`--no-models-autoload`, if set")
+    )
     for spec in WORKER_OPTIONS:
         if env_name := _env_of(spec):
             found.append(EnvVar(env_name, "corral serve", f"`--{spec.name}` for every model"))
+        for negative in spec.negatives:
+            if negative.startswith("LLAMA_ARG_NO_"):
+                flag = f"`--{spec.negatives[0]}` for every model, if set"
+                found.append(EnvVar(negative, "corral serve", flag))
     merged: dict[str, tuple[list[str], list[str]]] = {}
     for variable in [*found, *ENVIRONMENT]:
         readers, meanings = merged.setdefault(variable.name, ([], []))
@@ -620,9 +627,9 @@ def _environment_section() -> list[str]:
         + " (with `hub`, `huggingface/hub` or `.cache/huggingface/hub` appended to the last "
         "three), as llama.cpp finds it. These never reach a child process: "
         + ", ".join(f"`{name}`" for name in sorted(SECRET_ENV))
-        + "; download processes get the hub token back as `HF_TOKEN`, workers never. Negative "
-        "spellings such as `LLAMA_ARG_NO_MMAP` are preset keys only: as variables, write "
-        "`LLAMA_ARG_MMAP=0`.",
+        + "; download processes get the hub token back as `HF_TOKEN`, workers never. As "
+        "upstream, a `LLAMA_ARG_NO_*` variable turns its option off whatever its value (even "
+        "`0`) and wins over the positive one.",
         "",
         *_table(["variable", "read by", "meaning"], rows),
         "",
