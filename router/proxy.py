@@ -39,6 +39,8 @@ _HOP_BY_HOP = {
 # Workers never see the router's credentials (SPEC §8); compression would defeat streaming; the
 # router has read the whole body already, so a worker has nothing to say to "Expect: 100-continue".
 _REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding", b"expect"}
+# Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
+_WHOLE_BELOW = 1 << 20
 # The router's own server adds these; CORS is the router's business, not a worker's.
 _RESPONSE_DROP = _HOP_BY_HOP | {b"server", b"date"}
 
@@ -176,9 +178,8 @@ async def relay(
         if FAKE_TIMING_SECONDS:
             await anyio.sleep(FAKE_TIMING_SECONDS)
         scope = request.scope
-        sending = client.request(
-            request.method, _request_target(scope), _request_headers(scope), body
-        )
+        target, headers = _request_target(scope), _request_headers(scope)
+        sending = client.request(request.method, target, headers, body, whole_below=_WHOLE_BELOW)
         upstream = await (sending if detached else until_disconnected(request, sending))
     except BaseException as exc:
         scheduler.release(state)

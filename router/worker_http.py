@@ -162,9 +162,14 @@ class UpstreamResponse:
         self._connection.pause(False)  # a whole answer may have arrived in the chunk that paused
         self._client._release(self._connection, reusable=self.complete and self.reusable)
 
-    async def _wait_for_headers(self) -> None:
+    async def _receive(self, whole_below: int) -> None:
+        """Until the status and headers are in, and the whole body if it is announced short."""
         while not self.status:
             await self._wait()
+        length = self.header(b"content-length")
+        if length is not None and length.isdigit() and int(length) < whole_below:
+            while not self.complete:
+                await self._wait()
 
     async def _wait(self) -> None:
         if self.error is not None:
@@ -212,9 +217,19 @@ class WorkerClient:
         self._closed = False
 
     async def request(
-        self, method: str, target: bytes, headers: Iterable[tuple[bytes, bytes]], body: bytes | None
+        self,
+        method: str,
+        target: bytes,
+        headers: Iterable[tuple[bytes, bytes]],
+        body: bytes | None,
+        *,
+        whole_below: int = 0,
     ) -> UpstreamResponse:
-        """Send a request; returns once the status and headers are in."""
+        """Send a request; returns once the status and headers are in.
+
+        An answer whose announced length is under ``whole_below`` is awaited whole: a worker
+        writes such a body right after its headers, and a whole answer is cheaper to relay.
+        """
         connection = await self._connection()
         answer = connection.answer = UpstreamResponse(self, connection, self._timeout)
         head = [method.encode(), b" ", target, b" HTTP/1.1\r\nhost: ", self._host_header, b"\r\n"]
@@ -228,7 +243,7 @@ class WorkerClient:
         assert connection.transport is not None
         connection.transport.write(b"".join(head))
         try:
-            await answer._wait_for_headers()
+            await answer._receive(whole_below)
         except BaseException:
             answer.close()
             raise

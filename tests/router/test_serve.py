@@ -128,6 +128,9 @@ def test_tokenize_round_trip_through_the_router(router: RouterProcess) -> None:
     ids = tokens.json()["tokens"]
     text = router.client.post("/detokenize", json={"model": "alpha", "tokens": ids})
     assert text.json()["content"].strip() == "the world"
+    # A short JSON answer is relayed whole, with its length, as the worker sent it.
+    assert "transfer-encoding" not in tokens.headers
+    assert tokens.headers["content-length"] == str(len(tokens.content))
 
 
 def test_health_props_and_unknown_route(router: RouterProcess) -> None:

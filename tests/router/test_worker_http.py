@@ -117,6 +117,29 @@ async def test_a_chunked_answer_streams_before_it_ends(upstream: Upstream) -> No
     assert upstream.connections == 1
 
 
+async def test_a_short_answer_can_be_awaited_whole(upstream: Upstream) -> None:
+    head_sent, release = asyncio.Event(), asyncio.Event()
+
+    async def body_later(writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n")
+        head_sent.set()
+        await release.wait()
+        writer.write(b"body")
+
+    upstream.answer = body_later
+    client = WorkerClient("127.0.0.1", upstream.port, timeout=5)
+    headers = [(b"content-type", b"application/json")]
+    asking = asyncio.ensure_future(client.request("POST", b"/x", headers, b"{}", whole_below=5))
+    await head_sent.wait()
+    for _ in range(20):  # whatever the head's arrival, the request waits for the body
+        await anyio.lowlevel.checkpoint()
+    assert not asking.done()
+    release.set()
+    response = await asking
+    assert response.complete
+    assert await response.read() == b"body"
+
+
 async def test_closing_an_unfinished_answer_closes_its_connection(upstream: Upstream) -> None:
     async def endless(writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n")
