@@ -134,6 +134,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_POOLING",),
         literals=("none", "mean", "cls", "last", "rank"),
     ),
+    OptionSpec("reranking", "bool", spellings=("rerank", "LLAMA_ARG_RERANKING")),
     OptionSpec(
         "webui",
         "bool",

@@ -152,6 +152,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "slots": "accepted for llama-server presets; the worker logs that it does not act on it",
     "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it)",
     "pooling": "embedding pooling",
+    "reranking": "serve `/v1/rerank`, `/rerank`, `/v1/reranking` and `/reranking` (501 without "
+    "it); implies `embeddings` and `pooling = rank`, whatever `pooling` says",
     "webui": "accepted for llama-server presets; the worker logs that it does not act on it",
 }
 
@@ -176,6 +178,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "sleep-idle-seconds": "sleep_idle_seconds",
     "embeddings": "embeddings",
     "pooling": "pooling",
+    "reranking": "reranking",
 }
 _NONE_MEANS = {
     "threads": "half the CPUs",

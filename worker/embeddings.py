@@ -2,6 +2,7 @@
 
 It is created on the engine thread the first time it is needed and shares the loaded weights.
 Inputs are embedded one at a time as sequence 0, so its KV cache is as small as one input.
+With ``rank`` pooling (``--reranking``) the same context scores query/document pairs.
 """
 
 from __future__ import annotations
@@ -42,16 +43,24 @@ class Embedder:
             raise ValueError("failed to create the embeddings context")
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self.n_ctx = n_ctx
+        pooling_type = llama_cpp.llama_pooling_type(self._ctx)
+        self.pooled = pooling_type != llama_cpp.LLAMA_POOLING_TYPE_NONE
         self.n_embd = llama_cpp.llama_model_n_embd(model)
-        self.pooled = llama_cpp.llama_pooling_type(self._ctx) != llama_cpp.LLAMA_POOLING_TYPE_NONE
+        # Rank pooling leaves n_cls_out floats per sequence, not n_embd: reading the model's
+        # width there would run past llama.cpp's buffer.
+        self.n_pooled = (
+            llama_cpp.llama_model_n_cls_out(model)
+            if pooling_type == llama_cpp.LLAMA_POOLING_TYPE_RANK
+            else self.n_embd
+        )
         self._batch = llama_cpp.llama_batch_init(n_ctx, 0, 1)
 
     def close(self) -> None:
         llama_cpp.llama_batch_free(self._batch)
         llama_cpp.llama_free(self._ctx)
 
-    def embed(self, tokens: list[int]) -> list[list[float]]:
-        """One pooled vector, or one vector per token when the pooling is ``none``."""
+    def _decode(self, tokens: list[int]) -> None:
+        """Run ``tokens`` alone through the context as sequence 0, every token an output."""
         if not tokens:
             raise ValueError("input is empty")
         if len(tokens) > self.n_ctx:
@@ -70,10 +79,26 @@ class Embedder:
         code = llama_cpp.llama_decode(self._ctx, batch)
         if code != 0:
             raise RuntimeError(f"llama_decode failed with code {code}")
+
+    def _pooled(self) -> Any:
+        pointer = llama_cpp.llama_get_embeddings_seq(self._ctx, 0)
+        if not pointer:  # a NULL ctypes pointer; indexing it would crash the process
+            raise RuntimeError("llama.cpp returned no pooled output")
+        return pointer
+
+    def embed(self, tokens: list[int]) -> list[list[float]]:
+        """One pooled vector, or one vector per token when the pooling is ``none``."""
+        self._decode(tokens)
         if self.pooled:
-            pointer = llama_cpp.llama_get_embeddings_seq(self._ctx, 0)
-            return [list(pointer[: self.n_embd])]
+            return [list(self._pooled()[: self.n_pooled])]
         return [
             list(llama_cpp.llama_get_embeddings_ith(self._ctx, i)[: self.n_embd])
             for i in range(len(tokens))
         ]
+
+    def score(self, tokens: list[int]) -> float:
+        """The relevance of one rerank prompt: the first value of its rank-pooled output."""
+        if not self.pooled or self.n_pooled < 1:
+            raise RuntimeError("this context gives no score: it needs rank pooling")
+        self._decode(tokens)
+        return float(self._pooled()[0])

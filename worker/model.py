@@ -226,6 +226,34 @@ class LoadedModel:
             tokens.append(self.model.token_bos())
         return [*tokens, pre, *plain(prefix), *plain(prompt), suf, *plain(suffix), mid]
 
+    def rerank_prompt(self, query: str, document: str) -> list[int]:
+        """llama-server's reranking input for one document.
+
+        The GGUF's ``rerank`` template when it has one (``{query}`` and ``{document}`` filled
+        in, special tokens parsed, none added); otherwise the cross-encoder layout
+        [BOS] query [EOS] [SEP] document [EOS], each marker where the vocabulary asks for it.
+        """
+        template = llama_cpp.llama_model_chat_template(self.model.model, b"rerank")
+        if template is not None:
+            text = template.decode("utf-8", "replace")
+            text = text.replace("{query}", query).replace("{document}", document)
+            return self.tokenize(text, add_special=False, parse_special=True)
+        vocab = self.vocab
+        eos = llama_cpp.llama_vocab_eos(vocab)
+        if eos == llama_cpp.LLAMA_TOKEN_NULL:
+            eos = llama_cpp.llama_vocab_sep(vocab)
+        add_eos = llama_cpp.llama_vocab_get_add_eos(vocab)
+        tokens = (
+            [llama_cpp.llama_vocab_bos(vocab)] if llama_cpp.llama_vocab_get_add_bos(vocab) else []
+        )
+        tokens += self.tokenize(query, add_special=False, parse_special=False)
+        tokens += [eos] if add_eos else []
+        tokens += (
+            [llama_cpp.llama_vocab_sep(vocab)] if llama_cpp.llama_vocab_get_add_sep(vocab) else []
+        )
+        tokens += self.tokenize(document, add_special=False, parse_special=False)
+        return tokens + ([eos] if add_eos else [])
+
     def text_prompt(self, prompt: str | list[int]) -> list[int]:
         if isinstance(prompt, list):
             return prompt

@@ -41,6 +41,7 @@ class WorkerSettings:
     sleep_idle_seconds: float | None = None  # free the weights after this long without work
     embeddings: bool = False
     pooling: str | None = None  # none, mean, cls, last, rank; None: the model's own
+    reranking: bool = False  # implies embeddings and rank pooling, as upstream's --reranking
     rope_freq_base: float = 0.0
     cache_type_k: str | None = None
     cache_type_v: str | None = None
@@ -68,6 +69,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         return float(options[name]) if name in options else default
 
     gpu_layers = options.get("n-gpu-layers", "0")
+    # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
+    # since a worker's flags come rendered in table order, not in the order a user wrote them.
+    reranking = options.get("reranking", "false") == "true"
     return WorkerSettings(
         model=model,
         alias=args.alias or model.stem,
@@ -87,8 +91,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         flash_attn=options.get("flash-attn", "auto"),
         parallel=max(int(number("parallel", 1)), 1),
         sleep_idle_seconds=_sleep_after(options.get("sleep-idle-seconds")),
-        embeddings=options.get("embeddings", "false") == "true",
-        pooling=options.get("pooling"),
+        embeddings=reranking or options.get("embeddings", "false") == "true",
+        pooling="rank" if reranking else options.get("pooling"),
+        reranking=reranking,
         rope_freq_base=number("rope-freq-base", 0.0),
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),

@@ -68,6 +68,7 @@ def test_example_builds_a_catalogue_once_its_files_exist(tmp_path: Path) -> None
     assert entries["llava"].mmproj is not None
     assert ("embeddings", "true") in entries["embed"].options
     assert "--no-mmap" not in entries["embed"].worker_args()
+    assert "--reranking" in entries["rerank"].worker_args()
     assert catalogue.resolve("smol") is smol
 
 

@@ -113,6 +113,8 @@ def test_section_tags_are_canonicalised() -> None:
         ("ttl", "300", ("ttl", "300")),
         ("ttl", "0.5", ("ttl", "0.5")),
         ("pin", "on", ("pin", "true")),
+        ("rerank", "on", ("reranking", "true")),
+        ("LLAMA_ARG_RERANKING", "1", ("reranking", "true")),
     ],
 )
 def test_spellings_and_values(key: str, value: str, expected: tuple[str, str]) -> None:

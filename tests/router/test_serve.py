@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
-from tests.support.router_process import RouterProcess
+from tests.support.router_process import RouterProcess, running_router
 
 CHAT: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Say something."}]
 
@@ -169,3 +171,15 @@ def test_placeholder_page_is_served_at_root(router: RouterProcess) -> None:
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "Corral" in page.text
+
+
+def test_rerank_reaches_a_worker_started_with_reranking(models_dir: Path) -> None:
+    args = ["--models-dir", str(models_dir), "--ctx-size", "512", "--reranking"]
+    with running_router(args) as router:
+        body = {"model": "alpha", "query": "hello", "documents": ["the story", "a model"]}
+        response = router.client.post("/v1/rerank", json=body)
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        assert answer["model"] == "alpha"
+        assert sorted(r["index"] for r in answer["results"]) == [0, 1]
+        assert "--reranking" in router.models()["alpha"]["status"]["args"]

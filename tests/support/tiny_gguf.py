@@ -96,12 +96,15 @@ def write_tiny_gguf(
     context_length: int = 2048,
     seed: int = 0,
     fim: bool = False,
+    rerank_template: str | None = None,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
     Same arguments give byte-identical files. ``chat_template=None`` omits the
     ``tokenizer.chat_template`` key entirely, as some real models do. ``fim=True`` adds
-    fill-in-the-middle tokens, as code models have, for ``/infill``.
+    fill-in-the-middle tokens, as code models have, for ``/infill``. ``rerank_template``
+    adds the named ``rerank`` template (``{query}`` and ``{document}`` placeholders) that
+    reranker GGUFs carry.
     """
     tokens, scores, types = _vocab()
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -149,6 +152,10 @@ def write_tiny_gguf(
     writer.add_add_eos_token(False)
     if chat_template is not None:
         writer.add_chat_template(chat_template)
+    if rerank_template is not None:
+        writer.add_string(
+            gguf.Keys.Tokenizer.CHAT_TEMPLATE_N.format(name="rerank"), rerank_template
+        )
 
     writer.add_tensor("token_embd.weight", _weight(rng, len(tokens), _N_EMBD))
     # With tiny weights the logits are near-uniform and ~45% of samples would be control or

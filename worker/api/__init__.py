@@ -14,6 +14,7 @@ from worker.api.anthropic import anthropic_routes
 from worker.api.embeddings import embedding_routes
 from worker.api.generation import ContextError, context_error_response, generation_routes
 from worker.api.model_info import model_info_routes
+from worker.api.rerank import rerank_routes
 from worker.api.responses_api import responses_routes
 from worker.api.state import WorkerState
 from worker.api.streams import stream_routes
@@ -28,6 +29,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *anthropic_routes,
             *responses_routes,
             *embedding_routes,
+            *rerank_routes,
             *stream_routes,
             *model_info_routes,
         ],

@@ -1,0 +1,23 @@
+"""``python -m worker``'s flags as WorkerSettings: how the options combine."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.settings import parse_worker_args
+
+
+@pytest.mark.parametrize("flag", ["--reranking", "--rerank"])
+def test_reranking_turns_on_embeddings_with_rank_pooling(flag: str) -> None:
+    settings = parse_worker_args(["--model", "m.gguf", flag])
+    assert (settings.reranking, settings.embeddings, settings.pooling) == (True, True, "rank")
+
+
+def test_reranking_beats_another_pooling() -> None:
+    settings = parse_worker_args(["--model", "m.gguf", "--pooling", "mean", "--reranking"])
+    assert settings.pooling == "rank"
+
+
+def test_without_reranking_the_pooling_is_as_given() -> None:
+    settings = parse_worker_args(["--model", "m.gguf", "--embeddings", "--pooling", "mean"])
+    assert (settings.reranking, settings.embeddings, settings.pooling) == (False, True, "mean")
