@@ -19,6 +19,7 @@ from router.download_jobs import DownloadJobs
 from router.errors import exception_handlers
 from router.hub_cache import resolve_cached_model, scan_cache
 from router.launcher import SubprocessLauncher, WorkerLauncher
+from router.memory_budget import MemoryBudget
 from router.metrics import RequestCounter
 from router.registry import ModelRegistry
 from router.scheduler import Scheduler
@@ -73,7 +74,9 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 task_group=group,
                 timeout=settings.timeout,
             )
-            scheduler = Scheduler(registry, settings.models_max)
+            memory = settings.models_memory_max
+            budget = MemoryBudget(memory) if memory > 0 else None
+            scheduler = Scheduler(registry, settings.models_max, budget)
             downloads = DownloadJobs(
                 registry,
                 settings=settings,

@@ -59,6 +59,7 @@ class CatalogueEntry:
     stop_timeout: float = DEFAULT_STOP_TIMEOUT
     ttl: float | None = None
     pin: bool = False
+    memory: int | None = None  # Corral's own: bytes the model holds, declared (else measured)
     mmproj: Path | None = None
     # ``dedup-cache-models``: a cache model that a preset also serves is left out of listings
     # but still answers to its name.
@@ -82,6 +83,8 @@ class CatalogueEntry:
             keys["ttl"] = _format_seconds(self.ttl)
         if self.pin:
             keys["pin"] = "true"
+        if self.memory is not None:
+            keys["memory"] = str(self.memory)
         return render_ini(self.name, sorted(keys.items()))
 
     def worker_args(self) -> list[str]:
@@ -218,7 +221,7 @@ def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
     worker_options = tuple(
         sorted((key, value) for key, value in options.items() if option_spec(key).role == "worker")
     )
-    ttl = options.get("ttl")
+    ttl, memory = options.get("ttl"), options.get("memory")
     return CatalogueEntry(
         name=model.name,
         path=model.path,
@@ -230,6 +233,7 @@ def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
         stop_timeout=float(options.get("stop-timeout", DEFAULT_STOP_TIMEOUT)),
         ttl=float(ttl) if ttl is not None else None,
         pin=options.get("pin") == "true",
+        memory=int(memory) if memory is not None else None,
         mmproj=model.mmproj,
     )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from router.corral_commands import CACHE_COMMANDS, run_cache_command
 from router.hub_cache import locate_cache_dir
 from router.model_flags import add_model_flags, model_options_from
+from router.presets import parse_size
 from router.security import ApiKeyFileError, load_api_keys, parse_list
 from router.settings import ServeSettings
 
@@ -65,6 +66,13 @@ def _serve_parser() -> argparse.ArgumentParser:
         type=int,
         default=int(_env("LLAMA_ARG_MODELS_MAX", "4") or 4),
         help="models loaded at once (<=0: unlimited)",
+    )
+    parser.add_argument(
+        "--models-memory-max",
+        default=_env("CORRAL_MODELS_MEMORY_MAX"),
+        metavar="SIZE",
+        help="memory the running models may hold, e.g. 24G (evicts idle models to fit; "
+        "default: no limit)",
     )
     parser.add_argument(
         "--models-autoload",
@@ -143,6 +151,12 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         )
     except ApiKeyFileError as exc:
         parser.error(str(exc))
+    memory_max = 0
+    if args.models_memory_max:
+        try:
+            memory_max = parse_size(args.models_memory_max)
+        except ValueError as exc:
+            parser.error(f"--models-memory-max: {exc}")
     if args.models_preset is not None and not Path(args.models_preset).is_file():
         parser.error(f"--models-preset {args.models_preset}: no such file")
     return ServeSettings(
@@ -151,6 +165,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         models_dir=Path(args.models_dir) if args.models_dir else None,
         model_files=args.model_files,
         models_max=args.models_max,
+        models_memory_max=memory_max,
         models_autoload=args.models_autoload,
         models_preset=Path(args.models_preset) if args.models_preset else None,
         hf_repos=tuple(_flag_or_env(args.hf_repos, "LLAMA_ARG_HF_REPO")),

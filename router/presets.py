@@ -30,13 +30,14 @@ __all__ = [
     "normalise_options",
     "option_spec",
     "parse_preset_text",
+    "parse_size",
     "render_ini",
     "render_worker_args",
 ]
 
 # int/float/str as named; bool: on|off words; switch: on|off|auto (flash-attn); choice: one of
-# ``literals``.
-OptionKind = Literal["int", "float", "str", "bool", "switch", "choice"]
+# ``literals``; size: bytes, with an optional K/M/G/T suffix (powers of 1024).
+OptionKind = Literal["int", "float", "str", "bool", "switch", "choice", "size"]
 # worker: rendered as a worker flag; model: shapes the catalogue entry (path, names);
 # preset: read by the router only (upstream's preset-only keys and Corral's own).
 OptionRole = Literal["worker", "model", "preset"]
@@ -81,6 +82,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("dedup-cache-models", "bool", "preset", ("__PRESET_DEDUP_CACHE_MODELS",)),
     OptionSpec("ttl", "float", "preset", bound="positive"),
     OptionSpec("pin", "bool", "preset"),
+    OptionSpec("memory", "size", "preset"),
     # Worker flags.
     OptionSpec("ctx-size", "int", spellings=("c", "LLAMA_ARG_CTX_SIZE"), bound="non_negative"),
     OptionSpec("threads", "int", spellings=("t", "LLAMA_ARG_THREADS")),
@@ -198,6 +200,18 @@ def _parse_bool(raw: str) -> bool:
     raise ValueError(f"expected on|off|true|false|enabled|disabled|1|0, got '{raw}'")
 
 
+_SIZE = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[kmgt]?)(?:i?b)?", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(raw: str) -> int:
+    """Bytes from ``512M``, ``8G``, ``1.5GiB`` or a plain number; K/M/G/T are powers of 1024."""
+    match = _SIZE.fullmatch(raw.strip())
+    if match is None:
+        raise ValueError(f"expected a size such as 512M or 8G, got '{raw}'")
+    return int(float(match["number"]) * _SIZE_UNITS[match["unit"].lower()])
+
+
 def _normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
     """The canonical text of a value; ``ValueError`` says what was expected."""
     if spec.kind == "bool":
@@ -212,6 +226,8 @@ def _normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
         return raw.lower()
     if spec.kind == "str":
         return raw
+    if spec.kind == "size":
+        return str(parse_size(raw))
     if raw in spec.literals:
         return raw
     if spec.kind == "int":

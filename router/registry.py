@@ -79,6 +79,7 @@ class ModelState:
     failures_total: int = 0
     in_flight: int = 0
     last_used: float = 0.0
+    peak_memory: int = 0  # the most its worker was seen to hold, for the memory budget
     loaded: anyio.Event = field(default_factory=anyio.Event)  # set when a load ends, either way
     exited: anyio.Event = field(default_factory=anyio.Event)
     last_log: deque[str] = field(default_factory=lambda: deque(maxlen=1))

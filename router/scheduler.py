@@ -20,6 +20,7 @@ import anyio
 import structlog
 
 from router.errors import ApiError
+from router.memory_budget import MemoryBudget
 from router.registry import ModelRegistry, ModelState, Status
 
 __all__ = ["Scheduler"]
@@ -38,9 +39,12 @@ class _Entry:
 
 
 class Scheduler:
-    def __init__(self, registry: ModelRegistry, models_max: int) -> None:
+    def __init__(
+        self, registry: ModelRegistry, models_max: int, memory: MemoryBudget | None = None
+    ) -> None:
         self._registry = registry
         self._models_max = models_max
+        self._memory = memory
         self._queue: deque[_Entry] = deque()
         self.waits = 0  # requests that had to wait for a load, for /metrics
         self.wait_seconds = 0.0
@@ -102,7 +106,7 @@ class Scheduler:
                     with anyio.move_on_after(delay):
                         await changed.wait()
                     continue
-                if self._try_claim(entry):
+                if self._try_claim(entry, state):
                     self._registry.start(state)
                     continue
             self.tick()
@@ -137,11 +141,19 @@ class Scheduler:
         self._registry.changed.notify()
         self.tick()
 
-    def _has_capacity(self) -> bool:
-        return self._models_max <= 0 or self._registry.running_count() < self._models_max
+    def _fits(self, staying: list[ModelState], coming: list[ModelState]) -> bool:
+        """Whether ``coming`` may run next to ``staying``, by count and by memory."""
+        if 0 < self._models_max < len(staying) + len(coming):
+            return False
+        return self._memory is None or self._memory.fits(staying, coming)
 
-    def _try_claim(self, entry: _Entry) -> bool:
-        if self._queue[0] is not entry or entry.claimed or not self._has_capacity():
+    def _has_room(self, state: ModelState) -> bool:
+        # Stopping models still count: their processes have not exited yet.
+        running = [other for other in self._registry.models.values() if other.running]
+        return self._fits(running, [state])
+
+    def _try_claim(self, entry: _Entry, state: ModelState) -> bool:
+        if self._queue[0] is not entry or entry.claimed or not self._has_room(state):
             return False
         entry.claimed = True
         return True
@@ -162,34 +174,36 @@ class Scheduler:
 
     def tick(self) -> None:
         """Evict as many idle models as the queue needs; never blocks."""
-        if self._models_max <= 0:
+        if self._models_max <= 0 and self._memory is None:
             return
+        coming = [self._registry.get(entry.name) for entry in self._queue if not entry.claimed]
+        if not coming:
+            return
+        # Stopping models count as gone: their room is already on its way.
         models = self._registry.models.values()
-        stopping = sum(1 for state in models if state.running and state.stop_requested)
-        free = self._models_max - self._registry.running_count() + stopping
-        needed = sum(1 for entry in self._queue if not entry.claimed)
-        while free < needed:
+        staying = [state for state in models if state.running and not state.stop_requested]
+        while not self._fits(staying, coming):
             victim = self.pick_victim()
             if victim is None:
                 return  # everything is busy: a finishing request ticks again
-            _log.info("evicting idle model", model=victim.entry.name, for_queue=needed)
+            _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
             self.evictions += 1
             self._registry.request_stop(victim)
-            free += 1
+            staying.remove(victim)
 
     async def load_now(self, name: str) -> None:
         """``POST /models/load``: bypass the queue, evicting one idle model if the limit is hit."""
         state = self._registry.get(name)
         if state.running:
             raise ApiError(400, "model is already running")
-        if not self._has_capacity():
+        while not self._has_room(state):
             victim = self.pick_victim()
             if victim is None:
                 raise ApiError(500, "model limit reached, try again later")
             self.evictions += 1
             self._registry.request_stop(victim)
             await victim.exited.wait()
-            if state.running or not self._has_capacity():  # lost a race to another load
+            if state.running:  # lost a race to another load of it
                 raise ApiError(500, "model limit reached, try again later")
         self._registry.start(state)
 
@@ -225,5 +239,7 @@ class Scheduler:
     def release(self, state: ModelState) -> None:
         """A request acquired with :meth:`acquire` finished: the model may be evictable now."""
         state.in_flight -= 1
+        if self._memory is not None:  # after use is when a model holds the most
+            self._memory.observe(state)
         if state.in_flight == 0:
             self.tick()

@@ -15,6 +15,7 @@ class ServeSettings:
     models_dir: Path | None = None
     model_files: list[Path] = field(default_factory=list)
     models_max: int = 4
+    models_memory_max: int = 0  # bytes the running models may hold; 0: no limit
     models_autoload: bool = True
     models_preset: Path | None = None
     hf_repos: tuple[str, ...] = ()  # hub-cache models to load at startup ("org/repo[:TAG]")

@@ -61,6 +61,13 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "LLAMA_ARG_MODELS_MAX",
         "models loading, loaded or sleeping at once (downloads do not count); `<= 0`: unlimited",
     ),
+    "models_memory_max": (
+        "CORRAL_MODELS_MEMORY_MAX",
+        "Corral: memory the running models may hold (`512M`, `24G`; K/M/G/T are powers of "
+        "1024); idle models are evicted, least recent first, until a new one fits. A model's "
+        "size is its preset `memory`, else the most its worker was seen to hold, else its file "
+        "size; a model alone always loads. Default: no limit",
+    ),
     "models_autoload": (
         "LLAMA_ARG_MODELS_AUTOLOAD",
         "load a model on its first request (per request: `?autoload=true|false`)",
@@ -128,6 +135,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "still answers to its name)",
     "ttl": "Corral: unload after this many idle seconds",
     "pin": "Corral: never evicted to make room for another model",
+    "memory": "Corral: what the model holds, for `--models-memory-max` (instead of measuring "
+    "its worker; declare GPU memory here)",
     "ctx-size": "context size in tokens, shared evenly by the slots (llama.cpp rounds it up "
     "to a multiple of 256); `0` = the model's training context",
     "threads": "CPU threads",
@@ -427,6 +436,8 @@ def _values(spec: OptionSpec) -> str:
         return "`on`, `off`, `auto`"
     if spec.kind == "choice":
         return _code(spec.literals)
+    if spec.kind == "size":
+        return "size (`512M`, `8G`)"
     words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
     bound = {"any": "", "non_negative": " ≥ 0", "positive": " > 0"}[spec.bound]
     extra = f" or {_code(spec.literals)}" if spec.literals else ""

@@ -23,7 +23,7 @@ REFERENCE = ROOT / "docs" / "configuration.md"
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No LLAMA_*/HF_* variables from the developer's shell."""
     for name in list(os.environ):
-        if name.startswith(("LLAMA_", "HF_", "HUGGING")):
+        if name.startswith(("LLAMA_", "HF_", "HUGGING", "CORRAL_")):
             monkeypatch.delenv(name)
     return monkeypatch
 
@@ -124,6 +124,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "LLAMA_ARG_HF_REPO": ("acme/x-GGUF:Q8_0", "hf_repos", ("acme/x-GGUF:Q8_0",)),
     "LLAMA_ARG_TIMEOUT": ("12", "timeout", 12.0),
     "LLAMA_ARG_OFFLINE": ("1", "offline", True),
+    "CORRAL_MODELS_MEMORY_MAX": ("2G", "models_memory_max", 2 << 30),
     "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
 }
 

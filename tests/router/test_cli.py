@@ -63,3 +63,20 @@ def test_models_autoload_follows_upstream_variables(
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     assert parse_serve_args(argv).models_autoload is expected
+
+
+def test_models_memory_max_takes_a_size_from_the_flag_or_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert parse_serve_args([]).models_memory_max == 0  # no limit
+    assert parse_serve_args(["--models-memory-max", "24G"]).models_memory_max == 24 << 30
+    monkeypatch.setenv("CORRAL_MODELS_MEMORY_MAX", "512M")
+    assert parse_serve_args([]).models_memory_max == 512 << 20
+    assert parse_serve_args(["--models-memory-max", "1G"]).models_memory_max == 1 << 30
+
+
+def test_a_bad_memory_size_stops_with_a_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        parse_serve_args(["--models-memory-max", "lots"])
+    assert stopped.value.code == 2
+    assert "--models-memory-max: expected a size such as 512M or 8G" in capsys.readouterr().err

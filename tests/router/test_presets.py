@@ -114,6 +114,10 @@ def test_section_tags_are_canonicalised() -> None:
         ("ttl", "0.5", ("ttl", "0.5")),
         ("pin", "on", ("pin", "true")),
         ("rerank", "on", ("reranking", "true")),
+        ("memory", "6G", ("memory", str(6 << 30))),
+        ("memory", "512m", ("memory", str(512 << 20))),
+        ("memory", "1.5GiB", ("memory", str(3 << 29))),
+        ("memory", "4096", ("memory", "4096")),
         ("LLAMA_ARG_RERANKING", "1", ("reranking", "true")),
     ],
 )
@@ -138,6 +142,9 @@ def test_spellings_and_values(key: str, value: str, expected: tuple[str, str]) -
         ("fa", "sometimes", "key 'fa': expected on|off"),
         ("ctk", "q3_k", "key 'ctk': expected one of f32, f16"),
         ("n-gpu-layers", "most", "expected an integer"),
+        ("memory", "lots", "key 'memory': expected a size such as 512M or 8G, got 'lots'"),
+        ("memory", "-1G", "expected a size"),
+        ("memory", "8X", "expected a size"),
     ],
 )
 def test_bad_values_name_the_key(key: str, value: str, message: str) -> None:

@@ -59,6 +59,19 @@ def test_command_line_beats_presets_and_env_is_read(models_dir: Path, tmp_path: 
         assert "--n-predict" in alpha["status"]["args"]
 
 
+def test_memory_budget_evicts_to_fit_declared_sizes(models_dir: Path, tmp_path: Path) -> None:
+    preset = tmp_path / "models.ini"
+    preset.write_text("[alpha]\nmemory = 600M\n\n[beta]\nmemory = 600M\n")
+    args = ["--models-dir", str(models_dir), "--models-preset", str(preset)]
+    with running_router([*args, "--models-memory-max", "1G"]) as router:
+        assert _chat(router.client, "alpha") == 200
+        assert _chat(router.client, "beta") == 200  # 600M + 600M > 1G: alpha made room
+        models = router.models()
+        assert models["alpha"]["status"]["value"] == "unloaded"
+        assert models["beta"]["status"]["value"] == "loaded"
+        assert f"memory = {600 << 20}" in models["beta"]["status"]["preset"]
+
+
 def test_invalid_preset_stops_startup_with_a_clear_message(tmp_path: Path) -> None:
     preset = tmp_path / "bad.ini"
     preset.write_text("[alpha]\nctx-sise = 5\n")

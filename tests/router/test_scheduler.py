@@ -14,6 +14,7 @@ import pytest
 
 from router.catalogue import Catalogue, CatalogueEntry
 from router.errors import ApiError
+from router.memory_budget import MemoryBudget
 from router.registry import ModelRegistry, ModelState, Status
 from router.scheduler import Scheduler
 from tests.support.fake_launcher import FakeLauncher
@@ -61,7 +62,11 @@ class Harness:
 
 @asynccontextmanager
 async def harness(
-    models_max: int, names: str = "abcd", **special: dict[str, Any]
+    models_max: int,
+    *,
+    names: str = "abcd",
+    memory: MemoryBudget | None = None,
+    **special: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…)."""
     catalogue = Catalogue(
@@ -74,7 +79,7 @@ async def harness(
     async with anyio.create_task_group() as group:
         registry = ModelRegistry(catalogue, launcher=launcher, task_group=group)
         try:
-            yield Harness(registry, Scheduler(registry, models_max), launcher)
+            yield Harness(registry, Scheduler(registry, models_max, memory), launcher)
         finally:
             launcher.close()
             group.cancel_scope.cancel()
@@ -301,3 +306,78 @@ async def test_model_still_loading_is_killed_at_once() -> None:
         child = h.launcher.children["a"]
         assert child.exit_commands == 0
         assert child.signals == [signal.SIGKILL]
+
+
+# --- the memory budget (Corral's --models-memory-max) ---------------------------------------
+
+G = 1 << 30
+
+
+async def test_memory_budget_evicts_the_least_recent_idle_models_until_one_fits() -> None:
+    budget = MemoryBudget(10 * G)
+    async with harness(
+        0, memory=budget, a={"memory": 4 * G}, b={"memory": 4 * G}, c={"memory": 4 * G}
+    ) as h:
+        a, b = await h.load("a"), await h.load("b")
+        a.last_used, b.last_used = 1.0, 2.0
+        c = await h.load("c")  # 4 + 4 + 4 > 10: one must go, and a is the least recent
+        assert (a.status, b.status, c.status) == (Status.UNLOADED, Status.LOADED, Status.LOADED)
+        assert h.scheduler.evictions == 1
+
+
+async def test_a_model_over_the_budget_still_loads_alone() -> None:
+    budget = MemoryBudget(10 * G)
+    async with harness(0, memory=budget, a={"memory": 2 * G}, d={"memory": 20 * G}) as h:
+        a = await h.load("a")
+        d = await h.load("d")
+        assert (a.status, d.status) == (Status.UNLOADED, Status.LOADED)
+
+
+async def test_a_busy_model_is_never_evicted_to_free_memory() -> None:
+    budget = MemoryBudget(10 * G)
+    async with harness(0, memory=budget, a={"memory": 6 * G}, b={"memory": 6 * G}) as h:
+        a = await h.load("a")
+        a.in_flight = 1
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.request, "b")
+            await h.until(lambda: h.scheduler.queue_depth == 1)
+            h.scheduler.tick()
+            assert not a.stop_requested
+            assert h.launcher.launched == ["a"]
+            h.scheduler.release(a)  # a goes idle: now it may make room
+            await h.launched("b")
+            h.launcher.children["b"].ready()
+        assert a.status is Status.UNLOADED
+
+
+async def test_the_most_a_model_was_seen_to_hold_is_what_it_needs_next_time() -> None:
+    measured = {"a": 6 * G, "b": 3 * G, "c": 3 * G}  # files of 0 bytes: only measuring tells
+
+    def resident(state: ModelState) -> int | None:
+        return measured[state.entry.name] if state.running else None
+
+    async with harness(0, memory=MemoryBudget(10 * G, resident)) as h:
+        a = await h.load("a")  # measured as its request ends
+        await h.registry.stop(a)
+        b, c = await h.load("b"), await h.load("c")  # 3 + 3: fits, nothing evicted
+        b.last_used, c.last_used = 1.0, 2.0
+        assert h.scheduler.evictions == 0
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.request, "a")  # 3 + 3 + 6 (learned) > 10: b must make room
+            await h.launched("a", times=2)
+            h.launcher.children["a"].ready()
+        assert (b.status, c.status) == (Status.UNLOADED, Status.LOADED)
+        assert a.peak_memory == 6 * G
+
+
+async def test_explicit_load_evicts_until_the_model_fits() -> None:
+    budget = MemoryBudget(10 * G)
+    async with harness(
+        0, memory=budget, a={"memory": 4 * G}, b={"memory": 4 * G}, c={"memory": 8 * G}
+    ) as h:
+        a, b = await h.load("a"), await h.load("b")
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.scheduler.load_now, "c")
+            await h.launched("c")
+        assert (a.status, b.status) == (Status.UNLOADED, Status.UNLOADED)
+        assert h.scheduler.evictions == 2

@@ -1,0 +1,89 @@
+"""Corral's memory budget (``--models-memory-max``): how much the running models may hold.
+
+Beyond upstream's count (``--models-max``), a model is loaded only when what the running models
+hold plus what it will hold fits the budget; otherwise the scheduler evicts idle models, least
+recently used first, until it does. What a model holds is, in order of trust:
+
+- **declared**: the preset's ``memory`` key, for what the router cannot see (GPU memory, a
+  context that will grow), and for users who prefer a fixed figure;
+- **measured**: a running worker's resident memory; once a model has run, the most it was seen
+  to hold is what it is expected to need the next time;
+- **estimated**: before a model ever ran, the size of its files (weights and projector).
+
+A model alone is always allowed to load, even over the budget: otherwise it never could.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterable
+
+import psutil
+
+from router.catalogue import CatalogueEntry
+from router.registry import ModelState, Status
+
+__all__ = ["MemoryBudget", "resident_memory"]
+
+_SHARD = re.compile(r"(?P<stem>.+)-\d{5}-of-(?P<count>\d{5})\.gguf")
+
+
+def resident_memory(state: ModelState) -> int | None:
+    """The worker's resident set size, if it runs."""
+    if state.process is None:
+        return None
+    try:
+        return int(psutil.Process(state.process.pid).memory_info().rss)
+    except psutil.Error:  # exited between the status check and now
+        return None
+
+
+def _files_size(entry: CatalogueEntry) -> int:
+    paths = [entry.path, *([entry.mmproj] if entry.mmproj else [])]
+    shard = _SHARD.fullmatch(entry.path.name)
+    if shard is not None:  # a split model is named by its first shard
+        count = int(shard["count"])
+        paths += [
+            entry.path.with_name(f"{shard['stem']}-{i:05d}-of-{count:05d}.gguf")
+            for i in range(2, count + 1)
+        ]
+    total = 0
+    for path in paths:
+        # A missing shard fails the load itself; the estimate need not.
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size
+    return total
+
+
+class MemoryBudget:
+    def __init__(
+        self, limit: int, measure: Callable[[ModelState], int | None] = resident_memory
+    ) -> None:
+        self.limit = limit
+        self._measure = measure
+
+    def observe(self, state: ModelState) -> int:
+        """Measure a running model now, remembering the most it was ever seen to hold."""
+        measured = self._measure(state) or 0
+        state.peak_memory = max(state.peak_memory, measured)
+        return measured
+
+    def held(self, state: ModelState) -> int:
+        """What a running model holds now (a loading one: what it will hold, at least)."""
+        if state.entry.memory is not None:
+            return state.entry.memory
+        if state.status is Status.LOADING:  # half-loaded: not a figure to remember
+            return max(self._measure(state) or 0, self.expected(state))
+        return self.observe(state)
+
+    def expected(self, state: ModelState) -> int:
+        """What a model will hold once loaded."""
+        if state.entry.memory is not None:
+            return state.entry.memory
+        return state.peak_memory or _files_size(state.entry)
+
+    def fits(self, staying: Iterable[ModelState], coming: Iterable[ModelState]) -> bool:
+        """Whether ``coming`` can load next to ``staying`` (anything fits where nothing stays)."""
+        held = [self.held(state) for state in staying]
+        return not held or sum(held) + sum(map(self.expected, coming)) <= self.limit
