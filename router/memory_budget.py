@@ -70,10 +70,12 @@ class MemoryBudget:
         return measured
 
     def held(self, state: ModelState) -> int:
-        """What a running model holds now (a loading one: what it will hold, at least)."""
+        """What a running model holds now, or will hold once loading or waking is done."""
         if state.entry.memory is not None:
             return state.entry.memory
-        if state.status is Status.LOADING:  # half-loaded: not a figure to remember
+        if state.status in (Status.LOADING, Status.SLEEPING):
+            # Half-loaded, or weights freed until the next request wakes it: what it measures
+            # now is not what it needs, nor a figure to remember.
             return max(self._measure(state) or 0, self.expected(state))
         return self.observe(state)
 

@@ -34,8 +34,13 @@ def prometheus_family(
 ) -> list[str]:
     """One metric family in the text exposition format; samples are (labels, value)."""
     lines = [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
-    lines += [f"{name}{labels} {value:g}" for labels, value in samples]
+    lines += [f"{name}{labels} {_number(value)}" for labels, value in samples]
     return lines
+
+
+def _number(value: float) -> str:
+    # Exact: "{:g}" keeps six digits, which rounds byte counts and long-running counters.
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def render_metrics(registry: ModelRegistry, scheduler: Scheduler, requests: RequestCounter) -> str:
@@ -102,6 +107,23 @@ def render_metrics(registry: ModelRegistry, scheduler: Scheduler, requests: Requ
         "Time requests spent waiting, summed.",
         [("", scheduler.wait_seconds)],
     )
+    if scheduler.memory is not None:
+        budget = scheduler.memory
+        lines += prometheus_family(
+            "corral_models_memory_max_bytes",
+            "gauge",
+            "The memory budget (--models-memory-max).",
+            [("", budget.limit)],
+        )
+        lines += prometheus_family(
+            "corral_model_memory_bytes",
+            "gauge",
+            "What each model counts for in the budget: held if running, else expected.",
+            (
+                (per_model(name), budget.held(state) if state.running else budget.expected(state))
+                for name, state in models
+            ),
+        )
     lines += prometheus_family(
         "corral_requests_total",
         "counter",

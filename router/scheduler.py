@@ -44,7 +44,7 @@ class Scheduler:
     ) -> None:
         self._registry = registry
         self._models_max = models_max
-        self._memory = memory
+        self.memory = memory
         self._queue: deque[_Entry] = deque()
         self.waits = 0  # requests that had to wait for a load, for /metrics
         self.wait_seconds = 0.0
@@ -145,7 +145,7 @@ class Scheduler:
         """Whether ``coming`` may run next to ``staying``, by count and by memory."""
         if 0 < self._models_max < len(staying) + len(coming):
             return False
-        return self._memory is None or self._memory.fits(staying, coming)
+        return self.memory is None or self.memory.fits(staying, coming)
 
     def _has_room(self, state: ModelState) -> bool:
         # Stopping models still count: their processes have not exited yet.
@@ -174,7 +174,7 @@ class Scheduler:
 
     def tick(self) -> None:
         """Evict as many idle models as the queue needs; never blocks."""
-        if self._models_max <= 0 and self._memory is None:
+        if self._models_max <= 0 and self.memory is None:
             return
         coming = [self._registry.get(entry.name) for entry in self._queue if not entry.claimed]
         if not coming:
@@ -239,7 +239,7 @@ class Scheduler:
     def release(self, state: ModelState) -> None:
         """A request acquired with :meth:`acquire` finished: the model may be evictable now."""
         state.in_flight -= 1
-        if self._memory is not None:  # after use is when a model holds the most
-            self._memory.observe(state)
+        if self.memory is not None and state.status is Status.LOADED:
+            self.memory.observe(state)  # after use is when a model holds the most
         if state.in_flight == 0:
             self.tick()

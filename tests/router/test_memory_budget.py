@@ -64,6 +64,15 @@ def test_a_running_model_holds_what_is_measured_and_a_loading_one_at_least_its_f
     assert budget.expected(state) == 1000  # what it was seen to hold, for its next load
 
 
+def test_a_sleeping_model_counts_for_what_it_needs_to_wake(tmp_path: Path) -> None:
+    entry = CatalogueEntry("m", _file(tmp_path / "m.gguf", 3000), "models_dir")
+    state = _state(entry)
+    state.status, state.peak_memory = Status.SLEEPING, 5000
+    budget = MemoryBudget(1 << 30, measure=lambda _: 200)  # weights freed while asleep
+    assert budget.held(state) == 5000
+    assert state.peak_memory == 5000
+
+
 def test_resident_memory_reads_the_worker_process() -> None:
     state = _state(CatalogueEntry("m", Path("m.gguf"), "models_dir"))
     assert resident_memory(state) is None  # not running

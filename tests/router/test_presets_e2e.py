@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.model_events import EventReader
 from tests.support.router_process import RouterProcess, running_router
@@ -70,6 +71,16 @@ def test_memory_budget_evicts_to_fit_declared_sizes(models_dir: Path, tmp_path: 
         assert models["alpha"]["status"]["value"] == "unloaded"
         assert models["beta"]["status"]["value"] == "loaded"
         assert f"memory = {600 << 20}" in models["beta"]["status"]["preset"]
+        families = {
+            family.name: family
+            for family in text_string_to_metric_families(router.client.get("/metrics").text)
+        }
+        assert families["corral_models_memory_max_bytes"].samples[0].value == 1 << 30
+        counted = {
+            sample.labels["model"]: sample.value
+            for sample in families["corral_model_memory_bytes"].samples
+        }
+        assert counted == {"alpha": 600 << 20, "beta": 600 << 20}
 
 
 def test_invalid_preset_stops_startup_with_a_clear_message(tmp_path: Path) -> None:
