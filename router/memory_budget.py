@@ -8,7 +8,8 @@ recently used first, until it does. What a model holds is, in order of trust:
   context that will grow), and for users who prefer a fixed figure;
 - **measured**: a running worker's resident memory; once a model has run, the most it was seen
   to hold is what it is expected to need the next time;
-- **estimated**: before a model ever ran, the size of its files (weights and projector).
+- **estimated**: before a model ever ran, the size of its files (weights and projector), its
+  KV cache (from the GGUF header and its ``ctx-size`` and cache types) and a worker process.
 
 A model alone is always allowed to load, even over the budget: otherwise it never could.
 """
@@ -16,15 +17,17 @@ A model alone is always allowed to load, even over the budget: otherwise it neve
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Callable, Iterable
 
 import psutil
 
 from router.catalogue import CatalogueEntry
+from router.gguf_header import GGUFError, read_gguf_metadata
 from router.registry import ModelState, Status
 
-__all__ = ["MemoryBudget", "resident_memory"]
+__all__ = ["WORKER_PROCESS_BYTES", "MemoryBudget", "resident_memory"]
 
 _SHARD = re.compile(r"(?P<stem>.+)-\d{5}-of-(?P<count>\d{5})\.gguf")
 
@@ -37,6 +40,51 @@ def resident_memory(state: ModelState) -> int | None:
         return int(psutil.Process(state.process.pid).memory_info().rss)
     except psutil.Error:  # exited between the status check and now
         return None
+
+
+# A worker before any weights (Python, llama.cpp, uvicorn): measured at about 85 MB.
+WORKER_PROCESS_BYTES = 96 << 20
+_WORKER_DEFAULT_CTX = 4096  # the worker's own default --ctx-size (worker/settings.py)
+# Bytes per cached value for each --cache-type-k/-v (block formats: bytes per block / 32).
+_CACHE_TYPE_BYTES = {
+    "f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32,
+    "iq4_nl": 18 / 32, "q5_0": 22 / 32, "q5_1": 24 / 32,
+}  # fmt: skip
+
+
+def _context_size(entry: CatalogueEntry) -> int:
+    """The KV cache a model's context takes, from its header; 0 if the header says too little."""
+    try:
+        meta = read_gguf_metadata(entry.path, stop_at="tokenizer.")
+    except (OSError, GGUFError):
+        return 0
+    arch = meta.get("general.architecture")
+
+    def number(key: str, default: int = 0) -> int:
+        value = meta.get(f"{arch}.{key}", default)
+        return int(value) if isinstance(value, int | float) else default
+
+    layers, embd, heads = (
+        number("block_count"),
+        number("embedding_length"),
+        number("attention.head_count"),
+    )
+    if not (layers and embd and heads):
+        return 0
+    kv_heads = number("attention.head_count_kv", heads)
+    options = dict(entry.options)
+    ctx = int(options.get("ctx-size", _WORKER_DEFAULT_CTX)) or number("context_length")
+    per_key = number("attention.key_length", embd // heads) * kv_heads
+    per_value = number("attention.value_length", embd // heads) * kv_heads
+    key_bytes = _CACHE_TYPE_BYTES.get(options.get("cache-type-k", "f16"), 2.0)
+    value_bytes = _CACHE_TYPE_BYTES.get(options.get("cache-type-v", "f16"), 2.0)
+    return int(layers * ctx * (per_key * key_bytes + per_value * value_bytes))
+
+
+@functools.lru_cache(maxsize=256)
+def _estimate(entry: CatalogueEntry) -> int:
+    """What a model that never ran is expected to hold (cached: it reads its header)."""
+    return _files_size(entry) + _context_size(entry) + WORKER_PROCESS_BYTES
 
 
 def _files_size(entry: CatalogueEntry) -> int:
@@ -83,7 +131,7 @@ class MemoryBudget:
         """What a model will hold once loaded."""
         if state.entry.memory is not None:
             return state.entry.memory
-        return state.peak_memory or _files_size(state.entry)
+        return state.peak_memory or _estimate(state.entry)
 
     def fits(self, staying: Iterable[ModelState], coming: Iterable[ModelState]) -> bool:
         """Whether ``coming`` can load next to ``staying`` (anything fits where nothing stays)."""

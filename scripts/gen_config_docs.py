@@ -65,8 +65,8 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "CORRAL_MODELS_MEMORY_MAX",
         "Corral: memory the running models may hold (`512M`, `24G`; K/M/G/T are powers of "
         "1024); idle models are evicted, least recent first, until a new one fits. A model's "
-        "size is its preset `memory`, else the most its worker was seen to hold, else its file "
-        "size; a model alone always loads. Default: no limit",
+        "size is its preset `memory`, else the most its worker was seen to hold, else an "
+        "estimate (files, KV cache, process); a model alone always loads. Default: no limit",
     ),
     "models_autoload": (
         "LLAMA_ARG_MODELS_AUTOLOAD",

@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 
 from router.catalogue import CatalogueEntry
-from router.memory_budget import MemoryBudget, resident_memory
+from router.memory_budget import WORKER_PROCESS_BYTES, MemoryBudget, resident_memory
 from router.registry import ModelState, Status
+from tests.support.tiny_gguf import write_tiny_gguf
+from worker.settings import parse_worker_args
 
 
 class _ThisProcess:
@@ -25,11 +27,30 @@ def _file(path: Path, size: int) -> Path:
     return path
 
 
-def test_before_it_ever_ran_a_model_is_expected_to_hold_its_files(tmp_path: Path) -> None:
-    weights = _file(tmp_path / "m.gguf", 3000)
+def test_before_it_ever_ran_a_model_is_expected_to_hold_its_files_and_a_process(
+    tmp_path: Path,
+) -> None:
+    weights = _file(tmp_path / "m.gguf", 3000)  # no header to read a context from
     projector = _file(tmp_path / "mmproj-m.gguf", 500)
     entry = CatalogueEntry("m", weights, "models_dir", mmproj=projector)
-    assert MemoryBudget(1 << 30).expected(_state(entry)) == 3500
+    assert MemoryBudget(1 << 30).expected(_state(entry)) == 3500 + WORKER_PROCESS_BYTES
+
+
+def test_the_estimate_adds_the_kv_cache_its_header_and_options_imply(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.gguf"
+    write_tiny_gguf(path)  # 2 layers, 4 heads of 16 (64 wide), 2 of them for keys and values
+    files = path.stat().st_size + WORKER_PROCESS_BYTES
+
+    def expected(*options: tuple[str, str]) -> int:
+        entry = CatalogueEntry("tiny", path, "models_dir", options=tuple(sorted(options)))
+        return MemoryBudget(1 << 30).expected(_state(entry)) - files
+
+    assert parse_worker_args(["--model", str(path)]).ctx_size == 4096
+    assert expected() == 2 * 4096 * (2 * 16) * 2 * 2  # the worker's default context, f16
+    assert expected(("ctx-size", "1024")) == 2 * 1024 * (2 * 16) * 2 * 2
+    assert expected(("ctx-size", "0")) == 2 * 2048 * (2 * 16) * 2 * 2  # 0: the trained context
+    with_q8 = expected(("ctx-size", "1024"), ("cache-type-k", "q8_0"), ("cache-type-v", "q8_0"))
+    assert with_q8 == 2 * 1024 * (2 * 16) * 2 * 34 // 32
 
 
 def test_a_split_model_counts_every_shard(tmp_path: Path) -> None:
@@ -38,7 +59,7 @@ def test_a_split_model_counts_every_shard(tmp_path: Path) -> None:
     _file(tmp_path / "big-00003-of-00003.gguf", 300)
     _file(tmp_path / "other-00002-of-00003.gguf", 1000)  # another model's shard
     entry = CatalogueEntry("big", first, "models_dir")
-    assert MemoryBudget(1 << 30).expected(_state(entry)) == 600
+    assert MemoryBudget(1 << 30).expected(_state(entry)) == 600 + WORKER_PROCESS_BYTES
 
 
 def test_a_declared_size_wins_over_files_and_measurements(tmp_path: Path) -> None:
@@ -51,14 +72,14 @@ def test_a_declared_size_wins_over_files_and_measurements(tmp_path: Path) -> Non
     assert budget.held(state) == 42
 
 
-def test_a_running_model_holds_what_is_measured_and_a_loading_one_at_least_its_files(
+def test_a_running_model_holds_what_is_measured_and_a_loading_one_what_is_expected(
     tmp_path: Path,
 ) -> None:
     entry = CatalogueEntry("m", _file(tmp_path / "m.gguf", 3000), "models_dir")
     state = _state(entry)
     budget = MemoryBudget(1 << 30, measure=lambda _: 1000)
     state.status = Status.LOADING
-    assert budget.held(state) == 3000  # still growing towards its weights
+    assert budget.held(state) == 3000 + WORKER_PROCESS_BYTES  # still growing towards that
     state.status = Status.LOADED
     assert budget.held(state) == 1000
     assert budget.expected(state) == 1000  # what it was seen to hold, for its next load
