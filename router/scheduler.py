@@ -78,11 +78,10 @@ class Scheduler:
         ready = self.acquire_if_ready(name)
         if ready is not None:
             return ready
-        state = self._registry.get(name)
         entry = self._join(name)
         started = time.monotonic()
         try:
-            await self._wait_for(state, entry)
+            state = await self._wait_for(name, entry)
             state.in_flight += 1
             return state
         finally:
@@ -90,12 +89,15 @@ class Scheduler:
             self.waits += 1
             self.wait_seconds += time.monotonic() - started
 
-    async def _wait_for(self, state: ModelState, entry: _Entry) -> None:
+    async def _wait_for(self, name: str, entry: _Entry) -> ModelState:
         changed = self._registry.changed
         saw_loading = False
         while True:
+            # Looked up each time: a reload may give the model new settings (a new state) or
+            # remove it, which is a 404 as for any unknown model.
+            state = self._registry.get(name)
             if self._ready(state):
-                return
+                return state
             if state.status is Status.LOADING and not state.stop_requested:
                 saw_loading = entry.claimed = True
             elif state.status is Status.UNLOADED:
@@ -176,12 +178,13 @@ class Scheduler:
         """Evict as many idle models as the queue needs; never blocks."""
         if self._models_max <= 0 and self.memory is None:
             return
-        coming = [self._registry.get(entry.name) for entry in self._queue if not entry.claimed]
+        models = self._registry.models
+        # A queued name a reload has removed needs no room.
+        coming = [models[e.name] for e in self._queue if not e.claimed and e.name in models]
         if not coming:
             return
         # Stopping models count as gone: their room is already on its way.
-        models = self._registry.models.values()
-        staying = [state for state in models if state.running and not state.stop_requested]
+        staying = [s for s in models.values() if s.running and not s.stop_requested]
         while not self._fits(staying, coming):
             victim = self.pick_victim()
             if victim is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -381,3 +382,48 @@ async def test_explicit_load_evicts_until_the_model_fits() -> None:
             await h.launched("c")
         assert (a.status, b.status) == (Status.UNLOADED, Status.UNLOADED)
         assert h.scheduler.evictions == 2
+
+
+async def test_a_reload_that_removes_a_queued_model_fails_its_waiters_and_evicts_nothing() -> None:
+    async with harness(models_max=1) as h:
+        a = await h.load("a")
+        a.in_flight = 1  # busy: b waits in the queue
+        failures: list[ApiError] = []
+        with anyio.fail_after(5):  # a waiter left hanging would be the bug
+            async with anyio.create_task_group() as group:
+
+                async def request_b() -> None:
+                    with pytest.raises(ApiError) as caught:
+                        await h.request("b")
+                    failures.append(caught.value)
+
+                group.start_soon(request_b)
+                await h.until(lambda: h.scheduler.queue_depth == 1)
+                await h.registry.reload(Catalogue({"a": a.entry}))
+        assert [(f.status, f.message) for f in failures] == [(404, "model 'b' not found")]
+        h.scheduler.release(a)  # ticks: nothing is queued any more
+        assert a.status is Status.LOADED
+        assert not a.stop_requested
+        assert h.scheduler.queue_depth == 0
+
+
+async def test_a_queued_request_follows_its_model_to_new_settings_after_a_reload() -> None:
+    async with harness(models_max=1) as h:
+        a = await h.load("a")
+        a.in_flight = 1
+        served: list[ModelState] = []
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as group:
+
+                async def request_b() -> None:
+                    served.append(await h.request("b"))
+
+                group.start_soon(request_b)
+                await h.until(lambda: h.scheduler.queue_depth == 1)
+                b_entry = replace(h.state("b").entry, ttl=60.0)
+                await h.registry.reload(Catalogue({"a": a.entry, "b": b_entry}))
+                h.scheduler.release(a)  # a goes idle and makes room
+                await h.launched("b")
+                h.launcher.children["b"].ready()
+        assert served == [h.state("b")]
+        assert served[0].entry.ttl == 60.0
