@@ -1,8 +1,8 @@
 """Forwarding a request to the worker that owns its model, and relaying the answer as it comes.
 
-Bodies go through byte for byte; responses are relayed chunk by chunk with no buffering. A
-client that disconnects cancels the relay, which closes the upstream connection, which makes the
-worker stop generating (SPEC §3).
+Bodies go through byte for byte. Streams are relayed chunk by chunk with no buffering; a short
+answer that announces its length goes out whole. A client that disconnects cancels the relay,
+which closes the upstream connection, which makes the worker stop generating (SPEC §3).
 """
 
 from __future__ import annotations
