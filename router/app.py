@@ -21,7 +21,7 @@ from router.hub_cache import resolve_cached_model, scan_cache
 from router.launcher import SubprocessLauncher, WorkerLauncher
 from router.memory_budget import MemoryBudget
 from router.metrics import RequestCounter
-from router.registry import ModelRegistry
+from router.registry import ModelRegistry, ModelState
 from router.scheduler import Scheduler
 from router.security import ApiKeyAuth, build_cors_config
 from router.settings import ServeSettings
@@ -64,6 +64,15 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             f"{len(startup)} models are to load on startup but --models-max is "
             f"{settings.models_max}"
         )
+    memory = settings.models_memory_max
+    budget = MemoryBudget(memory) if memory > 0 else None
+    if budget is not None and len(startup) > 1:  # one model alone may exceed the budget
+        needed = sum(budget.expected(ModelState(entry, [])) for entry in startup)
+        if needed > budget.limit:
+            raise CatalogueError(
+                f"{len(startup)} models are to load on startup, expected to hold "
+                f"{needed >> 20} MiB, but --models-memory-max is {budget.limit >> 20} MiB"
+            )
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -74,8 +83,6 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 task_group=group,
                 timeout=settings.timeout,
             )
-            memory = settings.models_memory_max
-            budget = MemoryBudget(memory) if memory > 0 else None
             scheduler = Scheduler(registry, settings.models_max, budget)
             downloads = DownloadJobs(
                 registry,
