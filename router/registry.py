@@ -156,9 +156,6 @@ class ModelRegistry:
         self.events.publish(state.entry.name, "status_change", {"status": status.value, **data})
         self.changed.notify()
 
-    def running_count(self) -> int:
-        return sum(1 for state in self.models.values() if state.running)
-
     def get(self, name: str) -> ModelState:
         """A model by name or alias; unknown names are a 404 on every route (SPEC §3)."""
         entry = self.catalogue.resolve(name)

@@ -195,7 +195,7 @@ class Scheduler:
             staying.remove(victim)
 
     async def load_now(self, name: str) -> None:
-        """``POST /models/load``: bypass the queue, evicting one idle model if the limit is hit."""
+        """``POST /models/load``: bypass the queue, evicting idle models until this one fits."""
         state = self._registry.get(name)
         if state.running:
             raise ApiError(400, "model is already running")
