@@ -17,6 +17,7 @@ import fcntl
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -35,6 +36,7 @@ __all__ = [
     "CachedModelSize",
     "NotInCache",
     "cached_model_sizes",
+    "files_size",
     "human_size",
     "remove_cached_model",
     "sweep_stale_partials",
@@ -200,9 +202,14 @@ def cached_model_sizes(cache_dir: Path) -> list[CachedModelSize]:
         snapshot = model.path.parents[len(first.parts) - 1]
         files = [snapshot.joinpath(*shard.parts) for shard in shards_of(first)]
         files += [model.mmproj] if model.mmproj is not None else []
-        total = 0
-        for file in files:
-            with contextlib.suppress(OSError):
-                total += file.stat().st_size
-        sizes.append(CachedModelSize(model, files, total))
+        sizes.append(CachedModelSize(model, files, files_size(files)))
     return sizes
+
+
+def files_size(files: Iterable[Path]) -> int:
+    """The bytes of these files; one that is missing counts for nothing."""
+    total = 0
+    for file in files:
+        with contextlib.suppress(OSError):
+            total += file.stat().st_size
+    return total

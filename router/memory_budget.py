@@ -16,20 +16,19 @@ A model alone is always allowed to load, even over the budget: otherwise it neve
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import re
 from collections.abc import Callable, Iterable
+from pathlib import Path, PurePosixPath
 
 import psutil
 
+from downloads.cache_files import files_size
+from downloads.selection import shards_of
 from router.catalogue import CatalogueEntry
 from router.gguf_header import GGUFError, read_gguf_metadata
 from router.registry import ModelState, Status
 
 __all__ = ["WORKER_PROCESS_BYTES", "MemoryBudget", "resident_memory"]
-
-_SHARD = re.compile(r"(?P<stem>.+)-\d{5}-of-(?P<count>\d{5})\.gguf")
 
 
 def resident_memory(state: ModelState) -> int | None:
@@ -38,7 +37,7 @@ def resident_memory(state: ModelState) -> int | None:
         return None
     try:
         return int(psutil.Process(state.process.pid).memory_info().rss)
-    except psutil.Error:  # exited between the status check and now
+    except psutil.Error:  # exited since the status check, or not ours to read
         return None
 
 
@@ -88,20 +87,9 @@ def _estimate(entry: CatalogueEntry) -> int:
 
 
 def _files_size(entry: CatalogueEntry) -> int:
-    paths = [entry.path, *([entry.mmproj] if entry.mmproj else [])]
-    shard = _SHARD.fullmatch(entry.path.name)
-    if shard is not None:  # a split model is named by its first shard
-        count = int(shard["count"])
-        paths += [
-            entry.path.with_name(f"{shard['stem']}-{i:05d}-of-{count:05d}.gguf")
-            for i in range(2, count + 1)
-        ]
-    total = 0
-    for path in paths:
-        # A missing shard fails the load itself; the estimate need not.
-        with contextlib.suppress(OSError):
-            total += path.stat().st_size
-    return total
+    # A split model is named by its first shard; a missing shard fails the load, not this.
+    shards = [Path(shard) for shard in shards_of(PurePosixPath(entry.path))]
+    return files_size([*shards, *([entry.mmproj] if entry.mmproj else [])])
 
 
 class MemoryBudget:

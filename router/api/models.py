@@ -8,7 +8,6 @@ from importlib.metadata import version
 from typing import Any
 
 import msgspec
-import psutil
 from litestar import Request, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
@@ -18,6 +17,7 @@ from router.api.runtime import runtime
 from router.catalogue import CatalogueError
 from router.errors import ApiError, decode_body, json_response
 from router.events import ModelEvent
+from router.memory_budget import resident_memory
 from router.registry import ModelState
 from router.streaming import SSE_HEADERS, ClosingStreamingResponse
 
@@ -81,16 +81,10 @@ def _entry(state: ModelState, created: int) -> dict[str, Any]:
     if state.running and state.meta is not None:
         entry["meta"] = state.meta
     if state.running and state.process is not None:
-        entry["memory"] = _worker_memory(state.process.pid)
+        # Corral's own: the worker's resident memory (one /proc read, cheap enough per listing).
+        rss = resident_memory(state)
+        entry["memory"] = {"rss": rss} if rss is not None else None
     return entry
-
-
-def _worker_memory(pid: int) -> dict[str, int] | None:
-    """Corral's own: the worker's resident memory (one /proc read, cheap enough per listing)."""
-    try:
-        return {"rss": psutil.Process(pid).memory_info().rss}
-    except psutil.Error:  # exited since, or not ours to read
-        return None
 
 
 @get(["/models", "/v1/models"])
