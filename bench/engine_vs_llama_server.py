@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from router.child_protocol import LineSplitter, StateMessage, parse_line
+from corral.children.protocol import LineSplitter, StateMessage, parse_line
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"

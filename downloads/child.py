@@ -18,12 +18,12 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from downloads.messages import DOWNLOADING_STATE, DownloadOutcome, DownloadProgress
+from corral.children import lifeline
+from corral.children.download_payloads import DOWNLOADING_STATE, DownloadOutcome, DownloadProgress
+from corral.children.protocol import StateWriter
+from corral.logs import configure_logging
 from downloads.plan import DownloadPlan, PlannedFile
 from downloads.runner import DOWNLOAD_ERRORS, run_download
-from router.child_protocol import StateWriter
-from router.logs import configure_logging
-from worker import lifeline
 
 __all__ = ["CANCELLED_MESSAGE", "main"]
 
@@ -50,7 +50,7 @@ class _Reporter:
     def progress(self, plan: DownloadPlan, file: PlannedFile, done: int) -> None:
         with self._lock:
             if not self._done:
-                self._send(DownloadProgress(file.url, done, file.size, plan.name))
+                self._send(DownloadProgress(file.url, done, file.size, plan.name, file.path))
 
     def outcome(self, error: str | None) -> bool:
         """Send the outcome unless one was sent already; returns whether this call sent it."""

@@ -22,15 +22,11 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.hf_api import ModelInfo, RepoSibling
 
-from downloads.cache_layout import is_blob_name, is_commit
-from downloads.selection import (
-    best_mmproj,
-    choose_tag,
-    first_shards,
-    is_safe_repo_path,
-    parse_reference,
-    shards_of,
-)
+from corral.hub.cache_layout import is_blob_name, is_commit
+from corral.hub.cache_scan import first_shards
+from corral.hub.mmproj import best_mmproj
+from corral.hub.names import choose_tag, is_safe_repo_path, parse_reference
+from corral.hub.shards import shards_of
 
 __all__ = ["DownloadError", "DownloadPlan", "PlannedFile", "resolve_plan"]
 
@@ -128,7 +124,7 @@ def _planned_file(
 
 
 def resolve_plan(reference: str, *, token: str | None, endpoint: str | None) -> DownloadPlan:
-    """Raises :class:`DownloadError` (or :class:`~downloads.selection.InvalidReference`)."""
+    """Raises :class:`DownloadError` (or :class:`~corral.hub.names.InvalidReference`)."""
     repo, tag = parse_reference(reference)
     where = endpoint or "the hub"
     try:

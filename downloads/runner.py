@@ -19,10 +19,10 @@ from huggingface_hub import constants
 # Re-exported by huggingface_hub.utils without "as", which mypy --strict does not count.
 from huggingface_hub.utils._headers import build_hf_headers
 
-from downloads.cache_files import human_size
-from downloads.cache_layout import RepoLayout, UnsafeName
+from corral.hub.cache_layout import RepoLayout, UnsafeName
+from corral.hub.names import InvalidReference
+from corral.hub.sizes import human_size
 from downloads.plan import DownloadError, DownloadPlan, PlannedFile, resolve_plan
-from downloads.selection import InvalidReference
 from downloads.transfer import fetch_blob
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import httpx
 
-from downloads.cache_layout import RepoLayout
+from corral.hub.cache_layout import RepoLayout
 from downloads.plan import DownloadError, PlannedFile
 
 __all__ = ["CHUNK_BYTES", "fetch_blob"]

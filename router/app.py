@@ -11,13 +11,13 @@ import structlog
 from litestar import Litestar
 from litestar.datastructures import State
 
+from corral.errors import exception_handlers
+from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from router.api import inference_routes, model_routes, stream_routes, webui_routes
 from router.api.downloads import download_routes
 from router.api.runtime import RouterRuntime, load_catalogue
 from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
 from router.download_jobs import DownloadJobs
-from router.errors import exception_handlers
-from router.hub_cache import resolve_cached_model, scan_cache
 from router.launcher import SubprocessLauncher, WorkerLauncher
 from router.memory_budget import MemoryBudget
 from router.metrics import RequestCounter

@@ -1,4 +1,4 @@
-"""Which models exist and how each one runs (SPEC §2).
+"""Which models exist and how each one runs (docs/protocol.md §2).
 
 Sources, lowest first: the hub cache, ``--models-dir``, ``-m`` files, then the preset INI, whose
 sections override a model of the same name or define new ones. Options cascade
@@ -10,20 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from router.hub_cache import CachedModel, canonical_tag, resolve_cached_model, scan_cache
-from router.presets import (
-    PresetError,
-    PresetFile,
-    PresetSection,
-    load_preset_file,
-    normalise_options,
-    option_spec,
-    render_ini,
-    render_worker_args,
-)
+from corral.hub.cache_scan import CachedModel, resolve_cached_model, scan_cache
+from corral.hub.companions import is_companion
+from corral.hub.mmproj import best_mmproj
+from corral.hub.names import canonical_tag
+from corral.hub.shards import is_first_shard, split_gguf_name
+from corral.options import OptionError, normalise_options, option_spec, render_worker_args
+from router.presets import PresetFile, PresetSection, load_preset_file, render_ini
 
 __all__ = [
     "Catalogue",
@@ -31,13 +27,10 @@ __all__ = [
     "CatalogueError",
     "Source",
     "build_catalogue",
-    "scan_catalogue",
 ]
 
 Source = Literal["models_dir", "cache", "preset"]
 DEFAULT_STOP_TIMEOUT = 10.0
-# Files next to a model that are not models themselves (upstream's prefixes plus "draft").
-_COMPANION_MARKERS = ("mmproj", "draft", "mtp-", "dspark-", "dflash-")
 # Options that name a file or a model; from the router command line they belong to the
 # single-model invocation (``-m``), and under ``[*]`` they would give every model one file/name.
 _IDENTITY_KEYS = frozenset({"model", "mmproj", "hf-repo", "hf-file", "alias"})
@@ -133,15 +126,8 @@ class _Found:
     options: dict[str, str] = field(default_factory=dict)  # from its preset section, if any
 
 
-def _is_companion(file_name: str) -> bool:
-    lowered = file_name.lower()
-    return any(marker in lowered for marker in _COMPANION_MARKERS)
-
-
-def _is_first_shard(path: Path) -> bool:
-    # Split models: only the first shard ("-00001-of-00003") names the model.
-    parts = path.stem.rsplit("-", 3)
-    return not (len(parts) == 4 and parts[2] == "of" and parts[1].isdigit() and int(parts[1]) > 1)
+def _names_a_model(path: Path) -> bool:
+    return not is_companion(path.name) and is_first_shard(path.name)
 
 
 def _scan_models_dir(models_dir: Path) -> list[_Found]:
@@ -150,15 +136,18 @@ def _scan_models_dir(models_dir: Path) -> list[_Found]:
     found: list[_Found] = []
     for child in sorted(models_dir.iterdir()):
         if child.is_file() and child.suffix == ".gguf":
-            if not _is_companion(child.name) and _is_first_shard(child):
+            if _names_a_model(child):
                 found.append(_Found(child.stem, child, "models_dir"))
         elif child.is_dir():
             ggufs = sorted(child.glob("*.gguf"))
-            models = [p for p in ggufs if not _is_companion(p.name) and _is_first_shard(p)]
-            mmprojs = [p for p in ggufs if "mmproj" in p.name.lower()]
+            models = [p for p in ggufs if _names_a_model(p)]
             if models:
-                mmproj = mmprojs[0] if mmprojs else None
-                found.append(_Found(child.name, models[0], "models_dir", mmproj))
+                model = PurePosixPath(models[0].name)
+                tag = split_gguf_name(model.name)[2]
+                mmproj = best_mmproj(model, tag, [PurePosixPath(p.name) for p in ggufs])
+                found.append(
+                    _Found(child.name, models[0], "models_dir", child / mmproj if mmproj else None)
+                )
     return found
 
 
@@ -263,13 +252,14 @@ def build_catalogue(
 ) -> Catalogue:
     """Every model from every source, with its options merged; raises :class:`CatalogueError`.
 
-    ``cli_options`` are the router's per-model flags (any spelling of :data:`presets.OPTIONS`);
-    file and name options among them are dropped, as upstream strips them from the base preset.
+    ``cli_options`` are the router's per-model flags (any spelling of
+    :data:`corral.options.OPTIONS`); file and name options among them are dropped, as upstream
+    strips them from the base preset.
     """
     try:
         cli = normalise_options(cli_options.items(), where="command line")
         preset = load_preset_file(preset_file) if preset_file is not None else None
-    except PresetError as error:
+    except OptionError as error:
         raise CatalogueError(str(error)) from None
     cli = {key: value for key, value in cli.items() if key not in _IDENTITY_KEYS}
     cached = scan_cache(cache_dir) if cache_dir is not None else []
@@ -299,16 +289,3 @@ def build_catalogue(
             dedup_paths.add(model.path.resolve())
     _hide_deduplicated(entries, dedup_paths)
     return Catalogue(entries)
-
-
-def scan_catalogue(models_dir: Path | None, model_files: list[Path]) -> dict[str, CatalogueEntry]:
-    """Transitional: the models-dir and ``-m`` models only, until the router calls
-    :func:`build_catalogue` itself."""
-    catalogue = build_catalogue(
-        models_dir=models_dir,
-        model_files=model_files,
-        preset_file=None,
-        cache_dir=None,
-        cli_options={},
-    )
-    return catalogue.entries

@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+from corral.hub.cache_layout import locate_cache_dir
+from corral.option_flags import add_model_flags, model_options_from
+from corral.options import parse_size
 from router.corral_commands import CACHE_COMMANDS, run_cache_command
-from router.hub_cache import locate_cache_dir
-from router.model_flags import add_model_flags, model_options_from
-from router.presets import parse_size
 from router.security import ApiKeyFileError, load_api_keys, parse_list
 from router.settings import ServeSettings
 

@@ -1,30 +1,37 @@
-"""``corral pull``, ``corral ls``, ``corral rm`` and ``corral ps`` (SPEC §7).
+"""``corral pull``, ``corral ls``, ``corral rm`` and ``corral ps`` (docs/protocol.md §7).
 
-The first three work on the hub cache directly, no router needed (``pull`` runs the download
-children's own code in this process); ``ps`` asks a running router.
+The first three work on the hub cache directly, no router needed: ``pull`` runs the same
+download child a router starts for ``POST /models`` (``python -m downloads``) and draws its
+progress; ``ps`` asks a running router.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+import threading
+from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, Any, TextIO
 
 import httpx
+import msgspec
 
-from downloads.cache_files import (
-    NotInCache,
-    cached_model_sizes,
-    human_size,
-    remove_cached_model,
+from corral.children.download_payloads import (
+    DOWNLOADING_STATE,
+    DownloadOutcome,
+    DownloadProgress,
+    decode_download_payload,
 )
-from downloads.selection import InvalidReference
-from router.hub_cache import locate_cache_dir
-
-if TYPE_CHECKING:
-    from downloads.plan import DownloadPlan, PlannedFile
+from corral.children.environment import child_environment
+from corral.children.protocol import EXIT_COMMAND, LineSplitter, StateMessage, parse_line
+from corral.hub.cache_layout import locate_cache_dir
+from corral.hub.cache_scan import resolve_cached_model, scan_cache
+from corral.hub.names import InvalidReference
+from corral.hub.removal import NotInCache, remove_cached_model
+from corral.hub.sizes import cached_model_sizes, human_size
 
 __all__ = ["CACHE_COMMANDS", "ProgressBar", "run_cache_command"]
 
@@ -40,36 +47,82 @@ class ProgressBar:
         self._tty = stream.isatty()
         self._shown: dict[str, int] = {}
 
-    def __call__(self, plan: DownloadPlan, file: PlannedFile, done: int) -> None:
-        percent = 100 * done // file.size if file.size else 100
+    def __call__(self, progress: DownloadProgress) -> None:
+        name, done, size = progress.path or progress.url, progress.downloaded, progress.total
+        percent = 100 * done // size if size else 100
         if not self._tty:
-            if self._shown.get(file.path, -1) >= percent // 10:
+            if self._shown.get(name, -1) >= percent // 10:
                 return
-            self._shown[file.path] = percent // 10
+            self._shown[name] = percent // 10
         filled = _BAR_WIDTH * percent // 100
         bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
-        line = f"{file.path} [{bar}] {percent:3d}% {human_size(done)}/{human_size(file.size)}"
-        end = "\n" if done >= file.size or not self._tty else ""
+        line = f"{name} [{bar}] {percent:3d}% {human_size(done)}/{human_size(size)}"
+        end = "\n" if done >= size or not self._tty else ""
         self._stream.write(("\r" if self._tty else "") + line + end)
         self._stream.flush()
 
 
-def _pull(args: argparse.Namespace) -> int:
-    # Imported here: huggingface_hub is slow to import and only pull needs it.
-    from downloads.runner import DOWNLOAD_ERRORS, run_download
+def _keep_tail(stream: IO[bytes], tail: deque[str]) -> None:
+    for line in stream:
+        tail.append(line.decode("utf-8", "replace").rstrip())
 
+
+def _read_outcome(stdout: IO[bytes], bar: ProgressBar) -> DownloadOutcome | None:
+    splitter = LineSplitter()
+    while chunk := os.read(stdout.fileno(), 65536):
+        for line in splitter.feed(chunk):
+            message = parse_line(line)
+            if not isinstance(message, StateMessage) or message.state != DOWNLOADING_STATE:
+                continue
+            try:
+                payload = decode_download_payload(message.payload)
+            except msgspec.ValidationError:
+                continue
+            if isinstance(payload, DownloadOutcome):
+                return payload
+            bar(payload)
+    return None
+
+
+def _pull(args: argparse.Namespace) -> int:
     cache_dir = locate_cache_dir(os.environ)
+    env = child_environment()  # without secrets, with the lifeline's pid: it dies with us
+    token = args.hf_token or os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
+    if token:
+        env["HF_TOKEN"] = token
+    child = subprocess.Popen(
+        [sys.executable, "-m", "downloads", args.model, "--cache-dir", str(cache_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,  # Ctrl-C reaches only us; we cancel the child by the protocol
+    )
+    stdin, stdout, stderr = child.stdin, child.stdout, child.stderr
+    if stdin is None or stdout is None or stderr is None:
+        raise RuntimeError("the download child has no pipes")
+    log_tail: deque[str] = deque(maxlen=20)
+    threading.Thread(target=_keep_tail, args=(stderr, log_tail), daemon=True).start()
     try:
-        result = run_download(
-            args.model, cache_dir, token=args.hf_token, on_progress=ProgressBar(sys.stderr)
-        )
-    except DOWNLOAD_ERRORS as exc:
-        print(f"corral pull: {exc}", file=sys.stderr)
-        return 1
+        outcome = _read_outcome(stdout, ProgressBar(sys.stderr))
     except KeyboardInterrupt:
+        stdin.write(EXIT_COMMAND + b"\n")
+        stdin.close()
+        child.wait()
         print("\ncorral pull: interrupted; the same command resumes it", file=sys.stderr)
         return 130
-    print(f"{result.plan.name}: {result.paths[0]}")
+    stdin.close()
+    child.wait()
+    if outcome is None:
+        print("\n".join(log_tail), file=sys.stderr)
+        print(f"corral pull: the download stopped (exit code {child.returncode})", file=sys.stderr)
+        return 1
+    if not outcome.succeeded:
+        print(f"corral pull: {outcome.error}", file=sys.stderr)
+        return 1
+    name = outcome.model or args.model
+    found = resolve_cached_model(scan_cache(cache_dir), name)
+    print(f"{name}: {found.path if found is not None else cache_dir}")
     return 0
 
 

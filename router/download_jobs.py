@@ -25,17 +25,18 @@ import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
-from downloads.cache_files import sweep_stale_partials
-from downloads.messages import (
+from corral.children.download_payloads import (
     DOWNLOADING_STATE,
     DownloadOutcome,
     DownloadProgress,
     decode_download_payload,
 )
-from downloads.selection import InvalidReference, parse_reference
-from router.child_logs import child_environment, relay_log_line
-from router.child_protocol import ChildLine, LogLine, MalformedLine, StateMessage
-from router.errors import ApiError
+from corral.children.environment import child_environment
+from corral.children.protocol import ChildLine, LogLine, MalformedLine, StateMessage
+from corral.errors import ApiError
+from corral.hub.names import InvalidReference, parse_reference
+from corral.hub.removal import sweep_stale_partials
+from router.child_logs import relay_log_line
 from router.launcher import ChildProcess, SubprocessLauncher
 from router.registry import ModelRegistry
 from router.settings import ServeSettings

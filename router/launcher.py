@@ -15,7 +15,7 @@ from typing import Protocol
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from router.child_protocol import EXIT_COMMAND, ChildLine, LineSplitter, parse_line
+from corral.children.protocol import EXIT_COMMAND, ChildLine, LineSplitter, parse_line
 
 __all__ = ["ChildProcess", "SubprocessLauncher", "WorkerLauncher"]
 

@@ -22,10 +22,10 @@ from pathlib import Path, PurePosixPath
 
 import psutil
 
-from downloads.cache_files import files_size
-from downloads.selection import shards_of
+from corral.hub.gguf_header import GGUFError, read_gguf_metadata
+from corral.hub.shards import shards_of
+from corral.hub.sizes import files_size
 from router.catalogue import CatalogueEntry
-from router.gguf_header import GGUFError, read_gguf_metadata
 from router.registry import ModelState, Status
 
 __all__ = ["WORKER_PROCESS_BYTES", "MemoryBudget", "resident_memory"]

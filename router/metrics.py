@@ -7,12 +7,12 @@ the tests parse the output with prometheus_client's own parser to keep it honest
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 
+from corral.prometheus import escape_label, prometheus_family
 from router.registry import ModelRegistry, Status
 from router.scheduler import Scheduler
 
-__all__ = ["RequestCounter", "prometheus_family", "render_metrics"]
+__all__ = ["RequestCounter", "render_metrics"]
 
 
 class RequestCounter:
@@ -25,36 +25,21 @@ class RequestCounter:
         self.counts[(route, status)] += 1
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def prometheus_family(
-    name: str, kind: str, help_: str, samples: Iterable[tuple[str, float]]
-) -> list[str]:
-    """One metric family in the text exposition format; samples are (labels, value)."""
-    lines = [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
-    lines += [f"{name}{labels} {_number(value)}" for labels, value in samples]
-    return lines
-
-
-def _number(value: float) -> str:
-    # Exact: "{:g}" keeps six digits, which rounds byte counts and long-running counters.
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
 def render_metrics(registry: ModelRegistry, scheduler: Scheduler, requests: RequestCounter) -> str:
     models = sorted(registry.models.items())
 
     def per_model(value: str) -> str:
-        return f'{{model="{_escape(value)}"}}'
+        return f'{{model="{escape_label(value)}"}}'
 
     lines = prometheus_family(
         "corral_model_status",
         "gauge",
         "1 for the status each model is in.",
         (
-            (f'{{model="{_escape(name)}",status="{status.value}"}}', float(state.status is status))
+            (
+                f'{{model="{escape_label(name)}",status="{status.value}"}}',
+                float(state.status is status),
+            )
             for name, state in models
             for status in Status
         ),
@@ -129,7 +114,7 @@ def render_metrics(registry: ModelRegistry, scheduler: Scheduler, requests: Requ
         "counter",
         "Proxied requests by route and HTTP status.",
         (
-            (f'{{route="{_escape(route)}",status="{status}"}}', count)
+            (f'{{route="{escape_label(route)}",status="{status}"}}', count)
             for (route, status), count in sorted(requests.counts.items())
         ),
     )

@@ -17,8 +17,8 @@ from litestar import Request
 from litestar.response.base import ASGIResponse
 from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
-from router.disconnect import cancel_on_disconnect, until_disconnected
-from router.errors import ApiError, sse_error_event
+from corral.disconnect import cancel_on_disconnect, until_disconnected
+from corral.errors import ApiError, sse_error_event
 from router.registry import FAKE_TIMING_SECONDS, ModelState
 from router.scheduler import Scheduler
 from router.worker_http import UpstreamError, UpstreamResponse

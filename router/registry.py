@@ -21,10 +21,11 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from corral.children.environment import child_environment
+from corral.children.protocol import ChildLine, LogLine, MalformedLine, StateMessage
+from corral.errors import ApiError
 from router.catalogue import Catalogue, CatalogueEntry
-from router.child_logs import child_environment, relay_log_line
-from router.child_protocol import ChildLine, LogLine, MalformedLine, StateMessage
-from router.errors import ApiError
+from router.child_logs import relay_log_line
 from router.events import EventBus
 from router.launcher import ChildProcess, WorkerLauncher
 from router.worker_http import WorkerClient

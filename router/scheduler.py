@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import anyio
 import structlog
 
-from router.errors import ApiError
+from corral.errors import ApiError
 from router.memory_budget import MemoryBudget
 from router.registry import ModelRegistry, ModelState, Status
 

@@ -28,7 +28,7 @@ from litestar.exceptions import HTTPException
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, ExceptionHandler, ExceptionHandlersMap, Receive, Scope, Send
 
-from router.errors import ApiError, ErrorEnvelope, error_response
+from corral.errors import ApiError, ErrorEnvelope, error_response
 from router.settings import ServeSettings
 
 __all__ = [

@@ -11,10 +11,10 @@ import socket
 import structlog
 import uvicorn
 
+from corral.logs import configure_logging
+from corral.sockets import bind_tcp
 from router.app import create_app
 from router.catalogue import CatalogueError
-from router.listening import bind_tcp
-from router.logs import configure_logging
 from router.security import warn_if_exposed
 from router.settings import ServeSettings
 

@@ -28,7 +28,6 @@ Headers = list[tuple[bytes, bytes]]
 # The router forgets an idle connection well before a worker would close it (its uvicorn keeps
 # them for WORKER_KEEP_ALIVE_SECONDS), so a request never races a worker-side close.
 IDLE_EXPIRY_SECONDS = 30.0
-WORKER_KEEP_ALIVE_SECONDS = 120
 _MAX_IDLE = 64
 # Reading pauses while this much of an answer waits for a slow client (a worker then blocks).
 PAUSE_ABOVE = 1 << 20

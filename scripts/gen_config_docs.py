@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 from unittest import mock
 
-from router.child_logs import SECRET_ENV
+from corral.children.environment import SECRET_ENV
+from corral.hub.cache_layout import CACHE_DIR_VARIABLES
+from corral.option_flags import WORKER_OPTIONS
+from corral.options import OPTIONS, OptionSpec
 from router.cli import _serve_parser
 from router.corral_commands import _parser as _cache_commands_parser
-from router.hub_cache import _CACHE_DIR_VARIABLES
-from router.model_flags import WORKER_OPTIONS
-from router.presets import OPTIONS, OptionSpec
 from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
 
 __all__ = [
@@ -607,7 +607,7 @@ def _preset_section() -> list[str]:
 
 
 def _environment_section() -> list[str]:
-    cache_variables = [name for name, _ in _CACHE_DIR_VARIABLES]
+    cache_variables = [name for name, _ in CACHE_DIR_VARIABLES]
     found: list[EnvVar] = []
     for action in _documented_actions(serve_parser()):
         env = SERVE_FLAG_HELP.get(action.dest, ("", ""))[0]

@@ -15,11 +15,10 @@ import structlog
 import uvicorn
 import uvloop
 
-from router.child_protocol import StateWriter
-from router.listening import bind_tcp
-from router.logs import configure_logging
-from router.worker_http import WORKER_KEEP_ALIVE_SECONDS
-from worker import lifeline
+from corral.children import lifeline
+from corral.children.protocol import StateWriter
+from corral.logs import configure_logging
+from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
 from worker.api import WorkerState, create_worker_app
 from worker.engine import Engine
 from worker.model import LoadedModel

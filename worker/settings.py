@@ -1,6 +1,6 @@
 """Command-line settings of a worker, spelled like llama-server's flags.
 
-The per-model flags come from the router's option table (:mod:`router.model_flags`), so every
+The per-model flags come from the router's option table (:mod:`corral.option_flags`), so every
 option a preset can set is accepted here. Options the worker cannot honour yet are logged at
 startup rather than silently ignored.
 """
@@ -11,7 +11,7 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from router.model_flags import add_model_flags, model_options_from
+from corral.option_flags import add_model_flags, model_options_from
 
 __all__ = ["WorkerSettings", "parse_worker_args"]
 

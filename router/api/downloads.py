@@ -1,6 +1,6 @@
 """``POST /models`` (download from the hub) and ``DELETE /models`` (remove from the cache).
 
-SPEC §3; the rules for what a removal deletes are in :mod:`downloads.cache_files`.
+SPEC §3; the rules for what a removal deletes are in :mod:`corral.hub.removal`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import structlog
 from litestar import Request, delete, post
 from litestar.params import FromQuery
 
-from downloads.cache_files import NotInCache, remove_cached_model
+from corral.errors import ApiError
+from corral.hub.removal import NotInCache, remove_cached_model
 from router.api.models import model_in_body
 from router.api.runtime import RouterRuntime, runtime
 from router.catalogue import CatalogueError
-from router.errors import ApiError
 
 __all__ = ["download_routes"]
 

@@ -9,8 +9,8 @@ from litestar import Request, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
+from corral.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
-from router.errors import ApiError, decode_body
 from router.metrics import render_metrics
 from router.proxy import autoload_wanted, forward
 

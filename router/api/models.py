@@ -12,14 +12,14 @@ from litestar import Request, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
+from corral.errors import ApiError, decode_body, json_response
+from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.inference import forward_to_model
 from router.api.runtime import runtime
 from router.catalogue import CatalogueError
-from router.errors import ApiError, decode_body, json_response
 from router.events import ModelEvent
 from router.memory_budget import resident_memory
 from router.registry import ModelState
-from router.streaming import SSE_HEADERS, ClosingStreamingResponse
 
 __all__ = ["model_in_body", "model_routes"]
 

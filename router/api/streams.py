@@ -17,8 +17,8 @@ from litestar import Request, Response, delete, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
+from corral.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
-from router.errors import ApiError, decode_body
 from router.proxy import relay
 from router.registry import ModelState, Status
 from router.worker_http import UpstreamError

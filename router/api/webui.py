@@ -19,7 +19,7 @@ from typing import Any, Final
 from litestar import Request, Response, get
 from litestar.params import FromPath
 
-from router.errors import ApiError
+from corral.errors import ApiError
 
 __all__ = ["ASSETS_DIR", "CONTENT_SECURITY_POLICY", "WEBUI_DIR", "webui_routes"]
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from corral.children.environment import ROUTER_PID_ENV
+from corral.hub.cache_layout import CACHE_DIR_VARIABLES
+from corral.option_flags import WORKER_OPTIONS
+from corral.options import OPTIONS
 from router.cli import parse_serve_args
-from router.hub_cache import _CACHE_DIR_VARIABLES
-from router.model_flags import WORKER_OPTIONS
-from router.presets import OPTIONS
 from scripts import gen_config_docs
-from worker.lifeline import ROUTER_PID_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "configuration.md"
@@ -98,7 +98,7 @@ def _variables_read_by_the_code() -> set[str]:
     sources += [*ROOT.glob("downloads/**/*.py"), ROOT / "scripts" / "bootstrap.py"]
     for path in sources:
         names |= set(_ENV_READ.findall(path.read_text(encoding="utf-8")))
-    names |= {name for name, _ in _CACHE_DIR_VARIABLES}
+    names |= {name for name, _ in CACHE_DIR_VARIABLES}
     names.add(ROUTER_PID_ENV)
     for spec in WORKER_OPTIONS:
         names |= {s for s in spec.spellings if s.startswith("LLAMA_ARG_")}

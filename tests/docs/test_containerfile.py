@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -96,10 +97,9 @@ def test_copied_sources_exist_and_cover_the_packages() -> None:
         for source in sources:
             assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
             copied.add(source.rstrip("/"))
-    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    packages = re.search(r"^packages = \[(.*)\]$", pyproject, re.M)
-    assert packages is not None
-    top_level = {name.strip(' "').split(".")[0] for name in packages[1].split(",")}
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    packages = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    top_level = {name.split(".")[0] for name in packages}
     assert top_level | {"webui", "pyproject.toml", "README.md", "scripts/bootstrap.py"} <= copied
 
 

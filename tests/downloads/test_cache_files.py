@@ -10,13 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from downloads.cache_files import (
-    NotInCache,
-    cached_model_sizes,
-    remove_cached_model,
-    sweep_stale_partials,
-)
-from router.hub_cache import scan_cache
+from corral.hub.cache_scan import scan_cache
+from corral.hub.removal import NotInCache, remove_cached_model, sweep_stale_partials
+from corral.hub.sizes import cached_model_sizes
 
 REPO = "acme/tiny-GGUF"
 COMMIT = "c" * 40

@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from downloads.messages import DownloadOutcome, DownloadProgress, decode_download_payload
-from router.child_protocol import LineSplitter, StateMessage, parse_line
+from corral.children.download_payloads import (
+    DownloadOutcome,
+    DownloadProgress,
+    decode_download_payload,
+)
+from corral.children.protocol import LineSplitter, StateMessage, parse_line
 from tests.support.fake_hub import FakeHub
 
 REPO = "acme/tiny-GGUF"
@@ -50,6 +54,7 @@ def test_progress_then_finished_on_the_protocol_stream(
         0,
         len(gguf_bytes[0]),
         f"{REPO}:Q8_0",
+        "m-Q8_0.gguf",
     )
     assert progress[-1].downloaded == len(gguf_bytes[0])
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from downloads.cache_files import human_size
+from corral.hub.sizes import human_size
 from tests.support.fake_hub import FakeHub
 from tests.support.router_process import RouterProcess
 

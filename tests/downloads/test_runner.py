@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from huggingface_hub import try_to_load_from_cache
 
+from corral.hub.cache_scan import scan_cache
 from downloads.plan import DownloadError, DownloadPlan, PlannedFile
 from downloads.runner import DownloadResult, ProgressCallback, run_download
-from router.hub_cache import scan_cache
 from tests.support.fake_hub import FakeHub, HubFile
 
 REPO = "acme/tiny-GGUF"

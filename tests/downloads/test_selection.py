@@ -6,15 +6,10 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from downloads.selection import (
-    InvalidReference,
-    best_mmproj,
-    choose_tag,
-    first_shards,
-    is_safe_repo_path,
-    parse_reference,
-    shards_of,
-)
+from corral.hub.cache_scan import first_shards
+from corral.hub.mmproj import best_mmproj
+from corral.hub.names import InvalidReference, choose_tag, is_safe_repo_path, parse_reference
+from corral.hub.shards import shards_of
 
 
 @pytest.mark.parametrize(

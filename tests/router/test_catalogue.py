@@ -8,10 +8,8 @@ import pytest
 
 from router.catalogue import (
     Catalogue,
-    CatalogueEntry,
     CatalogueError,
     build_catalogue,
-    scan_catalogue,
 )
 from tests.router.test_hub_cache import add_snapshot
 
@@ -110,13 +108,6 @@ def test_same_file_twice_is_one_model(tmp_path: Path) -> None:
     entries = _build(models_dir=tmp_path / "dir", model_files=[model]).entries
     assert list(entries) == ["once"]
     assert entries["once"].load_on_startup
-
-
-def test_scan_catalogue_is_kept_for_the_current_router(tmp_path: Path) -> None:
-    _touch(tmp_path / "alpha.gguf")
-    entries = scan_catalogue(tmp_path, [])
-    assert list(entries) == ["alpha"]
-    assert isinstance(entries["alpha"], CatalogueEntry)
 
 
 # --- hub cache ----------------------------------------------------------------------------------

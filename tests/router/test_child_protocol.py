@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from router.child_protocol import (
+from corral.children.protocol import (
     STATE_PREFIX,
     LineSplitter,
     LogLine,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from router.gguf_header import GGUFError, read_gguf_metadata
+from corral.hub.gguf_header import GGUFError, read_gguf_metadata
 from tests.support.tiny_gguf import write_tiny_gguf
 
 

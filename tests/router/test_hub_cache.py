@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from router.hub_cache import (
-    CachedModel,
-    canonical_tag,
-    is_valid_repo_id,
-    locate_cache_dir,
-    resolve_cached_model,
-    scan_cache,
-    split_gguf_name,
-)
+from corral.hub.cache_layout import locate_cache_dir
+from corral.hub.cache_scan import CachedModel, resolve_cached_model, scan_cache
+from corral.hub.names import canonical_tag, is_valid_repo_id
+from corral.hub.shards import split_gguf_name
 
 COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40

@@ -6,16 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from router.presets import (
-    OPTIONS,
-    PresetError,
-    find_option,
-    load_preset_file,
-    normalise_options,
-    parse_preset_text,
-    render_ini,
-    render_worker_args,
-)
+from corral.options import OPTIONS, OptionError, find_option, normalise_options, render_worker_args
+from router.presets import PresetError, load_preset_file, parse_preset_text, render_ini
 
 
 def parse(text: str) -> dict[str, dict[str, str]]:
@@ -148,7 +140,7 @@ def test_spellings_and_values(key: str, value: str, expected: tuple[str, str]) -
     ],
 )
 def test_bad_values_name_the_key(key: str, value: str, message: str) -> None:
-    with pytest.raises(PresetError) as caught:
+    with pytest.raises(OptionError) as caught:
         normalise_options([(key, value)], where="models.ini: section [foo]")
     assert str(caught.value).startswith("models.ini: section [foo]: ")
     assert message in str(caught.value)

@@ -13,8 +13,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from corral.errors import ApiError
 from router.catalogue import Catalogue, CatalogueEntry
-from router.errors import ApiError
 from router.memory_budget import MemoryBudget
 from router.registry import ModelRegistry, ModelState, Status
 from router.scheduler import Scheduler

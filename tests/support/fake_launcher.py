@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from router.child_protocol import ChildLine, LogLine, StateMessage
+from corral.children.protocol import ChildLine, LogLine, StateMessage
 
 __all__ = ["FakeChild", "FakeLauncher"]
 

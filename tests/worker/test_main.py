@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from router.child_protocol import LineSplitter, LogLine, StateMessage, parse_line
-from worker.lifeline import ROUTER_PID_ENV
+from corral.children.environment import ROUTER_PID_ENV
+from corral.children.protocol import LineSplitter, LogLine, StateMessage, parse_line
 
 
 class WorkerProcess:

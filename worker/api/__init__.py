@@ -9,7 +9,7 @@ from __future__ import annotations
 from litestar import Litestar
 from litestar.datastructures import State
 
-from router.errors import exception_handlers
+from corral.errors import exception_handlers
 from worker.api.anthropic import anthropic_routes
 from worker.api.embeddings import embedding_routes
 from worker.api.generation import ContextError, context_error_response, generation_routes

@@ -25,7 +25,7 @@ import msgspec
 from litestar import post
 from litestar.response.base import ASGIResponse
 
-from router.errors import ApiError, decode_body, json_response
+from corral.errors import ApiError, decode_body, json_response
 from worker.api.generation import count_prompt_tokens, run_chat
 from worker.api.state import AnyRequest
 from worker.protocol import ChatMessage, ChatRequest, SamplingFields

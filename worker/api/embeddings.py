@@ -14,7 +14,7 @@ import msgspec
 from litestar import post
 from msgspec import Meta
 
-from router.errors import ApiError, decode_body
+from corral.errors import ApiError, decode_body
 from worker.api.state import AnyRequest, loaded
 from worker.embeddings import normalized
 from worker.engine import Engine

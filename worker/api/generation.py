@@ -15,9 +15,9 @@ import msgspec
 from litestar import Response, post
 from litestar.response.base import ASGIResponse
 
-from router.disconnect import until_disconnected
-from router.errors import ApiError, decode_body, json_response, sse_error_event
-from router.streaming import SSE_HEADERS, ClosingStreamingResponse
+from corral.disconnect import until_disconnected
+from corral.errors import ApiError, decode_body, json_response, sse_error_event
+from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from worker.api.state import AnyRequest, WorkerState, loaded
 from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine import Engine

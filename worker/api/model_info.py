@@ -8,8 +8,8 @@ import msgspec
 from litestar import get, post
 from litestar.response.base import ASGIResponse
 
-from router.errors import ApiError, decode_body
-from router.metrics import prometheus_family
+from corral.errors import ApiError, decode_body
+from corral.prometheus import prometheus_family
 from worker.api.state import AnyRequest, WorkerState, loaded
 from worker.model import LoadedModel
 from worker.protocol import ChatMessage, DetokenizeRequest, TokenizeRequest

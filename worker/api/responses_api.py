@@ -27,7 +27,7 @@ import msgspec
 from litestar import post
 from litestar.response.base import ASGIResponse
 
-from router.errors import ApiError, decode_body
+from corral.errors import ApiError, decode_body
 from worker.api.generation import run_chat
 from worker.api.state import AnyRequest
 from worker.protocol import ChatMessage, ChatRequest, SamplingFields

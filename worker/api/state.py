@@ -8,7 +8,7 @@ from typing import Any
 
 from litestar import Request
 
-from router.errors import ApiError
+from corral.errors import ApiError
 from worker.engine import Engine
 from worker.model import LoadedModel
 from worker.settings import WorkerSettings

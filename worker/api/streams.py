@@ -13,8 +13,8 @@ from litestar import Response, delete, get, post
 from litestar.params import FromQuery, Parameter
 from litestar.response.base import ASGIResponse
 
-from router.errors import ApiError, decode_body
-from router.streaming import SSE_HEADERS, ClosingStreamingResponse
+from corral.errors import ApiError, decode_body
+from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from worker.api.state import AnyRequest, WorkerState
 from worker.stream_sessions import OffsetLost, StreamSessions
 

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import socket
 
-__all__ = ["bind_tcp"]
+__all__ = ["WORKER_KEEP_ALIVE_SECONDS", "bind_tcp"]
+
+# How long a worker keeps an idle keep-alive connection from the router open. The router forgets
+# its idle connections well before that, so a request never races a worker closing its end.
+WORKER_KEEP_ALIVE_SECONDS = 120
 
 
 def bind_tcp(host: str, port: int) -> socket.socket:

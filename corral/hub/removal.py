@@ -1,4 +1,4 @@
-"""Removing one cached model, sweeping stale partial files, and model sizes.
+"""Removing one cached model, and sweeping stale partial files.
 
 Removal (``DELETE /models``, ``corral rm``) deletes, in every snapshot of the repository, the
 snapshot entries of that tag's model files (all shards), plus the projector it used when no other
@@ -17,27 +17,16 @@ import fcntl
 import os
 import shutil
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from downloads.cache_layout import PARTIAL_SUFFIX, is_blob_name, repo_folder_name
-from downloads.selection import (
-    best_mmproj,
-    first_shards,
-    parse_reference,
-    shards_of,
-    tag_of_model_file,
-)
-from router.hub_cache import CachedModel, scan_cache
+from corral.hub.cache_layout import PARTIAL_SUFFIX, is_blob_name, repo_folder_name
+from corral.hub.cache_scan import first_shards, snapshot_files, tag_of_model_file
+from corral.hub.mmproj import best_mmproj
+from corral.hub.names import parse_reference
 
 __all__ = [
     "STALE_PARTIAL_SECONDS",
-    "CachedModelSize",
     "NotInCache",
-    "cached_model_sizes",
-    "files_size",
-    "human_size",
     "remove_cached_model",
     "sweep_stale_partials",
 ]
@@ -52,13 +41,6 @@ class NotInCache(LookupError):
 
 def _real_dir(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
-
-
-def _snapshot_files(snapshot: Path) -> list[PurePosixPath]:
-    found: list[PurePosixPath] = []
-    for directory, _, files in os.walk(snapshot):  # no followlinks: never leaves the snapshot
-        found += [PurePosixPath(Path(directory, f).relative_to(snapshot).as_posix()) for f in files]
-    return sorted(found)
 
 
 def _blob_of(link: Path, blobs_dir: Path) -> Path | None:
@@ -92,7 +74,7 @@ def remove_cached_model(cache_dir: Path, name: str) -> list[Path]:
     """Delete ``org/repo:TAG``'s files (see the module docstring); returns what was deleted.
 
     Raises :class:`NotInCache` when there is nothing to delete, and
-    :class:`~downloads.selection.InvalidReference` for a malformed name.
+    :class:`~corral.hub.names.InvalidReference` for a malformed name.
     """
     repo, tag = parse_reference(name)
     if tag is None:
@@ -108,7 +90,7 @@ def remove_cached_model(cache_dir: Path, name: str) -> list[Path]:
     for snapshot in sorted(snapshots_dir.iterdir()):
         if not _real_dir(snapshot):
             continue
-        for file in _doomed_files(tag, _snapshot_files(snapshot)):
+        for file in _doomed_files(tag, snapshot_files(snapshot)):
             path = snapshot.joinpath(*file.parts)
             blob = _blob_of(path, blobs_dir)
             if blob is not None and may_delete_blobs:
@@ -119,7 +101,7 @@ def remove_cached_model(cache_dir: Path, name: str) -> list[Path]:
     if not removed:
         raise NotInCache(f"'{name}' is not in the hub cache {cache_dir}")
     for snapshot in snapshots_dir.iterdir():
-        for file in _snapshot_files(snapshot) if _real_dir(snapshot) else []:
+        for file in snapshot_files(snapshot) if _real_dir(snapshot) else []:
             freed.discard(_blob_of(snapshot.joinpath(*file.parts), blobs_dir) or Path())
     for blob in sorted(freed):
         with contextlib.suppress(FileNotFoundError):
@@ -176,40 +158,3 @@ def sweep_stale_partials(
             partial.unlink()
             swept.append(partial)
     return swept
-
-
-def human_size(size: float) -> str:
-    """``312800`` → ``312.8 KB`` (decimal units, as the hub shows sizes)."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{size:.1f} TB"
-
-
-@dataclass(frozen=True, slots=True)
-class CachedModelSize:
-    model: CachedModel
-    files: list[Path]  # the shards, then the projector
-    size: int  # bytes on disk, following the snapshot links
-
-
-def cached_model_sizes(cache_dir: Path) -> list[CachedModelSize]:
-    """Every model the cache listing shows, with the size of its files."""
-    sizes: list[CachedModelSize] = []
-    for model in scan_cache(cache_dir):
-        first = PurePosixPath(model.file)
-        snapshot = model.path.parents[len(first.parts) - 1]
-        files = [snapshot.joinpath(*shard.parts) for shard in shards_of(first)]
-        files += [model.mmproj] if model.mmproj is not None else []
-        sizes.append(CachedModelSize(model, files, files_size(files)))
-    return sizes
-
-
-def files_size(files: Iterable[Path]) -> int:
-    """The bytes of these files; one that is missing counts for nothing."""
-    total = 0
-    for file in files:
-        with contextlib.suppress(OSError):
-            total += file.stat().st_size
-    return total

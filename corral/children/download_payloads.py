@@ -26,6 +26,7 @@ class DownloadProgress(msgspec.Struct, frozen=True):
     downloaded: int
     total: int
     model: str = ""  # "org/repo:TAG", the name the model will have in the cache
+    path: str = ""  # the file's path in the repository, for progress bars
 
 
 class DownloadOutcome(msgspec.Struct, frozen=True, omit_defaults=True):

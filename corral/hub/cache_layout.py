@@ -22,20 +22,36 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from downloads.selection import is_safe_repo_path
+from corral.hub.names import is_safe_repo_path, is_valid_repo_id
 
 __all__ = [
+    "CACHE_DIR_VARIABLES",
     "PARTIAL_SUFFIX",
     "RepoLayout",
     "UnsafeName",
+    "current_snapshot",
     "is_blob_name",
     "is_commit",
+    "locate_cache_dir",
     "repo_folder_name",
+    "repo_id_of_folder",
 ]
 
 PARTIAL_SUFFIX = ".incomplete"
+_REPO_FOLDER_PREFIX = "models--"
 _BLOB_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_COMMIT = re.compile(r"[0-9a-f]{40}")
+# huggingface_hub writes commits in lower case; the listing reads what it, llama.cpp or a user
+# copying folders may have written, so both sides accept either case.
+_COMMIT = re.compile(r"[0-9a-fA-F]{40}")
+# Upstream's precedence (common/hf-cache.cpp): variable, then the sub-path appended to it.
+CACHE_DIR_VARIABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("LLAMA_CACHE", ()),
+    ("HF_HUB_CACHE", ()),
+    ("HUGGINGFACE_HUB_CACHE", ()),
+    ("HF_HOME", ("hub",)),
+    ("XDG_CACHE_HOME", ("huggingface", "hub")),
+    ("HOME", (".cache", "huggingface", "hub")),
+)
 
 
 class UnsafeName(ValueError):
@@ -52,7 +68,43 @@ def is_commit(name: str) -> bool:
 
 
 def repo_folder_name(repo: str) -> str:
-    return "models--" + repo.replace("/", "--")
+    return _REPO_FOLDER_PREFIX + repo.replace("/", "--")
+
+
+def repo_id_of_folder(folder_name: str) -> str | None:
+    """``models--org--repo`` → ``org/repo``; None for any other folder."""
+    if not folder_name.startswith(_REPO_FOLDER_PREFIX):
+        return None
+    repo_id = folder_name.removeprefix(_REPO_FOLDER_PREFIX).replace("--", "/")
+    return repo_id if is_valid_repo_id(repo_id) else None
+
+
+def locate_cache_dir(env: Mapping[str, str]) -> Path:
+    """The hub cache directory: the first set variable of llama.cpp's list wins."""
+    for variable, subpath in CACHE_DIR_VARIABLES:
+        value = env.get(variable, "")
+        if value:
+            return Path(value, *subpath)
+    return Path.home().joinpath(".cache", "huggingface", "hub")
+
+
+def current_snapshot(repo_dir: Path) -> Path | None:
+    """``refs/main``'s snapshot; without one, the most recently written snapshot."""
+    snapshots = repo_dir / "snapshots"
+    try:
+        commit = (repo_dir / "refs" / "main").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        commit = ""
+    # The ref's text becomes a path component, so only a real commit hash is trusted.
+    if is_commit(commit) and (snapshots / commit).is_dir():
+        return snapshots / commit
+    try:
+        candidates = [p for p in snapshots.iterdir() if p.is_dir() and is_commit(p.name)]
+    except OSError:
+        return None
+    if not candidates:
+        return None
+    return max(candidates, key=lambda p: (p.stat().st_mtime, p.name))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import anyio
 from litestar import Request
 from litestar.types import Receive
 
-from router.errors import ApiError
+from corral.errors import ApiError
 
 __all__ = ["ClientDisconnected", "cancel_on_disconnect", "until_disconnected"]
 

@@ -15,11 +15,11 @@ import sys
 import threading
 from collections.abc import Callable
 
-from router.child_protocol import EXIT_COMMAND, LineSplitter
+from corral.children.environment import ROUTER_PID_ENV
+from corral.children.protocol import EXIT_COMMAND, LineSplitter
 
-__all__ = ["ROUTER_PID_ENV", "arm"]
+__all__ = ["arm"]
 
-ROUTER_PID_ENV = "CORRAL_ROUTER_PID"
 _PR_SET_PDEATHSIG = 1
 
 

@@ -11,7 +11,7 @@ import argparse
 import os
 from collections.abc import Mapping
 
-from router.presets import OPTIONS, OptionSpec, PresetError, normalise_options
+from corral.options import OPTIONS, OptionError, OptionSpec, normalise_options
 
 __all__ = ["add_model_flags", "model_options_from"]
 
@@ -79,5 +79,5 @@ def model_options_from(
             given.append((name, env[name]))
     try:
         return normalise_options(given, where="command line")
-    except PresetError as error:
+    except OptionError as error:
         parser.error(str(error))

@@ -1,0 +1,268 @@
+"""The one table of per-model options: every spelling, kind and role of each option.
+
+:data:`OPTIONS` is the only place that knows an option's spellings (long, short, negative,
+``LLAMA_ARG_*``), its kind and whether it becomes a worker flag. The router's preset INI, its
+per-model CLI defaults, the worker-argument renderer, the worker's own flags
+(:mod:`corral.option_flags`) and the generated docs all go through it, so a key means the same
+thing wherever it is written. Values are validated and normalised here ("on" → "true", "1e3" →
+"1000"), which keeps the settings of two reloads comparable as plain strings.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "OPTIONS",
+    "OptionError",
+    "OptionSpec",
+    "find_option",
+    "normalise_options",
+    "option_spec",
+    "parse_size",
+    "render_worker_args",
+]
+
+# int/float/str as named; bool: on|off words; switch: on|off|auto (flash-attn); choice: one of
+# ``literals``; size: bytes, with an optional K/M/G/T suffix (powers of 1024).
+OptionKind = Literal["int", "float", "str", "bool", "switch", "choice", "size"]
+# worker: rendered as a worker flag; model: shapes the catalogue entry (path, names);
+# preset: read by the router only (upstream's preset-only keys and Corral's own).
+OptionRole = Literal["worker", "model", "preset"]
+Bound = Literal["any", "non_negative", "positive"]
+
+_IGNORED_KEYS = frozenset({"version"})  # reserved by upstream for future use
+_TRUTHY = frozenset({"on", "enabled", "true", "1"})
+_FALSEY = frozenset({"off", "disabled", "false", "0"})
+_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+
+
+class OptionError(ValueError):
+    """An option is unknown or its value malformed; the message says where and what."""
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    name: str  # canonical long flag without dashes; the worker accepts ``--{name}``
+    kind: OptionKind
+    role: OptionRole = "worker"
+    spellings: tuple[str, ...] = ()  # other flag spellings without dashes, and env names
+    # Spellings meaning false; the first is the worker flag. As upstream, a bool with a negative
+    # flag also has a LLAMA_ARG_NO_* variable, which turns it off whatever its value.
+    negatives: tuple[str, ...] = ()
+    bound: Bound = "any"
+    literals: tuple[str, ...] = ()  # words accepted besides a number, or a choice's values
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    # Which file and which names: never passed through, the catalogue entry carries them.
+    OptionSpec("model", "str", "model", ("m", "LLAMA_ARG_MODEL")),
+    OptionSpec("mmproj", "str", "model", ("mm", "LLAMA_ARG_MMPROJ")),
+    OptionSpec("hf-repo", "str", "model", ("hf", "hfr", "LLAMA_ARG_HF_REPO")),
+    OptionSpec("hf-file", "str", "model", ("hff", "LLAMA_ARG_HF_FILE")),
+    OptionSpec("alias", "str", "model", ("a", "LLAMA_ARG_ALIAS")),
+    OptionSpec("tags", "str", "model", ("LLAMA_ARG_TAGS",)),
+    # Upstream's preset-only keys, then Corral's own (ttl, pin).
+    OptionSpec("load-on-startup", "bool", "preset", ("__PRESET_LOAD_ON_STARTUP",)),
+    OptionSpec("stop-timeout", "float", "preset", ("__PRESET_STOP_TIMEOUT",), bound="non_negative"),
+    OptionSpec("dedup-cache-models", "bool", "preset", ("__PRESET_DEDUP_CACHE_MODELS",)),
+    OptionSpec("ttl", "float", "preset", bound="positive"),
+    OptionSpec("pin", "bool", "preset"),
+    OptionSpec("memory", "size", "preset"),
+    # Worker flags.
+    OptionSpec("ctx-size", "int", spellings=("c", "LLAMA_ARG_CTX_SIZE"), bound="non_negative"),
+    OptionSpec("threads", "int", spellings=("t", "LLAMA_ARG_THREADS")),
+    OptionSpec("batch-size", "int", spellings=("b", "LLAMA_ARG_BATCH"), bound="positive"),
+    OptionSpec("ubatch-size", "int", spellings=("ub", "LLAMA_ARG_UBATCH"), bound="positive"),
+    OptionSpec(
+        "n-gpu-layers",
+        "int",
+        spellings=("ngl", "gpu-layers", "LLAMA_ARG_N_GPU_LAYERS"),
+        literals=("auto", "all"),
+    ),
+    OptionSpec("n-predict", "int", spellings=("n", "predict", "LLAMA_ARG_N_PREDICT")),
+    OptionSpec("parallel", "int", spellings=("np", "LLAMA_ARG_N_PARALLEL")),
+    OptionSpec(
+        "temp", "float", spellings=("temperature", "LLAMA_ARG_TEMPERATURE"), bound="non_negative"
+    ),
+    OptionSpec("seed", "int", spellings=("s",)),
+    OptionSpec("chat-template", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE",)),
+    OptionSpec(
+        "jinja",
+        "bool",
+        spellings=("LLAMA_ARG_JINJA",),
+        negatives=("no-jinja", "LLAMA_ARG_NO_JINJA"),
+    ),
+    OptionSpec(
+        "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
+    ),
+    OptionSpec("mlock", "bool", spellings=("LLAMA_ARG_MLOCK",)),
+    OptionSpec("flash-attn", "switch", spellings=("fa", "LLAMA_ARG_FLASH_ATTN")),
+    OptionSpec(
+        "cache-type-k", "choice", spellings=("ctk", "LLAMA_ARG_CACHE_TYPE_K"), literals=_CACHE_TYPES
+    ),
+    OptionSpec(
+        "cache-type-v", "choice", spellings=("ctv", "LLAMA_ARG_CACHE_TYPE_V"), literals=_CACHE_TYPES
+    ),
+    OptionSpec(
+        "rope-freq-base", "float", spellings=("LLAMA_ARG_ROPE_FREQ_BASE",), bound="positive"
+    ),
+    # Upstream rejects 0 and anything below -1; -1 means never.
+    OptionSpec("sleep-idle-seconds", "int", bound="positive", literals=("-1",)),
+    OptionSpec(
+        "slots",
+        "bool",
+        spellings=("LLAMA_ARG_ENDPOINT_SLOTS",),
+        negatives=("no-slots", "LLAMA_ARG_NO_ENDPOINT_SLOTS"),
+    ),
+    OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
+    OptionSpec(
+        "pooling",
+        "choice",
+        spellings=("LLAMA_ARG_POOLING",),
+        literals=("none", "mean", "cls", "last", "rank"),
+    ),
+    OptionSpec("reranking", "bool", spellings=("rerank", "LLAMA_ARG_RERANKING")),
+    OptionSpec(
+        "webui",
+        "bool",
+        spellings=("ui", "LLAMA_ARG_UI"),
+        negatives=("no-webui", "no-ui", "LLAMA_ARG_NO_UI"),
+    ),
+)
+
+_BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
+# Every spelling → (option, whether the spelling is a negative one).
+_BY_KEY: dict[str, tuple[OptionSpec, bool]] = {
+    key: (spec, negated)
+    for spec in OPTIONS
+    for negated, keys in ((False, (spec.name, *spec.spellings)), (True, spec.negatives))
+    for key in keys
+}
+
+
+def option_spec(name: str) -> OptionSpec:
+    """The option whose canonical name this is."""
+    return _BY_NAME[name]
+
+
+def find_option(key: str) -> tuple[OptionSpec, bool] | None:
+    """The option a key spells, and whether the spelling is a negative one (``no-mmap``)."""
+    return _BY_KEY.get(key.lstrip("-"))
+
+
+def _format_float(number: float) -> str:
+    text = repr(number)
+    return text.removesuffix(".0")
+
+
+def _check_bound(spec: OptionSpec, number: float, raw: str) -> None:
+    if spec.bound == "positive" and number <= 0:
+        raise ValueError(f"expected a number above 0, got '{raw}'")
+    if spec.bound == "non_negative" and number < 0:
+        raise ValueError(f"expected a number of at least 0, got '{raw}'")
+
+
+def _parse_bool(raw: str) -> bool:
+    word = raw.lower()
+    if word in _TRUTHY:
+        return True
+    if word in _FALSEY:
+        return False
+    raise ValueError(f"expected on|off|true|false|enabled|disabled|1|0, got '{raw}'")
+
+
+_SIZE = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[kmgt]?)(?:i?b)?", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(raw: str) -> int:
+    """Bytes from ``512M``, ``8G``, ``1.5GiB`` or a plain number; K/M/G/T are powers of 1024."""
+    match = _SIZE.fullmatch(raw.strip())
+    if match is None:
+        raise ValueError(f"expected a size such as 512M or 8G, got '{raw}'")
+    return int(float(match["number"]) * _SIZE_UNITS[match["unit"].lower()])
+
+
+def _normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
+    """The canonical text of a value; ``ValueError`` says what was expected."""
+    if spec.kind == "bool":
+        return "true" if _parse_bool(raw) != negated else "false"
+    if spec.kind == "switch":
+        if raw.lower() in ("auto", "-1"):
+            return "auto"
+        return "on" if _parse_bool(raw) else "off"
+    if spec.kind == "choice":
+        if raw.lower() not in spec.literals:
+            raise ValueError(f"expected one of {', '.join(spec.literals)}, got '{raw}'")
+        return raw.lower()
+    if spec.kind == "str":
+        return raw
+    if spec.kind == "size":
+        return str(parse_size(raw))
+    if raw in spec.literals:
+        return raw
+    if spec.kind == "int":
+        try:
+            number = int(raw)
+        except ValueError:
+            raise ValueError(f"expected an integer, got '{raw}'") from None
+        _check_bound(spec, number, raw)
+        return str(number)
+    try:
+        real = float(raw)
+    except ValueError:
+        raise ValueError(f"expected a number, got '{raw}'") from None
+    if not math.isfinite(real):
+        raise ValueError(f"expected a finite number, got '{raw}'")
+    _check_bound(spec, real, raw)
+    return _format_float(real)
+
+
+def normalise_options(pairs: Iterable[tuple[str, str]], *, where: str) -> dict[str, str]:
+    """``key = value`` pairs in any spelling → canonical name → normalised value.
+
+    ``where`` starts every message (e.g. ``"models.ini: section [foo]"``). Two spellings of one
+    option in the same place are an error rather than a silent last-one-wins.
+    """
+    options: dict[str, str] = {}
+    spelled_as: dict[str, str] = {}
+    for key, raw in pairs:
+        if key in _IGNORED_KEYS:
+            continue
+        found = find_option(key)
+        if found is None:
+            raise OptionError(f"{where}: unknown key '{key}'")
+        spec, negated = found
+        if spec.name in options:
+            first = spelled_as[spec.name]
+            raise OptionError(f"{where}: key '{key}' sets '{spec.name}' again (as '{first}' did)")
+        try:
+            options[spec.name] = _normalise_value(spec, raw.strip(), negated=negated)
+        except ValueError as error:
+            raise OptionError(f"{where}: key '{key}': {error}") from None
+        spelled_as[spec.name] = key
+    return options
+
+
+def render_worker_args(options: Iterable[tuple[str, str]]) -> list[str]:
+    """Worker flags for the worker-role options: ``--ctx-size 2048``, ``--jinja``, ``--no-mmap``.
+
+    A false boolean without a negative flag is left out: the worker's default is already off.
+    """
+    args: list[str] = []
+    for name, value in options:
+        spec = _BY_NAME[name]
+        if spec.role != "worker":
+            continue
+        if spec.kind != "bool":
+            args += [f"--{name}", value]
+        elif value == "true":
+            args.append(f"--{name}")
+        elif spec.negatives:
+            args.append(f"--{spec.negatives[0]}")
+    return args
