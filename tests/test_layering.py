@@ -127,3 +127,18 @@ def test_the_import_linter_contracts_break_on_a_cross_import(
     shutil.rmtree(tmp_path / importer / "__pycache__", ignore_errors=True)
     result = lint()
     assert result.returncode == 0, result.stdout
+
+
+def test_test_modules_share_helpers_only_through_tests_support() -> None:
+    # Importing a helper from another test module runs that module's tests' fixtures and imports
+    # too, and ties two suites together: shared helpers live in tests/support/ instead.
+    tests = ROOT / "tests"
+    offending = [
+        f"{path.relative_to(ROOT)}:{line}: {target}"
+        for path in sorted(tests.rglob("*.py"))
+        for line, target in _imported(
+            ast.parse(path.read_text()), _module_name(path, ROOT), path.name == "__init__.py"
+        )
+        if target.startswith("tests.") and target.split(".")[-1].startswith("test_")
+    ]
+    assert offending == []

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.worker.test_main import WorkerProcess, worker
+from tests.support.worker_process import WorkerProcess, worker
 
 CHAT = [{"role": "user", "content": "hi"}]
 
