@@ -1,4 +1,4 @@
-"""Resumable stream sessions in a real worker (SPEC §5)."""
+"""Resumable stream sessions in a real worker (docs/protocol.md §5)."""
 
 from __future__ import annotations
 
