@@ -13,4 +13,6 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+# The layering contracts in pyproject.toml: no imports between router, worker and downloads.
+.venv/bin/lint-imports --no-logo
 exec .venv/bin/python -m pytest "$@"

@@ -1,4 +1,4 @@
-"""The SPEC's error JSON (§3), used by the router and by workers.
+"""The error JSON of docs/protocol.md §3, used by the router and by workers.
 
 Handlers return errors as values: raise :class:`ApiError` (or let Litestar raise its own HTTP
 exceptions) and the exception handlers below render ``{"error": {code, message, type}}``. Anything
@@ -53,7 +53,7 @@ class ErrorEnvelope(msgspec.Struct):
 
 
 class ApiError(Exception):
-    """An error the client should see, with its HTTP status and SPEC type."""
+    """An error the client should see, with its HTTP status and error type (docs/protocol.md §3)."""
 
     def __init__(self, status: int, message: str, error_type: str | None = None) -> None:
         super().__init__(message)

@@ -1,8 +1,9 @@
 """Per-model options as command-line flags, generated from the one option table.
 
-``corral serve`` takes them as defaults for every model (SPEC §7) and ``python -m worker``
-takes them as its own settings, so any option a preset or the router can render is a flag the
-worker parses, spelled as llama-server spells it (``-c``, ``--ctx-size``, ``--no-mmap``, …).
+``corral serve`` takes them as defaults for every model (docs/protocol.md §7) and
+``python -m worker`` takes them as its own settings, so any option a preset or the router can
+render is a flag the worker parses, spelled as llama-server spells it (``-c``, ``--ctx-size``,
+``--no-mmap``, …).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Litestar turns a client disconnect into a cancellation but never calls ``aclose()`` on the
 iterator, so an upstream stream (router) or a generation (worker) could keep running until garbage
-collection. Closing it here, shielded, makes cleanup deterministic (see python-stack notes §1.1).
+collection. Closing it here makes cleanup deterministic. The close is shielded because the task is
+already cancelled: an unshielded ``await`` inside ``aclose()`` (releasing the upstream connection,
+stopping the generation) would be cancelled at once and the cleanup skipped.
 """
 
 from __future__ import annotations

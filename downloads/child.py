@@ -1,8 +1,8 @@
 """``python -m downloads org/repo[:TAG] --cache-dir DIR``: one download, as a router's child.
 
-It speaks the workers' stdout protocol (SPEC §1): ``downloading`` states with per-file progress,
-then one outcome, then it exits. The exit command cancels: the outcome ``download_failed`` is
-sent and the process ends at once. Nothing needs cleaning up, because the partial file on disk is
+It speaks the workers' stdout protocol (docs/protocol.md §1): ``downloading`` states with per-file
+progress, then one outcome, then it exits. The exit command cancels: the outcome ``download_failed``
+is sent and the process ends at once. Nothing needs cleaning up, because the partial file on disk is
 always a prefix of the real one and the next download of the same file resumes from it.
 """
 

@@ -1,4 +1,4 @@
-"""What a download child tells the router, as ``downloading`` state payloads (SPEC §1).
+"""What a download child tells the router, as ``downloading`` state payloads (docs/protocol.md §1).
 
 Upstream's payloads are ``{"url","downloaded","total"}`` and ``{"result": …}``; Corral adds the
 cache name being fetched (``model``), so a download asked for as ``org/repo`` can be cancelled as

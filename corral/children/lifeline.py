@@ -1,4 +1,4 @@
-"""Ties a child's life to the router's (SPEC §1).
+"""Ties a child's life to the router's (docs/protocol.md §1).
 
 Two guards, because either alone leaves gaps: the kernel's parent-death signal (Linux only, and it
 fires when the spawning *thread* exits) and a thread that reads the command stream on stdin, where

@@ -1,4 +1,4 @@
-"""The stdout/stdin line protocol between the router and its children (SPEC §1).
+"""The stdout/stdin line protocol between the router and its children (docs/protocol.md §1).
 
 Both ends live here so they cannot drift apart: the router decodes with :class:`LineSplitter` and
 :func:`parse_line`; children encode with :class:`StateWriter`.

@@ -1,10 +1,12 @@
-"""The Web UI's files (SPEC §3): the page at ``/`` and its files under ``/assets/…``, both public.
+"""The Web UI's files (docs/protocol.md §3): the page at ``/`` and ``/assets/…``, both public.
 
-The UI is plain files, no build step: ``webui/index.html`` and ES modules and CSS under
-``webui/assets/``. Its client-side routes live in the URL's fragment (``/#/c/<id>``,
-``/#/models``), so the page has exactly one address and the router needs no catch-all fallback:
-a fallback route would match unknown API paths too, and those must keep their JSON 404 (or the
-401 a keyed router gives callers without a key). Only these two routes serve UI files.
+The UI is plain files, no build step: ``router/webui/index.html`` and ES modules and CSS under
+``router/webui/assets/``. They are package data of ``router`` (``pyproject.toml``) and are found
+relative to this package, not to a checkout, so an installed wheel serves them too. Its
+client-side routes live in the URL's fragment (``/#/c/<id>``, ``/#/models``), so the page has
+exactly one address and the router needs no catch-all fallback: a fallback route would match
+unknown API paths too, and those must keep their JSON 404 (or the 401 a keyed router gives
+callers without a key). Only these two routes serve UI files.
 
 Files are read per request (they are small, and edits show up without a restart). Their names
 carry no content hash, so every answer says ``no-cache`` and carries an ETag: browsers
@@ -23,7 +25,7 @@ from corral.errors import ApiError
 
 __all__ = ["ASSETS_DIR", "CONTENT_SECURITY_POLICY", "WEBUI_DIR", "webui_routes"]
 
-WEBUI_DIR: Final = Path(__file__).resolve().parents[2] / "webui"
+WEBUI_DIR: Final = Path(__file__).resolve().parents[1] / "webui"
 ASSETS_DIR: Final = WEBUI_DIR / "assets"
 
 # Litestar adds "; charset=utf-8" to text/* types itself.

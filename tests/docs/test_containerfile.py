@@ -100,7 +100,7 @@ def test_copied_sources_exist_and_cover_the_packages() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     packages = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     top_level = {name.split(".")[0] for name in packages}
-    assert top_level | {"webui", "pyproject.toml", "README.md", "scripts/bootstrap.py"} <= copied
+    assert top_level | {"pyproject.toml", "README.md", "scripts/bootstrap.py"} <= copied
 
 
 def test_runtime_runs_as_a_numeric_non_root_user() -> None:

@@ -12,7 +12,15 @@ from router.settings import ServeSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-PAGES = ["quickstart", "configuration", "api", "operations", "migrating", "architecture"]
+PAGES = [
+    "quickstart",
+    "configuration",
+    "api",
+    "operations",
+    "migrating",
+    "architecture",
+    "protocol",
+]
 
 
 def _documented_prefix(path: str) -> str:
@@ -63,3 +71,21 @@ def test_links_resolve(page: Path) -> None:
         assert linked.exists(), f"{page.name}: broken link {target}"
         if anchor and linked.suffix == ".md":
             assert anchor in _anchors(linked), f"{page.name}: no heading for #{anchor} in {linked}"
+
+
+def test_protocol_citations_name_sections_that_exist() -> None:
+    # Code comments cite the contract as "docs/protocol.md §n" (and "§n, §m"); a renumbered or
+    # missing section would leave them pointing nowhere.
+    protocol = (DOCS / "protocol.md").read_text(encoding="utf-8")
+    sections = {int(n) for n in re.findall(r"^## (\d+)\. ", protocol, re.M)}
+    assert sections == set(range(1, 9))
+    cited: dict[int, list[str]] = {}
+    for package in ("corral", "router", "worker", "downloads", "tests", "scripts", "bench"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            for citation in re.findall(r"docs/protocol\.md (§\d+(?:, §\d+)*)", text):
+                for number in re.findall(r"§(\d+)", citation):
+                    cited.setdefault(int(number), []).append(str(path.relative_to(ROOT)))
+    assert cited, "no citations found: has the citation format changed?"
+    unknown = {number: paths for number, paths in cited.items() if number not in sections}
+    assert not unknown

@@ -11,7 +11,7 @@ from router.catalogue import (
     CatalogueError,
     build_catalogue,
 )
-from tests.router.test_hub_cache import add_snapshot
+from tests.support.hub_cache import add_snapshot
 
 
 def _touch(path: Path) -> Path:

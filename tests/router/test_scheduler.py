@@ -1,4 +1,4 @@
-"""Scheduling rules (SPEC §4), one test per rule, driven through a fake launcher."""
+"""Scheduling rules (docs/protocol.md §4), one test per rule, driven through a fake launcher."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SPEC §8 end to end: API keys, CORS, the exposure warning, and workers that never see a key.
+"""docs/protocol.md §8 end to end: API keys, CORS, the exposure warning, and workers that never
+see a key.
 
 Most checks run against real router processes; the in-process app is only used to enumerate the
 route table, so a route added later is covered without anyone touching this file.
@@ -107,7 +108,7 @@ def test_every_route_but_the_public_ones_needs_a_key(
 ) -> None:
     table = _route_table(models_dir)
     public = {(method, path) for method, path in table if is_public_path(path)}
-    assert public == EXPECTED_PUBLIC, "the public list changed: is that intended (SPEC §8)?"
+    assert public == EXPECTED_PUBLIC, "the public list changed: intended (docs/protocol.md §8)?"
     assert len(table) > 20
     for method, path in table:
         status, body = _status_and_body(secured.client, method, path, {})

@@ -1,4 +1,4 @@
-"""Resumable streams through the router (SPEC §5), including the load-time cases.
+"""Resumable streams through the router (docs/protocol.md §5), including the load-time cases.
 
 To hold a model "loading" for as long as a test needs, without timing: with --models-max 1,
 alpha is kept busy by an endless stream, so a request for beta waits in the queue until the

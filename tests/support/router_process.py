@@ -26,6 +26,9 @@ __all__ = ["RouterProcess", "running_router"]
 
 # The developer's own model cache and llama-server settings must not reach a test's router.
 _FOREIGN_ENV_PREFIXES = ("LLAMA_ARG_", "LLAMA_API_KEY", "LLAMA_CACHE", "HF_", "HUGGINGFACE_")
+_REPOSITORY = Path(__file__).resolve().parents[2]
+# The checkout's own router; tests of an installed copy pass that copy's `corral` script instead.
+_FROM_CHECKOUT = (sys.executable, "-m", "router")
 
 
 def _hermetic_env(extra: dict[str, str] | None, empty_hub: str) -> dict[str, str]:
@@ -36,15 +39,22 @@ def _hermetic_env(extra: dict[str, str] | None, empty_hub: str) -> dict[str, str
 
 
 class RouterProcess:
-    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        args: Sequence[str],
+        env: dict[str, str] | None = None,
+        *,
+        command: Sequence[str] = _FROM_CHECKOUT,
+        cwd: Path = _REPOSITORY,
+    ) -> None:
         self._empty_hub = tempfile.TemporaryDirectory(prefix="corral-empty-hub-")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "router", "serve", "--port", "0", *args],
+            [*command, "serve", "--port", "0", *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=_hermetic_env(env, self._empty_hub.name),
-            cwd=Path(__file__).resolve().parents[2],
+            cwd=cwd,
         )
         self.records: list[dict[str, Any]] = []
         self._logged = threading.Condition()
@@ -116,9 +126,13 @@ class RouterProcess:
 
 @contextmanager
 def running_router(
-    args: Sequence[str], env: dict[str, str] | None = None
+    args: Sequence[str],
+    env: dict[str, str] | None = None,
+    *,
+    command: Sequence[str] = _FROM_CHECKOUT,
+    cwd: Path = _REPOSITORY,
 ) -> Iterator[RouterProcess]:
-    router = RouterProcess(args, env)
+    router = RouterProcess(args, env, command=command, cwd=cwd)
     try:
         yield router
     finally:

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.worker.test_main import worker
+from tests.support.worker_process import worker
 
 HI = [{"role": "user", "content": "hi"}]
 WEATHER = {

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.worker.test_main import worker
+from tests.support.worker_process import worker
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Continuous batching, observed through a real worker (SPEC §6).
+"""Continuous batching, observed through a real worker (docs/protocol.md §6).
 
 Assertions are about the order in which things happen, never about time, and batched output
 is never compared byte for byte with unbatched output (batched kernels round differently).
@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.worker.test_main import WorkerProcess, worker
+from tests.support.worker_process import WorkerProcess, worker
 
 CHAT = [{"role": "user", "content": "hi"}]
 

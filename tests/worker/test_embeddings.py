@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 
-from tests.worker.test_main import WorkerProcess, worker
+from tests.support.worker_process import WorkerProcess, worker
 
 N_EMBD = 64  # the tiny test models' width
 

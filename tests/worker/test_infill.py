@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.tiny_gguf import write_tiny_gguf
-from tests.worker.test_main import worker
+from tests.support.worker_process import worker
 
 
 def test_infill_on_a_fim_model(tmp_path: Path) -> None:

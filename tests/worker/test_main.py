@@ -6,78 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
-from corral.children.environment import ROUTER_PID_ENV
-from corral.children.protocol import LineSplitter, LogLine, StateMessage, parse_line
-
-
-class WorkerProcess:
-    """A worker child, read the way the router reads it."""
-
-    def __init__(
-        self,
-        model: Path,
-        *,
-        as_child: bool,
-        args: tuple[str, ...] = (),
-        extra_env: dict[str, str] | None = None,
-    ) -> None:
-        env = {**os.environ, **(extra_env or {})}
-        env.pop(ROUTER_PID_ENV, None)
-        if as_child:
-            env[ROUTER_PID_ENV] = str(os.getpid())
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "worker", "--model", str(model), "--ctx-size", "256", *args],
-            stdin=subprocess.PIPE if as_child else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
-        self.states: list[StateMessage] = []
-        self.stray_lines: list[str] = []
-        self._splitter = LineSplitter()
-        ready = self.read_until("ready")
-        self.url = f"http://127.0.0.1:{ready.payload['port']}"
-
-    def read_until(self, state: str) -> StateMessage:
-        assert self.process.stdout is not None
-        while chunk := os.read(self.process.stdout.fileno(), 65536):
-            for line in self._splitter.feed(chunk):
-                message = parse_line(line)
-                if isinstance(message, StateMessage):
-                    self.states.append(message)
-                    if message.state == state:
-                        return message
-                elif message != LogLine(""):
-                    self.stray_lines.append(str(message))
-        raise AssertionError(f"worker closed stdout before reporting {state!r}")
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        for pipe in (self.process.stdin, self.process.stdout):
-            if pipe is not None:
-                pipe.close()
-
-
-@contextmanager
-def worker(
-    model: Path, *args: str, as_child: bool = True, env: dict[str, str] | None = None
-) -> Iterator[WorkerProcess]:
-    """A worker for ``model``; ``args`` are extra flags (later ones win over the defaults)."""
-    process = WorkerProcess(model, as_child=as_child, args=args, extra_env=env)
-    try:
-        yield process
-    finally:
-        process.close()
+from tests.support.worker_process import worker
 
 
 @pytest.fixture

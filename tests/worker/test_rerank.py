@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.support.tiny_gguf import write_tiny_gguf
-from tests.worker.test_main import WorkerProcess, worker
+from tests.support.worker_process import WorkerProcess, worker
 
 PATHS = ["/rerank", "/v1/rerank", "/reranking", "/v1/reranking"]
 QUERY = "hello world"

@@ -12,7 +12,7 @@ import openai
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from tests.worker.test_main import worker
+from tests.support.worker_process import worker
 
 WEATHER = {
     "type": "function",

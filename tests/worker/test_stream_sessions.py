@@ -1,4 +1,4 @@
-"""Resumable stream sessions in a real worker (SPEC §5)."""
+"""Resumable stream sessions in a real worker (docs/protocol.md §5)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.worker.test_main import WorkerProcess, worker
+from tests.support.worker_process import WorkerProcess, worker
 
 CHAT = [{"role": "user", "content": "hi"}]
 

@@ -1,116 +1,16 @@
-"""Finding and naming models in a (fake) Hugging Face hub cache."""
+"""Finding and naming models in a (fake) Hugging Face hub cache, and resolving references."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-import pytest
-
-from corral.hub.cache_layout import locate_cache_dir
-from corral.hub.cache_scan import CachedModel, resolve_cached_model, scan_cache
-from corral.hub.names import canonical_tag, is_valid_repo_id
-from corral.hub.shards import split_gguf_name
-
-COMMIT_A = "a" * 40
-COMMIT_B = "b" * 40
-
-
-def add_snapshot(
-    cache: Path, repo: str, files: list[str], *, commit: str = COMMIT_A, ref: str | None = "main"
-) -> Path:
-    """Lay out a repo the way huggingface_hub does: blobs, snapshot symlinks, refs/<ref>."""
-    repo_dir = cache / ("models--" + repo.replace("/", "--"))
-    snapshot = repo_dir / "snapshots" / commit
-    for index, file in enumerate(files):
-        blob = repo_dir / "blobs" / f"{commit[:8]}{index:032x}"
-        blob.parent.mkdir(parents=True, exist_ok=True)
-        blob.write_bytes(b"GGUF")
-        link = snapshot / file
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(os.path.relpath(blob, link.parent))
-    if ref is not None:
-        (repo_dir / "refs").mkdir(parents=True, exist_ok=True)
-        (repo_dir / "refs" / ref).write_text(commit)
-    return snapshot
+from corral.hub.cache_scan import CachedModel, first_shards, resolve_cached_model, scan_cache
+from tests.support.hub_cache import COMMIT_A, COMMIT_B, add_snapshot
 
 
 def names(models: list[CachedModel]) -> list[str]:
     return [model.name for model in models]
-
-
-# --- where the cache is -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("env", "expected"),
-    [
-        (
-            {"LLAMA_CACHE": "/l", "HF_HUB_CACHE": "/h", "HF_HOME": "/home", "HOME": "/u"},
-            "/l",
-        ),
-        ({"HF_HUB_CACHE": "/h", "HUGGINGFACE_HUB_CACHE": "/old", "HF_HOME": "/hh"}, "/h"),
-        ({"HUGGINGFACE_HUB_CACHE": "/old", "HF_HOME": "/hh"}, "/old"),
-        ({"HF_HOME": "/hh", "XDG_CACHE_HOME": "/x"}, "/hh/hub"),
-        ({"XDG_CACHE_HOME": "/x", "HOME": "/u"}, "/x/huggingface/hub"),
-        ({"HOME": "/u"}, "/u/.cache/huggingface/hub"),
-        ({"LLAMA_CACHE": "", "HF_HOME": "/hh"}, "/hh/hub"),  # empty counts as unset
-    ],
-)
-def test_cache_dir_precedence(env: dict[str, str], expected: str) -> None:
-    assert locate_cache_dir(env) == Path(expected)
-
-
-def test_cache_dir_without_any_variable_is_under_the_home_directory() -> None:
-    assert locate_cache_dir({}) == Path.home() / ".cache" / "huggingface" / "hub"
-
-
-# --- names and tags -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("file_name", "expected"),
-    [
-        ("tinygemma3-Q8_0.gguf", ("tinygemma3-Q8_0", 1, "Q8_0")),
-        ("model.q4_k_m.gguf", ("model.q4_k_m", 1, "Q4_K_M")),
-        ("Llama-UD-Q4_K_XL-00002-of-00003.gguf", ("Llama-UD-Q4_K_XL", 2, "Q4_K_XL")),
-        ("m-bf16.gguf", ("m-bf16", 1, "BF16")),
-        ("m-IQ4_XS.gguf", ("m-IQ4_XS", 1, "IQ4_XS")),
-        ("m-F16.gguf", ("m-F16", 1, "F16")),
-        ("m-mxfp4.gguf", ("m-mxfp4", 1, "MXFP4")),
-        ("stories260K.gguf", ("stories260K", 1, None)),  # no separator, no tag
-        ("gemma-3-1b-it.gguf", ("gemma-3-1b-it", 1, None)),  # a token, but not a quant
-    ],
-)
-def test_split_gguf_name(file_name: str, expected: tuple[str, int, str | None]) -> None:
-    assert split_gguf_name(file_name) == expected
-
-
-@pytest.mark.parametrize(
-    ("tag", "expected"),
-    [("q8_0", "Q8_0"), ("UD-Q4_K_XL", "Q4_K_XL"), ("model.f16", "F16"), ("Q4", "Q4")],
-)
-def test_canonical_tag(tag: str, expected: str) -> None:
-    assert canonical_tag(tag) == expected
-
-
-@pytest.mark.parametrize(
-    ("repo_id", "valid"),
-    [
-        ("ggml-org/tinygemma3-GGUF", True),
-        ("org/repo.v1_2", True),
-        ("org", False),
-        ("org/repo/extra", False),
-        ("org//repo", False),
-        ("org/-repo", False),
-        ("org/repo-", False),
-        ("org/re po", False),
-        ("../etc", False),
-        ("o/" + "r" * 300, False),
-    ],
-)
-def test_repo_id_validation(repo_id: str, valid: bool) -> None:
-    assert is_valid_repo_id(repo_id) is valid
 
 
 # --- scanning -----------------------------------------------------------------------------------
@@ -162,21 +62,6 @@ def test_split_models_list_only_the_first_shard(tmp_path: Path) -> None:
     assert names(models) == ["org/big-GGUF:Q4_K_M"]
     assert models[0].path == snapshot / "Q4_K_M" / "big-Q4_K_M-00001-of-00002.gguf"
     assert models[0].file == "Q4_K_M/big-Q4_K_M-00001-of-00002.gguf"
-
-
-def test_companion_files_are_not_models(tmp_path: Path) -> None:
-    add_snapshot(
-        tmp_path,
-        "org/repo",
-        [
-            "mmproj-model-Q8_0.gguf",
-            "model-draft-Q4_0.gguf",
-            "mtp-model-Q4_0.gguf",
-            "imatrix-Q4_0.gguf",
-            "model-Q4_0.gguf",
-        ],
-    )
-    assert names(scan_cache(tmp_path)) == ["org/repo:Q4_0"]
 
 
 def test_mmproj_closest_in_quantisation_and_directory(tmp_path: Path) -> None:
@@ -243,6 +128,24 @@ def test_dangling_symlinks_and_bad_folders_are_skipped(tmp_path: Path) -> None:
     (tmp_path / "models--org--empty").mkdir()
     (tmp_path / "version.txt").write_text("1")
     assert names(scan_cache(tmp_path)) == ["org/repo:Q4_0"]
+
+
+def test_first_shards_name_each_tag_once() -> None:
+    paths = [
+        PurePosixPath(p)
+        for p in (
+            "m-Q4_K_M-00002-of-00002.gguf",
+            "m-Q4_K_M-00001-of-00002.gguf",
+            "sub/m-Q8_0.gguf",
+            "mmproj-m-F16.gguf",
+            "m.gguf",  # no tag: never a cache model
+            "README.md",
+        )
+    ]
+    assert first_shards(paths) == {
+        "Q4_K_M": PurePosixPath("m-Q4_K_M-00001-of-00002.gguf"),
+        "Q8_0": PurePosixPath("sub/m-Q8_0.gguf"),
+    }
 
 
 # --- resolving references -----------------------------------------------------------------------

@@ -1,15 +1,17 @@
-"""Which files make up a model: references, tags, shards and projectors."""
+"""Model references, tags, repository ids and paths inside a repository."""
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 import pytest
 
-from corral.hub.cache_scan import first_shards
-from corral.hub.mmproj import best_mmproj
-from corral.hub.names import InvalidReference, choose_tag, is_safe_repo_path, parse_reference
-from corral.hub.shards import shards_of
+from corral.hub.names import (
+    InvalidReference,
+    canonical_tag,
+    choose_tag,
+    is_safe_repo_path,
+    is_valid_repo_id,
+    parse_reference,
+)
 
 
 @pytest.mark.parametrize(
@@ -51,48 +53,6 @@ def test_tag_choice_follows_upstream(
     assert choose_tag(available, requested) == expected
 
 
-def test_first_shards_name_each_tag_once() -> None:
-    paths = [
-        PurePosixPath(p)
-        for p in (
-            "m-Q4_K_M-00002-of-00002.gguf",
-            "m-Q4_K_M-00001-of-00002.gguf",
-            "sub/m-Q8_0.gguf",
-            "mmproj-m-F16.gguf",
-            "m.gguf",  # no tag: never a cache model
-            "README.md",
-        )
-    ]
-    assert first_shards(paths) == {
-        "Q4_K_M": PurePosixPath("m-Q4_K_M-00001-of-00002.gguf"),
-        "Q8_0": PurePosixPath("sub/m-Q8_0.gguf"),
-    }
-
-
-def test_every_shard_of_a_split_model() -> None:
-    first = PurePosixPath("big/m-Q8_0-00001-of-00003.gguf")
-    assert [p.name for p in shards_of(first)] == [
-        "m-Q8_0-00001-of-00003.gguf",
-        "m-Q8_0-00002-of-00003.gguf",
-        "m-Q8_0-00003-of-00003.gguf",
-    ]
-    assert shards_of(PurePosixPath("m-Q8_0.gguf")) == [PurePosixPath("m-Q8_0.gguf")]
-
-
-def test_projector_is_the_nearest_then_the_closest_quantisation() -> None:
-    paths = [
-        PurePosixPath(p)
-        for p in ("mmproj-F16.gguf", "sub/mmproj-F32.gguf", "sub/mmproj-Q8_0.gguf", "x/mmproj.gguf")
-    ]
-    assert best_mmproj(PurePosixPath("sub/m-Q8_0.gguf"), "Q8_0", paths) == PurePosixPath(
-        "sub/mmproj-Q8_0.gguf"
-    )
-    assert best_mmproj(PurePosixPath("m-Q4_K_M.gguf"), "Q4_K_M", paths) == PurePosixPath(
-        "mmproj-F16.gguf"
-    )
-    assert best_mmproj(PurePosixPath("m-Q4_K_M.gguf"), "Q4_K_M", paths[1:]) is None
-
-
 @pytest.mark.parametrize(
     ("path", "safe"),
     [
@@ -107,3 +67,30 @@ def test_projector_is_the_nearest_then_the_closest_quantisation() -> None:
 )
 def test_hub_paths_are_checked_before_becoming_paths(path: str, safe: bool) -> None:
     assert is_safe_repo_path(path) is safe
+
+
+@pytest.mark.parametrize(
+    ("tag", "expected"),
+    [("q8_0", "Q8_0"), ("UD-Q4_K_XL", "Q4_K_XL"), ("model.f16", "F16"), ("Q4", "Q4")],
+)
+def test_canonical_tag(tag: str, expected: str) -> None:
+    assert canonical_tag(tag) == expected
+
+
+@pytest.mark.parametrize(
+    ("repo_id", "valid"),
+    [
+        ("ggml-org/tinygemma3-GGUF", True),
+        ("org/repo.v1_2", True),
+        ("org", False),
+        ("org/repo/extra", False),
+        ("org//repo", False),
+        ("org/-repo", False),
+        ("org/repo-", False),
+        ("org/re po", False),
+        ("../etc", False),
+        ("o/" + "r" * 300, False),
+    ],
+)
+def test_repo_id_validation(repo_id: str, valid: bool) -> None:
+    assert is_valid_repo_id(repo_id) is valid

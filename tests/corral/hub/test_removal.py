@@ -1,4 +1,4 @@
-"""Removing one model from the hub cache, sweeping stale partials, sizes."""
+"""Removing one model from the hub cache, and sweeping stale partial downloads."""
 
 from __future__ import annotations
 
@@ -12,28 +12,7 @@ import pytest
 
 from corral.hub.cache_scan import scan_cache
 from corral.hub.removal import NotInCache, remove_cached_model, sweep_stale_partials
-from corral.hub.sizes import cached_model_sizes
-
-REPO = "acme/tiny-GGUF"
-COMMIT = "c" * 40
-
-
-def lay_out(
-    cache: Path, files: dict[str, bytes], *, repo: str = REPO, commit: str = COMMIT
-) -> Path:
-    """A repository as huggingface_hub leaves it; equal contents share one blob."""
-    repo_dir = cache / ("models--" + repo.replace("/", "--"))
-    snapshot = repo_dir / "snapshots" / commit
-    for path, content in files.items():
-        blob = repo_dir / "blobs" / hashlib.sha256(content).hexdigest()
-        blob.parent.mkdir(parents=True, exist_ok=True)
-        blob.write_bytes(content)
-        link = snapshot / path
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(os.path.relpath(blob, link.parent))
-    (repo_dir / "refs").mkdir(parents=True, exist_ok=True)
-    (repo_dir / "refs" / "main").write_text(commit)
-    return repo_dir
+from tests.support.hub_cache import COMMIT, REPO, lay_out
 
 
 def blob_names(repo_dir: Path) -> set[str]:
@@ -148,10 +127,3 @@ def test_stale_partials_are_swept_unless_fresh_or_locked(tmp_path: Path) -> None
     assert fresh.exists()
     assert locked.exists()
     assert (blobs / sha(b"q8")).exists()
-
-
-def test_sizes_count_every_shard_and_the_projector(tmp_path: Path) -> None:
-    shards = {f"m-Q8_0-0000{i}-of-00002.gguf": b"x" * (100 * i) for i in (1, 2)}
-    lay_out(tmp_path, {**shards, "mmproj-F16.gguf": b"p" * 50, "m-Q4_0.gguf": b"y" * 7})
-    sizes = {item.model.name: item.size for item in cached_model_sizes(tmp_path)}
-    assert sizes == {f"{REPO}:Q4_0": 7 + 50, f"{REPO}:Q8_0": 100 + 200 + 50}
