@@ -1,4 +1,6 @@
-"""The Web UI's files (SPEC §3): the page at ``/`` and its files under ``/assets/…``, both public.
+"""The Web UI's files (docs/protocol.md §3).
+
+The page at ``/`` and its files under ``/assets/…``, both public.
 
 The UI is plain files, no build step: ``webui/index.html`` and ES modules and CSS under
 ``webui/assets/``. Its client-side routes live in the URL's fragment (``/#/c/<id>``,
