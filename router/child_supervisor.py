@@ -119,7 +119,8 @@ class ChildSupervisor:
         """
         try:
             return await self._run()
-        except Exception as exc:
+        except Exception as caught:
+            exc = _sole_exception(caught)
             _log.exception("child supervision failed", model=self._name, source=self._source)
             if self._process is not None:
                 self._process.signal_group(signal.SIGKILL)
@@ -139,11 +140,13 @@ class ChildSupervisor:
             self._process = process = await self._launcher.launch(self._argv, self._env)
         except OSError as exc:
             return ChildExit(EXIT_CANNOT_START, f"cannot start: {exc}", launch_error=exc)
-        async with anyio.create_task_group() as group:
-            if self._stop_requested:  # stopped while spawning: stop() left the escalation to us
+        if self._stop_requested:  # stopped while spawning: stop() left the escalation to us
+            async with anyio.create_task_group() as group:
                 group.start_soon(self._escalate, process)
+                returncode = await process.pump(self._on_line)
+                self._exited.set()  # ends the escalation's wait, so the group can close
+        else:
             returncode = await process.pump(self._on_line)
-            self._exited.set()  # ends an escalation still waiting, so the group can close
         last_words = self._last_log[0] if self._last_log else None
         reason = exit_reason(returncode)
         if last_words:
@@ -196,3 +199,10 @@ class ChildSupervisor:
             )
             process.signal_group(sig)
         await self._exited.wait()
+
+
+def _sole_exception(exc: Exception) -> Exception:
+    """The one error a task group wrapped, so the reason names what went wrong."""
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
