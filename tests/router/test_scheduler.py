@@ -181,6 +181,31 @@ async def test_load_failure_fails_every_waiter_with_the_reason_then_retries() ->
         assert state.failures == 0
 
 
+async def test_a_failed_model_is_retried_only_once_its_backoff_has_passed() -> None:
+    async with harness(models_max=0) as h:
+
+        async def failing_request() -> None:
+            with pytest.raises(LoadFailed):
+                await h.request("a")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(failing_request)
+            await h.launched("a")
+            h.launcher.children["a"].crash(1)
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.request, "a")
+            await h.until(lambda: h.scheduler.queue_depth == 1)
+            await anyio.wait_all_tasks_blocked()
+            assert h.launcher.launched == ["a"]  # the first retry waits 0.5 s
+            h.advance(0.4)
+            await anyio.wait_all_tasks_blocked()
+            assert h.launcher.launched == ["a"]
+            h.advance(0.1)
+            await h.launched("a", times=2)
+            h.launcher.children["a"].ready()
+        assert h.state("a").failures == 0
+
+
 async def test_explicit_load_evicts_and_refuses_when_everything_is_busy() -> None:
     async with harness(models_max=1) as h:
         a = await h.load("a")

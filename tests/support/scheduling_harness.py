@@ -38,6 +38,11 @@ class Harness:
         self.clock.now = when
         self.pool.touch(state)
 
+    def advance(self, seconds: float) -> None:
+        """Move the fake clock; waiters re-check, as a real timeout would have woken them."""
+        self.clock.advance(seconds)
+        self.pool.changed.notify()
+
     async def until(self, condition: Callable[[], bool]) -> None:
         """Wait for the pool to reach a condition (it notifies on every change)."""
         with anyio.fail_after(5):
