@@ -1,4 +1,4 @@
-"""The router's Litestar application: routes, error handlers and the registry's lifespan."""
+"""The router's Litestar application: routes, error handlers and the worker pool's lifespan."""
 
 from __future__ import annotations
 
@@ -21,10 +21,11 @@ from router.download_jobs import DownloadJobs
 from router.launcher import SubprocessLauncher, WorkerLauncher
 from router.memory_budget import MemoryBudget
 from router.metrics import RequestCounter
-from router.registry import ModelRegistry, ModelState
+from router.model_state import ModelState
 from router.scheduler import Scheduler
 from router.security import ApiKeyAuth, build_cors_config
 from router.settings import ServeSettings
+from router.worker_pool import WorkerPool
 
 __all__ = ["create_app"]
 
@@ -67,7 +68,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
     memory = settings.models_memory_max
     budget = MemoryBudget(memory) if memory > 0 else None
     if budget is not None and len(startup) > 1:  # one model alone may exceed the budget
-        needed = sum(budget.expected(ModelState(entry, [])) for entry in startup)
+        needed = sum(budget.expected(ModelState.unloaded(entry)) for entry in startup)
         if needed > budget.limit:
             raise CatalogueError(
                 f"{len(startup)} models are to load on startup, expected to hold "
@@ -77,25 +78,25 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
-            registry = ModelRegistry(
+            pool = WorkerPool(
                 catalogue,
                 launcher=launcher or SubprocessLauncher(),
                 task_group=group,
                 timeout=settings.timeout,
             )
-            scheduler = Scheduler(registry, settings.models_max, budget)
+            scheduler = Scheduler(pool, settings.models_max, budget)
             downloads = DownloadJobs(
-                registry,
+                pool,
                 settings=settings,
                 task_group=group,
                 reload=lambda: runtime.reload(),  # bound once runtime exists, below
             )
             app.state.runtime = runtime = RouterRuntime(
-                settings, registry, scheduler, RequestCounter(), downloads
+                settings, pool, scheduler, RequestCounter(), downloads
             )
             _log.info("models available", models=sorted(catalogue.entries))
             for entry in startup:
-                registry.start(registry.models[entry.name])
+                pool.start(pool.models[entry.name])
             group.start_soon(scheduler.unload_expired)
             group.start_soon(_reload_on_sighup, runtime)
             group.start_soon(downloads.sweep_stale_partials)
@@ -103,7 +104,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 yield
             finally:
                 await downloads.cancel_all()
-                await registry.stop_all()
+                await pool.stop_all()
                 group.cancel_scope.cancel()
 
     auth = ApiKeyAuth(settings.api_keys)

@@ -3,7 +3,7 @@
 Sources, lowest first: the hub cache, ``--models-dir``, ``-m`` files, then the preset INI, whose
 sections override a model of the same name or define new ones. Options cascade
 ``[*]`` < section < router command line, as upstream's ``load_models`` merges them. Every source
-yields the same :class:`CatalogueEntry`, so the registry never asks where a model came from.
+yields the same :class:`CatalogueEntry`, so the worker pool never asks where a model came from.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which model owns each resumable conversation (SPEC §5), so replays find their worker.
+"""Which model owns each resumable conversation (docs/protocol.md §5), so replays find their worker.
 
 Filled when a POST with ``X-Conversation-Id`` is routed. Each claim gets a ticket: a DELETE
 while the model still loads withdraws the ticket, and the parked request then fails instead of

@@ -1,4 +1,4 @@
-"""Downloads the router runs: one ``python -m downloads`` child each (SPEC §1, §3).
+"""Downloads the router runs: one ``python -m downloads`` child each (docs/protocol.md §1, §3).
 
 A download is not a model: it never takes or evicts a ``--models-max`` slot, and any number run
 at once. Its entry is listed by ``GET /models`` from ``POST /models`` on: ``downloading``, then
@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import enum
 import os
-import signal
 import sys
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,19 +30,20 @@ from corral.children.download_payloads import (
     decode_download_payload,
 )
 from corral.children.environment import child_environment
-from corral.children.protocol import ChildLine, LogLine, MalformedLine, StateMessage
+from corral.children.protocol import StateMessage
 from corral.errors import ApiError
 from corral.hub.names import InvalidReference, parse_reference
 from corral.hub.removal import sweep_stale_partials
-from router.child_logs import relay_log_line
-from router.launcher import ChildProcess, SubprocessLauncher
-from router.registry import ModelRegistry
+from router.child_supervisor import ChildExit, ChildSupervisor
+from router.launcher import SubprocessLauncher
 from router.settings import ServeSettings
+from router.worker_pool import WorkerPool
 
 __all__ = ["DownloadJob", "DownloadJobs", "DownloadStatus", "download_key"]
 
 _log = structlog.get_logger("corral.downloads")
-# The child ends at once on the exit command; this only bounds a child that is wedged.
+# The child ends at once on the exit command; this only bounds a child that is wedged (SIGTERM
+# after this long, SIGKILL after as long again).
 _CANCEL_GRACE_SECONDS = 5.0
 
 
@@ -67,10 +66,9 @@ class DownloadJob:
     model: str | None = None  # the cache name the child resolved, "org/repo:TAG"
     progress: dict[str, dict[str, int]] = field(default_factory=dict)
     outcome: DownloadOutcome | None = None
-    process: ChildProcess | None = None
+    supervisor: ChildSupervisor | None = None  # until its child has exited
     cancelling: bool = False
     exited: anyio.Event = field(default_factory=anyio.Event)
-    last_log: deque[str] = field(default_factory=lambda: deque(maxlen=1))
 
     @property
     def downloading(self) -> bool:
@@ -105,13 +103,13 @@ class DownloadJob:
 class DownloadJobs:
     def __init__(
         self,
-        registry: ModelRegistry,
+        pool: WorkerPool,
         *,
         settings: ServeSettings,
         task_group: TaskGroup,
         reload: Callable[[], Awaitable[None]],
     ) -> None:
-        self._registry = registry
+        self._pool = pool  # for the catalogue, and to tell model events' listeners
         self._settings = settings
         self._tasks = task_group
         self._reload = reload
@@ -140,7 +138,7 @@ class DownloadJobs:
             key = download_key(name)
         except InvalidReference as exc:
             raise ApiError(400, str(exc)) from None
-        if self._registry.catalogue.resolve(key) is not None:
+        if self._pool.catalogue.resolve(key) is not None:
             raise ApiError(400, f"model '{key}' already exists")
         running = self.find(key)
         if running is not None and running.downloading:
@@ -148,6 +146,15 @@ class DownloadJobs:
         cache_dir = str(self._settings.cache_dir)
         args = [sys.executable, "-m", "downloads", key, "--cache-dir", cache_dir]
         job = self.jobs[key] = DownloadJob(key, args)
+        job.supervisor = ChildSupervisor(
+            self._launcher,
+            args,
+            self._child_env(),
+            name=key,
+            source="download",
+            on_state=lambda message: self._on_state(job, message),
+            stop_timeout=_CANCEL_GRACE_SECONDS,
+        )
         self._publish(job, "model_status", {"status": job.status.value})
         self._publish(job, "status_change", {"status": job.status.value})
         self._tasks.start_soon(self._run, job)
@@ -158,20 +165,15 @@ class DownloadJobs:
         if not job.downloading:
             return
         job.cancelling = True
-        process = job.process
-        if process is not None:
-            await process.send_exit()
-            with anyio.move_on_after(_CANCEL_GRACE_SECONDS):
-                await job.exited.wait()
-                return
-            _log.warning("download did not stop in time", model=job.name)
-            process.signal_group(signal.SIGKILL)
+        supervisor = job.supervisor
+        if supervisor is not None:
+            await supervisor.stop()
         await job.exited.wait()
 
     def forget(self, job: DownloadJob) -> None:
         if self.jobs.get(job.name) is job:
             del self.jobs[job.name]
-            self._registry.changed.notify()
+            self._pool.changed.notify()
 
     def forget_finished(self) -> None:
         """A catalogue reload drops every ended download, as upstream erases them."""
@@ -195,8 +197,8 @@ class DownloadJobs:
             _log.info("removed stale partial downloads", files=[str(path) for path in swept])
 
     def _publish(self, job: DownloadJob, event: str, data: dict[str, Any] | None = None) -> None:
-        self._registry.events.publish(job.name, event, data)
-        self._registry.changed.notify()
+        self._pool.events.publish(job.name, event, data)
+        self._pool.changed.notify()
 
     def _child_env(self) -> dict[str, str]:
         env = child_environment()
@@ -211,34 +213,35 @@ class DownloadJobs:
 
     async def _run(self, job: DownloadJob) -> None:
         # In the router's task group: whatever goes wrong must end as this download's failure.
+        supervisor = job.supervisor
         try:
-            await self._supervise(job)
+            if supervisor is None:
+                raise RuntimeError("download started without a supervisor")
+            _log.info("starting download", model=job.name)
+            await self._after_exit(job, await supervisor.run())
         except Exception as exc:
             _log.exception("download supervision failed", model=job.name)
-            if job.process is not None:
-                job.process.signal_group(signal.SIGKILL)
             if job.outcome is None:
                 self._settle(job, DownloadOutcome("download_failed", f"internal error: {exc}"))
         finally:
-            job.process = None
+            job.supervisor = None
             job.exited.set()
 
-    async def _supervise(self, job: DownloadJob) -> None:
-        _log.info("starting download", model=job.name)
-        try:
-            job.process = process = await self._launcher.launch(job.args, self._child_env())
-        except OSError as exc:
-            self._settle(job, DownloadOutcome("download_failed", f"cannot start: {exc}"))
+    async def _after_exit(self, job: DownloadJob, ended: ChildExit) -> None:
+        if ended.internal_error is not None:
+            if job.outcome is None:
+                error = f"internal error: {ended.internal_error}"
+                self._settle(job, DownloadOutcome("download_failed", error))
             return
-        if job.cancelling:  # cancelled while spawning
-            await process.send_exit()
-        returncode = await process.pump(lambda line: self._on_line(job, line))
+        if ended.launch_error is not None:
+            self._settle(job, DownloadOutcome("download_failed", ended.reason))
+            return
         if job.outcome is None:
             reason = (
                 "download cancelled"
                 if job.cancelling
-                else f"the download process ended with code {returncode}"
-                + (f": {job.last_log[0]}" if job.last_log else "")
+                else f"the download process ended with code {ended.returncode}"
+                + (f": {ended.last_words}" if ended.last_words else "")
             )
             self._settle(job, DownloadOutcome("download_failed", reason))
         if job.outcome is not None and job.outcome.succeeded:  # even if a cancel came too late
@@ -252,24 +255,19 @@ class DownloadJobs:
         elif job.cancelling:
             self.forget(job)
 
-    def _on_line(self, job: DownloadJob, line: ChildLine) -> None:
-        if isinstance(line, StateMessage):
-            if line.state != DOWNLOADING_STATE:
-                _log.warning("unexpected state from a download", model=job.name, state=line.state)
-                return
-            try:
-                message = decode_download_payload(line.payload)
-            except msgspec.ValidationError as exc:
-                _log.warning("malformed download state", model=job.name, reason=str(exc))
-                return
-            if isinstance(message, DownloadProgress):
-                self._on_progress(job, message)
-            elif job.outcome is None:
-                self._settle(job, message)
-        elif isinstance(line, LogLine):
-            relay_log_line(line.text, model=job.name, source="download", last_error=job.last_log)
-        elif isinstance(line, MalformedLine):
-            _log.warning("malformed state line from a download", model=job.name, reason=line.reason)
+    def _on_state(self, job: DownloadJob, line: StateMessage) -> None:
+        if line.state != DOWNLOADING_STATE:
+            _log.warning("unexpected state from a download", model=job.name, state=line.state)
+            return
+        try:
+            message = decode_download_payload(line.payload)
+        except msgspec.ValidationError as exc:
+            _log.warning("malformed download state", model=job.name, reason=str(exc))
+            return
+        if isinstance(message, DownloadProgress):
+            self._on_progress(job, message)
+        elif job.outcome is None:
+            self._settle(job, message)
 
     def _on_progress(self, job: DownloadJob, progress: DownloadProgress) -> None:
         job.model = progress.model or job.model

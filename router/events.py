@@ -1,4 +1,4 @@
-"""Model events for ``GET /models/sse`` (SPEC §3), with upstream's names and payloads.
+"""Model events for ``GET /models/sse`` (docs/protocol.md §3), with upstream's names and payloads.
 
 Publishing never blocks: each subscriber has a bounded buffer, and a subscriber too slow to keep
 up loses its oldest events rather than stalling the router.

@@ -1,6 +1,6 @@
 """Launching child processes and reading what they say: the "launch a worker" seam.
 
-The registry only sees :class:`ChildProcess`; :class:`SubprocessLauncher` is the real
+The child supervisor only sees :class:`ChildProcess`; :class:`SubprocessLauncher` is the real
 implementation (anyio subprocesses in their own session, so a whole tree can be signalled).
 """
 

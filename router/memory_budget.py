@@ -26,19 +26,23 @@ from corral.hub.gguf_header import GGUFError, read_gguf_metadata
 from corral.hub.shards import shards_of
 from corral.hub.sizes import files_size
 from router.catalogue import CatalogueEntry
-from router.registry import ModelState, Status
+from router.model_state import ModelState, Status
 
-__all__ = ["WORKER_PROCESS_BYTES", "MemoryBudget", "resident_memory"]
+__all__ = ["WORKER_PROCESS_BYTES", "MemoryBudget", "process_rss", "resident_memory"]
+
+
+def process_rss(pid: int) -> int | None:
+    """A process's resident set size, if it can be read."""
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.Error:  # exited since the status check, or not ours to read
+        return None
 
 
 def resident_memory(state: ModelState) -> int | None:
     """The worker's resident set size, if it runs."""
-    if state.process is None:
-        return None
-    try:
-        return int(psutil.Process(state.process.pid).memory_info().rss)
-    except psutil.Error:  # exited since the status check, or not ours to read
-        return None
+    process = state.process
+    return process_rss(process.pid) if process is not None else None
 
 
 # A worker before any weights (Python, llama.cpp, uvicorn): measured at about 85 MB.
@@ -99,11 +103,13 @@ class MemoryBudget:
         self.limit = limit
         self._measure = measure
 
-    def observe(self, state: ModelState) -> int:
-        """Measure a running model now, remembering the most it was ever seen to hold."""
-        measured = self._measure(state) or 0
-        state.peak_memory = max(state.peak_memory, measured)
-        return measured
+    def measure(self, state: ModelState) -> int:
+        """What a running model holds right now (0 when that cannot be read).
+
+        Reading only: the scheduler remembers the peak through the worker pool, so rendering
+        ``/metrics`` never changes what the next scheduling decision sees.
+        """
+        return self._measure(state) or 0
 
     def held(self, state: ModelState) -> int:
         """What a running model holds now, or will hold once loading or waking is done."""
@@ -112,8 +118,8 @@ class MemoryBudget:
         if state.status in (Status.LOADING, Status.SLEEPING):
             # Half-loaded, or weights freed until the next request wakes it: what it measures
             # now is not what it needs, nor a figure to remember.
-            return max(self._measure(state) or 0, self.expected(state))
-        return self.observe(state)
+            return max(self.measure(state), self.expected(state))
+        return self.measure(state)
 
     def expected(self, state: ModelState) -> int:
         """What a model will hold once loaded."""

@@ -1,4 +1,4 @@
-"""The router's own Prometheus metrics (``GET /metrics``, SPEC §3).
+"""The router's own Prometheus metrics (``GET /metrics``, docs/protocol.md §3).
 
 Rendered by hand in the text exposition format: a dozen series do not justify a dependency, and
 the tests parse the output with prometheus_client's own parser to keep it honest.
@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections import Counter
 
 from corral.prometheus import escape_label, prometheus_family
-from router.registry import ModelRegistry, Status
+from router.model_state import Status
 from router.scheduler import Scheduler
+from router.worker_pool import WorkerPool
 
 __all__ = ["RequestCounter", "render_metrics"]
 
@@ -25,8 +26,9 @@ class RequestCounter:
         self.counts[(route, status)] += 1
 
 
-def render_metrics(registry: ModelRegistry, scheduler: Scheduler, requests: RequestCounter) -> str:
-    models = sorted(registry.models.items())
+def render_metrics(pool: WorkerPool, scheduler: Scheduler, requests: RequestCounter) -> str:
+    """The exposition text; reads only, so scraping never changes a scheduling decision."""
+    models = sorted(pool.models.items())
 
     def per_model(value: str) -> str:
         return f'{{model="{escape_label(value)}"}}'

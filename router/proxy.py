@@ -2,12 +2,11 @@
 
 Bodies go through byte for byte. Streams are relayed chunk by chunk with no buffering; a short
 answer that announces its length goes out whole. A client that disconnects cancels the relay,
-which closes the upstream connection, which makes the worker stop generating (SPEC §3).
+which closes the upstream connection, which makes the worker stop generating (docs/protocol.md §3).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,9 +18,11 @@ from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
 from corral.disconnect import cancel_on_disconnect, until_disconnected
 from corral.errors import ApiError, sse_error_event
-from router.registry import FAKE_TIMING_SECONDS, ModelState
+from router.model_state import ModelState
 from router.scheduler import Scheduler
+from router.scheduling_answers import scheduling_answered
 from router.worker_http import UpstreamError, UpstreamResponse
+from router.worker_pool import FAKE_TIMING_SECONDS
 
 __all__ = ["RelayResponse", "autoload_wanted", "forward", "relay"]
 
@@ -36,8 +37,9 @@ _HOP_BY_HOP = {
     b"proxy-connection",
     b"host",
 }
-# Workers never see the router's credentials (SPEC §8); compression would defeat streaming; the
-# router has read the whole body already, so a worker has nothing to say to "Expect: 100-continue".
+# Workers never see the router's credentials (docs/protocol.md §8); compression would defeat
+# streaming; the router has read the whole body already, so a worker has nothing to say to
+# "Expect: 100-continue".
 _REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding", b"expect"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
 _WHOLE_BELOW = 1 << 20
@@ -69,7 +71,7 @@ class RelayResponse(ASGIResponse):
 
     Whatever ends the relay (the last byte, a client disconnect, the worker going away), the
     upstream answer is closed and the model released in ``finally``: an unfinished answer closes
-    its connection, which tells the worker to stop generating (SPEC §3).
+    its connection, which tells the worker to stop generating (docs/protocol.md §3).
     """
 
     __slots__ = ("_done", "_headers", "_model", "_upstream")
@@ -137,21 +139,23 @@ async def forward(
 ) -> ASGIResponse:
     """Load the model if needed and allowed, then relay the request to its worker.
 
-    ``still_wanted`` marks a resumable-session POST (SPEC §5): its client may leave while the
-    model loads and it is forwarded all the same, so the generation lands in the session;
-    a DELETE of the conversation meanwhile makes ``still_wanted()`` false and the request fails.
+    ``still_wanted`` marks a resumable-session POST (docs/protocol.md §5): its client may leave
+    while the model loads and it is forwarded all the same, so the generation lands in the
+    session; a DELETE of the conversation meanwhile makes ``still_wanted()`` false and the
+    request fails.
     """
     name = state.entry.name
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
     detached = still_wanted is not None
     # Most requests find their model ready: no waiting, so no need to watch for a disconnect.
-    ready = scheduler.acquire_if_ready(name)
-    if ready is not None:
-        state = ready
-    else:
-        waiting = scheduler.acquire(name)
-        state = await (waiting if detached else until_disconnected(request, waiting))
+    with scheduling_answered():
+        ready = scheduler.acquire_if_ready(name)
+        if ready is not None:
+            state = ready
+        else:
+            waiting = scheduler.acquire(name)
+            state = await (waiting if detached else until_disconnected(request, waiting))
     if still_wanted is not None and not still_wanted():
         scheduler.release(state)
         raise ApiError(400, "request cancelled by a stop while the model was loading")
@@ -173,7 +177,7 @@ async def relay(
         scheduler.release(state)
         raise ApiError(503, f"model '{name}' is not running")
     if request.method == "POST":  # GETs (props, slots, metrics) do not make a model recent
-        state.last_used = time.monotonic()
+        scheduler.touch(state)
     try:
         if FAKE_TIMING_SECONDS:
             await anyio.sleep(FAKE_TIMING_SECONDS)

@@ -1,4 +1,4 @@
-"""Who gets loaded, in what order, and who is evicted for it (SPEC §4).
+"""Who gets loaded, in what order, and who is evicted for it (docs/protocol.md §4).
 
 Requests for a model that is not running join a strict FIFO queue; requests for the same model
 share one entry, hence one load and one eviction. Only the head of the queue may claim capacity.
@@ -6,22 +6,25 @@ When capacity is short, :meth:`Scheduler.tick` stops least-recently-used models 
 loaded, unpinned and not wanted by any queue entry. A model keeps its queue entry until all of
 its waiters have been handed the running model, so a fresh model is never evicted before use.
 
-The scheduler decides; the :class:`~router.registry.ModelRegistry` starts and stops processes.
-Every decision is re-taken whenever the registry reports a change, so there are no timers.
+The scheduler decides; the :class:`~router.worker_pool.WorkerPool` starts and stops processes
+and is the only writer of model state. Every decision is re-taken whenever the pool reports a
+change, so there are no timers. Refusals are :mod:`router.scheduling_errors`, never HTTP.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
 import structlog
 
-from corral.errors import ApiError
 from router.memory_budget import MemoryBudget
-from router.registry import ModelRegistry, ModelState, Status
+from router.model_state import ModelState, Status
+from router.scheduling_errors import AlreadyRunning, LoadFailed, LoadInterrupted, NoRoom
+from router.worker_pool import WorkerPool
 
 __all__ = ["Scheduler"]
 
@@ -40,10 +43,16 @@ class _Entry:
 
 class Scheduler:
     def __init__(
-        self, registry: ModelRegistry, models_max: int, memory: MemoryBudget | None = None
+        self,
+        pool: WorkerPool,
+        models_max: int,
+        memory: MemoryBudget | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._registry = registry
+        self._pool = pool
         self._models_max = models_max
+        self._clock = clock  # the pool's clock too: ttl and backoff compare against its times
         self.memory = memory
         self._queue: deque[_Entry] = deque()
         self.waits = 0  # requests that had to wait for a load, for /metrics
@@ -58,16 +67,10 @@ class Scheduler:
     def queue_depth(self) -> int:
         return sum(entry.waiters for entry in self._queue)
 
-    def _ready(self, state: ModelState) -> bool:
-        return state.status in (Status.LOADED, Status.SLEEPING) and not state.stop_requested
-
     def acquire_if_ready(self, name: str) -> ModelState | None:
         """The fast path of :meth:`acquire`: the model serves now, so nothing waits."""
-        state = self._registry.get(name)
-        if not self._ready(state):
-            return None
-        state.in_flight += 1
-        return state
+        state = self._pool.get(name)
+        return state if self._pool.claim(state) else None
 
     async def acquire(self, name: str) -> ModelState:
         """Return the model once it serves, loading it (and evicting others) as needed.
@@ -79,24 +82,22 @@ class Scheduler:
         if ready is not None:
             return ready
         entry = self._join(name)
-        started = time.monotonic()
+        started = time.monotonic()  # real time, not the clock: a metric, never a decision
         try:
-            state = await self._wait_for(name, entry)
-            state.in_flight += 1
-            return state
+            return await self._wait_for(name, entry)
         finally:
             self._leave(entry)
             self.waits += 1
             self.wait_seconds += time.monotonic() - started
 
     async def _wait_for(self, name: str, entry: _Entry) -> ModelState:
-        changed = self._registry.changed
+        changed = self._pool.changed
         saw_loading = False
         while True:
             # Looked up each time: a reload may give the model new settings (a new state) or
-            # remove it, which is a 404 as for any unknown model.
-            state = self._registry.get(name)
-            if self._ready(state):
+            # remove it, which is ModelNotFound as for any unknown model.
+            state = self._pool.get(name)
+            if self._pool.claim(state):  # counted busy before it leaves the queue
                 return state
             if state.status is Status.LOADING and not state.stop_requested:
                 saw_loading = entry.claimed = True
@@ -109,22 +110,21 @@ class Scheduler:
                         await changed.wait()
                     continue
                 if self._try_claim(entry, state):
-                    self._registry.start(state)
+                    self._pool.start(state)
                     continue
             self.tick()
             await changed.wait()
 
-    def _load_error(self, state: ModelState) -> ApiError:
-        name = state.entry.name
+    def _load_error(self, state: ModelState) -> LoadFailed | LoadInterrupted:
         if state.failed:
-            return ApiError(500, f"model '{name}' failed to load: {state.error}")
-        return ApiError(503, f"model '{name}' was stopped before it finished loading")
+            return LoadFailed(state.name, state.error)
+        return LoadInterrupted(state.name)
 
     def _backoff_left(self, state: ModelState) -> float:
         if not state.failures:
             return 0.0
         backoff = min(_BACKOFF_FIRST * 2.0 ** (state.failures - 1), _BACKOFF_MAX)
-        return state.failed_at + backoff - time.monotonic()
+        return state.failed_at + backoff - self._clock()
 
     def _join(self, name: str) -> _Entry:
         entry = next((e for e in self._queue if e.name == name), None)
@@ -132,7 +132,7 @@ class Scheduler:
             entry = _Entry(name)
             self._queue.append(entry)
         entry.waiters += 1
-        self._registry.changed.notify()
+        self._pool.changed.notify()
         return entry
 
     def _leave(self, entry: _Entry) -> None:
@@ -140,18 +140,27 @@ class Scheduler:
         if entry.waiters == 0:
             self._queue.remove(entry)
         # The head may have changed, or a claim been freed: let the next waiter go.
-        self._registry.changed.notify()
+        self._pool.changed.notify()
         self.tick()
 
     def _fits(self, staying: list[ModelState], coming: list[ModelState]) -> bool:
         """Whether ``coming`` may run next to ``staying``, by count and by memory."""
         if 0 < self._models_max < len(staying) + len(coming):
             return False
-        return self.memory is None or self.memory.fits(staying, coming)
+        if self.memory is None:
+            return True
+        for state in staying:
+            self._observe(state)
+        return self.memory.fits(staying, coming)
+
+    def _observe(self, state: ModelState) -> None:
+        """Measure a loaded model for the budget; only scheduling measures, /metrics only reads."""
+        if self.memory is not None and state.status is Status.LOADED:
+            self._pool.note_memory(state, self.memory.measure(state))
 
     def _has_room(self, state: ModelState) -> bool:
         # Stopping models still count: their processes have not exited yet.
-        running = [other for other in self._registry.models.values() if other.running]
+        running = [other for other in self._pool.models.values() if other.running]
         return self._fits(running, [state])
 
     def _try_claim(self, entry: _Entry, state: ModelState) -> bool:
@@ -165,7 +174,7 @@ class Scheduler:
         wanted = {entry.name for entry in self._queue}
         candidates = [
             state
-            for state in self._registry.models.values()
+            for state in self._pool.models.values()
             if state.status in (Status.LOADED, Status.SLEEPING)
             and state.in_flight == 0
             and not state.stop_requested
@@ -178,7 +187,7 @@ class Scheduler:
         """Evict as many idle models as the queue needs; never blocks."""
         if self._models_max <= 0 and self.memory is None:
             return
-        models = self._registry.models
+        models = self._pool.models
         # A queued name a reload has removed needs no room.
         coming = [models[e.name] for e in self._queue if not e.claimed and e.name in models]
         if not coming:
@@ -191,41 +200,47 @@ class Scheduler:
                 return  # everything is busy: a finishing request ticks again
             _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
             self.evictions += 1
-            self._registry.request_stop(victim)
+            self._pool.request_stop(victim)
             staying.remove(victim)
 
     async def load_now(self, name: str) -> None:
         """``POST /models/load``: bypass the queue, evicting idle models until this one fits."""
-        state = self._registry.get(name)
+        state = self._pool.get(name)
         if state.running:
-            raise ApiError(400, "model is already running")
+            raise AlreadyRunning(name)
         while not self._has_room(state):
             victim = self.pick_victim()
             if victim is None:
-                raise ApiError(500, "model limit reached, try again later")
+                raise NoRoom(name)
             self.evictions += 1
-            self._registry.request_stop(victim)
-            await victim.exited.wait()
+            self._pool.request_stop(victim)
+            await victim.wait_exited()
             if state.running:  # lost a race to another load of it
-                raise ApiError(500, "model limit reached, try again later")
-        self._registry.start(state)
+                raise NoRoom(name)
+        self._pool.start(state)
+
+    def unload_expired_now(self) -> list[ModelState]:
+        """One pass of Corral's per-model ``ttl``: stop models idle for longer than theirs."""
+        now = self._clock()
+        wanted = {entry.name for entry in self._queue}
+        expired = [
+            state
+            for state in self._pool.models.values()
+            if state.entry.ttl is not None
+            and state.serving
+            and state.in_flight == 0
+            and state.name not in wanted
+            and now - state.last_used >= state.entry.ttl
+        ]
+        for state in expired:
+            _log.info("unloading idle model", model=state.name, ttl=state.entry.ttl)
+            self._pool.request_stop(state)
+        return expired
 
     async def unload_expired(self) -> None:
-        """Corral's per-model ``ttl``: stop a model idle for longer than that. Runs forever."""
+        """Run :meth:`unload_expired_now` every half second, forever."""
         while True:
-            now = time.monotonic()
-            wanted = {entry.name for entry in self._queue}
-            for state in list(self._registry.models.values()):
-                ttl = state.entry.ttl
-                if (
-                    ttl is not None
-                    and self._ready(state)
-                    and state.in_flight == 0
-                    and state.entry.name not in wanted
-                    and now - state.last_used >= ttl
-                ):
-                    _log.info("unloading idle model", model=state.entry.name, ttl=ttl)
-                    self._registry.request_stop(state)
+            self.unload_expired_now()
             await anyio.sleep(_TTL_CHECK_SECONDS)
 
     def hold(self, state: ModelState) -> bool:
@@ -234,15 +249,15 @@ class Scheduler:
         For replays of resumable streams: they follow a worker's session, and must neither
         start a worker nor let the model be evicted under them. False if it is not running.
         """
-        if state.status not in (Status.LOADED, Status.SLEEPING) or state.stop_requested:
-            return False
-        state.in_flight += 1
-        return True
+        return self._pool.claim(state)
+
+    def touch(self, state: ModelState) -> None:
+        """A request was sent to the model: it is now the most recently used."""
+        self._pool.touch(state)
 
     def release(self, state: ModelState) -> None:
         """A request acquired with :meth:`acquire` finished: the model may be evictable now."""
-        state.in_flight -= 1
-        if self.memory is not None and state.status is Status.LOADED:
-            self.memory.observe(state)  # after use is when a model holds the most
+        self._pool.release(state)
+        self._observe(state)  # after use is when a model holds the most
         if state.in_flight == 0:
             self.tick()

@@ -1,4 +1,4 @@
-"""API keys and CORS (SPEC §8): who may call the router, and from which web pages.
+"""API keys and CORS (docs/protocol.md §8): who may call the router, and from which web pages.
 
 Where the key check sits in Litestar's stack matters. The CORS layer (``cors_config``) is the
 outermost wrapper, so every response, a 401 included, carries CORS headers, and preflights are
@@ -47,10 +47,10 @@ __all__ = [
     "warn_if_exposed",
 ]
 
-# Route paths that answer without a key (SPEC §8), compared with the path *template* of the
-# route a request matched, never with the raw request path: a crafted path can then only reach
-# a public route if the router itself would serve that route. A trailing "*" is a prefix match,
-# for the Web UI's assets. OPTIONS is always public (CORS preflights carry no credentials).
+# Route paths that answer without a key (docs/protocol.md §8), compared with the path *template*
+# of the route a request matched, never with the raw request path: a crafted path can then only
+# reach a public route if the router itself would serve that route. A trailing "*" is a prefix
+# match, for the Web UI's assets. OPTIONS is always public (CORS preflights carry no credentials).
 PUBLIC_PATHS: Final = ("/", "/health", "/v1/health", "/assets/*")
 
 CORS_ALLOWED_METHODS: Final = ("GET", "POST", "DELETE", "OPTIONS")
@@ -72,7 +72,10 @@ class ApiKeyFileError(Exception):
 
 
 class InvalidApiKey(Exception):
-    """Raised by :class:`ApiKeyMiddleware`; rendered as the SPEC's 401 by :class:`ApiKeyAuth`."""
+    """Raised by :class:`ApiKeyMiddleware`; rendered as the 401 of docs/protocol.md §8.
+
+    The rendering is :class:`ApiKeyAuth`'s.
+    """
 
 
 def parse_list(value: str) -> list[str]:

@@ -1,6 +1,6 @@
 """``POST /models`` (download from the hub) and ``DELETE /models`` (remove from the cache).
 
-SPEC §3; the rules for what a removal deletes are in :mod:`corral.hub.removal`.
+docs/protocol.md §3; the rules for what a removal deletes are in :mod:`corral.hub.removal`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _inside(path: Path, directory: Path) -> bool:
 
 
 async def _remove_cache_model(rt: RouterRuntime, name: str) -> None:
-    entry = rt.registry.catalogue.resolve(name)
+    entry = rt.pool.catalogue.resolve(name)
     if entry is None:
         raise ApiError(404, f"model '{name}' not found")
     cache_dir = rt.settings.cache_dir
@@ -51,7 +51,7 @@ async def _remove_cache_model(rt: RouterRuntime, name: str) -> None:
     # The entry's path came from scanning the cache; one that leads elsewhere is not ours.
     if not _inside(entry.path.parent, cache_dir):
         raise ApiError(400, f"model '{entry.name}' is not inside the hub cache {cache_dir}")
-    await rt.registry.stop(rt.registry.models[entry.name])
+    await rt.pool.stop(rt.pool.models[entry.name])
     try:
         removed = await anyio.to_thread.run_sync(remove_cached_model, cache_dir, entry.name)
     except NotInCache:
@@ -61,7 +61,7 @@ async def _remove_cache_model(rt: RouterRuntime, name: str) -> None:
         await rt.reload()
     except CatalogueError as exc:  # e.g. a preset section still names the removed model
         _log.error("reload after a removal failed", model=entry.name, error=str(exc))
-    rt.registry.events.publish(entry.name, "model_remove")
+    rt.pool.events.publish(entry.name, "model_remove")
 
 
 @delete("/models", status_code=200)
@@ -74,7 +74,7 @@ async def delete_model(request: AnyRequest, model: FromQuery[str | None] = None)
     if download is not None:
         await rt.downloads.cancel(download)  # its partial files stay, for a later resume
         rt.downloads.forget(download)
-        rt.registry.events.publish(download.name, "model_remove")
+        rt.pool.events.publish(download.name, "model_remove")
         return {"success": True}
     await _remove_cache_model(rt, model)
     return {"success": True}

@@ -1,4 +1,7 @@
-"""Proxied routes (SPEC §3): the model comes from the JSON body (POST) or ``?model=`` (GET)."""
+"""Proxied routes (docs/protocol.md §3).
+
+The model comes from the JSON body (POST) or ``?model=`` (GET).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from corral.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
 from router.metrics import render_metrics
 from router.proxy import autoload_wanted, forward
+from router.scheduling_answers import scheduling_answered
 
 __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"]
 
@@ -49,7 +53,8 @@ async def forward_to_model(
 async def _forward_to(
     request: Request[Any, Any, Any], rt: RouterRuntime, name: str, body: bytes | None
 ) -> ASGIResponse:
-    state = rt.registry.get(name)
+    with scheduling_answered():
+        state = rt.pool.get(name)
     still_wanted = None
     conversation = request.headers.get("x-conversation-id")
     if conversation and request.method == "POST":
@@ -90,7 +95,7 @@ async def metrics(
         return await forward_to_model(request, model, None)
     rt = runtime(request)
     return ASGIResponse(
-        body=render_metrics(rt.registry, rt.scheduler, rt.requests).encode(),
+        body=render_metrics(rt.pool, rt.scheduler, rt.requests).encode(),
         media_type="text/plain; version=0.0.4; charset=utf-8",
     )
 

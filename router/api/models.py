@@ -1,4 +1,4 @@
-"""Router-local routes: health, router props and the model list (SPEC §3)."""
+"""Router-local routes: health, router props and the model list (docs/protocol.md §3)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from router.api.runtime import runtime
 from router.catalogue import CatalogueError
 from router.events import ModelEvent
 from router.memory_budget import resident_memory
-from router.registry import ModelState
+from router.model_state import ModelState
+from router.scheduling_answers import scheduling_answered
 
 __all__ = ["model_in_body", "model_routes"]
 
@@ -96,7 +97,7 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
         except CatalogueError as exc:
             raise ApiError(500, f"reload failed: {exc}") from None
     created = int(time.time())
-    models = rt.registry.models
+    models = rt.pool.models
     data = [_entry(state, created) for state in models.values() if not state.entry.hidden]
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
@@ -119,7 +120,8 @@ def model_in_body(body: bytes) -> str:
 async def load_model(request: AnyRequest) -> dict[str, bool]:
     """Start loading now, bypassing the queue; answers once the worker is spawned."""
     name = model_in_body(await request.body())
-    await runtime(request).scheduler.load_now(name)
+    with scheduling_answered():
+        await runtime(request).scheduler.load_now(name)
     return {"success": True}
 
 
@@ -135,11 +137,11 @@ async def unload_model(request: AnyRequest) -> dict[str, bool]:
     if download is not None and download.downloading:
         await rt.downloads.cancel(download)
         return {"success": True}
-    registry = rt.registry
-    state = registry.get(name)
+    with scheduling_answered():
+        state = rt.pool.get(name)
     if not state.running or state.stop_requested:
         raise ApiError(400, "model is not running")
-    registry.request_stop(state)
+    rt.pool.request_stop(state)
     return {"success": True}
 
 
@@ -149,7 +151,7 @@ _encode_event = msgspec.json.Encoder().encode
 
 
 async def _model_events(request: AnyRequest) -> AsyncIterator[bytes]:
-    events = runtime(request).registry.events
+    events = runtime(request).pool.events
     subscription = events.subscribe()
     try:
         yield b": connected\n\n"  # flushes the headers at once

@@ -12,9 +12,9 @@ from router.catalogue import Catalogue, build_catalogue
 from router.conversations import ConversationOwners
 from router.download_jobs import DownloadJobs
 from router.metrics import RequestCounter
-from router.registry import ModelRegistry
 from router.scheduler import Scheduler
 from router.settings import ServeSettings
+from router.worker_pool import WorkerPool
 
 __all__ = ["RouterRuntime", "load_catalogue", "runtime"]
 
@@ -35,20 +35,20 @@ def load_catalogue(settings: ServeSettings) -> Catalogue:
 @dataclass(frozen=True, slots=True)
 class RouterRuntime:
     settings: ServeSettings
-    registry: ModelRegistry
+    pool: WorkerPool
     scheduler: Scheduler
     requests: RequestCounter
     downloads: DownloadJobs
     conversations: ConversationOwners = field(default_factory=ConversationOwners)
 
     def __post_init__(self) -> None:
-        self.registry.exit_listeners.append(self.conversations.forget_model)
+        self.pool.exit_listeners.append(self.conversations.forget_model)
 
     async def reload(self) -> None:
         """Re-read the model sources (``?reload=1``, SIGHUP, a finished download)."""
-        await self.registry.reload(load_catalogue(self.settings))
+        await self.pool.reload(load_catalogue(self.settings))
         self.downloads.forget_finished()  # ended downloads leave the list, as upstream
-        _log.info("models reloaded", models=sorted(self.registry.catalogue.entries))
+        _log.info("models reloaded", models=sorted(self.pool.catalogue.entries))
 
 
 def runtime(request: Request[Any, Any, Any]) -> RouterRuntime:

@@ -1,5 +1,7 @@
-"""Resumable-stream routes on the router (SPEC §5): each goes to the worker that owns the
-conversation, found in the map filled when the conversation's POST was routed.
+"""Resumable-stream routes on the router (docs/protocol.md §5).
+
+Each goes to the worker that owns the conversation, found in the map filled when the
+conversation's POST was routed.
 
 None of them ever loads a model. While the owner is loading (or queued to load) a replay is
 told to retry (503); a DELETE meanwhile withdraws the parked request.
@@ -19,8 +21,8 @@ from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
+from router.model_state import ModelState, Status
 from router.proxy import relay
-from router.registry import ModelState, Status
 from router.worker_http import UpstreamError
 
 __all__ = ["stream_routes"]
@@ -43,7 +45,7 @@ def _conversation(conv_id: str | None) -> str:
 
 def _owner(rt: RouterRuntime, conversation: str) -> ModelState | None:
     model = rt.conversations.owner(conversation)
-    return rt.registry.models.get(model) if model is not None else None
+    return rt.pool.models.get(model) if model is not None else None
 
 
 def _loading(rt: RouterRuntime, state: ModelState) -> bool:
@@ -86,7 +88,7 @@ async def lookup(request: AnyRequest) -> list[Any]:
 
     async with anyio.create_task_group() as group:
         for model, conversations in rt.conversations.by_model(ids).items():
-            state = rt.registry.models.get(model)
+            state = rt.pool.models.get(model)
             if state is not None:
                 group.start_soon(ask, state, conversations)
     return found

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from router.catalogue import CatalogueEntry
-from router.memory_budget import WORKER_PROCESS_BYTES, MemoryBudget, resident_memory
-from router.registry import ModelState, Status
+from router.memory_budget import WORKER_PROCESS_BYTES, MemoryBudget, process_rss, resident_memory
+from router.model_state import ModelFields, ModelState, Status
 from tests.support.tiny_gguf import write_tiny_gguf
 from worker.settings import parse_worker_args
 
 
-class _ThisProcess:
-    """A stand-in for a worker's process handle: this test's own pid, which surely runs."""
-
-    pid = os.getpid()
-
-
-def _state(entry: CatalogueEntry) -> ModelState:
-    return ModelState(entry, [])
+def _state(entry: CatalogueEntry, **fields: Any) -> ModelState:
+    """A model in the given state, as the worker pool would have left it."""
+    return ModelState(ModelFields(entry, [], **fields))
 
 
 def _file(path: Path, size: int) -> Path:
@@ -64,31 +60,26 @@ def test_a_split_model_counts_every_shard(tmp_path: Path) -> None:
 
 def test_a_declared_size_wins_over_files_and_measurements(tmp_path: Path) -> None:
     entry = CatalogueEntry("m", _file(tmp_path / "m.gguf", 3000), "models_dir", memory=42)
-    state = _state(entry)
-    state.peak_memory = 10_000
     budget = MemoryBudget(1 << 30, measure=lambda _: 99_999)
-    assert budget.expected(state) == 42
-    state.status = Status.LOADED
-    assert budget.held(state) == 42
+    assert budget.expected(_state(entry, peak_memory=10_000)) == 42
+    assert budget.held(_state(entry, peak_memory=10_000, status=Status.LOADED)) == 42
 
 
 def test_a_running_model_holds_what_is_measured_and_a_loading_one_what_is_expected(
     tmp_path: Path,
 ) -> None:
     entry = CatalogueEntry("m", _file(tmp_path / "m.gguf", 3000), "models_dir")
-    state = _state(entry)
     budget = MemoryBudget(1 << 30, measure=lambda _: 1000)
-    state.status = Status.LOADING
-    assert budget.held(state) == 3000 + WORKER_PROCESS_BYTES  # still growing towards that
-    state.status = Status.LOADED
-    assert budget.held(state) == 1000
-    assert budget.expected(state) == 1000  # what it was seen to hold, for its next load
+    loading = _state(entry, status=Status.LOADING)
+    assert budget.held(loading) == 3000 + WORKER_PROCESS_BYTES  # still growing towards that
+    assert budget.held(_state(entry, status=Status.LOADED)) == 1000
+    # Once the scheduler has noted that peak, it is what the model needs for its next load.
+    assert budget.expected(_state(entry, peak_memory=1000)) == 1000
 
 
 def test_a_sleeping_model_counts_for_what_it_needs_to_wake(tmp_path: Path) -> None:
     entry = CatalogueEntry("m", _file(tmp_path / "m.gguf", 3000), "models_dir")
-    state = _state(entry)
-    state.status, state.peak_memory = Status.SLEEPING, 5000
+    state = _state(entry, status=Status.SLEEPING, peak_memory=5000)
     budget = MemoryBudget(1 << 30, measure=lambda _: 200)  # weights freed while asleep
     assert budget.held(state) == 5000
     assert state.peak_memory == 5000
@@ -97,7 +88,14 @@ def test_a_sleeping_model_counts_for_what_it_needs_to_wake(tmp_path: Path) -> No
 def test_resident_memory_reads_the_worker_process() -> None:
     state = _state(CatalogueEntry("m", Path("m.gguf"), "models_dir"))
     assert resident_memory(state) is None  # not running
-    state.process = _ThisProcess()  # type: ignore[assignment]
-    rss = resident_memory(state)
+    rss = process_rss(os.getpid())  # this test's own process, which surely runs
     assert rss is not None
     assert rss > 0
+
+
+def test_measuring_remembers_nothing(tmp_path: Path) -> None:
+    entry = CatalogueEntry("m", _file(tmp_path / "m.gguf", 3000), "models_dir")
+    state = _state(entry, status=Status.LOADED)
+    budget = MemoryBudget(1 << 30, measure=lambda _: 7000)
+    assert budget.measure(state) == budget.held(state) == 7000
+    assert state.peak_memory == 0  # only the scheduler notes a peak, through the worker pool

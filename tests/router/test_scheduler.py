@@ -1,24 +1,22 @@
-"""Scheduling rules (docs/protocol.md §4), one test per rule, driven through a fake launcher."""
+"""Scheduling rules (docs/protocol.md §4), one test per rule, driven through a fake launcher.
+
+Time comes from a fake clock: ttl and backoff rules are checked by moving it, never by sleeping.
+"""
 
 from __future__ import annotations
 
 import signal
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.lowlevel
 import pytest
 
-from corral.errors import ApiError
-from router.catalogue import Catalogue, CatalogueEntry
+from router.catalogue import Catalogue
 from router.memory_budget import MemoryBudget
-from router.registry import ModelRegistry, ModelState, Status
-from router.scheduler import Scheduler
-from tests.support.fake_launcher import FakeLauncher
+from router.model_state import ModelState, Status
+from router.scheduling_errors import AlreadyRunning, LoadFailed, ModelNotFound, NoRoom
+from tests.support.scheduling_harness import Harness, harness
 
 pytestmark = pytest.mark.anyio
 
@@ -26,64 +24,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class Harness:
-    def __init__(self, registry: ModelRegistry, scheduler: Scheduler, launcher: FakeLauncher):
-        self.registry, self.scheduler, self.launcher = registry, scheduler, launcher
-
-    def state(self, name: str) -> ModelState:
-        return self.registry.models[name]
-
-    async def until(self, condition: Callable[[], bool]) -> None:
-        """Wait for the registry to reach a condition (it notifies on every change)."""
-        with anyio.fail_after(5):
-            while not condition():
-                await self.registry.changed.wait()
-
-    async def launched(self, name: str, times: int = 1) -> None:
-        with anyio.fail_after(5):
-            while self.launcher.launched.count(name) < times:
-                await self.launcher.spawned.wait()
-
-    async def request(self, name: str) -> ModelState:
-        """What a proxied request does: acquire the model, use it, release it."""
-        state = await self.scheduler.acquire(name)
-        self.scheduler.release(state)
-        return state
-
-    async def load(self, name: str) -> ModelState:
-        """Bring a model up through the scheduler, as a request would."""
-        async with anyio.create_task_group() as group:
-            group.start_soon(self.request, name)
-            await self.launched(name)
-            self.launcher.children[name].ready()
-        return self.state(name)
-
-
-@asynccontextmanager
-async def harness(
-    models_max: int,
-    *,
-    names: str = "abcd",
-    memory: MemoryBudget | None = None,
-    **special: dict[str, Any],
-) -> AsyncIterator[Harness]:
-    """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…)."""
-    catalogue = Catalogue(
-        {
-            n: CatalogueEntry(n, Path(f"/models/{n}.gguf"), "models_dir", **special.get(n, {}))
-            for n in names
-        }
-    )
-    launcher = FakeLauncher()
-    async with anyio.create_task_group() as group:
-        registry = ModelRegistry(catalogue, launcher=launcher, task_group=group)
-        try:
-            yield Harness(registry, Scheduler(registry, models_max, memory), launcher)
-        finally:
-            launcher.close()
-            group.cancel_scope.cancel()
 
 
 async def test_fifo_order_when_capacity_is_short() -> None:
@@ -128,7 +68,7 @@ async def test_requests_for_one_model_share_one_load_and_one_eviction() -> None:
 async def test_busy_model_is_never_evicted() -> None:
     async with harness(models_max=1) as h, anyio.create_task_group() as group:
         a = await h.load("a")
-        a.in_flight = 1  # a request is being served by a
+        h.busy(a)
         group.start_soon(h.request, "b")
         await h.until(lambda: h.scheduler.queue_depth == 1)
         assert not a.stop_requested
@@ -144,7 +84,7 @@ async def test_busy_model_is_never_evicted() -> None:
 async def test_disconnect_while_queued_evicts_nothing() -> None:
     async with harness(models_max=1) as h, anyio.create_task_group() as group:
         a = await h.load("a")
-        a.in_flight = 1
+        h.busy(a)
         waiting = anyio.CancelScope()  # the client's request, which will go away
         group.start_soon(_cancellable, h, "b", waiting)
         await h.until(lambda: h.scheduler.queue_depth == 1)
@@ -174,16 +114,17 @@ async def test_two_models_waiting_evict_two_idle_models() -> None:
         h.launcher.children["d"].ready()
         await h.until(lambda: h.scheduler.queue_depth == 0)
         assert h.scheduler.evictions == 2
-        assert {n for n, s in h.registry.models.items() if s.running} == {"c", "d"}
+        assert {n for n, s in h.pool.models.items() if s.running} == {"c", "d"}
 
 
 async def test_least_recently_used_idle_model_is_the_victim() -> None:
     async with harness(models_max=2) as h:
         a = await h.load("a")
         b = await h.load("b")
-        a.last_used, b.last_used = 10.0, 5.0  # b was used longer ago
+        h.used_at(b, 5.0)  # b was used longer ago
+        h.used_at(a, 10.0)
         assert h.scheduler.pick_victim() is b
-        b.in_flight = 1
+        h.busy(b)
         assert h.scheduler.pick_victim() is a
 
 
@@ -210,12 +151,12 @@ async def test_fresh_model_is_not_evicted_before_its_waiters_are_served() -> Non
 
 async def test_load_failure_fails_every_waiter_with_the_reason_then_retries() -> None:
     async with harness(models_max=2) as h:
-        errors: list[ApiError] = []
+        errors: list[LoadFailed] = []
 
         async def request() -> None:
             try:
                 await h.request("a")
-            except ApiError as exc:
+            except LoadFailed as exc:
                 errors.append(exc)
 
         async with anyio.create_task_group() as group:
@@ -223,13 +164,14 @@ async def test_load_failure_fails_every_waiter_with_the_reason_then_retries() ->
             group.start_soon(request)
             await h.launched("a")
             h.launcher.children["a"].crash(1, "bad magic in GGUF header")
-        assert [e.status for e in errors] == [500, 500]
-        assert "bad magic in GGUF header" in errors[0].message
+        assert [e.model for e in errors] == ["a", "a"]
+        assert "bad magic in GGUF header" in str(errors[0].reason)
         state = h.state("a")
         assert state.failed
         assert state.exit_code == 1
         assert state.failures == 1
 
+        h.clock.advance(60.0)  # past the retry backoff
         async with anyio.create_task_group() as group:  # the next request tries again
             group.start_soon(h.request, "a")
             await h.launched("a", times=2)
@@ -239,19 +181,44 @@ async def test_load_failure_fails_every_waiter_with_the_reason_then_retries() ->
         assert state.failures == 0
 
 
+async def test_a_failed_model_is_retried_only_once_its_backoff_has_passed() -> None:
+    async with harness(models_max=0) as h:
+
+        async def failing_request() -> None:
+            with pytest.raises(LoadFailed):
+                await h.request("a")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(failing_request)
+            await h.launched("a")
+            h.launcher.children["a"].crash(1)
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.request, "a")
+            await h.until(lambda: h.scheduler.queue_depth == 1)
+            await anyio.wait_all_tasks_blocked()
+            assert h.launcher.launched == ["a"]  # the first retry waits 0.5 s
+            h.advance(0.4)
+            await anyio.wait_all_tasks_blocked()
+            assert h.launcher.launched == ["a"]
+            h.advance(0.1)
+            await h.launched("a", times=2)
+            h.launcher.children["a"].ready()
+        assert h.state("a").failures == 0
+
+
 async def test_explicit_load_evicts_and_refuses_when_everything_is_busy() -> None:
     async with harness(models_max=1) as h:
         a = await h.load("a")
-        a.in_flight = 1
-        with pytest.raises(ApiError, match="model limit reached"):
+        h.busy(a)
+        with pytest.raises(NoRoom):
             await h.scheduler.load_now("b")
-        a.in_flight = 0
+        h.pool.release(a)
         async with anyio.create_task_group() as group:
             group.start_soon(h.scheduler.load_now, "b")
             await h.launched("b")
         assert a.status is Status.UNLOADED
         assert a.exit_code is None
-        with pytest.raises(ApiError, match="already running"):
+        with pytest.raises(AlreadyRunning):
             await h.scheduler.load_now("b")
 
 
@@ -259,40 +226,55 @@ async def test_pinned_model_is_never_a_victim() -> None:
     async with harness(models_max=2, a={"pin": True}) as h:
         a = await h.load("a")
         b = await h.load("b")
-        a.last_used, b.last_used = 1.0, 2.0  # a is the least recent, but pinned
+        h.used_at(a, 1.0)  # a is the least recent, but pinned
+        h.used_at(b, 2.0)
         assert h.scheduler.pick_victim() is b
-        b.in_flight = 1
+        h.busy(b)
         assert h.scheduler.pick_victim() is None
 
 
 async def test_idle_model_past_its_ttl_is_unloaded() -> None:
-    async with harness(models_max=0, a={"ttl": 0.05}) as h, anyio.create_task_group() as group:
+    async with harness(models_max=0, a={"ttl": 30.0}) as h:
         a = await h.load("a")
         b = await h.load("b")  # no ttl: stays
-        group.start_soon(h.scheduler.unload_expired)
+        h.clock.advance(29.0)
+        assert h.scheduler.unload_expired_now() == []
+        h.clock.advance(1.0)
+        assert h.scheduler.unload_expired_now() == [a]
         await h.until(lambda: a.status is Status.UNLOADED)
         assert a.exit_code is None  # stopped, not failed
         assert b.status is Status.LOADED
-        group.cancel_scope.cancel()
+
+
+async def test_use_restarts_the_ttl() -> None:
+    async with harness(models_max=0, a={"ttl": 30.0}) as h:
+        a = await h.load("a")
+        h.clock.advance(20.0)
+        h.pool.touch(a)
+        h.clock.advance(20.0)
+        assert h.scheduler.unload_expired_now() == []
+        assert not a.stop_requested
 
 
 async def test_busy_model_outlives_its_ttl() -> None:
-    async with harness(models_max=0, a={"ttl": 0.01}) as h, anyio.create_task_group() as group:
+    async with harness(models_max=0, a={"ttl": 1.0}) as h:
         a = await h.load("a")
-        a.in_flight = 1
-        group.start_soon(h.scheduler.unload_expired)
-        await anyio.sleep(0.2)  # several ttl checks pass; none may stop a busy model
+        h.busy(a)
+        h.clock.advance(3600.0)  # many ttls pass; none may stop a busy model
+        assert h.scheduler.unload_expired_now() == []
         assert not a.stop_requested
-        group.cancel_scope.cancel()
+        h.scheduler.release(a)
+        assert h.scheduler.unload_expired_now() == [a]
 
 
 async def test_stop_escalates_to_sigterm_then_sigkill() -> None:
-    async with harness(models_max=0, a={"stop_timeout": 0.01}) as h:
+    # A zero timeout: each step follows the last at once, so only the order is tested.
+    async with harness(models_max=0, a={"stop_timeout": 0.0}) as h:
         a = await h.load("a")
         child = h.launcher.children["a"]
         child.ignore_exit_command = True
         child.ignore_sigterm = True
-        await h.registry.stop(a)
+        await h.pool.stop(a)
         assert child.exit_commands == 1
         assert child.signals == [signal.SIGTERM, signal.SIGKILL]
         assert a.status is Status.UNLOADED
@@ -303,7 +285,7 @@ async def test_model_still_loading_is_killed_at_once() -> None:
     async with harness(models_max=0) as h, anyio.create_task_group() as group:
         group.start_soon(h.scheduler.load_now, "a")
         await h.launched("a")
-        await h.registry.stop(h.state("a"))
+        await h.pool.stop(h.state("a"))
         child = h.launcher.children["a"]
         assert child.exit_commands == 0
         assert child.signals == [signal.SIGKILL]
@@ -320,7 +302,8 @@ async def test_memory_budget_evicts_the_least_recent_idle_models_until_one_fits(
         0, memory=budget, a={"memory": 4 * G}, b={"memory": 4 * G}, c={"memory": 4 * G}
     ) as h:
         a, b = await h.load("a"), await h.load("b")
-        a.last_used, b.last_used = 1.0, 2.0
+        h.used_at(a, 1.0)
+        h.used_at(b, 2.0)
         c = await h.load("c")  # 4 + 4 + 4 > 10: one must go, and a is the least recent
         assert (a.status, b.status, c.status) == (Status.UNLOADED, Status.LOADED, Status.LOADED)
         assert h.scheduler.evictions == 1
@@ -338,7 +321,7 @@ async def test_a_busy_model_is_never_evicted_to_free_memory() -> None:
     budget = MemoryBudget(10 * G)
     async with harness(0, memory=budget, a={"memory": 6 * G}, b={"memory": 6 * G}) as h:
         a = await h.load("a")
-        a.in_flight = 1
+        h.busy(a)
         async with anyio.create_task_group() as group:
             group.start_soon(h.request, "b")
             await h.until(lambda: h.scheduler.queue_depth == 1)
@@ -359,9 +342,10 @@ async def test_the_most_a_model_was_seen_to_hold_is_what_it_needs_next_time() ->
 
     async with harness(0, memory=MemoryBudget(10 * G, resident)) as h:
         a = await h.load("a")  # measured as its request ends
-        await h.registry.stop(a)
+        await h.pool.stop(a)
         b, c = await h.load("b"), await h.load("c")  # 3 + 3: fits, nothing evicted
-        b.last_used, c.last_used = 1.0, 2.0
+        h.used_at(b, 1.0)
+        h.used_at(c, 2.0)
         assert h.scheduler.evictions == 0
         async with anyio.create_task_group() as group:
             group.start_soon(h.request, "a")  # 3 + 3 + 6 (learned) > 10: b must make room
@@ -387,20 +371,20 @@ async def test_explicit_load_evicts_until_the_model_fits() -> None:
 async def test_a_reload_that_removes_a_queued_model_fails_its_waiters_and_evicts_nothing() -> None:
     async with harness(models_max=1) as h:
         a = await h.load("a")
-        a.in_flight = 1  # busy: b waits in the queue
-        failures: list[ApiError] = []
+        h.busy(a)  # b waits in the queue
+        failures: list[ModelNotFound] = []
         with anyio.fail_after(5):  # a waiter left hanging would be the bug
             async with anyio.create_task_group() as group:
 
                 async def request_b() -> None:
-                    with pytest.raises(ApiError) as caught:
+                    with pytest.raises(ModelNotFound) as caught:
                         await h.request("b")
                     failures.append(caught.value)
 
                 group.start_soon(request_b)
                 await h.until(lambda: h.scheduler.queue_depth == 1)
-                await h.registry.reload(Catalogue({"a": a.entry}))
-        assert [(f.status, f.message) for f in failures] == [(404, "model 'b' not found")]
+                await h.pool.reload(Catalogue({"a": a.entry}))
+        assert [f.model for f in failures] == ["b"]
         h.scheduler.release(a)  # ticks: nothing is queued any more
         assert a.status is Status.LOADED
         assert not a.stop_requested
@@ -410,7 +394,7 @@ async def test_a_reload_that_removes_a_queued_model_fails_its_waiters_and_evicts
 async def test_a_queued_request_follows_its_model_to_new_settings_after_a_reload() -> None:
     async with harness(models_max=1) as h:
         a = await h.load("a")
-        a.in_flight = 1
+        h.busy(a)
         served: list[ModelState] = []
         with anyio.fail_after(5):
             async with anyio.create_task_group() as group:
@@ -421,7 +405,7 @@ async def test_a_queued_request_follows_its_model_to_new_settings_after_a_reload
                 group.start_soon(request_b)
                 await h.until(lambda: h.scheduler.queue_depth == 1)
                 b_entry = replace(h.state("b").entry, ttl=60.0)
-                await h.registry.reload(Catalogue({"a": a.entry, "b": b_entry}))
+                await h.pool.reload(Catalogue({"a": a.entry, "b": b_entry}))
                 h.scheduler.release(a)  # a goes idle and makes room
                 await h.launched("b")
                 h.launcher.children["b"].ready()

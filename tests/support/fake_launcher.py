@@ -6,6 +6,7 @@ explicitly, so the rules are checked deterministically without processes or slee
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Callable, Mapping, Sequence
 
@@ -26,6 +27,7 @@ class FakeChild:
         self._receive: MemoryObjectReceiveStream[ChildLine | int] = receive
         self.exit_commands = 0
         self.signals: list[signal.Signals] = []
+        self.received: list[str] = []  # the exit command and signals, in the order they came
         # A hung worker: lets a test check that stop() escalates.
         self.ignore_exit_command = False
         self.ignore_sigterm = False
@@ -38,12 +40,18 @@ class FakeChild:
                 on_line(item)
         return 0
 
+    def say(self, line: ChildLine) -> None:
+        """The child writes one line (a state message or a log line)."""
+        self._send.send_nowait(line)
+
     def ready(self) -> None:
-        self._send.send_nowait(StateMessage("ready", {"port": 9, "meta": {"n_ctx": 16}}))
+        self.say(StateMessage("ready", {"port": 9, "meta": {"n_ctx": 16}}))
 
     def _exit(self, code: int) -> None:
         if not self._send._closed:  # a second signal after the exit changes nothing
-            self._send.send_nowait(code)
+            # Nobody reads any more when the supervisor gave up on the child: it is gone anyway.
+            with contextlib.suppress(anyio.BrokenResourceError):
+                self._send.send_nowait(code)
             self._send.close()
 
     def crash(self, code: int, last_words: str = "") -> None:
@@ -53,11 +61,13 @@ class FakeChild:
 
     async def send_exit(self) -> None:
         self.exit_commands += 1
+        self.received.append("exit command")
         if not self.ignore_exit_command:
             self._exit(0)
 
     def signal_group(self, sig: signal.Signals) -> None:
         self.signals.append(sig)
+        self.received.append(sig.name)
         if not (sig == signal.SIGTERM and self.ignore_sigterm):
             self._exit(-sig)
 
@@ -66,7 +76,11 @@ class FakeLauncher:
     def __init__(self) -> None:
         self.launched: list[str] = []
         self.children: dict[str, FakeChild] = {}
+        self.environments: dict[str, dict[str, str]] = {}
         self.spawned = anyio.Event()
+        # A test may hold launches (a spawn that takes a while) or make them fail.
+        self.launch_gate: anyio.Event | None = None
+        self.launch_error: OSError | None = None
 
     def close(self) -> None:
         """End every child still running, as a test's teardown."""
@@ -75,6 +89,11 @@ class FakeLauncher:
 
     async def launch(self, argv: Sequence[str], env: Mapping[str, str]) -> FakeChild:
         name = argv[list(argv).index("--alias") + 1]
+        if self.launch_gate is not None:
+            await self.launch_gate.wait()
+        if self.launch_error is not None:
+            raise self.launch_error
+        self.environments[name] = dict(env)
         child = FakeChild(name, 1000 + len(self.launched))
         self.launched.append(name)
         self.children[name] = child

@@ -1,0 +1,19 @@
+"""Finding a model by name or alias (docs/protocol.md §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from router.catalogue import Catalogue
+from router.model_state import ModelState
+from router.scheduling_errors import ModelNotFound
+
+__all__ = ["find_model"]
+
+
+def find_model(catalogue: Catalogue, models: Mapping[str, ModelState], name: str) -> ModelState:
+    """The model of this name or alias; unknown names are :class:`ModelNotFound` on every route."""
+    entry = catalogue.resolve(name)
+    if entry is None or entry.name not in models:
+        raise ModelNotFound(name)
+    return models[entry.name]

@@ -1,0 +1,46 @@
+"""How the HTTP layer answers a scheduling refusal: status codes and messages (docs/protocol.md §3).
+
+The scheduler and the worker pool raise :mod:`router.scheduling_errors`; the routes and the proxy
+turn them into :class:`~corral.errors.ApiError` here, so the answers clients see live in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from corral.errors import ApiError
+from router.scheduling_errors import (
+    AlreadyRunning,
+    LoadFailed,
+    LoadInterrupted,
+    ModelNotFound,
+    NoRoom,
+    SchedulingError,
+)
+
+__all__ = ["api_error", "scheduling_answered"]
+
+
+def api_error(error: SchedulingError) -> ApiError:
+    name = error.model
+    if isinstance(error, ModelNotFound):
+        return ApiError(404, f"model '{name}' not found")
+    if isinstance(error, AlreadyRunning):
+        return ApiError(400, "model is already running")
+    if isinstance(error, NoRoom):
+        return ApiError(500, "model limit reached, try again later")
+    if isinstance(error, LoadFailed):
+        return ApiError(500, f"model '{name}' failed to load: {error.reason}")
+    if isinstance(error, LoadInterrupted):
+        return ApiError(503, f"model '{name}' was stopped before it finished loading")
+    return ApiError(500, f"model '{name}': {error}")
+
+
+@contextmanager
+def scheduling_answered() -> Iterator[None]:
+    """Re-raise a scheduling refusal from the block as the HTTP answer it calls for."""
+    try:
+        yield
+    except SchedulingError as error:
+        raise api_error(error) from None

@@ -1,0 +1,47 @@
+"""Why a model cannot serve a request: the scheduler's answers, free of HTTP (docs/protocol.md §4).
+
+The HTTP layer (:mod:`router.api.scheduling_answers`) turns each into its status and message.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadyRunning",
+    "LoadFailed",
+    "LoadInterrupted",
+    "ModelNotFound",
+    "NoRoom",
+    "SchedulingError",
+]
+
+
+class SchedulingError(Exception):
+    """A model named ``model`` cannot be had as asked."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        self.model = model
+
+
+class ModelNotFound(SchedulingError):
+    """No model and no alias has this name (or a reload removed it)."""
+
+
+class AlreadyRunning(SchedulingError):
+    """An explicit load of a model that runs, or is loading, already."""
+
+
+class NoRoom(SchedulingError):
+    """Every model that would have to make room is busy or pinned."""
+
+
+class LoadFailed(SchedulingError):
+    """The worker died while loading; ``reason`` says how."""
+
+    def __init__(self, model: str, reason: str | None) -> None:
+        super().__init__(model)
+        self.reason = reason
+
+
+class LoadInterrupted(SchedulingError):
+    """The load was stopped (evicted, unloaded, reloaded) before it finished."""

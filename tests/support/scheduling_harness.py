@@ -1,0 +1,94 @@
+"""A worker pool and scheduler over the fake launcher and a fake clock, for scheduling tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from router.catalogue import Catalogue, CatalogueEntry
+from router.memory_budget import MemoryBudget
+from router.model_state import ModelState
+from router.scheduler import Scheduler
+from router.worker_pool import WorkerPool
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_launcher import FakeLauncher
+
+__all__ = ["Harness", "harness"]
+
+
+class Harness:
+    def __init__(
+        self, pool: WorkerPool, scheduler: Scheduler, launcher: FakeLauncher, clock: FakeClock
+    ) -> None:
+        self.pool, self.scheduler, self.launcher, self.clock = pool, scheduler, launcher, clock
+
+    def state(self, name: str) -> ModelState:
+        return self.pool.models[name]
+
+    def busy(self, state: ModelState) -> None:
+        """A request is being served by this model."""
+        assert self.pool.claim(state)
+
+    def used_at(self, state: ModelState, when: float) -> None:
+        """The model was last used at ``when`` on the fake clock."""
+        self.clock.now = when
+        self.pool.touch(state)
+
+    def advance(self, seconds: float) -> None:
+        """Move the fake clock; waiters re-check, as a real timeout would have woken them."""
+        self.clock.advance(seconds)
+        self.pool.changed.notify()
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        """Wait for the pool to reach a condition (it notifies on every change)."""
+        with anyio.fail_after(5):
+            while not condition():
+                await self.pool.changed.wait()
+
+    async def launched(self, name: str, times: int = 1) -> None:
+        with anyio.fail_after(5):
+            while self.launcher.launched.count(name) < times:
+                await self.launcher.spawned.wait()
+
+    async def request(self, name: str) -> ModelState:
+        """What a proxied request does: acquire the model, use it, release it."""
+        state = await self.scheduler.acquire(name)
+        self.scheduler.release(state)
+        return state
+
+    async def load(self, name: str) -> ModelState:
+        """Bring a model up through the scheduler, as a request would."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.request, name)
+            await self.launched(name)
+            self.launcher.children[name].ready()
+        return self.state(name)
+
+
+@asynccontextmanager
+async def harness(
+    models_max: int,
+    *,
+    names: str = "abcd",
+    memory: MemoryBudget | None = None,
+    **special: dict[str, Any],
+) -> AsyncIterator[Harness]:
+    """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…)."""
+    catalogue = Catalogue(
+        {
+            n: CatalogueEntry(n, Path(f"/models/{n}.gguf"), "models_dir", **special.get(n, {}))
+            for n in names
+        }
+    )
+    launcher, clock = FakeLauncher(), FakeClock()
+    async with anyio.create_task_group() as group:
+        pool = WorkerPool(catalogue, launcher=launcher, task_group=group, clock=clock)
+        try:
+            yield Harness(pool, Scheduler(pool, models_max, memory, clock=clock), launcher, clock)
+        finally:
+            launcher.close()
+            group.cancel_scope.cancel()
