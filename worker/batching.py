@@ -1,4 +1,4 @@
-"""Continuous batching: ``--parallel`` sequences in one llama context (SPEC §6).
+"""Continuous batching: ``--parallel`` sequences in one llama context (docs/protocol.md §6).
 
 Every :meth:`BatchEngine.step` packs one token for each generating sequence and prompt chunks
 of the sequences still reading their prompt into a single ``llama_decode``, then samples each

@@ -1,4 +1,4 @@
-"""``python -m worker``: serve one model, alone or as a router's child (SPEC §1, §6).
+"""``python -m worker``: serve one model, alone or as a router's child (docs/protocol.md §1, §6).
 
 Order matters: the listening socket is bound before the model loads, so ``/health`` answers 503
 during the load, and the port reported in ``ready`` is one we already own (no probe-then-bind).
@@ -19,10 +19,11 @@ from corral.children import lifeline
 from corral.children.protocol import StateWriter
 from corral.logs import configure_logging
 from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
-from worker.api import WorkerState, create_worker_app
+from worker.app import create_worker_app
 from worker.engine import Engine
 from worker.model import LoadedModel
 from worker.settings import WorkerSettings, parse_worker_args
+from worker.state import WorkerState
 
 __all__ = ["main"]
 
