@@ -51,8 +51,8 @@ async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) 
     engine, model = loaded(request)
     prompt, plan = await _chat_prompt(engine, model, body)
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
-    make = await prepare_generation(
-        engine, model, body, prompt, budget, plan.grammar if plan is not None else None
+    make = prepare_generation(
+        model, body, prompt, budget, plan.grammar if plan is not None else None
     )
     reply = shape(model.settings.alias, plan)
     reply.prompt_tokens = len(prompt)

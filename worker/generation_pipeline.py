@@ -20,6 +20,7 @@ from corral.errors import ApiError, json_response, sse_error_event
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine import Engine
+from worker.grammar_sampler import InvalidGrammar
 from worker.grammars import GrammarError, grammar_for
 from worker.model import LoadedModel
 from worker.response_shape import ResponseShape
@@ -120,24 +121,21 @@ def context_error_response(request: AnyRequest, exc: ContextError) -> Response[d
     return Response(exc.body, status_code=400)
 
 
-async def prepare_generation(
-    engine: Engine,
+def prepare_generation(
     model: LoadedModel,
     body: SamplingFields,
     prompt: list[int],
     max_tokens: int | None,
     tool_grammar: str | None = None,
 ) -> MakeGeneration:
-    """Check the request against the model and return how to build its generation."""
+    """Check the request against the model and return how to build its generation.
+
+    The grammar is only turned into GBNF text here; llama.cpp parses it once, as the generation
+    is queued (:meth:`~worker.batching.BatchEngine.submit`).
+    """
     params = _sampling(model, body, tool_grammar)
     _check_context(model, prompt)
     stops = _stops(body.stop)
-    if params.grammar is not None:
-        # Parsed now, so that a bad grammar is a 400 rather than a failed stream.
-        try:
-            await engine.call(lambda: model.check_grammar(params))
-        except ValueError as exc:
-            raise ApiError(400, f"invalid grammar: {exc}") from None
 
     def make(emit: Callable[[GenerationEvent], None]) -> Generation:
         return Generation(
@@ -192,6 +190,15 @@ async def answer(
     request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
 ) -> ASGIResponse:
     """Run the generation and answer in ``shape``: one JSON body, or a stream of events."""
+    try:
+        return await _answer(request, engine, shape, stream, make)
+    except InvalidGrammar as exc:  # raised as the generation is queued, before any byte is sent
+        raise ApiError(400, f"invalid grammar: {exc}") from None
+
+
+async def _answer(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
+) -> ASGIResponse:
     events = engine.generate(make)
     if not stream:
         text, finished = await until_disconnected(request, _collect(events))

@@ -17,7 +17,7 @@ from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
 from worker.embedding_context import Embedder
-from worker.sampling import SamplingParams, build_sampler, token_piece
+from worker.sampling import token_piece
 from worker.settings import WorkerSettings
 from worker.templates import ChatTemplate
 
@@ -186,10 +186,6 @@ class LoadedModel:
     def chat_prompt(self, messages: list[dict[str, Any]]) -> list[int]:
         # The template writes BOS itself when the model wants it (bos_token in the template).
         return self.tokenize(self.template.render(messages), add_special=False)
-
-    def check_grammar(self, params: SamplingParams) -> None:
-        """Raise ``ValueError`` if llama.cpp cannot parse the request's grammar."""
-        llama_cpp.llama_sampler_free(build_sampler(params, self.vocab, self.n_vocab))
 
     def infill_prompt(
         self, prefix: str, suffix: str, prompt: str, extra: list[tuple[str, str]]

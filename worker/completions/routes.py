@@ -28,7 +28,7 @@ async def _complete_text(
         if body_type is CompletionRequest
         else (body.n_predict, body.max_tokens)
     )
-    make = await prepare_generation(engine, model, body, prompt, token_budget(model, *fields))
+    make = prepare_generation(model, body, prompt, token_budget(model, *fields))
     return await answer(request, engine, shape_type(model.settings.alias), body.stream, make)
 
 
@@ -53,8 +53,8 @@ async def infill(request: AnyRequest) -> ASGIResponse:
         )
     except ValueError as exc:
         raise ApiError(501, str(exc)) from None
-    make = await prepare_generation(
-        engine, model, body, prompt, token_budget(model, body.n_predict, body.max_tokens)
+    make = prepare_generation(
+        model, body, prompt, token_budget(model, body.n_predict, body.max_tokens)
     )
     shape = NativeShape(model.settings.alias)
     return await answer(request, engine, shape, body.stream, make)
