@@ -10,7 +10,7 @@ from msgspec import Meta
 __all__ = ["Input", "NativeEmbeddingRequest", "OpenAIEmbeddingRequest", "RerankRequest"]
 
 # One string, several strings, one tokenized input or several: msgspec unions take only one list
-# type, so the shapes are told apart in _inputs.
+# type, so the routes tell the shapes apart (worker.embeddings.routes._inputs).
 Input = str | list[Any]
 
 
