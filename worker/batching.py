@@ -1,4 +1,4 @@
-"""Continuous batching: ``--parallel`` sequences in one llama context (SPEC §6).
+"""Continuous batching: ``--parallel`` sequences in one llama context (docs/protocol.md §6).
 
 Every :meth:`BatchEngine.step` packs one token for each generating sequence and prompt chunks
 of the sequences still reading their prompt into a single ``llama_decode``, then samples each
@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import llama_cpp
 import structlog
 
+from worker.grammar_sampler import GrammarSampler
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
 
 __all__ = [
@@ -73,6 +74,7 @@ class Generation:
     generated: int = 0
     cached: int = 0
     next_token: int | None = None  # sampled, not yet decoded
+    grammar: GrammarSampler | None = None  # parsed on submit, handed to the sampler on admit
     sampler: Any = None
     batch_index: int = -1
     started: float = 0.0
@@ -135,6 +137,8 @@ class BatchEngine:
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
 
     def close(self) -> None:
+        for generation in self.waiting:
+            self._drop_grammar(generation)
         for slot in self.slots:
             if slot.generation is not None:
                 self._release(slot)
@@ -158,6 +162,13 @@ class BatchEngine:
         ]
 
     def submit(self, generation: Generation) -> None:
+        """Queue ``generation``; :class:`InvalidGrammar` when its grammar does not parse.
+
+        The grammar is parsed here, once, against the vocabulary the model has now: the queue
+        is drained before the model can sleep, so that vocabulary outlives the grammar.
+        """
+        if generation.params.grammar:
+            generation.grammar = GrammarSampler(self._vocab, generation.params.grammar)
         self.waiting.append(generation)
 
     def step(self) -> None:
@@ -180,6 +191,9 @@ class BatchEngine:
                 self._sample(slot, generation)
 
     def _drop_cancelled(self) -> None:
+        for generation in self.waiting:
+            if generation.cancelled:
+                self._drop_grammar(generation)
         self.waiting = deque(g for g in self.waiting if not g.cancelled)
         for slot in self.slots:
             if slot.generation is not None and slot.generation.cancelled:
@@ -204,11 +218,8 @@ class BatchEngine:
             slot.tokens = prompt[:keep]
             generation.n_past = generation.cached = keep
             generation.pending = prompt[keep:]
-            try:
-                generation.sampler = build_sampler(generation.params, self._vocab, self._n_vocab)
-            except ValueError as exc:
-                generation.emit(Failed(str(exc)))
-                continue
+            generation.sampler = build_sampler(generation.params, generation.grammar, self._n_vocab)
+            generation.grammar = None  # the chain owns it now
             generation.started = time.perf_counter()
             slot.generation = generation
 
@@ -332,6 +343,12 @@ class BatchEngine:
         llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
         slot.tokens = []
         self._release(slot)
+
+    @staticmethod
+    def _drop_grammar(generation: Generation) -> None:
+        if generation.grammar is not None:
+            generation.grammar.free()
+            generation.grammar = None
 
     def _release(self, slot: _Slot) -> None:
         generation = slot.generation

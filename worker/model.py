@@ -16,8 +16,8 @@ from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
-from worker.embeddings import Embedder
-from worker.sampling import SamplingParams, build_sampler, token_piece
+from worker.embedding_context import Embedder
+from worker.sampling import token_piece
 from worker.settings import WorkerSettings
 from worker.templates import ChatTemplate
 
@@ -183,13 +183,9 @@ class LoadedModel:
             raise ValueError(f"token id {bad[0]} is out of range (vocabulary has {self.n_vocab})")
         return b"".join(self.piece(token) for token in tokens).decode("utf-8", "replace")
 
-    def chat_prompt(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> list[int]:
+    def chat_prompt(self, messages: list[dict[str, Any]]) -> list[int]:
         # The template writes BOS itself when the model wants it (bos_token in the template).
-        return self.tokenize(self.template.render(messages, tools), add_special=False)
-
-    def check_grammar(self, params: SamplingParams) -> None:
-        """Raise ``ValueError`` if llama.cpp cannot parse the request's grammar."""
-        llama_cpp.llama_sampler_free(build_sampler(params, self.vocab, self.n_vocab))
+        return self.tokenize(self.template.render(messages), add_special=False)
 
     def infill_prompt(
         self, prefix: str, suffix: str, prompt: str, extra: list[tuple[str, str]]

@@ -15,6 +15,8 @@ from typing import Any
 
 import llama_cpp
 
+from worker.grammar_sampler import GrammarSampler
+
 __all__ = ["SamplingParams", "StopMatcher", "TextAssembler", "build_sampler", "token_piece"]
 
 
@@ -36,8 +38,11 @@ class SamplingParams:
     grammar: str | None = None  # GBNF, from `grammar`, `json_schema` or `response_format`
 
 
-def build_sampler(params: SamplingParams, vocab: llama_cpp.llama_vocab_p, n_vocab: int) -> Any:
-    """A new sampler chain (``llama_sampler *``); free it with ``llama_sampler_free``."""
+def build_sampler(params: SamplingParams, grammar: GrammarSampler | None, n_vocab: int) -> Any:
+    """A new sampler chain (``llama_sampler *``); free it with ``llama_sampler_free``.
+
+    ``grammar`` is the request's already parsed grammar, which the chain takes over.
+    """
     chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
 
     def add(sampler: Any) -> None:
@@ -48,12 +53,8 @@ def build_sampler(params: SamplingParams, vocab: llama_cpp.llama_vocab_p, n_voca
             *(llama_cpp.llama_logit_bias(token, bias) for token, bias in params.logit_bias.items())
         )
         add(llama_cpp.llama_sampler_init_logit_bias(n_vocab, len(params.logit_bias), biases))
-    if params.grammar:
-        grammar = llama_cpp.llama_sampler_init_grammar(vocab, params.grammar.encode(), b"root")
-        if not grammar:
-            llama_cpp.llama_sampler_free(chain)
-            raise ValueError("the grammar does not parse")
-        add(grammar)
+    if grammar is not None:
+        add(grammar.hand_over())
     if (params.repeat_penalty, params.frequency_penalty, params.presence_penalty) != (1, 0, 0):
         add(
             llama_cpp.llama_sampler_init_penalties(

@@ -1,4 +1,4 @@
-"""Resumable streams (SPEC §5): a generation's SSE bytes, kept so a client can come back.
+"""Resumable streams (docs/protocol.md §5): a generation's SSE bytes, kept for a returning client.
 
 A streaming request with ``X-Conversation-Id`` runs detached from its client: a producer task
 tees every byte of the response (``[DONE]`` included) into the conversation's session, and the
@@ -167,11 +167,6 @@ class StreamSessions:
 
     def get(self, key: str) -> StreamSession | None:
         return self._sessions.get(key)
-
-    def discard(self, session: StreamSession) -> None:
-        """Forget a session that should leave nothing behind (it failed before streaming)."""
-        if self._sessions.get(session.key) is session:
-            del self._sessions[session.key]
 
     def delete(self, key: str) -> None:
         session = self._sessions.pop(key, None)

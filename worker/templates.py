@@ -68,9 +68,9 @@ class ChatTemplate:
             return cls(name, BUILTIN_TEMPLATES[name], **tokens)
         return cls("custom", wanted, **tokens)
 
-    def render(self, messages: list[dict[str, Any]], tools: list[Any] | None = None) -> str:
+    def render(self, messages: list[dict[str, Any]]) -> str:
         """The prompt for these messages, ending with the assistant's turn opening."""
         plain: Any = [_text_content(m) for m in messages]
-        response = self._formatter(messages=plain, tools=tools)
+        response = self._formatter(messages=plain)
         prompt: str = response.prompt
         return prompt

@@ -1,4 +1,4 @@
-"""OpenAI ``tools`` / ``tool_choice`` for any model, by constrained JSON (SPEC §6).
+"""OpenAI ``tools`` / ``tool_choice`` for any model, by constrained JSON (docs/protocol.md §6).
 
 Corral's generic tool mode: the tools are described in a system message, and a grammar built
 from their JSON Schemas makes the model answer ``{"tool_call": {"name", "arguments"}}`` or, when

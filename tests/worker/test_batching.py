@@ -270,6 +270,32 @@ def test_bad_parameters_are_400_naming_the_field(
         assert field in error["message"]
 
 
+def test_a_grammar_llama_cpp_rejects_is_a_400_before_any_stream(models_dir: Path) -> None:
+    # GBNF text passes every check before llama.cpp parses it as the generation is queued; that
+    # one parse must still answer 400, never a 200 stream that fails, on every generating route.
+    bad = {"grammar": "root ::= nonsense (", "max_tokens": 4, "n_predict": 4}
+    with worker(models_dir / "alpha.gguf") as child:
+        for path, body in (
+            ("/v1/chat/completions", {"messages": CHAT}),
+            ("/v1/completions", {"prompt": "x"}),
+            ("/completion", {"prompt": "x"}),
+            ("/v1/messages", {"messages": CHAT}),
+            ("/v1/responses", {"input": "hi"}),
+        ):
+            for stream in (False, True):
+                response = httpx.post(
+                    f"{child.url}{path}", json={**body, **bad, "stream": stream}, timeout=60
+                )
+                assert response.status_code == 400, (path, stream)
+                assert response.json()["error"]["message"] == (
+                    "invalid grammar: the grammar does not parse"
+                )
+        # The worker is unharmed: the same route with a good grammar answers.
+        good = {"prompt": "x", "n_predict": 2, "grammar": 'root ::= "a"+'}
+        reply = httpx.post(f"{child.url}/completion", json=good, timeout=60).json()
+        assert set(reply["content"]) <= {"a"}
+
+
 WEATHER = {
     "type": "function",
     "function": {

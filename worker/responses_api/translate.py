@@ -1,102 +1,31 @@
-"""OpenAI's Responses API (``POST /v1/responses``) over :func:`run_chat`.
+"""A Responses request, translated into the chat pipeline's :class:`ChatRequest`.
 
-A request is translated into a :class:`~worker.protocol.ChatRequest` and answered by the one chat
-pipeline; :class:`~worker.shapes_responses.ResponsesShape` words the answer.
-
-Supported: ``input`` as a string or a list of message items (roles user, assistant, system,
-developer; content a string or ``input_text``/``output_text`` parts), ``function_call`` and
-``function_call_output`` items; ``instructions``, ``max_output_tokens``, ``temperature``,
-``top_p``, ``stream``, function ``tools``, ``tool_choice`` (none, auto, required, or a function),
-and ``text.format`` (text, json_object, json_schema, through the same grammars as
-``response_format``). llama-server's own sampling fields are accepted too. Not supported (400
-naming the field): ``previous_response_id`` (nothing is stored: send the whole conversation),
-images, files, built-in tools (web search, file search, …) and other item types such as
-``reasoning``. ``store``, ``metadata``, ``reasoning``, ``truncation`` and ``user`` are ignored.
-
-Errors keep the SPEC's error JSON (``{"error": {"code", "message", "type"}}``), the same on every
-Corral route, rather than Responses' ``error`` event; the OpenAI client raises an ``APIError`` with
-that message, before a stream and within one.
+Input items become chat messages (function calls as ``tool_calls``, their outputs as ``tool``
+messages) and ``text.format`` becomes ``response_format``, so the same grammars apply.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import msgspec
-from litestar import post
-from litestar.response.base import ASGIResponse
 
-from corral.errors import ApiError, decode_body
-from worker.api.generation import run_chat
-from worker.api.state import AnyRequest
-from worker.protocol import ChatMessage, ChatRequest, SamplingFields
-from worker.responses import ResponseShape
-from worker.shapes_responses import ResponsesShape
-from worker.tools import ToolPlan
+from corral.errors import ApiError
+from worker.chat_request import ChatMessage, ChatRequest
+from worker.responses_api.protocol import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    FunctionChoice,
+    InputText,
+    Item,
+    MessageItem,
+    OutputText,
+    ResponsesRequest,
+)
+from worker.sampling_fields import SamplingFields
 
-__all__ = ["ResponsesRequest", "responses_routes", "to_chat_request"]
-
-
-class InputText(msgspec.Struct, tag_field="type", tag="input_text"):
-    text: str
-
-
-class OutputText(msgspec.Struct, tag_field="type", tag="output_text"):
-    text: str
-
-
-class MessageItem(msgspec.Struct):
-    role: Literal["user", "assistant", "system", "developer"]
-    content: str | list[InputText | OutputText]
-
-
-class FunctionCallItem(msgspec.Struct):
-    call_id: str
-    name: str
-    arguments: str
-
-
-class FunctionCallOutputItem(msgspec.Struct):
-    call_id: str
-    output: str | list[InputText]
-
-
-class FunctionTool(msgspec.Struct, tag_field="type", tag="function", kw_only=True):
-    name: str
-    description: str = ""
-    parameters: dict[str, Any] | None = None
-    strict: bool | None = None
-
-
-class FunctionChoice(msgspec.Struct, tag_field="type", tag="function"):
-    name: str
-
-
-class TextFormat(msgspec.Struct, kw_only=True):
-    type: Literal["text", "json_object", "json_schema"]
-    schema: dict[str, Any] | None = None
-
-
-class TextConfig(msgspec.Struct, kw_only=True):
-    format: TextFormat | None = None
-
-
-class ResponsesRequest(SamplingFields, kw_only=True):
-    """``POST /v1/responses``; ``SamplingFields`` brings llama-server's extras, as upstream."""
-
-    # Items stay plain here: message items may omit "type", so they cannot be a tagged union.
-    input: str | list[dict[str, Any]]
-    instructions: str | None = None
-    max_output_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    tools: list[FunctionTool] | None = None
-    tool_choice: Literal["none", "auto", "required"] | FunctionChoice | None = None
-    parallel_tool_calls: bool = True
-    text: TextConfig | None = None
-    previous_response_id: str | None = None
-
-
-Item = MessageItem | FunctionCallItem | FunctionCallOutputItem
+__all__ = ["echoed_fields", "to_chat_request"]
 
 _ITEM_TYPES: dict[str, type[Item]] = {
     "message": MessageItem,
@@ -167,7 +96,7 @@ def _response_format(body: ResponsesRequest) -> dict[str, Any] | None:
 
 
 def to_chat_request(body: ResponsesRequest) -> ChatRequest:
-    """The Responses request as the chat request :func:`run_chat` answers."""
+    """The Responses request as the chat request the chat pipeline answers."""
     if body.previous_response_id is not None:
         raise ApiError(
             400,
@@ -190,7 +119,7 @@ def to_chat_request(body: ResponsesRequest) -> ChatRequest:
     )
 
 
-def _echo(body: ResponsesRequest) -> dict[str, Any]:
+def echoed_fields(body: ResponsesRequest) -> dict[str, Any]:
     """The request fields a response object repeats back."""
     return {
         "instructions": body.instructions,
@@ -201,17 +130,3 @@ def _echo(body: ResponsesRequest) -> dict[str, Any]:
         "tool_choice": msgspec.to_builtins(body.tool_choice) if body.tool_choice else "auto",
         "tools": msgspec.to_builtins(body.tools or []),
     }
-
-
-@post("/v1/responses", status_code=200)
-async def responses(request: AnyRequest) -> ASGIResponse:
-    body = decode_body(await request.body(), ResponsesRequest)
-    echo = _echo(body)
-
-    def shape(alias: str, plan: ToolPlan | None) -> ResponseShape:
-        return ResponsesShape(alias, plan, echo)
-
-    return await run_chat(request, to_chat_request(body), shape)
-
-
-responses_routes = [responses]

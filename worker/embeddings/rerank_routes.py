@@ -7,29 +7,18 @@ TEI's when the body names its documents ``texts``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 from litestar import post
-from msgspec import Meta
 
 from corral.errors import ApiError, decode_body
-from worker.api.state import AnyRequest, loaded
+from worker.embeddings.protocol import RerankRequest
 from worker.engine import Engine
 from worker.model import LoadedModel
+from worker.state import AnyRequest, loaded
 
 __all__ = ["rerank_routes"]
-
-
-class RerankRequest(msgspec.Struct, kw_only=True):
-    # query, documents and texts are checked by hand so that their errors carry upstream's
-    # messages, and so that a present-but-null field can be told from a missing one.
-    query: Any = msgspec.UNSET
-    documents: Any = None
-    texts: Any = msgspec.UNSET
-    top_n: Annotated[int, Meta(ge=0)] | None = None
-    return_text: bool = False
-    model: str | None = None
 
 
 def _strings(value: Any) -> list[str] | None:

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from worker.batching import Finished
-from worker.responses import ResponseShape, sse
+from worker.response_shape import ResponseShape, sse
 from worker.tools import ToolPlan
 
 __all__ = ["MessagesShape"]

@@ -8,35 +8,18 @@ from __future__ import annotations
 
 import base64
 import struct
-from typing import Annotated, Any
+from typing import Any
 
-import msgspec
 from litestar import post
-from msgspec import Meta
 
 from corral.errors import ApiError, decode_body
-from worker.api.state import AnyRequest, loaded
-from worker.embeddings import normalized
+from worker.embedding_context import normalized
+from worker.embeddings.protocol import Input, NativeEmbeddingRequest, OpenAIEmbeddingRequest
 from worker.engine import Engine
 from worker.model import LoadedModel
+from worker.state import AnyRequest, loaded
 
 __all__ = ["embedding_routes"]
-
-# One string, several strings, one tokenized input or several: msgspec unions take only one list
-# type, so the shapes are told apart in _inputs.
-Input = str | list[Any]
-
-
-class OpenAIEmbeddingRequest(msgspec.Struct, kw_only=True):
-    input: Input
-    model: str | None = None
-    encoding_format: str = "float"
-
-
-class NativeEmbeddingRequest(msgspec.Struct, kw_only=True):
-    content: Input
-    # llama-server's choice of norm: -1 none, 2 Euclidean (its default).
-    embd_normalize: Annotated[int, Meta(ge=-1, le=2)] = 2
 
 
 def _is_tokens(value: Any) -> bool:

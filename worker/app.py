@@ -1,4 +1,4 @@
-"""The worker's HTTP routes: thin handlers over :class:`worker.model.LoadedModel`.
+"""The worker's Litestar app: every API folder's routes over one :class:`WorkerState`.
 
 Every route answers 503 "Loading model" until the model is loaded, as llama-server does, so the
 router can tell "starting" from "broken".
@@ -10,22 +10,25 @@ from litestar import Litestar
 from litestar.datastructures import State
 
 from corral.errors import exception_handlers
-from worker.api.anthropic import anthropic_routes
-from worker.api.embeddings import embedding_routes
-from worker.api.generation import ContextError, context_error_response, generation_routes
-from worker.api.model_info import model_info_routes
-from worker.api.rerank import rerank_routes
-from worker.api.responses_api import responses_routes
-from worker.api.state import WorkerState
-from worker.api.streams import stream_routes
+from worker.anthropic.routes import anthropic_routes
+from worker.chat.routes import chat_routes
+from worker.completions.routes import completion_routes
+from worker.embeddings.rerank_routes import rerank_routes
+from worker.embeddings.routes import embedding_routes
+from worker.generation_pipeline import ContextError, context_error_response
+from worker.model_info.routes import model_info_routes
+from worker.responses_api.routes import responses_routes
+from worker.state import WorkerState
+from worker.streams.routes import stream_routes
 
-__all__ = ["WorkerState", "create_worker_app"]
+__all__ = ["create_worker_app"]
 
 
 def create_worker_app(state: WorkerState) -> Litestar:
     return Litestar(
         route_handlers=[
-            *generation_routes,
+            *chat_routes,
+            *completion_routes,
             *anthropic_routes,
             *responses_routes,
             *embedding_routes,

@@ -1,4 +1,4 @@
-"""The resumable-stream routes (SPEC §5): replay, lookup, stop.
+"""The resumable-stream routes (docs/protocol.md §5): replay, lookup, stop.
 
 None of them needs the model: sessions live in the worker process, so they answer while the
 model sleeps, and never wake it.
@@ -6,23 +6,19 @@ model sleeps, and never wake it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-import msgspec
 from litestar import Response, delete, get, post
 from litestar.params import FromQuery, Parameter
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
-from worker.api.state import AnyRequest, WorkerState
+from worker.state import AnyRequest, WorkerState
 from worker.stream_sessions import OffsetLost, StreamSessions
+from worker.streams.protocol import LookupRequest
 
 __all__ = ["stream_routes"]
-
-
-class LookupRequest(msgspec.Struct):
-    conversation_ids: list[Any]
 
 
 def _sessions(request: AnyRequest) -> StreamSessions:

@@ -1,0 +1,86 @@
+"""Anthropic message bodies and named events (worker.anthropic.shapes), from synthetic results."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.worker.shapes_support import WEATHER_PLAN, finished, sse_events
+from worker.anthropic.shapes import MessagesShape
+
+TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}'
+
+
+@pytest.mark.parametrize(
+    ("reason", "stop_word", "expected"),
+    [
+        ("stop", None, ("end_turn", None)),
+        ("stop", "###", ("stop_sequence", "###")),
+        ("length", None, ("max_tokens", None)),
+    ],
+)
+def test_the_whole_message_and_its_stop_reason(
+    reason: str, stop_word: str | None, expected: tuple[str, str | None]
+) -> None:
+    shape = MessagesShape("m", None)
+    body = shape.whole("Hi", finished(reason, stop_word))
+    assert body["id"].startswith("msg_")
+    assert (body["type"], body["role"], body["model"]) == ("message", "assistant", "m")
+    assert body["content"] == [{"type": "text", "text": "Hi"}]
+    assert (body["stop_reason"], body["stop_sequence"]) == expected
+    # The whole prompt, cached or not, so it always equals count_tokens.
+    assert body["usage"] == {"input_tokens": 7, "output_tokens": 3}
+
+
+def test_an_empty_answer_has_no_content_blocks() -> None:
+    assert MessagesShape("m", None).whole("", finished())["content"] == []
+
+
+def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
+    shape = MessagesShape("m", None)
+    shape.prompt_tokens = 7
+    stream = shape.stream_opening() + shape.stream_chunk("He") + shape.stream_chunk("")
+    stream += shape.stream_chunk("llo") + shape.stream_closing(finished())
+    events = sse_events(stream)
+    assert [name for name, _ in events] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert all(name == data["type"] for name, data in events)
+    start = events[0][1]["message"]
+    assert start["usage"] == {"input_tokens": 7, "output_tokens": 0}
+    assert (start["content"], start["stop_reason"]) == ([], None)
+    assert [data["delta"]["text"] for _, data in events[2:4]] == ["He", "llo"]
+    assert events[5][1]["delta"] == {"stop_reason": "end_turn", "stop_sequence": None}
+    assert events[5][1]["usage"] == {"input_tokens": 7, "output_tokens": 3}
+
+
+def test_a_stream_without_text_opens_no_block() -> None:
+    shape = MessagesShape("m", None)
+    events = sse_events(shape.stream_opening() + shape.stream_closing(finished()))
+    assert [name for name, _ in events] == ["message_start", "message_delta", "message_stop"]
+
+
+def test_a_tool_call_is_held_then_streamed_as_a_tool_use_block() -> None:
+    shape = MessagesShape("m", WEATHER_PLAN)
+    assert shape.stream_chunk(TOOL_ANSWER) == b""
+    events = sse_events(shape.stream_closing(finished()))
+    names = [name for name, _ in events]
+    assert names[:3] == ["content_block_start", "content_block_delta", "content_block_stop"]
+    block = events[0][1]["content_block"]
+    assert (block["type"], block["name"], block["input"]) == ("tool_use", "weather", {})
+    assert block["id"].startswith("toolu_")
+    assert events[1][1]["delta"] == {"type": "input_json_delta", "partial_json": '{"city": "Oslo"}'}
+    assert events[3][1]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_a_whole_tool_use_answer() -> None:
+    body = MessagesShape("m", WEATHER_PLAN).whole(TOOL_ANSWER, finished())
+    (block,) = body["content"]
+    assert (block["type"], block["name"], block["input"]) == ("tool_use", "weather",
+                                                              {"city": "Oslo"})  # fmt: skip
+    assert body["stop_reason"] == "tool_use"

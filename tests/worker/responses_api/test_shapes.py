@@ -1,0 +1,100 @@
+"""Responses objects and named events (worker.responses_api.shapes), from synthetic results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.worker.shapes_support import WEATHER_PLAN, finished, sse_events
+from worker.responses_api.shapes import ResponsesShape
+
+ECHO: dict[str, Any] = {"instructions": None, "temperature": 0.5, "tools": []}
+TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}'
+
+
+def test_the_whole_response_repeats_the_request_and_counts_tokens() -> None:
+    shape = ResponsesShape("m", None, ECHO)
+    body = shape.whole("Hi", finished())
+    assert body["id"].startswith("resp_")
+    assert (body["object"], body["status"], body["model"]) == ("response", "completed", "m")
+    assert body["incomplete_details"] is None
+    (message,) = body["output"]
+    assert (message["type"], message["role"], message["status"]) == (
+        "message", "assistant", "completed"
+    )  # fmt: skip
+    assert message["content"][0]["text"] == "Hi"
+    assert body["usage"] == {
+        "input_tokens": 7,
+        "input_tokens_details": {"cached_tokens": 2},
+        "output_tokens": 3,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 10,
+    }
+    assert body["temperature"] == 0.5
+
+
+def test_a_budget_cut_is_incomplete() -> None:
+    body = ResponsesShape("m", None, ECHO).whole("Hi", finished("length"))
+    assert body["status"] == "incomplete"
+    assert body["incomplete_details"] == {"reason": "max_output_tokens"}
+
+
+def test_a_text_stream_numbers_its_events_and_completes() -> None:
+    shape = ResponsesShape("m", None, ECHO)
+    stream = shape.stream_opening() + shape.stream_chunk("He") + shape.stream_chunk("llo")
+    stream += shape.stream_closing(finished())
+    events = sse_events(stream)
+    assert [name for name, _ in events] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
+    assert events[6][1]["text"] == "Hello"
+    final = events[-1][1]["response"]
+    assert final["output"][0]["content"][0]["text"] == "Hello"
+    assert final["usage"]["total_tokens"] == 10
+
+
+def test_a_cut_stream_ends_incomplete() -> None:
+    shape = ResponsesShape("m", None, ECHO)
+    stream = shape.stream_opening() + shape.stream_closing(finished("length"))
+    assert sse_events(stream)[-1][0] == "response.incomplete"
+
+
+def test_a_tool_call_is_held_then_streamed_as_a_function_call() -> None:
+    shape = ResponsesShape("m", WEATHER_PLAN, ECHO)
+    opening = sse_events(shape.stream_opening())
+    assert [name for name, _ in opening] == ["response.created", "response.in_progress"]
+    assert shape.stream_chunk(TOOL_ANSWER) == b""
+    events = sse_events(shape.stream_closing(finished()))
+    assert [name for name, _ in events] == [
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    item = events[3][1]["item"]
+    assert (item["type"], item["name"], item["arguments"]) == (
+        "function_call", "weather", '{"city": "Oslo"}'
+    )  # fmt: skip
+    assert item["call_id"].startswith("call_")
+    assert events[0][1]["item"]["arguments"] == ""
+
+
+def test_a_direct_response_with_tools_is_a_message() -> None:
+    shape = ResponsesShape("m", WEATHER_PLAN, ECHO)
+    shape.stream_opening()
+    shape.stream_chunk('{"response": "Sunny."}')
+    events = sse_events(shape.stream_closing(finished()))
+    names = [name for name, _ in events]
+    assert names[:3] == ["response.output_item.added", "response.content_part.added",
+                         "response.output_text.delta"]  # fmt: skip
+    assert events[2][1]["delta"] == "Sunny."

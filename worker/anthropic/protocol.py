@@ -1,0 +1,93 @@
+"""Anthropic's Messages request bodies (``/v1/messages``, ``/v1/messages/count_tokens``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from worker.sampling_fields import SamplingFields
+
+__all__ = [
+    "AnyChoice",
+    "AutoChoice",
+    "Block",
+    "CountTokensRequest",
+    "Message",
+    "MessagesRequest",
+    "NoneChoice",
+    "TextBlock",
+    "Tool",
+    "ToolChoice",
+    "ToolNameChoice",
+    "ToolResultBlock",
+    "ToolUseBlock",
+]
+
+
+class TextBlock(msgspec.Struct, tag_field="type", tag="text"):
+    text: str
+
+
+class ToolUseBlock(msgspec.Struct, tag_field="type", tag="tool_use"):
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultBlock(msgspec.Struct, tag_field="type", tag="tool_result"):
+    tool_use_id: str
+    content: str | list[TextBlock] = ""
+    is_error: bool = False
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+class Message(msgspec.Struct):
+    role: Literal["user", "assistant"]
+    content: str | list[Block]
+
+
+class Tool(msgspec.Struct, kw_only=True):
+    name: str
+    input_schema: dict[str, Any]
+    description: str = ""
+    # Server tools (web_search, bash, …) carry a versioned type; only custom tools can be run here.
+    type: Literal["custom"] | None = None
+
+
+class AutoChoice(msgspec.Struct, tag_field="type", tag="auto"):
+    pass
+
+
+class AnyChoice(msgspec.Struct, tag_field="type", tag="any"):
+    pass
+
+
+class ToolNameChoice(msgspec.Struct, tag_field="type", tag="tool"):
+    name: str
+
+
+class NoneChoice(msgspec.Struct, tag_field="type", tag="none"):
+    pass
+
+
+ToolChoice = AutoChoice | AnyChoice | ToolNameChoice | NoneChoice
+
+
+class MessagesRequest(SamplingFields, kw_only=True):
+    """``POST /v1/messages``; ``SamplingFields`` brings llama-server's extras, as upstream."""
+
+    messages: Annotated[list[Message], msgspec.Meta(min_length=1)]
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)]
+    system: str | list[TextBlock] | None = None
+    stop_sequences: list[str] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
+
+
+class CountTokensRequest(MessagesRequest, kw_only=True):
+    """``POST /v1/messages/count_tokens``: the same conversation, without a budget."""
+
+    max_tokens: int = 1

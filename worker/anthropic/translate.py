@@ -1,0 +1,115 @@
+"""Anthropic's Messages request, translated into the chat pipeline's :class:`ChatRequest`.
+
+Tool traffic becomes OpenAI's form (``tool_calls`` on assistant turns, ``tool`` messages for
+results) so the chat pipeline's tool mode (:mod:`worker.tools`) runs Anthropic's tools too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from corral.errors import ApiError
+from worker.anthropic.protocol import (
+    AnyChoice,
+    AutoChoice,
+    MessagesRequest,
+    NoneChoice,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from worker.chat_request import ChatMessage, ChatRequest
+from worker.sampling_fields import SamplingFields
+
+__all__ = ["to_chat_request"]
+
+
+def _text(blocks: str | list[TextBlock]) -> str:
+    return blocks if isinstance(blocks, str) else "".join(block.text for block in blocks)
+
+
+def _tool_call(block: ToolUseBlock) -> dict[str, Any]:
+    function = {"name": block.name, "arguments": json.dumps(block.input)}
+    return {"id": block.id, "type": "function", "function": function}
+
+
+def _tool_message(block: ToolResultBlock) -> ChatMessage:
+    text = _text(block.content)
+    # The model only sees text: an error flag it cannot see would make a failure read as data.
+    if block.is_error:
+        text = f"Error: {text}"
+    return ChatMessage("tool", text, tool_call_id=block.tool_use_id)
+
+
+def _chat_messages(body: MessagesRequest) -> list[ChatMessage]:
+    chat: list[ChatMessage] = []
+    if body.system:
+        chat.append(ChatMessage("system", _text(body.system)))
+    for i, message in enumerate(body.messages):
+        if isinstance(message.content, str):
+            chat.append(ChatMessage(message.role, message.content))
+            continue
+        text: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for j, block in enumerate(message.content):
+            where = f"messages[{i}].content[{j}]"
+            if isinstance(block, TextBlock):
+                text.append(block.text)
+            elif isinstance(block, ToolUseBlock):
+                if message.role != "assistant":
+                    raise ApiError(400, f"{where}: tool_use blocks belong in assistant messages")
+                calls.append(_tool_call(block))
+            else:
+                if message.role != "user":
+                    raise ApiError(400, f"{where}: tool_result blocks belong in user messages")
+                # Text before a result stays before it: results answer the previous turn.
+                if text:
+                    chat.append(ChatMessage("user", "".join(text)))
+                    text = []
+                chat.append(_tool_message(block))
+        if message.role == "assistant":
+            chat.append(ChatMessage("assistant", "".join(text) or None, tool_calls=calls or None))
+        elif text or not message.content:
+            chat.append(ChatMessage("user", "".join(text)))
+    return chat
+
+
+def _tools(body: MessagesRequest) -> tuple[list[dict[str, Any]] | None, Any]:
+    """Anthropic's tools and tool_choice in the OpenAI form :func:`plan_tools` reads."""
+    if not body.tools:
+        return None, None
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+            },
+        }
+        for t in body.tools
+    ]
+    choice = body.tool_choice
+    if choice is None or isinstance(choice, AutoChoice):
+        return tools, "auto"
+    if isinstance(choice, AnyChoice):
+        return tools, "required"
+    if isinstance(choice, NoneChoice):
+        return tools, "none"
+    return tools, {"type": "function", "function": {"name": choice.name}}
+
+
+def to_chat_request(body: MessagesRequest) -> ChatRequest:
+    """The Messages request as the chat request the chat pipeline answers."""
+    sampling = {name: getattr(body, name) for name in SamplingFields.__struct_fields__}
+    stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
+    sampling["stop"] = [*(body.stop_sequences or []), *stops]
+    tools, tool_choice = _tools(body)
+    return ChatRequest(
+        **sampling,
+        messages=_chat_messages(body),
+        tools=tools,
+        tool_choice=tool_choice,
+        max_tokens=body.max_tokens,
+    )

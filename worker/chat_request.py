@@ -1,0 +1,29 @@
+"""The chat request: every chat-shaped API is translated into it before the chat pipeline runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+from worker.sampling_fields import SamplingFields, TokenBudget
+
+__all__ = ["ChatMessage", "ChatRequest"]
+
+
+class ChatMessage(msgspec.Struct, omit_defaults=True):
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+
+class ChatRequest(SamplingFields, kw_only=True):
+    messages: Annotated[list[ChatMessage], Meta(min_length=1)]
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    max_tokens: TokenBudget | None = None
+    max_completion_tokens: TokenBudget | None = None
+    n_predict: TokenBudget | None = None

@@ -1,0 +1,43 @@
+"""Request bodies of the raw-prompt routes: OpenAI's ``/v1/completions``, llama-server's
+``/completion`` and ``/infill`` (docs/protocol.md §6)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from worker.sampling_fields import SamplingFields, TokenBudget
+
+__all__ = ["CompletionRequest", "InfillChunk", "InfillRequest", "NativeCompletionRequest"]
+
+
+class CompletionRequest(SamplingFields, kw_only=True):
+    """OpenAI ``/v1/completions``."""
+
+    prompt: str | list[int]
+    max_tokens: TokenBudget | None = None
+    n_predict: TokenBudget | None = None
+    echo: bool = False
+
+
+class NativeCompletionRequest(SamplingFields, kw_only=True):
+    """llama-server's own ``/completion``."""
+
+    prompt: str | list[int]
+    n_predict: TokenBudget | None = None
+    max_tokens: TokenBudget | None = None
+
+
+class InfillChunk(msgspec.Struct):
+    text: str = ""
+    filename: str = "tmp"
+
+
+class InfillRequest(SamplingFields, kw_only=True):
+    """llama-server's ``/infill``: fill in between a prefix and a suffix (code models)."""
+
+    input_prefix: str = ""
+    input_suffix: str = ""
+    input_extra: list[InfillChunk] = msgspec.field(default_factory=list)
+    prompt: str = ""
+    n_predict: TokenBudget | None = None
+    max_tokens: TokenBudget | None = None

@@ -1,0 +1,37 @@
+"""Request bodies of the embedding and reranking routes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+__all__ = ["Input", "NativeEmbeddingRequest", "OpenAIEmbeddingRequest", "RerankRequest"]
+
+# One string, several strings, one tokenized input or several: msgspec unions take only one list
+# type, so the routes tell the shapes apart (worker.embeddings.routes._inputs).
+Input = str | list[Any]
+
+
+class OpenAIEmbeddingRequest(msgspec.Struct, kw_only=True):
+    input: Input
+    model: str | None = None
+    encoding_format: str = "float"
+
+
+class NativeEmbeddingRequest(msgspec.Struct, kw_only=True):
+    content: Input
+    # llama-server's choice of norm: -1 none, 2 Euclidean (its default).
+    embd_normalize: Annotated[int, Meta(ge=-1, le=2)] = 2
+
+
+class RerankRequest(msgspec.Struct, kw_only=True):
+    # query, documents and texts are checked by hand so that their errors carry upstream's
+    # messages, and so that a present-but-null field can be told from a missing one.
+    query: Any = msgspec.UNSET
+    documents: Any = None
+    texts: Any = msgspec.UNSET
+    top_n: Annotated[int, Meta(ge=0)] | None = None
+    return_text: bool = False
+    model: str | None = None

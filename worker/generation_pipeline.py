@@ -1,0 +1,220 @@
+"""From a validated request to an answer: sampling, budget, context check, then whole or streamed.
+
+Every generating route goes through here (the chat pipeline, the raw-prompt completions): the
+request's fields become :class:`~worker.sampling.SamplingParams`, the generation is queued on the
+engine, and a :class:`~worker.response_shape.ResponseShape` words its events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Any
+
+import msgspec
+from litestar import Response
+from litestar.response.base import ASGIResponse
+
+from corral.disconnect import until_disconnected
+from corral.errors import ApiError, json_response, sse_error_event
+from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
+from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
+from worker.engine import Engine
+from worker.grammar_sampler import InvalidGrammar
+from worker.grammars import GrammarError, grammar_for
+from worker.model import LoadedModel
+from worker.response_shape import ResponseShape
+from worker.sampling import SamplingParams
+from worker.sampling_fields import SamplingFields
+from worker.state import AnyRequest, WorkerState
+
+__all__ = [
+    "ContextError",
+    "MakeGeneration",
+    "answer",
+    "context_error_response",
+    "prepare_generation",
+    "token_budget",
+]
+
+MakeGeneration = Callable[[Callable[[GenerationEvent], None]], Generation]
+
+
+def _sampling(
+    model: LoadedModel, body: SamplingFields, tool_grammar: str | None = None
+) -> SamplingParams:
+    settings = model.settings
+    bias: dict[int, float] = {}
+    if isinstance(body.logit_bias, dict):
+        try:
+            bias = {int(token): value for token, value in body.logit_bias.items()}
+        except ValueError:
+            raise ApiError(400, "logit_bias keys must be token ids") from None
+    elif body.logit_bias:
+        bias = {int(pair[0]): pair[1] for pair in body.logit_bias if len(pair) == 2}
+    if any(not 0 <= token < model.n_vocab for token in bias):
+        raise ApiError(400, "logit_bias has a token id outside the vocabulary")
+    seed = body.seed if body.seed is not None else settings.seed
+    try:
+        grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
+    except GrammarError as exc:
+        raise ApiError(400, str(exc)) from None
+    if tool_grammar is not None:
+        if grammar is not None:
+            raise ApiError(
+                400, "tools cannot be combined with grammar, json_schema or response_format"
+            )
+        grammar = tool_grammar
+    return SamplingParams(
+        temperature=settings.temperature if body.temperature is None else body.temperature,
+        top_k=body.top_k,
+        top_p=body.top_p,
+        min_p=body.min_p,
+        typical_p=body.typical_p,
+        repeat_penalty=body.repeat_penalty,
+        repeat_last_n=body.repeat_last_n,
+        presence_penalty=body.presence_penalty,
+        frequency_penalty=body.frequency_penalty,
+        seed=seed,
+        logit_bias=bias,
+        grammar=grammar,
+    )
+
+
+def token_budget(model: LoadedModel, *requested: int | None) -> int | None:
+    """The first token budget the client gave, else ``--n-predict``; -1 means to the context."""
+    budget = next((value for value in requested if value is not None), model.settings.n_predict)
+    return None if budget < 0 else budget
+
+
+def _stops(stop: str | list[str] | None) -> list[str]:
+    if stop is None:
+        return []
+    return [stop] if isinstance(stop, str) else list(stop)
+
+
+def _check_context(model: LoadedModel, prompt: list[int]) -> None:
+    n_ctx = model.batcher.n_ctx_seq
+    if not prompt:
+        raise ApiError(400, "the prompt is empty")
+    if len(prompt) >= n_ctx:
+        error = ApiError(
+            400,
+            f"request ({len(prompt)} tokens) exceeds the available context size ({n_ctx} "
+            "tokens), try increasing it",
+            "exceed_context_size_error",
+        )
+        body = {**msgspec.to_builtins(error.envelope()), "n_prompt_tokens": len(prompt)}
+        body["error"]["n_ctx"] = n_ctx
+        raise ContextError(body)
+
+
+class ContextError(ApiError):
+    """llama-server adds the sizes to this one error, so clients can shorten their prompt."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(400, body["error"]["message"], "exceed_context_size_error")
+        self.body = body
+
+
+def context_error_response(request: AnyRequest, exc: ContextError) -> Response[dict[str, Any]]:
+    return Response(exc.body, status_code=400)
+
+
+def prepare_generation(
+    model: LoadedModel,
+    body: SamplingFields,
+    prompt: list[int],
+    max_tokens: int | None,
+    tool_grammar: str | None = None,
+) -> MakeGeneration:
+    """Check the request against the model and return how to build its generation.
+
+    The grammar is only turned into GBNF text here; llama.cpp parses it once, as the generation
+    is queued (:meth:`~worker.batching.BatchEngine.submit`).
+    """
+    params = _sampling(model, body, tool_grammar)
+    _check_context(model, prompt)
+    stops = _stops(body.stop)
+
+    def make(emit: Callable[[GenerationEvent], None]) -> Generation:
+        return Generation(
+            prompt=prompt,
+            params=params,
+            max_tokens=max_tokens,
+            emit=emit,
+            stops=stops,
+            ignore_eos=body.ignore_eos,
+            cache_prompt=body.cache_prompt,
+        )
+
+    return make
+
+
+async def _collect(events: AsyncGenerator[GenerationEvent, None]) -> tuple[str, Finished]:
+    parts: list[str] = []
+    async with aclosing(events):
+        async for event in events:
+            if isinstance(event, Delta):
+                parts.append(event.text)
+            elif isinstance(event, Finished):
+                return "".join(parts), event
+            else:
+                raise ApiError(500, event.message)
+    raise ApiError(500, "generation ended without a result")
+
+
+async def _stream(
+    shape: ResponseShape, first: GenerationEvent, events: AsyncGenerator[GenerationEvent, None]
+) -> AsyncIterator[bytes]:
+    try:
+        if opening := shape.stream_opening():
+            yield opening
+        event: GenerationEvent | None = first
+        while event is not None:
+            if isinstance(event, Delta):
+                if chunk := shape.stream_chunk(event.text):
+                    yield chunk
+            elif isinstance(event, Finished):
+                yield shape.stream_closing(event)
+                return
+            elif isinstance(event, Failed):
+                yield sse_error_event(ApiError(500, event.message))
+                return
+            event = await anext(events, None)
+    finally:
+        await events.aclose()
+
+
+async def answer(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
+) -> ASGIResponse:
+    """Run the generation and answer in ``shape``: one JSON body, or a stream of events."""
+    try:
+        return await _answer(request, engine, shape, stream, make)
+    except InvalidGrammar as exc:  # raised as the generation is queued, before any byte is sent
+        raise ApiError(400, f"invalid grammar: {exc}") from None
+
+
+async def _answer(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
+) -> ASGIResponse:
+    events = engine.generate(make)
+    if not stream:
+        text, finished = await until_disconnected(request, _collect(events))
+        return json_response(shape.whole(text, finished))
+    conversation = request.headers.get("x-conversation-id")
+    # The first event decides the status: a failure before any token is a proper JSON error.
+    # A resumable session's client may leave at any time without stopping anything.
+    waiting = anext(events)
+    first = await (waiting if conversation else until_disconnected(request, waiting))
+    if isinstance(first, Failed):
+        await events.aclose()
+        raise ApiError(500, first.message)
+    chunks = _stream(shape, first, events)
+    if conversation:
+        state: WorkerState = request.app.state.worker
+        chunks = state.sessions.produce(conversation, chunks)
+    return ClosingStreamingResponse(
+        iterator=chunks, media_type="text/event-stream", headers=SSE_HEADERS
+    )

@@ -1,0 +1,144 @@
+"""One worker's life: bind, load (reporting progress), serve, sleep and wake, stop.
+
+Order matters: the listening socket is bound before the model loads, so ``/health`` answers 503
+during the load, and the port reported in ``ready`` is one we already own (no probe-then-bind).
+Every state change goes to the router over the child protocol (docs/protocol.md §1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import structlog
+import uvicorn
+
+from corral.children import lifeline
+from corral.children.protocol import StateWriter
+from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
+from worker.app import create_worker_app
+from worker.engine import Engine
+from worker.model import LoadedModel
+from worker.settings import WorkerSettings
+from worker.state import WorkerState
+
+__all__ = ["LoadProgress", "WorkerLifecycle"]
+
+_log = structlog.get_logger("corral.worker")
+_STAGES = ["text_model"]
+_PROGRESS_INTERVAL = 0.2  # seconds between two load-progress reports, as upstream
+
+
+class LoadProgress:
+    """Load progress samples, thinned for the router: llama.cpp reports hundreds per load.
+
+    The first and last samples always go out, the rest at most every 200 ms, as upstream.
+    """
+
+    def __init__(
+        self, report: Callable[[float], None], clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._report = report
+        self._clock = clock
+        self._last_report = 0.0
+        self._last_value = -1.0
+
+    def restart(self) -> None:
+        """A new load begins (a wake-up): its first sample goes out even if it repeats one."""
+        self._last_value = -1.0
+
+    def __call__(self, value: float) -> None:
+        now = self._clock()
+        if value != self._last_value and (
+            value in (0.0, 1.0) or now - self._last_report >= _PROGRESS_INTERVAL
+        ):
+            self._last_report, self._last_value = now, value
+            self._report(value)
+
+
+class WorkerLifecycle:
+    """Create it on the event loop that will serve; :meth:`serve` returns the exit code."""
+
+    def __init__(self, settings: WorkerSettings, states: StateWriter) -> None:
+        self.settings = settings
+        self._states = states
+        self._loop = asyncio.get_running_loop()
+        self._sock = bind_tcp(settings.host, settings.port)
+        self.port: int = self._sock.getsockname()[1]
+        self._engine = Engine()
+        self.state = WorkerState(settings=settings, engine=self._engine)
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                create_worker_app(self.state),
+                log_config=None,
+                lifespan="off",
+                timeout_graceful_shutdown=5,
+                # The router's idle connections expire first, so none is reused as the worker
+                # closes it.
+                timeout_keep_alive=WORKER_KEEP_ALIVE_SECONDS,
+            )
+        )
+        self._exit_code = 0
+        self._progress = LoadProgress(self._report_loading)
+
+    async def serve(self) -> int:
+        """Load on the engine thread while serving; return once the server has stopped."""
+        settings = self.settings
+        lifeline.arm(on_exit_command=self._exit_command)
+        for name, value in settings.ignored.items():
+            _log.warning("option accepted but not supported yet", option=name, value=value)
+        _log.info("listening", host=settings.host, port=self.port, model=str(settings.model))
+        self._engine.start(
+            self._load,
+            sleep_after=settings.sleep_idle_seconds,
+            on_sleep=self._on_sleep,
+            wake=self._wake,
+        )
+        sweeper = asyncio.create_task(self.state.sessions.sweep_forever())
+        try:
+            await self._server.serve(sockets=[self._sock])
+        finally:
+            sweeper.cancel()
+            self._engine.stop()
+        return self._exit_code
+
+    def stop(self, code: int) -> None:
+        """Stop serving (event loop only); the first non-zero code is the exit code."""
+        self._exit_code = self._exit_code or code
+        self._server.should_exit = True
+
+    def _report_loading(self, value: float) -> None:
+        self._states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": value})
+
+    def _load(self) -> LoadedModel | None:  # on the engine thread
+        self._progress(0.0)
+        try:
+            model = LoadedModel(self.settings, self._progress)
+        except Exception as exc:
+            _log.error("failed to load model", model=str(self.settings.model), error=str(exc))
+            self._loop.call_soon_threadsafe(self.stop, 1)
+            return None
+        self._progress(1.0)
+        self._loop.call_soon_threadsafe(self._loaded, model)
+        return model
+
+    def _loaded(self, model: LoadedModel) -> None:
+        self.state.model = model
+        self._states.send("ready", {**model.info(), "host": self.settings.host, "port": self.port})
+        _log.info("model loaded", model=self.settings.alias, port=self.port)
+
+    def _on_sleep(self) -> None:  # on the engine thread
+        self._states.send("sleeping", {})
+        _log.info("model asleep: weights freed", idle_seconds=self.settings.sleep_idle_seconds)
+
+    def _wake(self, model: LoadedModel) -> None:  # on the engine thread
+        self._progress.restart()
+        self._progress(0.0)
+        model.wake(self._progress)
+        self._progress(1.0)
+        self._states.send("ready", {})  # upstream's wake-up: an empty ready, the info is unchanged
+        _log.info("model awake")
+
+    def _exit_command(self) -> None:  # on the lifeline thread
+        self._loop.call_soon_threadsafe(self.stop, 0)

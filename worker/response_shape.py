@@ -1,0 +1,75 @@
+"""How an API words a generation: the :class:`ResponseShape` base every API folder fills in."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import msgspec
+
+from worker.batching import Finished
+
+__all__ = ["ResponseShape", "openai_accounting", "sse"]
+
+
+def _usage(finished: Finished) -> dict[str, Any]:
+    return {
+        "prompt_tokens": finished.prompt_tokens,
+        "completion_tokens": finished.predicted_tokens,
+        "total_tokens": finished.prompt_tokens + finished.predicted_tokens,
+        "prompt_tokens_details": {"cached_tokens": finished.cached_tokens},
+    }
+
+
+def sse(payload: Any, event: str | None = None) -> bytes:
+    """One server-sent event; ``event`` names it (Anthropic's and Responses' streams do)."""
+    head = f"event: {event}\n".encode() if event else b""
+    return head + b"data: " + msgspec.json.encode(payload) + b"\n\n"
+
+
+def openai_accounting(finished: Finished) -> dict[str, Any]:
+    """What every final answer carries: OpenAI's usage and llama-server's timings."""
+    return {"usage": _usage(finished), "timings": finished.timings}
+
+
+class ResponseShape:
+    """How one route words its answer.
+
+    Subclasses fill in :meth:`chunk`, :meth:`closing` and :meth:`whole` as JSON values; a route
+    whose stream is not one ``data:`` event per value overrides the ``stream_*`` methods.
+    """
+
+    done_marker = True  # OpenAI streams end with `data: [DONE]`; llama-server's own do not
+    # Set by run_chat before generation starts: Anthropic's stream announces it in its first event,
+    # long before the Finished event that carries the counts.
+    prompt_tokens = 0
+
+    def __init__(self, model: str, prefix: str) -> None:
+        self.model = model
+        self.id = f"{prefix}-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+
+    def opening(self) -> dict[str, Any] | None:
+        return None
+
+    def chunk(self, text: str) -> dict[str, Any] | None:
+        """The event for a piece of text, or None to hold it until the end."""
+        raise NotImplementedError
+
+    def closing(self, finished: Finished) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def whole(self, text: str, finished: Finished) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def stream_opening(self) -> bytes:
+        opening = self.opening()
+        return sse(opening) if opening is not None else b""
+
+    def stream_chunk(self, text: str) -> bytes:
+        chunk = self.chunk(text)
+        return sse(chunk) if chunk is not None else b""
+
+    def stream_closing(self, finished: Finished) -> bytes:
+        return sse(self.closing(finished)) + (b"data: [DONE]\n\n" if self.done_marker else b"")

@@ -1,0 +1,49 @@
+"""OpenAI's Responses API (``POST /v1/responses``) over the chat pipeline.
+
+A request is translated into a :class:`~worker.chat_request.ChatRequest` and answered by the one
+chat pipeline; :class:`~worker.responses_api.shapes.ResponsesShape` words the answer.
+
+Supported: ``input`` as a string or a list of message items (roles user, assistant, system,
+developer; content a string or ``input_text``/``output_text`` parts), ``function_call`` and
+``function_call_output`` items; ``instructions``, ``max_output_tokens``, ``temperature``,
+``top_p``, ``stream``, function ``tools``, ``tool_choice`` (none, auto, required, or a function),
+and ``text.format`` (text, json_object, json_schema, through the same grammars as
+``response_format``). llama-server's own sampling fields are accepted too. Not supported (400
+naming the field): ``previous_response_id`` (nothing is stored: send the whole conversation),
+images, files, built-in tools (web search, file search, …) and other item types such as
+``reasoning``. ``store``, ``metadata``, ``reasoning``, ``truncation`` and ``user`` are ignored.
+
+Errors keep docs/protocol.md's error JSON (``{"error": {"code", "message", "type"}}``), the same
+on every Corral route, rather than Responses' ``error`` event; the OpenAI client raises an
+``APIError`` with that message, before a stream and within one.
+"""
+
+from __future__ import annotations
+
+from litestar import post
+from litestar.response.base import ASGIResponse
+
+from corral.errors import decode_body
+from worker.chat_pipeline import run_chat
+from worker.response_shape import ResponseShape
+from worker.responses_api.protocol import ResponsesRequest
+from worker.responses_api.shapes import ResponsesShape
+from worker.responses_api.translate import echoed_fields, to_chat_request
+from worker.state import AnyRequest
+from worker.tools import ToolPlan
+
+__all__ = ["responses_routes"]
+
+
+@post("/v1/responses", status_code=200)
+async def responses(request: AnyRequest) -> ASGIResponse:
+    body = decode_body(await request.body(), ResponsesRequest)
+    echo = echoed_fields(body)
+
+    def shape(alias: str, plan: ToolPlan | None) -> ResponseShape:
+        return ResponsesShape(alias, plan, echo)
+
+    return await run_chat(request, to_chat_request(body), shape)
+
+
+responses_routes = [responses]

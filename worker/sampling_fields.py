@@ -1,0 +1,40 @@
+"""The sampling fields shared by every generation request (docs/protocol.md §6).
+
+They carry llama-server's names. Unknown fields are ignored, as upstream does; known ones are
+type- and range-checked so a bad value is a 400 that names the field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+__all__ = ["Penalty", "Probability", "SamplingFields", "TokenBudget"]
+
+Probability = Annotated[float, Meta(ge=0.0, le=1.0)]
+Penalty = Annotated[float, Meta(ge=-2.0, le=2.0)]
+TokenBudget = Annotated[int, Meta(ge=-1)]
+
+
+class SamplingFields(msgspec.Struct, kw_only=True):
+    temperature: Annotated[float, Meta(ge=0.0)] | None = None
+    top_k: Annotated[int, Meta(ge=0)] = 40
+    top_p: Probability = 0.95
+    min_p: Probability = 0.05
+    typical_p: Probability = 1.0
+    repeat_penalty: Annotated[float, Meta(gt=0.0)] = 1.0
+    repeat_last_n: Annotated[int, Meta(ge=-1)] = 64
+    presence_penalty: Penalty = 0.0
+    frequency_penalty: Penalty = 0.0
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    ignore_eos: bool = False
+    cache_prompt: bool = True
+    logit_bias: dict[str, float] | list[list[float]] | None = None
+    grammar: str | None = None
+    json_schema: dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    stream: bool = False
+    model: str | None = None
