@@ -20,7 +20,7 @@ import structlog
 
 from corral.children import lifeline
 from corral.children.download_payloads import DOWNLOADING_STATE, DownloadOutcome, DownloadProgress
-from corral.children.protocol import StateWriter
+from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.logs import configure_logging
 from downloads.plan import DownloadPlan, PlannedFile
 from downloads.runner import DOWNLOAD_ERRORS, run_download
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     def cancel() -> None:  # the exit command, on the lifeline thread
         if reporter.outcome(CANCELLED_MESSAGE):
             _log.info("download cancelled", model=reporter.model or args.model)
-        os._exit(0)
+        os._exit(EXIT_STOPPED)
 
     lifeline.arm(on_exit_command=cancel)
     try:
@@ -96,11 +96,11 @@ def main(argv: list[str] | None = None) -> None:
     except DOWNLOAD_ERRORS as exc:
         _log.error("download failed", model=args.model, error=str(exc))
         reporter.outcome(str(exc))
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     except Exception as exc:
         _log.exception("download failed", model=args.model)
         reporter.outcome(f"internal error: {exc}")
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     _log.info(
         "download finished", model=result.plan.name, bytes=result.transferred, path=result.paths[0]
     )

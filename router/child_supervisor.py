@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import anyio
 import structlog
 
-from corral.children.protocol import ChildLine, LogLine, MalformedLine, StateMessage
+from corral.children.protocol import EXIT_FAILED, ChildLine, LogLine, MalformedLine, StateMessage
 from router.child_logs import relay_log_line
 from router.launcher import ChildProcess, WorkerLauncher
 
@@ -34,7 +34,7 @@ _log = structlog.get_logger("corral.children")
 # The shell's code for a command that could not be run.
 EXIT_CANNOT_START = 127
 # The router itself failed while watching the child: reported like a child's generic failure.
-EXIT_SUPERVISION_FAILED = 1
+EXIT_SUPERVISION_FAILED = EXIT_FAILED
 _SIGNAL_EXIT_BASE = 128
 
 

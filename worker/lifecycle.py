@@ -15,7 +15,7 @@ import structlog
 import uvicorn
 
 from corral.children import lifeline
-from corral.children.protocol import StateWriter
+from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
 from worker.app import create_worker_app
 from worker.engine import Engine
@@ -79,7 +79,7 @@ class WorkerLifecycle:
                 timeout_keep_alive=WORKER_KEEP_ALIVE_SECONDS,
             )
         )
-        self._exit_code = 0
+        self._exit_code = EXIT_STOPPED
         self._progress = LoadProgress(self._report_loading)
 
     async def serve(self) -> int:
@@ -117,7 +117,7 @@ class WorkerLifecycle:
             model = LoadedModel(self.settings, self._progress)
         except Exception as exc:
             _log.error("failed to load model", model=str(self.settings.model), error=str(exc))
-            self._loop.call_soon_threadsafe(self.stop, 1)
+            self._loop.call_soon_threadsafe(self.stop, EXIT_FAILED)
             return None
         self._progress(1.0)
         self._loop.call_soon_threadsafe(self._loaded, model)
@@ -141,4 +141,4 @@ class WorkerLifecycle:
         _log.info("model awake")
 
     def _exit_command(self) -> None:  # on the lifeline thread
-        self._loop.call_soon_threadsafe(self.stop, 0)
+        self._loop.call_soon_threadsafe(self.stop, EXIT_STOPPED)

@@ -8,7 +8,7 @@ import sys
 import structlog
 import uvloop
 
-from corral.children.protocol import StateWriter
+from corral.children.protocol import EXIT_FAILED, StateWriter
 from corral.logs import configure_logging
 from worker.lifecycle import WorkerLifecycle
 from worker.settings import WorkerSettings, parse_worker_args
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("llama-cpp-python").setLevel(logging.WARNING)
     if not settings.model.is_file():
         _log.error("model file not found", model=str(settings.model))
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     # uvloop, as uvicorn itself would pick: on the default asyncio loop every answer from a
     # socket handed to uvicorn stalled ~40 ms (a delayed ACK), /health included.
     sys.exit(uvloop.run(_serve(settings, states)))

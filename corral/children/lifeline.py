@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 
 from corral.children.environment import ROUTER_PID_ENV
-from corral.children.protocol import EXIT_COMMAND, LineSplitter
+from corral.children.protocol import EXIT_COMMAND, EXIT_FAILED, LineSplitter
 
 __all__ = ["arm"]
 
@@ -27,7 +27,7 @@ def _die_now() -> None:
     # The router is gone: nobody can use this process any more, so no graceful shutdown.
     if os.getpgid(0) == os.getpid():
         os.killpg(0, signal.SIGKILL)
-    os._exit(1)
+    os._exit(EXIT_FAILED)
 
 
 def _set_parent_death_signal(router_pid: int) -> None:

@@ -14,6 +14,8 @@ import msgspec
 
 __all__ = [
     "EXIT_COMMAND",
+    "EXIT_FAILED",
+    "EXIT_STOPPED",
     "MAX_LINE_BYTES",
     "STATE_PREFIX",
     "ChildLine",
@@ -28,6 +30,11 @@ __all__ = [
 
 STATE_PREFIX = b"cmd_child_to_router:state:"
 EXIT_COMMAND = b"cmd_router_to_child:exit"
+# A child's exit code, as the router reads it: 0 when it was asked to stop (or had finished), 1
+# when it failed, with the reason in its last error log line. A signal death is the router's to
+# name (128 + signal).
+EXIT_STOPPED = 0
+EXIT_FAILED = 1
 # Same bound as upstream: a child that writes megabytes without a newline must not make the router
 # buffer without limit.
 MAX_LINE_BYTES = 1 << 20
