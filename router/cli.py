@@ -16,8 +16,8 @@ from router.settings import ServeSettings
 
 __all__ = ["main", "parse_serve_args"]
 
-_TRUE = {"1", "true", "on", "enabled"}
-_FALSE = {"0", "false", "off", "disabled"}
+_TRUE = {"1", "true", "on", "enabled", "yes"}
+_FALSE = {"0", "false", "off", "disabled", "no"}
 
 
 def _env(name: str, default: str | None = None) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from corral.suggest import closest
 from router.catalogue import Catalogue
 from router.model_state import ModelState
 from router.scheduling_errors import ModelNotFound
@@ -15,5 +16,5 @@ def find_model(catalogue: Catalogue, models: Mapping[str, ModelState], name: str
     """The model of this name or alias; unknown names are :class:`ModelNotFound` on every route."""
     entry = catalogue.resolve(name)
     if entry is None or entry.name not in models:
-        raise ModelNotFound(name)
+        raise ModelNotFound(name, tuple(closest(name, catalogue.names())))
     return models[entry.name]
