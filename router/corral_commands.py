@@ -32,6 +32,7 @@ from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.names import InvalidReference
 from corral.hub.removal import NotInCache, remove_cached_model
 from corral.hub.sizes import cached_model_sizes, human_size
+from router.cli_help import COMMAND_SUMMARIES, SuggestingParser
 
 __all__ = ["CACHE_COMMANDS", "ProgressBar", "run_cache_command"]
 
@@ -184,15 +185,22 @@ def _ps(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="corral")
+    parser = SuggestingParser(prog="corral")
     commands = parser.add_subparsers(dest="command", required=True)
-    pull = commands.add_parser("pull", help="download a model into the hub cache")
+
+    def command(name: str) -> argparse.ArgumentParser:
+        summary = COMMAND_SUMMARIES[name]
+        return commands.add_parser(
+            name, help=summary, description=summary[0].upper() + summary[1:] + "."
+        )
+
+    pull = command("pull")
     pull.add_argument("model", help="org/repo[:TAG]; without a tag Q4_K_M, else Q8_0, else first")
     pull.add_argument("-hft", "--hf-token", default=None, help="hub token [HF_TOKEN]")
-    commands.add_parser("ls", help="list the hub cache's models with their sizes")
-    rm = commands.add_parser("rm", help="delete one model's files from the hub cache")
+    command("ls")
+    rm = command("rm")
     rm.add_argument("model", help="org/repo:TAG")
-    ps = commands.add_parser("ps", help="models a running router has loaded, with memory")
+    ps = command("ps")
     ps.add_argument("--url", default="http://127.0.0.1:8080", help="the router's address")
     ps.add_argument("--api-key", default=os.environ.get("LLAMA_API_KEY"), help="[LLAMA_API_KEY]")
     return parser
@@ -208,5 +216,7 @@ CACHE_COMMANDS = frozenset(_HANDLERS)
 
 
 def run_cache_command(command: str, argv: list[str]) -> int:
-    args = _parser().parse_args([command, *argv])
-    return _HANDLERS[args.command](args)
+    # Parsed by the command's own parser, so a mistyped flag is matched against its flags.
+    subparsers = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    args = subparsers.choices[command].parse_args(argv)
+    return _HANDLERS[command](args)
