@@ -13,6 +13,7 @@ import uvicorn
 
 from corral.logs import configure_logging
 from corral.sockets import bind_tcp
+from router.access_log import AccessLog
 from router.app import create_app
 from router.catalogue import CatalogueError
 from router.security import warn_if_exposed
@@ -24,7 +25,8 @@ _log = structlog.get_logger("corral.router")
 
 
 def serve(settings: ServeSettings) -> None:
-    configure_logging()
+    json = None if settings.log_format is None else settings.log_format == "json"
+    configure_logging(json=json)
     warn_if_exposed(settings)
     try:
         app = create_app(settings)
@@ -39,7 +41,7 @@ def serve(settings: ServeSettings) -> None:
         raise SystemExit(1) from None
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app,
+        AccessLog(app) if settings.log_requests else app,
         log_config=None,
         lifespan="on",
         # Long streams would otherwise hold shutdown open indefinitely.
