@@ -21,6 +21,7 @@ from router.download_jobs import DownloadJobs
 from router.launcher import SubprocessLauncher, WorkerLauncher
 from router.memory_budget import MemoryBudget
 from router.metrics import RequestCounter
+from router.model_file_check import model_file_problem
 from router.model_state import ModelState
 from router.scheduler import Scheduler
 from router.security import ApiKeyAuth, build_cors_config
@@ -83,6 +84,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 launcher=launcher or SubprocessLauncher(),
                 task_group=group,
                 timeout=settings.timeout,
+                check_file=model_file_problem,
             )
             scheduler = Scheduler(pool, settings.models_max, budget)
             downloads = DownloadJobs(
