@@ -135,7 +135,13 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "`1`: every download fails with “HF_HUB_OFFLINE is set”",
     ),
     EnvVar("HF_TOKEN", "corral pull (huggingface_hub)", "`corral pull --hf-token` when absent"),
-    EnvVar("LLAMA_API_KEY", "corral ps", "key sent to the router (the first of a comma list)"),
+    EnvVar(
+        "LLAMA_API_KEY", "corral ls/ps/rm", "key sent to the router (the first of a comma list)"
+    ),
+    EnvVar("LLAMA_ARG_HOST", "corral ls/ps/rm", "host of the default `--url`"),
+    EnvVar("LLAMA_ARG_PORT", "corral ls/ps/rm", "port of the default `--url`"),
+    EnvVar("LLAMA_ARG_MODELS_DIR", "corral ls", "and `corral ls --models-dir`"),
+    EnvVar("LLAMA_ARG_MODELS_PRESET", "corral ls", "and `corral ls --models-preset`"),
     EnvVar(
         "LLAMA_SERVER_DEBUG_FAKE_TIMING",
         "corral serve",
@@ -425,22 +431,36 @@ def _worker_section() -> list[str]:
     ]
 
 
+_ROUTER_FLAGS = {
+    "url": "the router to ask; default: `http://LLAMA_ARG_HOST:LLAMA_ARG_PORT`, as `corral serve` "
+    "would listen in this environment (`0.0.0.0` → `127.0.0.1`)",
+    "api_key": "key for a router that wants one (else `LLAMA_API_KEY`); a 401 says which to set",
+}
 _CACHE_COMMAND_HELP: dict[str, dict[str, str]] = {
     "pull": {
         "model": "`org/repo[:TAG]`; no tag: `Q4_K_M`, else `Q8_0`, else the first GGUF",
         "hf_token": "hub token (else `HF_TOKEN`)",
     },
-    "ls": {},
-    "rm": {"model": "`org/repo:TAG`: that tag's files; blobs nothing else uses"},
-    "ps": {
-        "url": "the router's address",
-        "api_key": "key for a router that wants one (else `LLAMA_API_KEY`)",
+    "ls": {
+        "models_dir": "also list this directory's models (else `LLAMA_ARG_MODELS_DIR`)",
+        "models_preset": "also list this preset file's models (else `LLAMA_ARG_MODELS_PRESET`)",
+        **_ROUTER_FLAGS,
     },
+    "rm": {
+        "model": "`org/repo:TAG`: that tag's files; blobs nothing else uses",
+        "force": "delete even while the router at `--url` serves the model (without it: a "
+        "question on a terminal, a refusal otherwise)",
+        **_ROUTER_FLAGS,
+    },
+    "ps": _ROUTER_FLAGS,
 }
 _CACHE_COMMAND_SUMMARY = {
-    "pull": "download into the hub cache, with a progress bar; resumes a partial download",
-    "ls": "the hub cache's models with their sizes",
-    "rm": "delete one model's files from the hub cache",
+    "pull": "download into the hub cache, with a progress bar, speed and time left; resumes a "
+    "partial download",
+    "ls": "every model a router would list: the hub cache, `--models-dir` and `--models-preset` "
+    "models, with source, size and path, and each one's status when a router answers at `--url`",
+    "rm": "delete one model's files from the hub cache; when the router at `--url` is serving it, "
+    "only after a confirmation (or `--force`)",
     "ps": "the models a running router has loaded, with each worker's resident memory",
 }
 
