@@ -44,14 +44,15 @@ async def _reload_on_sighup(runtime: RouterRuntime) -> None:
 
 
 def _cached_entry(catalogue: Catalogue, settings: ServeSettings, reference: str) -> CatalogueEntry:
-    """``--hf-repo org/repo[:TAG]``: the model must already be in the hub cache."""
+    """``--hf-repo org/repo[:TAG]``: in the hub cache (``serve`` downloaded it if it could)."""
     cached = None
     if settings.cache_dir is not None:
         cached = resolve_cached_model(scan_cache(settings.cache_dir), reference)
     if cached is None or cached.name not in catalogue.entries:
+        why = "--offline forbids downloading it" if settings.offline else "it was not downloaded"
         raise CatalogueError(
-            f"--hf-repo {reference}: not in the hub cache ({settings.cache_dir}); "
-            "Corral downloads only on request, so fetch it first"
+            f"--hf-repo {reference}: not in the hub cache ({settings.cache_dir}); {why} "
+            f"(corral pull {reference} fetches it)"
         )
     return catalogue.entries[cached.name]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import subprocess
@@ -165,3 +166,39 @@ def _answered_on_a_terminal(
         stdout, stderr = process.communicate(timeout=60)
     assert "[y/N]" in stdout + stderr
     return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+def test_serve_hf_downloads_a_missing_model_before_serving_and_reuses_the_cache(
+    hub: FakeHub, cache: Path, tmp_path: Path, gguf_bytes: list[bytes]
+) -> None:
+    hub.add_repo(REPO, {"tiny-Q8_0.gguf": gguf_bytes[1]})
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
+    with running_router(["-hf", f"{REPO}:q8_0"], env) as router:
+        router.wait_for_log("model loaded", model=Q8)
+        lines = [str(r.get("event")) for r in router.records]
+        assert any(line.startswith("tiny-Q8_0.gguf [###") for line in lines)  # the progress
+        download = lines.index("downloaded")
+        assert download < lines.index("corral listening")  # before serving
+    assert len(hub.transfers_of(f"{REPO}/tiny-Q8_0.gguf")) == 1
+
+    with running_router(["-hf", f"{REPO}:q8_0"], env) as router:
+        router.wait_for_log("model loaded", model=Q8)
+        assert not [r for r in router.records if r.get("event") == "downloaded"]
+    assert len(hub.transfers_of(f"{REPO}/tiny-Q8_0.gguf")) == 1  # cached: no second download
+
+
+def test_serve_hf_says_why_when_the_download_fails(hub: FakeHub, cache: Path) -> None:
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url}
+    done = subprocess.run(
+        [sys.executable, "-m", "router", "serve", "--port", "0", "-hf", "acme/missing"],
+        env=_clean(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    failure = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [record] = [r for r in failure if r["event"] == "cannot download a --hf-repo model"]
+    assert "repository 'acme/missing' not found" in record["error"]
