@@ -42,6 +42,7 @@ def test_pull_ls_and_rm_work_on_the_cache_without_a_router(
 ) -> None:
     hub.add_repo(REPO, {"tiny-Q4_K_M.gguf": gguf_bytes[0], "tiny-Q8_0.gguf": gguf_bytes[1]})
     env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
+    env["LLAMA_ARG_PORT"] = "9"  # no router there, whatever else runs on this machine
     repo_dir = cache / "models--acme--tiny-GGUF"
 
     pulled = corral(["pull", f"{REPO}:q8_0"], env)
