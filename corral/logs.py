@@ -25,6 +25,19 @@ def _drop_color_message(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any
     return event
 
 
+def _drop_restated(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+    # A record may restate some fields in its message (the access line's "POST /x 200 12 ms"):
+    # a terminal shows them once, JSON keeps them as fields for machines.
+    for key in event.pop("restated", ()):
+        event.pop(key, None)
+    return event
+
+
+def _forget_restated(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+    event.pop("restated", None)
+    return event
+
+
 def configure_logging(*, json: bool | None = None, level: str = "INFO") -> None:
     json = (not sys.stderr.isatty()) if json is None else json
     shared: list[Any] = [
@@ -45,13 +58,14 @@ def configure_logging(*, json: bool | None = None, level: str = "INFO") -> None:
     if json:
         # No locals in tracebacks: they may hold API keys.
         final = [
+            _forget_restated,
             structlog.processors.ExceptionRenderer(
                 structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
             ),
             structlog.processors.JSONRenderer(serializer=_json_dumps),
         ]
     else:
-        final = [structlog.dev.ConsoleRenderer()]
+        final = [_drop_restated, structlog.dev.ConsoleRenderer()]
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(

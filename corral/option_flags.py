@@ -12,6 +12,7 @@ import argparse
 import os
 from collections.abc import Mapping
 
+from corral.option_help import MODEL_OPTION_HELP
 from corral.options import OPTIONS, OptionError, OptionSpec, normalise_options
 
 __all__ = ["add_model_flags", "model_options_from"]
@@ -33,14 +34,27 @@ def _env_name(spec: OptionSpec) -> str | None:
     return next((s for s in spec.spellings if s.startswith("LLAMA_ARG_")), None)
 
 
+def _help(spec: OptionSpec) -> str:
+    # Plain text for a terminal: the descriptions are Markdown, and argparse formats with %.
+    text = MODEL_OPTION_HELP[spec.name].replace("`", "").replace("%", "%%")
+    negatives = [_flag(n) for n in spec.negatives if not n.startswith(_ENV_PREFIXES)]
+    if negatives:
+        text += f"; off: {', '.join(negatives)}"
+    env = _env_name(spec)
+    return text + (f" [{env}]" if env else "")
+
+
 def add_model_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("per-model options (passed to every worker)")
+    group = parser.add_argument_group(
+        "per-model options",
+        "defaults for every model (a preset section beats them); unset: the worker's default "
+        "(docs/configuration.md lists each)",
+    )
     for spec in WORKER_OPTIONS:
         flags = [f"--{spec.name}"] + [
             _flag(s) for s in spec.spellings if not s.startswith(_ENV_PREFIXES)
         ]
-        env = _env_name(spec)
-        help_ = f"[{env}]" if env else None
+        help_ = _help(spec)
         if spec.kind == "bool":
             group.add_argument(
                 *flags,

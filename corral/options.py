@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from corral.suggest import did_you_mean
+
 __all__ = [
     "OPTIONS",
     "OptionError",
@@ -36,8 +38,10 @@ OptionRole = Literal["worker", "model", "preset"]
 Bound = Literal["any", "non_negative", "positive"]
 
 _IGNORED_KEYS = frozenset({"version"})  # reserved by upstream for future use
-_TRUTHY = frozenset({"on", "enabled", "true", "1"})
-_FALSEY = frozenset({"off", "disabled", "false", "0"})
+# yes/no are Corral's extension: llama.cpp's preset and LLAMA_ARG_* parser knows only the other
+# words, but `pin = yes` is what people write in an INI file, so every boolean accepts them.
+_TRUTHY = frozenset({"on", "enabled", "true", "1", "yes"})
+_FALSEY = frozenset({"off", "disabled", "false", "0", "no"})
 _CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 
 
@@ -173,7 +177,7 @@ def _parse_bool(raw: str) -> bool:
         return True
     if word in _FALSEY:
         return False
-    raise ValueError(f"expected on|off|true|false|enabled|disabled|1|0, got '{raw}'")
+    raise ValueError(f"expected on|off|true|false|yes|no|enabled|disabled|1|0, got '{raw}'")
 
 
 _SIZE = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[kmgt]?)(?:i?b)?", re.IGNORECASE)
@@ -236,7 +240,8 @@ def normalise_options(pairs: Iterable[tuple[str, str]], *, where: str) -> dict[s
             continue
         found = find_option(key)
         if found is None:
-            raise OptionError(f"{where}: unknown key '{key}'")
+            known = [k for k in _BY_KEY if not k.startswith(("LLAMA_ARG_", "__PRESET_"))]
+            raise OptionError(f"{where}: unknown key '{key}'{did_you_mean(key, known)}")
         spec, negated = found
         if spec.name in options:
             first = spelled_as[spec.name]

@@ -21,6 +21,7 @@ from router.download_jobs import DownloadJobs
 from router.launcher import SubprocessLauncher, WorkerLauncher
 from router.memory_budget import MemoryBudget
 from router.metrics import RequestCounter
+from router.model_file_check import model_file_problem
 from router.model_state import ModelState
 from router.scheduler import Scheduler
 from router.security import ApiKeyAuth, build_cors_config
@@ -43,14 +44,15 @@ async def _reload_on_sighup(runtime: RouterRuntime) -> None:
 
 
 def _cached_entry(catalogue: Catalogue, settings: ServeSettings, reference: str) -> CatalogueEntry:
-    """``--hf-repo org/repo[:TAG]``: the model must already be in the hub cache."""
+    """``--hf-repo org/repo[:TAG]``: in the hub cache (``serve`` downloaded it if it could)."""
     cached = None
     if settings.cache_dir is not None:
         cached = resolve_cached_model(scan_cache(settings.cache_dir), reference)
     if cached is None or cached.name not in catalogue.entries:
+        why = "--offline forbids downloading it" if settings.offline else "it was not downloaded"
         raise CatalogueError(
-            f"--hf-repo {reference}: not in the hub cache ({settings.cache_dir}); "
-            "Corral downloads only on request, so fetch it first"
+            f"--hf-repo {reference}: not in the hub cache ({settings.cache_dir}); {why} "
+            f"(corral pull {reference} fetches it)"
         )
     return catalogue.entries[cached.name]
 
@@ -83,6 +85,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 launcher=launcher or SubprocessLauncher(),
                 task_group=group,
                 timeout=settings.timeout,
+                check_file=model_file_problem,
             )
             scheduler = Scheduler(pool, settings.models_max, budget)
             downloads = DownloadJobs(

@@ -101,6 +101,10 @@ class Catalogue:
                     )
                 self._owners[alias] = entry.name
 
+    def names(self) -> list[str]:
+        """Every name a request may use: canonical names and aliases."""
+        return list(self._owners)
+
     def resolve(self, name: str) -> CatalogueEntry | None:
         """The model a request names, by canonical name or alias (``repo:q8_0`` = ``repo:Q8_0``)."""
         owner = self._owners.get(name)

@@ -58,6 +58,7 @@ class ChildExit:
     last_words: str | None = None  # the child's last log line that explains a failure
     launch_error: OSError | None = None
     internal_error: Exception | None = None
+    refused: bool = False  # never launched: the pre-launch check found ``reason``
 
     @property
     def code(self) -> int:
@@ -77,8 +78,10 @@ class ChildSupervisor:
         source: str,
         on_state: Callable[[StateMessage], None],
         stop_timeout: float,
+        check: Callable[[], str | None] | None = None,
     ) -> None:
         self._launcher = launcher
+        self._check = check  # before launching: what is wrong (the child would fail), or None
         self._argv = list(argv)
         self._env = dict(env)
         self._name = name
@@ -136,6 +139,13 @@ class ChildSupervisor:
     async def _run(self) -> ChildExit:
         if self._stop_requested:
             return ChildExit(0, "stopped before it started")
+        if self._check is not None:
+            # In a thread: walking a large header (a 150k-word vocabulary) takes tens of ms.
+            problem = await anyio.to_thread.run_sync(self._check)
+            if problem is not None:
+                return ChildExit(EXIT_CANNOT_START, problem, refused=True)
+            if self._stop_requested:
+                return ChildExit(0, "stopped before it started")
         try:
             self._process = process = await self._launcher.launch(self._argv, self._env)
         except OSError as exc:

@@ -2,35 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
 from corral.hub.cache_layout import locate_cache_dir
-from corral.option_flags import add_model_flags, model_options_from
+from corral.option_flags import model_options_from
 from corral.options import parse_size
+from router.cli_help import main_help, unknown_command
 from router.corral_commands import CACHE_COMMANDS, run_cache_command
 from router.security import ApiKeyFileError, load_api_keys, parse_list
+from router.serve_flags import serve_parser
 from router.settings import ServeSettings
 
 __all__ = ["main", "parse_serve_args"]
-
-_TRUE = {"1", "true", "on", "enabled"}
-_FALSE = {"0", "false", "off", "disabled"}
-
-
-def _env(name: str, default: str | None = None) -> str | None:
-    return os.environ.get(name, default)
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    value = (_env(name) or "").strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    return default
 
 
 def _flag_or_env(values: list[str] | None, name: str) -> list[str]:
@@ -38,106 +23,12 @@ def _flag_or_env(values: list[str] | None, name: str) -> list[str]:
     # the flag's values to it instead of replacing it.
     if values is not None:
         return values
-    value = _env(name)
+    value = os.environ.get(name)
     return [value] if value else []
 
 
-def _serve_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="corral serve", description="Serve every local model.")
-    parser.add_argument("--host", default=_env("LLAMA_ARG_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(_env("LLAMA_ARG_PORT", "8080") or 8080))
-    parser.add_argument(
-        "--models-dir",
-        type=Path,
-        default=_env("LLAMA_ARG_MODELS_DIR"),
-        help="directory of .gguf files and model subdirectories",
-    )
-    parser.add_argument(
-        "-m",
-        "--model",
-        dest="model_files",
-        type=Path,
-        action="append",
-        default=[],
-        help="add this GGUF file and load it at startup",
-    )
-    parser.add_argument(
-        "--models-max",
-        type=int,
-        default=int(_env("LLAMA_ARG_MODELS_MAX", "4") or 4),
-        help="models loaded at once (<=0: unlimited)",
-    )
-    parser.add_argument(
-        "--models-memory-max",
-        default=_env("CORRAL_MODELS_MEMORY_MAX"),
-        metavar="SIZE",
-        help="memory the running models may hold, e.g. 24G (evicts idle models to fit; "
-        "default: no limit)",
-    )
-    parser.add_argument(
-        "--models-autoload",
-        action=argparse.BooleanOptionalAction,
-        # As upstream, LLAMA_ARG_NO_MODELS_AUTOLOAD set to anything turns autoload off.
-        default=_env("LLAMA_ARG_NO_MODELS_AUTOLOAD") is None
-        and _env_bool("LLAMA_ARG_MODELS_AUTOLOAD", True),
-        help="load a model on its first request",
-    )
-    parser.add_argument(
-        "--api-key",
-        dest="api_keys",
-        action="append",
-        help="API key clients must send; comma-separated, repeatable [LLAMA_API_KEY]",
-    )
-    parser.add_argument(
-        "--api-key-file",
-        dest="api_key_files",
-        action="append",
-        help="file of API keys, one per line, '#' comments [LLAMA_ARG_API_KEY_FILE]",
-    )
-    parser.add_argument(
-        "--cors-origins",
-        default=_env("LLAMA_ARG_CORS_ORIGINS", "*"),
-        help="origins browsers may call from, comma-separated; 'localhost' = loopback only",
-    )
-    parser.add_argument(
-        "-hf",
-        "-hfr",
-        "--hf-repo",
-        dest="hf_repos",
-        action="append",
-        help="add this hub-cache model (org/repo[:TAG]) and load it at startup [LLAMA_ARG_HF_REPO]",
-    )
-    parser.add_argument(
-        "-to",
-        "--timeout",
-        type=float,
-        default=float(_env("LLAMA_ARG_TIMEOUT", "3600") or 3600),
-        help="seconds a worker may stay silent within one response (default 3600)",
-    )
-    parser.add_argument(
-        "--offline",
-        action="store_true",
-        default=_env_bool("LLAMA_ARG_OFFLINE", False),
-        help="never contact the hub (downloads are refused)",
-    )
-    parser.add_argument(
-        "-hft",
-        "--hf-token",
-        default=None,
-        help="hub token for downloads; given to download processes only [HF_TOKEN]",
-    )
-    parser.add_argument(
-        "--models-preset",
-        type=Path,
-        default=_env("LLAMA_ARG_MODELS_PRESET"),
-        help="llama.cpp preset INI: per-model options, aliases, tags, ttl, pin",
-    )
-    add_model_flags(parser)
-    return parser
-
-
 def parse_serve_args(argv: list[str]) -> ServeSettings:
-    parser = _serve_parser()
+    parser = serve_parser()
     args = parser.parse_args(argv)
     if args.models_dir is not None and not Path(args.models_dir).is_dir():
         parser.error(f"--models-dir {args.models_dir} is not a directory")
@@ -175,22 +66,22 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         model_options=model_options_from(args, parser),
         api_keys=api_keys,
         cors_origins=tuple(parse_list(args.cors_origins)),
-        hf_token=args.hf_token or _env("HF_TOKEN"),
+        hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
+        log_format=args.log_format,
+        log_requests=args.log_requests,
     )
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: corral serve [options]   (corral serve --help for the options)")
-        print("       corral pull REPO[:TAG] | ls | rm REPO:TAG | ps [--url URL]")
+        print(main_help(), file=sys.stdout if argv else sys.stderr)
         sys.exit(0 if argv else 2)
     command, rest = argv[0], argv[1:]
     if command in CACHE_COMMANDS:
         sys.exit(run_cache_command(command, rest))
     if command != "serve":
-        print(f"corral: unknown command '{command}'", file=sys.stderr)
-        sys.exit(2)
+        unknown_command(command)
     from router.server import serve
 
     try:

@@ -18,6 +18,7 @@ from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
 from corral.disconnect import cancel_on_disconnect, until_disconnected
 from corral.errors import ApiError, sse_error_event
+from router.access_log import note_model
 from router.model_state import ModelState
 from router.scheduler import Scheduler
 from router.scheduling_answers import scheduling_answered
@@ -145,6 +146,7 @@ async def forward(
     request fails.
     """
     name = state.entry.name
+    note_model(name)
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
     detached = still_wanted is not None
@@ -172,6 +174,7 @@ async def relay(
 ) -> ASGIResponse:
     """Send the request to the worker of a model it is already counted busy on."""
     name = state.entry.name
+    note_model(name)
     client = state.client
     if client is None:  # stopped between becoming ready and now
         scheduler.release(state)

@@ -25,7 +25,10 @@ __all__ = ["api_error", "scheduling_answered"]
 def api_error(error: SchedulingError) -> ApiError:
     name = error.model
     if isinstance(error, ModelNotFound):
-        return ApiError(404, f"model '{name}' not found")
+        hint = " or ".join(f"'{other}'" for other in error.suggestions)
+        return ApiError(
+            404, f"model '{name}' not found" + (f"; did you mean {hint}?" if hint else "")
+        )
     if isinstance(error, AlreadyRunning):
         return ApiError(400, "model is already running")
     if isinstance(error, NoRoom):

@@ -26,6 +26,10 @@ class SchedulingError(Exception):
 class ModelNotFound(SchedulingError):
     """No model and no alias has this name (or a reload removed it)."""
 
+    def __init__(self, model: str, suggestions: tuple[str, ...] = ()) -> None:
+        super().__init__(model)
+        self.suggestions = suggestions  # the closest existing names, best first
+
 
 class AlreadyRunning(SchedulingError):
     """An explicit load of a model that runs, or is loading, already."""

@@ -7,14 +7,18 @@ stops the workers (exit command, then SIGTERM/SIGKILL after the stop timeout).
 from __future__ import annotations
 
 import socket
+import sys
 
 import structlog
 import uvicorn
 
+from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.logs import configure_logging
 from corral.sockets import bind_tcp
+from router.access_log import AccessLog
 from router.app import create_app
 from router.catalogue import CatalogueError
+from router.hub_download import DownloadFailed, download_model
 from router.security import warn_if_exposed
 from router.settings import ServeSettings
 
@@ -23,9 +27,30 @@ __all__ = ["serve"]
 _log = structlog.get_logger("corral.router")
 
 
+def _download_missing(settings: ServeSettings) -> None:
+    """``-hf ORG/REPO[:TAG]`` of a model not in the cache: download it first, as llama-server
+    does, through the same download child as ``corral pull`` (progress on stderr)."""
+    if settings.offline or settings.cache_dir is None:
+        return  # create_app then says the model is missing and that --offline forbids fetching
+    for reference in settings.hf_repos:
+        if resolve_cached_model(scan_cache(settings.cache_dir), reference) is not None:
+            continue
+        _log.info("downloading a --hf-repo model before serving", model=reference)
+        try:
+            name = download_model(
+                reference, settings.cache_dir, token=settings.hf_token, progress=sys.stderr
+            )
+        except DownloadFailed as exc:
+            _log.error("cannot download a --hf-repo model", model=reference, error=str(exc))
+            raise SystemExit(1) from None
+        _log.info("downloaded", model=name)
+
+
 def serve(settings: ServeSettings) -> None:
-    configure_logging()
+    json = None if settings.log_format is None else settings.log_format == "json"
+    configure_logging(json=json)
     warn_if_exposed(settings)
+    _download_missing(settings)
     try:
         app = create_app(settings)
     except CatalogueError as exc:
@@ -39,7 +64,7 @@ def serve(settings: ServeSettings) -> None:
         raise SystemExit(1) from None
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app,
+        AccessLog(app) if settings.log_requests else app,
         log_config=None,
         lifespan="on",
         # Long streams would otherwise hold shutdown open indefinitely.

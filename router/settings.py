@@ -28,3 +28,5 @@ class ServeSettings:
     api_keys: tuple[str, ...] = field(default=(), repr=False)
     cors_origins: tuple[str, ...] = ("*",)
     hf_token: str | None = field(default=None, repr=False)  # for download children only
+    log_format: str | None = None  # "text" or "json"; None: text on a terminal, else JSON
+    log_requests: bool = True  # one access line per request

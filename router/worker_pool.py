@@ -13,6 +13,7 @@ import sys
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -59,12 +60,15 @@ class WorkerPool:
         events: EventBus | None = None,
         timeout: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
+        check_file: Callable[[Path], str | None] | None = None,
     ) -> None:
         self.events = events or EventBus()
         self.exit_listeners: list[Callable[[str], None]] = []  # called with a model's name
         self.changed = Broadcast()
         self._timeout = timeout
         self._clock = clock
+        # What is wrong with a model's file, asked before its worker starts (None: no check).
+        self._check_file = check_file
         self._launcher = launcher
         self._tasks = task_group
         # Views handed out stay valid after a reload replaced them (a request may still hold one).
@@ -152,6 +156,7 @@ class WorkerPool:
             source="worker",
             on_state=lambda message: self._on_state(state, message, started),
             stop_timeout=state.entry.stop_timeout,
+            check=self._file_check(state.entry.path),
         )
         fields.exited = anyio.Event()
         fields.supervisor = supervisor
@@ -161,6 +166,10 @@ class WorkerPool:
         self._set_status(state, Status.LOADING)
         self.events.publish(state.name, "model_status", {"status": "loading"})
         self._tasks.start_soon(self._run_worker, state, supervisor)
+
+    def _file_check(self, path: Path) -> Callable[[], str | None] | None:
+        check = self._check_file
+        return None if check is None else lambda: check(path)
 
     def request_stop(self, state: ModelState) -> None:
         """Mark the model stopping now (the scheduler counts on that); stop it in the background."""
@@ -251,5 +260,8 @@ class WorkerPool:
         # The reason travels with the event (beyond upstream), so a client need not refetch.
         failure = {"error": fields.error} if fields.exit_code and fields.error else {}
         self._set_status(state, Status.UNLOADED, exit_code=fields.exit_code or 0, **failure)
+        if ended.refused:  # no worker ran: say what is wrong with the file, once
+            _log.error("model file is unusable", model=state.name, error=reason)
+            return
         log = _log.info if expected or not returncode else _log.error
         log("worker exited", model=state.name, code=returncode, reason=reason)

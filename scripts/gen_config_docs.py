@@ -25,9 +25,11 @@ from unittest import mock
 from corral.children.environment import SECRET_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
 from corral.option_flags import WORKER_OPTIONS
+from corral.option_help import MODEL_OPTION_HELP
 from corral.options import OPTIONS, OptionSpec
-from router.cli import _serve_parser
 from router.corral_commands import _parser as _cache_commands_parser
+from router.serve_flags import SERVE_FLAG_HELP, SERVE_METAVARS
+from router.serve_flags import serve_parser as _serve_parser
 from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
 
 __all__ = [
@@ -46,72 +48,8 @@ __all__ = [
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "docs" / "configuration.md"
 
-# `corral serve`'s own flags, by argparse dest: (environment variable or "", description).
-SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
-    "host": ("LLAMA_ARG_HOST", "listen address; beyond loopback, also set an API key"),
-    "port": ("LLAMA_ARG_PORT", "listen port; `0` picks a free one (the log says which)"),
-    "models_dir": (
-        "LLAMA_ARG_MODELS_DIR",
-        "directory of models: each top-level `*.gguf` is a model named by its stem, each "
-        "subdirectory one model (first shard of a split model; `mmproj`/`draft` files are not "
-        "models)",
-    ),
-    "model_files": ("", "add this GGUF as a model named by its stem and load it at startup"),
-    "models_max": (
-        "LLAMA_ARG_MODELS_MAX",
-        "models loading, loaded or sleeping at once (downloads do not count); `<= 0`: unlimited",
-    ),
-    "models_memory_max": (
-        "CORRAL_MODELS_MEMORY_MAX",
-        "Corral: memory the running models may hold (`512M`, `24G`; K/M/G/T are powers of "
-        "1024); idle models are evicted, least recent first, until a new one fits. A model's "
-        "size is its preset `memory`, else the most its worker was seen to hold, else an "
-        "estimate (files, KV cache, process); a model alone always loads. Default: no limit",
-    ),
-    "models_autoload": (
-        "LLAMA_ARG_MODELS_AUTOLOAD",
-        "load a model on its first request (per request: `?autoload=true|false`)",
-    ),
-    "api_keys": ("LLAMA_API_KEY", "keys clients must send, comma-separated"),
-    "api_key_files": (
-        "LLAMA_ARG_API_KEY_FILE",
-        "file of keys, one per line, blank and `#` lines ignored; unreadable = startup error",
-    ),
-    "cors_origins": (
-        "LLAMA_ARG_CORS_ORIGINS",
-        "origins browsers may call from, comma-separated; `localhost` = http(s) on "
-        "localhost, 127.0.0.1 or [::1], any port",
-    ),
-    "hf_repos": (
-        "LLAMA_ARG_HF_REPO",
-        "load this hub-cache model (`org/repo[:TAG]`) at startup; it must be in the cache already",
-    ),
-    "timeout": ("LLAMA_ARG_TIMEOUT", "longest silence (seconds) from a worker within one response"),
-    "offline": ("LLAMA_ARG_OFFLINE", "never contact the hub: `POST /models` answers 400"),
-    "hf_token": (
-        "HF_TOKEN",
-        "hub token for downloads (else `HF_TOKEN`, else `HUGGING_FACE_HUB_TOKEN`); given to "
-        "download processes only, never to workers",
-    ),
-    "models_preset": ("LLAMA_ARG_MODELS_PRESET", "preset INI file (see Preset keys)"),
-}
-
 # Placeholders shown instead of argparse's (``MODEL_FILES`` and the like).
-_METAVARS: dict[str, str] = {
-    "host": "HOST",
-    "port": "PORT",
-    "models_dir": "DIR",
-    "model_files": "FILE",
-    "models_max": "N",
-    "api_keys": "KEY[,KEY…]",
-    "api_key_files": "FILE",
-    "cors_origins": "LIST",
-    "hf_repos": "ORG/REPO[:TAG]",
-    "timeout": "SECONDS",
-    "hf_token": "TOKEN",
-    "models_preset": "FILE",
-    "model": "FILE",
-}
+_METAVARS: dict[str, str] = {**SERVE_METAVARS, "model": "FILE"}
 
 # `python -m worker`'s own flags (the per-model options come from OPTIONS).
 WORKER_FLAG_HELP: dict[str, str] = {
@@ -119,51 +57,6 @@ WORKER_FLAG_HELP: dict[str, str] = {
     "alias": "model id it reports (default: the file's stem)",
     "host": "listen address",
     "port": "listen port; `0` picks a free one and reports it",
-}
-
-# Every option of OPTIONS, by canonical name.
-MODEL_OPTION_HELP: dict[str, str] = {
-    "model": "GGUF file of a model the section defines (relative paths: to the INI file)",
-    "mmproj": "multimodal projector file; recorded and shown in `/models`, not used by workers yet",
-    "hf-repo": "hub-cache model `org/repo[:TAG]` (must be downloaded already)",
-    "hf-file": "with `hf-repo`: the file inside the repository, instead of a tag",
-    "alias": "other names the model answers to, comma-separated",
-    "tags": "labels listed in `/models`, comma-separated",
-    "load-on-startup": "load when the router starts (first start only, not on reloads)",
-    "stop-timeout": "seconds between the exit command, SIGTERM and SIGKILL when stopping",
-    "dedup-cache-models": "hide the plain cache entry of the file this section serves (it "
-    "still answers to its name)",
-    "ttl": "Corral: unload after this many idle seconds",
-    "pin": "Corral: never evicted to make room for another model",
-    "memory": "Corral: what the model holds, for `--models-memory-max` (instead of measuring "
-    "its worker; declare GPU memory here)",
-    "ctx-size": "context size in tokens, shared evenly by the slots (llama.cpp rounds it up "
-    "to a multiple of 256); `0` = the model's training context",
-    "threads": "CPU threads",
-    "batch-size": "logical batch size",
-    "ubatch-size": "physical batch size (at most the logical one)",
-    "n-gpu-layers": "layers offloaded to the GPU of a GPU build; `auto`/`all` = every layer",
-    "n-predict": "default token budget of a request; `-1` = up to the context",
-    "parallel": "slots served together by continuous batching",
-    "temp": "default temperature",
-    "seed": "default seed; `-1` = random",
-    "chat-template": "template name (`chatml`, `llama-3`, `gemma`, …) or Jinja text, instead "
-    "of the GGUF's",
-    "jinja": "accepted for llama-server presets; the worker logs that it does not act on it",
-    "mmap": "map the weights from the file (`no-mmap` = read them into memory)",
-    "mlock": "lock the weights in RAM (needs a memlock limit, e.g. `LimitMEMLOCK=infinity`)",
-    "flash-attn": "flash attention",
-    "cache-type-k": "KV cache type of K",
-    "cache-type-v": "KV cache type of V",
-    "rope-freq-base": "RoPE base frequency",
-    "sleep-idle-seconds": "free the weights after this many idle seconds (status `sleeping`); "
-    "the next request wakes the model; `-1` = never",
-    "slots": "accepted for llama-server presets; the worker logs that it does not act on it",
-    "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it)",
-    "pooling": "embedding pooling",
-    "reranking": "serve `/v1/rerank`, `/rerank`, `/v1/reranking` and `/reranking` (501 without "
-    "it); implies `embeddings` and `pooling = rank`, whatever `pooling` says",
-    "webui": "accepted for llama-server presets; the worker logs that it does not act on it",
 }
 
 # Per-model option → the WorkerSettings field its default is read from.
@@ -242,7 +135,13 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "`1`: every download fails with “HF_HUB_OFFLINE is set”",
     ),
     EnvVar("HF_TOKEN", "corral pull (huggingface_hub)", "`corral pull --hf-token` when absent"),
-    EnvVar("LLAMA_API_KEY", "corral ps", "key sent to the router (the first of a comma list)"),
+    EnvVar(
+        "LLAMA_API_KEY", "corral ls/ps/rm", "key sent to the router (the first of a comma list)"
+    ),
+    EnvVar("LLAMA_ARG_HOST", "corral ls/ps/rm", "host of the default `--url`"),
+    EnvVar("LLAMA_ARG_PORT", "corral ls/ps/rm", "port of the default `--url`"),
+    EnvVar("LLAMA_ARG_MODELS_DIR", "corral ls", "and `corral ls --models-dir`"),
+    EnvVar("LLAMA_ARG_MODELS_PRESET", "corral ls", "and `corral ls --models-preset`"),
     EnvVar(
         "LLAMA_SERVER_DEBUG_FAKE_TIMING",
         "corral serve",
@@ -281,7 +180,8 @@ _HEADER = """\
 Corral takes llama-server's spellings everywhere: a per-model option is the same word as a
 `corral serve` flag, a `python -m worker` flag, a preset key and (mostly) a `LLAMA_ARG_*`
 variable. Precedence for a model's options: **`corral serve` flag (or its variable) > preset
-section > preset `[*]`**. Boolean values: `on|enabled|true|1` and `off|disabled|false|0`.
+section > preset `[*]`**. Boolean values: `on|enabled|true|1|yes` and `off|disabled|false|0|no`
+(`yes`/`no` are Corral's: llama.cpp itself does not take them).
 
 Contents: [`corral serve`](#corral-serve) ·
 [per-model options](#per-model-options) · [`python -m worker`](#python--m-worker) ·
@@ -531,22 +431,36 @@ def _worker_section() -> list[str]:
     ]
 
 
+_ROUTER_FLAGS = {
+    "url": "the router to ask; default: `http://LLAMA_ARG_HOST:LLAMA_ARG_PORT`, as `corral serve` "
+    "would listen in this environment (`0.0.0.0` → `127.0.0.1`)",
+    "api_key": "key for a router that wants one (else `LLAMA_API_KEY`); a 401 says which to set",
+}
 _CACHE_COMMAND_HELP: dict[str, dict[str, str]] = {
     "pull": {
         "model": "`org/repo[:TAG]`; no tag: `Q4_K_M`, else `Q8_0`, else the first GGUF",
         "hf_token": "hub token (else `HF_TOKEN`)",
     },
-    "ls": {},
-    "rm": {"model": "`org/repo:TAG`: that tag's files; blobs nothing else uses"},
-    "ps": {
-        "url": "the router's address",
-        "api_key": "key for a router that wants one (else `LLAMA_API_KEY`)",
+    "ls": {
+        "models_dir": "also list this directory's models (else `LLAMA_ARG_MODELS_DIR`)",
+        "models_preset": "also list this preset file's models (else `LLAMA_ARG_MODELS_PRESET`)",
+        **_ROUTER_FLAGS,
     },
+    "rm": {
+        "model": "`org/repo:TAG`: that tag's files; blobs nothing else uses",
+        "force": "delete even while the router at `--url` serves the model (without it: a "
+        "question on a terminal, a refusal otherwise)",
+        **_ROUTER_FLAGS,
+    },
+    "ps": _ROUTER_FLAGS,
 }
 _CACHE_COMMAND_SUMMARY = {
-    "pull": "download into the hub cache, with a progress bar; resumes a partial download",
-    "ls": "the hub cache's models with their sizes",
-    "rm": "delete one model's files from the hub cache",
+    "pull": "download into the hub cache, with a progress bar, speed and time left; resumes a "
+    "partial download",
+    "ls": "every model a router would list: the hub cache, `--models-dir` and `--models-preset` "
+    "models, with source, size and path, and each one's status when a router answers at `--url`",
+    "rm": "delete one model's files from the hub cache; when the router at `--url` is serving it, "
+    "only after a confirmation (or `--force`)",
     "ps": "the models a running router has loaded, with each worker's resident memory",
 }
 

@@ -1,17 +1,25 @@
-"""The scalar metadata of a GGUF file, read from its header without loading the model.
+"""The scalar metadata and the layout of a GGUF file, read from its header without loading it.
 
-The router uses it to estimate a model's context memory before the model first runs (see
-:mod:`router.memory_budget`). Arrays (the vocabulary, merges, …) are skipped, not read.
+The router uses the metadata to estimate a model's context memory before the model first runs
+(see :mod:`router.memory_budget`), and the layout to refuse a truncated or corrupt file before
+starting a worker, saying what is wrong (llama.cpp's own message names neither). Arrays (the
+vocabulary, merges, …) are skipped, not read.
 Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
 """
 
 from __future__ import annotations
 
+import math
+import mmap
+import os
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["GGUFError", "read_gguf_metadata"]
+from corral.hub.sizes import human_size
+
+__all__ = ["GGUFError", "GGUFLayout", "gguf_file_problem", "read_gguf_layout", "read_gguf_metadata"]
 
 Scalar = int | float | bool | str
 
@@ -82,3 +90,138 @@ def read_gguf_metadata(path: Path, *, stop_at: str | None = None) -> dict[str, S
             else:
                 raise GGUFError(f"{path.name}: unknown value type {kind} for '{key}'")
         return metadata
+
+
+# ggml tensor types by number: (elements per block, bytes per block); tests compare it with the
+# gguf package's table. A tensor of a type not listed counts for its offset only, so a new type
+# can make the check lenient, never wrong.
+_GGML_BLOCKS: dict[int, tuple[int, int]] = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+    9: (32, 40), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
+    15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98), 19: (256, 50), 20: (32, 18),
+    21: (256, 110), 22: (256, 82), 23: (256, 136), 24: (1, 1), 25: (1, 2), 26: (1, 4),
+    27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2), 34: (256, 54), 35: (256, 66),
+    39: (32, 17), 40: (64, 36), 41: (128, 18),
+}  # fmt: skip
+_DEFAULT_ALIGNMENT = 32
+_MAX_DIMS = 8  # ggml has 4; more means the header is garbage, not a model
+_MAX_COUNT = 1 << 32  # tensors, keys or array elements: beyond this the header is garbage
+
+
+class _Truncated(GGUFError):
+    """The file ends where its header says there is more."""
+
+
+class _Cursor:
+    """Reads a GGUF header from a buffer (the mapped file), checking every read's bounds."""
+
+    def __init__(self, data: bytes | mmap.mmap) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, fmt: str) -> int | float | bool:
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.data):
+            raise _Truncated("the file ends inside its header")
+        value: int | float | bool = struct.unpack_from(fmt, self.data, self.pos)[0]
+        self.pos += size
+        return value
+
+    def count(self) -> int:
+        value = int(self.take("<Q"))
+        if value > _MAX_COUNT:
+            raise GGUFError(f"corrupt header: a count of {value}")
+        return value
+
+    def skip(self, size: int) -> None:
+        if self.pos + size > len(self.data):
+            raise _Truncated("the file ends inside its header")
+        self.pos += size
+
+    def string(self) -> str:
+        length = self.count()
+        start = self.pos
+        self.skip(length)
+        return bytes(self.data[start : self.pos]).decode("utf-8", "replace")
+
+    def skip_value(self, kind: int) -> None:
+        if kind in _FIXED:
+            self.skip(struct.calcsize(_FIXED[kind]))
+        elif kind == _STRING:
+            self.skip(self.count())
+        elif kind == _ARRAY:
+            inner, count = int(self.take("<I")), self.count()
+            if inner in _FIXED:  # one jump over the whole array
+                self.skip(count * struct.calcsize(_FIXED[inner]))
+            else:
+                for _ in range(count):
+                    self.skip_value(inner)
+        else:
+            raise GGUFError(f"corrupt header: unknown value type {kind}")
+
+
+@dataclass(frozen=True, slots=True)
+class GGUFLayout:
+    size: int  # bytes the file has
+    data_end: int  # bytes its header says it has: the end of the last tensor's data
+
+
+def _tensor_bytes(kind: int, dims: list[int]) -> int:
+    block = _GGML_BLOCKS.get(kind)
+    if block is None:
+        return 0
+    elements = math.prod(dims)
+    return elements // block[0] * block[1]
+
+
+def read_gguf_layout(path: Path) -> GGUFLayout:
+    """Where the file's tensor data ends by its header: key/values and tensor infos are read
+    (arrays jumped over), nothing of the weights. Raises :class:`GGUFError` saying what is wrong.
+    """
+    with path.open("rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size < 4:
+            raise GGUFError("not a GGUF file: it is empty" if not size else "not a GGUF file")
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            cursor = _Cursor(data)
+            if data[:4] != _MAGIC:
+                raise GGUFError("not a GGUF file: it does not start with 'GGUF'")
+            version = int(cursor.take("<4xI"))
+            if version not in (2, 3):
+                raise GGUFError(f"corrupt header: GGUF version {version}")
+            tensors, keys = cursor.count(), cursor.count()
+            alignment = _DEFAULT_ALIGNMENT
+            for _ in range(keys):
+                key, kind = cursor.string(), int(cursor.take("<I"))
+                if key == "general.alignment" and kind == 4:
+                    alignment = int(cursor.take("<I")) or _DEFAULT_ALIGNMENT
+                else:
+                    cursor.skip_value(kind)
+            end = 0
+            for _ in range(tensors):
+                cursor.skip(cursor.count())  # the name
+                n_dims = int(cursor.take("<I"))
+                if n_dims > _MAX_DIMS:
+                    raise GGUFError(f"corrupt header: a tensor of {n_dims} dimensions")
+                dims = [int(cursor.take("<Q")) for _ in range(n_dims)]
+                kind, offset = int(cursor.take("<I")), int(cursor.take("<Q"))
+                end = max(end, offset + _tensor_bytes(kind, dims))
+            data_start = -(-cursor.pos // alignment) * alignment
+            return GGUFLayout(size, data_start + end)
+
+
+def gguf_file_problem(path: Path) -> str | None:
+    """What is wrong with a model file, in words, or ``None`` when its header and size agree."""
+    try:
+        layout = read_gguf_layout(path)
+    except _Truncated:
+        return "file is truncated: it ends inside its header"
+    except GGUFError as error:
+        return str(error)
+    except (OSError, ValueError) as error:
+        return f"cannot read the file: {error}"
+    if layout.data_end > layout.size:
+        return (
+            f"file is truncated: {human_size(layout.size)} of the "
+            f"{human_size(layout.data_end)} its header describes"
+        )
+    return None

@@ -82,7 +82,7 @@ def test_spellings_and_values(key: str, value: str, expected: tuple[str, str]) -
         ("sleep-idle-seconds", "0", "expected a number above 0"),
         ("jinja", "maybe", "key 'jinja': expected on|off"),
         ("no-mmap", "", "key 'no-mmap': expected on|off"),
-        ("pin", "yes", "key 'pin': expected on|off"),
+        ("pin", "maybe", "key 'pin': expected on|off|true|false|yes|no"),
         ("fa", "sometimes", "key 'fa': expected on|off"),
         ("ctk", "q3_k", "key 'ctk': expected one of f32, f16"),
         ("n-gpu-layers", "most", "expected an integer"),

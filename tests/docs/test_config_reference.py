@@ -126,6 +126,8 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "LLAMA_ARG_OFFLINE": ("1", "offline", True),
     "CORRAL_MODELS_MEMORY_MAX": ("2G", "models_memory_max", 2 << 30),
     "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
+    "CORRAL_LOG_FORMAT": ("json", "log_format", "json"),
+    "CORRAL_LOG_REQUESTS": ("no", "log_requests", False),
 }
 
 

@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
+import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
 
+from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.sizes import human_size
 from tests.support.fake_hub import FakeHub
-from tests.support.router_process import RouterProcess
+from tests.support.router_process import RouterProcess, running_router
 
 REPO = "acme/tiny-GGUF"
 Q8 = f"{REPO}:Q8_0"
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 
 
+def _clean(env: dict[str, str]) -> dict[str, str]:
+    foreign = ("HF_", "HUGGINGFACE_", "LLAMA_")  # the developer's cache, router and key
+    return {**{k: v for k, v in os.environ.items() if not k.startswith(foreign)}, **env}
+
+
 def corral(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
-    clean.pop("LLAMA_CACHE", None)
-    clean.pop("LLAMA_API_KEY", None)
+    clean = _clean(env)
     return subprocess.run(
         [sys.executable, "-m", "router", *args],
-        env={**clean, **env},
+        env=clean,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=120,
@@ -35,6 +42,7 @@ def test_pull_ls_and_rm_work_on_the_cache_without_a_router(
 ) -> None:
     hub.add_repo(REPO, {"tiny-Q4_K_M.gguf": gguf_bytes[0], "tiny-Q8_0.gguf": gguf_bytes[1]})
     env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
+    env["LLAMA_ARG_PORT"] = "9"  # no router there, whatever else runs on this machine
     repo_dir = cache / "models--acme--tiny-GGUF"
 
     pulled = corral(["pull", f"{REPO}:q8_0"], env)
@@ -44,7 +52,9 @@ def test_pull_ls_and_rm_work_on_the_cache_without_a_router(
     assert hub.transfers_of(f"{REPO}/tiny-Q4_K_M.gguf") == []
 
     listed = corral(["ls"], env)
-    assert listed.stdout.split()[:3] == [Q8, *human_size(len(gguf_bytes[1])).split()]
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["MODEL", "SOURCE", "SIZE", "PATH"]  # no router: no STATUS
+    assert row.split()[:4] == [Q8, "cache", *human_size(len(gguf_bytes[1])).split()]
 
     missing = corral(["pull", "acme/missing"], env)
     assert missing.returncode == 1
@@ -78,3 +88,118 @@ def test_ps_says_when_no_router_answers() -> None:
     done = corral(["ps", "--url", "http://127.0.0.1:9"], {})
     assert done.returncode == 1
     assert "cannot reach http://127.0.0.1:9" in done.stderr
+
+
+def _port(url: str) -> str:
+    return url.rsplit(":", 1)[1]
+
+
+def test_ps_finds_the_router_by_llama_arg_port_and_says_where_the_key_goes(
+    models_dir: Path,
+) -> None:
+    with running_router(["--models-dir", str(models_dir), "--api-key", "sesame"]) as router:
+        env = {"LLAMA_ARG_PORT": _port(router.url)}
+        refused = corral(["ps"], env)
+        assert refused.returncode == 1
+        assert refused.stderr.strip() == (
+            f"corral ps: http://127.0.0.1:{_port(router.url)} wants an API key: "
+            "pass it with --api-key KEY or set LLAMA_API_KEY"
+        )
+        wrong = corral(["ps", "--api-key", "nope"], env)
+        assert "refused the API key" in wrong.stderr
+        allowed = corral(["ps"], {**env, "LLAMA_API_KEY": "sesame"})
+        assert allowed.returncode == 0, allowed.stderr
+        assert allowed.stdout.split()[0] == "MODEL"
+
+
+def test_ls_lists_every_source_and_rm_asks_before_deleting_a_served_model(
+    hub: FakeHub, cache: Path, tmp_path: Path, gguf_bytes: list[bytes], models_dir: Path
+) -> None:
+    hub.add_repo(REPO, {"tiny-Q8_0.gguf": gguf_bytes[1]})
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
+    assert corral(["pull", Q8], env).returncode == 0
+    preset = tmp_path / "models.ini"
+    preset.write_text(f"[custom]\nmodel = {models_dir / 'beta.gguf'}\n", encoding="utf-8")
+    sources = ["--models-dir", str(models_dir), "--models-preset", str(preset)]
+    size = human_size((models_dir / "alpha.gguf").stat().st_size)
+    with running_router(sources, {"HF_HUB_CACHE": str(cache)}) as router:
+        loaded = router.client.post("/models/load", json={"model": Q8})
+        assert loaded.json() == {"success": True}
+        router.wait_for_log("model loaded", model=Q8)
+        env["LLAMA_ARG_PORT"] = _port(router.url)
+
+        listed = corral(["ls", *sources], env)
+        assert listed.returncode == 0, listed.stderr
+        rows = {line.split()[0]: line.split() for line in listed.stdout.splitlines()[1:]}
+        assert listed.stdout.split()[:5] == ["MODEL", "SOURCE", "SIZE", "STATUS", "PATH"]
+        assert rows["alpha"][1:5] == ["models_dir", *size.split(), "unloaded"]
+        assert rows["custom"][1:2] == ["preset"]
+        assert rows[Q8][1:5] == ["cache", *human_size(len(gguf_bytes[1])).split(), "loaded"]
+
+        refused = corral(["rm", Q8], env)
+        assert refused.returncode == 1
+        assert f"is serving {Q8} (loaded)" in refused.stderr
+        assert "pass --force" in refused.stderr
+        assert _answered_on_a_terminal(["rm", Q8], env, "n\n").returncode == 1
+        assert resolve_cached_model(scan_cache(cache), Q8) is not None  # kept both times
+
+        forced = corral(["rm", Q8, "--force"], env)
+        assert forced.returncode == 0, forced.stderr
+        assert resolve_cached_model(scan_cache(cache), Q8) is None
+
+
+def _answered_on_a_terminal(
+    args: list[str], env: dict[str, str], answer: str
+) -> subprocess.CompletedProcess[str]:
+    """Run corral with a pty as stdin, typing ``answer`` when it asks."""
+    master, slave = pty.openpty()
+    with os.fdopen(master, "wb", buffering=0) as keyboard:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "router", *args],
+            env=_clean(env),
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        os.close(slave)
+        keyboard.write(answer.encode())  # the pty buffers it until input() reads
+        stdout, stderr = process.communicate(timeout=60)
+    assert "[y/N]" in stdout + stderr
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+def test_serve_hf_downloads_a_missing_model_before_serving_and_reuses_the_cache(
+    hub: FakeHub, cache: Path, tmp_path: Path, gguf_bytes: list[bytes]
+) -> None:
+    hub.add_repo(REPO, {"tiny-Q8_0.gguf": gguf_bytes[1]})
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
+    with running_router(["-hf", f"{REPO}:q8_0"], env) as router:
+        router.wait_for_log("model loaded", model=Q8)
+        lines = [str(r.get("event")) for r in router.records]
+        assert any(line.startswith("tiny-Q8_0.gguf [###") for line in lines)  # the progress
+        download = lines.index("downloaded")
+        assert download < lines.index("corral listening")  # before serving
+    assert len(hub.transfers_of(f"{REPO}/tiny-Q8_0.gguf")) == 1
+
+    with running_router(["-hf", f"{REPO}:q8_0"], env) as router:
+        router.wait_for_log("model loaded", model=Q8)
+        assert not [r for r in router.records if r.get("event") == "downloaded"]
+    assert len(hub.transfers_of(f"{REPO}/tiny-Q8_0.gguf")) == 1  # cached: no second download
+
+
+def test_serve_hf_says_why_when_the_download_fails(hub: FakeHub, cache: Path) -> None:
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url}
+    done = subprocess.run(
+        [sys.executable, "-m", "router", "serve", "--port", "0", "-hf", "acme/missing"],
+        env=_clean(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    failure = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [record] = [r for r in failure if r["event"] == "cannot download a --hf-repo model"]
+    assert "repository 'acme/missing' not found" in record["error"]

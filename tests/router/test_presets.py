@@ -55,7 +55,8 @@ def test_section_tags_are_canonicalised() -> None:
 
 
 def test_unknown_keys_are_errors_and_keys_are_case_sensitive() -> None:
-    with pytest.raises(PresetError, match=r"^models.ini: section \[foo\]: unknown key 'ctx-sise'$"):
+    typo = r"^models.ini: section \[foo\]: unknown key 'ctx-sise'; did you mean 'ctx-size'\?$"
+    with pytest.raises(PresetError, match=typo):
         parse("[foo]\nctx-sise = 1\n")
     with pytest.raises(PresetError, match="unknown key 'CTX-SIZE'"):
         parse("[foo]\nCTX-SIZE = 1\n")
@@ -117,3 +118,10 @@ def test_load_preset_file(tmp_path: Path) -> None:
 def test_render_ini() -> None:
     text = render_ini("m", [("chat-template", "a\nb"), ("ctx-size", "1")])
     assert text == "[m]\nchat-template = a\\\nb\nctx-size = 1\n\n"
+
+
+@pytest.mark.parametrize(("word", "value"), [("yes", "true"), ("YES", "true"), ("no", "false")])
+def test_every_boolean_takes_yes_and_no(word: str, value: str) -> None:
+    sections = parse(f"[foo]\npin = {word}\nmlock = {word}\nno-mmap = {word}\n")
+    negated = "false" if value == "true" else "true"
+    assert sections["foo"] == {"pin": value, "mlock": value, "mmap": negated}

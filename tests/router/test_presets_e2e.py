@@ -151,7 +151,8 @@ def test_hf_repo_loads_a_cached_model_at_startup(tmp_path: Path) -> None:
         router.wait_for_log("model loaded", model="acme/tiny-GGUF:Q8_0")
 
 
-def test_hf_repo_missing_from_the_cache_is_a_startup_error(tmp_path: Path) -> None:
+def test_hf_repo_missing_from_the_cache_is_a_startup_error_offline(tmp_path: Path) -> None:
     hub = _fake_cache(tmp_path)
-    with pytest.raises(RuntimeError, match="acme/other: not in the hub cache"):
-        RouterProcess(["--hf-repo", "acme/other"], env={"HF_HUB_CACHE": str(hub)})
+    missing = "acme/other: not in the hub cache .*; --offline forbids downloading it"
+    with pytest.raises(RuntimeError, match=missing):
+        RouterProcess(["--hf-repo", "acme/other", "--offline"], env={"HF_HUB_CACHE": str(hub)})

@@ -92,6 +92,23 @@ def test_unknown_model_is_404(router: RouterProcess) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("alpah", "model 'alpah' not found; did you mean 'alpha'?"),
+        ("ALPH", "model 'ALPH' not found; did you mean 'alpha'?"),
+    ],
+)
+def test_unknown_model_names_the_closest_ones(
+    router: RouterProcess, name: str, message: str
+) -> None:
+    response = router.client.post(
+        "/v1/chat/completions", json={"model": name, "messages": CHAT, "max_tokens": 1}
+    )
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == message
+
+
 def test_missing_model_is_400(router: RouterProcess) -> None:
     response = router.client.post("/v1/chat/completions", json={"messages": CHAT})
     assert response.status_code == 400

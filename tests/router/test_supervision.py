@@ -9,9 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import gguf
 import psutil
 
+from corral.hub.sizes import human_size
 from tests.support.router_process import RouterProcess, running_router
+from tests.support.tiny_gguf import write_tiny_gguf
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 
@@ -78,8 +81,17 @@ def test_crash_of_one_worker_leaves_the_others_serving(router: RouterProcess) ->
     assert router.client.post("/v1/chat/completions", json={"model": "beta", **CHAT}).is_success
 
 
+def _weightless_gguf(path: Path) -> None:
+    """A well-formed GGUF with no tensors: it passes the router's file check, llama.cpp fails."""
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def test_model_that_cannot_load_fails_its_request_with_the_reason(tmp_path: Path) -> None:
-    (tmp_path / "broken.gguf").write_bytes(b"GGUF this is not a model")
+    _weightless_gguf(tmp_path / "broken.gguf")
     with running_router(["--models-dir", str(tmp_path)]) as router:
         response = router.client.post("/v1/chat/completions", json={"model": "broken", **CHAT})
         assert response.status_code == 500
@@ -100,6 +112,37 @@ def test_model_that_cannot_load_fails_its_request_with_the_reason(tmp_path: Path
         )
         loads = [r for r in router.records if r.get("event") == "starting worker"]
         assert len(loads) == 2
+
+
+def test_a_truncated_or_corrupt_file_fails_at_once_saying_what_is_wrong(tmp_path: Path) -> None:
+    write_tiny_gguf(tmp_path / "whole.gguf", name="whole")
+    data = (tmp_path / "whole.gguf").read_bytes()
+    (tmp_path / "cut.gguf").write_bytes(data[: len(data) // 3])
+    (tmp_path / "junk.gguf").write_bytes(b"\x00junk" * 100)
+    truncated = (
+        f"file is truncated: {human_size(len(data) // 3)} of the {human_size(len(data))} "
+        "its header describes"
+    )
+    expected = {"cut": truncated, "junk": "not a GGUF file: it does not start with 'GGUF'"}
+    with running_router(["--models-dir", str(tmp_path)]) as router:
+        for name, problem in expected.items():
+            response = router.client.post("/v1/chat/completions", json={"model": name, **CHAT})
+            assert response.status_code == 500
+            message = response.json()["error"]["message"]
+            assert message == f"model '{name}' failed to load: {problem}"
+            status = _status(router, name)
+            assert status["failed"] is True
+            assert status["error"] == problem
+        assert router.client.post(
+            "/v1/chat/completions", json={"model": "whole", **CHAT}
+        ).is_success
+    unusable = [r for r in router.records if r.get("event") == "model file is unusable"]
+    assert [(r["model"], r["error"]) for r in unusable] == list(expected.items())
+    # No worker was spawned for a bad file: none logged, none exited.
+    relayed = {r.get("model") for r in router.records if r.get("source") == "worker"}
+    assert relayed == {"whole"}
+    exited = [r for r in router.records if r.get("event") == "worker exited" and r.get("code")]
+    assert not exited
 
 
 def test_sigkilled_router_leaves_no_worker_behind(models_dir: Path) -> None:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,16 @@ class RouterProcess:
         record = find()
         assert record is not None
         return record
+
+    def wait_for_record(
+        self, matches: Callable[[dict[str, Any]], bool], timeout: float = 30.0
+    ) -> dict[str, Any]:
+        """The first log record ``matches`` accepts, waiting for it to appear."""
+        with self._logged:
+            assert self._logged.wait_for(lambda: any(map(matches, self.records)), timeout), (
+                "no such log record"
+            )
+            return next(r for r in self.records if matches(r))
 
     def log_text(self) -> str:
         return "\n".join(json.dumps(record) for record in self.records)

@@ -1,12 +1,20 @@
-"""Reading a GGUF header's scalar metadata without loading the model."""
+"""Reading a GGUF header's scalar metadata and layout without loading the model."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import gguf
 import pytest
 
-from corral.hub.gguf_header import GGUFError, read_gguf_metadata
+from corral.hub.gguf_header import (
+    _GGML_BLOCKS,
+    GGUFError,
+    gguf_file_problem,
+    read_gguf_layout,
+    read_gguf_metadata,
+)
+from corral.hub.sizes import human_size
 from tests.support.tiny_gguf import write_tiny_gguf
 
 
@@ -42,3 +50,45 @@ def test_other_files_are_refused(tmp_path: Path, content: bytes, message: str) -
     path.write_bytes(content)
     with pytest.raises(GGUFError, match=message):
         read_gguf_metadata(path)
+
+
+def test_the_layout_of_a_whole_file_ends_at_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.gguf"
+    write_tiny_gguf(path, name="tiny")
+    layout = read_gguf_layout(path)
+    assert layout.data_end == layout.size == path.stat().st_size
+    assert gguf_file_problem(path) is None
+
+
+def test_a_file_cut_short_says_how_much_of_it_is_there(tmp_path: Path) -> None:
+    whole = tmp_path / "tiny.gguf"
+    write_tiny_gguf(whole, name="tiny")
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(data[: len(data) // 3])
+    assert gguf_file_problem(cut) == (
+        f"file is truncated: {human_size(len(data) // 3)} of the {human_size(len(data))} "
+        "its header describes"
+    )
+    cut.write_bytes(data[:200])  # inside the key/values
+    assert gguf_file_problem(cut) == "file is truncated: it ends inside its header"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"", "not a GGUF file: it is empty"),
+        (b"\x00garbage" * 64, "not a GGUF file: it does not start with 'GGUF'"),
+        (b"GGUF" + bytes(range(256)) * 4, "corrupt header: GGUF version 50462976"),
+        # Version 3, then a tensor count no file could hold.
+        (b"GGUF\x03\x00\x00\x00" + b"\xff" * 16, "corrupt header: a count of 18446744073709551615"),
+    ],
+)
+def test_a_garbage_header_says_so(tmp_path: Path, content: bytes, problem: str) -> None:
+    path = tmp_path / "junk.gguf"
+    path.write_bytes(content)
+    assert gguf_file_problem(path) == problem
+
+
+def test_the_tensor_type_table_is_ggmls() -> None:
+    assert {int(kind): size for kind, size in gguf.GGML_QUANT_SIZES.items()} == _GGML_BLOCKS

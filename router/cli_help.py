@@ -1,0 +1,82 @@
+"""The ``corral`` command's help and its answers to a typo: short, with a suggestion.
+
+argparse prints its whole usage block before the one useful line; a newcomer who typed
+``--prot`` needs the error, what was meant and where the help is, in at most three lines.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from argparse import ArgumentParser
+from typing import NoReturn
+
+from corral.suggest import closest, did_you_mean
+
+__all__ = [
+    "COMMAND_SUMMARIES",
+    "SuggestingParser",
+    "main_help",
+    "terminal_text",
+    "unknown_command",
+]
+
+# One line per command, shown by ``corral --help`` and as each command's description.
+COMMAND_SUMMARIES: dict[str, str] = {
+    "serve": "run the router: every local model behind one address, loaded on demand",
+    "pull": "download a model into the hub cache, with speed and time left",
+    "ls": "list every model a router would serve (hub cache, --models-dir, presets)",
+    "rm": "delete one model's files from the hub cache",
+    "ps": "the models a running router has loaded, with their memory",
+}
+
+_UNRECOGNISED = re.compile(r"unrecognized arguments: (?P<rest>.*)")
+
+
+def terminal_text(markdown: str) -> str:
+    """A Markdown description as plain text: the backticks go."""
+    return markdown.replace("`", "").replace("%", "%%")  # argparse formats help with %
+
+
+class SuggestingParser(ArgumentParser):
+    """An argparse parser whose errors are one line, plus the closest flag when one is close."""
+
+    def error(self, message: str) -> NoReturn:
+        lines = [f"{self.prog}: error: {message}"]
+        if found := _UNRECOGNISED.match(message):
+            flags = [word for word in found["rest"].split() if word.startswith("-")]
+            known = list(self._option_string_actions)
+            hints = [(flag, closest(flag.split("=")[0], known, limit=1)) for flag in flags]
+            suggested = [
+                f"{flag} → {near[0]}" if len(flags) > 1 else near[0] for flag, near in hints if near
+            ]
+            if suggested:
+                lines.append(f"{self.prog}: did you mean {', '.join(suggested)}?")
+        lines.append(f"Run '{self.prog} --help' for every flag.")
+        sys.stderr.write("\n".join(lines) + "\n")
+        sys.exit(2)
+
+
+def main_help() -> str:
+    width = max(len(name) for name in COMMAND_SUMMARIES)
+    rows = [f"  {name:<{width}}  {summary}" for name, summary in COMMAND_SUMMARIES.items()]
+    return "\n".join(
+        [
+            "usage: corral COMMAND [options]",
+            "",
+            "Corral serves local GGUF models behind one OpenAI-compatible address.",
+            "",
+            "commands:",
+            *rows,
+            "",
+            "'corral COMMAND --help' describes a command's flags (docs/configuration.md: all).",
+        ]
+    )
+
+
+def unknown_command(command: str) -> NoReturn:
+    hint = did_you_mean(command, COMMAND_SUMMARIES)
+    sys.stderr.write(
+        f"corral: unknown command '{command}'{hint}\nRun 'corral --help' for the commands.\n"
+    )
+    sys.exit(2)

@@ -1,0 +1,231 @@
+"""``corral serve``'s flags: spellings, defaults, groups and what each means.
+
+The descriptions here and in :mod:`corral.option_help` are the one source for
+``corral serve --help`` and docs/configuration.md (scripts/gen_config_docs.py stops when a flag
+has none). Flags are spelled as llama-server's, with ``LLAMA_ARG_*`` fallbacks read when the
+parser is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from corral.option_flags import add_model_flags
+from router.cli_help import SuggestingParser, terminal_text
+
+__all__ = ["SERVE_FLAG_HELP", "SERVE_METAVARS", "serve_parser"]
+
+_TRUE = {"1", "true", "on", "enabled", "yes"}
+_FALSE = {"0", "false", "off", "disabled", "no"}
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(name, default)
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = (_env(name) or "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    return default
+
+
+# `corral serve`'s own flags, by argparse dest: (environment variable or "", description).
+SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
+    "host": ("LLAMA_ARG_HOST", "listen address; beyond loopback, also set an API key"),
+    "port": ("LLAMA_ARG_PORT", "listen port; `0` picks a free one (the log says which)"),
+    "models_dir": (
+        "LLAMA_ARG_MODELS_DIR",
+        "directory of models: each top-level `*.gguf` is a model named by its stem, each "
+        "subdirectory one model (first shard of a split model; `mmproj`/`draft` files are not "
+        "models)",
+    ),
+    "model_files": ("", "add this GGUF as a model named by its stem and load it at startup"),
+    "models_max": (
+        "LLAMA_ARG_MODELS_MAX",
+        "models loading, loaded or sleeping at once (downloads do not count); `<= 0`: unlimited",
+    ),
+    "models_memory_max": (
+        "CORRAL_MODELS_MEMORY_MAX",
+        "Corral: memory the running models may hold (`512M`, `24G`; K/M/G/T are powers of "
+        "1024); idle models are evicted, least recent first, until a new one fits. A model's "
+        "size is its preset `memory`, else the most its worker was seen to hold, else an "
+        "estimate (files, KV cache, process); a model alone always loads",
+    ),
+    "models_autoload": (
+        "LLAMA_ARG_MODELS_AUTOLOAD",
+        "load a model on its first request (per request: `?autoload=true|false`)",
+    ),
+    "api_keys": ("LLAMA_API_KEY", "keys clients must send, comma-separated"),
+    "api_key_files": (
+        "LLAMA_ARG_API_KEY_FILE",
+        "file of keys, one per line, blank and `#` lines ignored; unreadable = startup error",
+    ),
+    "cors_origins": (
+        "LLAMA_ARG_CORS_ORIGINS",
+        "origins browsers may call from, comma-separated; `localhost` = http(s) on "
+        "localhost, 127.0.0.1 or [::1], any port",
+    ),
+    "hf_repos": (
+        "LLAMA_ARG_HF_REPO",
+        "load this hub model (`org/repo[:TAG]`) at startup, downloading it first (with "
+        "progress on stderr) when it is not in the hub cache; with `--offline` it must be there",
+    ),
+    "timeout": ("LLAMA_ARG_TIMEOUT", "longest silence (seconds) from a worker within one response"),
+    "offline": ("LLAMA_ARG_OFFLINE", "never contact the hub: `POST /models` answers 400"),
+    "hf_token": (
+        "HF_TOKEN",
+        "hub token for downloads (else `HF_TOKEN`, else `HUGGING_FACE_HUB_TOKEN`); given to "
+        "download processes only, never to workers",
+    ),
+    "models_preset": ("LLAMA_ARG_MODELS_PRESET", "preset INI file (see Preset keys)"),
+    "log_format": (
+        "CORRAL_LOG_FORMAT",
+        "`text`: readable lines; `json`: one JSON object per line; default: text on a "
+        "terminal, JSON otherwise",
+    ),
+    "log_requests": (
+        "CORRAL_LOG_REQUESTS",
+        "one line per request at info: method, path, model, status, duration, prompt and "
+        "generated tokens, tokens/s",
+    ),
+}
+
+# Placeholders shown instead of argparse's (``MODEL_FILES`` and the like).
+SERVE_METAVARS: dict[str, str] = {
+    "host": "HOST",
+    "port": "PORT",
+    "models_dir": "DIR",
+    "model_files": "FILE",
+    "models_max": "N",
+    "models_memory_max": "SIZE",
+    "api_keys": "KEY[,KEY…]",
+    "api_key_files": "FILE",
+    "cors_origins": "LIST",
+    "hf_repos": "ORG/REPO[:TAG]",
+    "timeout": "SECONDS",
+    "hf_token": "TOKEN",
+    "models_preset": "FILE",
+    "log_format": "text|json",
+}
+
+
+# Defaults that read better as words than as argparse's None.
+_SHOWN_DEFAULTS = {"log_format": "text on a terminal, else json", "models_memory_max": "no limit"}
+
+
+def _shown(dest: str, default: object) -> object:
+    if dest in _SHOWN_DEFAULTS:
+        return _SHOWN_DEFAULTS[dest]
+    if default is None or default == []:
+        return "none"
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if isinstance(default, float) and default.is_integer():
+        return int(default)
+    return default
+
+
+def _help(dest: str, default: object) -> str:
+    # A missing description is caught by scripts/gen_config_docs.py (and its test), not here.
+    variable, meaning = SERVE_FLAG_HELP.get(dest, ("", ""))
+    shown = _shown(dest, default)
+    text = f"{terminal_text(meaning)} (default: {shown})"
+    return text + (f" [{variable}]" if variable else "")
+
+
+def _add(group: argparse._ArgumentGroup, *flags: str, dest: str, **kwargs: Any) -> None:
+    if dest in SERVE_METAVARS:
+        kwargs["metavar"] = SERVE_METAVARS[dest]
+    action = group.add_argument(*flags, dest=dest, **kwargs)
+    action.help = _help(dest, action.default)
+
+
+def serve_parser() -> SuggestingParser:
+    parser = SuggestingParser(
+        prog="corral serve",
+        description="Serve every local model behind one OpenAI-compatible address.",
+        epilog="Every flag: docs/configuration.md. A flag beats its [VARIABLE].",
+    )
+    server = parser.add_argument_group("server")
+    _add(server, "--host", dest="host", default=_env("LLAMA_ARG_HOST", "127.0.0.1"))
+    _add(
+        server, "--port", dest="port", type=int, default=int(_env("LLAMA_ARG_PORT", "8080") or 8080)
+    )
+    _add(
+        server,
+        "-to",
+        "--timeout",
+        dest="timeout",
+        type=float,
+        default=float(_env("LLAMA_ARG_TIMEOUT", "3600") or 3600),
+    )
+    models = parser.add_argument_group("models")
+    _add(models, "--models-dir", dest="models_dir", type=Path, default=_env("LLAMA_ARG_MODELS_DIR"))
+    _add(models, "-m", "--model", dest="model_files", type=Path, action="append", default=[])
+    _add(models, "-hf", "-hfr", "--hf-repo", dest="hf_repos", action="append")
+    _add(
+        models,
+        "--models-preset",
+        dest="models_preset",
+        type=Path,
+        default=_env("LLAMA_ARG_MODELS_PRESET"),
+    )
+    _add(
+        models,
+        "--models-max",
+        dest="models_max",
+        type=int,
+        default=int(_env("LLAMA_ARG_MODELS_MAX", "4") or 4),
+    )
+    _add(
+        models,
+        "--models-memory-max",
+        dest="models_memory_max",
+        default=_env("CORRAL_MODELS_MEMORY_MAX"),
+    )
+    _add(
+        models,
+        "--models-autoload",
+        dest="models_autoload",
+        action=argparse.BooleanOptionalAction,
+        # As upstream, LLAMA_ARG_NO_MODELS_AUTOLOAD set to anything turns autoload off.
+        default=_env("LLAMA_ARG_NO_MODELS_AUTOLOAD") is None
+        and _env_bool("LLAMA_ARG_MODELS_AUTOLOAD", True),
+    )
+    _add(
+        models,
+        "--offline",
+        dest="offline",
+        action="store_true",
+        default=_env_bool("LLAMA_ARG_OFFLINE", False),
+    )
+    _add(models, "-hft", "--hf-token", dest="hf_token", default=None)
+    security = parser.add_argument_group("security")
+    _add(security, "--api-key", dest="api_keys", action="append")
+    _add(security, "--api-key-file", dest="api_key_files", action="append")
+    _add(
+        security, "--cors-origins", dest="cors_origins", default=_env("LLAMA_ARG_CORS_ORIGINS", "*")
+    )
+    logging = parser.add_argument_group("logging")
+    _add(
+        logging,
+        "--log-format",
+        dest="log_format",
+        choices=("text", "json"),
+        default=_env("CORRAL_LOG_FORMAT"),
+    )
+    _add(
+        logging,
+        "--log-requests",
+        dest="log_requests",
+        action=argparse.BooleanOptionalAction,
+        default=_env_bool("CORRAL_LOG_REQUESTS", True),
+    )
+    add_model_flags(parser)
+    return parser
