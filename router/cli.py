@@ -10,8 +10,8 @@ from pathlib import Path
 from corral.hub.cache_layout import locate_cache_dir
 from corral.option_flags import add_model_flags, model_options_from
 from corral.options import parse_size
+from router.api_keys import ApiKeyFileError, load_api_keys, parse_list
 from router.corral_commands import CACHE_COMMANDS, run_cache_command
-from router.security import ApiKeyFileError, load_api_keys, parse_list
 from router.settings import ServeSettings
 
 __all__ = ["main", "parse_serve_args"]
@@ -92,7 +92,15 @@ def _serve_parser() -> argparse.ArgumentParser:
         "--api-key-file",
         dest="api_key_files",
         action="append",
-        help="file of API keys, one per line, '#' comments [LLAMA_ARG_API_KEY_FILE]",
+        help="file of API keys, one per line: KEY [admin|inference] [concurrency=N] [rpm=N]; "
+        "'#' comments [LLAMA_ARG_API_KEY_FILE]",
+    )
+    parser.add_argument(
+        "--max-body",
+        default=_env("CORRAL_MAX_BODY", "64M"),
+        metavar="SIZE",
+        help="largest request body, e.g. 64M; larger ones get 413 before they are read "
+        "[CORRAL_MAX_BODY]",
     )
     parser.add_argument(
         "--cors-origins",
@@ -157,6 +165,12 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
             memory_max = parse_size(args.models_memory_max)
         except ValueError as exc:
             parser.error(f"--models-memory-max: {exc}")
+    try:
+        max_body = parse_size(args.max_body)
+    except ValueError as exc:
+        parser.error(f"--max-body: {exc}")
+    if max_body < 1:
+        parser.error("--max-body must be at least 1 byte")
     if args.models_preset is not None and not Path(args.models_preset).is_file():
         parser.error(f"--models-preset {args.models_preset}: no such file")
     return ServeSettings(
@@ -176,6 +190,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         api_keys=api_keys,
         cors_origins=tuple(parse_list(args.cors_origins)),
         hf_token=args.hf_token or _env("HF_TOKEN"),
+        max_body=max_body,
     )
 
 

@@ -15,6 +15,7 @@ from corral.logs import configure_logging
 from corral.sockets import bind_tcp
 from router.app import create_app
 from router.catalogue import CatalogueError
+from router.request_limits import BoundedHttpToolsProtocol
 from router.security import warn_if_exposed
 from router.settings import ServeSettings
 
@@ -42,6 +43,7 @@ def serve(settings: ServeSettings) -> None:
         app,
         log_config=None,
         lifespan="on",
+        http=BoundedHttpToolsProtocol,
         # Long streams would otherwise hold shutdown open indefinitely.
         timeout_graceful_shutdown=5,
     )
