@@ -9,6 +9,10 @@ exception handlers. So the check is made in two places with one predicate,
 404/405s that turn them into 401s for callers without a valid key. A caller without a key thus
 gets 401 for unknown routes too (as llama-server does) and cannot map which routes exist; a
 caller with a key gets the real 404/405.
+
+Once a key is found, the same middleware applies its scope (an ``inference`` key on a route
+marked :func:`~router.api_keys.admin_only` is a 403) and its limits (:mod:`router.rate_limits`,
+a 429), before the handler reads anything.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -141,7 +146,7 @@ class ApiKeyAuth:
     def __init__(self, keys: Sequence[ApiKey], clock: Clock | None = None) -> None:
         self._keys = tuple(keys)
         self._digests = tuple(_digest(key.secret.encode()) for key in keys)
-        self.limits = Limits(keys, clock) if clock is not None else Limits(keys)
+        self.limits = Limits(keys, clock or time.monotonic)
 
     @property
     def enabled(self) -> bool:

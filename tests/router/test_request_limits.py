@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from router.cli import parse_serve_args
 from router.request_limits import MAX_HEADER_BYTES, MAX_URL_BYTES
 from tests.support.router_process import RouterProcess, running_router
 
@@ -163,3 +164,13 @@ def test_raw_dot_segments_in_paths_are_not_routes(limited: RouterProcess) -> Non
     for path in [b"/models/../v1/models", b"/v1/%2e%2e/models", b"/assets/..%2f..%2fapp.py"]:
         status, _ = _raw(limited, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
         assert status == 404, path
+
+
+def test_the_max_body_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_serve_args([]).max_body == 64 << 20
+    assert parse_serve_args(["--max-body", "1.5K"]).max_body == 1536
+    for bad in ["lots", "0"]:
+        with pytest.raises(SystemExit) as exit_info:
+            parse_serve_args(["--max-body", bad])
+        assert exit_info.value.code == 2
+        assert "--max-body" in capsys.readouterr().err
