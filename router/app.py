@@ -14,6 +14,7 @@ from litestar.datastructures import State
 from corral.errors import exception_handlers
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from router.api import inference_routes, model_routes, stream_routes, webui_routes
+from router.api.access import access_routes
 from router.api.downloads import download_routes
 from router.api.runtime import RouterRuntime, load_catalogue
 from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
@@ -23,6 +24,7 @@ from router.memory_budget import MemoryBudget
 from router.metrics import RequestCounter
 from router.model_file_check import model_file_problem
 from router.model_state import ModelState
+from router.request_limits import body_limit_handlers
 from router.scheduler import Scheduler
 from router.security import ApiKeyAuth, build_cors_config
 from router.settings import ServeSettings
@@ -111,6 +113,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 group.cancel_scope.cancel()
 
     auth = ApiKeyAuth(settings.api_keys)
+    handlers = {**exception_handlers, **body_limit_handlers(settings.max_body)}
     return Litestar(
         route_handlers=[
             *model_routes,
@@ -118,12 +121,16 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             *inference_routes,
             *stream_routes,
             *webui_routes,
+            *access_routes,
         ],
-        exception_handlers=auth.exception_handlers(exception_handlers),
+        exception_handlers=auth.exception_handlers(handlers),
         middleware=auth.middleware(),
         cors_config=build_cors_config(settings.cors_origins),
         lifespan=[lifespan],
-        state=State(),
+        state=State({"auth": auth}),
+        # Litestar checks Content-Length before reading and counts the bytes of a chunked
+        # body as they come, so a larger body is refused before it is buffered.
+        request_max_body_size=settings.max_body,
         logging_config=None,
         debug=False,
     )

@@ -9,9 +9,9 @@ from pathlib import Path
 from corral.hub.cache_layout import locate_cache_dir
 from corral.option_flags import model_options_from
 from corral.options import parse_size
+from router.api_keys import ApiKeyFileError, load_api_keys, parse_list
 from router.cli_help import main_help, unknown_command
 from router.corral_commands import CACHE_COMMANDS, run_cache_command
-from router.security import ApiKeyFileError, load_api_keys, parse_list
 from router.serve_flags import serve_parser
 from router.settings import ServeSettings
 
@@ -48,6 +48,12 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
             memory_max = parse_size(args.models_memory_max)
         except ValueError as exc:
             parser.error(f"--models-memory-max: {exc}")
+    try:
+        max_body = parse_size(args.max_body)
+    except ValueError as exc:
+        parser.error(f"--max-body: {exc}")
+    if max_body < 1:
+        parser.error("--max-body must be at least 1 byte")
     if args.models_preset is not None and not Path(args.models_preset).is_file():
         parser.error(f"--models-preset {args.models_preset}: no such file")
     return ServeSettings(
@@ -69,6 +75,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
         log_format=args.log_format,
         log_requests=args.log_requests,
+        max_body=max_body,
     )
 
 

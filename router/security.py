@@ -9,6 +9,10 @@ exception handlers. So the check is made in two places with one predicate,
 404/405s that turn them into 401s for callers without a valid key. A caller without a key thus
 gets 401 for unknown routes too (as llama-server does) and cannot map which routes exist; a
 caller with a key gets the real 404/405.
+
+Once a key is found, the same middleware applies its scope (an ``inference`` key on a route
+marked :func:`~router.api_keys.admin_only` is a 403) and its limits (:mod:`router.rate_limits`,
+a 429), before the handler reads anything.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import time
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, Final
 
 import structlog
@@ -29,6 +33,8 @@ from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, ExceptionHandler, ExceptionHandlersMap, Receive, Scope, Send
 
 from corral.errors import ApiError, ErrorEnvelope, error_response
+from router.api_keys import ApiKey, KeyScope, needs_admin
+from router.rate_limits import Clock, LimitExceeded, Limits
 from router.settings import ServeSettings
 
 __all__ = [
@@ -36,14 +42,12 @@ __all__ = [
     "CORS_ALLOWED_METHODS",
     "PUBLIC_PATHS",
     "ApiKeyAuth",
-    "ApiKeyFileError",
     "ApiKeyMiddleware",
     "InvalidApiKey",
+    "KeyForbidden",
     "build_cors_config",
     "is_loopback_host",
     "is_public_path",
-    "load_api_keys",
-    "parse_list",
     "warn_if_exposed",
 ]
 
@@ -67,10 +71,6 @@ _INVALID_KEY_MESSAGE: Final = "Invalid API Key"
 _BEARER: Final = b"bearer "
 
 
-class ApiKeyFileError(Exception):
-    """An ``--api-key-file`` that cannot be read: the router must not start without its keys."""
-
-
 class InvalidApiKey(Exception):
     """Raised by :class:`ApiKeyMiddleware`; rendered as the 401 of docs/protocol.md §8.
 
@@ -78,29 +78,8 @@ class InvalidApiKey(Exception):
     """
 
 
-def parse_list(value: str) -> list[str]:
-    """Split a comma list as the flags take it, dropping blanks."""
-    return [item.strip() for item in value.split(",") if item.strip()]
-
-
-def _read_key_file(path: Path) -> list[str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ApiKeyFileError(f"cannot read API key file {path}: {reason}") from None
-    lines = (line.strip() for line in text.splitlines())
-    return [line for line in lines if line and not line.startswith("#")]
-
-
-def load_api_keys(keys: Iterable[str], files: Iterable[Path]) -> tuple[str, ...]:
-    """Keys from ``--api-key`` comma lists and ``--api-key-file`` files, deduplicated in order."""
-    found: list[str] = []
-    for value in keys:
-        found += parse_list(value)
-    for path in files:
-        found += _read_key_file(path)
-    return tuple(dict.fromkeys(found))
+class KeyForbidden(Exception):
+    """An inference key on a management route: rendered as a 403 ``permission_error``."""
 
 
 def is_public_path(path_template: str) -> bool:
@@ -151,43 +130,90 @@ def _fallback_response(
     return error_response(ApiError(status, str(exc)))
 
 
-class ApiKeyAuth:
-    """The configured keys and the rule for which requests need one."""
+def _forbidden() -> Response[ErrorEnvelope]:
+    message = "this key may not manage models (it is an inference key)"
+    return error_response(ApiError(403, message, "permission_error"))
 
-    def __init__(self, keys: Sequence[str]) -> None:
-        self._digests = tuple(_digest(key.encode()) for key in keys)
+
+def _too_many(exc: LimitExceeded) -> Response[ErrorEnvelope]:
+    envelope = ApiError(429, exc.message, "rate_limit_error").envelope()
+    return Response(envelope, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+
+
+class ApiKeyAuth:
+    """The configured keys, the rule for which requests need one, and each key's limits."""
+
+    def __init__(self, keys: Sequence[ApiKey], clock: Clock | None = None) -> None:
+        self._keys = tuple(keys)
+        self._digests = tuple(_digest(key.secret.encode()) for key in keys)
+        self.limits = Limits(keys, clock or time.monotonic)
 
     @property
     def enabled(self) -> bool:
         return bool(self._digests)
 
-    def _is_valid(self, presented: bytes) -> bool:
+    def _match(self, presented: bytes) -> ApiKey | None:
         candidate = _digest(presented)
-        matched = False
-        for digest in self._digests:
+        found: ApiKey | None = None
+        for key, digest in zip(self._keys, self._digests, strict=True):
             # No early exit: the time taken does not depend on which key matched.
-            matched |= hmac.compare_digest(candidate, digest)
-        return matched
+            if hmac.compare_digest(candidate, digest):
+                found = key
+        return found
 
-    def allows(self, scope: Scope) -> bool:
+    def identify(self, headers: Iterable[tuple[bytes, bytes]]) -> ApiKey | None:
+        """The configured key a request carries, or None."""
+        for presented in _presented_keys(headers):
+            key = self._match(presented)
+            if key is not None:
+                return key
+        return None
+
+    def _is_public(self, scope: Scope) -> bool:
         if not self.enabled or scope.get("method") == "OPTIONS":
             return True
         # Only present once routing matched; an unmatched request is never public.
         template = scope.get("path_template")
-        if template is not None and is_public_path(template):
-            return True
-        return any(self._is_valid(key) for key in _presented_keys(scope["headers"]))
+        return template is not None and is_public_path(template)
+
+    def allows(self, scope: Scope) -> bool:
+        return self._is_public(scope) or self.identify(scope["headers"]) is not None
+
+    def check(self, scope: Scope) -> ApiKey | None:
+        """The key of a request to a matched route that may go on (None: a public route).
+
+        Raises :class:`InvalidApiKey` (401), :class:`KeyForbidden` (403) or
+        :class:`~router.rate_limits.LimitExceeded` (429); the limits are only counted in by
+        :meth:`ApiKeyMiddleware.handle`.
+        """
+        if self._is_public(scope):
+            return None
+        key = self.identify(scope["headers"])
+        if key is None:
+            raise InvalidApiKey
+        if key.scope is not KeyScope.ADMIN and needs_admin(scope):
+            _log.info("refused: the key's scope", key=key.id, path=scope.get("path_template"))
+            raise KeyForbidden
+        return key
 
     def middleware(self) -> list[ApiKeyMiddleware]:
         return [ApiKeyMiddleware(self)] if self.enabled else []
 
     def exception_handlers(self, base: ExceptionHandlersMap) -> ExceptionHandlersMap:
-        """``base`` plus the 401 for rejected requests and for routing 404/405s without a key."""
+        """``base`` plus the 401 for rejected requests and for routing 404/405s without a key,
+        the 403 of a scope and the 429 of a limit."""
         if not self.enabled:
             return base
 
         def on_invalid_key(_: Request[Any, Any, Any], __: Exception) -> Response[Any]:
             return _unauthorized()
+
+        def on_forbidden(_: Request[Any, Any, Any], __: Exception) -> Response[Any]:
+            return _forbidden()
+
+        def on_limit(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+            assert isinstance(exc, LimitExceeded)
+            return _too_many(exc)
 
         def on_routing_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
             if not self.allows(request.scope):
@@ -195,11 +221,19 @@ class ApiKeyAuth:
             return _fallback_response(base, request, exc)
 
         # Keyed by status code because Litestar prefers those to exception classes.
-        return {**base, InvalidApiKey: on_invalid_key, 404: on_routing_error, 405: on_routing_error}
+        return {
+            **base,
+            InvalidApiKey: on_invalid_key,
+            KeyForbidden: on_forbidden,
+            LimitExceeded: on_limit,
+            404: on_routing_error,
+            405: on_routing_error,
+        }
 
 
 class ApiKeyMiddleware(ASGIMiddleware):
-    """Rejects requests to matched, non-public routes that carry no valid key."""
+    """Rejects requests to matched, non-public routes without a valid key, with a key of too
+    narrow a scope, or beyond their key's limits; counts the admitted ones until they end."""
 
     scopes = (ScopeType.HTTP, ScopeType.WEBSOCKET)
 
@@ -207,9 +241,22 @@ class ApiKeyMiddleware(ASGIMiddleware):
         self._auth = auth
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        if not self._auth.allows(scope):
-            raise InvalidApiKey
-        await next_app(scope, receive, send)
+        key = self._auth.check(scope)
+        limiter = self._auth.limits.for_key(key) if key is not None else None
+        if limiter is None:
+            await next_app(scope, receive, send)
+            return
+        try:
+            limiter.admit()
+        except LimitExceeded as exc:
+            _log.info("refused: the key's limits", key=key.id if key else None, reason=exc.message)
+            raise
+        try:
+            # The app returns once the response has been sent in full (a stream: its last
+            # byte, or the client gone), so a stream counts as in flight until it ends.
+            await next_app(scope, receive, send)
+        finally:
+            limiter.release()
 
 
 def build_cors_config(origins: Sequence[str]) -> CORSConfig:

@@ -61,10 +61,17 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "LLAMA_ARG_MODELS_AUTOLOAD",
         "load a model on its first request (per request: `?autoload=true|false`)",
     ),
-    "api_keys": ("LLAMA_API_KEY", "keys clients must send, comma-separated"),
+    "api_keys": ("LLAMA_API_KEY", "admin keys clients must send, comma-separated"),
     "api_key_files": (
         "LLAMA_ARG_API_KEY_FILE",
-        "file of keys, one per line, blank and `#` lines ignored; unreadable = startup error",
+        "file of keys, one per line: `KEY [admin|inference] [concurrency=N] [rpm=N]` (default "
+        "admin, no limits); blank and `#` lines ignored; unreadable or malformed = startup "
+        "error. See operations.md, Keys, scopes and limits",
+    ),
+    "max_body": (
+        "CORRAL_MAX_BODY",
+        "Corral: largest request body (`64M`; K/M/G/T are powers of 1024); larger ones get 413 "
+        "before they are read",
     ),
     "cors_origins": (
         "LLAMA_ARG_CORS_ORIGINS",
@@ -106,6 +113,7 @@ SERVE_METAVARS: dict[str, str] = {
     "models_memory_max": "SIZE",
     "api_keys": "KEY[,KEY…]",
     "api_key_files": "FILE",
+    "max_body": "SIZE",
     "cors_origins": "LIST",
     "hf_repos": "ORG/REPO[:TAG]",
     "timeout": "SECONDS",
@@ -209,6 +217,7 @@ def serve_parser() -> SuggestingParser:
     security = parser.add_argument_group("security")
     _add(security, "--api-key", dest="api_keys", action="append")
     _add(security, "--api-key-file", dest="api_key_files", action="append")
+    _add(security, "--max-body", dest="max_body", default=_env("CORRAL_MAX_BODY", "64M"))
     _add(
         security, "--cors-origins", dest="cors_origins", default=_env("LLAMA_ARG_CORS_ORIGINS", "*")
     )

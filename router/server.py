@@ -19,6 +19,7 @@ from router.access_log import AccessLog
 from router.app import create_app
 from router.catalogue import CatalogueError
 from router.hub_download import DownloadFailed, download_model
+from router.request_limits import BoundedHttpToolsProtocol
 from router.security import warn_if_exposed
 from router.settings import ServeSettings
 
@@ -67,6 +68,7 @@ def serve(settings: ServeSettings) -> None:
         AccessLog(app) if settings.log_requests else app,
         log_config=None,
         lifespan="on",
+        http=BoundedHttpToolsProtocol,
         # Long streams would otherwise hold shutdown open indefinitely.
         timeout_graceful_shutdown=5,
     )

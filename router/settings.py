@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from router.api_keys import ApiKey
+
 __all__ = ["ServeSettings"]
 
 
@@ -25,8 +27,9 @@ class ServeSettings:
     # Per-model defaults from the command line, by canonical option name ({"ctx-size": "2048"}).
     model_options: dict[str, str] = field(default_factory=dict)
     # Kept out of repr so that logging the settings never prints a key.
-    api_keys: tuple[str, ...] = field(default=(), repr=False)
+    api_keys: tuple[ApiKey, ...] = field(default=(), repr=False)
     cors_origins: tuple[str, ...] = ("*",)
     hf_token: str | None = field(default=None, repr=False)  # for download children only
     log_format: str | None = None  # "text" or "json"; None: text on a terminal, else JSON
     log_requests: bool = True  # one access line per request
+    max_body: int = 64 << 20  # bytes of a request body; more is a 413 before it is read

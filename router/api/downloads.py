@@ -18,6 +18,7 @@ from corral.errors import ApiError
 from corral.hub.removal import NotInCache, remove_cached_model
 from router.api.models import model_in_body
 from router.api.runtime import RouterRuntime, runtime
+from router.api_keys import admin_only
 from router.catalogue import CatalogueError
 
 __all__ = ["download_routes"]
@@ -27,7 +28,7 @@ _log = structlog.get_logger("corral.downloads")
 AnyRequest = Request[Any, Any, Any]
 
 
-@post("/models", status_code=200)
+@post("/models", status_code=200, opt=admin_only())
 async def start_download(request: AnyRequest) -> dict[str, bool]:
     """Start fetching ``org/repo[:TAG]``; answers at once, progress goes to ``/models/sse``."""
     runtime(request).downloads.start(model_in_body(await request.body()))
@@ -64,7 +65,7 @@ async def _remove_cache_model(rt: RouterRuntime, name: str) -> None:
     rt.pool.events.publish(entry.name, "model_remove")
 
 
-@delete("/models", status_code=200)
+@delete("/models", status_code=200, opt=admin_only())
 async def delete_model(request: AnyRequest, model: FromQuery[str | None] = None) -> dict[str, bool]:
     """Remove a cache model's files (stopping it first), or cancel and drop a download."""
     if not model:

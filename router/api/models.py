@@ -16,6 +16,7 @@ from corral.errors import ApiError, decode_body, json_response
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.inference import forward_to_model
 from router.api.runtime import runtime
+from router.api_keys import admin_only
 from router.catalogue import CatalogueError
 from router.events import ModelEvent
 from router.memory_budget import resident_memory
@@ -88,7 +89,7 @@ def _entry(state: ModelState, created: int) -> dict[str, Any]:
     return entry
 
 
-@get(["/models", "/v1/models"])
+@get(["/models", "/v1/models"], opt=admin_only(when_query="reload"))
 async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None) -> dict[str, Any]:
     rt = runtime(request)
     if reload:
@@ -116,7 +117,7 @@ def model_in_body(body: bytes) -> str:
     return name
 
 
-@post("/models/load", status_code=200)
+@post("/models/load", status_code=200, opt=admin_only())
 async def load_model(request: AnyRequest) -> dict[str, bool]:
     """Start loading now, bypassing the queue; answers once the worker is spawned."""
     name = model_in_body(await request.body())
@@ -125,7 +126,7 @@ async def load_model(request: AnyRequest) -> dict[str, bool]:
     return {"success": True}
 
 
-@post("/models/unload", status_code=200)
+@post("/models/unload", status_code=200, opt=admin_only())
 async def unload_model(request: AnyRequest) -> dict[str, bool]:
     """Stop a model; answers at once, the exit shows up as a status change.
 

@@ -12,6 +12,7 @@ from corral.children.environment import ROUTER_PID_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
 from corral.option_flags import WORKER_OPTIONS
 from corral.options import OPTIONS
+from router.api_keys import ApiKey, KeyScope
 from router.cli import parse_serve_args
 from scripts import gen_config_docs
 
@@ -119,12 +120,13 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "LLAMA_ARG_PORT": ("9123", "port", 9123),
     "LLAMA_ARG_MODELS_MAX": ("7", "models_max", 7),
     "LLAMA_ARG_MODELS_AUTOLOAD": ("off", "models_autoload", False),
-    "LLAMA_API_KEY": ("k1,k2", "api_keys", ("k1", "k2")),
+    "LLAMA_API_KEY": ("k1,k2", "api_keys", (ApiKey("k1"), ApiKey("k2"))),
     "LLAMA_ARG_CORS_ORIGINS": ("localhost", "cors_origins", ("localhost",)),
     "LLAMA_ARG_HF_REPO": ("acme/x-GGUF:Q8_0", "hf_repos", ("acme/x-GGUF:Q8_0",)),
     "LLAMA_ARG_TIMEOUT": ("12", "timeout", 12.0),
     "LLAMA_ARG_OFFLINE": ("1", "offline", True),
     "CORRAL_MODELS_MEMORY_MAX": ("2G", "models_memory_max", 2 << 30),
+    "CORRAL_MAX_BODY": ("1M", "max_body", 1 << 20),
     "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
     "CORRAL_LOG_FORMAT": ("json", "log_format", "json"),
     "CORRAL_LOG_REQUESTS": ("no", "log_requests", False),
@@ -135,14 +137,18 @@ def test_documented_serve_variables_really_set_their_flags(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
     keys = tmp_path / "keys"
-    keys.write_text("# comment\nk3\n", encoding="utf-8")
+    keys.write_text("# comment\nk3 inference rpm=5\n", encoding="utf-8")
     preset = tmp_path / "models.ini"
     preset.write_text("[*]\nctx-size = 1024\n", encoding="utf-8")
     samples = {
         **_SERVE_VARIABLES,
         "LLAMA_ARG_MODELS_DIR": (str(tmp_path), "models_dir", tmp_path),
         "LLAMA_ARG_MODELS_PRESET": (str(preset), "models_preset", preset),
-        "LLAMA_ARG_API_KEY_FILE": (str(keys), "api_keys", ("k3",)),
+        "LLAMA_ARG_API_KEY_FILE": (
+            str(keys),
+            "api_keys",
+            (ApiKey("k3", KeyScope.INFERENCE, rpm=5),),
+        ),
     }
     documented = {env for env, _ in gen_config_docs.SERVE_FLAG_HELP.values() if env}
     assert documented == set(samples), "a documented variable has no sample here, or vice versa"

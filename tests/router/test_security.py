@@ -22,6 +22,7 @@ from litestar.exceptions import LitestarDeprecationWarning
 from litestar.routes import HTTPRoute
 from structlog.testing import capture_logs
 
+from router.api_keys import ApiKey, KeyScope
 from router.app import create_app
 from router.cli import parse_serve_args
 from router.security import is_loopback_host, is_public_path, warn_if_exposed
@@ -86,7 +87,7 @@ def _route_table(models_dir: Path) -> list[tuple[str, str]]:
     with warnings.catch_warnings():
         # Litestar's deprecation notices about handler signatures are not this test's subject.
         warnings.simplefilter("ignore", LitestarDeprecationWarning)
-        app = create_app(ServeSettings(models_dir=models_dir, api_keys=("unused",)))
+        app = create_app(ServeSettings(models_dir=models_dir, api_keys=(ApiKey("unused"),)))
     pairs: list[tuple[str, str]] = []
     for route in app.routes:
         assert isinstance(route, HTTPRoute), f"not an HTTP route, check its auth: {route.path}"
@@ -279,15 +280,22 @@ def test_workers_never_receive_a_key(models_dir: Path, tmp_path: Path) -> None:
                 assert not any(secret in value for value in environ.values())
 
 
+def _secrets(settings: ServeSettings) -> tuple[str, ...]:
+    return tuple(key.secret for key in settings.api_keys)
+
+
 def test_cli_combines_flags_files_and_environment(
     key_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = parse_serve_args(
         ["--api-key", "sk-a, sk-b", "--api-key", "sk-c,sk-a", "--api-key-file", str(key_file)]
     )
-    assert settings.api_keys == ("sk-a", "sk-b", "sk-c", KEYS[2])
+    assert _secrets(settings) == ("sk-a", "sk-b", "sk-c", KEYS[2])
+    assert {key.scope for key in settings.api_keys} == {KeyScope.ADMIN}  # today's format: admin
     assert settings.cors_origins == ("*",)
-    assert not any(key in repr(settings) for key in settings.api_keys)  # kept out of logs
+    # Kept out of logs, the keys' own reprs included.
+    assert not any(key.secret in repr(settings) for key in settings.api_keys)
+    assert not any(key.secret in repr(key) for key in settings.api_keys)
 
     other = tmp_path / "more.txt"
     other.write_text("z\n")
@@ -295,10 +303,10 @@ def test_cli_combines_flags_files_and_environment(
     monkeypatch.setenv("LLAMA_ARG_API_KEY_FILE", str(other))
     monkeypatch.setenv("LLAMA_ARG_CORS_ORIGINS", "localhost, https://app.example")
     from_env = parse_serve_args([])
-    assert from_env.api_keys == ("from-env", "z")
+    assert _secrets(from_env) == ("from-env", "z")
     assert from_env.cors_origins == ("localhost", "https://app.example")
     # A flag replaces its variable; the other flag's variable still counts.
-    assert parse_serve_args(["--api-key", "flag"]).api_keys == ("flag", "z")
+    assert _secrets(parse_serve_args(["--api-key", "flag"])) == ("flag", "z")
 
 
 @pytest.mark.parametrize("problem", ["missing", "directory"])
@@ -348,7 +356,7 @@ def test_loopback_hosts(host: str, loopback: bool) -> None:
 def test_warning_only_without_key_beyond_loopback() -> None:
     with capture_logs() as logs:
         warn_if_exposed(ServeSettings(host="0.0.0.0"))
-        warn_if_exposed(ServeSettings(host="0.0.0.0", api_keys=("k",)))
+        warn_if_exposed(ServeSettings(host="0.0.0.0", api_keys=(ApiKey("k"),)))
         warn_if_exposed(ServeSettings(host="127.0.0.1"))
     assert [(log["log_level"], log["host"]) for log in logs] == [("warning", "0.0.0.0")]
 

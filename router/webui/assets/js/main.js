@@ -76,7 +76,8 @@ class App {
     this.rememberModel(id);
     this.resetDraft();
     this.navigate("#/");
-    if (models.get(id) && status(models.get(id)) === "unloaded") {
+    // An inference key may not load (403); its first message loads the model instead.
+    if (models.canManage && models.get(id) && status(models.get(id)) === "unloaded") {
       models.load(id).catch((error) => this.toast(`Could not load ${id}: ${error.message}`, "error"));
     }
   }
@@ -149,7 +150,10 @@ class App {
     if (key === null) return;
     this.toast(key ? "API key saved in this browser." : "API key forgotten.");
     if (!models.loaded) await this.connect();
-    else models.refresh().catch(() => {});
+    else {
+      models.refreshAccess().catch(() => {});
+      models.refresh().catch(() => {});
+    }
   }
 
   toast(message, kind = "info") {

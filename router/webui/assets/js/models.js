@@ -20,6 +20,7 @@ class ModelStore extends EventTarget {
     this.downloads = new Map(); // name as asked -> { done, total, state, error, finishedAs }
     this.dismissed = new Set(); // failed downloads the user has closed (listed until a reload)
     this.props = null; // router GET /props
+    this.access = null; // GET /v1/key: { scope, key_id, concurrency, rpm } of this page's key
     this.loaded = false; // the first list has arrived
     this.connected = false; // the event stream is open
     this.refreshTimer = null;
@@ -40,8 +41,20 @@ class ModelStore extends EventTarget {
     this.dispatchEvent(new Event("change"));
   }
 
+  /** False for an inference key: the router answers 403 to its model management. */
+  get canManage() {
+    return this.access?.scope !== "inference";
+  }
+
+  // Asked again whenever the key changes: the scope belongs to the key, not to the server.
+  async refreshAccess() {
+    this.access = await apiJson("./v1/key").catch(() => null);
+    this.changed();
+  }
+
   async start() {
     this.props = await apiJson("./props").catch(() => null);
+    await this.refreshAccess();
     await this.refresh();
     this.listen();
   }

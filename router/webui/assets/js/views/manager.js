@@ -35,19 +35,23 @@ export class ManagerView {
     this.downloadRows = new KeyedList(this.downloads);
     this.modelRows = new KeyedList(this.list);
     this.summary = h("p", { class: "muted manager-summary" });
+    // Hidden for an inference key, which the router refuses these actions (403).
+    this.reloadButton = h("button", { type: "button", class: "btn btn-small",
+      title: "Re-read the model sources (GET /models?reload=1)", onClick: () => this.reload() },
+    icon("refresh"), "Reload list");
+    this.downloadCard = h("section", { class: "card" },
+      h("h2", {}, "Download from Hugging Face"),
+      h("p", { class: "muted" }, "The file for the tag is chosen as llama.cpp does "
+        + "(Q4_K_M when no tag is given) and lands in the shared hub cache."),
+      form, this.downloadError, this.downloads);
     this.el = h("section", { class: "manager" },
       h("header", { class: "topbar" },
         iconButton("menu", "Show conversations", () => app.toggleSidebar(), { class: "icon-btn only-narrow" }),
         h("h1", { class: "topbar-title" }, "Models"),
-        h("button", { type: "button", class: "btn btn-small", title: "Re-read the model sources (GET /models?reload=1)",
-          onClick: () => this.reload() }, icon("refresh"), "Reload list")),
+        this.reloadButton),
       h("div", { class: "manager-scroll" },
         h("div", { class: "manager-body" },
-          h("section", { class: "card" },
-            h("h2", {}, "Download from Hugging Face"),
-            h("p", { class: "muted" }, "The file for the tag is chosen as llama.cpp does "
-              + "(Q4_K_M when no tag is given) and lands in the shared hub cache."),
-            form, this.downloadError, this.downloads),
+          this.downloadCard,
           h("section", { class: "card" },
             h("div", { class: "card-head" }, h("h2", {}, "Models"), this.summary),
             this.list))));
@@ -113,6 +117,8 @@ export class ManagerView {
   }
 
   render() {
+    this.reloadButton.hidden = !models.canManage;
+    this.downloadCard.hidden = !models.canManage;
     this.renderDownloads();
     const entries = models.models();
     const running = entries.filter((entry) => isRunning(entry));
@@ -126,7 +132,8 @@ export class ManagerView {
     this.modelRows.render(entries.map((entry) => ({
       key: entry.id,
       signature: JSON.stringify([entry.status, entry.memory, entry.meta?.size, entry.pinned,
-        entry.ttl, entry.aliases, models.loading.get(entry.id), this.busy.has(entry.id)]),
+        entry.ttl, entry.aliases, models.loading.get(entry.id), this.busy.has(entry.id),
+        models.canManage]),
       build: () => this.modelRow(entry),
     })), empty);
   }
@@ -199,12 +206,13 @@ export class ManagerView {
     if (entry.aliases?.length) facts.push(h("span", { class: "fact" }, `aliases: ${entry.aliases.join(", ")}`));
     const failure = failureOf(entry);
     const actions = [];
-    if (runningNow) {
+    const manage = models.canManage; // an inference key may only chat
+    if (manage && runningNow) {
       actions.push(h("button", { type: "button", class: "btn btn-small", disabled: busy,
         dataset: key("unload"),
         onClick: () => this.act(entry.id, () => models.unload(entry.id), `Could not unload ${entry.id}`) },
       icon("power"), "Unload"));
-    } else {
+    } else if (manage) {
       actions.push(h("button", { type: "button", class: "btn btn-small", disabled: busy,
         dataset: key("load"),
         onClick: () => this.act(entry.id, () => models.load(entry.id), `Could not load ${entry.id}`) },
@@ -212,7 +220,7 @@ export class ManagerView {
     }
     actions.push(h("button", { type: "button", class: "btn btn-small", dataset: key("chat"),
       onClick: () => this.app.newChatWith(entry.id) }, icon("chat"), "Chat"));
-    if (entry.can_remove) {
+    if (entry.can_remove && manage) {
       actions.push(h("button", { type: "button", class: "btn btn-small btn-danger-quiet", disabled: busy,
         dataset: key("delete"), onClick: () => this.remove(entry), "aria-label": `Delete ${entry.id}` }, icon("trash"), "Delete"));
     }

@@ -22,6 +22,7 @@ export class Sidebar {
     this.modelsLink = h("a", { href: "#/models", class: "nav-item", dataset: { focusKey: "models" } });
     this.themeButton = h("button", { type: "button", class: "icon-btn", onClick: () => app.cycleTheme() });
     this.connection = h("span", { class: "connection", role: "status" });
+    this.keyScope = h("span", { class: "key-scope", hidden: true });
     this.el = h("aside", { class: "sidebar", id: "sidebar", "aria-label": "Sidebar" },
       h("div", { class: "sidebar-head" },
         h("a", { href: "#/", class: "brand", onClick: () => app.resetDraft() },
@@ -36,6 +37,7 @@ export class Sidebar {
         this.connection,
         h("span", { class: "spacer" }),
         this.themeButton,
+        this.keyScope,
         iconButton("key", "API key", () => app.editKey())));
     const rerender = () => this.render();
     conversations.addEventListener("change", rerender);
@@ -75,6 +77,14 @@ export class Sidebar {
     this.themeButton.replaceChildren(icon(THEME_ICONS[theme]));
     this.themeButton.title = `${THEME_LABELS[theme]} (click to change)`;
     this.themeButton.setAttribute("aria-label", this.themeButton.title);
+
+    // Shown only for a keyed router (a key_id): without keys there is nothing to tell apart.
+    const access = models.access;
+    this.keyScope.hidden = !access?.key_id;
+    this.keyScope.textContent = access?.key_id ? `${access.scope} key` : "";
+    this.keyScope.title = access?.scope === "inference"
+      ? "This key may chat but not manage models"
+      : "This key may chat and manage models";
 
     this.connection.textContent = models.connected ? "live" : "offline";
     this.connection.classList.toggle("is-live", models.connected);
