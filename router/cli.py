@@ -115,6 +115,29 @@ def _serve_parser() -> argparse.ArgumentParser:
         help="seconds a worker may stay silent within one response (default 3600)",
     )
     parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=float(_env("CORRAL_STALL_TIMEOUT", "60") or 60),
+        metavar="SECONDS",
+        help="kill a worker with requests in flight that shows no progress this long "
+        "(0: never; default 60)",
+    )
+    parser.add_argument(
+        "--load-timeout",
+        type=float,
+        default=float(_env("CORRAL_LOAD_TIMEOUT", "600") or 600),
+        metavar="SECONDS",
+        help="kill a loading worker that reports no progress this long (0: never; default 600)",
+    )
+    parser.add_argument(
+        "--max-queue",
+        type=int,
+        default=int(_env("CORRAL_MAX_QUEUE", "512") or 512),
+        metavar="N",
+        help="requests that may wait for model loads at once; more get 503 (0: no limit; "
+        "default 512)",
+    )
+    parser.add_argument(
         "--offline",
         action="store_true",
         default=_env_bool("LLAMA_ARG_OFFLINE", False),
@@ -157,6 +180,12 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
             memory_max = parse_size(args.models_memory_max)
         except ValueError as exc:
             parser.error(f"--models-memory-max: {exc}")
+    timeouts = {"--stall-timeout": args.stall_timeout, "--load-timeout": args.load_timeout}
+    for flag, value in timeouts.items():
+        if value < 0:
+            parser.error(f"{flag} must be 0 (never) or a number of seconds")
+    if args.max_queue < 0:
+        parser.error("--max-queue must be 0 (no limit) or a number of requests")
     if args.models_preset is not None and not Path(args.models_preset).is_file():
         parser.error(f"--models-preset {args.models_preset}: no such file")
     return ServeSettings(
@@ -170,6 +199,9 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         models_preset=Path(args.models_preset) if args.models_preset else None,
         hf_repos=tuple(_flag_or_env(args.hf_repos, "LLAMA_ARG_HF_REPO")),
         timeout=args.timeout,
+        stall_timeout=args.stall_timeout,
+        load_timeout=args.load_timeout,
+        max_queue=args.max_queue,
         offline=args.offline,
         cache_dir=locate_cache_dir(os.environ),
         model_options=model_options_from(args, parser),

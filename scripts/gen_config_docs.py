@@ -87,6 +87,22 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "load this hub-cache model (`org/repo[:TAG]`) at startup; it must be in the cache already",
     ),
     "timeout": ("LLAMA_ARG_TIMEOUT", "longest silence (seconds) from a worker within one response"),
+    "stall_timeout": (
+        "CORRAL_STALL_TIMEOUT",
+        "kill a worker with requests in flight that shows no progress (no bytes, no answer to "
+        "a liveness probe) for this many seconds; its requests fail with 503, the model shows "
+        "`failed` with reason `stalled` (`0`: never; default 60)",
+    ),
+    "load_timeout": (
+        "CORRAL_LOAD_TIMEOUT",
+        "kill a loading worker that reports no progress for this many seconds; reason "
+        "`load_stalled` (`0`: never; default 600)",
+    ),
+    "max_queue": (
+        "CORRAL_MAX_QUEUE",
+        "requests that may wait for model loads at once, all models together; more are "
+        "refused with 503 and `Retry-After` (`0`: no limit; default 512)",
+    ),
     "offline": ("LLAMA_ARG_OFFLINE", "never contact the hub: `POST /models` answers 400"),
     "hf_token": (
         "HF_TOKEN",
@@ -108,6 +124,9 @@ _METAVARS: dict[str, str] = {
     "cors_origins": "LIST",
     "hf_repos": "ORG/REPO[:TAG]",
     "timeout": "SECONDS",
+    "stall_timeout": "SECONDS",
+    "load_timeout": "SECONDS",
+    "max_queue": "N",
     "hf_token": "TOKEN",
     "models_preset": "FILE",
     "model": "FILE",

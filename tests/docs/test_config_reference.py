@@ -125,6 +125,9 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "LLAMA_ARG_TIMEOUT": ("12", "timeout", 12.0),
     "LLAMA_ARG_OFFLINE": ("1", "offline", True),
     "CORRAL_MODELS_MEMORY_MAX": ("2G", "models_memory_max", 2 << 30),
+    "CORRAL_STALL_TIMEOUT": ("5", "stall_timeout", 5.0),
+    "CORRAL_LOAD_TIMEOUT": ("0", "load_timeout", 0.0),
+    "CORRAL_MAX_QUEUE": ("3", "max_queue", 3),
     "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
 }
 
