@@ -54,8 +54,10 @@ class ModelFields:
     # When the worker last showed it is working (docs/operations.md, Faults): a load message,
     # bytes of an answer, an answered liveness probe. The stall watchdog reads it.
     last_progress: float = 0.0
-    # Why the router killed the worker ("stalled", "load_stalled"), until its next start.
+    # Why the router killed the worker ("stalled", "load_stalled") and what its requests are
+    # told ("stalled: no progress for 60 s"), until its next start.
     fault: str | None = None
+    fault_message: str | None = None
     exited: anyio.Event = field(default_factory=anyio.Event)  # set while no worker runs
 
     def __post_init__(self) -> None:
@@ -159,6 +161,10 @@ class ModelState:
     @property
     def fault(self) -> str | None:
         return self._fields.fault
+
+    @property
+    def fault_message(self) -> str | None:
+        return self._fields.fault_message
 
     @property
     def failed(self) -> bool:

@@ -135,9 +135,9 @@ class RelayResponse(ASGIResponse):
 
 def _fault_error(state: ModelState) -> ApiError | None:
     """What a request cut by the router's fault handling is told (a stall), if that is why."""
-    if state.fault is None:
+    if state.fault_message is None:
         return None
-    return ApiError(503, f"model '{state.entry.name}' {state.error}")
+    return ApiError(503, f"model '{state.entry.name}' {state.fault_message}")
 
 
 def autoload_wanted(request: Request[Any, Any, Any], default: bool) -> bool:

@@ -132,7 +132,7 @@ class Scheduler:
 
     def _load_error(self, state: ModelState) -> LoadFailed | LoadInterrupted:
         if state.failed and state.fault is not None:
-            return LoadStalled(state.name, state.error)
+            return LoadStalled(state.name, state.fault_message)
         if state.failed:
             return LoadFailed(state.name, state.error)
         return LoadInterrupted(state.name)

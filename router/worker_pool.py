@@ -108,7 +108,8 @@ class WorkerPool:
                 previous = self._new_state(entry)
             elif not previous.running:
                 fields = self._writable(previous)
-                fields.exit_code = fields.error = fields.fault = None  # clears the failed mark
+                # A reload clears the failed mark.
+                fields.exit_code = fields.error = fields.fault = fields.fault_message = None
             models[name] = previous
         self._catalogue, self._models = catalogue, models
         self.events.publish("*", "models_reload")
@@ -163,7 +164,8 @@ class WorkerPool:
         fields.exited = anyio.Event()
         fields.supervisor = supervisor
         fields.stop_requested = False
-        fields.exit_code = fields.error = fields.meta = fields.progress = fields.fault = None
+        fields.exit_code = fields.error = fields.meta = fields.progress = None
+        fields.fault = fields.fault_message = None
         fields.last_used = fields.last_progress = started
         self._set_status(state, Status.LOADING)
         self.events.publish(state.name, "model_status", {"status": "loading"})
@@ -186,7 +188,7 @@ class WorkerPool:
         if not state.running or state.stop_requested:
             return
         fields = self._writable(state)
-        fields.fault, fields.error, fields.stop_requested = fault, message, True
+        fields.fault, fields.fault_message, fields.stop_requested = fault, message, True
         _log.error("killing a worker that stopped making progress", model=state.name, fault=fault)
         if fields.client is not None:
             fields.client.abort()
@@ -265,7 +267,7 @@ class WorkerPool:
         fields.supervisor = None
         if fault is not None:  # killed by the router for a fault: a failure whatever its code
             fields.exit_code = ended.code or EXIT_FAILED
-            fields.error = reason = f"{fields.error} ({reason})"
+            fields.error = reason = f"{fields.fault_message} ({reason})"
         else:
             fields.exit_code = None if expected else ended.code or None
             fields.error = None if expected or not returncode else reason
