@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 import anyio
+import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
@@ -35,6 +36,19 @@ FAULT_LOAD_STALLED = "load_stalled"
 # at most once a second, as timeouts are seconds to minutes.
 _CHECKS_PER_TIMEOUT = 4
 _MAX_CHECK_INTERVAL = 1.0
+
+
+class _Health(msgspec.Struct):
+    engine_busy_seconds: float = 0.0
+
+
+def _engine_busy_seconds(body: bytes) -> float:
+    """The worker's report of how long its engine has been stuck in one step; 0 if none."""
+    try:
+        busy = msgspec.json.decode(body, type=_Health).engine_busy_seconds
+    except msgspec.MsgspecError:
+        return 0.0  # an answer from the event loop is still a sign of life
+    return max(busy, 0.0)
 
 
 class StallWatchdog:
@@ -101,7 +115,9 @@ class StallWatchdog:
         """Ask the worker whether it is alive; an answer in time counts as progress.
 
         The probe rides the worker's keep-alive client and is answered by its event loop, so a
-        stopped or frozen process fails it, while a worker busy generating passes.
+        stopped or frozen process fails it. The answer says how long the engine thread has been
+        inside one step (``engine_busy_seconds``): progress dates from the start of that step,
+        so a wedged engine thread behind a live event loop still runs out its timeout.
         """
         client = state.client
         if client is None:
@@ -109,9 +125,10 @@ class StallWatchdog:
         self._probing.add(state.name)
         try:
             with anyio.move_on_after(self._probe_timeout()):
-                status, _ = await client.exchange("GET", b"/health", None)
+                status, body = await client.exchange("GET", b"/health", None)
                 if status == 200:
-                    self._pool.note_progress(state)
+                    busy = _engine_busy_seconds(body)
+                    self._pool.note_progress(state, at=self._clock() - busy)
                     return True
         except UpstreamError:
             pass  # gone or broken: no progress, the timeout decides

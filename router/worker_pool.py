@@ -137,9 +137,13 @@ class WorkerPool:
         """The model was just used: least recently used is evicted first."""
         self._writable(state).last_used = self._clock()
 
-    def note_progress(self, state: ModelState) -> None:
-        """The worker showed it is working (answer bytes, a liveness probe answered)."""
-        self._writable(state).last_progress = self._clock()
+    def note_progress(self, state: ModelState, at: float | None = None) -> None:
+        """The worker showed it is working (answer bytes, a liveness probe answered).
+
+        ``at`` is when, if earlier than now: a probe tells when the engine last moved.
+        """
+        fields = self._writable(state)
+        fields.last_progress = max(fields.last_progress, self._clock() if at is None else at)
 
     def note_memory(self, state: ModelState, measured: int) -> None:
         """Remember the most a model was seen to hold: what it is expected to need next time."""

@@ -205,6 +205,25 @@ async def test_an_answered_probe_is_progress() -> None:
         _close_client(a)
 
 
+async def test_a_probe_dates_progress_from_the_engine_s_last_step() -> None:
+    # The event loop answers, but the engine thread has been inside one step for 30 s.
+    body = b'{"status":"ok","engine_busy_seconds":30}'
+    wedged = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    async with harness(models_max=0) as h, _worker_health(wedged) as port:
+        watchdog = _watchdog(h, stall=60)
+        a = await _ready_on(h, "a", port)
+        h.busy(a)
+        started = h.clock.now
+        h.advance(59)
+        assert await watchdog.probe(a) is True
+        assert a.last_progress == started + 29
+        h.advance(29)
+        assert watchdog.check_now() == []
+        h.advance(1)
+        assert watchdog.check_now() == [a]
+        _close_client(a)
+
+
 async def test_a_probe_answered_503_is_no_progress() -> None:
     loading = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 2\r\n\r\n{}"
     async with harness(models_max=0) as h, _worker_health(loading) as port:
