@@ -13,9 +13,11 @@ from contextlib import asynccontextmanager
 
 import anyio
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from corral.children.protocol import StateMessage
 from router.api.models import _status
+from router.metrics import RequestCounter, render_metrics
 from router.model_state import ModelState, Status
 from router.scheduling_answers import api_error
 from router.scheduling_errors import LoadFailed, LoadStalled, QueueFull, SchedulingError
@@ -241,6 +243,15 @@ async def test_a_probe_answered_503_is_no_progress() -> None:
 # --- the queue bound ---------------------------------------------------------------------------
 
 
+def _sample(exposition: str, name: str) -> float:
+    """The value of ``corral_queue_<name>`` in the /metrics text, read by Prometheus' parser."""
+    family = f"corral_queue_{name}"
+    for metric in text_string_to_metric_families(exposition):
+        if metric.name == family.removesuffix("_total"):
+            return float(metric.samples[0].value)
+    raise AssertionError(f"{family} missing from /metrics")
+
+
 async def test_requests_beyond_max_queue_are_refused_with_retry_after() -> None:
     async with harness(models_max=0, max_queue=2) as h, anyio.create_task_group() as group:
         errors: list[SchedulingError] = []
@@ -256,6 +267,8 @@ async def test_requests_beyond_max_queue_are_refused_with_retry_after() -> None:
         answer = api_error(refused.value)
         assert answer.status == 503
         assert answer.headers == {"Retry-After": "1"}
+        assert _sample(render_metrics(h.pool, h.scheduler, RequestCounter()), "rejections") == 1
+        assert _sample(render_metrics(h.pool, h.scheduler, RequestCounter()), "depth") == 2
 
         # A model that serves needs no place in the queue, and a freed place is taken again.
         await h.launched("a")
