@@ -287,8 +287,8 @@ class WorkerPool:
             listener(state.name)
         # The reason travels with the event (beyond upstream), so a client need not refetch.
         failure = {"error": fields.error} if fields.exit_code and fields.error else {}
-        if fault is not None:
-            failure["reason"] = fault
+        if fields.exit_code:  # as /models says it: why it failed
+            failure["reason"] = fault or "crashed"
         self._set_status(state, Status.UNLOADED, exit_code=fields.exit_code or 0, **failure)
         log = _log.info if expected or not returncode else _log.error
         log("worker exited", model=state.name, code=returncode, reason=reason)

@@ -96,6 +96,7 @@ async def test_a_busy_worker_without_progress_is_killed_and_loads_again() -> Non
     async with harness(models_max=0) as h:
         watchdog = _watchdog(h, stall=60)
         a = await h.load("a")
+        events = h.pool.events.subscribe()
         h.advance(1000)  # idle: it owes nothing, however long
         assert watchdog.check_now() == []
 
@@ -118,6 +119,10 @@ async def test_a_busy_worker_without_progress_is_killed_and_loads_again() -> Non
         status = _status(a, h.scheduler.retry_after(a))
         assert status["failed"] is True
         assert status["reason"] == "stalled"
+        unloaded = (await events.next_batch(0))[-1]
+        assert unloaded.data is not None
+        assert unloaded.data["status"] == "unloaded"
+        assert unloaded.data["reason"] == "stalled"
         assert status["retry_after"] == 0.5  # its first failure: the shortest backoff
 
         h.scheduler.release(a)  # the cut relay lets go of it
