@@ -7,6 +7,7 @@ else becomes a 500 whose traceback goes to the log, never to the client.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import msgspec
@@ -58,18 +59,26 @@ class ErrorEnvelope(msgspec.Struct):
 class ApiError(Exception):
     """An error the client should see, with its HTTP status and error type (docs/protocol.md §3)."""
 
-    def __init__(self, status: int, message: str, error_type: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        error_type: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,  # e.g. Retry-After on a 503
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.type = error_type or _TYPE_BY_STATUS.get(status, "server_error")
+        self.headers = dict(headers or {})
 
     def envelope(self) -> ErrorEnvelope:
         return ErrorEnvelope(ErrorBody(self.status, self.message, self.type))
 
 
 def error_response(error: ApiError) -> Response[ErrorEnvelope]:
-    return Response(error.envelope(), status_code=error.status)
+    return Response(error.envelope(), status_code=error.status, headers=error.headers or None)
 
 
 def json_response(value: Any, status: int = 200) -> ASGIResponse:

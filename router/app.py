@@ -28,6 +28,7 @@ from router.request_limits import body_limit_handlers
 from router.scheduler import Scheduler
 from router.security import ApiKeyAuth, build_cors_config
 from router.settings import ServeSettings
+from router.stall_watchdog import StallWatchdog
 from router.worker_pool import WorkerPool
 
 __all__ = ["create_app"]
@@ -89,7 +90,10 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 timeout=settings.timeout,
                 check_file=model_file_problem,
             )
-            scheduler = Scheduler(pool, settings.models_max, budget)
+            scheduler = Scheduler(pool, settings.models_max, budget, max_queue=settings.max_queue)
+            watchdog = StallWatchdog(
+                pool, stall_timeout=settings.stall_timeout, load_timeout=settings.load_timeout
+            )
             downloads = DownloadJobs(
                 pool,
                 settings=settings,
@@ -103,6 +107,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             for entry in startup:
                 pool.start(pool.models[entry.name])
             group.start_soon(scheduler.unload_expired)
+            group.start_soon(watchdog.run, group)
             group.start_soon(_reload_on_sighup, runtime)
             group.start_soon(downloads.sweep_stale_partials)
             try:

@@ -195,6 +195,28 @@ class ChildSupervisor:
             return
         await self._escalate(process)
 
+    async def terminate(self) -> None:
+        """SIGTERM to the group now; SIGKILL after the stop timeout. For a child that hangs.
+
+        A hung child would not read the exit command, so it starts at SIGTERM. SIGCONT follows
+        it: a stopped process keeps a SIGTERM pending until it is continued, and should get
+        its chance to exit cleanly before the SIGKILL.
+        """
+        self._stop_requested = True
+        process = self._process
+        if process is None:
+            self._kill_at_once = True  # not spawned yet: run() kills it once it is
+            await self._exited.wait()
+            return
+        process.signal_group(signal.SIGTERM)
+        process.signal_group(signal.SIGCONT)
+        with anyio.move_on_after(self._stop_timeout):
+            await self._exited.wait()
+            return
+        _log.warning("child did not stop in time", model=self._name, signal="SIGKILL")
+        process.signal_group(signal.SIGKILL)
+        await self._exited.wait()
+
     async def _escalate(self, process: ChildProcess) -> None:
         if self._kill_at_once:
             process.signal_group(signal.SIGKILL)

@@ -54,6 +54,12 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         parser.error(f"--max-body: {exc}")
     if max_body < 1:
         parser.error("--max-body must be at least 1 byte")
+    timeouts = {"--stall-timeout": args.stall_timeout, "--load-timeout": args.load_timeout}
+    for flag, value in timeouts.items():
+        if value < 0:
+            parser.error(f"{flag} must be 0 (never) or a number of seconds")
+    if args.max_queue < 0:
+        parser.error("--max-queue must be 0 (no limit) or a number of requests")
     if args.models_preset is not None and not Path(args.models_preset).is_file():
         parser.error(f"--models-preset {args.models_preset}: no such file")
     return ServeSettings(
@@ -67,6 +73,9 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         models_preset=Path(args.models_preset) if args.models_preset else None,
         hf_repos=tuple(_flag_or_env(args.hf_repos, "LLAMA_ARG_HF_REPO")),
         timeout=args.timeout,
+        stall_timeout=args.stall_timeout,
+        load_timeout=args.load_timeout,
+        max_queue=args.max_queue,
         offline=args.offline,
         cache_dir=locate_cache_dir(os.environ),
         model_options=model_options_from(args, parser),

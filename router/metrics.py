@@ -83,6 +83,12 @@ def render_metrics(pool: WorkerPool, scheduler: Scheduler, requests: RequestCoun
         [("", scheduler.queue_depth)],
     )
     lines += prometheus_family(
+        "corral_queue_rejections_total",
+        "counter",
+        "Requests refused with 503 because --max-queue requests were waiting already.",
+        [("", scheduler.rejections)],
+    )
+    lines += prometheus_family(
         "corral_queue_waits_total",
         "counter",
         "Requests that waited for a load.",

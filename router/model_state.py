@@ -51,6 +51,13 @@ class ModelFields:
     in_flight: int = 0
     last_used: float = 0.0
     peak_memory: int = 0  # the most its worker was seen to hold, for the memory budget
+    # When the worker last showed it is working (docs/operations.md, Faults): a load message,
+    # bytes of an answer, an answered liveness probe. The stall watchdog reads it.
+    last_progress: float = 0.0
+    # Why the router killed the worker ("stalled", "load_stalled") and what its requests are
+    # told ("stalled: no progress for 60 s"), until its next start.
+    fault: str | None = None
+    fault_message: str | None = None
     exited: anyio.Event = field(default_factory=anyio.Event)  # set while no worker runs
 
     def __post_init__(self) -> None:
@@ -146,6 +153,18 @@ class ModelState:
     @property
     def peak_memory(self) -> int:
         return self._fields.peak_memory
+
+    @property
+    def last_progress(self) -> float:
+        return self._fields.last_progress
+
+    @property
+    def fault(self) -> str | None:
+        return self._fields.fault
+
+    @property
+    def fault_message(self) -> str | None:
+        return self._fields.fault_message
 
     @property
     def failed(self) -> bool:

@@ -75,13 +75,21 @@ class RelayResponse(ASGIResponse):
     its connection, which tells the worker to stop generating (docs/protocol.md §3).
     """
 
-    __slots__ = ("_done", "_headers", "_model", "_upstream")
+    __slots__ = ("_done", "_headers", "_progress", "_state", "_upstream")
 
-    def __init__(self, upstream: UpstreamResponse, model: str, done: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        upstream: UpstreamResponse,
+        state: ModelState,
+        *,
+        progress: Callable[[], None],
+        done: Callable[[], None],
+    ) -> None:
         super().__init__(status_code=upstream.status)
         self._upstream = upstream
         self._headers = _response_headers(upstream)
-        self._model = model
+        self._state = state
+        self._progress = progress  # every chunk tells the stall watchdog the worker works
         self._done = done
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -112,15 +120,25 @@ class RelayResponse(ASGIResponse):
     async def _copy(self, send: Send) -> None:
         try:
             async for chunk in self._upstream.chunks():
+                self._progress()
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except UpstreamError as exc:
-            _log.warning("worker connection lost mid-response", model=self._model, error=str(exc))
+            name = self._state.entry.name
+            _log.warning("worker connection lost mid-response", model=name, error=str(exc))
             if (self._upstream.header(b"content-type") or b"").startswith(b"text/event-stream"):
-                event = sse_error_event(
-                    ApiError(500, f"model '{self._model}' stopped while answering")
-                )
+                error = _fault_error(self._state)
+                if error is None:
+                    error = ApiError(500, f"model '{name}' stopped while answering")
+                event = sse_error_event(error)
                 await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _fault_error(state: ModelState) -> ApiError | None:
+    """What a request cut by the router's fault handling is told (a stall), if that is why."""
+    if state.fault_message is None:
+        return None
+    return ApiError(503, f"model '{state.entry.name}' {state.fault_message}")
 
 
 def autoload_wanted(request: Request[Any, Any, Any], default: bool) -> bool:
@@ -191,6 +209,15 @@ async def relay(
     except BaseException as exc:
         scheduler.release(state)
         if isinstance(exc, UpstreamError):
+            fault = _fault_error(state)
+            if fault is not None:
+                raise fault from None
             raise ApiError(503, f"model '{name}' is unavailable: {exc}") from None
         raise
-    return RelayResponse(upstream, name, lambda: scheduler.release(state))
+    scheduler.note_progress(state)  # the answer's head arrived: the worker works
+    return RelayResponse(
+        upstream,
+        state,
+        progress=lambda: scheduler.note_progress(state),
+        done=lambda: scheduler.release(state),
+    )

@@ -23,7 +23,14 @@ import structlog
 
 from router.memory_budget import MemoryBudget
 from router.model_state import ModelState, Status
-from router.scheduling_errors import AlreadyRunning, LoadFailed, LoadInterrupted, NoRoom
+from router.scheduling_errors import (
+    AlreadyRunning,
+    LoadFailed,
+    LoadInterrupted,
+    LoadStalled,
+    NoRoom,
+    QueueFull,
+)
 from router.worker_pool import WorkerPool
 
 __all__ = ["Scheduler"]
@@ -48,16 +55,19 @@ class Scheduler:
         models_max: int,
         memory: MemoryBudget | None = None,
         *,
+        max_queue: int = 0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._pool = pool
         self._models_max = models_max
+        self._max_queue = max_queue  # requests waiting for loads, all models together; 0: no bound
         self._clock = clock  # the pool's clock too: ttl and backoff compare against its times
         self.memory = memory
         self._queue: deque[_Entry] = deque()
         self.waits = 0  # requests that had to wait for a load, for /metrics
         self.wait_seconds = 0.0
         self.evictions = 0
+        self.rejections = 0  # requests refused because the queue was full, for /metrics
 
     def is_queued(self, name: str) -> bool:
         """Whether requests wait for this model to load."""
@@ -81,6 +91,11 @@ class Scheduler:
         ready = self.acquire_if_ready(name)
         if ready is not None:
             return ready
+        if 0 < self._max_queue <= self.queue_depth:
+            # Refused before it waits: a flood of requests for slow loads must not pile up
+            # memory and connections without bound.
+            self.rejections += 1
+            raise QueueFull(name)
         entry = self._join(name)
         started = time.monotonic()  # real time, not the clock: a metric, never a decision
         try:
@@ -116,9 +131,15 @@ class Scheduler:
             await changed.wait()
 
     def _load_error(self, state: ModelState) -> LoadFailed | LoadInterrupted:
+        if state.failed and state.fault is not None:
+            return LoadStalled(state.name, state.fault_message)
         if state.failed:
             return LoadFailed(state.name, state.error)
         return LoadInterrupted(state.name)
+
+    def retry_after(self, state: ModelState) -> float:
+        """Seconds before a model that failed may be loaded again; 0 when it may be now."""
+        return max(self._backoff_left(state), 0.0) if state.failed else 0.0
 
     def _backoff_left(self, state: ModelState) -> float:
         if not state.failures:
@@ -250,6 +271,10 @@ class Scheduler:
         start a worker nor let the model be evicted under them. False if it is not running.
         """
         return self._pool.claim(state)
+
+    def note_progress(self, state: ModelState) -> None:
+        """The worker sent part of an answer: it is not stalled (see router.stall_watchdog)."""
+        self._pool.note_progress(state)
 
     def touch(self, state: ModelState) -> None:
         """A request was sent to the model: it is now the most recently used."""

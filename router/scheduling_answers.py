@@ -14,12 +14,18 @@ from router.scheduling_errors import (
     AlreadyRunning,
     LoadFailed,
     LoadInterrupted,
+    LoadStalled,
     ModelNotFound,
     NoRoom,
+    QueueFull,
     SchedulingError,
 )
 
-__all__ = ["api_error", "scheduling_answered"]
+__all__ = ["QUEUE_RETRY_AFTER_SECONDS", "api_error", "scheduling_answered"]
+
+# What a client refused by a full queue is told to wait: loads take seconds, the queue drains
+# as they finish.
+QUEUE_RETRY_AFTER_SECONDS = 1
 
 
 def api_error(error: SchedulingError) -> ApiError:
@@ -33,6 +39,14 @@ def api_error(error: SchedulingError) -> ApiError:
         return ApiError(400, "model is already running")
     if isinstance(error, NoRoom):
         return ApiError(500, "model limit reached, try again later")
+    if isinstance(error, QueueFull):
+        return ApiError(
+            503,
+            "too many requests are waiting for models to load, try again later",
+            headers={"Retry-After": str(QUEUE_RETRY_AFTER_SECONDS)},
+        )
+    if isinstance(error, LoadStalled):  # a timeout, not a broken model: worth another try
+        return ApiError(503, f"model '{name}' {error.reason}")
     if isinstance(error, LoadFailed):
         return ApiError(500, f"model '{name}' failed to load: {error.reason}")
     if isinstance(error, LoadInterrupted):

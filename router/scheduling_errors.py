@@ -9,8 +9,10 @@ __all__ = [
     "AlreadyRunning",
     "LoadFailed",
     "LoadInterrupted",
+    "LoadStalled",
     "ModelNotFound",
     "NoRoom",
+    "QueueFull",
     "SchedulingError",
 ]
 
@@ -49,3 +51,11 @@ class LoadFailed(SchedulingError):
 
 class LoadInterrupted(SchedulingError):
     """The load was stopped (evicted, unloaded, reloaded) before it finished."""
+
+
+class LoadStalled(LoadFailed):
+    """The load showed no progress for the load timeout, so the router killed it."""
+
+
+class QueueFull(SchedulingError):
+    """``--max-queue`` requests already wait for loads; this one is refused, not queued."""

@@ -84,6 +84,22 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "progress on stderr) when it is not in the hub cache; with `--offline` it must be there",
     ),
     "timeout": ("LLAMA_ARG_TIMEOUT", "longest silence (seconds) from a worker within one response"),
+    "stall_timeout": (
+        "CORRAL_STALL_TIMEOUT",
+        "kill a worker with requests in flight that shows no progress (no bytes, no answer to "
+        "a liveness probe) for this many seconds; its requests fail with 503, the model shows "
+        "`failed` with reason `stalled` (`0`: never)",
+    ),
+    "load_timeout": (
+        "CORRAL_LOAD_TIMEOUT",
+        "kill a loading worker that reports no progress for this many seconds; reason "
+        "`load_stalled` (`0`: never)",
+    ),
+    "max_queue": (
+        "CORRAL_MAX_QUEUE",
+        "requests that may wait for model loads at once, all models together; more are "
+        "refused with 503 and `Retry-After` (`0`: no limit)",
+    ),
     "offline": ("LLAMA_ARG_OFFLINE", "never contact the hub: `POST /models` answers 400"),
     "hf_token": (
         "HF_TOKEN",
@@ -117,6 +133,9 @@ SERVE_METAVARS: dict[str, str] = {
     "cors_origins": "LIST",
     "hf_repos": "ORG/REPO[:TAG]",
     "timeout": "SECONDS",
+    "stall_timeout": "SECONDS",
+    "load_timeout": "SECONDS",
+    "max_queue": "N",
     "hf_token": "TOKEN",
     "models_preset": "FILE",
     "log_format": "text|json",
@@ -172,6 +191,27 @@ def serve_parser() -> SuggestingParser:
         dest="timeout",
         type=float,
         default=float(_env("LLAMA_ARG_TIMEOUT", "3600") or 3600),
+    )
+    _add(
+        server,
+        "--stall-timeout",
+        dest="stall_timeout",
+        type=float,
+        default=float(_env("CORRAL_STALL_TIMEOUT", "60") or 60),
+    )
+    _add(
+        server,
+        "--load-timeout",
+        dest="load_timeout",
+        type=float,
+        default=float(_env("CORRAL_LOAD_TIMEOUT", "600") or 600),
+    )
+    _add(
+        server,
+        "--max-queue",
+        dest="max_queue",
+        type=int,
+        default=int(_env("CORRAL_MAX_QUEUE", "512") or 512),
     )
     models = parser.add_argument_group("models")
     _add(models, "--models-dir", dest="models_dir", type=Path, default=_env("LLAMA_ARG_MODELS_DIR"))

@@ -22,6 +22,11 @@ class ServeSettings:
     models_preset: Path | None = None
     hf_repos: tuple[str, ...] = ()  # hub-cache models to load at startup ("org/repo[:TAG]")
     timeout: float = 3600.0  # longest silence from a worker within one response
+    # Faults (docs/operations.md): seconds without progress before a busy worker (a loading
+    # one) is killed, 0 never; requests that may wait for loads at once, 0 no bound.
+    stall_timeout: float = 60.0
+    load_timeout: float = 600.0
+    max_queue: int = 512
     offline: bool = False
     cache_dir: Path | None = None  # the hub cache; None leaves cache models out
     # Per-model defaults from the command line, by canonical option name ({"ctx-size": "2048"}).

@@ -213,6 +213,7 @@ class WorkerClient:
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._idle: list[_Connection] = []
+        self._busy: set[_Connection] = set()  # carrying an answer: what abort() must cut
         self._closed = False
 
     async def request(
@@ -262,11 +263,21 @@ class WorkerClient:
         while self._idle:
             self._idle.pop().close()
 
+    def abort(self) -> None:
+        """Close every connection now, answers in progress too: their readers get
+        :class:`UpstreamError`. For a worker the router gives up on (a stall)."""
+        self._closed = True
+        for connection in [*self._busy, *self._idle]:
+            connection.close()
+        self._busy.clear()
+        self._idle.clear()
+
     async def _connection(self) -> _Connection:
         now = time.monotonic()
         while self._idle:
             connection = self._idle.pop()
             if not connection.closed and now - connection.idle_since < IDLE_EXPIRY_SECONDS:
+                self._busy.add(connection)
                 return connection
             connection.close()
         if self._closed:
@@ -277,9 +288,11 @@ class WorkerClient:
                 _, connection = await loop.create_connection(_Connection, *self._address)
         except (OSError, TimeoutError) as exc:
             raise UpstreamError(f"cannot connect to the worker: {exc or 'timed out'}") from None
+        self._busy.add(connection)
         return connection
 
     def _release(self, connection: _Connection, reusable: bool) -> None:
+        self._busy.discard(connection)
         if reusable and not connection.closed and not self._closed and len(self._idle) < _MAX_IDLE:
             connection.idle_since = time.monotonic()
             self._idle.append(connection)

@@ -22,7 +22,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from corral.children.environment import child_environment
-from corral.children.protocol import StateMessage
+from corral.children.protocol import EXIT_FAILED, StateMessage
 from router.broadcast import Broadcast
 from router.catalogue import Catalogue, CatalogueEntry
 from router.catalogue_diff import carried_over, stale_models
@@ -112,7 +112,8 @@ class WorkerPool:
                 previous = self._new_state(entry)
             elif not previous.running:
                 fields = self._writable(previous)
-                fields.exit_code = fields.error = None  # a reload clears the failed mark
+                # A reload clears the failed mark.
+                fields.exit_code = fields.error = fields.fault = fields.fault_message = None
             models[name] = previous
         self._catalogue, self._models = catalogue, models
         self.events.publish("*", "models_reload")
@@ -127,7 +128,10 @@ class WorkerPool:
         """
         if not state.serving:
             return False
-        self._writable(state).in_flight += 1
+        fields = self._writable(state)
+        if fields.in_flight == 0:  # an idle model owed no progress: the stall clock starts now
+            fields.last_progress = self._clock()
+        fields.in_flight += 1
         return True
 
     def release(self, state: ModelState) -> None:
@@ -136,6 +140,14 @@ class WorkerPool:
     def touch(self, state: ModelState) -> None:
         """The model was just used: least recently used is evicted first."""
         self._writable(state).last_used = self._clock()
+
+    def note_progress(self, state: ModelState, at: float | None = None) -> None:
+        """The worker showed it is working (answer bytes, a liveness probe answered).
+
+        ``at`` is when, if earlier than now: a probe tells when the engine last moved.
+        """
+        fields = self._writable(state)
+        fields.last_progress = max(fields.last_progress, self._clock() if at is None else at)
 
     def note_memory(self, state: ModelState, measured: int) -> None:
         """Remember the most a model was seen to hold: what it is expected to need next time."""
@@ -162,7 +174,8 @@ class WorkerPool:
         fields.supervisor = supervisor
         fields.stop_requested = False
         fields.exit_code = fields.error = fields.meta = fields.progress = None
-        fields.last_used = started
+        fields.fault = fields.fault_message = None
+        fields.last_used = fields.last_progress = started
         self._set_status(state, Status.LOADING)
         self.events.publish(state.name, "model_status", {"status": "loading"})
         self._tasks.start_soon(self._run_worker, state, supervisor)
@@ -177,6 +190,24 @@ class WorkerPool:
             self._writable(state).stop_requested = True
             self.changed.notify()
             self._tasks.start_soon(self.stop, state)
+
+    def kill_faulty(self, state: ModelState, fault: str, message: str) -> None:
+        """End a worker that stopped making progress: a failure, unlike :meth:`request_stop`.
+
+        Its in-flight answers are cut at once (the proxy tells their clients ``message``), then
+        the process gets SIGTERM and, after its stop timeout, SIGKILL. The model then shows
+        failed with ``fault`` as its reason and loads again on the next request.
+        """
+        if not state.running or state.stop_requested:
+            return
+        fields = self._writable(state)
+        fields.fault, fields.fault_message, fields.stop_requested = fault, message, True
+        _log.error("killing a worker that stopped making progress", model=state.name, fault=fault)
+        if fields.client is not None:
+            fields.client.abort()
+        self.changed.notify()
+        if fields.supervisor is not None:
+            self._tasks.start_soon(fields.supervisor.terminate)
 
     async def stop(self, state: ModelState) -> None:
         """Stop the worker by escalation (see :meth:`ChildSupervisor.stop`) and wait for it.
@@ -214,6 +245,7 @@ class WorkerPool:
 
     def _on_state(self, state: ModelState, message: StateMessage, started: float) -> None:
         fields = self._writable(state)
+        fields.last_progress = self._clock()  # any state message shows the worker is alive
         if message.state == "loading":
             fields.progress = message.payload
             self._set_status(state, Status.LOADING, progress=message.payload)
@@ -243,10 +275,15 @@ class WorkerPool:
         reason = ended.reason
         if ended.launch_error is not None:
             reason = f"cannot start worker: {ended.launch_error}"
-        expected = fields.stop_requested
+        fault = fields.fault
+        expected = fields.stop_requested and fault is None
         fields.supervisor = None
-        fields.exit_code = None if expected else ended.code or None
-        fields.error = None if expected or not returncode else reason
+        if fault is not None:  # killed by the router for a fault: a failure whatever its code
+            fields.exit_code = ended.code or EXIT_FAILED
+            fields.error = reason = f"{fields.fault_message} ({reason})"
+        else:
+            fields.exit_code = None if expected else ended.code or None
+            fields.error = None if expected or not returncode else reason
         if fields.exit_code:
             fields.failures += 1
             fields.failures_total += 1
@@ -259,6 +296,8 @@ class WorkerPool:
             listener(state.name)
         # The reason travels with the event (beyond upstream), so a client need not refetch.
         failure = {"error": fields.error} if fields.exit_code and fields.error else {}
+        if fields.exit_code:  # as /models says it: why it failed
+            failure["reason"] = fault or "crashed"
         self._set_status(state, Status.UNLOADED, exit_code=fields.exit_code or 0, **failure)
         if ended.refused:  # no worker ran: say what is wrong with the file, once
             _log.error("model file is unusable", model=state.name, error=reason)

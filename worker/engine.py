@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -65,8 +66,12 @@ def _deliver(outbox: _Outbox) -> None:
 class Engine:
     """Runs model work on a dedicated thread; create it on the event loop it serves."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._loop = asyncio.get_running_loop()
+        self._clock = clock
+        # When the thread began its current job or step; None while it waits for work. A value
+        # that gets old means a wedged thread: /health reports it for the router's watchdog.
+        self._busy_since: float | None = None
         self._inbox: queue.SimpleQueue[_Call[Any] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._model: LoadedModel | None = None
@@ -125,6 +130,11 @@ class Engine:
         finally:
             generation.cancelled = True
 
+    def busy_seconds(self) -> float:
+        """How long the thread has been inside one job or step; 0 while it waits for work."""
+        since = self._busy_since  # one read: the engine thread may reset it meanwhile
+        return 0.0 if since is None else max(self._clock() - since, 0.0)
+
     def _require_model(self) -> LoadedModel:
         if self._model is None:
             raise Cancelled
@@ -147,6 +157,7 @@ class Engine:
                 # Idle and awake: wait for work at most until it is time to sleep.
                 timeout = sleep_after if idle and not model.sleeping else None
                 while True:
+                    self._busy_since = None if idle else self._clock()
                     try:
                         job = self._inbox.get(block=idle, timeout=timeout)
                     except queue.Empty:
@@ -157,9 +168,11 @@ class Engine:
                     idle = False
                     if job is None:
                         return
+                    self._busy_since = self._clock()
                     if model.sleeping and job.needs_model:
                         wake(model)
                     job.run()
+                self._busy_since = self._clock()
                 model.batcher.step()
                 if self._outbox:
                     outbox, self._outbox = self._outbox, []

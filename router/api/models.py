@@ -54,7 +54,7 @@ async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASG
     )
 
 
-def _status(state: ModelState) -> dict[str, Any]:
+def _status(state: ModelState, retry_after: float) -> dict[str, Any]:
     status: dict[str, Any] = {
         "value": state.status.value,
         "args": state.args,
@@ -62,10 +62,13 @@ def _status(state: ModelState) -> dict[str, Any]:
     }
     if state.failed:
         status.update(failed=True, exit_code=state.exit_code, error=state.error)
+        # Corral's own: why the router killed it ("stalled", "load_stalled"), else it crashed;
+        # and how long the crash-loop backoff keeps it from loading again.
+        status.update(reason=state.fault or "crashed", retry_after=round(retry_after, 3))
     return status
 
 
-def _entry(state: ModelState, created: int) -> dict[str, Any]:
+def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": state.entry.name,
         "aliases": list(state.entry.aliases),
@@ -73,7 +76,7 @@ def _entry(state: ModelState, created: int) -> dict[str, Any]:
         "object": "model",
         "owned_by": "llamacpp",
         "created": created,
-        "status": _status(state),
+        "status": _status(state, retry_after),
         "source": state.entry.source,
         "can_remove": state.entry.source == "cache",
         # Corral's own: how the scheduler treats the model.
@@ -99,7 +102,11 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
             raise ApiError(500, f"reload failed: {exc}") from None
     created = int(time.time())
     models = rt.pool.models
-    data = [_entry(state, created) for state in models.values() if not state.entry.hidden]
+    data = [
+        _entry(state, created, rt.scheduler.retry_after(state))
+        for state in models.values()
+        if not state.entry.hidden
+    ]
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
     return {"object": "list", "data": sorted(data, key=lambda entry: str(entry["id"]))}

@@ -80,3 +80,29 @@ def test_a_bad_memory_size_stops_with_a_clear_message(capsys: pytest.CaptureFixt
         parse_serve_args(["--models-memory-max", "lots"])
     assert stopped.value.code == 2
     assert "--models-memory-max: expected a size such as 512M or 8G" in capsys.readouterr().err
+
+
+def test_fault_limits_have_defaults_and_take_flags() -> None:
+    settings = parse_serve_args([])
+    assert (settings.stall_timeout, settings.load_timeout, settings.max_queue) == (60, 600, 512)
+    settings = parse_serve_args(
+        ["--stall-timeout", "0", "--load-timeout", "30", "--max-queue", "8"]
+    )
+    assert (settings.stall_timeout, settings.load_timeout, settings.max_queue) == (0, 30, 8)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--stall-timeout", "-1"], "--stall-timeout must be 0 (never) or a number of seconds"),
+        (["--load-timeout", "-5"], "--load-timeout must be 0 (never) or a number of seconds"),
+        (["--max-queue", "-1"], "--max-queue must be 0 (no limit) or a number of requests"),
+    ],
+)
+def test_negative_fault_limits_are_refused(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        parse_serve_args(argv)
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err

@@ -247,3 +247,30 @@ async def test_a_closed_client_refuses_new_requests(upstream: Upstream) -> None:
     with pytest.raises(UpstreamError, match="the worker is stopping"):
         await _post(client)
     assert upstream.connections == 0
+
+
+async def test_abort_cuts_answers_in_progress_and_refuses_new_requests(upstream: Upstream) -> None:
+    async def endless(writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n")
+
+    async def silent(writer: asyncio.StreamWriter) -> None:
+        pass
+
+    upstream.answer = endless
+    client = WorkerClient("127.0.0.1", upstream.port, timeout=5)
+    streaming = await _post(client)
+    chunks = streaming.chunks()
+    assert await anext(chunks) == b"a"
+    upstream.answer = silent  # a second request the worker never answers
+    waiting = asyncio.ensure_future(_post(client))
+    with anyio.fail_after(5):
+        while len(upstream.requests) < 2:  # both requests reached the worker
+            await anyio.lowlevel.checkpoint()
+
+    client.abort()  # a stalled worker: the router gives up on everything it was sent
+    with pytest.raises(UpstreamError, match="connection to the worker lost"):
+        await anext(chunks)
+    with pytest.raises(UpstreamError, match="connection to the worker lost"):
+        await waiting
+    with pytest.raises(UpstreamError, match="the worker is stopping"):
+        await _post(client)

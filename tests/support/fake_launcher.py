@@ -68,6 +68,8 @@ class FakeChild:
     def signal_group(self, sig: signal.Signals) -> None:
         self.signals.append(sig)
         self.received.append(sig.name)
+        if sig == signal.SIGCONT:  # continues a stopped process; ends nothing
+            return
         if not (sig == signal.SIGTERM and self.ignore_sigterm):
             self._exit(-sig)
 

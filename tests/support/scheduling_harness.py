@@ -75,6 +75,7 @@ async def harness(
     *,
     names: str = "abcd",
     memory: MemoryBudget | None = None,
+    max_queue: int = 0,
     **special: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…)."""
@@ -88,7 +89,8 @@ async def harness(
     async with anyio.create_task_group() as group:
         pool = WorkerPool(catalogue, launcher=launcher, task_group=group, clock=clock)
         try:
-            yield Harness(pool, Scheduler(pool, models_max, memory, clock=clock), launcher, clock)
+            scheduler = Scheduler(pool, models_max, memory, max_queue=max_queue, clock=clock)
+            yield Harness(pool, scheduler, launcher, clock)
         finally:
             launcher.close()
             group.cancel_scope.cancel()

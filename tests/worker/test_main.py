@@ -32,7 +32,10 @@ def test_reports_loading_then_ready_with_model_info(alpha: Path) -> None:
         assert ready["id"] == "alpha"
         assert ready["meta"]["n_ctx"] == 256
         assert ready["host"] == "127.0.0.1"
-        assert httpx.get(f"{child.url}/health").json() == {"status": "ok"}
+        assert httpx.get(f"{child.url}/health").json() == {
+            "status": "ok",
+            "engine_busy_seconds": 0.0,
+        }
 
 
 def test_stdout_carries_only_protocol_lines(alpha: Path) -> None:

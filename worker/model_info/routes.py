@@ -77,9 +77,11 @@ async def slots(request: AnyRequest) -> list[dict[str, Any]]:
 
 
 @get("/health")
-async def health(request: AnyRequest) -> dict[str, str]:
-    loaded(request)
-    return {"status": "ok"}
+async def health(request: AnyRequest) -> dict[str, Any]:
+    engine, _ = loaded(request)
+    # Answered by the event loop, so a frozen process fails it by not answering; a wedged
+    # engine thread shows as a growing busy time (the router's stall watchdog reads it).
+    return {"status": "ok", "engine_busy_seconds": round(engine.busy_seconds(), 3)}
 
 
 @get("/props")
