@@ -15,6 +15,13 @@ import { failureOf } from "./status.js";
 
 const STICK_TO_BOTTOM_PX = 80;
 
+// Thumbnails of the images a user message carried.
+function imagesOf(message) {
+  if (!message.images?.length) return null;
+  return h("div", { class: "msg-images" }, message.images.map((image) =>
+    h("img", { class: "thumb", src: image.url, alt: image.name, title: image.name })));
+}
+
 export class ThreadView {
   /**
    * `conversation`: the one shown, or null for a new chat. `model()` gives the chosen model id,
@@ -65,7 +72,7 @@ export class ThreadView {
     const el = h("article", {
       class: `msg msg-${message.role}`, dataset: { id: message.id },
       "aria-label": message.role === "user" ? "Your message" : "Reply",
-    }, head, reasoning, body, statusLine, foot);
+    }, head, reasoning, body, imagesOf(message), statusLine, foot);
     const parts = { el, body, reasoning, statusLine, foot, shown: null };
     this.rendered.set(message.id, parts);
     this.fill(message, parts);
