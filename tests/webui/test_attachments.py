@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from playwright.sync_api import Page, Request, Route, expect
+from playwright.sync_api import FilePayload, Page, Request, Route, expect
 
 from tests.support.router_process import RouterProcess
 from tests.webui.conftest import Shot
@@ -56,9 +56,8 @@ def test_text_files_attach_by_chooser_paste_and_drop(
 
     with page.expect_file_chooser() as chooser:
         page.get_by_role("button", name=re.compile("^Attach files")).click()
-    chooser.value.set_files(
-        files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"first file\n"}]
-    )
+    notes: FilePayload = {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"first file\n"}
+    chooser.value.set_files(files=[notes])
     expect(composer).to_have_value(re.compile(r"notes\.txt:\n```txt\nfirst file\n```"))
 
     page.evaluate(DISPATCH, ["paste", [_file("pasted.md", "text/markdown", b"# pasted")]])
