@@ -20,6 +20,10 @@ PAGES = [
     "migrating",
     "architecture",
     "protocol",
+    "serving",
+    "webui",
+    "development",
+    "benchmarks",
 ]
 
 

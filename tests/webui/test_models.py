@@ -22,6 +22,17 @@ Q4 = f"{REPO}:Q4_K_M"
 PARTIAL = re.compile(r"^[1-9]\d?$")  # 1..99 percent
 
 
+def _format_bytes(size: int) -> str:
+    """As the page's formatBytes: decimal units, one decimal below 100."""
+    value, unit = float(size), 0
+    units = ["B", "KB", "MB", "GB", "TB"]
+    while value >= 1000 and unit < len(units) - 1:
+        value /= 1000
+        unit += 1
+    digits = 0 if unit == 0 or value >= 100 else 1
+    return f"{value:.{digits}f} {units[unit]}"
+
+
 def _picker_status(page: Page) -> str | None:
     return page.locator(".picker-button .badge").get_attribute("data-status")
 
@@ -109,6 +120,11 @@ def test_manager_loads_unloads_and_shows_memory_pins_and_ttls(
         expect(alpha.locator(".fact-pin")).to_have_text("pinned")
         expect(beta.locator(".fact-ttl")).to_have_text("TTL 10 min")
         expect(beta.locator(".badge")).to_have_attribute("data-status", "unloaded")
+        # The size of its files shows before any load (the router's "size").
+        size = (ui_models / "beta.gguf").stat().st_size
+        assert router.models()["beta"]["size"] == size
+        expect(beta.locator(".fact-size")).to_have_text(_format_bytes(size))
+        expect(beta.locator(".fact-memory-last")).to_have_count(0)
 
         beta.get_by_role("button", name="Load").click()
         expect(beta.locator(".badge")).to_have_attribute("data-status", "loaded")
@@ -127,6 +143,10 @@ def test_manager_loads_unloads_and_shows_memory_pins_and_ttls(
         expect(beta.locator(".badge")).to_have_attribute("data-status", "unloaded")
         expect(beta.locator(".fact-memory")).to_have_count(0)
         assert router.models()["beta"]["status"]["value"] == "unloaded"
+        # Unloaded, it keeps its size and what it held when it ran.
+        expect(beta.locator(".fact-size")).to_have_text(_format_bytes(size))
+        expect(beta.locator(".fact-memory-last")).to_contain_text("MB RAM when run")
+        shot("unloaded")
 
         # "Chat" opens a new chat with that model.
         alpha.get_by_role("button", name="Chat").click()
@@ -172,6 +192,7 @@ def test_download_with_progress_then_chat_and_delete(
     model = page.locator(f".model-row[data-model='{Q4}']")
     expect(model).to_be_visible()
     expect(model.locator(".fact").first).to_have_text("hub cache")
+    expect(model.locator(".fact-size")).to_have_text(_format_bytes(len(payload)))
     shot("done")
 
     # The new model chats.
@@ -222,6 +243,20 @@ def test_a_download_can_be_cancelled_and_failures_are_shown(
     shot("failed")
     failed.get_by_role("button", name="Dismiss").click()
     expect(failed).to_have_count(0)
+
+    # A failed download can be tried again: once the hub has the repository, it completes.
+    repo_input.fill("acme/late-GGUF")
+    page.get_by_role("button", name="Download").click()
+    late = page.locator(".download[data-model='acme/late-GGUF']")
+    expect(late).to_have_class(re.compile(r"download-failed"))
+    expect(late.get_by_role("button", name="Retry")).to_be_visible()
+    shot("retry-offered")
+    hub.add_repo("acme/late-GGUF", {"late-Q4_K_M.gguf": HubFile(payload)})
+    late.get_by_role("button", name="Retry").click()
+    expect(late).to_contain_text("done: acme/late-GGUF:Q4_K_M")
+    expect(late.get_by_role("button", name="Retry")).to_have_count(0)
+    expect(page.locator(".model-row[data-model='acme/late-GGUF:Q4_K_M']")).to_be_visible()
+    shot("retried")
 
     # A malformed id is refused before anything is sent.
     repo_input.fill("not a repo")

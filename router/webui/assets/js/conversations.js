@@ -7,6 +7,7 @@
 // conversation = {
 //   id, title, model, createdAt, updatedAt,
 //   settings: { system, temperature, top_p, max_tokens, extra },   // null = server default
+//                                           (max_tokens starts at DEFAULT_MAX_TOKENS)
 //   messages: { [id]: { id, parent, role, content, createdAt, model?, state?, stats?, error? } },
 //   leaf,                                   // the last message of the visible thread
 //   stream: { messageId, model, offset } | null   // a reply still being generated (resumable)
@@ -16,12 +17,15 @@ import * as db from "./db.js";
 
 const DEFAULTS_STORAGE = "corral.defaults";
 const SAVE_DELAY_MS = 400;
+export const DEFAULT_MAX_TOKENS = 1024;
 
 export const BUILTIN_SETTINGS = Object.freeze({
   system: "",
   temperature: null,
   top_p: null,
-  max_tokens: null,
+  // Bounded by default: a small model given no limit can ramble to the end of its context.
+  // Shown (and changeable, or emptied for no limit) in the chat settings.
+  max_tokens: DEFAULT_MAX_TOKENS,
   extra: "",
 });
 

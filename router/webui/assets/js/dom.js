@@ -67,6 +67,7 @@ const ICONS = {
   pin: ["M9 4h6l-1 6 3 3H7l3-3z", "M12 13v8"],
   clock: ["M12 3a9 9 0 1 0 0 18a9 9 0 1 0 0-18z", "M12 7v5l3 2"],
   alert: ["M12 3l10 18H2z", "M12 10v5", "M12 18h.01"],
+  paperclip: ["M20 11.5l-8 8a5 5 0 0 1-7-7l8.5-8.5a3.3 3.3 0 0 1 4.7 4.7L9.7 17.2a1.7 1.7 0 0 1-2.4-2.4L15 7"],
 };
 
 export function icon(name, label) {

@@ -35,6 +35,25 @@ export function formatAgo(timestamp, now = Date.now()) {
   return new Date(timestamp).toLocaleDateString();
 }
 
+/** "1 model", "2 models": a count with its noun in agreement. */
+export function plural(count, noun, nouns = `${noun}s`) {
+  return `${formatNumber(count)} ${count === 1 ? noun : nouns}`;
+}
+
+/**
+ * "Reload failed: …" without saying it twice when the server's message already starts with
+ * the same words ("reload failed: catalogue …").
+ */
+export function prefixed(prefix, message) {
+  const text = String(message ?? "");
+  const head = prefix.toLowerCase();
+  if (text.toLowerCase().startsWith(head)) {
+    const rest = text.slice(prefix.length).replace(/^[:\s]+/, "");
+    return rest ? `${prefix}: ${rest}` : prefix;
+  }
+  return `${prefix}: ${text}`;
+}
+
 export function percent(fraction) {
   return `${Math.round(Math.min(1, Math.max(0, fraction)) * 100)}%`;
 }

@@ -9,6 +9,7 @@
 // connection alone would not stop a resumable generation).
 
 import { api, apiJson, errorOf, readEvents, sleep } from "./api.js";
+import { contentOf } from "./attachments.js";
 import { addMessage, conversations, thread, titleFrom } from "./conversations.js";
 import { contextSize, models, status } from "./models.js";
 
@@ -47,8 +48,10 @@ function requestBody(conversation, history, model) {
   const messages = [];
   if (settings.system?.trim()) messages.push({ role: "system", content: settings.system });
   for (const message of history) {
-    if (message.role === "user" || (message.role === "assistant" && message.content)) {
-      messages.push({ role: message.role, content: message.content });
+    if (message.role === "user") {
+      messages.push({ role: "user", content: contentOf(message) });
+    } else if (message.role === "assistant" && message.content) {
+      messages.push({ role: "assistant", content: message.content });
     }
   }
   let extra = {};
@@ -305,10 +308,14 @@ export const generations = new Generations();
 
 // --- chat actions -----------------------------------------------------------------------------
 
-/** Add the user's message under the current thread and generate the reply. */
-export function send(conversation, text) {
+/**
+ * Add the user's message under the current thread and generate the reply. `images`: attached
+ * images, [{ name, url }] with data: URIs, sent as image_url content parts.
+ */
+export function send(conversation, text, images = []) {
   const first = !conversation.leaf;
-  const user = addMessage(conversation, conversation.leaf, "user", text);
+  const user = addMessage(conversation, conversation.leaf, "user", text,
+    images.length ? { images } : {});
   if (first) conversation.title = titleFrom(text);
   return reply(conversation, user.id);
 }
@@ -334,7 +341,8 @@ export function editMessage(conversation, messageId, text) {
   const original = conversation.messages[messageId];
   if (!original) return;
   if (original.role === "user") {
-    const user = addMessage(conversation, original.parent, "user", text);
+    const user = addMessage(conversation, original.parent, "user", text,
+      original.images?.length ? { images: original.images } : {}); // the edit keeps its images
     if (!original.parent) conversation.title = titleFrom(text);
     reply(conversation, user.id);
   } else {

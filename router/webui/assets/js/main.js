@@ -46,7 +46,8 @@ class App {
     try {
       await models.start();
     } catch (error) {
-      this.toast(`Cannot reach the server: ${error.message}`, "error");
+      if (error?.status === 401) this.toast("This server needs an API key: enter it with the key button.", "error");
+      else this.toast(`Cannot reach the server: ${error.message}`, "error");
       return;
     }
     this.pickDefaultModel();
@@ -149,10 +150,12 @@ class App {
     const key = await apiKeyDialog({ optional: true });
     if (key === null) return;
     this.toast(key ? "API key saved in this browser." : "API key forgotten.");
-    if (!models.loaded) await this.connect();
-    else {
+    if (!models.loaded) {
+      await this.connect();
+    } else {
       models.refreshAccess().catch(() => {});
       models.refresh().catch(() => {});
+      if (models.keyNeeded && !models.connected) models.listen(); // it stopped at the 401
     }
   }
 

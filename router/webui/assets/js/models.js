@@ -9,6 +9,18 @@
 import { api, apiJson, readEvents, sleep } from "./api.js";
 
 const RECONNECT_MS = [1000, 2000, 5000];
+// The most each model was seen to hold while it ran, kept in this browser: /models only tells
+// the memory of running models, and the manager shows it after an unload too.
+const MEMORY_STORAGE = "corral.memory";
+
+function readMemory() {
+  try {
+    const saved = JSON.parse(localStorage.getItem(MEMORY_STORAGE) ?? "{}");
+    return new Map(Object.entries(saved).filter(([, bytes]) => Number.isFinite(bytes)));
+  } catch {
+    return new Map();
+  }
+}
 // Download entries share GET /models with models; these statuses mark them.
 const DOWNLOAD_STATUSES = new Set(["downloading", "downloaded"]);
 
@@ -23,7 +35,9 @@ class ModelStore extends EventTarget {
     this.access = null; // GET /v1/key: { scope, key_id, concurrency, rpm } of this page's key
     this.loaded = false; // the first list has arrived
     this.connected = false; // the event stream is open
+    this.keyNeeded = false; // the server answered, but only 401: no (valid) API key yet
     this.refreshTimer = null;
+    this.measured = readMemory(); // id -> the most resident bytes seen while it ran
   }
 
   /** Models one can chat with: everything but download entries. */
@@ -55,19 +69,39 @@ class ModelStore extends EventTarget {
   async start() {
     this.props = await apiJson("./props").catch(() => null);
     await this.refreshAccess();
-    await this.refresh();
+    try {
+      await this.refresh();
+    } catch (error) {
+      this.keyNeeded = error?.status === 401;
+      this.changed();
+      throw error;
+    }
+    this.keyNeeded = false;
     this.listen();
   }
 
   async refresh() {
     const body = await apiJson("./v1/models");
     this.entries = new Map(body.data.map((entry) => [entry.id, entry]));
+    this.remember(body.data);
     for (const entry of body.data) {
       if (status(entry) !== "loading") this.loading.delete(entry.id);
       if (DOWNLOAD_STATUSES.has(status(entry))) this.trackDownload(entry);
     }
     this.loaded = true;
     this.changed();
+  }
+
+  remember(entries) {
+    let changed = false;
+    for (const entry of entries) {
+      const rss = entry.memory?.rss;
+      if (rss && rss > (this.measured.get(entry.id) ?? 0)) {
+        this.measured.set(entry.id, rss);
+        changed = true;
+      }
+    }
+    if (changed) localStorage.setItem(MEMORY_STORAGE, JSON.stringify(Object.fromEntries(this.measured)));
   }
 
   // Coalesce the refreshes a burst of events asks for.
@@ -105,7 +139,13 @@ class ModelStore extends EventTarget {
           await readEvents(response, 0, (data) => this.onEvent(JSON.parse(data)));
         }
       } catch (error) {
-        if (error?.status === 401) return; // no key given: stay quiet until the page reloads
+        if (error?.status === 401) {
+          // No key given: stay quiet until one is entered (main.js connects again then).
+          this.keyNeeded = true;
+          this.connected = false;
+          this.changed();
+          return;
+        }
       }
       this.connected = false;
       this.changed();
@@ -214,6 +254,25 @@ class ModelStore extends EventTarget {
     await this.refresh();
   }
 
+  /**
+   * Start a failed download again under the same name. The hub cache keeps the part already
+   * fetched, so the new download resumes from there.
+   */
+  async retryDownload(name) {
+    this.dismissed.delete(name);
+    // Set before the request, so the new download's events update this row.
+    this.downloads.set(name, { done: 0, total: 0, state: "downloading" });
+    this.changed();
+    try {
+      await apiJson("./models", { method: "POST", json: { model: name } });
+    } catch (error) {
+      this.downloads.set(name, { done: 0, total: 0, state: "failed", error: error.message });
+      this.changed();
+      throw error;
+    }
+    await this.refresh();
+  }
+
   dismissDownload(name) {
     if (this.downloads.get(name)?.state === "failed") this.dismissed.add(name);
     this.downloads.delete(name);
@@ -229,6 +288,11 @@ class ModelStore extends EventTarget {
     await apiJson("./v1/models?reload=1");
     await this.refresh();
   }
+}
+
+/** The bytes of a model's files: the router's `size`, else the running worker's meta. */
+export function fileSize(entry) {
+  return entry?.size || entry?.meta?.size || null;
 }
 
 export function status(entry) {

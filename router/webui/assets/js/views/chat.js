@@ -2,6 +2,7 @@
 // around the thread of messages (./thread.js). It listens for model and generation updates and
 // redraws what they change at most once per animation frame.
 
+import { acceptsImages, readFiles } from "../attachments.js";
 import { h, icon, iconButton, replace } from "../dom.js";
 import { formatNumber, percent } from "../format.js";
 import { conversations, thread } from "../conversations.js";
@@ -45,13 +46,33 @@ export class ChatView {
       class: "composer-input", rows: 1, "aria-label": "Message",
       onKeydown: (event) => this.onComposerKey(event),
       onInput: () => this.autosize(),
+      onPaste: (event) => this.onPaste(event),
     });
     this.sendButton = h("button", { type: "submit", class: "send-btn" });
     this.contextInfo = h("div", { class: "composer-info" });
+    // Attachments: a file chooser, paste and drag-and-drop all end in attach().
+    this.images = []; // [{ name, url }] waiting to go with the next message
+    this.fileInput = h("input", {
+      type: "file", multiple: true, class: "offscreen", tabIndex: -1, "aria-hidden": "true",
+      onChange: () => {
+        this.attach([...this.fileInput.files]);
+        this.fileInput.value = "";
+      },
+    });
+    this.attachButton = iconButton("paperclip", "Attach files (text; images for models that take them)",
+      () => this.fileInput.click(),
+      { class: "icon-btn attach-btn" });
+    this.attachments = h("div", { class: "composer-attachments", "aria-label": "Attached images" });
+    this.attachNote = h("p", { class: "composer-note", role: "status" });
     this.composer = h("form", {
       class: "composer",
       onSubmit: (event) => { event.preventDefault(); this.submit(); },
-    }, h("div", { class: "composer-box" }, this.input, this.sendButton), this.contextInfo);
+      onDragover: (event) => this.onDragOver(event),
+      onDragleave: () => this.composer.classList.remove("is-dropping"),
+      onDrop: (event) => this.onDrop(event),
+    }, this.attachNote, this.attachments,
+    h("div", { class: "composer-box" }, this.attachButton, this.fileInput, this.input, this.sendButton),
+    this.contextInfo);
     this.el = h("section", { class: "chat" }, this.header, this.banner, this.threadView.el, this.composer);
 
     // Model statuses show in the header and in replies waiting for their model.
@@ -159,6 +180,11 @@ export class ChatView {
     this.sendButton.disabled = !running && !this.canSend();
     this.input.placeholder = id ? `Message ${id}` : "Choose a model to start";
     replace(this.contextInfo, this.contextLine());
+    if (this.images.length && models.loaded && !acceptsImages(models.get(id))) {
+      this.images = [];
+      this.renderAttachments();
+      this.attachNote.textContent = "This model does not take images: the attached images were removed.";
+    }
     if (!this.conversation?.leaf) this.threadView.render(); // the empty state names the model
   }
 
@@ -205,6 +231,56 @@ export class ChatView {
     hints];
   }
 
+  // --- attachments ------------------------------------------------------------------------
+
+  onPaste(event) {
+    const files = [...(event.clipboardData?.files ?? [])];
+    if (!files.length) return; // plain text: the textarea takes it
+    event.preventDefault();
+    this.attach(files);
+  }
+
+  onDragOver(event) {
+    if (![...(event.dataTransfer?.types ?? [])].includes("Files")) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = "copy";
+    this.composer.classList.add("is-dropping");
+  }
+
+  onDrop(event) {
+    this.composer.classList.remove("is-dropping");
+    const files = [...(event.dataTransfer?.files ?? [])];
+    if (!files.length) return;
+    event.preventDefault();
+    this.attach(files);
+  }
+
+  /** Text files go into the message as fenced blocks, images wait as thumbnails. */
+  async attach(files) {
+    const images = acceptsImages(models.get(this.model()));
+    const read = await readFiles(files, { images }).catch((error) =>
+      ({ texts: [], images: [], notes: [error.message] }));
+    if (read.texts.length) {
+      const before = this.input.value.replace(/\s+$/, "");
+      this.input.value = [before, ...read.texts].filter(Boolean).join("\n\n");
+      this.autosize();
+    }
+    this.images.push(...read.images);
+    this.attachNote.textContent = read.notes.join(" ");
+    this.renderAttachments();
+    this.input.focus();
+  }
+
+  renderAttachments() {
+    replace(this.attachments, this.images.map((image, index) =>
+      h("figure", { class: "attachment" },
+        h("img", { class: "thumb", src: image.url, alt: image.name, title: image.name }),
+        iconButton("x", `Remove ${image.name}`, () => {
+          this.images.splice(index, 1);
+          this.renderAttachments();
+        }, { class: "icon-btn attachment-remove" }))));
+  }
+
   // --- composer ---------------------------------------------------------------------------
 
   autosize() {
@@ -225,17 +301,22 @@ export class ChatView {
       return;
     }
     const text = this.input.value;
-    if (!text.trim() || !this.canSend()) return;
+    if ((!text.trim() && !this.images.length) || !this.canSend()) return;
+    // Images chosen for a model that takes them stay only while such a model is chosen.
+    const images = acceptsImages(models.get(this.model())) ? this.images : [];
     this.input.value = "";
+    this.images = [];
+    this.attachNote.textContent = "";
+    this.renderAttachments();
     this.autosize();
     let conversation = this.conversation;
     if (!conversation) {
       conversation = conversations.create(this.app.draft.model, this.app.draft.settings);
-      send(conversation, text);
+      send(conversation, text, images);
       this.app.navigate(`#/c/${conversation.id}`);
       return;
     }
-    send(conversation, text);
+    send(conversation, text, images);
     this.threadView.render();
     this.threadView.scrollToBottom();
   }

@@ -2,8 +2,8 @@
 // live status, memory per running model and the scheduler's pins and TTLs.
 
 import { h, icon, iconButton, KeyedList } from "../dom.js";
-import { formatBytes, formatNumber, formatSeconds, percent } from "../format.js";
-import { contextSize, models, status } from "../models.js";
+import { formatBytes, formatNumber, formatSeconds, percent, plural, prefixed } from "../format.js";
+import { contextSize, fileSize, models, status } from "../models.js";
 import { confirmDialog } from "./dialogs.js";
 import { failureOf, progressBar, setProgress, statusBadge } from "./status.js";
 
@@ -77,7 +77,7 @@ export class ManagerView {
     try {
       await action();
     } catch (error) {
-      this.app.toast(`${failure}: ${error.message}`, "error");
+      this.app.toast(prefixed(failure, error.message), "error");
     } finally {
       this.busy.delete(id);
       this.render();
@@ -124,15 +124,15 @@ export class ManagerView {
     const running = entries.filter((entry) => isRunning(entry));
     const memory = running.reduce((sum, entry) => sum + (entry.memory?.rss ?? 0), 0);
     const max = models.props?.max_instances;
-    this.summary.textContent = `${entries.length} models · ${running.length} running`
+    this.summary.textContent = `${plural(entries.length, "model")} · ${running.length} running`
       + (max > 0 ? ` (at most ${max})` : "")
       + (memory ? ` · ${formatBytes(memory)} resident` : "");
     const empty = h("p", { class: "muted" },
       models.loaded ? "No models yet: download one above." : "Loading…");
     this.modelRows.render(entries.map((entry) => ({
       key: entry.id,
-      signature: JSON.stringify([entry.status, entry.memory, entry.meta?.size, entry.pinned,
-        entry.ttl, entry.aliases, models.loading.get(entry.id), this.busy.has(entry.id),
+      signature: JSON.stringify([entry.status, entry.memory, fileSize(entry), models.measured.get(entry.id),
+        entry.pinned, entry.ttl, entry.aliases, models.loading.get(entry.id), this.busy.has(entry.id),
         models.canManage]),
       build: () => this.modelRow(entry),
     })), empty);
@@ -163,6 +163,8 @@ export class ManagerView {
         item.state === "downloading" ? button("Cancel", "x",
           () => this.act(name, () => models.cancelDownload(name), "Cancel failed")) : null,
         finished ? button("Chat", "chat", () => this.app.newChatWith(item.finishedAs ?? name)) : null,
+        failed ? button("Retry", "refresh",
+          () => this.act(name, () => models.retryDownload(name), "Retry failed")) : null,
         finished || failed ? button("Dismiss", "x", () => models.dismissDownload(name)) : null));
   }
 
@@ -187,13 +189,16 @@ export class ManagerView {
     const facts = [];
     facts.push(h("span", { class: "fact" }, entry.source === "cache" ? "hub cache"
       : entry.source === "models_dir" ? "models dir" : entry.source ?? "?"));
-    const size = entry.meta?.size;
-    if (size) facts.push(h("span", { class: "fact" }, formatBytes(size)));
+    const size = fileSize(entry);
+    if (size) facts.push(h("span", { class: "fact fact-size", title: "Size of its files" }, formatBytes(size)));
     const ctx = contextSize(entry);
     if (ctx && runningNow) facts.push(h("span", { class: "fact" }, `context ${formatNumber(ctx)}`));
     if (entry.memory?.rss && runningNow) {
       facts.push(h("span", { class: "fact fact-memory", title: "Resident memory of its worker" },
         `${formatBytes(entry.memory.rss)} RAM`));
+    } else if (!runningNow && models.measured.get(entry.id)) {
+      facts.push(h("span", { class: "fact fact-memory-last", title: "The most its worker held when it last ran (seen by this browser)" },
+        `${formatBytes(models.measured.get(entry.id))} RAM when run`));
     }
     if (entry.pinned) {
       facts.push(h("span", { class: "fact fact-pin", title: "Pinned: never evicted for another model" },

@@ -9,8 +9,9 @@ import { progressBar } from "./status.js";
 /**
  * The status line under a message. `run`: the conversation's running generation, if any;
  * `live`: the message is being generated (or about to be resumed after a reload).
+ * `bannerFailure`: the failure the chat's banner shows for this reply's model, if any.
  */
-export function replyStatus(message, run, live) {
+export function replyStatus(message, run, live, bannerFailure = null) {
   if (live && run?.messageId !== message.id) {
     return h("span", { class: "typing" }, "Reconnecting to the generation…");
   }
@@ -32,7 +33,11 @@ export function replyStatus(message, run, live) {
     return h("span", { class: "typing" }, `Generating · ${formatNumber(run.chunks)} tokens${rate}`);
   }
   const notes = [];
-  if (message.error) {
+  if (message.error && bannerFailure && isLoadFailure(message, bannerFailure)) {
+    // The banner above the chat already gives the reason (with Retry): said once, not twice.
+    notes.push(h("div", { class: "msg-note msg-load-failed" }, icon("alert"),
+      h("span", {}, `No reply: ${message.model} did not load (the reason is shown above).`)));
+  } else if (message.error) {
     notes.push(h("div", { class: "msg-error", role: "alert" }, icon("alert"),
       h("span", {}, message.error)));
   } else if (message.state === "stopped") {
@@ -41,6 +46,12 @@ export function replyStatus(message, run, live) {
     notes.push(h("div", { class: "msg-note" }, "This reply was cut short."));
   }
   return notes;
+}
+
+// A reply that failed because its model could not load ("model 'x' failed to load: <reason>").
+function isLoadFailure(message, failure) {
+  return /failed to load/i.test(message.error) || failure.includes(message.error)
+    || message.error.includes(failure);
 }
 
 /** The numbers of a finished reply, from the worker's final usage and timings. */

@@ -3,7 +3,7 @@
 
 import { h } from "../dom.js";
 import { parseExtra } from "../generation.js";
-import { saveDefaultSettings } from "../conversations.js";
+import { DEFAULT_MAX_TOKENS, saveDefaultSettings } from "../conversations.js";
 
 // The hints are the server's defaults (llama-server's), used when a field is left empty.
 const NUMBER_FIELDS = [
@@ -74,7 +74,8 @@ export function settingsDialog(settings, { title = "Chat settings" } = {}) {
     h("label", { class: "field" }, h("span", {}, "System prompt"), system),
     h("div", { class: "field-row" }, NUMBER_FIELDS.map((field) =>
       h("label", { class: "field" }, h("span", {}, field.label), numbers[field.key]))),
-    h("p", { class: "field-hint" }, "Empty fields use the server's defaults."),
+    h("p", { class: "field-hint" }, "Empty fields use the server's defaults (max tokens: no limit). "
+      + `New chats stop replies at ${DEFAULT_MAX_TOKENS} tokens unless you change it here.`),
     h("label", { class: "field" },
       h("span", {}, "Extra parameters (JSON, sent with each request)"), extra),
     h("label", { class: "check" }, asDefault, h("span", {}, "Use these settings for new chats")),

@@ -86,11 +86,14 @@ export class Sidebar {
       ? "This key may chat but not manage models"
       : "This key may chat and manage models";
 
-    this.connection.textContent = models.connected ? "live" : "offline";
+    // The server answering 401 is up: what is missing is the key, not the connection.
+    const keyNeeded = !models.connected && models.keyNeeded;
+    this.connection.textContent = models.connected ? "live" : keyNeeded ? "key needed" : "offline";
     this.connection.classList.toggle("is-live", models.connected);
-    this.connection.title = models.connected
-      ? "Receiving live model events from the server"
-      : "Not connected to the server's model events; retrying";
+    this.connection.classList.toggle("is-key", keyNeeded);
+    if (models.connected) this.connection.title = "Receiving live model events from the server";
+    else if (keyNeeded) this.connection.title = "The server is up and needs an API key: use the key button";
+    else this.connection.title = "Not connected to the server's model events; retrying";
   }
 
   item(conversation, { active, running, missing, ago }) {

@@ -9,9 +9,18 @@ import { copyText, flashCopied, h, icon, iconButton, replace } from "../dom.js";
 import { childrenOf, conversations, newestLeafUnder, thread } from "../conversations.js";
 import { editMessage, regenerate } from "../generation.js";
 import { renderMarkdown } from "../markdown.js";
+import { models, status } from "../models.js";
 import { replyStats, replyStatus } from "./message.js";
+import { failureOf } from "./status.js";
 
 const STICK_TO_BOTTOM_PX = 80;
+
+// Thumbnails of the images a user message carried.
+function imagesOf(message) {
+  if (!message.images?.length) return null;
+  return h("div", { class: "msg-images" }, message.images.map((image) =>
+    h("img", { class: "thumb", src: image.url, alt: image.name, title: image.name })));
+}
 
 export class ThreadView {
   /**
@@ -63,7 +72,7 @@ export class ThreadView {
     const el = h("article", {
       class: `msg msg-${message.role}`, dataset: { id: message.id },
       "aria-label": message.role === "user" ? "Your message" : "Reply",
-    }, head, reasoning, body, statusLine, foot);
+    }, head, reasoning, body, imagesOf(message), statusLine, foot);
     const parts = { el, body, reasoning, statusLine, foot, shown: null };
     this.rendered.set(message.id, parts);
     this.fill(message, parts);
@@ -95,7 +104,7 @@ export class ThreadView {
       parts.reasoning.hidden = false;
       parts.reasoning.lastChild.textContent = message.reasoning;
     }
-    replace(parts.statusLine, replyStatus(message, run, live));
+    replace(parts.statusLine, replyStatus(message, run, live, this.bannerFailure(message)));
     // The footer holds buttons: rebuilt only when what it shows changes, since a button that
     // is replaced between press and release loses the click (and keyboard focus).
     const siblings = childrenOf(this.conversation, message.parent);
@@ -105,6 +114,14 @@ export class ThreadView {
       parts.footKey = footKey;
       replace(parts.foot, this.footOf(message, live, siblings));
     }
+  }
+
+  // The failure the chat view's banner shows (see ChatView.bannerContent) when it concerns the
+  // model of `message`: the chosen model, failed and not loaded again since.
+  bannerFailure(message) {
+    if (message.role !== "assistant" || message.model !== this.model()) return null;
+    const entry = models.get(message.model);
+    return status(entry) === "unloaded" ? failureOf(entry) : null;
   }
 
   footOf(message, live, siblings) {
