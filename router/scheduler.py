@@ -119,6 +119,10 @@ class Scheduler:
             elif state.status is Status.UNLOADED:
                 if saw_loading:
                     raise self._load_error(state)
+                # Whatever load the entry had claimed is over (a waiter that saw it run has its
+                # answer); this waiter never saw it, so it may claim the next one. Left claimed,
+                # the entry would hold the head of the queue for ever.
+                entry.claimed = False
                 delay = self._backoff_left(state)
                 if delay > 0:
                     with anyio.move_on_after(delay):

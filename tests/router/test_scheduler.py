@@ -5,6 +5,7 @@ Time comes from a fake clock: ttl and backoff rules are checked by moving it, ne
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from dataclasses import replace
 
@@ -15,7 +16,13 @@ import pytest
 from router.catalogue import Catalogue
 from router.memory_budget import MemoryBudget
 from router.model_state import ModelState, Status
-from router.scheduling_errors import AlreadyRunning, LoadFailed, ModelNotFound, NoRoom
+from router.scheduling_errors import (
+    AlreadyRunning,
+    LoadFailed,
+    LoadInterrupted,
+    ModelNotFound,
+    NoRoom,
+)
 from tests.support.scheduling_harness import Harness, harness
 
 pytestmark = pytest.mark.anyio
@@ -411,3 +418,25 @@ async def test_a_queued_request_follows_its_model_to_new_settings_after_a_reload
                 h.launcher.children["b"].ready()
         assert served == [h.state("b")]
         assert served[0].entry.ttl == 60.0
+
+
+async def test_a_request_that_joins_while_a_load_is_stopped_loads_the_model_again() -> None:
+    # It never saw the stopped load run, so that load's end is no answer for it; it must claim
+    # the next load rather than wait forever behind the queue entry's claim on the old one (a
+    # stuck head of the queue stops every model's requests: bench/soak.py found it).
+    async with harness(models_max=2) as h:
+
+        async def first() -> None:
+            # Interrupted, or served by the next load if that starts before it looks again.
+            with contextlib.suppress(LoadInterrupted):
+                await h.request("a")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(first)
+            await h.launched("a")
+            h.pool.request_stop(h.state("a"))
+            group.start_soon(h.request, "a")
+            await h.launched("a", times=2)
+            h.launcher.children["a"].ready()
+        assert h.state("a").status is Status.LOADED
+        assert h.scheduler.queue_depth == 0
