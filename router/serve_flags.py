@@ -11,19 +11,26 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from corral.option_flags import add_model_flags
 from router.cli_help import SuggestingParser, terminal_text
 
 __all__ = ["SERVE_FLAG_HELP", "SERVE_METAVARS", "serve_parser"]
 
+Number = TypeVar("Number", int, float)
 _TRUE = {"1", "true", "on", "enabled", "yes"}
 _FALSE = {"0", "false", "off", "disabled", "no"}
 
 
 def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
+
+
+def _env_number(name: str, default: Number, kind: type[Number]) -> Number:
+    """The variable as a number when it is set and not empty, else the default."""
+    value = _env(name)
+    return kind(value) if value else default
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -181,37 +188,35 @@ def serve_parser() -> SuggestingParser:
     )
     server = parser.add_argument_group("server")
     _add(server, "--host", dest="host", default=_env("LLAMA_ARG_HOST", "127.0.0.1"))
-    _add(
-        server, "--port", dest="port", type=int, default=int(_env("LLAMA_ARG_PORT", "8080") or 8080)
-    )
+    _add(server, "--port", dest="port", type=int, default=_env_number("LLAMA_ARG_PORT", 8080, int))
     _add(
         server,
         "-to",
         "--timeout",
         dest="timeout",
         type=float,
-        default=float(_env("LLAMA_ARG_TIMEOUT", "3600") or 3600),
+        default=_env_number("LLAMA_ARG_TIMEOUT", 3600.0, float),
     )
     _add(
         server,
         "--stall-timeout",
         dest="stall_timeout",
         type=float,
-        default=float(_env("CORRAL_STALL_TIMEOUT", "60") or 60),
+        default=_env_number("CORRAL_STALL_TIMEOUT", 60.0, float),
     )
     _add(
         server,
         "--load-timeout",
         dest="load_timeout",
         type=float,
-        default=float(_env("CORRAL_LOAD_TIMEOUT", "600") or 600),
+        default=_env_number("CORRAL_LOAD_TIMEOUT", 600.0, float),
     )
     _add(
         server,
         "--max-queue",
         dest="max_queue",
         type=int,
-        default=int(_env("CORRAL_MAX_QUEUE", "512") or 512),
+        default=_env_number("CORRAL_MAX_QUEUE", 512, int),
     )
     models = parser.add_argument_group("models")
     _add(models, "--models-dir", dest="models_dir", type=Path, default=_env("LLAMA_ARG_MODELS_DIR"))
@@ -229,7 +234,7 @@ def serve_parser() -> SuggestingParser:
         "--models-max",
         dest="models_max",
         type=int,
-        default=int(_env("LLAMA_ARG_MODELS_MAX", "4") or 4),
+        default=_env_number("LLAMA_ARG_MODELS_MAX", 4, int),
     )
     _add(
         models,
