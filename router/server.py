@@ -6,12 +6,14 @@ stops the workers (exit command, then SIGTERM/SIGKILL after the stop timeout).
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
 import structlog
 import uvicorn
 
+from corral.children.environment import MAX_BODY_ENV
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.logs import configure_logging
 from corral.sockets import bind_tcp
@@ -51,6 +53,8 @@ def serve(settings: ServeSettings) -> None:
     json = None if settings.log_format is None else settings.log_format == "json"
     configure_logging(json=json)
     warn_if_exposed(settings)
+    # Inherited by every worker (docs/protocol.md §8): none refuses a body the router accepted.
+    os.environ[MAX_BODY_ENV] = str(settings.max_body)
     _download_missing(settings)
     try:
         app = create_app(settings)

@@ -6,9 +6,12 @@ router can tell "starting" from "broken".
 
 from __future__ import annotations
 
+import os
+
 from litestar import Litestar
 from litestar.datastructures import State
 
+from corral.children.environment import max_body_from
 from corral.errors import exception_handlers
 from worker.anthropic.routes import anthropic_routes
 from worker.chat.routes import chat_routes
@@ -39,5 +42,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
         exception_handlers={**exception_handlers, ContextError: context_error_response},
         state=State({"worker": state}),
         logging_config=None,
+        # The router bounds what reaches a worker; it passes its own limit on (docs/protocol.md §8).
+        request_max_body_size=max_body_from(os.environ),
         debug=False,
     )

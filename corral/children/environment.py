@@ -7,11 +7,25 @@ children only, which get it back explicitly.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
-__all__ = ["ROUTER_PID_ENV", "SECRET_ENV", "child_environment"]
+from corral.options import parse_size
+
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "MAX_BODY_ENV",
+    "ROUTER_PID_ENV",
+    "SECRET_ENV",
+    "child_environment",
+    "max_body_from",
+]
 
 # Set by the router in every child it starts: the child arms its lifeline only when it is there.
 ROUTER_PID_ENV = "CORRAL_ROUTER_PID"
+# The router's --max-body, in bytes. The router sets it for its workers, so a worker behind it
+# never refuses a body the router accepted; a worker started by hand reads it too.
+MAX_BODY_ENV = "CORRAL_MAX_BODY"
+DEFAULT_MAX_BODY = 64 << 20
 
 SECRET_ENV = frozenset({
     "LLAMA_API_KEY", "LLAMA_ARG_API_KEY_FILE", "LLAMA_ARG_SSL_KEY_FILE",
@@ -24,3 +38,9 @@ def child_environment() -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in SECRET_ENV}
     env[ROUTER_PID_ENV] = str(os.getpid())
     return env
+
+
+def max_body_from(env: Mapping[str, str]) -> int:
+    """The body limit :data:`MAX_BODY_ENV` sets (a size such as ``64M``), else the default."""
+    value = env.get(MAX_BODY_ENV, "").strip()
+    return parse_size(value) if value else DEFAULT_MAX_BODY

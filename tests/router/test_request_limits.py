@@ -174,3 +174,17 @@ def test_the_max_body_flag(capsys: pytest.CaptureFixture[str]) -> None:
             parse_serve_args(["--max-body", bad])
         assert exit_info.value.code == 2
         assert "--max-body" in capsys.readouterr().err
+
+
+def test_a_body_the_router_accepts_is_not_refused_by_the_worker(models_dir: Path) -> None:
+    # Workers kept Litestar's 10 MB default; now the router hands them its own limit, so a body
+    # over the workers' default (64 MiB) but under the router's passes both.
+    padding = b" " * (66 << 20)
+    body = b'{"model": "alpha", "content": "hi"' + padding + b"}"
+    args = ["--models-dir", str(models_dir), "--ctx-size", "256", "--max-body", "80M"]
+    with running_router(args) as router:
+        answer = router.client.post(
+            "/tokenize", content=body, headers={"content-type": "application/json"}
+        )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["tokens"]

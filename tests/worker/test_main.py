@@ -117,3 +117,14 @@ def test_idle_worker_sleeps_and_wakes_on_demand(alpha: Path) -> None:
         woke = child.read_until("ready")
         assert woke.payload == {}  # upstream's wake-up: an empty ready
         assert child.states[-2].state == "loading"
+
+
+def test_the_body_limit_comes_from_the_environment(alpha: Path) -> None:
+    # The router passes its --max-body on, so a worker never refuses what the router accepted.
+    body = b'{"content": "hi"' + b" " * 2048 + b"}"
+    with worker(alpha, env={"CORRAL_MAX_BODY": "1K"}) as child:
+        refused = httpx.post(f"{child.url}/tokenize", content=body)
+        small = httpx.post(f"{child.url}/tokenize", json={"content": "hi"})
+    assert refused.status_code == 413
+    assert refused.json()["error"]["code"] == 413
+    assert small.status_code == 200
