@@ -53,13 +53,45 @@ def _entry_size(entry: CatalogueEntry) -> int:
     return files_size([*files, *([entry.mmproj] if entry.mmproj is not None else [])])
 
 
-def _statuses(args: argparse.Namespace) -> dict[str, str] | None:
-    """Each model's status by id, when a router answers at ``--url``; else ``None``."""
+def _router_models(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    """The ``/models`` entries of the router at ``--url``, when one answers; else ``None``."""
     try:
-        models = fetch_models(args.url, router_key(args.api_key), timeout=3)
+        return fetch_models(args.url, router_key(args.api_key), timeout=3)
     except RouterUnavailable:
         return None
+
+
+def _statuses(args: argparse.Namespace) -> dict[str, str] | None:
+    """Each model's status by id, when a router answers at ``--url``; else ``None``."""
+    models = _router_models(args)
+    return None if models is None else _status_by_id(models)
+
+
+def _status_by_id(models: list[dict[str, Any]]) -> dict[str, str]:
     return {str(entry["id"]): str(entry.get("status", {}).get("value", "")) for entry in models}
+
+
+def _served_only(models: list[dict[str, Any]], listed: set[str]) -> list[list[str]]:
+    """Rows for what the router serves from sources this command was not told about (its own
+    ``--models-dir``, ``-m`` files): the router knows them, so ``ls`` shows them too."""
+    rows = []
+    for entry in models:
+        status = entry.get("status", {})
+        if entry["id"] in listed or status.get("value") == "downloading":
+            continue
+        preset = str(status.get("preset", ""))
+        path = next((line[8:] for line in preset.splitlines() if line.startswith("model = ")), "-")
+        size = human_size(int(entry["size"])) if "size" in entry else "-"
+        rows.append(
+            [
+                str(entry["id"]),
+                str(entry.get("source", "-")),
+                size,
+                str(status.get("value", "-")),
+                path,
+            ]
+        )
+    return rows
 
 
 def _ls(args: argparse.Namespace) -> int:
@@ -76,20 +108,23 @@ def _ls(args: argparse.Namespace) -> int:
         print(f"corral ls: {exc}", file=sys.stderr)
         return 1
     entries = [entry for entry in catalogue.entries.values() if not entry.hidden]
-    if not entries:
-        print(
-            f"no models: the hub cache {cache_dir} is empty; --models-dir and --models-preset "
-            "add others",
-            file=sys.stderr,
-        )
-        return 0
-    statuses = _statuses(args)
+    served = _router_models(args)
+    statuses = _status_by_id(served) if served is not None else None
     header = ["MODEL", "SOURCE", "SIZE", *(["STATUS"] if statuses is not None else []), "PATH"]
     rows = [header]
     for entry in entries:
         status = [statuses.get(entry.name, "-")] if statuses is not None else []
         size = human_size(_entry_size(entry))
         rows.append([entry.name, entry.source, size, *status, str(entry.path)])
+    if served is not None:
+        rows += _served_only(served, {entry.name for entry in entries})
+    if len(rows) == 1:
+        print(
+            f"no models: the hub cache {cache_dir} is empty, and no router answers at "
+            f"{args.url}; --models-dir and --models-preset add others",
+            file=sys.stderr,
+        )
+        return 0
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     for row in rows:
         print(

@@ -136,6 +136,14 @@ def test_ls_lists_every_source_and_rm_asks_before_deleting_a_served_model(
         assert rows["custom"][1:2] == ["preset"]
         assert rows[Q8][1:5] == ["cache", *human_size(len(gguf_bytes[1])).split(), "loaded"]
 
+        # Without the flags, what the router serves from its own --models-dir is listed too.
+        bare = corral(["ls"], env)
+        assert bare.returncode == 0, bare.stderr
+        served = {line.split()[0]: line.split() for line in bare.stdout.splitlines()[1:]}
+        assert served["alpha"][1:5] == ["models_dir", *size.split(), "unloaded"]
+        assert served["alpha"][-1] == str(models_dir / "alpha.gguf")
+        assert served[Q8][1:2] == ["cache"]
+
         refused = corral(["rm", Q8], env)
         assert refused.returncode == 1
         assert f"is serving {Q8} (loaded)" in refused.stderr
