@@ -38,9 +38,10 @@ async def health() -> dict[str, str]:
 
 @get("/props")
 async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASGIResponse:
-    if model:
-        return await forward_to_model(request, model, None)
     settings = runtime(request).settings
+    if model or settings.single_model:
+        # llama-server with one model answers /props itself; so does that model's worker here.
+        return await forward_to_model(request, model, None)
     return json_response(
         {
             "role": "router",
