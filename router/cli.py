@@ -98,8 +98,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         log_requests=args.log_requests,
         max_body=max_body,
         single_model=single,
-        aliases=tuple(parse_list(args.alias or "")) if single else (),
-        tags=tuple(parse_list(args.tags or "")) if single else (),
+        aliases=tuple(parse_list(args.alias or "")),
+        tags=tuple(parse_list(args.tags or "")),
         no_effect_flags=no_effect,
     )
 

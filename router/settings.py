@@ -39,7 +39,8 @@ class ServeSettings:
     log_requests: bool = True  # one access line per request
     max_body: int = 64 << 20  # bytes of a request body; more is a 413 before it is read
     # Single-model mode (docs/serving.md): one -m or -hf model, no models dir or preset. That
-    # model answers every request whatever it names, and takes --alias/--tags.
+    # model answers every request whatever it names, and takes --alias/--tags (which are
+    # parsed in any mode but applied only in this one).
     single_model: bool = False
     aliases: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
