@@ -28,19 +28,22 @@ def _the_model(catalogue: Catalogue, settings: ServeSettings) -> CatalogueEntry 
 
 
 def single_model_catalogue(catalogue: Catalogue, settings: ServeSettings) -> Catalogue:
-    """In single-model mode, only that model, with ``--alias``/``--tags``; else unchanged.
+    """In single-model mode, only that model, named and tagged by ``--alias``/``--tags``.
 
-    A ``-hf`` model missing from the cache leaves the catalogue as it is, so that startup fails
-    with the message saying why it is missing.
+    As llama-server, the first alias (in sorted order) is the model's id, the one responses
+    report; the file's own name stays an alias. Outside single-model mode, or for a ``-hf``
+    model missing from the cache (startup then fails saying why), the catalogue is unchanged.
     """
     if not settings.single_model:
         return catalogue
     entry = _the_model(catalogue, settings)
     if entry is None:
         return catalogue
-    aliases = tuple(sorted({a for a in settings.aliases if a != entry.name}))
+    names = sorted(set(settings.aliases))
+    name = names[0] if names else entry.name
+    aliases = tuple(sorted({*names, entry.name} - {name}))
     tags = tuple(sorted(set(settings.tags))) or entry.tags
-    return Catalogue({entry.name: replace(entry, aliases=aliases, tags=tags)})
+    return Catalogue({name: replace(entry, name=name, aliases=aliases, tags=tags)})
 
 
 def single_model_target(

@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from router.no_effect_flags import NO_EFFECT_FLAGS
+from tests.support.hub_cache import REPO, lay_out
 from tests.support.router_process import RouterProcess, running_router
 
 CHAT = [{"role": "user", "content": "Say something."}]
@@ -40,7 +41,7 @@ def test_any_model_name_or_none_reaches_the_one_model(
     response = single.client.post(path, json=body)
     assert response.status_code == 200, response.text
     if "model" in response.json():
-        assert response.json()["model"] == "alpha"
+        assert response.json()["model"] == "small"  # as llama-server: the first alias
 
 
 def test_get_routes_take_any_model_query(single: RouterProcess) -> None:
@@ -57,16 +58,32 @@ def test_openai_client_with_an_arbitrary_model_name(single: RouterProcess) -> No
         messages=[{"role": "user", "content": "Say something."}],
         max_tokens=3,
     )
-    assert reply.model == "alpha"
+    assert reply.model == "small"
     assert reply.choices[0].message.content
 
 
-def test_the_model_is_listed_alone_with_its_aliases_and_tags(single: RouterProcess) -> None:
+def test_the_model_is_listed_alone_named_by_its_first_alias(single: RouterProcess) -> None:
     for path in ("/v1/models", "/models"):
         data = single.client.get(path).json()["data"]
-        assert [entry["id"] for entry in data] == ["alpha"]
-        assert data[0]["aliases"] == ["small", "tiny"]
+        assert [entry["id"] for entry in data] == ["small"]
+        assert data[0]["aliases"] == ["alpha", "tiny"]  # the file's stem stays a name
         assert data[0]["tags"] == ["t1", "t2"]
+
+
+def test_a_hub_model_alone_is_the_single_model(models_dir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "hub"
+    gguf = (models_dir / "alpha.gguf").read_bytes()
+    lay_out(cache, {"tiny-Q8_0.gguf": gguf})
+    lay_out(cache, {"other-Q4_0.gguf": gguf}, repo="acme/other-GGUF")
+    args = ["-hf", f"{REPO}:Q8_0", "--alias", "chat", "--offline"]
+    with running_router(args, {"HF_HUB_CACHE": str(cache)}) as router:
+        data = router.client.get("/v1/models").json()["data"]
+        assert [(e["id"], e["aliases"]) for e in data] == [("chat", [f"{REPO}:Q8_0"])]
+        reply = router.client.post(
+            "/v1/completions", json={"model": "x", "prompt": "a", "max_tokens": 2}
+        )
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["model"] == "chat"
 
 
 def test_props_without_a_model_is_the_models_own(single: RouterProcess) -> None:
