@@ -71,9 +71,11 @@ class _Noted(argparse.Action):
 
 
 def add_no_effect_flags(parser: argparse.ArgumentParser) -> None:
+    # Listed in the group's text rather than one line each: they share one meaning.
+    listed = ", ".join(s[0] + (" VALUE" if arity else "") for s, arity in NO_EFFECT_FLAGS)
     group = parser.add_argument_group(
         "accepted for llama-server compatibility, no effect yet",
-        "each is logged once at startup as having no effect (docs/serving.md)",
+        f"{listed} (each logged once at startup as having no effect; docs/serving.md)",
     )
     for spellings, arity in NO_EFFECT_FLAGS:
         group.add_argument(
