@@ -9,12 +9,13 @@ this module narrows the catalogue to the one model and picks it for any name.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from router.catalogue import Catalogue, CatalogueEntry
 from router.settings import ServeSettings
 
-__all__ = ["single_model_catalogue", "single_model_target"]
+__all__ = ["ollama_models", "single_model_catalogue", "single_model_target"]
 
 
 def _the_model(catalogue: Catalogue, settings: ServeSettings) -> CatalogueEntry | None:
@@ -56,3 +57,32 @@ def single_model_target(
     if name and catalogue.resolve(name) is not None:
         return name
     return next(iter(catalogue.entries))
+
+
+def ollama_models(entry: CatalogueEntry) -> list[dict[str, Any]]:
+    """llama-server's single-model ``/v1/models`` also has an Ollama-style ``models`` list
+    (``server-context.cpp``, ``get_res_models``); clients of that shape read it, placeholders
+    and all."""
+    capabilities = ["completion", "multimodal"] if entry.mmproj else ["completion"]
+    return [
+        {
+            "name": entry.name,
+            "model": entry.name,
+            "modified_at": "",
+            "size": "",
+            "digest": "",
+            "type": "model",
+            "description": "",
+            "tags": [""],
+            "capabilities": capabilities,
+            "parameters": "",
+            "details": {
+                "parent_model": "",
+                "format": "gguf",
+                "family": "",
+                "families": [""],
+                "parameter_size": "",
+                "quantization_level": "",
+            },
+        }
+    ]

@@ -68,6 +68,9 @@ def test_the_model_is_listed_alone_named_by_its_first_alias(single: RouterProces
         assert [entry["id"] for entry in data] == ["small"]
         assert data[0]["aliases"] == ["alpha", "tiny"]  # the file's stem stays a name
         assert data[0]["tags"] == ["t1", "t2"]
+    # llama-server's Ollama-style list beside the OpenAI one.
+    ollama = single.client.get("/v1/models").json()["models"]
+    assert [(m["name"], m["capabilities"]) for m in ollama] == [("small", ["completion"])]
 
 
 def test_a_hub_model_alone_is_the_single_model(models_dir: Path, tmp_path: Path) -> None:
@@ -103,6 +106,7 @@ def test_several_models_still_refuse_unknown_and_missing_names(models_dir: Path)
         missing = router.client.post("/v1/completions", json={"prompt": "x"})
         assert missing.status_code == 400
         assert router.client.get("/props").json()["role"] == "router"
+        assert "models" not in router.client.get("/v1/models").json()
         assert router.client.post("/tokenize", json={"model": "tiny"}).status_code == 404
         router.wait_for_log(NOTICE, flag="--alias")
 
