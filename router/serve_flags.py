@@ -117,8 +117,9 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     "models_preset": ("LLAMA_ARG_MODELS_PRESET", "preset INI file (see Preset keys)"),
     "alias": (
         "LLAMA_ARG_ALIAS",
-        "single-model mode: more names of the one model, comma-separated (listed as its "
-        "`aliases`); with several models it has no effect (a preset's `alias` key names them)",
+        "single-model mode: names of the one model, comma-separated; as llama-server, the "
+        "first in sorted order is its id, the others and its file name its `aliases`; with "
+        "several models it has no effect (a preset's `alias` key names them)",
     ),
     "tags": (
         "LLAMA_ARG_TAGS",
