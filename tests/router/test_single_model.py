@@ -52,12 +52,12 @@ def test_get_routes_take_any_model_query(single: RouterProcess) -> None:
 
 
 def test_openai_client_with_an_arbitrary_model_name(single: RouterProcess) -> None:
-    client = openai.OpenAI(base_url=f"{single.url}/v1", api_key="unused", max_retries=0)
-    reply = client.chat.completions.create(
-        model="whatever-the-client-says",
-        messages=[{"role": "user", "content": "Say something."}],
-        max_tokens=3,
-    )
+    with openai.OpenAI(base_url=f"{single.url}/v1", api_key="unused", max_retries=0) as client:
+        reply = client.chat.completions.create(
+            model="whatever-the-client-says",
+            messages=[{"role": "user", "content": "Say something."}],
+            max_tokens=3,
+        )
     assert reply.model == "small"
     assert reply.choices[0].message.content
 
