@@ -51,13 +51,15 @@ def _cached_entry(catalogue: Catalogue, settings: ServeSettings, reference: str)
     cached = None
     if settings.cache_dir is not None:
         cached = resolve_cached_model(scan_cache(settings.cache_dir), reference)
-    if cached is None or cached.name not in catalogue.entries:
+    # By alias: in single-model mode an --alias renames the model (router.single_model).
+    entry = catalogue.resolve(cached.name) if cached is not None else None
+    if entry is None:
         why = "--offline forbids downloading it" if settings.offline else "it was not downloaded"
         raise CatalogueError(
             f"--hf-repo {reference}: not in the hub cache ({settings.cache_dir}); {why} "
             f"(corral pull {reference} fetches it)"
         )
-    return catalogue.entries[cached.name]
+    return entry
 
 
 def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) -> Litestar:

@@ -12,6 +12,7 @@ from corral.options import parse_size
 from router.api_keys import ApiKeyFileError, load_api_keys, parse_list
 from router.cli_help import main_help, unknown_command
 from router.corral_commands import CACHE_COMMANDS, run_cache_command
+from router.no_effect_flags import no_effect_given
 from router.serve_flags import serve_parser
 from router.settings import ServeSettings
 
@@ -62,6 +63,17 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         parser.error("--max-queue must be 0 (no limit) or a number of requests")
     if args.models_preset is not None and not Path(args.models_preset).is_file():
         parser.error(f"--models-preset {args.models_preset}: no such file")
+    hf_repos = tuple(_flag_or_env(args.hf_repos, "LLAMA_ARG_HF_REPO"))
+    single = (
+        args.models_dir is None
+        and args.models_preset is None
+        and len(args.model_files) + len(hf_repos) == 1
+    )
+    no_effect = no_effect_given(args)
+    if not single:
+        # llama-server's router strips its own --alias too; several models take theirs from a
+        # preset, so here the flags are noted like any other that does nothing.
+        no_effect += tuple(f for f, v in (("--alias", args.alias), ("--tags", args.tags)) if v)
     return ServeSettings(
         host=args.host,
         port=args.port,
@@ -71,7 +83,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         models_memory_max=memory_max,
         models_autoload=args.models_autoload,
         models_preset=Path(args.models_preset) if args.models_preset else None,
-        hf_repos=tuple(_flag_or_env(args.hf_repos, "LLAMA_ARG_HF_REPO")),
+        hf_repos=hf_repos,
         timeout=args.timeout,
         stall_timeout=args.stall_timeout,
         load_timeout=args.load_timeout,
@@ -85,6 +97,10 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         log_format=args.log_format,
         log_requests=args.log_requests,
         max_body=max_body,
+        single_model=single,
+        aliases=tuple(parse_list(args.alias or "")),
+        tags=tuple(parse_list(args.tags or "")),
+        no_effect_flags=no_effect,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from corral.option_flags import add_model_flags
 from router.cli_help import SuggestingParser, terminal_text
+from router.no_effect_flags import add_no_effect_flags
 
 __all__ = ["SERVE_FLAG_HELP", "SERVE_METAVARS", "serve_parser"]
 
@@ -114,6 +115,17 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "download processes only, never to workers",
     ),
     "models_preset": ("LLAMA_ARG_MODELS_PRESET", "preset INI file (see Preset keys)"),
+    "alias": (
+        "LLAMA_ARG_ALIAS",
+        "single-model mode: names of the one model, comma-separated; as llama-server, the "
+        "first in sorted order is its id, the others and its file name its `aliases`; with "
+        "several models it has no effect (a preset's `alias` key names them)",
+    ),
+    "tags": (
+        "LLAMA_ARG_TAGS",
+        "single-model mode: tags of the one model, comma-separated (listed as its `tags`); "
+        "with several models it has no effect",
+    ),
     "log_format": (
         "CORRAL_LOG_FORMAT",
         "`text`: readable lines; `json`: one JSON object per line; default: text on a "
@@ -145,6 +157,8 @@ SERVE_METAVARS: dict[str, str] = {
     "max_queue": "N",
     "hf_token": "TOKEN",
     "models_preset": "FILE",
+    "alias": "NAME[,NAME…]",
+    "tags": "TAG[,TAG…]",
     "log_format": "text|json",
 }
 
@@ -229,6 +243,8 @@ def serve_parser() -> SuggestingParser:
         type=Path,
         default=_env("LLAMA_ARG_MODELS_PRESET"),
     )
+    _add(models, "-a", "--alias", dest="alias", default=_env("LLAMA_ARG_ALIAS"))
+    _add(models, "--tags", dest="tags", default=_env("LLAMA_ARG_TAGS"))
     _add(
         models,
         "--models-max",
@@ -282,4 +298,5 @@ def serve_parser() -> SuggestingParser:
         default=_env_bool("CORRAL_LOG_REQUESTS", True),
     )
     add_model_flags(parser)
+    add_no_effect_flags(parser)
     return parser

@@ -53,6 +53,8 @@ def serve(settings: ServeSettings) -> None:
     json = None if settings.log_format is None else settings.log_format == "json"
     configure_logging(json=json)
     warn_if_exposed(settings)
+    for flag in settings.no_effect_flags:
+        _log.warning("flag accepted for llama-server compatibility has no effect here", flag=flag)
     # Inherited by every worker (docs/protocol.md §8): none refuses a body the router accepted.
     os.environ[MAX_BODY_ENV] = str(settings.max_body)
     _download_missing(settings)

@@ -38,3 +38,11 @@ class ServeSettings:
     log_format: str | None = None  # "text" or "json"; None: text on a terminal, else JSON
     log_requests: bool = True  # one access line per request
     max_body: int = 64 << 20  # bytes of a request body; more is a 413 before it is read
+    # Single-model mode (docs/serving.md): one -m or -hf model, no models dir or preset. That
+    # model answers every request whatever it names, and takes --alias/--tags (which are
+    # parsed in any mode but applied only in this one).
+    single_model: bool = False
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    # llama-server flags given that Corral accepts without implementing (router.no_effect_flags).
+    no_effect_flags: tuple[str, ...] = ()

@@ -28,6 +28,7 @@ from corral.option_flags import WORKER_OPTIONS
 from corral.option_help import MODEL_OPTION_HELP
 from corral.options import OPTIONS, OptionSpec
 from router.corral_commands import _parser as _cache_commands_parser
+from router.no_effect_flags import NO_EFFECT_FLAGS
 from router.serve_flags import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.serve_flags import serve_parser as _serve_parser
 from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
@@ -296,8 +297,8 @@ def _serve_section() -> list[str]:
     model_dests = {"opt_" + spec.name.replace("-", "_") for spec in WORKER_OPTIONS}
     rows = []
     for action in _documented_actions(parser):
-        if action.dest in model_dests:
-            continue
+        if action.dest in model_dests or action.dest == "no_effect_flags":
+            continue  # per-model options and no-effect flags have their own tables
         if action.dest not in SERVE_FLAG_HELP:
             _die(f"corral serve flag {action.option_strings} has no description in SERVE_FLAG_HELP")
         env, meaning = SERVE_FLAG_HELP[action.dest]
@@ -315,6 +316,24 @@ def _serve_section() -> list[str]:
         "reloads the model sources.",
         "",
         *_table(["flag", "variable", "default", "meaning"], rows),
+        "",
+        *_no_effect_section(),
+    ]
+
+
+def _no_effect_section() -> list[str]:
+    rows = [
+        [" ".join(f"`{s} VALUE`" if arity else f"`{s}`" for s in spellings)]
+        for spellings, arity in NO_EFFECT_FLAGS
+    ]
+    return [
+        "### Accepted, no effect yet",
+        "",
+        "llama-server flags that Corral accepts so that a llama-server command line starts, "
+        "but does not implement yet: each is logged once at startup as having no effect "
+        "(a flag shown with `VALUE` takes one).",
+        "",
+        *_table(["flag"], rows),
         "",
     ]
 

@@ -17,6 +17,7 @@ from router.api.runtime import RouterRuntime, runtime
 from router.metrics import render_metrics
 from router.proxy import autoload_wanted, forward
 from router.scheduling_answers import scheduling_answered
+from router.single_model import single_model_target
 
 __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"]
 
@@ -38,9 +39,10 @@ class RouteKey(msgspec.Struct):
 async def forward_to_model(
     request: Request[Any, Any, Any], name: str | None, body: bytes | None
 ) -> ASGIResponse:
+    rt = runtime(request)
+    name = single_model_target(rt.settings, rt.pool.catalogue, name)
     if not name:
         raise ApiError(400, "model name is missing from the request")
-    rt = runtime(request)
     try:
         response = await _forward_to(request, rt, name, body)
     except ApiError as exc:

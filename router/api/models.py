@@ -25,6 +25,7 @@ from router.events import ModelEvent
 from router.memory_budget import resident_memory
 from router.model_state import ModelState
 from router.scheduling_answers import scheduling_answered
+from router.single_model import ollama_models
 
 __all__ = ["model_in_body", "model_routes"]
 
@@ -38,9 +39,10 @@ async def health() -> dict[str, str]:
 
 @get("/props")
 async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASGIResponse:
-    if model:
-        return await forward_to_model(request, model, None)
     settings = runtime(request).settings
+    if model or settings.single_model:
+        # llama-server with one model answers /props itself; so does that model's worker here.
+        return await forward_to_model(request, model, None)
     return json_response(
         {
             "role": "router",
@@ -121,7 +123,10 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     ]
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
-    return {"object": "list", "data": sorted(data, key=lambda entry: str(entry["id"]))}
+    listing: dict[str, Any] = {"object": "list", "data": sorted(data, key=lambda e: str(e["id"]))}
+    if rt.settings.single_model and len(models) == 1:
+        listing["models"] = ollama_models(next(iter(models.values())).entry)
+    return listing
 
 
 class ModelRequest(msgspec.Struct):

@@ -14,6 +14,7 @@ from router.download_jobs import DownloadJobs
 from router.metrics import RequestCounter
 from router.scheduler import Scheduler
 from router.settings import ServeSettings
+from router.single_model import single_model_catalogue
 from router.worker_pool import WorkerPool
 
 __all__ = ["RouterRuntime", "load_catalogue", "runtime"]
@@ -23,13 +24,14 @@ _log = structlog.get_logger("corral.router")
 
 def load_catalogue(settings: ServeSettings) -> Catalogue:
     """Read every model source the settings name; raises ``CatalogueError``."""
-    return build_catalogue(
+    catalogue = build_catalogue(
         models_dir=settings.models_dir,
         model_files=settings.model_files,
         preset_file=settings.models_preset,
         cache_dir=settings.cache_dir,
         cli_options=settings.model_options,
     )
+    return single_model_catalogue(catalogue, settings)
 
 
 @dataclass(frozen=True, slots=True)

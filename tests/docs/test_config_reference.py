@@ -124,6 +124,8 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "LLAMA_ARG_CORS_ORIGINS": ("localhost", "cors_origins", ("localhost",)),
     "LLAMA_ARG_HF_REPO": ("acme/x-GGUF:Q8_0", "hf_repos", ("acme/x-GGUF:Q8_0",)),
     "LLAMA_ARG_TIMEOUT": ("12", "timeout", 12.0),
+    "LLAMA_ARG_ALIAS": ("a,b", "aliases", ("a", "b")),
+    "LLAMA_ARG_TAGS": ("t", "tags", ("t",)),
     "LLAMA_ARG_OFFLINE": ("1", "offline", True),
     "CORRAL_MODELS_MEMORY_MAX": ("2G", "models_memory_max", 2 << 30),
     "CORRAL_MAX_BODY": ("1M", "max_body", 1 << 20),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,41 @@ def test_negative_fault_limits_are_refused(
         parse_serve_args(argv)
     assert stopped.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "single"),
+    [
+        ([], True),
+        (["--models-dir", "{dir}"], False),
+        (["-m", "{file}"], False),
+        (["-hf", "org/repo"], False),
+    ],
+)
+def test_single_model_mode_is_one_model_without_dir_or_preset(
+    tmp_path: Path, extra: list[str], single: bool
+) -> None:
+    model = tmp_path / "one.gguf"
+    model.write_bytes(b"")
+    argv = ["-m", str(model), *(a.format(dir=tmp_path, file=model) for a in extra)]
+    settings = parse_serve_args([*argv, "--alias", "a, b", "--tags", "x"])
+    assert settings.single_model is single
+    # Outside single-model mode the flags do nothing, and say so instead of stopping startup.
+    assert ("--alias" in settings.no_effect_flags) is not single
+
+
+def test_alias_and_tags_come_from_llama_arg_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLAMA_ARG_ALIAS", "named")
+    monkeypatch.setenv("LLAMA_ARG_TAGS", "t")
+    settings = parse_serve_args(["-hf", "org/repo:Q8_0"])
+    assert (settings.single_model, settings.aliases, settings.tags) == (True, ("named",), ("t",))
+
+
+def test_no_effect_flags_consume_their_values_and_are_noted_once() -> None:
+    settings = parse_serve_args(
+        ["--keep", "-1", "-v", "--lora", "x.gguf", "--metrics", "--verbose", "-c", "256"]
+    )
+    assert settings.no_effect_flags == ("--keep", "--verbose", "--lora", "--metrics")
+    assert settings.model_options["ctx-size"] == "256"  # read after them, not swallowed
