@@ -141,7 +141,9 @@ export class ManagerView {
   renderDownloads() {
     this.downloadRows.render([...models.downloads.entries()].map(([name, item]) => ({
       key: name,
-      signature: item.state,
+      // finishedAs too: a list refresh may mark a download finished before its event names the
+      // model it became, and the row's Chat button must open that model, not the name asked.
+      signature: `${item.state} ${item.finishedAs ?? ""}`,
       build: () => this.downloadRow(name, item),
       update: (el) => this.updateDownload(el, name, item),
     })));
