@@ -17,7 +17,7 @@ from corral.hub.cache_scan import CachedModel, resolve_cached_model, scan_cache
 from corral.hub.companions import is_companion
 from corral.hub.mmproj import best_mmproj
 from corral.hub.names import canonical_tag
-from corral.hub.shards import is_first_shard, split_gguf_name
+from corral.hub.shards import is_first_shard, shard_paths, split_gguf_name
 from corral.options import OptionError, normalise_options, option_spec, render_worker_args
 from router.presets import PresetFile, PresetSection, load_preset_file, render_ini
 
@@ -79,6 +79,10 @@ class CatalogueEntry:
         if self.memory is not None:
             keys["memory"] = str(self.memory)
         return render_ini(self.name, sorted(keys.items()))
+
+    def files(self) -> list[Path]:
+        """Every file the model loads: its shards, then its projector."""
+        return [*shard_paths(self.path), *([self.mmproj] if self.mmproj is not None else [])]
 
     def worker_args(self) -> list[str]:
         """The options as worker flags, e.g. ``["--ctx-size", "2048", "--no-mmap"]``."""

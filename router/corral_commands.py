@@ -12,16 +12,15 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from corral.hub.cache_layout import locate_cache_dir
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.names import InvalidReference
 from corral.hub.removal import NotInCache, remove_cached_model
-from corral.hub.shards import shards_of
 from corral.hub.sizes import files_size, human_size
-from router.catalogue import CatalogueEntry, CatalogueError, build_catalogue
+from router.catalogue import CatalogueError, build_catalogue
 from router.cli_help import COMMAND_SUMMARIES, SuggestingParser
 from router.hub_download import DownloadFailed, download_model
 from router.router_client import RouterUnavailable, default_router_url, fetch_models, router_key
@@ -46,11 +45,6 @@ def _pull(args: argparse.Namespace) -> int:
     found = resolve_cached_model(scan_cache(cache_dir), name)
     print(f"{name}: {found.path if found is not None else cache_dir}")
     return 0
-
-
-def _entry_size(entry: CatalogueEntry) -> int:
-    files = [entry.path.with_name(s.name) for s in shards_of(PurePosixPath(entry.path.name))]
-    return files_size([*files, *([entry.mmproj] if entry.mmproj is not None else [])])
 
 
 def _router_models(args: argparse.Namespace) -> list[dict[str, Any]] | None:
@@ -114,7 +108,7 @@ def _ls(args: argparse.Namespace) -> int:
     rows = [header]
     for entry in entries:
         status = [statuses.get(entry.name, "-")] if statuses is not None else []
-        size = human_size(_entry_size(entry))
+        size = human_size(files_size(entry.files()))
         rows.append([entry.name, entry.source, size, *status, str(entry.path)])
     if served is not None:
         rows += _served_only(served, {entry.name for entry in entries})

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from pathlib import Path, PurePosixPath
 
 import psutil
 
 from corral.hub.gguf_header import GGUFError, read_gguf_metadata
-from corral.hub.shards import shards_of
 from corral.hub.sizes import files_size
 from router.catalogue import CatalogueEntry
 from router.model_state import ModelState, Status
@@ -87,13 +85,8 @@ def _context_size(entry: CatalogueEntry) -> int:
 @functools.lru_cache(maxsize=256)
 def _estimate(entry: CatalogueEntry) -> int:
     """What a model that never ran is expected to hold (cached: it reads its header)."""
-    return _files_size(entry) + _context_size(entry) + WORKER_PROCESS_BYTES
-
-
-def _files_size(entry: CatalogueEntry) -> int:
-    # A split model is named by its first shard; a missing shard fails the load, not this.
-    shards = [Path(shard) for shard in shards_of(PurePosixPath(entry.path))]
-    return files_size([*shards, *([entry.mmproj] if entry.mmproj else [])])
+    # A missing shard fails the load, not this: it counts for nothing.
+    return files_size(entry.files()) + _context_size(entry) + WORKER_PROCESS_BYTES
 
 
 class MemoryBudget:

@@ -7,10 +7,10 @@ milliseconds. Every shard of a split model is checked: each has its own header.
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from corral.hub.gguf_header import gguf_file_problem
-from corral.hub.shards import shards_of
+from corral.hub.shards import shard_paths
 
 __all__ = ["model_file_problem"]
 
@@ -20,8 +20,7 @@ def model_file_problem(path: Path) -> str | None:
 
     A missing file is left to the worker, which reports it as it always has.
     """
-    for shard in shards_of(PurePosixPath(path.name)):
-        file = path.with_name(shard.name)
+    for file in shard_paths(path):
         if not file.is_file():
             continue
         problem = gguf_file_problem(file)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from corral.hub.names import quant_tag
 
-__all__ = ["is_first_shard", "shards_of", "split_gguf_name"]
+__all__ = ["is_first_shard", "shard_paths", "shards_of", "split_gguf_name"]
 
 _SPLIT_SUFFIX = re.compile(r"^(?P<prefix>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})$", re.IGNORECASE)
 
@@ -40,3 +40,9 @@ def shards_of(first: PurePosixPath) -> list[PurePosixPath]:
         first.with_name(f"{split['prefix']}-{index:05d}-of-{count:05d}.gguf")
         for index in range(1, count + 1)
     ]
+
+
+def shard_paths(first: Path) -> list[Path]:
+    """The files of the model whose first shard is ``first``, beside it (just ``first`` when the
+    model is one file)."""
+    return [first.with_name(shard.name) for shard in shards_of(PurePosixPath(first.name))]

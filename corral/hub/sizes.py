@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from corral.hub.cache_scan import CachedModel, scan_cache
-from corral.hub.shards import shards_of
+from corral.hub.shards import shard_paths
 
 __all__ = ["CachedModelSize", "cached_model_sizes", "files_size", "human_size"]
 
@@ -33,10 +33,7 @@ def cached_model_sizes(cache_dir: Path) -> list[CachedModelSize]:
     """Every model the cache listing shows, with the size of its files."""
     sizes: list[CachedModelSize] = []
     for model in scan_cache(cache_dir):
-        first = PurePosixPath(model.file)
-        snapshot = model.path.parents[len(first.parts) - 1]
-        files = [snapshot.joinpath(*shard.parts) for shard in shards_of(first)]
-        files += [model.mmproj] if model.mmproj is not None else []
+        files = [*shard_paths(model.path), *([model.mmproj] if model.mmproj is not None else [])]
         sizes.append(CachedModelSize(model, files, files_size(files)))
     return sizes
 

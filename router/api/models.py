@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from importlib.metadata import version
-from pathlib import Path, PurePosixPath
 from typing import Any
 
 import msgspec
@@ -14,7 +13,6 @@ from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body, json_response
-from corral.hub.shards import shards_of
 from corral.hub.sizes import files_size
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.inference import forward_to_model
@@ -73,13 +71,6 @@ def _status(state: ModelState, retry_after: float) -> dict[str, Any]:
     return status
 
 
-def _file_size(state: ModelState) -> int:
-    """The bytes of a model's files on disk (every shard, and its projector), loaded or not."""
-    entry = state.entry
-    shards = [Path(shard) for shard in shards_of(PurePosixPath(entry.path))]
-    return files_size([*shards, *([entry.mmproj] if entry.mmproj else [])])
-
-
 def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": state.entry.name,
@@ -95,7 +86,7 @@ def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> dict[st
         "pinned": state.entry.pin,
         "ttl": state.entry.ttl,
         # Corral's own: the size of its files, so a client can show it before a first load.
-        "size": _file_size(state),
+        "size": files_size(state.entry.files()),
     }
     if state.running and state.meta is not None:
         entry["meta"] = state.meta

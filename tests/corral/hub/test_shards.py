@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import pytest
 
-from corral.hub.shards import shards_of, split_gguf_name
+from corral.hub.shards import shard_paths, shards_of, split_gguf_name
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,9 @@ def test_every_shard_of_a_split_model() -> None:
         "m-Q8_0-00003-of-00003.gguf",
     ]
     assert shards_of(PurePosixPath("m-Q8_0.gguf")) == [PurePosixPath("m-Q8_0.gguf")]
+
+
+def test_shard_paths_lie_beside_the_first_shard(tmp_path: Path) -> None:
+    first = tmp_path / "sub" / "m-Q4_K_M-00001-of-00002.gguf"
+    assert shard_paths(first) == [first, tmp_path / "sub" / "m-Q4_K_M-00002-of-00002.gguf"]
+    assert shard_paths(tmp_path / "whole-Q8_0.gguf") == [tmp_path / "whole-Q8_0.gguf"]
