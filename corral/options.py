@@ -25,6 +25,7 @@ __all__ = [
     "find_option",
     "normalise_options",
     "option_spec",
+    "parse_bool",
     "parse_size",
     "render_worker_args",
 ]
@@ -171,7 +172,8 @@ def _check_bound(spec: OptionSpec, number: float, raw: str) -> None:
         raise ValueError(f"expected a number of at least 0, got '{raw}'")
 
 
-def _parse_bool(raw: str) -> bool:
+def parse_bool(raw: str) -> bool:
+    """An on/off word as llama.cpp reads them (plus yes/no); ``ValueError`` for anything else."""
     word = raw.lower()
     if word in _TRUTHY:
         return True
@@ -195,11 +197,11 @@ def parse_size(raw: str) -> int:
 def _normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
     """The canonical text of a value; ``ValueError`` says what was expected."""
     if spec.kind == "bool":
-        return "true" if _parse_bool(raw) != negated else "false"
+        return "true" if parse_bool(raw) != negated else "false"
     if spec.kind == "switch":
         if raw.lower() in ("auto", "-1"):
             return "auto"
-        return "on" if _parse_bool(raw) else "off"
+        return "on" if parse_bool(raw) else "off"
     if spec.kind == "choice":
         if raw.lower() not in spec.literals:
             raise ValueError(f"expected one of {', '.join(spec.literals)}, got '{raw}'")

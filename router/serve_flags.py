@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from corral.option_flags import add_model_flags
+from corral.options import parse_bool
 from router.cli_help import SuggestingParser, terminal_text
 from router.no_effect_flags import add_no_effect_flags
 
 __all__ = ["SERVE_FLAG_HELP", "SERVE_METAVARS", "serve_parser"]
 
 Number = TypeVar("Number", int, float)
-_TRUE = {"1", "true", "on", "enabled", "yes"}
-_FALSE = {"0", "false", "off", "disabled", "no"}
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -35,12 +34,10 @@ def _env_number(name: str, default: Number, kind: type[Number]) -> Number:
 
 
 def _env_bool(name: str, default: bool) -> bool:
-    value = (_env(name) or "").strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    return default
+    try:
+        return parse_bool((_env(name) or "").strip())
+    except ValueError:
+        return default  # unset or not an on/off word: as if unset
 
 
 # `corral serve`'s own flags, by argparse dest: (environment variable or "", description).
