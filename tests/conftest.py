@@ -29,6 +29,12 @@ def router(models_dir: Path) -> Iterator[RouterProcess]:
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    """The event loop the router and workers run on: async tests run on it too."""
+    return "asyncio"
+
+
+@pytest.fixture
 def hub() -> Iterator[FakeHub]:
     """A local server speaking the Hugging Face hub's protocol (HF_ENDPOINT points at it)."""
     with FakeHub() as fake:

@@ -27,11 +27,6 @@ pytestmark = pytest.mark.anyio
 ARGV = ["python", "-m", "worker", "--alias", "child"]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Supervised:
     def __init__(self, launcher: FakeLauncher, supervisor: ChildSupervisor) -> None:
         self.launcher, self.supervisor = launcher, supervisor

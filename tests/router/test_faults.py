@@ -27,11 +27,6 @@ from tests.support.scheduling_harness import Harness, harness
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _watchdog(h: Harness, stall: float = 60.0, load: float = 600.0) -> StallWatchdog:
     return StallWatchdog(h.pool, stall_timeout=stall, load_timeout=load, clock=h.clock)
 

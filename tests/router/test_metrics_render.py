@@ -17,11 +17,6 @@ pytestmark = pytest.mark.anyio
 G = 1 << 30
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _snapshot(h: Harness) -> list[Any]:
     """Everything a scheduling decision reads."""
     models = [

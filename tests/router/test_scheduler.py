@@ -28,11 +28,6 @@ from tests.support.scheduling_harness import Harness, harness
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_fifo_order_when_capacity_is_short() -> None:
     async with harness(models_max=1) as h, anyio.create_task_group() as group:
         await h.load("a")

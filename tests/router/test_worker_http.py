@@ -16,11 +16,6 @@ pytestmark = pytest.mark.anyio
 Answer = Callable[[asyncio.StreamWriter], Awaitable[None]]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Upstream:
     """Accepts connections, reads whole requests, and answers each with the current ``answer``."""
 

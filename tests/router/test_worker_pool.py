@@ -31,11 +31,6 @@ from tests.support.scheduling_harness import harness
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _entry(name: str, **settings: Any) -> CatalogueEntry:
     return replace(CatalogueEntry(name, Path(f"/models/{name}.gguf"), "models_dir"), **settings)
 
