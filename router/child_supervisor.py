@@ -210,12 +210,8 @@ class ChildSupervisor:
             return
         process.signal_group(signal.SIGTERM)
         process.signal_group(signal.SIGCONT)
-        with anyio.move_on_after(self._stop_timeout):
+        if not await self._wait_then_signal(process, signal.SIGKILL):
             await self._exited.wait()
-            return
-        _log.warning("child did not stop in time", model=self._name, signal="SIGKILL")
-        process.signal_group(signal.SIGKILL)
-        await self._exited.wait()
 
     async def _escalate(self, process: ChildProcess) -> None:
         if self._kill_at_once:
@@ -223,14 +219,20 @@ class ChildSupervisor:
         else:
             await process.send_exit()
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            with anyio.move_on_after(self._stop_timeout):
-                await self._exited.wait()
+            if await self._wait_then_signal(process, sig):
                 return
-            _log.warning(
-                "child did not stop in time", model=self._name, source=self._source, signal=sig.name
-            )
-            process.signal_group(sig)
         await self._exited.wait()
+
+    async def _wait_then_signal(self, process: ChildProcess, sig: signal.Signals) -> bool:
+        """Give the child the stop timeout to exit, else send ``sig``; True if it exited."""
+        with anyio.move_on_after(self._stop_timeout):
+            await self._exited.wait()
+            return True
+        _log.warning(
+            "child did not stop in time", model=self._name, source=self._source, signal=sig.name
+        )
+        process.signal_group(sig)
+        return False
 
 
 def _sole_exception(exc: Exception) -> Exception:
