@@ -106,6 +106,20 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),
     OptionSpec("mlock", "bool", spellings=("LLAMA_ARG_MLOCK",)),
+    # The projector itself is a file option (``mmproj``, above); these say whether a found one
+    # is paired with the model (the router decides) and where the worker runs it.
+    OptionSpec(
+        "mmproj-auto",
+        "bool",
+        spellings=("LLAMA_ARG_MMPROJ_AUTO",),
+        negatives=("no-mmproj", "no-mmproj-auto"),
+    ),
+    OptionSpec(
+        "mmproj-offload",
+        "bool",
+        spellings=("LLAMA_ARG_MMPROJ_OFFLOAD",),
+        negatives=("no-mmproj-offload",),
+    ),
     OptionSpec("flash-attn", "switch", spellings=("fa", "LLAMA_ARG_FLASH_ATTN")),
     OptionSpec(
         "cache-type-k", "choice", spellings=("ctk", "LLAMA_ARG_CACHE_TYPE_K"), literals=_CACHE_TYPES
