@@ -43,11 +43,11 @@ def _data_uri(url: str, field: str) -> bytes:
     return decode_base64(payload, field)
 
 
-async def _fetch(url: str, field: str) -> bytes:
+async def _fetch(url: str, field: str, max_bytes: int, wait_seconds: float) -> bytes:
     body = bytearray()
     try:
         async with (
-            httpx.AsyncClient(timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=True) as client,
+            httpx.AsyncClient(timeout=wait_seconds, follow_redirects=True) as client,
             client.stream("GET", url) as response,
         ):
             status = response.status_code
@@ -55,22 +55,29 @@ async def _fetch(url: str, field: str) -> bytes:
                 raise ApiError(400, f"{field}: failed to download {url}: HTTP {status}")
             async for piece in response.aiter_bytes():
                 body += piece
-                if len(body) > FETCH_MAX_BYTES:
-                    raise ApiError(400, f"{field}: {url} is larger than 10 MB")
+                if len(body) > max_bytes:
+                    raise ApiError(400, f"{field}: {url} is larger than {max_bytes} bytes")
     except httpx.TimeoutException:
-        raise ApiError(400, f"{field}: downloading {url} took longer than 10 s") from None
+        raise ApiError(400, f"{field}: {url} did not answer within {wait_seconds:g} s") from None
     except httpx.HTTPError as exc:
         raise ApiError(400, f"{field}: failed to download {url}: {exc}") from None
     return bytes(body)
 
 
-async def read_media(url: str, field: str) -> bytes:
+async def read_media(
+    url: str,
+    field: str,
+    *,
+    max_bytes: int = FETCH_MAX_BYTES,
+    wait_seconds: float = FETCH_TIMEOUT_SECONDS,
+) -> bytes:
     """The bytes ``url`` names; ``field`` (e.g. ``messages[0].content[1].image_url``) starts
-    every error message."""
+    every error message. ``max_bytes`` and ``wait_seconds`` bound a download (the wait applies
+    to connecting and to each read)."""
     if not url:
         raise ApiError(400, f"{field}: no media given")
     if url.startswith(("http://", "https://")):
-        return await _fetch(url, field)
+        return await _fetch(url, field, max_bytes, wait_seconds)
     if url.startswith("file://"):
         raise ApiError(400, f"{field}: file:// URLs are not allowed")
     if url.startswith("data:"):

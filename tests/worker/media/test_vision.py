@@ -221,3 +221,28 @@ def test_media_to_a_text_only_model_is_400(models_dir: Path) -> None:
         response = httpx.post(f"{child.url}/completion", json={"prompt": prompt}, timeout=60)
         assert response.status_code == 400
         assert "does not support multimodal requests" in response.json()["error"]["message"]
+
+
+def test_anthropic_image_blocks_read_as_image_parts(vision: WorkerProcess) -> None:
+    def ask(*blocks: dict[str, Any]) -> Any:
+        content = [{"type": "text", "text": "What is this:"}, *blocks]
+        body = {
+            "model": "seer",
+            "max_tokens": 8,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": content}],
+        }
+        response = httpx.post(f"{vision.url}/v1/messages", json=body, timeout=120)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    data = base64.b64encode(png_bytes(seed=1)).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    plain, with_image = ask(), ask(image)
+    assert with_image["usage"]["input_tokens"] == plain["usage"]["input_tokens"] + IMAGE_TOKENS
+    assert with_image["content"] != plain["content"]
+    bad = {"type": "image", "source": {"type": "url", "url": "file:///etc/passwd"}}
+    body = {"model": "seer", "max_tokens": 8, "messages": [{"role": "user", "content": [bad]}]}
+    response = httpx.post(f"{vision.url}/v1/messages", json=body, timeout=60)
+    assert response.status_code == 400
+    assert "messages[0].content[0].image_url" in response.json()["error"]["message"]
