@@ -79,6 +79,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         port=args.port,
         models_dir=Path(args.models_dir) if args.models_dir else None,
         model_files=args.model_files,
+        mmproj_file=Path(args.mmproj_file) if args.mmproj_file else None,
         models_max=args.models_max,
         models_memory_max=memory_max,
         models_autoload=args.models_autoload,

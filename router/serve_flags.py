@@ -51,6 +51,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "models)",
     ),
     "model_files": ("", "add this GGUF as a model named by its stem and load it at startup"),
+    "mmproj_file": (
+        "LLAMA_ARG_MMPROJ",
+        "multimodal projector for the `-m` models (images, audio); hub and `--models-dir` "
+        "models find theirs beside them",
+    ),
     "models_max": (
         "LLAMA_ARG_MODELS_MAX",
         "models loading, loaded or sleeping at once (downloads do not count); `<= 0`: unlimited",
@@ -141,6 +146,7 @@ SERVE_METAVARS: dict[str, str] = {
     "port": "PORT",
     "models_dir": "DIR",
     "model_files": "FILE",
+    "mmproj_file": "FILE",
     "models_max": "N",
     "models_memory_max": "SIZE",
     "api_keys": "KEY[,KEY…]",
@@ -233,6 +239,7 @@ def serve_parser() -> SuggestingParser:
     _add(models, "--models-dir", dest="models_dir", type=Path, default=_env("LLAMA_ARG_MODELS_DIR"))
     _add(models, "-m", "--model", dest="model_files", type=Path, action="append", default=[])
     _add(models, "-hf", "-hfr", "--hf-repo", dest="hf_repos", action="append")
+    _add(models, "-mm", "--mmproj", dest="mmproj_file", type=Path, default=_env("LLAMA_ARG_MMPROJ"))
     _add(
         models,
         "--models-preset",
