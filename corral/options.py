@@ -67,6 +67,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
     # Which file and which names: never passed through, the catalogue entry carries them.
     OptionSpec("model", "str", "model", ("m", "LLAMA_ARG_MODEL")),
     OptionSpec("mmproj", "str", "model", ("mm", "LLAMA_ARG_MMPROJ")),
+    # Whether a projector found beside the model is used; a named ``mmproj`` always is.
+    OptionSpec(
+        "mmproj-auto",
+        "bool",
+        "model",
+        ("LLAMA_ARG_MMPROJ_AUTO",),
+        negatives=("no-mmproj", "no-mmproj-auto"),
+    ),
     OptionSpec("hf-repo", "str", "model", ("hf", "hfr", "LLAMA_ARG_HF_REPO")),
     OptionSpec("hf-file", "str", "model", ("hff", "LLAMA_ARG_HF_FILE")),
     OptionSpec("alias", "str", "model", ("a", "LLAMA_ARG_ALIAS")),
@@ -106,14 +114,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),
     OptionSpec("mlock", "bool", spellings=("LLAMA_ARG_MLOCK",)),
-    # The projector itself is a file option (``mmproj``, above); these say whether a found one
-    # is paired with the model (the router decides) and where the worker runs it.
-    OptionSpec(
-        "mmproj-auto",
-        "bool",
-        spellings=("LLAMA_ARG_MMPROJ_AUTO",),
-        negatives=("no-mmproj", "no-mmproj-auto"),
-    ),
     OptionSpec(
         "mmproj-offload",
         "bool",

@@ -51,6 +51,12 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "models)",
     ),
     "model_files": ("", "add this GGUF as a model named by its stem and load it at startup"),
+    "mmproj_auto": (
+        "LLAMA_ARG_MMPROJ_AUTO",
+        "pair models with the projector found beside them (hub cache, `--models-dir`); "
+        "`--no-mmproj` (or the preset key `no-mmproj`) turns it off, a named `mmproj` still "
+        "loads",
+    ),
     "mmproj_file": (
         "LLAMA_ARG_MMPROJ",
         "multimodal projector for the `-m` models (images, audio); hub and `--models-dir` "
@@ -190,6 +196,14 @@ def _help(dest: str, default: object) -> str:
     return text + (f" [{variable}]" if variable else "")
 
 
+class _MmprojAuto(argparse.Action):
+    """``--mmproj-auto`` on, ``--no-mmproj`` off; unset leaves it to presets (and the
+    ``LLAMA_ARG_MMPROJ_AUTO`` variable, read with the per-model options)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
+        setattr(namespace, self.dest, "true" if option == "--mmproj-auto" else "false")
+
+
 def _add(group: argparse._ArgumentGroup, *flags: str, dest: str, **kwargs: Any) -> None:
     if dest in SERVE_METAVARS:
         kwargs["metavar"] = SERVE_METAVARS[dest]
@@ -240,6 +254,16 @@ def serve_parser() -> SuggestingParser:
     _add(models, "-m", "--model", dest="model_files", type=Path, action="append", default=[])
     _add(models, "-hf", "-hfr", "--hf-repo", dest="hf_repos", action="append")
     _add(models, "-mm", "--mmproj", dest="mmproj_file", type=Path, default=_env("LLAMA_ARG_MMPROJ"))
+    _add(
+        models,
+        "--mmproj-auto",
+        "--no-mmproj",
+        "--no-mmproj-auto",
+        dest="mmproj_auto",
+        action=_MmprojAuto,
+        nargs=0,
+        default=None,
+    )
     _add(
         models,
         "--models-preset",
