@@ -246,3 +246,21 @@ def test_anthropic_image_blocks_read_as_image_parts(vision: WorkerProcess) -> No
     response = httpx.post(f"{vision.url}/v1/messages", json=body, timeout=60)
     assert response.status_code == 400
     assert "messages[0].content[0].image_url" in response.json()["error"]["message"]
+
+
+def test_responses_input_image_parts(client: openai.OpenAI) -> None:
+    def ask(*images: bytes) -> Any:
+        content: list[Any] = [{"type": "input_text", "text": "What is this:"}]
+        content += [{"type": "input_image", "image_url": _uri(image)} for image in images]
+        return client.responses.create(
+            model="seer",
+            input=[{"role": "user", "content": content}],
+            temperature=0,
+            max_output_tokens=8,
+        )
+
+    plain, with_image = ask(), ask(png_bytes(seed=1))
+    assert with_image.usage is not None
+    assert plain.usage is not None
+    assert with_image.usage.input_tokens == plain.usage.input_tokens + IMAGE_TOKENS
+    assert with_image.output_text != plain.output_text
