@@ -264,3 +264,20 @@ def test_responses_input_image_parts(client: openai.OpenAI) -> None:
     assert plain.usage is not None
     assert with_image.usage.input_tokens == plain.usage.input_tokens + IMAGE_TOKENS
     assert with_image.output_text != plain.output_text
+
+
+def test_the_projector_sleeps_and_wakes_with_the_model(tmp_path: Path) -> None:
+    model, mmproj = _write_seer(tmp_path)
+    picture = png_bytes(seed=8)
+    with (
+        worker(model, "--mmproj", str(mmproj), "--sleep-idle-seconds", "1") as child,
+        openai.OpenAI(base_url=f"{child.url}/v1", api_key="none", timeout=120) as client,
+    ):
+        before = _ask(client, picture)
+        child.read_until("sleeping")
+        # /props is answered asleep: the projector's modalities outlive its context.
+        assert httpx.get(f"{child.url}/props").json()["modalities"]["vision"] is True
+        after = _ask(client, picture)
+        child.read_until("ready")
+    assert after.choices[0].message.content == before.choices[0].message.content
+    assert after.usage.prompt_tokens == before.usage.prompt_tokens
