@@ -241,6 +241,17 @@ def test_anthropic_image_blocks_read_as_image_parts(vision: WorkerProcess) -> No
     plain, with_image = ask(), ask(image)
     assert with_image["usage"]["input_tokens"] == plain["usage"]["input_tokens"] + IMAGE_TOKENS
     assert with_image["content"] != plain["content"]
+    counted = httpx.post(
+        f"{vision.url}/v1/messages/count_tokens",
+        json={"model": "seer", "messages": [{"role": "user", "content": [image]}]},
+        timeout=60,
+    ).json()
+    text_only = httpx.post(
+        f"{vision.url}/v1/messages/count_tokens",
+        json={"model": "seer", "messages": [{"role": "user", "content": ""}]},
+        timeout=60,
+    ).json()
+    assert counted["input_tokens"] == text_only["input_tokens"] + IMAGE_TOKENS
     bad = {"type": "image", "source": {"type": "url", "url": "file:///etc/passwd"}}
     body = {"model": "seer", "max_tokens": 8, "messages": [{"role": "user", "content": [bad]}]}
     response = httpx.post(f"{vision.url}/v1/messages", json=body, timeout=60)
