@@ -17,6 +17,7 @@ from worker.media.sources import decode_base64, read_media
 
 __all__ = ["MediaFile", "Modalities", "take_message_media", "take_prompt_media"]
 
+_PART_KINDS: dict[str, MediaKind] = {"image_url": "image", "input_audio": "audio"}
 _NO_PROJECTOR_HINT = "hint: if this is unexpected, you may need to provide the mmproj"
 
 
@@ -73,9 +74,7 @@ async def take_message_media(
             continue
         parts: list[Any] = []
         for j, part in enumerate(content):
-            kind: MediaKind | None = {"image_url": "image", "input_audio": "audio"}.get(
-                part.get("type", "") if isinstance(part, dict) else ""
-            )  # type: ignore[assignment]
+            kind = _PART_KINDS.get(part.get("type", "")) if isinstance(part, dict) else None
             if kind is None:
                 parts.append(part)
                 continue
