@@ -15,8 +15,7 @@ from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_media import png_bytes
 from tests.support.tiny_mmproj import IMAGE_TOKENS, write_tiny_mmproj
 from tests.webui.conftest import Shot
-from tests.webui.test_attachments import COMPLETIONS, DISPATCH
-from tests.webui.ui import last_reply, open_ui, set_chat_settings
+from tests.webui.ui import COMPLETIONS, drop_image, last_reply, open_ui, set_chat_settings
 
 PICTURE = png_bytes(seed=1)
 PICTURE_URI = "data:image/png;base64," + base64.b64encode(PICTURE).decode()
@@ -37,14 +36,7 @@ def test_an_image_attached_to_a_vision_model_gets_an_answer(
 ) -> None:
     open_ui(page, vision_router)
     set_chat_settings(page, max_tokens=4)
-    picture = {
-        "name": "picture.png",
-        "type": "image/png",
-        "b64": base64.b64encode(PICTURE).decode(),
-    }
-    page.evaluate(DISPATCH, ["drop", [picture]])
-    expect(page.locator(".composer-attachments img")).to_have_attribute("src", PICTURE_URI)
-    expect(page.locator(".composer-note")).to_be_empty()
+    drop_image(page, "picture.png", PICTURE)
     composer = page.get_by_role("textbox", name="Message")
     composer.fill("What is this:")
     shot("picture-attached")

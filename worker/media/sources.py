@@ -22,9 +22,10 @@ _DATA_KINDS = ("data:image/", "data:audio/")
 
 
 def decode_base64(text: str, field: str) -> bytes:
-    """Strict base64 (llama-server's decoder skips junk; a typo here is the client's error)."""
+    """Strict base64, line breaks allowed (llama-server's decoder stops at the first stray
+    character and decodes what came before; here a typo is the client's error)."""
     try:
-        data = b64decode(text, validate=True)
+        data = b64decode("".join(text.split()), validate=True)
     except (binascii.Error, ValueError):
         raise ApiError(400, f"{field}: invalid base64 data") from None
     if not data:

@@ -64,6 +64,8 @@ async def test_data_uris_and_bare_base64() -> None:
     assert await read_media(f"data:image/png;base64,{encoded}", "f") == IMAGE
     assert await read_media(f"data:audio/wav;base64,{encoded}", "f") == IMAGE
     assert await read_media(encoded, "f") == IMAGE
+    wrapped = "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
+    assert await read_media(wrapped, "f") == IMAGE  # as MIME tools wrap it
 
 
 @pytest.mark.parametrize(
