@@ -100,3 +100,18 @@ def test_a_missing_mmproj_file_stops_startup(seer_files: tuple[Path, Path], tmp_
     args = ["-m", str(model), "--mmproj", str(tmp_path / "none.gguf")]
     with pytest.raises(RuntimeError, match=r"--mmproj .*: no such file"), running_router(args):
         pass
+
+
+def test_a_projector_that_does_not_load_fails_the_load_saying_so(
+    seer_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    model, _ = seer_files
+    (tmp_path / "seer").mkdir()
+    (tmp_path / "seer" / model.name).symlink_to(model)
+    (tmp_path / "seer" / "mmproj-seer.gguf").write_bytes(b"GGUF" + b"\x00" * 64)
+    with running_router(["--models-dir", str(tmp_path)]) as router:
+        reply = _chat(router, "seer", image=False)
+        assert reply.status_code == 500
+        status = router.models()["seer"]["status"]
+        assert status["failed"] is True
+        assert "failed to load the multimodal projector" in status["error"]
