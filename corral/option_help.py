@@ -12,7 +12,11 @@ __all__ = ["MODEL_OPTION_HELP"]
 # Every option of OPTIONS, by canonical name.
 MODEL_OPTION_HELP: dict[str, str] = {
     "model": "GGUF file of a model the section defines (relative paths: to the INI file)",
-    "mmproj": "multimodal projector file; recorded and shown in `/models`, not used by workers yet",
+    "mmproj": "multimodal projector file (images, audio; relative paths: to the INI file); "
+    "overrides the one found next to the model",
+    "mmproj-auto": "pair a model with the projector found beside it in the hub cache or "
+    "`--models-dir` (default on; an explicit `mmproj` is always used)",
+    "mmproj-offload": "run the projector on the GPU when there is one (default on)",
     "hf-repo": "hub-cache model `org/repo[:TAG]` (must be downloaded already)",
     "hf-file": "with `hf-repo`: the file inside the repository, instead of a tag",
     "alias": "other names the model answers to, comma-separated",

@@ -17,6 +17,8 @@ from worker.chat_request import ChatRequest
 from worker.engine import Engine
 from worker.generation_pipeline import answer, prepare_generation, token_budget
 from worker.grammars import GrammarError
+from worker.media.chat_media import chat_media_prompt
+from worker.media.projector import MediaPrompt
 from worker.model import LoadedModel
 from worker.response_shape import ResponseShape
 from worker.state import AnyRequest, loaded
@@ -30,8 +32,9 @@ ShapeFactory = Callable[[str, ToolPlan | None], ResponseShape]
 
 async def _chat_prompt(
     engine: Engine, model: LoadedModel, body: ChatRequest
-) -> tuple[list[int], ToolPlan | None]:
-    """The conversation as prompt tokens, and the tool plan when the request has tools."""
+) -> tuple[list[int], ToolPlan | None, MediaPrompt | None]:
+    """The conversation as prompt tokens, the tool plan when the request has tools, and its
+    images or audio when it has some."""
     messages = msgspec.to_builtins(body.messages)
     try:
         plan = plan_tools(body.tools, body.tool_choice)
@@ -39,20 +42,23 @@ async def _chat_prompt(
         raise ApiError(400, str(exc)) from None
     if plan is not None:
         messages = plan.prepare(messages)
+    media = await chat_media_prompt(engine, model, messages)
+    if media is not None:
+        return media.tokens, plan, media
     try:
         prompt = await engine.call(lambda: model.chat_prompt(messages))
     except Exception as exc:  # a template that cannot render these messages
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
-    return prompt, plan
+    return prompt, plan, None
 
 
 async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) -> ASGIResponse:
     """A chat request, answered in the shape ``shape`` builds."""
     engine, model = loaded(request)
-    prompt, plan = await _chat_prompt(engine, model, body)
+    prompt, plan, media = await _chat_prompt(engine, model, body)
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
     make = prepare_generation(
-        model, body, prompt, budget, plan.grammar if plan is not None else None
+        model, body, prompt, budget, plan.grammar if plan is not None else None, media
     )
     reply = shape(model.settings.alias, plan)
     reply.prompt_tokens = len(prompt)
@@ -62,5 +68,5 @@ async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) 
 async def count_prompt_tokens(request: AnyRequest, body: ChatRequest) -> int:
     """How many tokens ``body``'s conversation takes, as a chat would render it."""
     engine, model = loaded(request)
-    prompt, _ = await _chat_prompt(engine, model, body)
+    prompt, _, _ = await _chat_prompt(engine, model, body)
     return len(prompt)

@@ -17,6 +17,8 @@ from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
 from worker.embedding_context import Embedder
+from worker.media.content import Modalities
+from worker.media.projector import Projector
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
 from worker.templates import ChatTemplate
@@ -76,6 +78,16 @@ class LoadedModel:
         self.n_vocab = self.model.n_vocab()
         self.metadata = self.model.metadata()
         self.ctx = self._new_context()
+        self.projector = (
+            Projector(
+                settings.mmproj,
+                self.model.model,
+                use_gpu=settings.mmproj_offload,
+                threads=self._threads,
+            )
+            if settings.mmproj is not None
+            else None
+        )
         self._embedder: Embedder | None = None
         self.batcher = BatchEngine(
             self.ctx, self.vocab, self.n_vocab, settings.parallel, settings.batch_size, self.metrics
@@ -141,8 +153,15 @@ class LoadedModel:
             self._embedder.close()
             self._embedder = None
         self.batcher.close()
+        if self.projector is not None:
+            self.projector.close()
         llama_cpp.llama_free(self.ctx)
         self.model.close()  # type: ignore[no-untyped-call]
+
+    @property
+    def modalities(self) -> Modalities:
+        """What the projector reads besides text (nothing without ``--mmproj``)."""
+        return self.projector.modalities if self.projector is not None else Modalities()
 
     @property
     def n_ctx(self) -> int:

@@ -45,6 +45,8 @@ class WorkerSettings:
     rope_freq_base: float = 0.0
     cache_type_k: str | None = None
     cache_type_v: str | None = None
+    mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
+    mmproj_offload: bool = True
     ignored: dict[str, str] = field(default_factory=dict)
 
 
@@ -57,6 +59,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
     parser.add_argument("-a", "--alias", help="model id to report (default: file stem)")
+    parser.add_argument("-mm", "--mmproj", type=Path, help="multimodal projector GGUF")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
     add_model_flags(parser)
@@ -97,5 +100,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         rope_freq_base=number("rope-freq-base", 0.0),
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),
+        mmproj=args.mmproj,
+        mmproj_offload=options.get("mmproj-offload", "true") == "true",
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

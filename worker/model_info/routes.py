@@ -9,6 +9,7 @@ from litestar import get, post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
+from worker.media.projector import media_marker
 from worker.model_info.prometheus_metrics import render_metrics
 from worker.model_info.protocol import ApplyTemplateRequest, DetokenizeRequest, TokenizeRequest
 from worker.state import AnyRequest, WorkerState, loaded
@@ -97,7 +98,8 @@ async def props(request: AnyRequest) -> dict[str, Any]:
             "n_ctx": model.batcher.n_ctx_seq,
             "params": {"temperature": settings.temperature, "n_predict": settings.n_predict},
         },
-        "modalities": {"vision": False, "audio": False},
+        "modalities": {"vision": model.modalities.vision, "audio": model.modalities.audio},
+        "media_marker": media_marker(),
         "build_info": "corral",
     }
 
