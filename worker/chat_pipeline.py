@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError
 from worker.chat_request import ChatRequest
+from worker.chat_templates import TemplateRenderError
 from worker.engine import Engine
 from worker.generation_pipeline import answer, prepare_generation, token_budget
 from worker.grammars import GrammarError
@@ -37,11 +38,15 @@ async def _chat_prompt(
         plan = plan_tools(body.tools, body.tool_choice)
     except GrammarError as exc:
         raise ApiError(400, str(exc)) from None
-    if plan is not None:
+    tools = None
+    if plan is not None and model.template.caps.supports_tools:
+        tools = body.tools  # the template describes them in the model's own words
+    elif plan is not None:
         messages = plan.prepare(messages)
     try:
-        prompt = await engine.call(lambda: model.chat_prompt(messages))
-    except Exception as exc:  # a template that cannot render these messages
+        render = model.template.request(messages, tools, body.chat_template_kwargs)
+        prompt = await engine.call(lambda: model.chat_prompt(render))
+    except TemplateRenderError as exc:
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
     return prompt, plan
 
