@@ -39,7 +39,7 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "…) or Jinja text, instead of the GGUF's (docs/templates.md)",
     "chat-template-file": "Jinja chat template read from this file, instead of the GGUF's",
     "chat-template-kwargs": "JSON object of extra template variables, e.g. "
-    "`{\"enable_thinking\": false}`; a request's `chat_template_kwargs` win over it",
+    '`{"enable_thinking": false}`; a request\'s `chat_template_kwargs` win over it',
     "jinja": "render chat templates with Jinja as llama-server does (default on); `no-jinja` = "
     "llama.cpp's built-in templates only, no tools",
     "mmap": "map the weights from the file (`no-mmap` = read them into memory)",

@@ -138,9 +138,7 @@ def _record_one(server: pathlib.Path, template: pathlib.Path, work: pathlib.Path
             cases = {}
             for name, body in CONVERSATIONS.items():
                 status, answer = _request(f"{base}/apply-template", body)
-                cases[name] = (
-                    {"prompt": answer["prompt"]} if status == 200 else {"error": answer}
-                )
+                cases[name] = {"prompt": answer["prompt"]} if status == 200 else {"error": answer}
             _, props = _request(f"{base}/props")
             return {"caps": props.get("chat_template_caps"), "cases": cases}
         finally:

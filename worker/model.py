@@ -16,10 +16,10 @@ from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
+from worker.chat_templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 from worker.embedding_context import Embedder
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
-from worker.chat_templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 
 __all__ = ["LoadedModel"]
 

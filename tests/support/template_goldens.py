@@ -55,7 +55,5 @@ def golden_cases() -> list[GoldenCase]:
         if path.name == "manifest.json":
             continue
         for name, answer in golden_template(path.stem)["cases"].items():
-            cases.append(
-                GoldenCase(path.stem, name, conversations[name], answer.get("prompt"))
-            )
+            cases.append(GoldenCase(path.stem, name, conversations[name], answer.get("prompt")))
     return cases

@@ -22,7 +22,7 @@ _ALIASES = {"llama-3": "llama3", "gemma2": "gemma", "gemma3": "gemma"}
 @cache
 def builtin_template_names() -> tuple[str, ...]:
     """llama.cpp's built-in template names (``llama_chat_builtin_templates``)."""
-    count = llama_cpp.llama_chat_builtin_templates(None, 0)  # type: ignore[arg-type]
+    count = llama_cpp.llama_chat_builtin_templates(None, 0)
     names = (ctypes.c_char_p * count)()
     llama_cpp.llama_chat_builtin_templates(names, count)
     return tuple(name.decode() for name in names if name is not None)
@@ -38,7 +38,9 @@ def flatten_content(message: dict[str, Any]) -> str:
     """Text of a message for a built-in template: parts joined with newlines."""
     content = message.get("content")
     if isinstance(content, list):
-        texts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        texts = [
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        ]
         return "\n".join(texts)
     return content if isinstance(content, str) else ""
 
@@ -62,7 +64,12 @@ class BuiltinTemplate:
         for _ in range(2):
             buffer = ctypes.create_string_buffer(size)
             written = llama_cpp.llama_chat_apply_template(
-                self.source.encode(), chat, len(texts), add_generation_prompt, buffer, size  # type: ignore[arg-type]
+                self.source.encode(),
+                chat,
+                len(texts),
+                add_generation_prompt,
+                buffer,
+                size,
             )
             if written < 0:
                 return None

@@ -20,7 +20,7 @@ import jinja2.meta
 
 from worker.chat_templates import jinja_engine
 
-__all__ = ["TemplateCaps", "probe_caps"]
+__all__ = ["PRESERVE_ON", "TemplateCaps", "probe_caps"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +137,8 @@ _TOOL = {
 
 def _tool_conversation(arguments: Any, calls: int) -> list[dict[str, Any]]:
     tool_calls = [
-        {"id": f"call0000{n}", "type": "function", "function": {"name": "tool1", "arguments": arguments}}
+        {"id": f"call0000{n}", "type": "function",
+         "function": {"name": "tool1", "arguments": arguments}}
         for n in range(1, calls + 1)
     ]  # fmt: skip
     return [
@@ -153,8 +154,11 @@ class _Prober:
     """Renders probe conversations, noting what the template dumped or tested on the way."""
 
     def __init__(self, source: str) -> None:
-        self.render = jinja_engine.compile_template(source, _PROBE_TIME, self._observe)
-        self.uses_effort = bool({"reasoning_effort", "reasoning_strength"} & jinja2_meta_variables(source))
+        self.render = jinja_engine.compile_template(source, _probe_time, self._observe)
+        # llama.cpp binds both names to one value and asks whether it was read; a template
+        # that names either as a free variable reads it.
+        names = jinja2.meta.find_undeclared_variables(_parser.parse(source))
+        self.uses_effort = bool({"reasoning_effort", "reasoning_strength"} & names)
 
     @staticmethod
     def _observe(operation: str, value: Any) -> None:
@@ -187,15 +191,14 @@ class _Prober:
         return True, context["messages"], context["tools"], output
 
 
-def _PROBE_TIME() -> datetime.datetime:
+_parser = jinja2.Environment(extensions=jinja_engine.EXTENSIONS)
+
+
+def _probe_time() -> datetime.datetime:
     return datetime.datetime(2024, 1, 1)
 
 
-def jinja2_meta_variables(source: str) -> set[str]:
-    env = jinja2.Environment(extensions=jinja_engine.EXTENSIONS)
-    return jinja2.meta.find_undeclared_variables(env.parse(source))
-
-
+# What llama.cpp's preserve_reasoning=true sets (``caps_apply_preserve_reasoning``).
 PRESERVE_ON = {
     "preserve_thinking": True,
     "clear_thinking": False,
@@ -255,7 +258,8 @@ def probe_caps(source: str) -> TemplateCaps:
         _USER,
         {"role": "assistant", "content": "Assistant message", "reasoning_content": placeholder},
         _USER,
-        {"role": "assistant", "content": "Assistant message", "reasoning_content": "Reasoning content"},
+        {"role": "assistant", "content": "Assistant message",
+         "reasoning_content": "Reasoning content"},
         _USER,
     ]  # fmt: skip
     _, _, _, output = prober.run(reasoning, {"enable_thinking": True, **PRESERVE_ON})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["patch_source", "rewrite_messages", "finish_prompt"]
+__all__ = ["finish_prompt", "patch_source", "rewrite_messages"]
 
 # gpt-oss and Mistral templates raise on inputs llama.cpp produces itself; it patches them.
 _SOURCE_PATCHES = (
@@ -49,9 +49,11 @@ def _is_old_gemma_4(source: str) -> bool:
 
 def _thinking_field(source: str) -> bool:
     """gpt-oss and LFM2 read reasoning from ``thinking``."""
-    return "<|channel|>" in source or "<|tool_list_start|>" in source and (
-        "<|tool_list_end|>" in source
-    ) or ("List of tools: [" in source and "<|tool_list_start|>" not in source)
+    return (
+        "<|channel|>" in source
+        or ("<|tool_list_start|>" in source and ("<|tool_list_end|>" in source))
+        or ("List of tools: [" in source and "<|tool_list_start|>" not in source)
+    )
 
 
 def _ministral_3(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -151,10 +153,6 @@ def rewrite_messages(messages: list[dict[str, Any]], source: str) -> list[dict[s
 
 def finish_prompt(prompt: str, source: str, add_generation_prompt: bool) -> str:
     """Gemma 4 after a tool turn ends with no model turn open; llama.cpp opens one."""
-    if (
-        "'<|tool_call>call:'" in source
-        and add_generation_prompt
-        and prompt.endswith("<turn|>\n")
-    ):
+    if "'<|tool_call>call:'" in source and add_generation_prompt and prompt.endswith("<turn|>\n"):
         return prompt + "<|turn>model\n"
     return prompt

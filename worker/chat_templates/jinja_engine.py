@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 from jinja2 import nodes
@@ -19,8 +19,7 @@ from jinja2.ext import Extension
 from jinja2.parser import Parser
 from jinja2.sandbox import SandboxedEnvironment
 
-__all__ = [
-    "EXTENSIONS","TemplateRaised", "compile_template", "display_text", "to_json"]
+__all__ = ["EXTENSIONS", "TemplateRaised", "compile_template", "display_text", "to_json"]
 
 
 class TemplateRaised(Exception):
@@ -65,7 +64,11 @@ def to_json(
         item = separators[0]
         key = separators[1] if len(separators) > 1 else key
     return json.dumps(
-        _builtin(value), indent=indent, separators=(item, key), ensure_ascii=ensure_ascii, default=_plain
+        _builtin(value),
+        indent=indent,
+        separators=(item, key),
+        ensure_ascii=ensure_ascii,
+        default=_plain,
     )
 
 
@@ -100,7 +103,7 @@ class _GenerationBlock(Extension):
     """``{% generation %}…{% endgeneration %}`` (training masks in HF templates) just renders
     its body, as in llama.cpp."""
 
-    tags = {"generation"}
+    tags = {"generation"}  # noqa: RUF012 (jinja2 declares it a plain set attribute)
 
     def parse(self, parser: Parser) -> nodes.Node:
         lineno = next(parser.stream).lineno
@@ -133,7 +136,9 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else display_text(value)
 
 
-def _environment(now: Callable[[], datetime.datetime], observe: Observer | None) -> SandboxedEnvironment:
+def _environment(
+    now: Callable[[], datetime.datetime], observe: Observer | None
+) -> SandboxedEnvironment:
     # Not the Immutable sandbox: real templates build lists with append (Kimi K2).
     env = _LlamaSandbox(
         trim_blocks=True,
@@ -166,7 +171,7 @@ def _observe_filters(env: SandboxedEnvironment, observe: Observer) -> None:
 
     for name in ("tojson", "string", "selectattr", "rejectattr", "select", "reject", "map"):
         env.filters[name] = watched(name, env.filters[name])
-    env.tests["string"] = watched("is_string", env.tests["string"])
+    env.tests["string"] = watched("is_string", cast(Callable[..., Any], env.tests["string"]))
 
 
 def compile_template(

@@ -163,7 +163,9 @@ class ChatTemplates:
                 raise TemplateRenderError("tools param requires --jinja flag")
             prompt = self.builtin.render(request.messages, request.add_generation_prompt)
             if prompt is None:
-                raise TemplateRenderError("this custom template is not supported, try using --jinja")
+                raise TemplateRenderError(
+                    "this custom template is not supported, try using --jinja"
+                )
             return prompt
         template = self.tool_use if request.tools and self.tool_use is not None else self.default
         return template.render(request)
