@@ -176,6 +176,8 @@ class LoadedModel:
                 "size": self.model.size(),
                 "n_parallel": self.settings.parallel,
                 "chat_template": self.template.name,
+                # Corral's: what /props calls chat_template_caps, for the router's /models.
+                "chat_template_caps": self.template.props_caps(),
             },
         }
 

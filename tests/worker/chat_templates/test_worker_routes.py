@@ -63,6 +63,8 @@ def test_props_report_the_template_s_capabilities(
 ) -> None:
     props = clients[stem].get("/props").json()
     assert props["chat_template_caps"] == golden_template(stem)["caps"]
+    (listed,) = clients[stem].get("/v1/models").json()["data"]
+    assert listed["meta"]["chat_template_caps"] == golden_template(stem)["caps"]
 
 
 def _tokens(client: httpx.Client, text: str, add_special: bool) -> int:
