@@ -27,7 +27,7 @@ from worker.chat_templates.conversation import (
 )
 from worker.chat_templates.jinja_engine import compile_template
 
-__all__ = ["JinjaTemplate", "RenderRequest", "TemplateRenderError"]
+__all__ = ["JinjaTemplate", "RenderRequest", "TemplateRenderError", "VocabTokens"]
 
 
 class TemplateRenderError(ValueError):
@@ -44,6 +44,16 @@ class RenderRequest:
     enable_thinking: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class VocabTokens:
+    """What the vocabulary says about BOS/EOS: their text, and whether tokenizing adds them."""
+
+    bos_token: str
+    eos_token: str
+    add_bos: bool
+    add_eos: bool
+
+
 def _local_now() -> datetime.datetime:
     return datetime.datetime.now().astimezone()
 
@@ -54,16 +64,12 @@ class JinjaTemplate:
     def __init__(
         self,
         source: str,
-        *,
-        bos_token: str,
-        eos_token: str,
-        add_bos: bool,
-        add_eos: bool,
+        vocab: VocabTokens,
         now: Callable[[], datetime.datetime] = _local_now,
     ) -> None:
         self.source = families.patch_source(source)
-        self.bos_token, self.eos_token = bos_token, eos_token
-        self.add_bos, self.add_eos = add_bos, add_eos
+        self.bos_token, self.eos_token = vocab.bos_token, vocab.eos_token
+        self.add_bos, self.add_eos = vocab.add_bos, vocab.add_eos
         self._now = now
         try:
             self._render = compile_template(self.source, now)

@@ -16,9 +16,14 @@ from typing import Any
 
 from worker.chat_templates.builtin import BuiltinTemplate, canonical_name
 from worker.chat_templates.capabilities import TemplateCaps
-from worker.chat_templates.renderer import JinjaTemplate, RenderRequest, TemplateRenderError
+from worker.chat_templates.renderer import (
+    JinjaTemplate,
+    RenderRequest,
+    TemplateRenderError,
+    VocabTokens,
+)
 
-__all__ = ["CHATML_TEMPLATE", "ChatTemplates", "TemplateChoice", "VocabTokens"]
+__all__ = ["CHATML_TEMPLATE", "ChatTemplates", "TemplateChoice"]
 
 # llama.cpp's CHATML_TEMPLATE_SRC (common/chat.cpp), byte for byte.
 CHATML_TEMPLATE = (
@@ -33,16 +38,6 @@ CHATML_TEMPLATE = (
 
 # Tags and special tokens: <think>, </think>, <|think|>, [THINK].
 _MARKUP = re.compile(r"<[^<>\s]{1,40}>|\[[A-Z_/]{2,40}\]")
-
-
-@dataclass(frozen=True, slots=True)
-class VocabTokens:
-    """What the vocabulary says about BOS/EOS: their text, and whether tokenizing adds them."""
-
-    bos_token: str
-    eos_token: str
-    add_bos: bool
-    add_eos: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,24 +102,10 @@ class ChatTemplates:
         if not source or source == "chatml":
             source, self.name = tool_use or CHATML_TEMPLATE, "chatml" if not tool_use else "gguf"
         extra: dict[str, Any] = {} if now is None else {"now": now}
-        self.default = JinjaTemplate(
-            source,
-            bos_token=tokens.bos_token,
-            eos_token=tokens.eos_token,
-            add_bos=tokens.add_bos,
-            add_eos=tokens.add_eos,
-            **extra,
-        )
+        self.default = JinjaTemplate(source, tokens, **extra)
         if tool_use:
             try:
-                self.tool_use = JinjaTemplate(
-                    tool_use,
-                    bos_token=tokens.bos_token,
-                    eos_token=tokens.eos_token,
-                    add_bos=tokens.add_bos,
-                    add_eos=tokens.add_eos,
-                    **extra,
-                )
+                self.tool_use = JinjaTemplate(tool_use, tokens, **extra)
             except TemplateRenderError:  # llama-server ignores a tool_use template that fails
                 self.tool_use = None
         self.source = self.default.source
