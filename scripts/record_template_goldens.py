@@ -95,8 +95,16 @@ CONVERSATIONS: dict[str, dict[str, Any]] = {
         ],
         "tools": _TOOLS,
     },
-    # Not one of the four: the request's kwargs reaching the template.
+    # Not the four: the request's kwargs reaching the template, and earlier reasoning
+    # (kept by default: llama-server's preserve_reasoning).
     "no_thinking": {"messages": _DIALOGUE, "chat_template_kwargs": {"enable_thinking": False}},
+    "reasoning": {
+        "messages": [
+            {"role": "user", "content": "What is 2 + 2?"},
+            {"role": "assistant", "content": "4.", "reasoning_content": "Two and two make four."},
+            {"role": "user", "content": "And 3 + 3?"},
+        ]
+    },
 }
 
 

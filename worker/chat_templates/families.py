@@ -47,13 +47,11 @@ def _is_old_gemma_4(source: str) -> bool:
     return "'<|tool_call>call:'" in source and "{#- OpenAI Chat Completions:" not in source
 
 
-def _thinking_field(source: str) -> bool:
-    """gpt-oss and LFM2 read reasoning from ``thinking``."""
-    return (
-        "<|channel|>" in source
-        or ("<|tool_list_start|>" in source and ("<|tool_list_end|>" in source))
-        or ("List of tools: [" in source and "<|tool_list_start|>" not in source)
-    )
+def _is_lfm2(source: str) -> bool:
+    """LFM2 (tool list markers) and LFM2.5 (a plain "List of tools: [")."""
+    if "<|tool_list_start|>" in source:
+        return "<|tool_list_end|>" in source
+    return "List of tools: [" in source
 
 
 def _ministral_3(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -128,6 +126,8 @@ def _gemma_4_response(
 
 
 def _thinking_copy(messages: list[dict[str, Any]], gpt_oss: bool) -> list[dict[str, Any]]:
+    """gpt-oss and LFM2 read reasoning from ``thinking``; gpt-oss drops the content of a
+    tool-calling turn that has reasoning."""
     adjusted = []
     for message in messages:
         if isinstance(message.get("reasoning_content"), str):
@@ -144,7 +144,7 @@ def rewrite_messages(messages: list[dict[str, Any]], source: str) -> list[dict[s
         return _ministral_3(messages)
     if "<|channel|>" in source:
         return _thinking_copy(messages, gpt_oss=True)
-    if _thinking_field(source):
+    if _is_lfm2(source):
         return _thinking_copy(messages, gpt_oss=False)
     if _is_old_gemma_4(source):
         return _gemma_4_tool_turns(messages)
