@@ -38,10 +38,10 @@ async def _chat_prompt(
         plan = plan_tools(body.tools, body.tool_choice)
     except GrammarError as exc:
         raise ApiError(400, str(exc)) from None
-    tools = None
-    if plan is not None and model.template.caps.supports_tools:
-        tools = body.tools  # the template describes them in the model's own words
-    elif plan is not None:
+    # A template that describes tools gets them, in the model's own words, as llama-server
+    # hands them over (even with tool_choice none); the others keep the generic tool mode.
+    tools = body.tools if model.template.caps.supports_tools else None
+    if plan is not None and tools is None:
         messages = plan.prepare(messages)
     try:
         render = model.template.request(messages, tools, body.chat_template_kwargs)
