@@ -59,8 +59,6 @@ def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
 
 def _message(message: dict[str, Any]) -> dict[str, Any]:
     """One message in llama.cpp's shape (``common_chat_msg::to_json_oaicompat``)."""
-    if "content" not in message and "tool_calls" not in message:
-        raise ConversationError("Expected 'content' or 'tool_calls'")
     shaped: dict[str, Any] = {"role": message.get("role", ""), "content": _content(message)}
     for key in ("reasoning_content", "name", "tool_call_id"):
         if message.get(key):

@@ -108,12 +108,6 @@ def test_content_parts_are_joined_for_a_text_only_template() -> None:
     assert _render(templates, messages) == "[user]a\nb[assistant]"
 
 
-def test_a_message_without_content_or_tool_calls_is_refused() -> None:
-    templates = ChatTemplates(TemplateChoice(gguf_default=GGUF_TEMPLATE), VOCAB)
-    with pytest.raises(TemplateRenderError, match="content"):
-        _render(templates, [{"role": "assistant"}])
-
-
 def test_a_template_that_does_not_parse_is_an_error_at_load() -> None:
     with pytest.raises(TemplateRenderError, match="does not parse"):
         ChatTemplates(TemplateChoice(gguf_default="{% for %}"), VOCAB)
