@@ -8,6 +8,7 @@ llama.cpp's built-in C++ templates instead, which know no tools.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
 from collections.abc import Callable
@@ -150,6 +151,18 @@ class ChatTemplates:
             return prompt
         template = self.tool_use if request.tools and self.tool_use is not None else self.default
         return template.render(request)
+
+    def generation_prompt(self, request: RenderRequest) -> str:
+        """What the generation prompt adds at the end (``<|im_start|>assistant\n<think>\n``):
+        the prompt past where it and the prompt without it part, as llama.cpp computes it
+        (``common_chat_template_generation_prompt``) for its output parsers."""
+        with_it = self.render(dataclasses.replace(request, add_generation_prompt=True))
+        without = self.render(dataclasses.replace(request, add_generation_prompt=False))
+        shared = next(
+            (i for i, (a, b) in enumerate(zip(with_it, without, strict=False)) if a != b),
+            min(len(with_it), len(without)),
+        )
+        return with_it[shared:]
 
     def props_caps(self) -> dict[str, bool]:
         """``chat_template_caps`` of ``/props``, as llama-server reports them."""

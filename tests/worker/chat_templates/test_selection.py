@@ -111,3 +111,10 @@ def test_content_parts_are_joined_for_a_text_only_template() -> None:
 def test_a_template_that_does_not_parse_is_an_error_at_load() -> None:
     with pytest.raises(TemplateRenderError, match="does not parse"):
         ChatTemplates(TemplateChoice(gguf_default="{% for %}"), VOCAB)
+
+
+def test_the_generation_prompt_is_what_add_generation_prompt_appends() -> None:
+    templates = ChatTemplates(TemplateChoice(gguf_default=THINKING + GGUF_TEMPLATE
+                              + "{% if add_generation_prompt %}[assistant]<think>{% endif %}"),
+                              VOCAB)  # fmt: skip
+    assert templates.generation_prompt(templates.request(HELLO)) == "[assistant]<think>"
