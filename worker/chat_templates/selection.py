@@ -81,6 +81,7 @@ class ChatTemplates:
     ) -> None:
         # llama-server's default kwargs: preserve_reasoning unless --chat-template-kwargs says.
         self.kwargs: dict[str, Any] = {"preserve_reasoning": True, **(kwargs or {})}
+        self.tokens = tokens
         self.builtin: BuiltinTemplate | None = None
         self.tool_use: JinjaTemplate | None = None
         source = choice.override if choice.override is not None else choice.gguf_default
@@ -163,6 +164,18 @@ class ChatTemplates:
             min(len(with_it), len(without)),
         )
         return with_it[shared:]
+
+    def props(self) -> dict[str, Any]:
+        """The template fields of ``/props``, as llama-server reports them."""
+        fields: dict[str, Any] = {
+            "chat_template": self.source,
+            "chat_template_caps": self.props_caps(),
+            "bos_token": self.tokens.bos_token,
+            "eos_token": self.tokens.eos_token,
+        }
+        if self.tool_use is not None:
+            fields["chat_template_tool_use"] = self.tool_use.source
+        return fields
 
     def props_caps(self) -> dict[str, bool]:
         """``chat_template_caps`` of ``/props``, as llama-server reports them."""

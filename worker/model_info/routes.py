@@ -97,8 +97,7 @@ async def props(request: AnyRequest) -> dict[str, Any]:
         "model_alias": settings.alias,
         "model_path": str(settings.model),
         "total_slots": settings.parallel,
-        "chat_template": model.template.source,
-        "chat_template_caps": model.template.props_caps(),
+        **model.template.props(),
         "default_generation_settings": {
             "n_ctx": model.batcher.n_ctx_seq,
             "params": {"temperature": settings.temperature, "n_predict": settings.n_predict},

@@ -63,6 +63,7 @@ def test_props_report_the_template_s_capabilities(
 ) -> None:
     props = clients[stem].get("/props").json()
     assert props["chat_template_caps"] == golden_template(stem)["caps"]
+    assert (props["bos_token"], props["eos_token"]) == ("<s>", "</s>")  # the tiny vocabulary's
     (listed,) = clients[stem].get("/v1/models").json()["data"]
     assert listed["meta"]["chat_template_caps"] == golden_template(stem)["caps"]
 
