@@ -20,11 +20,7 @@ import jinja2
 
 from worker.chat_templates import families
 from worker.chat_templates.capabilities import PRESERVE_ON, TemplateCaps, probe_caps
-from worker.chat_templates.conversation import (
-    ConversationError,
-    template_messages,
-    template_tools,
-)
+from worker.chat_templates.conversation import template_messages, template_tools
 from worker.chat_templates.jinja_engine import compile_template
 
 __all__ = ["JinjaTemplate", "RenderRequest", "TemplateRenderError", "VocabTokens"]
@@ -108,9 +104,8 @@ class JinjaTemplate:
         """The prompt text; :class:`TemplateRenderError` when it cannot be rendered."""
         try:
             prompt = self._render(self._context(request))
-        except ConversationError as exc:
-            raise TemplateRenderError(str(exc)) from None
-        except Exception as exc:  # the template's own raise_exception, or a type error in it
+        # ConversationError, the template's own raise_exception, or a type error inside it.
+        except Exception as exc:
             raise TemplateRenderError(str(exc)) from None
         if self.add_bos and self.bos_token and prompt.startswith(self.bos_token):
             prompt = prompt[len(self.bos_token) :]
