@@ -51,9 +51,6 @@ class BuiltinTemplate:
     def __init__(self, name_or_source: str) -> None:
         self.source = name_or_source
 
-    def supported(self) -> bool:
-        return self.render([{"role": "user", "content": "test"}], True) is not None
-
     def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool) -> str | None:
         """The prompt, or None when llama.cpp does not know this template."""
         texts = [(m.get("role", "").encode(), flatten_content(m).encode()) for m in messages]

@@ -89,12 +89,8 @@ class ChatTemplates:
         builtin_name = canonical_name(source) if source is not None else None
         if not choice.use_jinja or (builtin_name is not None and builtin_name != "chatml"):
             self.builtin = BuiltinTemplate(builtin_name or source or "chatml")
+            # One llama.cpp does not recognise fails each request, not the load, as there.
             self.name = builtin_name or self.name
-            if not self.builtin.supported():
-                raise TemplateRenderError(
-                    "this chat template is not one of llama.cpp's built-in templates; "
-                    "use --jinja, or --chat-template with a built-in name"
-                )
             self.source = self.builtin.source
             self.caps = TemplateCaps(supports_tools=False, supports_tool_calls=False,
                                      supports_parallel_tool_calls=False)  # fmt: skip

@@ -70,9 +70,10 @@ def test_no_jinja_uses_the_built_in_template_the_gguf_text_is_recognised_as() ->
         _render(templates, HELLO, tools=[{"type": "function", "function": {"name": "f"}}])
 
 
-def test_no_jinja_refuses_a_template_llama_cpp_does_not_know() -> None:
-    with pytest.raises(TemplateRenderError, match="built-in"):
-        ChatTemplates(TemplateChoice(use_jinja=False, gguf_default="{{ x }}"), VOCAB)
+def test_no_jinja_refuses_requests_for_a_template_llama_cpp_does_not_know() -> None:
+    templates = ChatTemplates(TemplateChoice(use_jinja=False, gguf_default="{{ x }}"), VOCAB)
+    with pytest.raises(TemplateRenderError, match="try using --jinja"):
+        _render(templates, HELLO)
 
 
 THINKING = "{% if enable_thinking %}<think>{% else %}</think>{% endif %}"
