@@ -39,9 +39,13 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "parallel": "slots served together by continuous batching",
     "temp": "default temperature",
     "seed": "default seed; `-1` = random",
-    "chat-template": "template name (`chatml`, `llama-3`, `gemma`, …) or Jinja text, instead "
-    "of the GGUF's",
-    "jinja": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "chat-template": "one of llama.cpp's built-in template names (`chatml`, `llama3`, `gemma`, "
+    "…) or Jinja text, instead of the GGUF's (docs/templates.md)",
+    "chat-template-file": "Jinja chat template read from this file, instead of the GGUF's",
+    "chat-template-kwargs": "JSON object of extra template variables, e.g. "
+    '`{"enable_thinking": false}`; a request\'s `chat_template_kwargs` win over it',
+    "jinja": "render chat templates with Jinja as llama-server does (default on); `no-jinja` = "
+    "llama.cpp's built-in templates only, no tools",
     "mmap": "map the weights from the file (`no-mmap` = read them into memory)",
     "mlock": "lock the weights in RAM (needs a memlock limit, e.g. `LimitMEMLOCK=infinity`)",
     "flash-attn": "flash attention",

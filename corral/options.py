@@ -104,6 +104,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec("seed", "int", spellings=("s",)),
     OptionSpec("chat-template", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE",)),
+    OptionSpec("chat-template-file", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_FILE",)),
+    OptionSpec("chat-template-kwargs", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_KWARGS",)),
     OptionSpec(
         "jinja",
         "bool",

@@ -73,6 +73,9 @@ _WORKER_FIELDS: dict[str, str] = {
     "temp": "temperature",
     "seed": "seed",
     "chat-template": "chat_template",
+    "chat-template-file": "chat_template",
+    "chat-template-kwargs": "chat_template_kwargs",
+    "jinja": "jinja",
     "mmap": "use_mmap",
     "mlock": "use_mlock",
     "flash-attn": "flash_attn",
@@ -88,6 +91,7 @@ _WORKER_FIELDS: dict[str, str] = {
 _NONE_MEANS = {
     "threads": "half the CPUs",
     "chat-template": "the GGUF's",
+    "chat-template-file": "the GGUF's",
     "cache-type-k": "f16",
     "cache-type-v": "f16",
     "sleep-idle-seconds": "never",

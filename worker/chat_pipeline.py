@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError
 from worker.chat_request import ChatRequest
+from worker.chat_templates import TemplateRenderError
 from worker.engine import Engine
 from worker.generation_pipeline import answer, prepare_generation, token_budget
 from worker.grammars import GrammarError
@@ -40,14 +41,18 @@ async def _chat_prompt(
         plan = plan_tools(body.tools, body.tool_choice)
     except GrammarError as exc:
         raise ApiError(400, str(exc)) from None
-    if plan is not None:
+    # A template that describes tools gets them, in the model's own words, as llama-server
+    # hands them over (even with tool_choice none); the others keep the generic tool mode.
+    tools = body.tools if model.template.caps.supports_tools else None
+    if plan is not None and tools is None:
         messages = plan.prepare(messages)
-    media = await chat_media_prompt(engine, model, messages)
+    media = await chat_media_prompt(engine, model, messages, tools, body.chat_template_kwargs)
     if media is not None:
         return media.tokens, plan, media
     try:
-        prompt = await engine.call(lambda: model.chat_prompt(messages))
-    except Exception as exc:  # a template that cannot render these messages
+        render = model.template.request(messages, tools, body.chat_template_kwargs)
+        prompt = await engine.call(lambda: model.chat_prompt(render))
+    except TemplateRenderError as exc:
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
     return prompt, plan, None
 

@@ -18,12 +18,14 @@ class ChatMessage(msgspec.Struct, omit_defaults=True):
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+    reasoning_content: str | None = None
 
 
 class ChatRequest(SamplingFields, kw_only=True):
     messages: Annotated[list[ChatMessage], Meta(min_length=1)]
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
     max_tokens: TokenBudget | None = None
     max_completion_tokens: TokenBudget | None = None
     n_predict: TokenBudget | None = None

@@ -8,15 +8,17 @@ startup rather than silently ignored.
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from corral.option_flags import add_model_flags, model_options_from
 
 __all__ = ["WorkerSettings", "parse_worker_args"]
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
-NOT_YET_SUPPORTED = ("jinja", "slots", "webui")
+NOT_YET_SUPPORTED = ("slots", "webui")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +35,9 @@ class WorkerSettings:
     n_predict: int = -1
     temperature: float = 0.8
     seed: int = -1
-    chat_template: str | None = None
+    chat_template: str | None = None  # --chat-template, or --chat-template-file's text
+    jinja: bool = True
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     use_mmap: bool = True
     use_mlock: bool = False
     flash_attn: str = "auto"  # on, off or auto
@@ -53,6 +57,28 @@ class WorkerSettings:
 def _sleep_after(value: str | None) -> float | None:
     # -1, as upstream, means never; the option table has already refused 0 and other negatives.
     return None if value is None or value == "-1" else float(value)
+
+
+def _chat_template(options: dict[str, str], parser: argparse.ArgumentParser) -> str | None:
+    path = options.get("chat-template-file")
+    if path is None:
+        return options.get("chat-template")
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        parser.error(f"--chat-template-file: cannot read {path}: {exc.strerror}")
+
+
+def _template_kwargs(raw: str | None, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    try:
+        kwargs = json.loads(raw)
+    except ValueError as exc:
+        parser.error(f"--chat-template-kwargs: not JSON: {exc}")
+    if not isinstance(kwargs, dict):
+        parser.error("--chat-template-kwargs: must be a JSON object")
+    return kwargs
 
 
 def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
@@ -88,7 +114,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         n_predict=int(number("n-predict", -1)),
         temperature=number("temp", 0.8),
         seed=int(number("seed", -1)),
-        chat_template=options.get("chat-template"),
+        chat_template=_chat_template(options, parser),
+        jinja=options.get("jinja", "true") == "true",
+        chat_template_kwargs=_template_kwargs(options.get("chat-template-kwargs"), parser),
         use_mmap=options.get("mmap", "true") == "true",
         use_mlock=options.get("mlock", "false") == "true",
         flash_attn=options.get("flash-attn", "auto"),
