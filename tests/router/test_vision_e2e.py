@@ -28,8 +28,12 @@ def seer_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _chat(router: RouterProcess, model: str, *, image: bool) -> Any:
     content: list[dict[str, Any]] = [{"type": "text", "text": "What is this:"}]
+    # Without the image an empty part stands in its place: parts are joined with newlines,
+    # so both prompts differ by the image's tokens alone.
     if image:
         content.append({"type": "image_url", "image_url": {"url": IMAGE_URI}})
+    else:
+        content.append({"type": "text", "text": ""})
     body = {
         "model": model,
         "messages": [{"role": "user", "content": content}],
