@@ -12,7 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from corral.children.environment import ROUTER_PID_ENV
-from corral.children.protocol import LineSplitter, LogLine, StateMessage, parse_line
+from corral.children.protocol import (
+    EXIT_COMMAND,
+    LineSplitter,
+    LogLine,
+    StateMessage,
+    parse_line,
+)
 
 __all__ = ["WorkerProcess", "worker"]
 
@@ -58,6 +64,13 @@ class WorkerProcess:
                 elif message != LogLine(""):
                     self.stray_lines.append(str(message))
         raise AssertionError(f"worker closed stdout before reporting {state!r}")
+
+    def stop(self, timeout: float = 60) -> int:
+        """Ask it to stop as the router does (the exit command) and wait for its exit code."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(EXIT_COMMAND + b"\n")
+        self.process.stdin.flush()
+        return self.process.wait(timeout=timeout)
 
     def close(self) -> None:
         if self.process.poll() is None:
