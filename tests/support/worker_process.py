@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,7 +35,9 @@ class WorkerProcess:
         args: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
     ) -> None:
-        env = {**os.environ, **(extra_env or {})}
+        # Saved KV caches go to this worker's own folder unless the test names one.
+        self._scratch = tempfile.TemporaryDirectory(prefix="corral-worker-")
+        env = {**os.environ, "XDG_CACHE_HOME": self._scratch.name, **(extra_env or {})}
         env.pop(ROUTER_PID_ENV, None)
         if as_child:
             env[ROUTER_PID_ENV] = str(os.getpid())
@@ -79,6 +82,7 @@ class WorkerProcess:
         for pipe in (self.process.stdin, self.process.stdout):
             if pipe is not None:
                 pipe.close()
+        self._scratch.cleanup()
 
 
 @contextmanager
