@@ -41,7 +41,7 @@ def _describe(model: LoadedModel) -> tuple[list[dict[str, Any]], int]:
             remaining = -1 if last.max_tokens is None else last.max_tokens - last.generated
             view |= {
                 "id_task": slot.id_task,
-                "n_prompt_tokens": len(last.prompt),
+                "n_prompt_tokens": len(slot.tokens),  # upstream: what its cache holds
                 "n_prompt_tokens_processed": len(last.prompt) - last.cached,
                 "n_prompt_tokens_cache": last.cached,
                 "params": {
