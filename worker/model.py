@@ -148,7 +148,11 @@ class LoadedModel:
 
     def close(self) -> None:
         if self.kv_store is not None:  # before the caches go with the context
-            self.kv_store.save(self.ctx, ((slot.id, slot.tokens) for slot in self.batcher.slots))
+            slots = [(slot.id, slot.tokens) for slot in self.batcher.slots]
+            try:
+                self.kv_store.save(self.ctx, slots)
+            except Exception:  # a cache is worth less than a clean stop
+                _log.exception("kv caches not saved")
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None

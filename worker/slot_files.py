@@ -21,7 +21,7 @@ from corral.errors import ApiError
 if TYPE_CHECKING:
     from worker.model import LoadedModel
 
-__all__ = ["erase_slot", "restore_slot", "save_slot", "valid_filename"]
+__all__ = ["erase_slot", "restore_slot", "save_slot", "slot_index", "valid_filename"]
 
 _PACKED_VERSION = 1
 _MAX_FILENAME_BYTES = 255
@@ -48,11 +48,15 @@ def valid_filename(name: str) -> bool:
     return ".." not in name and name != "."
 
 
+def slot_index(id_slot: int, n_slots: int) -> int:
+    """Which slot an id names: upstream wraps it around (``id_slot % slots.size()``, in C's
+    unsigned arithmetic, so -1 is the last slot of two)."""
+    return (id_slot % (1 << 64)) % n_slots
+
+
 def _slot(model: LoadedModel, id_slot: int) -> Any:
     slots = model.batcher.slots
-    if not 0 <= id_slot < len(slots):
-        raise ApiError(400, "Invalid slot ID")
-    return slots[id_slot]
+    return slots[slot_index(id_slot, len(slots))]
 
 
 def save_slot(model: LoadedModel, id_slot: int, folder: Path, filename: str) -> dict[str, Any]:

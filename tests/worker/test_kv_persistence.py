@@ -148,3 +148,14 @@ def test_the_size_cap_removes_the_least_recently_used_saves(model: Path, tmp_pat
     assert kept != first
     with worker(model, "--kv-cache-dir", str(tmp_path)) as process:
         assert _complete(process.url, SECOND)["timings"]["cache_n"] == 0
+
+
+def test_a_save_that_cannot_be_written_is_skipped_and_the_stop_goes_on(
+    model: Path, tmp_path: Path
+) -> None:
+    in_the_way = tmp_path / "not-a-folder"
+    in_the_way.write_text("a file where the cache folder should be")
+    with worker(model, "--kv-cache-dir", str(in_the_way)) as process:
+        _complete(process.url, FIRST)
+        assert process.stop() == 0
+    assert in_the_way.read_text() == "a file where the cache folder should be"

@@ -88,6 +88,21 @@ def test_erase_makes_the_next_request_prefill_everything(saving: WorkerProcess) 
     assert again["timings"]["prompt_n"] == first["timings"]["prompt_n"]
 
 
+def test_slot_ids_wrap_around_as_upstream(saving: WorkerProcess) -> None:
+    """llama-server takes the id modulo the slot count, in unsigned arithmetic: of two slots,
+    2 and -2 are slot 0, 3 and -1 are slot 1; answers carry the id as given."""
+    held = _complete(saving.url, FIRST)  # the first of two empty slots: slot 0
+    n_tokens = httpx.get(f"{saving.url}/slots").json()[0]["n_prompt_tokens"]
+    assert n_tokens > held["timings"]["prompt_n"]
+    for alias in (2, -2):
+        saved = _action(saving.url, f"{alias}?action=save", {"filename": "w.bin"}).json()
+        assert (saved["id_slot"], saved["n_saved"]) == (alias, n_tokens)
+    for named in ("3", "-1", "1abc"):
+        erased = _action(saving.url, f"{named}?action=erase").json()
+        assert erased["n_erased"] == 0  # slot 1 was never used
+    assert _action(saving.url, "-2?action=erase").json() == {"id_slot": -2, "n_erased": n_tokens}
+
+
 def test_slot_actions_without_a_save_path_are_not_supported(model: Path) -> None:
     with worker(model) as process:
         answer = _action(process.url, "0?action=save", {"filename": "x.bin"})
@@ -102,8 +117,7 @@ def test_slot_actions_without_a_save_path_are_not_supported(model: Path) -> None
     ("target", "body", "message"),
     [
         ("abc?action=save", {"filename": "x.bin"}, "Invalid slot ID"),
-        ("7?action=save", {"filename": "x.bin"}, "Invalid slot ID"),
-        ("-1?action=erase", None, "Invalid slot ID"),
+        ("99999999999?action=save", {"filename": "x.bin"}, "Invalid slot ID"),
         ("0?action=wipe", None, "Invalid action"),
         ("0", None, "Invalid action"),
         ("0?action=save", {"filename": "../escape.bin"}, "Invalid filename"),

@@ -15,13 +15,15 @@ from litestar.params import FromQuery
 
 from corral.errors import ApiError
 from worker.model import LoadedModel
-from worker.slot_files import erase_slot, restore_slot, save_slot, valid_filename
+from worker.slot_files import erase_slot, restore_slot, save_slot, slot_index, valid_filename
 from worker.state import AnyRequest, loaded
 
 __all__ = ["slot_routes"]
 
-# std::stoi, as upstream parses the id: leading blanks, a sign, digits, anything after.
+# std::stoi, as upstream parses the id: leading blanks, a sign, digits, anything after; a value
+# beyond a C int is out of range.
 _STOI = re.compile(r"\s*([+-]?\d+)")
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
 def _describe(model: LoadedModel) -> tuple[list[dict[str, Any]], int]:
@@ -113,13 +115,13 @@ async def slot_action(
             501, "This server does not support slots action. Start it with `--slot-save-path`"
         )
     number = _STOI.match(id_slot)
-    if number is None:
+    if number is None or not _INT_MIN <= int(number[1]) <= _INT_MAX:
         raise ApiError(400, "Invalid slot ID")
     slot_id = int(number[1])
 
-    def slot_free() -> bool:  # an unknown id is answered at once, by the action
+    def slot_free() -> bool:
         slots = model.batcher.slots  # read each time: a wake-up makes a new batcher
-        return not 0 <= slot_id < len(slots) or slots[slot_id].generation is None
+        return slots[slot_index(slot_id, len(slots))].generation is None
 
     if action == "save":
         name = _filename(await request.body())
