@@ -14,15 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bench.proxy_overhead import Router
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -58,82 +58,48 @@ def conversation(turns: int) -> list[dict[str, str]]:
     return messages
 
 
-class Router:
-    """A ``corral serve`` child; its JSON log gives its URL."""
+def wait_loaded(client: httpx.Client, model: str) -> None:
+    client.post("/models/load", json={"model": model})
+    while True:  # a load takes seconds; polling the list every 50 ms costs nothing here
+        entry = next(m for m in client.get("/models").json()["data"] if m["id"] == model)
+        if entry["status"]["value"] == "loaded":
+            return
+        time.sleep(0.05)
 
-    def __init__(self, models_dir: Path, args: list[str]) -> None:
-        command = [sys.executable, "-m", "router", "serve", "--port", "0"]
-        self.process = subprocess.Popen(
-            [*command, "--models-dir", str(models_dir), *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            cwd=REPO,
-        )
-        self.url = ""
-        self._ready = threading.Event()
-        threading.Thread(target=self._read_log, daemon=True).start()
-        if not self._ready.wait(60) or not self.url:
-            self.stop()
-            raise RuntimeError("router did not start")
-        self.client = httpx.Client(base_url=self.url, timeout=600)
 
-    def _read_log(self) -> None:
-        assert self.process.stderr is not None
-        for raw in self.process.stderr:
-            try:
-                record = json.loads(raw)
-            except ValueError:
+def ask(
+    client: httpx.Client, model: str, messages: list[dict[str, str]]
+) -> tuple[float, str, dict[str, Any]]:
+    """Time to the first streamed token, the answer, and the worker's timings."""
+    body = {"model": model, "messages": messages, "max_tokens": 16, "temperature": 0}
+    started = time.perf_counter()
+    first = 0.0
+    text: list[str] = []
+    timings: dict[str, Any] = {}
+    with client.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as r:
+        for line in r.iter_lines():
+            if not line.startswith("data: {"):
                 continue
-            if record.get("event") == "corral listening":
-                self.url = str(record["url"])
-                self._ready.set()
-        self._ready.set()
-
-    def wait_loaded(self, model: str) -> None:
-        self.client.post("/models/load", json={"model": model})
-        while True:  # a load takes seconds; polling the list every 50 ms costs nothing here
-            entry = next(m for m in self.client.get("/models").json()["data"] if m["id"] == model)
-            if entry["status"]["value"] == "loaded":
-                return
-            time.sleep(0.05)
-
-    def ask(self, model: str, messages: list[dict[str, str]]) -> tuple[float, str, dict[str, Any]]:
-        """Time to the first streamed token, the answer, and the worker's timings."""
-        body = {"model": model, "messages": messages, "max_tokens": 16, "temperature": 0}
-        started = time.perf_counter()
-        first = 0.0
-        text: list[str] = []
-        timings: dict[str, Any] = {}
-        with self.client.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as r:
-            for line in r.iter_lines():
-                if not line.startswith("data: {"):
-                    continue
-                chunk = json.loads(line[6:])
-                timings = chunk.get("timings", timings)
-                for choice in chunk.get("choices", []):
-                    if choice["delta"].get("content"):
-                        first = first or time.perf_counter() - started
-                        text.append(choice["delta"]["content"])
-        return first, "".join(text), timings
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-        self.process.wait(timeout=60)
+            chunk = json.loads(line[6:])
+            timings = chunk.get("timings", timings)
+            for choice in chunk.get("choices", []):
+                if choice["delta"].get("content"):
+                    first = first or time.perf_counter() - started
+                    text.append(choice["delta"]["content"])
+    return first, "".join(text), timings
 
 
-def one_round(router: Router, messages: list[dict[str, str]]) -> tuple[float, dict[str, Any]]:
-    router.wait_loaded("A")
-    _, answer, _ = router.ask("A", messages)
-    router.ask("B", [{"role": "user", "content": "Hello."}])  # evicts A
-    router.wait_loaded("A")  # the load is not part of the figure
+def one_round(client: httpx.Client, messages: list[dict[str, str]]) -> tuple[float, dict[str, Any]]:
+    wait_loaded(client, "A")
+    _, answer, _ = ask(client, "A", messages)
+    ask(client, "B", [{"role": "user", "content": "Hello."}])  # evicts A
+    wait_loaded(client, "A")  # the load is not part of the figure
     follow_up = [
         *messages,
         {"role": "assistant", "content": answer},
         {"role": "user", "content": "Why?"},
     ]
-    ttft, _, timings = router.ask("A", follow_up)
+    ttft, _, timings = ask(client, "A", follow_up)
     return ttft, timings
 
 
@@ -164,7 +130,8 @@ def main() -> None:
             for side, side_args in sides.items():
                 router = Router(models, side_args)
                 try:
-                    ttft, timings = one_round(router, messages)
+                    with httpx.Client(base_url=router.url, timeout=600) as client:
+                        ttft, timings = one_round(client, messages)
                 finally:
                     router.stop()
                 results[side].append(ttft)

@@ -52,7 +52,11 @@ class WorkerProcess:
         self.states: list[StateMessage] = []
         self.stray_lines: list[str] = []
         self._splitter = LineSplitter()
-        ready = self.read_until("ready")
+        try:
+            ready = self.read_until("ready")
+        except BaseException:
+            self.close()  # nothing of a worker that never got ready outlives the test
+            raise
         self.url = f"http://127.0.0.1:{ready.payload['port']}"
 
     def read_until(self, state: str) -> StateMessage:
