@@ -54,7 +54,14 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "rope-freq-base": "RoPE base frequency",
     "sleep-idle-seconds": "free the weights after this many idle seconds (status `sleeping`); "
     "the next request wakes the model; `-1` = never",
-    "slots": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "slots": "serve `GET /slots` (`no-slots`: 501)",
+    "slot-save-path": "folder for `POST /slots/{id}?action=save|restore` files (without it: 501)",
+    "kv-persist": "Corral: save each slot's KV cache when the worker stops gracefully "
+    "(eviction, ttl, unload) or sleeps, and restore it for a prompt that extends it",
+    "kv-cache-dir": "Corral: where saved KV caches go (default `$XDG_CACHE_HOME/corral/kv`, "
+    "else `~/.cache/corral/kv`)",
+    "kv-cache-max": "Corral: most disk the saved KV caches of all models may take (`4G` "
+    "default); least recently used go first",
     "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it)",
     "pooling": "embedding pooling",
     "reranking": "serve `/v1/rerank`, `/rerank`, `/v1/reranking` and `/reranking` (501 without "

@@ -140,6 +140,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_ENDPOINT_SLOTS",),
         negatives=("no-slots", "LLAMA_ARG_NO_ENDPOINT_SLOTS"),
     ),
+    OptionSpec("slot-save-path", "str"),
+    # Corral's own: slot caches kept across stops and sleeps (docs/serving.md).
+    OptionSpec("kv-persist", "bool", negatives=("no-kv-persist",)),
+    OptionSpec("kv-cache-dir", "str"),
+    OptionSpec("kv-cache-max", "size"),
     OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
     OptionSpec(
         "pooling",

@@ -36,7 +36,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--reasoning-budget-message",), 1),
     (("--reasoning-preserve",), 0),
     (("--tools",), 1),
-    (("--slot-save-path",), 1),
     (("--lora",), 1),
     (("--lora-scaled",), 1),
     (("--lora-init-without-apply",), 0),

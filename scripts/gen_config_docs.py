@@ -87,6 +87,14 @@ _WORKER_FIELDS: dict[str, str] = {
     "pooling": "pooling",
     "reranking": "reranking",
     "mmproj-offload": "mmproj_offload",
+    "slots": "endpoint_slots",
+    "slot-save-path": "slot_save_path",
+    "kv-persist": "kv_persist",
+}
+# Defaults that depend on the machine, or read better as written than as the worker holds them.
+_WRITTEN_DEFAULTS = {
+    "kv-cache-dir": "`$XDG_CACHE_HOME/corral/kv` (else `~/.cache/corral/kv`)",
+    "kv-cache-max": "`4G`",
 }
 _NONE_MEANS = {
     "threads": "half the CPUs",
@@ -96,6 +104,7 @@ _NONE_MEANS = {
     "cache-type-v": "f16",
     "sleep-idle-seconds": "never",
     "pooling": "the model's",
+    "slot-save-path": "none (slot actions answer 501)",
 }
 
 
@@ -378,6 +387,8 @@ def _values(spec: OptionSpec) -> str:
 def _worker_default(spec: OptionSpec, settings: WorkerSettings) -> str:
     if spec.name in NOT_YET_SUPPORTED:
         return "—"
+    if spec.name in _WRITTEN_DEFAULTS:
+        return _WRITTEN_DEFAULTS[spec.name]
     if spec.name not in _WORKER_FIELDS:
         _die(f"per-model option '{spec.name}' has no WorkerSettings field in _WORKER_FIELDS")
     value = getattr(settings, _WORKER_FIELDS[spec.name])

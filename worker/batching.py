@@ -31,6 +31,8 @@ __all__ = [
     "Finished",
     "Generation",
     "GenerationEvent",
+    "Restore",
+    "common_prefix",
 ]
 
 _log = structlog.get_logger("corral.worker.batching")
@@ -101,14 +103,21 @@ class EngineMetrics:
     n_tokens_max: int = 0
 
 
+# (seq, prompt, tokens the slot already reuses) → the tokens the sequence holds after loading a
+# saved cache into it, or None when nothing was loaded (worker/kv_store.py).
+Restore = Callable[[int, list[int], int], list[int] | None]
+
+
 @dataclass
 class _Slot:
     id: int
     tokens: list[int] = field(default_factory=list)  # what its KV cache holds
     generation: Generation | None = None
+    last: Generation | None = None  # the latest generation it ran, for ``/slots``
+    id_task: int = -1  # which admitted generation that was, counted from 0
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -126,8 +135,10 @@ class BatchEngine:
         n_parallel: int,
         n_batch: int,
         metrics: EngineMetrics | None = None,
+        restore: Restore | None = None,
     ) -> None:
         self._ctx = ctx
+        self._restore = restore
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._vocab = vocab
         self._n_vocab = n_vocab
@@ -137,6 +148,7 @@ class BatchEngine:
         self.waiting: deque[Generation] = deque()
         self.metrics = metrics or EngineMetrics()
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._admitted = 0
 
     def close(self) -> None:
         for generation in self.waiting:
@@ -149,19 +161,6 @@ class BatchEngine:
     @property
     def busy(self) -> bool:
         return bool(self.waiting) or any(slot.generation for slot in self.slots)
-
-    def describe_slots(self) -> list[dict[str, Any]]:
-        """llama-server's ``/slots`` view (the fields Corral tracks)."""
-        return [
-            {
-                "id": slot.id,
-                "n_ctx": self.n_ctx_seq,
-                "is_processing": slot.generation is not None,
-                "n_cached_tokens": len(slot.tokens),
-                "n_decoded": slot.generation.generated if slot.generation else 0,
-            }
-            for slot in self.slots
-        ]
 
     def submit(self, generation: Generation) -> None:
         """Queue ``generation``; :class:`InvalidGrammar` when its grammar does not parse.
@@ -208,12 +207,17 @@ class BatchEngine:
             if not free:
                 return
             generation = self.waiting.popleft()
+            generation.started = time.perf_counter()  # a restore below counts as prompt time
             prompt = generation.prompt
             # The free slot whose cache shares the longest prefix with this prompt.
-            slot = max(free, key=lambda s: _common_prefix(s.tokens, prompt))
+            slot = max(free, key=lambda s: common_prefix(s.tokens, prompt))
             # libmtmd evaluates a media prompt whole, from position 0.
             reuse = generation.cache_prompt and generation.media is None
-            keep = _common_prefix(slot.tokens, prompt) if reuse else 0
+            if reuse and self._restore is not None:
+                restored = self._restore(slot.id, prompt, common_prefix(slot.tokens, prompt))
+                if restored is not None:
+                    slot.tokens = restored
+            keep = common_prefix(slot.tokens, prompt) if reuse else 0
             keep = min(keep, len(prompt) - 1)  # the last prompt token must be decoded for logits
             if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
                 # Recurrent models cannot drop part of a sequence: start it over.
@@ -224,8 +228,8 @@ class BatchEngine:
             generation.pending = prompt[keep:]
             generation.sampler = build_sampler(generation.params, generation.grammar, self._n_vocab)
             generation.grammar = None  # the chain owns it now
-            generation.started = time.perf_counter()
-            slot.generation = generation
+            slot.generation = slot.last = generation
+            slot.id_task, self._admitted = self._admitted, self._admitted + 1
             if generation.media is not None:
                 self._evaluate_media(slot, generation, generation.media)
 

@@ -9,16 +9,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from corral.option_flags import add_model_flags, model_options_from
 
-__all__ = ["WorkerSettings", "parse_worker_args"]
+__all__ = ["DEFAULT_KV_CACHE_MAX", "WorkerSettings", "default_kv_cache_dir", "parse_worker_args"]
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
-NOT_YET_SUPPORTED = ("slots", "webui")
+NOT_YET_SUPPORTED = ("webui",)
+DEFAULT_KV_CACHE_MAX = 4 << 30
+
+
+def default_kv_cache_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/corral/kv``, else ``~/.cache/corral/kv``: beside Corral's other caches."""
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "corral" / "kv"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,11 @@ class WorkerSettings:
     cache_type_v: str | None = None
     mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
     mmproj_offload: bool = True
+    endpoint_slots: bool = True  # GET /slots; --no-slots answers 501, as upstream
+    slot_save_path: Path | None = None  # POST /slots/{id}: no path, no save/restore (501)
+    kv_persist: bool = True  # save slot caches on a graceful stop or sleep (worker/kv_store.py)
+    kv_cache_dir: Path = Path("kv-cache")
+    kv_cache_max: int = DEFAULT_KV_CACHE_MAX
     ignored: dict[str, str] = field(default_factory=dict)
 
 
@@ -97,6 +111,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     def number(name: str, default: float) -> float:
         return float(options[name]) if name in options else default
 
+    slot_save_path = Path(options["slot-save-path"]) if "slot-save-path" in options else None
+    if slot_save_path is not None and not slot_save_path.is_dir():
+        parser.error(f"--slot-save-path: not a directory: {slot_save_path}")
     gpu_layers = options.get("n-gpu-layers", "0")
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
@@ -130,5 +147,12 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         cache_type_v=options.get("cache-type-v"),
         mmproj=args.mmproj,
         mmproj_offload=options.get("mmproj-offload", "true") == "true",
+        endpoint_slots=options.get("slots", "true") == "true",
+        slot_save_path=slot_save_path,
+        kv_persist=options.get("kv-persist", "true") == "true",
+        kv_cache_dir=Path(options["kv-cache-dir"])
+        if "kv-cache-dir" in options
+        else default_kv_cache_dir(os.environ),
+        kv_cache_max=int(options.get("kv-cache-max", DEFAULT_KV_CACHE_MAX)),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

@@ -136,7 +136,7 @@ def test_disconnect_frees_the_slot(models_dir: Path) -> None:
         slots = httpx.get(f"{child.url}/slots").json()
         assert slots[0]["is_processing"] is False
         # The cancelled generation stopped early: its slot's cache is far below its budget.
-        assert slots[0]["n_cached_tokens"] < 30_000
+        assert slots[0]["n_prompt_tokens"] < 30_000
 
 
 def _chat(url: str, messages: list[dict[str, str]], **extra: Any) -> dict[str, Any]:

@@ -76,12 +76,6 @@ async def metrics(request: AnyRequest) -> ASGIResponse:
     return ASGIResponse(body=text.encode(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-@get("/slots")
-async def slots(request: AnyRequest) -> list[dict[str, Any]]:
-    engine, model = loaded(request)
-    return await engine.call(model.batcher.describe_slots, needs_model=False)
-
-
 @get("/health")
 async def health(request: AnyRequest) -> dict[str, Any]:
     engine, _ = loaded(request)
@@ -117,4 +111,4 @@ async def models(request: AnyRequest) -> dict[str, Any]:
     return {"object": "list", "data": [entry]}
 
 
-model_info_routes = [tokenize, detokenize, health, props, models, slots, apply_template, metrics]
+model_info_routes = [tokenize, detokenize, health, props, models, apply_template, metrics]
