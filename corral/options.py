@@ -103,6 +103,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         negatives=("no-jinja", "LLAMA_ARG_NO_JINJA"),
     ),
     OptionSpec(
+        "reasoning-format",
+        "choice",
+        spellings=("LLAMA_ARG_THINK",),
+        literals=("none", "deepseek", "deepseek-legacy", "auto"),
+    ),
+    OptionSpec(
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),
     OptionSpec("mlock", "bool", spellings=("LLAMA_ARG_MLOCK",)),

@@ -31,7 +31,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--hf-file", "-hff"), 1),
     (("--chat-template-file",), 1),
     (("--reasoning", "-rea"), 1),
-    (("--reasoning-format",), 1),
     (("--reasoning-effort",), 1),
     (("--reasoning-budget",), 1),
     (("--reasoning-budget-message",), 1),

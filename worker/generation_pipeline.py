@@ -41,7 +41,10 @@ MakeGeneration = Callable[[Callable[[GenerationEvent], None]], Generation]
 
 
 def _sampling(
-    model: LoadedModel, body: SamplingFields, tool_grammar: str | None = None
+    model: LoadedModel,
+    body: SamplingFields,
+    tool_grammar: str | None = None,
+    triggers: tuple[str, ...] = (),
 ) -> SamplingParams:
     settings = model.settings
     bias: dict[int, float] = {}
@@ -65,6 +68,8 @@ def _sampling(
                 400, "tools cannot be combined with grammar, json_schema or response_format"
             )
         grammar = tool_grammar
+    else:
+        triggers = ()
     return SamplingParams(
         temperature=settings.temperature if body.temperature is None else body.temperature,
         top_k=body.top_k,
@@ -78,6 +83,7 @@ def _sampling(
         seed=seed,
         logit_bias=bias,
         grammar=grammar,
+        grammar_triggers=triggers,
     )
 
 
@@ -127,13 +133,15 @@ def prepare_generation(
     prompt: list[int],
     max_tokens: int | None,
     tool_grammar: str | None = None,
+    grammar_triggers: tuple[str, ...] = (),
 ) -> MakeGeneration:
     """Check the request against the model and return how to build its generation.
 
     The grammar is only turned into GBNF text here; llama.cpp parses it once, as the generation
-    is queued (:meth:`~worker.batching.BatchEngine.submit`).
+    is queued (:meth:`~worker.batching.BatchEngine.submit`); ``grammar_triggers`` make the tool
+    grammar a lazy one.
     """
-    params = _sampling(model, body, tool_grammar)
+    params = _sampling(model, body, tool_grammar, grammar_triggers)
     _check_context(model, prompt)
     stops = _stops(body.stop)
 

@@ -36,6 +36,7 @@ class SamplingParams:
     seed: int = -1
     logit_bias: dict[int, float] = field(default_factory=dict)
     grammar: str | None = None  # GBNF, from `grammar`, `json_schema` or `response_format`
+    grammar_triggers: tuple[str, ...] = ()  # patterns a lazy (tool-call) grammar waits for
 
 
 def build_sampler(params: SamplingParams, grammar: GrammarSampler | None, n_vocab: int) -> Any:

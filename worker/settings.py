@@ -34,6 +34,7 @@ class WorkerSettings:
     temperature: float = 0.8
     seed: int = -1
     chat_template: str | None = None
+    reasoning_format: str = "auto"  # none, deepseek, deepseek-legacy or auto (docs/tool-calls.md)
     use_mmap: bool = True
     use_mlock: bool = False
     flash_attn: str = "auto"  # on, off or auto
@@ -86,6 +87,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         temperature=number("temp", 0.8),
         seed=int(number("seed", -1)),
         chat_template=options.get("chat-template"),
+        reasoning_format=options.get("reasoning-format", "auto"),
         use_mmap=options.get("mmap", "true") == "true",
         use_mlock=options.get("mlock", "false") == "true",
         flash_attn=options.get("flash-attn", "auto"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.worker.shapes_support import WEATHER_PLAN, finished, sse_events
+from tests.worker.shapes_support import GENERIC_TOOLS, PLAIN, finished, sse_events
 from worker.anthropic.shapes import MessagesShape
 
 TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}'
@@ -21,7 +21,7 @@ TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}
 def test_the_whole_message_and_its_stop_reason(
     reason: str, stop_word: str | None, expected: tuple[str, str | None]
 ) -> None:
-    shape = MessagesShape("m", None)
+    shape = MessagesShape("m", PLAIN)
     body = shape.whole("Hi", finished(reason, stop_word))
     assert body["id"].startswith("msg_")
     assert (body["type"], body["role"], body["model"]) == ("message", "assistant", "m")
@@ -32,11 +32,11 @@ def test_the_whole_message_and_its_stop_reason(
 
 
 def test_an_empty_answer_has_no_content_blocks() -> None:
-    assert MessagesShape("m", None).whole("", finished())["content"] == []
+    assert MessagesShape("m", PLAIN).whole("", finished())["content"] == []
 
 
 def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
-    shape = MessagesShape("m", None)
+    shape = MessagesShape("m", PLAIN)
     shape.prompt_tokens = 7
     stream = shape.stream_opening() + shape.stream_chunk("He") + shape.stream_chunk("")
     stream += shape.stream_chunk("llo") + shape.stream_closing(finished())
@@ -60,13 +60,13 @@ def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
 
 
 def test_a_stream_without_text_opens_no_block() -> None:
-    shape = MessagesShape("m", None)
+    shape = MessagesShape("m", PLAIN)
     events = sse_events(shape.stream_opening() + shape.stream_closing(finished()))
     assert [name for name, _ in events] == ["message_start", "message_delta", "message_stop"]
 
 
 def test_a_tool_call_is_held_then_streamed_as_a_tool_use_block() -> None:
-    shape = MessagesShape("m", WEATHER_PLAN)
+    shape = MessagesShape("m", GENERIC_TOOLS)
     assert shape.stream_chunk(TOOL_ANSWER) == b""
     events = sse_events(shape.stream_closing(finished()))
     names = [name for name, _ in events]
@@ -79,7 +79,7 @@ def test_a_tool_call_is_held_then_streamed_as_a_tool_use_block() -> None:
 
 
 def test_a_whole_tool_use_answer() -> None:
-    body = MessagesShape("m", WEATHER_PLAN).whole(TOOL_ANSWER, finished())
+    body = MessagesShape("m", GENERIC_TOOLS).whole(TOOL_ANSWER, finished())
     (block,) = body["content"]
     assert (block["type"], block["name"], block["input"]) == ("tool_use", "weather",
                                                               {"city": "Oslo"})  # fmt: skip

@@ -1,0 +1,133 @@
+"""How a chat request's answer will be read: native tool calls, generic JSON tools, thinking.
+
+The model's chat template says which format it speaks (:func:`~worker.chat_formats.detect_format`).
+A template with a tool-call syntax of its own gets it parsed back out of the output, under a
+lazy grammar that keeps the calls well formed; a template without one gets Corral's generic
+JSON tool mode (:mod:`worker.tools`). Thinking is split off as ``reasoning_content`` per
+``--reasoning-format`` or the request's ``reasoning_format`` (docs/tool-calls.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from corral.errors import ApiError
+from worker.chat_formats import (
+    REASONING_FORMATS,
+    ChatFormat,
+    OutputParser,
+    ParsedMessage,
+    ToolCall,
+    detect_format,
+    tool_grammar,
+)
+from worker.chat_formats.xml_calls import XmlToolSyntax
+from worker.grammars import GrammarError
+from worker.tools import ToolPlan, plan_tools
+
+__all__ = ["OutputPlan", "plan_output"]
+
+
+@dataclass(frozen=True, slots=True)
+class _GenericSyntax:
+    """The generic JSON tool mode read as a tool syntax: only a finished answer says anything."""
+
+    plan: ToolPlan
+
+    def parse(self, text: str, partial: bool) -> ParsedMessage:
+        if partial:
+            return ParsedMessage()
+        answer = self.plan.parse(text)
+        calls = [
+            ToolCall(c["function"]["name"], c["function"]["arguments"], c["id"])
+            for c in answer.tool_calls
+        ]
+        return ParsedMessage(content=answer.content or "", tool_calls=calls)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPlan:
+    format: ChatFormat
+    messages: list[dict[str, Any]]  # the conversation as the template is to see it
+    grammar: str | None  # GBNF for the tool calls
+    triggers: tuple[str, ...]  # a lazy grammar's trigger patterns
+    whole: OutputParser  # reads a whole answer
+    stream: OutputParser  # reads a streamed one (deepseek-legacy differs)
+
+    def after_prompt(self, prompt_tail: str) -> OutputPlan:
+        """The plan once the prompt is known: one that opens the thinking starts inside it."""
+        tags = self.format.thinking
+        if tags is None or not prompt_tail.rstrip().endswith(tags.start):
+            return self
+        return replace(
+            self,
+            whole=replace(self.whole, thinking_open=True),
+            stream=replace(self.stream, thinking_open=True),
+        )
+
+
+def _functions(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    functions: dict[str, dict[str, Any]] = {}
+    for index, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise ApiError(400, f"tools[{index}] must be {{'type': 'function', 'function': …}}")
+        functions[function["name"]] = tool
+    return functions
+
+
+def _chosen(tools: list[dict[str, Any]], tool_choice: Any) -> tuple[list[dict[str, Any]], bool]:
+    """The tools the model may call, and whether it must call one."""
+    functions = _functions(tools)
+    if isinstance(tool_choice, dict):
+        name = (tool_choice.get("function") or {}).get("name")
+        if name not in functions:
+            raise ApiError(400, f"tool_choice names unknown tool {name!r}")
+        return [functions[name]], True
+    if tool_choice not in (None, "auto", "required"):
+        raise ApiError(400, "tool_choice must be none, auto, required or a function")
+    return list(functions.values()), tool_choice == "required"
+
+
+def plan_output(
+    template_source: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    tool_choice: Any,
+    parallel_tool_calls: bool,
+    reasoning_format: str,
+) -> OutputPlan:
+    """How to prompt for and read the answer; :class:`ApiError` 400 for bad tools or formats."""
+    if reasoning_format not in REASONING_FORMATS:
+        raise ApiError(400, f"reasoning_format must be one of {', '.join(REASONING_FORMATS)}")
+    chat_format = detect_format(template_source)
+    thinking = chat_format.thinking if reasoning_format != "none" else None
+    whole = OutputParser(
+        thinking=thinking, reasoning_in_content=reasoning_format == "deepseek-legacy"
+    )
+    stream = OutputParser(thinking=None if reasoning_format == "deepseek-legacy" else thinking)
+    grammar: str | None = None
+    triggers: tuple[str, ...] = ()
+    if tools and tool_choice != "none":
+        native = chat_format.tools
+        if native is None:
+            try:
+                plan = plan_tools(tools, tool_choice)
+            except GrammarError as exc:
+                raise ApiError(400, str(exc)) from None
+            assert plan is not None
+            messages, grammar = plan.prepare(messages), plan.grammar
+            syntax: Any = _GenericSyntax(plan)
+        else:
+            chosen, required = _chosen(tools, tool_choice)
+            syntax = native.with_tools(tools) if isinstance(native, XmlToolSyntax) else native
+            try:
+                built = tool_grammar(
+                    native, chosen, lazy=not required, parallel=parallel_tool_calls
+                )
+            except Exception as exc:  # the schema converter raises bare exceptions
+                raise ApiError(400, f"tools cannot be converted to a grammar: {exc}") from None
+            grammar, triggers = built.gbnf, built.triggers
+        whole, stream = replace(whole, tools=syntax), replace(stream, tools=syntax)
+    return OutputPlan(chat_format, messages, grammar, triggers, whole, stream)
