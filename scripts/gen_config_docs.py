@@ -72,6 +72,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "temp": "temperature",
     "seed": "seed",
     "chat-template": "chat_template",
+    "reasoning-format": "reasoning_format",
     "mmap": "use_mmap",
     "mlock": "use_mlock",
     "flash-attn": "flash_attn",
