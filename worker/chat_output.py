@@ -24,7 +24,7 @@ from worker.chat_formats import (
 )
 from worker.chat_formats.xml_calls import XmlToolSyntax
 from worker.grammars import GrammarError
-from worker.tools import ToolPlan, plan_tools
+from worker.tools import ToolPlan, chosen_tools, plan_tools
 
 __all__ = ["OutputPlan", "plan_output"]
 
@@ -67,29 +67,6 @@ class OutputPlan:
         )
 
 
-def _functions(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    functions: dict[str, dict[str, Any]] = {}
-    for index, tool in enumerate(tools):
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise ApiError(400, f"tools[{index}] must be {{'type': 'function', 'function': …}}")
-        functions[function["name"]] = tool
-    return functions
-
-
-def _chosen(tools: list[dict[str, Any]], tool_choice: Any) -> tuple[list[dict[str, Any]], bool]:
-    """The tools the model may call, and whether it must call one."""
-    functions = _functions(tools)
-    if isinstance(tool_choice, dict):
-        name = (tool_choice.get("function") or {}).get("name")
-        if name not in functions:
-            raise ApiError(400, f"tool_choice names unknown tool {name!r}")
-        return [functions[name]], True
-    if tool_choice not in (None, "auto", "required"):
-        raise ApiError(400, "tool_choice must be none, auto, required or a function")
-    return list(functions.values()), tool_choice == "required"
-
-
 def plan_output(
     template_source: str,
     messages: list[dict[str, Any]],
@@ -111,16 +88,17 @@ def plan_output(
     triggers: tuple[str, ...] = ()
     if tools and tool_choice != "none":
         native = chat_format.tools
-        if native is None:
-            try:
-                plan = plan_tools(tools, tool_choice)
-            except GrammarError as exc:
-                raise ApiError(400, str(exc)) from None
-            assert plan is not None
+        try:
+            functions, required = chosen_tools(tools, tool_choice)
+            plan = plan_tools(tools, tool_choice) if native is None else None
+        except GrammarError as exc:
+            raise ApiError(400, str(exc)) from None
+        if plan is not None:
             messages, grammar = plan.prepare(messages), plan.grammar
             syntax: Any = _GenericSyntax(plan)
         else:
-            chosen, required = _chosen(tools, tool_choice)
+            assert native is not None
+            chosen = [{"type": "function", "function": f} for f in functions.values()]
             syntax = native.with_tools(tools) if isinstance(native, XmlToolSyntax) else native
             try:
                 built = tool_grammar(

@@ -27,7 +27,7 @@ HERMES_TEMPLATE = (
     "{{- '<|im_start|>assistant\\n' -}}"
     "{%- for call in message.tool_calls -%}"
     "{%- set args = call.function.arguments -%}"
-    "{{- '<tool_call>\\n{\"name\": \"' + call.function.name + '\", \"arguments\": ' -}}"
+    '{{- \'<tool_call>\\n{"name": "\' + call.function.name + \'", "arguments": \' -}}'
     "{{- (args if args is string else args | tojson) + '}\\n</tool_call>' -}}"
     "{%- endfor -%}{{- '<|im_end|>\\n' -}}"
     "{%- elif message.role == 'tool' -%}"
@@ -39,16 +39,17 @@ HERMES_TEMPLATE = (
     "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
 )
 USER_TOKENS = ("<tool_call>", "</tool_call>", "<think>", "</think>")
+PARAMETERS = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "enum": ["Oslo", "Lima"]}},
+    "required": ["city"],
+}
 WEATHER = {
     "type": "function",
     "function": {
         "name": "get_weather",
         "description": "The weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string", "enum": ["Oslo", "Lima"]}},
-            "required": ["city"],
-        },
+        "parameters": PARAMETERS,
     },
 }
 ASK = [{"role": "user", "content": "What is the weather in Oslo?"}]
@@ -82,26 +83,26 @@ def open_call(server: str) -> dict[str, int]:
     return {str(token): 100}
 
 
-def _call_turn(client: openai.OpenAI, open_call: dict[str, int], stream: bool) -> Any:
+def _call_turn(client: Any, open_call: dict[str, int], stream: bool) -> Any:
     return client.chat.completions.create(
-        model="hermes", messages=ASK, tools=[WEATHER], tool_choice="auto",  # type: ignore[arg-type]
+        model="hermes", messages=ASK, tools=[WEATHER], tool_choice="auto",
         parallel_tool_calls=False, logit_bias=open_call, stream=stream, **GREEDY,
     )  # fmt: skip
 
 
-def _answer_turn(client: openai.OpenAI, call: dict[str, Any], stream: bool) -> Any:
+def _answer_turn(client: Any, call: dict[str, Any], stream: bool) -> Any:
     history = [
         *ASK,
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": call["id"], "content": "sunny"},
     ]
     return client.chat.completions.create(
-        model="hermes", messages=history, tools=[WEATHER], tool_choice="none",  # type: ignore[arg-type]
+        model="hermes", messages=history, tools=[WEATHER], tool_choice="none",
         extra_body={"grammar": f'root ::= "{ANSWER}"'}, stream=stream, **GREEDY,
     )  # fmt: skip
 
 
-def test_a_tool_loop_call_result_answer(client: openai.OpenAI, open_call: dict[str, int]) -> None:
+def test_a_tool_loop_call_result_answer(client: Any, open_call: dict[str, int]) -> None:
     first = _call_turn(client, open_call, stream=False)
     choice = first.choices[0]
     assert choice.finish_reason == "tool_calls"
@@ -116,7 +117,7 @@ def test_a_tool_loop_call_result_answer(client: openai.OpenAI, open_call: dict[s
     assert second.choices[0].finish_reason == "stop"
 
 
-def test_a_streamed_tool_loop(client: openai.OpenAI, open_call: dict[str, int]) -> None:
+def test_a_streamed_tool_loop(client: Any, open_call: dict[str, int]) -> None:
     whole = _call_turn(client, open_call, stream=False).choices[0].message.tool_calls[0]
     chunks = list(_call_turn(client, open_call, stream=True))
     pieces = [c for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or [])]
@@ -134,9 +135,9 @@ def test_a_streamed_tool_loop(client: openai.OpenAI, open_call: dict[str, int]) 
     assert "".join(c.choices[0].delta.content or "" for c in answer) == ANSWER
 
 
-def test_without_the_trigger_the_model_answers_in_text(client: openai.OpenAI) -> None:
+def test_without_the_trigger_the_model_answers_in_text(client: Any) -> None:
     reply = client.chat.completions.create(
-        model="hermes", messages=ASK, tools=[WEATHER], tool_choice="auto",  # type: ignore[arg-type]
+        model="hermes", messages=ASK, tools=[WEATHER], tool_choice="auto",
         extra_body={"n_predict": 12, "ignore_eos": True}, temperature=0,
     )  # fmt: skip
     choice = reply.choices[0]
@@ -144,9 +145,9 @@ def test_without_the_trigger_the_model_answers_in_text(client: openai.OpenAI) ->
     assert choice.message.content
 
 
-def test_required_constrains_from_the_first_token(client: openai.OpenAI) -> None:
+def test_required_constrains_from_the_first_token(client: Any) -> None:
     reply = client.chat.completions.create(
-        model="hermes", messages=ASK, tools=[WEATHER], tool_choice="required",  # type: ignore[arg-type]
+        model="hermes", messages=ASK, tools=[WEATHER], tool_choice="required",
         parallel_tool_calls=False, **GREEDY,
     )  # fmt: skip
     (call,) = reply.choices[0].message.tool_calls
@@ -154,7 +155,7 @@ def test_required_constrains_from_the_first_token(client: openai.OpenAI) -> None
     assert reply.choices[0].finish_reason == "tool_calls"
 
 
-def test_reasoning_content_whole_and_streamed(client: openai.OpenAI) -> None:
+def test_reasoning_content_whole_and_streamed(client: Any) -> None:
     grammar = f'root ::= "<think>" "Sunny, no tool needed." "</think>" "{ANSWER}"'
     body: dict[str, Any] = {"model": "hermes", "messages": ASK, "extra_body": {"grammar": grammar},
                             **GREEDY}  # fmt: skip
@@ -172,11 +173,11 @@ def test_reasoning_content_whole_and_streamed(client: openai.OpenAI) -> None:
     assert none.choices[0].message.content == f"<think>Sunny, no tool needed.</think>{ANSWER}"
 
 
-def test_a_bad_reasoning_format_is_a_400(client: openai.OpenAI) -> None:
+def test_a_bad_reasoning_format_is_a_400(client: Any) -> None:
     with pytest.raises(openai.BadRequestError, match="reasoning_format must be one of"):
         client.chat.completions.create(
             model="hermes", messages=ASK, extra_body={"reasoning_format": "sometimes"}
-        )  # type: ignore[call-overload]
+        )
 
 
 def test_anthropic_tool_use_from_the_same_parse(server: str, open_call: dict[str, int]) -> None:
@@ -184,7 +185,7 @@ def test_anthropic_tool_use_from_the_same_parse(server: str, open_call: dict[str
         "model": "hermes",
         "max_tokens": 120,
         "messages": ASK,
-        "tools": [{"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}],  # type: ignore[index]
+        "tools": [{"name": "get_weather", "input_schema": PARAMETERS}],
         "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
         "temperature": 0,
         "logit_bias": open_call,
@@ -197,12 +198,12 @@ def test_anthropic_tool_use_from_the_same_parse(server: str, open_call: dict[str
 
 
 def test_responses_function_call_from_the_same_parse(
-    client: openai.OpenAI, open_call: dict[str, int]
+    client: Any, open_call: dict[str, int]
 ) -> None:
     tool = {"type": "function", "name": "get_weather",
-            "parameters": WEATHER["function"]["parameters"]}  # type: ignore[index]  # fmt: skip
-    events = list(client.responses.create(
-        model="hermes", input="Weather in Oslo?", tools=[tool], stream=True,  # type: ignore[list-item]
+            "parameters": PARAMETERS}  # fmt: skip
+    events: list[Any] = list(client.responses.create(
+        model="hermes", input="Weather in Oslo?", tools=[tool], stream=True,
         temperature=0, parallel_tool_calls=False, extra_body={"logit_bias": open_call},
     ))  # fmt: skip
     kinds = [e.type for e in events]
