@@ -19,9 +19,12 @@ from worker.chat_formats import (
     OutputParser,
     ParsedMessage,
     ToolCall,
+    ToolSyntax,
     detect_format,
     tool_grammar,
 )
+from worker.chat_formats.harmony import HarmonySyntax
+from worker.chat_formats.json_calls import JsonToolSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 from worker.grammars import GrammarError
 from worker.tools import ToolPlan, chosen_tools, plan_tools
@@ -67,6 +70,20 @@ class OutputPlan:
         )
 
 
+def _native_grammar(
+    native: JsonToolSyntax | XmlToolSyntax,
+    functions: dict[str, dict[str, Any]],
+    required: bool,
+    parallel: bool,
+) -> tuple[str, tuple[str, ...]]:
+    chosen = [{"type": "function", "function": f} for f in functions.values()]
+    try:
+        built = tool_grammar(native, chosen, lazy=not required, parallel=parallel)
+    except Exception as exc:  # the schema converter raises bare exceptions
+        raise ApiError(400, f"tools cannot be converted to a grammar: {exc}") from None
+    return built.gbnf, built.triggers
+
+
 def plan_output(
     template_source: str,
     messages: list[dict[str, Any]],
@@ -79,11 +96,11 @@ def plan_output(
     if reasoning_format not in REASONING_FORMATS:
         raise ApiError(400, f"reasoning_format must be one of {', '.join(REASONING_FORMATS)}")
     chat_format = detect_format(template_source)
+    legacy = reasoning_format == "deepseek-legacy"
     thinking = chat_format.thinking if reasoning_format != "none" else None
-    whole = OutputParser(
-        thinking=thinking, reasoning_in_content=reasoning_format == "deepseek-legacy"
-    )
-    stream = OutputParser(thinking=None if reasoning_format == "deepseek-legacy" else thinking)
+    syntax: ToolSyntax | None = None
+    if isinstance(chat_format.tools, HarmonySyntax):  # it frames every answer, tools or not
+        syntax = HarmonySyntax(split_reasoning=reasoning_format != "none")
     grammar: str | None = None
     triggers: tuple[str, ...] = ()
     if tools and tool_choice != "none":
@@ -94,18 +111,13 @@ def plan_output(
         except GrammarError as exc:
             raise ApiError(400, str(exc)) from None
         if plan is not None:
-            messages, grammar = plan.prepare(messages), plan.grammar
-            syntax: Any = _GenericSyntax(plan)
-        else:
-            assert native is not None
-            chosen = [{"type": "function", "function": f} for f in functions.values()]
-            syntax = native.with_tools(tools) if isinstance(native, XmlToolSyntax) else native
-            try:
-                built = tool_grammar(
-                    native, chosen, lazy=not required, parallel=parallel_tool_calls
-                )
-            except Exception as exc:  # the schema converter raises bare exceptions
-                raise ApiError(400, f"tools cannot be converted to a grammar: {exc}") from None
-            grammar, triggers = built.gbnf, built.triggers
-        whole, stream = replace(whole, tools=syntax), replace(stream, tools=syntax)
+            messages, grammar, syntax = plan.prepare(messages), plan.grammar, _GenericSyntax(plan)
+        elif isinstance(native, XmlToolSyntax):
+            syntax = native.with_tools(tools)
+            grammar, triggers = _native_grammar(native, functions, required, parallel_tool_calls)
+        elif isinstance(native, JsonToolSyntax):
+            syntax = native
+            grammar, triggers = _native_grammar(native, functions, required, parallel_tool_calls)
+    whole = OutputParser(syntax, thinking, reasoning_in_content=legacy)
+    stream = OutputParser(syntax, None if legacy else thinking)
     return OutputPlan(chat_format, messages, grammar, triggers, whole, stream)

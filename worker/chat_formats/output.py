@@ -46,7 +46,7 @@ class OutputParser:
         if self.tools is not None:
             with suppress(MalformedToolCall):
                 message = self.tools.parse(rest, partial)
-        message.reasoning = reasoning
+        message.reasoning = reasoning or message.reasoning  # Harmony splits its own
         if self.reasoning_in_content and reasoning:
             message.content = text[: len(text) - len(rest)] + message.content
         return message
