@@ -40,6 +40,7 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "jinja": "accepted for llama-server presets; the worker logs that it does not act on it",
     "reasoning-format": "where thinking goes: `none` (left in the content), `deepseek` or "
     "`auto` (`reasoning_content`), `deepseek-legacy` (both); see docs/tool-calls.md",
+    "reasoning-budget": "tokens of thinking before the end tag is forced: -1 unlimited, 0 none",
     "mmap": "map the weights from the file (`no-mmap` = read them into memory)",
     "mlock": "lock the weights in RAM (needs a memlock limit, e.g. `LimitMEMLOCK=infinity`)",
     "flash-attn": "flash attention",

@@ -32,7 +32,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--chat-template-file",), 1),
     (("--reasoning", "-rea"), 1),
     (("--reasoning-effort",), 1),
-    (("--reasoning-budget",), 1),
     (("--reasoning-budget-message",), 1),
     (("--reasoning-preserve",), 0),
     (("--tools",), 1),

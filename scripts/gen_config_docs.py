@@ -73,6 +73,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "seed": "seed",
     "chat-template": "chat_template",
     "reasoning-format": "reasoning_format",
+    "reasoning-budget": "reasoning_budget",
     "mmap": "use_mmap",
     "mlock": "use_mlock",
     "flash-attn": "flash_attn",

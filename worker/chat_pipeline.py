@@ -20,6 +20,7 @@ from worker.chat_request import ChatRequest
 from worker.engine import Engine
 from worker.generation_pipeline import answer, prepare_generation, token_budget
 from worker.model import LoadedModel
+from worker.reasoning_budget import ReasoningBudget
 from worker.response_shape import ResponseShape
 from worker.state import AnyRequest, loaded
 
@@ -32,10 +33,16 @@ ShapeFactory = Callable[[str, OutputParser], ResponseShape]
 _PROMPT_TAIL_TOKENS = 16
 
 
+def _budget(body: ChatRequest, model: LoadedModel) -> int:
+    """The request's thinking budget, else ``--reasoning-budget``; -1 is no budget."""
+    asked = max(body.reasoning_budget_tokens, body.thinking_budget_tokens)
+    return asked if asked >= 0 else model.settings.reasoning_budget
+
+
 async def _chat_prompt(
     engine: Engine, model: LoadedModel, body: ChatRequest
-) -> tuple[list[int], OutputPlan]:
-    """The conversation as prompt tokens, and how the answer is to be read."""
+) -> tuple[list[int], OutputPlan, ReasoningBudget | None]:
+    """The conversation as prompt tokens, how the answer is to be read, its thinking budget."""
     plan = plan_output(
         model.template.source,
         msgspec.to_builtins(body.messages),
@@ -44,24 +51,30 @@ async def _chat_prompt(
         body.parallel_tool_calls,
         body.reasoning_format or model.settings.reasoning_format,
     )
+    budget, tags = _budget(body, model), plan.format.thinking
 
-    def render() -> tuple[list[int], str]:
+    def render() -> tuple[list[int], OutputPlan, ReasoningBudget | None]:
         tokens = model.chat_prompt(plan.messages)
-        return tokens, model.detokenize(tokens[-_PROMPT_TAIL_TOKENS:])
+        read = plan.after_prompt(model.detokenize(tokens[-_PROMPT_TAIL_TOKENS:]))
+        if budget < 0 or tags is None:
+            return tokens, read, None
+        start, end = (
+            tuple(model.tokenize(tag, add_special=False)) for tag in (tags.start, tags.end)
+        )
+        return tokens, read, ReasoningBudget(budget, start, end, read.whole.thinking_open)
 
     try:
-        prompt, tail = await engine.call(render)
+        return await engine.call(render)
     except Exception as exc:  # a template that cannot render these messages
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
-    return prompt, plan.after_prompt(tail)
 
 
 async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) -> ASGIResponse:
     """A chat request, answered in the shape ``shape`` builds."""
     engine, model = loaded(request)
-    prompt, plan = await _chat_prompt(engine, model, body)
+    prompt, plan, thinking = await _chat_prompt(engine, model, body)
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
-    make = prepare_generation(model, body, prompt, budget, plan.grammar, plan.triggers)
+    make = prepare_generation(model, body, prompt, budget, plan.grammar, plan.triggers, thinking)
     reply = shape(model.settings.alias, plan.stream if body.stream else plan.whole)
     reply.prompt_tokens = len(prompt)
     return await answer(request, engine, reply, body.stream, make)
@@ -70,5 +83,5 @@ async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) 
 async def count_prompt_tokens(request: AnyRequest, body: ChatRequest) -> int:
     """How many tokens ``body``'s conversation takes, as a chat would render it."""
     engine, model = loaded(request)
-    prompt, _ = await _chat_prompt(engine, model, body)
+    prompt, _, _ = await _chat_prompt(engine, model, body)
     return len(prompt)

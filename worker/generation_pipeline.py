@@ -23,6 +23,7 @@ from worker.engine import Engine
 from worker.grammar_sampler import InvalidGrammar
 from worker.grammars import GrammarError, grammar_for
 from worker.model import LoadedModel
+from worker.reasoning_budget import ReasoningBudget
 from worker.response_shape import ResponseShape
 from worker.sampling import SamplingParams
 from worker.sampling_fields import SamplingFields
@@ -45,6 +46,7 @@ def _sampling(
     body: SamplingFields,
     tool_grammar: str | None = None,
     triggers: tuple[str, ...] = (),
+    reasoning_budget: ReasoningBudget | None = None,
 ) -> SamplingParams:
     settings = model.settings
     bias: dict[int, float] = {}
@@ -84,6 +86,7 @@ def _sampling(
         logit_bias=bias,
         grammar=grammar,
         grammar_triggers=triggers,
+        reasoning_budget=reasoning_budget,
     )
 
 
@@ -134,6 +137,7 @@ def prepare_generation(
     max_tokens: int | None,
     tool_grammar: str | None = None,
     grammar_triggers: tuple[str, ...] = (),
+    reasoning_budget: ReasoningBudget | None = None,
 ) -> MakeGeneration:
     """Check the request against the model and return how to build its generation.
 
@@ -141,7 +145,7 @@ def prepare_generation(
     is queued (:meth:`~worker.batching.BatchEngine.submit`); ``grammar_triggers`` make the tool
     grammar a lazy one.
     """
-    params = _sampling(model, body, tool_grammar, grammar_triggers)
+    params = _sampling(model, body, tool_grammar, grammar_triggers, reasoning_budget)
     _check_context(model, prompt)
     stops = _stops(body.stop)
 

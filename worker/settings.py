@@ -35,6 +35,7 @@ class WorkerSettings:
     seed: int = -1
     chat_template: str | None = None
     reasoning_format: str = "auto"  # none, deepseek, deepseek-legacy or auto (docs/tool-calls.md)
+    reasoning_budget: int = -1  # tokens of thinking; -1: unlimited
     use_mmap: bool = True
     use_mlock: bool = False
     flash_attn: str = "auto"  # on, off or auto
@@ -88,6 +89,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         seed=int(number("seed", -1)),
         chat_template=options.get("chat-template"),
         reasoning_format=options.get("reasoning-format", "auto"),
+        reasoning_budget=int(number("reasoning-budget", -1)),
         use_mmap=options.get("mmap", "true") == "true",
         use_mlock=options.get("mlock", "false") == "true",
         flash_attn=options.get("flash-attn", "auto"),

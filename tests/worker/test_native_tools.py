@@ -212,3 +212,44 @@ def test_responses_function_call_from_the_same_parse(
     (item,) = final.response.output
     assert (item.type, item.name) == ("function_call", "get_weather")
     assert json.loads(item.arguments)["city"] in ("Oslo", "Lima")
+
+
+# As Qwen 3 and DeepSeek R1 do with thinking on: the prompt opens the thinking.
+OPENS_THINKING = HERMES_TEMPLATE.replace(
+    "'<|im_start|>assistant\\n' -}}{%- endif -%}",
+    "'<|im_start|>assistant\\n<think>\\n' -}}{%- endif -%}",
+)
+
+
+@pytest.fixture(scope="module")
+def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
+    path = tmp_path_factory.mktemp("thinker") / "thinker.gguf"
+    write_tiny_gguf(path, name="thinker", chat_template=OPENS_THINKING, user_tokens=USER_TOKENS)
+    with worker(path, "--ctx-size", "1024") as child:
+        yield openai.OpenAI(base_url=f"{child.url}/v1", api_key="x", max_retries=0)
+
+
+def _think(client: Any, **extra: Any) -> Any:
+    reply = client.chat.completions.create(
+        model="thinker", messages=ASK, temperature=0, max_tokens=8,
+        extra_body={"ignore_eos": True, **extra},
+    )  # fmt: skip
+    assert reply.usage.completion_tokens == 8
+    return reply.choices[0].message
+
+
+def test_the_answer_starts_inside_the_thinking_the_prompt_opened(thinker: Any) -> None:
+    message = _think(thinker)  # a random model never writes </think> itself
+    assert message.reasoning_content
+    assert not message.content
+
+
+def test_a_reasoning_budget_forces_the_end_of_the_thinking(thinker: Any) -> None:
+    unlimited = _think(thinker).reasoning_content
+    three = _think(thinker, reasoning_budget_tokens=3)
+    assert three.reasoning_content  # three tokens of thinking, then </think> was forced
+    assert unlimited.startswith(three.reasoning_content)
+    assert len(three.reasoning_content) < len(unlimited)
+    assert three.content  # and the rest of the tokens went to the answer
+    none = _think(thinker, reasoning_budget_tokens=0)
+    assert (getattr(none, "reasoning_content", None), bool(none.content)) == (None, True)

@@ -21,3 +21,18 @@ def test_reranking_beats_another_pooling() -> None:
 def test_without_reranking_the_pooling_is_as_given() -> None:
     settings = parse_worker_args(["--model", "m.gguf", "--embeddings", "--pooling", "mean"])
     assert (settings.reranking, settings.embeddings, settings.pooling) == (False, True, "mean")
+
+
+def test_reasoning_flags() -> None:
+    default = parse_worker_args(["--model", "m.gguf"])
+    assert (default.reasoning_format, default.reasoning_budget) == ("auto", -1)
+    settings = parse_worker_args(
+        ["--model", "m.gguf", "--reasoning-format", "none", "--reasoning-budget", "0"]
+    )
+    assert (settings.reasoning_format, settings.reasoning_budget) == ("none", 0)
+
+
+@pytest.mark.parametrize("argv", [["--reasoning-format", "verbose"], ["--reasoning-budget", "-2"]])
+def test_bad_reasoning_flags_are_refused(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_worker_args(["--model", "m.gguf", *argv])
