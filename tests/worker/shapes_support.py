@@ -11,7 +11,7 @@ from worker.chat_formats import OutputParser, ThinkingTags
 from worker.chat_formats.families import HERMES
 from worker.chat_output import plan_output
 
-__all__ = ["GENERIC_TOOLS", "HERMES_THINKING", "PLAIN", "finished", "sse_events"]
+__all__ = ["GENERIC_TOOLS", "HERMES_THINKING", "NATIVE", "PLAIN", "finished", "sse_events"]
 
 _TOOL = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
 PLAIN = OutputParser()
@@ -19,6 +19,11 @@ PLAIN = OutputParser()
 GENERIC_TOOLS = plan_output(CHATML_TEMPLATE, [], [_TOOL], "auto", True, "auto").whole
 # Qwen 3's way: <think>…</think> and Hermes <tool_call> JSON.
 HERMES_THINKING = OutputParser(tools=HERMES, thinking=ThinkingTags())
+# What such a model writes: thinking, some text, then a call.
+NATIVE = (
+    '<think>Hmm.</think>Let me check.<tool_call>{"name": "weather", "arguments": '
+    '{"city": "Oslo"}}</tool_call>'
+)
 TIMINGS = {"prompt_n": 5.0, "predicted_n": 3.0}
 
 

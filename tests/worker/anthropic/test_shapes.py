@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.worker.shapes_support import GENERIC_TOOLS, PLAIN, finished, sse_events
+from tests.worker.shapes_support import (
+    GENERIC_TOOLS,
+    HERMES_THINKING,
+    NATIVE,
+    PLAIN,
+    finished,
+    sse_events,
+)
 from worker.anthropic.shapes import MessagesShape
 
 TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}'
@@ -84,3 +91,31 @@ def test_a_whole_tool_use_answer() -> None:
     assert (block["type"], block["name"], block["input"]) == ("tool_use", "weather",
                                                               {"city": "Oslo"})  # fmt: skip
     assert body["stop_reason"] == "tool_use"
+
+
+def test_thinking_text_and_tool_use_blocks_stream_in_order() -> None:
+    shape = MessagesShape("m", HERMES_THINKING)
+    stream = shape.stream_opening() + b"".join(
+        shape.stream_chunk(NATIVE[i : i + 6]) for i in range(0, len(NATIVE), 6)
+    )
+    events = sse_events(stream + shape.stream_closing(finished()))
+    starts = [data["content_block"] for name, data in events if name == "content_block_start"]
+    assert [block["type"] for block in starts] == ["thinking", "text", "tool_use"]
+    assert (starts[2]["name"], starts[2]["input"]) == ("weather", {})
+    deltas: dict[int, str] = {}
+    for name, data in events:
+        if name == "content_block_delta":
+            delta = data["delta"]
+            piece = delta.get("thinking") or delta.get("text") or delta.get("partial_json")
+            deltas[data["index"]] = deltas.get(data["index"], "") + piece
+    assert deltas == {0: "Hmm.", 1: "Let me check.", 2: '{"city": "Oslo"}'}
+    stops = [data["index"] for name, data in events if name == "content_block_stop"]
+    assert stops == [0, 1, 2]
+    assert events[-2][1]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_a_whole_native_answer_has_a_thinking_block() -> None:
+    body = MessagesShape("m", HERMES_THINKING).whole(NATIVE, finished())
+    assert [block["type"] for block in body["content"]] == ["thinking", "text", "tool_use"]
+    assert body["content"][0]["thinking"] == "Hmm."
+    assert body["content"][2]["input"] == {"city": "Oslo"}
