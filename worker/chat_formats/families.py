@@ -9,6 +9,7 @@ from worker.chat_formats.json_calls import JsonToolSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
 __all__ = [
+    "APRIEL",
     "COMMAND_R7B",
     "DEEPSEEK_R1",
     "DEEPSEEK_V3_1",
@@ -22,7 +23,10 @@ __all__ = [
     "MINIMAX_M2",
     "MISTRAL",
     "MISTRAL_NEMO",
+    "NEMOTRON_V2",
     "QWEN3_CODER",
+    "SEED_OSS",
+    "SOLAR_OPEN",
 ]
 
 # Hermes 2 Pro / 3, Qwen 2.5 / 3, QwQ, Granite 4, MiMo, Apriel, …:
@@ -60,6 +64,22 @@ FUNCTIONARY_V3_1 = JsonToolSyntax(
     consume_trigger=False,
     call_head=r"<function=(?P<name>[^>]+)>",
     call_tail="</function>",
+)
+# Apriel 1.5 / 1.6: <tool_calls>[{"name": "f", "arguments": {…}}]</tool_calls>
+APRIEL = JsonToolSyntax(trigger="<tool_calls>", section_end="</tool_calls>")
+# Nemotron Nano v2: <TOOLCALL>[{"name": "f", "arguments": {…}}]</TOOLCALL>
+NEMOTRON_V2 = JsonToolSyntax(trigger="<TOOLCALL>", section_end="</TOOLCALL>")
+# Solar Open: <|tool_call:begin|>id<|tool_call:name|>f<|tool_call:args|>{…}<|tool_call:end|>
+SOLAR_OPEN = JsonToolSyntax(
+    write_head="<|tool_call:begin|>0<|tool_call:name|>{name}<|tool_call:args|>",
+    write_tail="<|tool_call:end|>",
+    trigger="<|tool_call:begin|>",
+    consume_trigger=False,
+    call_head=(
+        r"<\|tool_call:begin\|>(?P<id>[^<]*)<\|tool_call:name\|>(?P<name>[^<]+)"
+        r"<\|tool_call:args\|>"
+    ),
+    call_tail="<|tool_call:end|>",
 )
 # Firefunction v2: functools[{"name": "f", "arguments": {…}}]
 FIREFUNCTION_V2 = JsonToolSyntax(trigger="functools")
@@ -143,6 +163,19 @@ GLM_4_5 = XmlToolSyntax(
     param_open=r"<arg_key>(?P<key>[^<]*)</arg_key>\s*<arg_value>",
     param_close="</arg_value>",
     trim_values=False,
+)
+# Seed-OSS: <seed:tool_call><function=f><parameter=k>v</parameter></function></seed:tool_call>
+SEED_OSS = XmlToolSyntax(
+    write_head="<seed:tool_call>\n<function={name}>\n",
+    write_param="<parameter={key}>",
+    write_param_end="</parameter>\n",
+    write_tail="</function>\n</seed:tool_call>",
+    trigger="<seed:tool_call>",
+    call_open=r"<seed:tool_call>\s*<function=(?P<name>[^>]+)>",
+    call_close="</function>",
+    param_open=r"<parameter=(?P<key>[^>]+)>",
+    param_close="</parameter>",
+    call_suffix="</seed:tool_call>",
 )
 # MiniMax M2: <minimax:tool_call>\n<invoke name="f">\n<parameter name="k">v</parameter>\n
 #             </invoke>\n</minimax:tool_call>

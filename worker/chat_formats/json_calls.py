@@ -42,7 +42,9 @@ def _skip_space(text: str, pos: int) -> int:
 class JsonToolSyntax:
     trigger: str  # the literal every tool-call section starts with
     consume_trigger: bool = True  # False: the trigger is the start of each call's own head
-    call_head: str | None = None  # regex opening each call (group ``name``); None: a JSON array
+    # Regex opening each call (groups ``name`` and ``id`` when the format writes them there);
+    # None: the calls are a JSON array.
+    call_head: str | None = None
     call_tail: str = ""  # literal closing each call
     section_end: str = ""  # literal closing the whole section, when the format has one
     name_keys: tuple[str, ...] = ("name",)
@@ -139,10 +141,16 @@ class JsonToolSyntax:
                 return pos
             body = match.end()
             name = match.groupdict().get("name")
-            if name is None:
-                call, end = self._named(text, body, len(calls))
-            else:
-                call, end = self._arguments(text, body, name.strip())
+            try:
+                if name is None:
+                    call, end = self._named(text, body, len(calls))
+                else:
+                    call, end = self._arguments(text, body, name.strip())
+            except _Incomplete as cut:
+                if cut.call is not None:
+                    cut.call.id = match.groupdict().get("id") or ""
+                raise
+            call.id = call.id or match.groupdict().get("id") or ""
             calls.append(call)
             pos = self._literal(text, _skip_space(text, end), self.call_tail, end)
 

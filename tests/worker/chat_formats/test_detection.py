@@ -22,6 +22,10 @@ SOURCES = [
     ("Command R7B", "<|START_THINKING|><|END_THINKING|><|START_ACTION|>"),
     ("Granite", "respond only with <|tool_call|> followed by a JSON list"),
     ("Llama 3.x", '<|start_header_id|>ipython<|end_header_id|> "parameters": '),
+    ("Seed-OSS", "<seed:tool_call>\n<function=example_function_name>"),
+    ("Solar Open", "<|tool_call:begin|>' + id + '<|tool_call:name|>"),
+    ("Apriel", "within <tool_calls></tool_calls> XML tags. <tool_calls>[ <tool_call>"),
+    ("Nemotron Nano v2", "<TOOLCALL>[{{ calls }}]</TOOLCALL>"),
     ("Generic", "{% for m in messages %}<|im_start|>{{ m.role }}{% endfor %}"),
 ]
 

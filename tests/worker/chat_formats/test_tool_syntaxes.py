@@ -99,6 +99,21 @@ CASES: list[tuple[str, NativeSyntax, str, str, list[tuple[str, Any]]]] = [
      '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n'
      '<parameter name="days">2</parameter>\n</invoke>\n</minimax:tool_call>',
      "", [("get_weather", OSLO)]),
+    ("seed-oss", f.SEED_OSS,
+     "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n"
+     "<parameter=days>2</parameter>\n</function>\n</seed:tool_call>",
+     "", [("get_weather", OSLO)]),
+    ("apriel", f.APRIEL,
+     'Sure.\n<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]'
+     "</tool_calls>",
+     "Sure.\n", [("get_weather", OSLO)]),
+    ("nemotron-v2", f.NEMOTRON_V2,
+     '<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]</TOOLCALL>',
+     "", [("get_weather", OSLO)]),
+    ("solar-open", f.SOLAR_OPEN,
+     "<|tool_call:begin|>call_7<|tool_call:name|>get_weather<|tool_call:args|>"
+     '{"city": "Oslo", "days": 2}<|tool_call:end|>',
+     "", [("get_weather", OSLO)]),
 ]  # fmt: skip
 
 
@@ -184,3 +199,5 @@ def test_llama_3_json_only_counts_at_the_start() -> None:
 def test_a_model_written_call_id_is_kept() -> None:
     text = '[TOOL_CALLS][{"name": "a", "arguments": {}, "id": "abcDEF123"}]'
     assert _parser(f.MISTRAL_NEMO).whole(text).tool_calls[0].id == "abcDEF123"
+    text = "<|tool_call:begin|>call_7<|tool_call:name|>a<|tool_call:args|>{}<|tool_call:end|>"
+    assert _parser(f.SOLAR_OPEN).whole(text).tool_calls[0].id == "call_7"
