@@ -18,6 +18,7 @@ from worker.chat_formats import (
     ChatFormat,
     OutputParser,
     ParsedMessage,
+    ThinkingTags,
     ToolCall,
     ToolSyntax,
     detect_format,
@@ -75,10 +76,13 @@ def _native_grammar(
     functions: dict[str, dict[str, Any]],
     required: bool,
     parallel: bool,
+    thinking: ThinkingTags | None,
 ) -> tuple[str, tuple[str, ...]]:
     chosen = [{"type": "function", "function": f} for f in functions.values()]
     try:
-        built = tool_grammar(native, chosen, lazy=not required, parallel=parallel)
+        built = tool_grammar(
+            native, chosen, lazy=not required, parallel=parallel, thinking=thinking
+        )
     except Exception as exc:  # the schema converter raises bare exceptions
         raise ApiError(400, f"tools cannot be converted to a grammar: {exc}") from None
     return built.gbnf, built.triggers
@@ -114,10 +118,14 @@ def plan_output(
             messages, grammar, syntax = plan.prepare(messages), plan.grammar, _GenericSyntax(plan)
         elif isinstance(native, XmlToolSyntax):
             syntax = native.with_tools(tools)
-            grammar, triggers = _native_grammar(native, functions, required, parallel_tool_calls)
+            grammar, triggers = _native_grammar(
+                native, functions, required, parallel_tool_calls, chat_format.thinking
+            )
         elif isinstance(native, JsonToolSyntax):
             syntax = native
-            grammar, triggers = _native_grammar(native, functions, required, parallel_tool_calls)
+            grammar, triggers = _native_grammar(
+                native, functions, required, parallel_tool_calls, chat_format.thinking
+            )
     whole = OutputParser(syntax, thinking, reasoning_in_content=legacy)
     stream = OutputParser(syntax, None if legacy else thinking)
     return OutputPlan(chat_format, messages, grammar, triggers, whole, stream)

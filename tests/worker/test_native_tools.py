@@ -21,7 +21,6 @@ from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
 HERMES_TEMPLATE = (
-    "{#- thinking models wrap their thoughts in <think> and </think> -#}"
     "{%- for message in messages -%}"
     "{%- if message.role == 'assistant' and message.tool_calls -%}"
     "{{- '<|im_start|>assistant\\n' -}}"
@@ -155,24 +154,6 @@ def test_required_constrains_from_the_first_token(client: Any) -> None:
     assert reply.choices[0].finish_reason == "tool_calls"
 
 
-def test_reasoning_content_whole_and_streamed(client: Any) -> None:
-    grammar = f'root ::= "<think>" "Sunny, no tool needed." "</think>" "{ANSWER}"'
-    body: dict[str, Any] = {"model": "hermes", "messages": ASK, "extra_body": {"grammar": grammar},
-                            **GREEDY}  # fmt: skip
-    message: Any = client.chat.completions.create(**body).choices[0].message
-    assert (message.content, message.reasoning_content) == (ANSWER, "Sunny, no tool needed.")
-    chunks = list(client.chat.completions.create(stream=True, **body))
-    deltas: list[Any] = [c.choices[0].delta for c in chunks]
-    assert "".join(getattr(d, "reasoning_content", None) or "" for d in deltas) == (
-        "Sunny, no tool needed."
-    )
-    assert "".join(d.content or "" for d in deltas) == ANSWER
-    none = client.chat.completions.create(
-        **{**body, "extra_body": {"grammar": grammar, "reasoning_format": "none"}}
-    )
-    assert none.choices[0].message.content == f"<think>Sunny, no tool needed.</think>{ANSWER}"
-
-
 def test_a_bad_reasoning_format_is_a_400(client: Any) -> None:
     with pytest.raises(openai.BadRequestError, match="reasoning_format must be one of"):
         client.chat.completions.create(
@@ -253,3 +234,37 @@ def test_a_reasoning_budget_forces_the_end_of_the_thinking(thinker: Any) -> None
     assert three.content  # and the rest of the tokens went to the answer
     none = _think(thinker, reasoning_budget_tokens=0)
     assert (getattr(none, "reasoning_content", None), bool(none.content)) == (None, True)
+
+
+def test_required_lets_a_thinking_model_close_its_thoughts_first(thinker: Any) -> None:
+    # The prompt opened the thinking: the eager grammar must allow </think> before the call,
+    # which the bias then makes the model write at once.
+    url = str(thinker.base_url).removesuffix("/v1/")
+    (end,) = httpx.post(f"{url}/tokenize", json={"content": "</think>"}).json()["tokens"][-1:]
+    reply = thinker.chat.completions.create(
+        model="thinker", messages=ASK, tools=[WEATHER], tool_choice="required",
+        parallel_tool_calls=False, logit_bias={str(end): 100}, temperature=0, max_tokens=120,
+    )  # fmt: skip
+    message = reply.choices[0].message
+    (call,) = message.tool_calls
+    assert call.function.name == "get_weather"
+    assert reply.choices[0].finish_reason == "tool_calls"
+
+
+def test_reasoning_content_whole_and_streamed(thinker: Any) -> None:
+    # The prompt opened the thinking; a request grammar writes the thought and the answer.
+    grammar = f'root ::= "Sunny, no tool needed." "</think>" "{ANSWER}"'
+    body: dict[str, Any] = {"model": "thinker", "messages": ASK,
+                            "extra_body": {"grammar": grammar}, **GREEDY}  # fmt: skip
+    message: Any = thinker.chat.completions.create(**body).choices[0].message
+    assert (message.content, message.reasoning_content) == (ANSWER, "Sunny, no tool needed.")
+    chunks = list(thinker.chat.completions.create(stream=True, **body))
+    deltas: list[Any] = [c.choices[0].delta for c in chunks]
+    assert "".join(getattr(d, "reasoning_content", None) or "" for d in deltas) == (
+        "Sunny, no tool needed."
+    )
+    assert "".join(d.content or "" for d in deltas) == ANSWER
+    none = thinker.chat.completions.create(
+        **{**body, "extra_body": {"grammar": grammar, "reasoning_format": "none"}}
+    )
+    assert none.choices[0].message.content == f"Sunny, no tool needed.</think>{ANSWER}"

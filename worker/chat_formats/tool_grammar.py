@@ -16,6 +16,7 @@ from typing import Any
 from llama_cpp.llama_grammar import SchemaConverter
 
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.reasoning import ThinkingTags
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
 __all__ = ["ToolGrammar", "tool_grammar"]
@@ -38,6 +39,11 @@ class ToolGrammar:
 def _literal(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
+
+
+def _class(char: str) -> str:
+    """``char`` inside a GBNF character class."""
+    return "\\" + char if char in "]\\^-" else char
 
 
 def _functions(tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -102,8 +108,15 @@ def tool_grammar(
     *,
     lazy: bool,
     parallel: bool,
+    thinking: ThinkingTags | None = None,
 ) -> ToolGrammar:
-    """The grammar for calling ``tools`` in ``syntax``; ``lazy`` waits for the trigger."""
+    """The grammar for calling ``tools`` in ``syntax``; ``lazy`` waits for the trigger.
+
+    An eager grammar for a thinking model lets it think first, as llama.cpp's does: the start
+    tag is optional since a prompt may already have opened the thinking. The thoughts may be
+    any text that does not begin the end tag's first two characters (a grammar cannot say
+    "anything but this string" more exactly without many rules).
+    """
     if isinstance(syntax, JsonToolSyntax):
         rules, calls = _json_calls(syntax, tools)
         array = syntax.call_head is None
@@ -118,9 +131,15 @@ def tool_grammar(
     repeat = f" ({separator} tool-call)*" if parallel else ""
     head = f"{_literal(opening)} " if opening else ""
     tail = f" {_literal(closing)}" if closing else ""
-    root = f"root ::= {head}tool-call{repeat}{tail}"
+    think = ""
+    rules_extra = ""
+    if thinking is not None and not lazy:
+        first, second = thinking.end[0], thinking.end[1]
+        think = f"({_literal(thinking.start)}? thought {_literal(thinking.end)} [ \\t\\n]*)? "
+        rules_extra = f"\nthought ::= ([^{_class(first)}] | {_literal(first)} [^{_class(second)}])*"
+    root = f"root ::= {think}{head}tool-call{repeat}{tail}"
     alternatives = " | ".join(f"( {call} )" for call in calls)
-    gbnf = "\n".join((rules, f"tool-call ::= {alternatives}", root))
+    gbnf = "\n".join((rules + rules_extra, f"tool-call ::= {alternatives}", root))
     if not lazy:
         return ToolGrammar(gbnf, ())
     trigger = _REGEX_SPECIAL.sub(r"\\\1", syntax.trigger)

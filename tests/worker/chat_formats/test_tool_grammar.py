@@ -10,7 +10,7 @@ import llama_cpp
 import pytest
 from llama_cpp._internals import LlamaModel
 
-from worker.chat_formats import families, tool_grammar
+from worker.chat_formats import ThinkingTags, families, tool_grammar
 from worker.grammar_sampler import GrammarSampler
 
 TOOLS = [
@@ -48,6 +48,19 @@ def test_the_grammar_parses_in_llama_cpp(vocab: Any, name: str, lazy: bool) -> N
     grammar = tool_grammar(getattr(families, name), TOOLS, lazy=lazy, parallel=True)
     assert bool(grammar.triggers) is lazy
     GrammarSampler(vocab, grammar.gbnf, grammar.triggers).free()
+
+
+@pytest.mark.parametrize("name", SYNTAXES)
+def test_an_eager_grammar_lets_a_thinking_model_think_first(vocab: Any, name: str) -> None:
+    tags = ThinkingTags("[THINK]", "[/THINK]") if name == "MISTRAL" else ThinkingTags()
+    grammar = tool_grammar(getattr(families, name), TOOLS, lazy=False, parallel=False,
+                           thinking=tags)  # fmt: skip
+    assert grammar.gbnf.splitlines()[-1].startswith(f"root ::= ({_gbnf(tags.start)}? thought")
+    GrammarSampler(vocab, grammar.gbnf, grammar.triggers).free()
+
+
+def _gbnf(text: str) -> str:
+    return '"' + text + '"'
 
 
 def test_the_grammar_names_only_the_given_tools() -> None:
