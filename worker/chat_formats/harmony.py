@@ -32,10 +32,6 @@ _CHANNEL = re.compile(r"<\|channel\|>(\w+)")
 class HarmonySyntax:
     split_reasoning: bool = True  # False (reasoning_format none): analysis stays in content
 
-    @property
-    def markers(self) -> tuple[str, ...]:
-        return (_START, _MESSAGE, *_ENDS)
-
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         message = ParsedMessage()
         segments = text.split(_START)

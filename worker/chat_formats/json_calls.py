@@ -114,7 +114,7 @@ class JsonToolSyntax:
                 raise _Incomplete(None)
             if text[pos] == "]" and not calls:
                 return pos + 1
-            call, pos = self._named(text, pos, len(calls))
+            call, pos = self._named(text, pos)
             calls.append(call)
             pos = _skip_space(text, pos)
             if pos == len(text):
@@ -143,7 +143,7 @@ class JsonToolSyntax:
             name = match.groupdict().get("name")
             try:
                 if name is None:
-                    call, end = self._named(text, body, len(calls))
+                    call, end = self._named(text, body)
                 else:
                     call, end = self._arguments(text, body, name.strip())
             except _Incomplete as cut:
@@ -168,7 +168,7 @@ class JsonToolSyntax:
             raise MalformedToolCall("tool-call arguments must be a JSON object")
         return ToolCall(name, text[start : found.end]), found.end
 
-    def _named(self, text: str, pos: int, index: int) -> tuple[ToolCall, int]:
+    def _named(self, text: str, pos: int) -> tuple[ToolCall, int]:
         """A ``{"name": …, "arguments": {…}}`` object at ``pos``."""
         pos = _skip_space(text, pos)
         found = json_value(text, pos)

@@ -82,10 +82,6 @@ class OutputStream:
     def sent(self) -> ParsedMessage:
         return self._sent
 
-    @property
-    def text(self) -> str:
-        return self._text
-
     def _advance(self, now: ParsedMessage) -> MessageDelta:
         before = self._sent
         for index, call in enumerate(now.tool_calls):
