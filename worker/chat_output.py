@@ -26,6 +26,7 @@ from worker.chat_formats import (
 )
 from worker.chat_formats.harmony import HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.recipients import RecipientSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 from worker.grammars import GrammarError
 from worker.tools import ToolPlan, chosen_tools, plan_tools
@@ -103,8 +104,11 @@ def plan_output(
     legacy = reasoning_format == "deepseek-legacy"
     thinking = chat_format.thinking if reasoning_format != "none" else None
     syntax: ToolSyntax | None = None
-    if isinstance(chat_format.tools, HarmonySyntax):  # it frames every answer, tools or not
+    # These frame every answer, so they are read with or without tools.
+    if isinstance(chat_format.tools, HarmonySyntax):
         syntax = HarmonySyntax(split_reasoning=reasoning_format != "none")
+    elif isinstance(chat_format.tools, RecipientSyntax):
+        syntax = chat_format.tools
     grammar: str | None = None
     triggers: tuple[str, ...] = ()
     if tools and tool_choice != "none":

@@ -15,11 +15,12 @@ from worker.chat_formats import families
 from worker.chat_formats.harmony import GPT_OSS, HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
 from worker.chat_formats.reasoning import ThinkingTags
+from worker.chat_formats.recipients import FUNCTIONARY_V3_2, RecipientSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
 __all__ = ["FORMATS", "ChatFormat", "NativeSyntax", "detect_format"]
 
-NativeSyntax = JsonToolSyntax | XmlToolSyntax | HarmonySyntax
+NativeSyntax = JsonToolSyntax | XmlToolSyntax | HarmonySyntax | RecipientSyntax
 
 _THINKING = (ThinkingTags(), ThinkingTags("[THINK]", "[/THINK]"))
 
@@ -42,6 +43,7 @@ class _Row:
 
 FORMATS: tuple[_Row, ...] = (
     _Row("gpt-oss", ("<|channel|>",), GPT_OSS),
+    _Row("Functionary v3.2", (">>>all", ">>>${recipient}"), FUNCTIONARY_V3_2),
     _Row("Kimi K2", ("<|tool_calls_section_begin|>",), families.KIMI_K2),
     _Row("MiniMax M2", ("<minimax:tool_call>",), families.MINIMAX_M2),
     _Row("DeepSeek R1", ("tool▁calls▁begin", "```json"), families.DEEPSEEK_R1),
