@@ -24,6 +24,7 @@ from worker.chat_formats import (
     detect_format,
     tool_grammar,
 )
+from worker.chat_formats.gemma4 import Gemma4Syntax
 from worker.chat_formats.harmony import HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
 from worker.chat_formats.recipients import RecipientSyntax
@@ -130,6 +131,8 @@ def plan_output(
             grammar, triggers = _native_grammar(
                 native, functions, required, parallel_tool_calls, chat_format.thinking
             )
+        elif isinstance(native, Gemma4Syntax):  # parsed, not constrained (docs/tool-calls.md)
+            syntax = native
     whole = OutputParser(syntax, thinking, reasoning_in_content=legacy)
     stream = OutputParser(syntax, None if legacy else thinking)
     return OutputPlan(chat_format, messages, grammar, triggers, whole, stream)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from worker.chat_formats import families
+from worker.chat_formats.gemma4 import GEMMA4, Gemma4Syntax
 from worker.chat_formats.harmony import GPT_OSS, HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
 from worker.chat_formats.reasoning import ThinkingTags
@@ -20,7 +21,7 @@ from worker.chat_formats.xml_calls import XmlToolSyntax
 
 __all__ = ["FORMATS", "ChatFormat", "NativeSyntax", "detect_format"]
 
-NativeSyntax = JsonToolSyntax | XmlToolSyntax | HarmonySyntax | RecipientSyntax
+NativeSyntax = JsonToolSyntax | XmlToolSyntax | HarmonySyntax | RecipientSyntax | Gemma4Syntax
 
 _THINKING = (ThinkingTags(), ThinkingTags("[THINK]", "[/THINK]"))
 
@@ -43,6 +44,12 @@ class _Row:
 
 FORMATS: tuple[_Row, ...] = (
     _Row("gpt-oss", ("<|channel|>",), GPT_OSS),
+    _Row(
+        "Gemma 4",
+        ("'<|tool_call>call:'",),
+        GEMMA4,
+        ThinkingTags("<|channel>thought", "<channel|>"),
+    ),
     _Row("Functionary v3.2", (">>>all", ">>>${recipient}"), FUNCTIONARY_V3_2),
     _Row("Kimi K2", ("<|tool_calls_section_begin|>",), families.KIMI_K2),
     _Row("MiniMax M2", ("<minimax:tool_call>",), families.MINIMAX_M2),
