@@ -53,6 +53,8 @@ FORMATS: tuple[_Row, ...] = (
     _Row("Functionary v3.2", (">>>all", ">>>${recipient}"), FUNCTIONARY_V3_2),
     _Row("Kimi K2", ("<|tool_calls_section_begin|>",), families.KIMI_K2),
     _Row("MiniMax M2", ("<minimax:tool_call>",), families.MINIMAX_M2),
+    _Row("DeepSeek V3.2", ("dsml_token", "function_calls"), families.DEEPSEEK_V3_2),
+    _Row("DeepSeek V4", ("dsml_token", "tool_calls>"), families.DEEPSEEK_V4),
     _Row("DeepSeek R1", ("tool▁calls▁begin", "```json"), families.DEEPSEEK_R1),
     _Row("DeepSeek V3.1", ("tool▁calls▁begin",), families.DEEPSEEK_V3_1),
     _Row(

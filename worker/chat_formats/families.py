@@ -13,6 +13,8 @@ __all__ = [
     "COMMAND_R7B",
     "DEEPSEEK_R1",
     "DEEPSEEK_V3_1",
+    "DEEPSEEK_V3_2",
+    "DEEPSEEK_V4",
     "FIREFUNCTION_V2",
     "FUNCTIONARY_V3_1",
     "GLM_4_5",
@@ -177,6 +179,31 @@ SEED_OSS = XmlToolSyntax(
     param_close="</parameter>",
     call_suffix="</seed:tool_call>",
 )
+_DSML = "<\uff5cDSML\uff5c"  # DeepSeek's markup prefix, fullwidth bars
+
+
+def _dsml(block: str) -> XmlToolSyntax:
+    """DeepSeek V3.2 (``function_calls``) and V4 (``tool_calls``), written ``<|DSML|…>`` here:
+    <|DSML|block><|DSML|invoke name="f"><|DSML|parameter name="k" string="true">v
+    </|DSML|parameter></|DSML|invoke></|DSML|block>"""
+    return XmlToolSyntax(
+        write_head=f'{_DSML}invoke name="{{name}}">\n',
+        write_param=f'{_DSML}parameter name="{{key}}" string="{{string}}">',
+        write_param_end=f"</{_DSML[1:]}parameter>\n",
+        write_tail=f"</{_DSML[1:]}invoke>\n",
+        trigger=f"{_DSML}{block}>",
+        consume_trigger=True,
+        call_open=f'{_DSML}invoke name="(?P<name>[^"]+)">',
+        call_close=f"</{_DSML[1:]}invoke>",
+        param_open=f'{_DSML}parameter name="(?P<key>[^"]+)"(?: string="(?P<string>true|false)")?>',
+        param_close=f"</{_DSML[1:]}parameter>",
+        section_end=f"</{_DSML[1:]}{block}>",
+        trim_values=False,
+    )
+
+
+DEEPSEEK_V3_2 = _dsml("function_calls")
+DEEPSEEK_V4 = _dsml("tool_calls")
 # MiniMax M2: <minimax:tool_call>\n<invoke name="f">\n<parameter name="k">v</parameter>\n
 #             </invoke>\n</minimax:tool_call>
 MINIMAX_M2 = XmlToolSyntax(

@@ -87,14 +87,20 @@ def _json_calls(syntax: JsonToolSyntax, tools: list[dict[str, Any]]) -> tuple[st
     return converter.format_grammar(), calls
 
 
+def _param(written: str, key: str, schema: Any) -> str:
+    """A parameter's opening tag; ``{string}`` says whether the schema makes it a string."""
+    is_string = isinstance(schema, dict) and schema.get("type") == "string"
+    return written.replace("{key}", key).replace("{string}", str(is_string).lower())
+
+
 def _xml_calls(syntax: XmlToolSyntax, tools: list[dict[str, Any]]) -> tuple[str, list[str]]:
     calls: list[str] = []
     for name, parameters in _functions(tools):
-        keys = list((parameters.get("properties") or {}).keys())
+        properties = parameters.get("properties") or {}
         params = " | ".join(
-            f"{_literal(syntax.write_param.replace('{key}', key))} xml-value "
+            f"{_literal(_param(syntax.write_param, key, schema))} xml-value "
             f"{_literal(syntax.write_param_end)}"
-            for key in keys
+            for key, schema in properties.items()
         )
         head = _literal(syntax.write_head.replace("{name}", name))
         body = f"({params})* " if params else ""

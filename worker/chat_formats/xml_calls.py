@@ -28,6 +28,13 @@ def _skip(text: str, pos: int) -> int:
     return pos
 
 
+def _is_string(param: re.Match[str], key: str, strings: frozenset[str]) -> bool:
+    """Whether a value is a string: as the model says (DeepSeek's ``string="true"``), else as
+    the tool's schema says."""
+    said = param.groupdict().get("string")
+    return said == "true" if said is not None else key in strings
+
+
 def _trim(raw: str) -> str:
     """One leading and one trailing newline are the format's, not the value's."""
     raw = raw[1:] if raw.startswith("\n") else raw
@@ -43,13 +50,14 @@ class XmlToolSyntax:
     trigger: str  # the literal every tool-call section starts with
     call_open: str  # regex for one call's opening (after whitespace), group ``name``
     call_close: str
-    param_open: str  # regex for one parameter's opening, group ``key``
+    param_open: str  # regex for one parameter's opening, group ``key`` (and maybe ``string``)
     param_close: str
     consume_trigger: bool = False  # True: the trigger opens a section of several calls
     call_suffix: str = ""  # literal after each call's close (Qwen3-Coder's </tool_call>)
     section_end: str = ""
     trim_values: bool = True  # Qwen3-Coder writes each value on its own lines
-    # How a call is written, for the grammar: ``{name}``/``{key}`` stand for the names.
+    # How a call is written, for the grammar: ``{name}``/``{key}`` stand for the names,
+    # ``{string}`` for true or false by the parameter's schema type.
     write_head: str = ""
     write_param: str = ""
     write_param_end: str = ""
@@ -145,11 +153,13 @@ class XmlToolSyntax:
                 growing = raw.lstrip("\n") if self.trim_values else raw
                 growing = growing[: held_back(growing, (self.param_close,))]
                 growing = growing.rstrip()  # may yet be the trim before the closing tag
-                if key in strings and growing:
+                if _is_string(match, key, strings) and growing:
                     pairs.append(f"{_dump(key)}: {_dump(growing)[:-1]}")
                 return "{" + ", ".join(pairs)
             value = _trim(raw) if self.trim_values else raw
-            pairs.append(f"{_dump(key)}: {_dump(self._value(value, key in strings))}")
+            pairs.append(
+                f"{_dump(key)}: {_dump(self._value(value, _is_string(match, key, strings)))}"
+            )
             pos = close + len(self.param_close)
         return "{" + ", ".join(pairs) + ("}" if done else "")
 

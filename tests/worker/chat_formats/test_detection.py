@@ -13,6 +13,8 @@ SOURCES = [
     ("GLM 4.5", "<tool_call>{{ tc.name }}<arg_key>{{ k }}</arg_key>"),
     ("MiniMax M2", '<minimax:tool_call>\n<invoke name="{{ name }}">'),
     ("Kimi K2", "<|tool_calls_section_begin|><|tool_call_begin|>"),
+    ("DeepSeek V3.2", "{%- set dsml_token = 'x' -%} '<' + dsml_token + 'function_calls>\\n'"),
+    ("DeepSeek V4", "{%- set dsml_token = 'x' -%} '<' + dsml_token + 'tool_calls>\\n'"),
     ("DeepSeek R1", "<\uff5ctool\u2581calls\u2581begin\uff5c>'+ '```json' + '\\n'"),
     ("DeepSeek V3.1", "<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581sep\uff5c>"),
     ("Mistral", "[TOOL_CALLS]' + name + '[ARGS]'"),

@@ -114,6 +114,17 @@ CASES: list[tuple[str, NativeSyntax, str, str, list[tuple[str, Any]]]] = [
      "<|tool_call:begin|>call_7<|tool_call:name|>get_weather<|tool_call:args|>"
      '{"city": "Oslo", "days": 2}<|tool_call:end|>',
      "", [("get_weather", OSLO)]),
+    ("deepseek-v3.2", f.DEEPSEEK_V3_2,
+     "<\uff5cDSML\uff5cfunction_calls>\n<\uff5cDSML\uff5cinvoke name=\"get_weather\">\n"
+     "<\uff5cDSML\uff5cparameter name=\"city\" string=\"true\">Oslo</\uff5cDSML\uff5cparameter>\n"
+     "<\uff5cDSML\uff5cparameter name=\"days\" string=\"false\">2</\uff5cDSML\uff5cparameter>\n"
+     "</\uff5cDSML\uff5cinvoke>\n</\uff5cDSML\uff5cfunction_calls>",
+     "", [("get_weather", OSLO)]),
+    ("deepseek-v4-string-true-beats-the-schema", f.DEEPSEEK_V4,
+     "<\uff5cDSML\uff5ctool_calls>\n<\uff5cDSML\uff5cinvoke name=\"get_weather\">\n"
+     "<\uff5cDSML\uff5cparameter name=\"days\" string=\"true\">2</\uff5cDSML\uff5cparameter>\n"
+     "</\uff5cDSML\uff5cinvoke>\n</\uff5cDSML\uff5ctool_calls>",
+     "", [("get_weather", {"days": "2"})]),
 ]  # fmt: skip
 
 
