@@ -70,8 +70,9 @@ def server(model: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def client(server: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server}/v1", api_key="x", max_retries=0)
+def client(server: str) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=f"{server}/v1", api_key="x", max_retries=0) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")
@@ -206,8 +207,11 @@ OPENS_THINKING = HERMES_TEMPLATE.replace(
 def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai.OpenAI]:
     path = tmp_path_factory.mktemp("thinker") / "thinker.gguf"
     write_tiny_gguf(path, name="thinker", chat_template=OPENS_THINKING, user_tokens=USER_TOKENS)
-    with worker(path, "--ctx-size", "1024") as child:
-        yield openai.OpenAI(base_url=f"{child.url}/v1", api_key="x", max_retries=0)
+    with (
+        worker(path, "--ctx-size", "1024") as child,
+        openai.OpenAI(base_url=f"{child.url}/v1", api_key="x", max_retries=0) as client,
+    ):
+        yield client
 
 
 def _think(client: Any, **extra: Any) -> Any:

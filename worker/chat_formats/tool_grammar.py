@@ -135,8 +135,9 @@ def tool_grammar(
     if array:
         opening, closing, separator = f"{opening}[", f"]{closing}", '", "'
     repeat = f" ({separator} tool-call)*" if parallel else ""
-    head = f"{_literal(opening)} " if opening else ""
-    tail = f" {_literal(closing)}" if closing else ""
+    # Models put a newline inside a section's markers (MiniMax, DeepSeek): let them.
+    head = f"{_literal(opening)} [ \\t\\n]* " if opening else ""
+    tail = f" [ \\t\\n]* {_literal(closing)}" if closing else ""
     think = ""
     rules_extra = ""
     if thinking is not None and not lazy:
