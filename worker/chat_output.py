@@ -133,6 +133,7 @@ def plan_output(
             )
         elif isinstance(native, Gemma4Syntax):  # parsed, not constrained (docs/tool-calls.md)
             syntax = native
-    whole = OutputParser(syntax, thinking, reasoning_in_content=legacy)
-    stream = OutputParser(syntax, None if legacy else thinking)
+    markers = chat_format.content_markers
+    whole = OutputParser(syntax, thinking, reasoning_in_content=legacy, content_markers=markers)
+    stream = OutputParser(syntax, None if legacy else thinking, content_markers=markers)
     return OutputPlan(chat_format, messages, grammar, triggers, whole, stream)

@@ -23,6 +23,7 @@ __all__ = ["FORMATS", "ChatFormat", "NativeSyntax", "detect_format"]
 
 NativeSyntax = JsonToolSyntax | XmlToolSyntax | HarmonySyntax | RecipientSyntax | Gemma4Syntax
 
+_COHERE_THINKING = ThinkingTags("<|START_THINKING|>", "<|END_THINKING|>")
 _THINKING = (ThinkingTags(), ThinkingTags("[THINK]", "[/THINK]"))
 
 
@@ -31,6 +32,7 @@ class ChatFormat:
     name: str
     tools: NativeSyntax | None  # None: the generic JSON tool mode
     thinking: ThinkingTags | None  # None: the template has no thinking tags
+    content_markers: tuple[str, ...] = ()  # wrap the answer's text; not part of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,7 @@ class _Row:
     tools: NativeSyntax | None
     thinking: ThinkingTags | None = None  # overrides the <think> tags found in the source
     absent: tuple[str, ...] = ()  # markers that must not be there
+    content_markers: tuple[str, ...] = ()
 
 
 FORMATS: tuple[_Row, ...] = (
@@ -74,10 +77,18 @@ FORMATS: tuple[_Row, ...] = (
     _Row("Mistral Nemo", ("[TOOL_CALLS]",), families.MISTRAL_NEMO),
     _Row("Firefunction v2", ("functools[",), families.FIREFUNCTION_V2),
     _Row(
+        "Cohere2 MoE",
+        ("<|START_TEXT|>", "<|START_ACTION|>"),
+        families.COMMAND_R7B,
+        _COHERE_THINKING,
+        content_markers=("<|START_TEXT|>", "<|END_TEXT|>"),
+    ),
+    _Row(
         "Command R7B",
         ("<|START_ACTION|>", "<|START_THINKING|>"),
         families.COMMAND_R7B,
-        ThinkingTags("<|START_THINKING|>", "<|END_THINKING|>"),
+        _COHERE_THINKING,
+        content_markers=("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
     ),
     _Row("Granite", ("<|tool_call|>",), families.GRANITE),
     _Row("Llama 3.x", ("<|start_header_id|>", "ipython"), families.LLAMA_3_JSON),
@@ -90,5 +101,5 @@ def detect_format(source: str) -> ChatFormat:
     thinking = next((tags for tags in _THINKING if tags.start in source), None)
     for row in FORMATS:
         if all(m in source for m in row.markers) and not any(m in source for m in row.absent):
-            return ChatFormat(row.name, row.tools, row.thinking or thinking)
+            return ChatFormat(row.name, row.tools, row.thinking or thinking, row.content_markers)
     return ChatFormat("Generic", None, thinking)

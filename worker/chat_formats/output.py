@@ -15,7 +15,7 @@ from worker.chat_formats.message import (
     new_call_id,
 )
 from worker.chat_formats.reasoning import ThinkingTags, split_reasoning
-from worker.chat_formats.scanning import MalformedToolCall
+from worker.chat_formats.scanning import MalformedToolCall, held_back
 
 __all__ = ["OutputParser", "OutputStream", "ToolSyntax"]
 
@@ -33,6 +33,7 @@ class OutputParser:
     thinking: ThinkingTags | None = None  # None: reasoning stays in the content
     thinking_open: bool = False  # the prompt ended by opening the thinking
     reasoning_in_content: bool = False  # deepseek-legacy: the thinking stays in content too
+    content_markers: tuple[str, ...] = ()  # Command R7B's <|START_RESPONSE|>…: dropped
 
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         """The message in ``text``; a tool call the model got wrong leaves its text as content.
@@ -47,6 +48,13 @@ class OutputParser:
             with suppress(MalformedToolCall):
                 message = self.tools.parse(rest, partial)
         message.reasoning = reasoning or message.reasoning  # Harmony splits its own
+        if self.content_markers:
+            content = message.content
+            if partial:
+                content = content[: held_back(content, self.content_markers)]
+            for marker in self.content_markers:
+                content = content.replace(marker, "")
+            message.content = content
         if self.reasoning_in_content and reasoning:
             message.content = text[: len(text) - len(rest)] + message.content
         return message

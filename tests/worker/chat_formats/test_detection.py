@@ -22,6 +22,7 @@ SOURCES = [
     ("Functionary v3.1", "<function={{ name }}>{{ args }}</function> <|python_tag|>"),
     ("Firefunction v2", " functools[{{ calls }}]"),
     ("Command R7B", "<|START_THINKING|><|END_THINKING|><|START_ACTION|>"),
+    ("Cohere2 MoE", "<|START_THINKING|><|START_ACTION|><|START_TEXT|>{{ msg }}<|END_TEXT|>"),
     ("Granite", "respond only with <|tool_call|> followed by a JSON list"),
     ("Llama 3.x", '<|start_header_id|>ipython<|end_header_id|> "parameters": '),
     ("Seed-OSS", "<seed:tool_call>\n<function=example_function_name>"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.chat_formats import OutputParser, OutputStream, ThinkingTags
+from worker.chat_formats import OutputParser, OutputStream, ThinkingTags, detect_format
 from worker.chat_formats.families import HERMES
 
 THINK = ThinkingTags()
@@ -68,3 +68,29 @@ def test_a_tool_call_inside_thinking_is_not_a_call() -> None:
     text = '<think>Maybe <tool_call>{"name": "f", "arguments": {}}</tool_call>?</think>No.'
     message = OutputParser(tools=HERMES, thinking=THINK).whole(text)
     assert (message.content, message.tool_calls) == ("No.", [])
+
+
+R7B = "<|START_THINKING|><|END_THINKING|><|START_ACTION|><|START_RESPONSE|>"
+
+
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content"),
+    [
+        ("<|START_RESPONSE|>Hello, world!<|END_RESPONSE|>", "", "Hello, world!"),
+        ("<|START_THINKING|>I'm\nthinking<|END_THINKING|><|START_RESPONSE|>Hi!<|END_RESPONSE|>",
+         "I'm\nthinking", "Hi!"),
+    ],
+)  # fmt: skip
+def test_command_r7b_response_markers_are_not_content(
+    text: str, reasoning: str, content: str
+) -> None:
+    found = detect_format(R7B)
+    parser = OutputParser(thinking=found.thinking, content_markers=found.content_markers)
+    whole = parser.whole(text)
+    assert (whole.reasoning, whole.content) == (reasoning, content)
+    for cut in range(len(text) + 1):
+        stream = OutputStream(parser)
+        stream.feed(text[:cut])
+        stream.feed(text[cut:])
+        stream.finish()
+        assert (stream.sent.reasoning, stream.sent.content) == (reasoning, content), cut
