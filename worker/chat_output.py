@@ -27,6 +27,7 @@ from worker.chat_formats import (
 from worker.chat_formats.gemma4 import Gemma4Syntax
 from worker.chat_formats.harmony import HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.pythonic import PythonicSyntax
 from worker.chat_formats.recipients import RecipientSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 from worker.grammars import GrammarError
@@ -131,7 +132,7 @@ def plan_output(
             grammar, triggers = _native_grammar(
                 native, functions, required, parallel_tool_calls, chat_format.thinking
             )
-        elif isinstance(native, Gemma4Syntax):  # parsed, not constrained (docs/tool-calls.md)
+        elif isinstance(native, Gemma4Syntax | PythonicSyntax):  # parsed, not constrained
             syntax = native
     markers = chat_format.content_markers
     whole = OutputParser(syntax, thinking, reasoning_in_content=legacy, content_markers=markers)

@@ -15,13 +15,16 @@ from worker.chat_formats import families
 from worker.chat_formats.gemma4 import GEMMA4, Gemma4Syntax
 from worker.chat_formats.harmony import GPT_OSS, HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.pythonic import LFM2, PythonicSyntax
 from worker.chat_formats.reasoning import ThinkingTags
 from worker.chat_formats.recipients import FUNCTIONARY_V3_2, RecipientSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
 __all__ = ["FORMATS", "ChatFormat", "NativeSyntax", "detect_format"]
 
-NativeSyntax = JsonToolSyntax | XmlToolSyntax | HarmonySyntax | RecipientSyntax | Gemma4Syntax
+NativeSyntax = (
+    JsonToolSyntax | XmlToolSyntax | HarmonySyntax | RecipientSyntax | Gemma4Syntax | PythonicSyntax
+)
 
 _COHERE_THINKING = ThinkingTags("<|START_THINKING|>", "<|END_THINKING|>")
 _THINKING = (ThinkingTags(), ThinkingTags("[THINK]", "[/THINK]"))
@@ -53,6 +56,8 @@ FORMATS: tuple[_Row, ...] = (
         GEMMA4,
         ThinkingTags("<|channel>thought", "<channel|>"),
     ),
+    _Row("LFM2", ("<|tool_list_start|>", "<|tool_list_end|>"), LFM2),
+    _Row("LFM2.5", ("List of tools: [",), LFM2, absent=("<|tool_list_start|>",)),
     _Row("Functionary v3.2", (">>>all", ">>>${recipient}"), FUNCTIONARY_V3_2),
     _Row("Kimi K2", ("<|tool_calls_section_begin|>",), families.KIMI_K2),
     _Row("MiniMax M2", ("<minimax:tool_call>",), families.MINIMAX_M2),
