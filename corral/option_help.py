@@ -12,7 +12,11 @@ __all__ = ["MODEL_OPTION_HELP"]
 # Every option of OPTIONS, by canonical name.
 MODEL_OPTION_HELP: dict[str, str] = {
     "model": "GGUF file of a model the section defines (relative paths: to the INI file)",
-    "mmproj": "multimodal projector file; recorded and shown in `/models`, not used by workers yet",
+    "mmproj": "multimodal projector file (images, audio; relative paths: to the INI file); "
+    "overrides the one found next to the model",
+    "mmproj-auto": "pair a model with the projector found beside it in the hub cache or "
+    "`--models-dir` (default on; an explicit `mmproj` is always used)",
+    "mmproj-offload": "run the projector on the GPU when there is one (default on)",
     "hf-repo": "hub-cache model `org/repo[:TAG]` (must be downloaded already)",
     "hf-file": "with `hf-repo`: the file inside the repository, instead of a tag",
     "alias": "other names the model answers to, comma-separated",
@@ -35,9 +39,13 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "parallel": "slots served together by continuous batching",
     "temp": "default temperature",
     "seed": "default seed; `-1` = random",
-    "chat-template": "template name (`chatml`, `llama-3`, `gemma`, …) or Jinja text, instead "
-    "of the GGUF's",
-    "jinja": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "chat-template": "one of llama.cpp's built-in template names (`chatml`, `llama3`, `gemma`, "
+    "…) or Jinja text, instead of the GGUF's (docs/templates.md)",
+    "chat-template-file": "Jinja chat template read from this file, instead of the GGUF's",
+    "chat-template-kwargs": "JSON object of extra template variables, e.g. "
+    '`{"enable_thinking": false}`; a request\'s `chat_template_kwargs` win over it',
+    "jinja": "render chat templates with Jinja as llama-server does (default on); `no-jinja` = "
+    "llama.cpp's built-in templates only, no tools",
     "reasoning-format": "where thinking goes: `none` (left in the content), `deepseek` or "
     "`auto` (`reasoning_content`), `deepseek-legacy` (both); see docs/tool-calls.md",
     "reasoning-budget": "tokens of thinking before the end tag is forced: -1 unlimited, 0 none",

@@ -67,6 +67,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
     # Which file and which names: never passed through, the catalogue entry carries them.
     OptionSpec("model", "str", "model", ("m", "LLAMA_ARG_MODEL")),
     OptionSpec("mmproj", "str", "model", ("mm", "LLAMA_ARG_MMPROJ")),
+    # Whether a projector found beside the model is used; a named ``mmproj`` always is.
+    OptionSpec(
+        "mmproj-auto",
+        "bool",
+        "model",
+        ("LLAMA_ARG_MMPROJ_AUTO",),
+        negatives=("no-mmproj", "no-mmproj-auto"),
+    ),
     OptionSpec("hf-repo", "str", "model", ("hf", "hfr", "LLAMA_ARG_HF_REPO")),
     OptionSpec("hf-file", "str", "model", ("hff", "LLAMA_ARG_HF_FILE")),
     OptionSpec("alias", "str", "model", ("a", "LLAMA_ARG_ALIAS")),
@@ -96,6 +104,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec("seed", "int", spellings=("s",)),
     OptionSpec("chat-template", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE",)),
+    OptionSpec("chat-template-file", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_FILE",)),
+    OptionSpec("chat-template-kwargs", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_KWARGS",)),
     OptionSpec(
         "jinja",
         "bool",
@@ -120,6 +130,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),
     OptionSpec("mlock", "bool", spellings=("LLAMA_ARG_MLOCK",)),
+    OptionSpec(
+        "mmproj-offload",
+        "bool",
+        spellings=("LLAMA_ARG_MMPROJ_OFFLOAD",),
+        negatives=("no-mmproj-offload",),
+    ),
     OptionSpec("flash-attn", "switch", spellings=("fa", "LLAMA_ARG_FLASH_ATTN")),
     OptionSpec(
         "cache-type-k", "choice", spellings=("ctk", "LLAMA_ARG_CACHE_TYPE_K"), literals=_CACHE_TYPES

@@ -208,6 +208,12 @@ def _apply_section(
     models[section.name] = _Found(section.name, path, "preset", mmproj, startup, dict(options))
 
 
+def _mmproj_file(path: Path | None) -> Path | None:
+    if path is not None and not path.is_file():
+        raise CatalogueError(f"--mmproj {path}: no such file")
+    return path.resolve() if path is not None else None
+
+
 def _comma_list(value: str | None, *, exclude: str = "") -> tuple[str, ...]:
     items = {item.strip() for item in (value or "").split(",")}
     return tuple(sorted(item for item in items if item and item != exclude))
@@ -231,7 +237,10 @@ def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
         ttl=float(ttl) if ttl is not None else None,
         pin=options.get("pin") == "true",
         memory=int(memory) if memory is not None else None,
-        mmproj=model.mmproj,
+        # ``no-mmproj`` turns off pairing with a found projector; a named one is still used.
+        mmproj=model.mmproj
+        if options.get("mmproj-auto") != "false" or "mmproj" in model.options
+        else None,
     )
 
 
@@ -257,12 +266,14 @@ def build_catalogue(
     preset_file: Path | None,
     cache_dir: Path | None,
     cli_options: dict[str, str],
+    mmproj_file: Path | None = None,
 ) -> Catalogue:
     """Every model from every source, with its options merged; raises :class:`CatalogueError`.
 
     ``cli_options`` are the router's per-model flags (any spelling of
     :data:`corral.options.OPTIONS`); file and name options among them are dropped, as upstream
-    strips them from the base preset.
+    strips them from the base preset. ``mmproj_file`` (``--mmproj``) is the projector of the
+    ``model_files`` (``-m``), as a single-model llama-server pairs them.
     """
     try:
         cli = normalise_options(cli_options.items(), where="command line")
@@ -281,7 +292,12 @@ def build_catalogue(
     for path in model_files:
         if not path.is_file():
             raise CatalogueError(f"-m {path}: no such file")
-        _add_found(models, _Found(path.stem, path.resolve(), "models_dir", load_on_startup=True))
+        mmproj = _mmproj_file(mmproj_file)
+        explicit = {"mmproj": str(mmproj)} if mmproj is not None else {}
+        _add_found(
+            models,
+            _Found(path.stem, path.resolve(), "models_dir", mmproj, True, explicit),
+        )
     defaults: Mapping[str, str] = {}
     if preset is not None:
         _check_defaults(preset)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
 
 from corral.hub.cache_layout import locate_cache_dir
 from corral.option_flags import model_options_from
-from corral.options import parse_size
+from corral.options import OptionError, normalise_options, parse_size
 from router.api_keys import ApiKeyFileError, load_api_keys, parse_list
 from router.cli_help import main_help, unknown_command
 from router.corral_commands import CACHE_COMMANDS, run_cache_command
@@ -79,6 +80,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         port=args.port,
         models_dir=Path(args.models_dir) if args.models_dir else None,
         model_files=args.model_files,
+        mmproj_file=Path(args.mmproj_file) if args.mmproj_file else None,
         models_max=args.models_max,
         models_memory_max=memory_max,
         models_autoload=args.models_autoload,
@@ -90,7 +92,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         max_queue=args.max_queue,
         offline=args.offline,
         cache_dir=locate_cache_dir(os.environ),
-        model_options=model_options_from(args, parser),
+        model_options=_model_options(args, parser),
         api_keys=api_keys,
         cors_origins=tuple(parse_list(args.cors_origins)),
         hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
@@ -102,6 +104,19 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         tags=tuple(parse_list(args.tags or "")),
         no_effect_flags=no_effect,
     )
+
+
+def _model_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The per-model flags; ``--mmproj-auto``/``--no-mmproj`` (a catalogue option, not a worker
+    flag) beats its variable."""
+    options = model_options_from(args, parser)
+    auto = args.mmproj_auto or os.environ.get("LLAMA_ARG_MMPROJ_AUTO")
+    if auto is not None:
+        try:
+            options |= normalise_options([("mmproj-auto", auto)], where="command line")
+        except OptionError as error:
+            parser.error(str(error))
+    return options
 
 
 def main(argv: list[str] | None = None) -> None:

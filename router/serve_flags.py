@@ -51,6 +51,17 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "models)",
     ),
     "model_files": ("", "add this GGUF as a model named by its stem and load it at startup"),
+    "mmproj_auto": (
+        "LLAMA_ARG_MMPROJ_AUTO",
+        "pair models with the projector found beside them (hub cache, `--models-dir`); "
+        "`--no-mmproj` (or the preset key `no-mmproj`) turns it off, a named `mmproj` still "
+        "loads",
+    ),
+    "mmproj_file": (
+        "LLAMA_ARG_MMPROJ",
+        "multimodal projector for the `-m` models (images, audio); hub and `--models-dir` "
+        "models find theirs beside them",
+    ),
     "models_max": (
         "LLAMA_ARG_MODELS_MAX",
         "models loading, loaded or sleeping at once (downloads do not count); `<= 0`: unlimited",
@@ -141,6 +152,7 @@ SERVE_METAVARS: dict[str, str] = {
     "port": "PORT",
     "models_dir": "DIR",
     "model_files": "FILE",
+    "mmproj_file": "FILE",
     "models_max": "N",
     "models_memory_max": "SIZE",
     "api_keys": "KEY[,KEY…]",
@@ -182,6 +194,14 @@ def _help(dest: str, default: object) -> str:
     shown = _shown(dest, default)
     text = f"{terminal_text(meaning)} (default: {shown})"
     return text + (f" [{variable}]" if variable else "")
+
+
+class _MmprojAuto(argparse.Action):
+    """``--mmproj-auto`` on, ``--no-mmproj`` off; unset leaves it to presets (and the
+    ``LLAMA_ARG_MMPROJ_AUTO`` variable, read with the per-model options)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
+        setattr(namespace, self.dest, "true" if option == "--mmproj-auto" else "false")
 
 
 def _add(group: argparse._ArgumentGroup, *flags: str, dest: str, **kwargs: Any) -> None:
@@ -233,6 +253,17 @@ def serve_parser() -> SuggestingParser:
     _add(models, "--models-dir", dest="models_dir", type=Path, default=_env("LLAMA_ARG_MODELS_DIR"))
     _add(models, "-m", "--model", dest="model_files", type=Path, action="append", default=[])
     _add(models, "-hf", "-hfr", "--hf-repo", dest="hf_repos", action="append")
+    _add(models, "-mm", "--mmproj", dest="mmproj_file", type=Path, default=_env("LLAMA_ARG_MMPROJ"))
+    _add(
+        models,
+        "--mmproj-auto",
+        "--no-mmproj",
+        "--no-mmproj-auto",
+        dest="mmproj_auto",
+        action=_MmprojAuto,
+        nargs=0,
+        default=None,
+    )
     _add(
         models,
         "--models-preset",

@@ -16,6 +16,7 @@ class ServeSettings:
     port: int = 8080
     models_dir: Path | None = None
     model_files: list[Path] = field(default_factory=list)
+    mmproj_file: Path | None = None  # the -m models' projector (--mmproj)
     models_max: int = 4
     models_memory_max: int = 0  # bytes the running models may hold; 0: no limit
     models_autoload: bool = True

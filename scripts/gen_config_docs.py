@@ -50,12 +50,13 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "docs" / "configuration.md"
 
 # Placeholders shown instead of argparse's (``MODEL_FILES`` and the like).
-_METAVARS: dict[str, str] = {**SERVE_METAVARS, "model": "FILE"}
+_METAVARS: dict[str, str] = {**SERVE_METAVARS, "model": "FILE", "mmproj": "FILE"}
 
 # `python -m worker`'s own flags (the per-model options come from OPTIONS).
 WORKER_FLAG_HELP: dict[str, str] = {
     "model": "GGUF file to serve (required)",
     "alias": "model id it reports (default: the file's stem)",
+    "mmproj": "multimodal projector to load with the model (the router passes the paired one)",
     "host": "listen address",
     "port": "listen port; `0` picks a free one and reports it",
 }
@@ -72,6 +73,9 @@ _WORKER_FIELDS: dict[str, str] = {
     "temp": "temperature",
     "seed": "seed",
     "chat-template": "chat_template",
+    "chat-template-file": "chat_template",
+    "chat-template-kwargs": "chat_template_kwargs",
+    "jinja": "jinja",
     "reasoning-format": "reasoning_format",
     "reasoning-budget": "reasoning_budget",
     "mmap": "use_mmap",
@@ -84,10 +88,12 @@ _WORKER_FIELDS: dict[str, str] = {
     "embeddings": "embeddings",
     "pooling": "pooling",
     "reranking": "reranking",
+    "mmproj-offload": "mmproj_offload",
 }
 _NONE_MEANS = {
     "threads": "half the CPUs",
     "chat-template": "the GGUF's",
+    "chat-template-file": "the GGUF's",
     "cache-type-k": "f16",
     "cache-type-v": "f16",
     "sleep-idle-seconds": "never",
@@ -150,6 +156,12 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "corral serve",
         "non-empty: every load and every proxied request waits 2 s (deterministic client tests, "
         "as upstream)",
+    ),
+    EnvVar(
+        "LLAMA_MEDIA_MARKER",
+        "workers",
+        "the media marker of `/completion` prompts (default: random per worker, shown in "
+        "`/props` as `media_marker`)",
     ),
     EnvVar("CORRAL_STREAM_MAX_BYTES", "workers", "resumable stream ring size (default 4194304)"),
     EnvVar(

@@ -20,6 +20,7 @@ import llama_cpp
 import structlog
 
 from worker.grammar_sampler import GrammarSampler
+from worker.media.projector import MediaPrompt
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
 
 __all__ = [
@@ -68,6 +69,7 @@ class Generation:
     ignore_eos: bool = False
     cache_prompt: bool = True
     cancelled: bool = False  # set from the event loop; read here once per step
+    media: MediaPrompt | None = None  # a prompt with images or audio; ``prompt`` counts them
     # Progress, owned by the engine thread.
     n_past: int = 0
     pending: list[int] = field(default_factory=list)
@@ -211,7 +213,9 @@ class BatchEngine:
             prompt = generation.prompt
             # The free slot whose cache shares the longest prefix with this prompt.
             slot = max(free, key=lambda s: _common_prefix(s.tokens, prompt))
-            keep = _common_prefix(slot.tokens, prompt) if generation.cache_prompt else 0
+            # libmtmd evaluates a media prompt whole, from position 0.
+            reuse = generation.cache_prompt and generation.media is None
+            keep = _common_prefix(slot.tokens, prompt) if reuse else 0
             keep = min(keep, len(prompt) - 1)  # the last prompt token must be decoded for logits
             if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
                 # Recurrent models cannot drop part of a sequence: start it over.
@@ -224,6 +228,22 @@ class BatchEngine:
             generation.grammar = None  # the chain owns it now
             generation.started = time.perf_counter()
             slot.generation = generation
+            if generation.media is not None:
+                self._evaluate_media(slot, generation, generation.media)
+
+    def _evaluate_media(self, slot: _Slot, generation: Generation, media: MediaPrompt) -> None:
+        """Run a media prompt now, in libmtmd's own decodes, and sample its first token from the
+        last logits, before the next batch overwrites them. The other slots wait meanwhile."""
+        generation.media = None
+        try:
+            generation.n_past = media.evaluate(self._ctx, slot.id, self._n_batch)
+        except RuntimeError as exc:
+            self._fail(slot, str(exc))
+            return
+        slot.tokens = list(generation.prompt)
+        generation.pending = []
+        generation.batch_index = -1  # the last logits
+        self._sample(slot, generation)
 
     def _add(self, index: int, token: int, pos: int, seq: int, logits: bool) -> None:
         batch = self._batch

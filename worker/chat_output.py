@@ -61,6 +61,7 @@ class OutputPlan:
     triggers: tuple[str, ...]  # a lazy grammar's trigger patterns
     whole: OutputParser  # reads a whole answer
     stream: OutputParser  # reads a streamed one (deepseek-legacy differs)
+    generic: bool = False  # the generic JSON tool mode: ``messages`` describe the tools
 
     def after_prompt(self, prompt_tail: str) -> OutputPlan:
         """The plan once the prompt is known: one that opens the thinking starts inside it."""
@@ -98,8 +99,14 @@ def plan_output(
     tool_choice: Any,
     parallel_tool_calls: bool,
     reasoning_format: str,
+    *,
+    native: bool = True,
 ) -> OutputPlan:
-    """How to prompt for and read the answer; :class:`ApiError` 400 for bad tools or formats."""
+    """How to prompt for and read the answer; :class:`ApiError` 400 for bad tools or formats.
+
+    ``native``: the template describes the tools itself, so the model may call them in its own
+    syntax, when Corral knows it; otherwise the generic JSON tool mode describes them.
+    """
     if reasoning_format not in REASONING_FORMATS:
         raise ApiError(400, f"reasoning_format must be one of {', '.join(REASONING_FORMATS)}")
     chat_format = detect_format(template_source)
@@ -114,27 +121,28 @@ def plan_output(
     grammar: str | None = None
     triggers: tuple[str, ...] = ()
     if tools and tool_choice != "none":
-        native = chat_format.tools
+        native_syntax = chat_format.tools if native else None
         try:
             functions, required = chosen_tools(tools, tool_choice)
-            plan = plan_tools(tools, tool_choice) if native is None else None
+            plan = plan_tools(tools, tool_choice) if native_syntax is None else None
         except GrammarError as exc:
             raise ApiError(400, str(exc)) from None
         if plan is not None:
             messages, grammar, syntax = plan.prepare(messages), plan.grammar, _GenericSyntax(plan)
-        elif isinstance(native, XmlToolSyntax):
-            syntax = native.with_tools(tools)
+        elif isinstance(native_syntax, XmlToolSyntax):
+            syntax = native_syntax.with_tools(tools)
             grammar, triggers = _native_grammar(
-                native, functions, required, parallel_tool_calls, chat_format.thinking
+                native_syntax, functions, required, parallel_tool_calls, chat_format.thinking
             )
-        elif isinstance(native, JsonToolSyntax):
-            syntax = native
+        elif isinstance(native_syntax, JsonToolSyntax):
+            syntax = native_syntax
             grammar, triggers = _native_grammar(
-                native, functions, required, parallel_tool_calls, chat_format.thinking
+                native_syntax, functions, required, parallel_tool_calls, chat_format.thinking
             )
-        elif isinstance(native, Gemma4Syntax | PythonicSyntax):  # parsed, not constrained
-            syntax = native
+        elif isinstance(native_syntax, Gemma4Syntax | PythonicSyntax):  # parsed, unconstrained
+            syntax = native_syntax
     markers = chat_format.content_markers
     whole = OutputParser(syntax, thinking, reasoning_in_content=legacy, content_markers=markers)
     stream = OutputParser(syntax, None if legacy else thinking, content_markers=markers)
-    return OutputPlan(chat_format, messages, grammar, triggers, whole, stream)
+    generic = isinstance(syntax, _GenericSyntax)
+    return OutputPlan(chat_format, messages, grammar, triggers, whole, stream, generic)

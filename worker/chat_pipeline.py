@@ -9,6 +9,7 @@ API: each shape reads the output with the same :class:`~worker.chat_formats.Outp
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 from litestar.response.base import ASGIResponse
@@ -17,8 +18,11 @@ from corral.errors import ApiError
 from worker.chat_formats import OutputParser
 from worker.chat_output import OutputPlan, plan_output
 from worker.chat_request import ChatRequest
+from worker.chat_templates import TemplateRenderError
 from worker.engine import Engine
 from worker.generation_pipeline import answer, prepare_generation, token_budget
+from worker.media.chat_media import chat_media_prompt
+from worker.media.projector import MediaPrompt
 from worker.model import LoadedModel
 from worker.reasoning_budget import ReasoningBudget
 from worker.response_shape import ResponseShape
@@ -29,8 +33,13 @@ __all__ = ["ShapeFactory", "count_prompt_tokens", "run_chat"]
 ShapeFactory = Callable[[str, OutputParser], ResponseShape]
 """Builds an API's answer shape from the model's alias and how to read the output."""
 
-# Enough of the prompt's end to see whether it opens the thinking.
-_PROMPT_TAIL_TOKENS = 16
+
+@dataclass(frozen=True, slots=True)
+class _ChatPrompt:
+    tokens: list[int]
+    plan: OutputPlan  # how the answer is read, its tool grammar
+    thinking: ReasoningBudget | None
+    media: MediaPrompt | None  # its images or audio, when it has some
 
 
 def _budget(body: ChatRequest, model: LoadedModel) -> int:
@@ -39,49 +48,64 @@ def _budget(body: ChatRequest, model: LoadedModel) -> int:
     return asked if asked >= 0 else model.settings.reasoning_budget
 
 
-async def _chat_prompt(
-    engine: Engine, model: LoadedModel, body: ChatRequest
-) -> tuple[list[int], OutputPlan, ReasoningBudget | None]:
-    """The conversation as prompt tokens, how the answer is to be read, its thinking budget."""
+async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) -> _ChatPrompt:
+    """The conversation as prompt tokens, and how its answer is to be read."""
+    template = model.template
+    # A template that describes tools gets them, in the model's own words, as llama-server
+    # hands them over (even with tool_choice none), and its tool-call syntax is read back;
+    # the others keep the generic tool mode (docs/tool-calls.md).
+    describes = bool(body.tools) and template.caps.supports_tools
+    source = template.source
+    if describes and template.tool_use is not None:
+        source = template.tool_use.source
     plan = plan_output(
-        model.template.source,
+        source,
         msgspec.to_builtins(body.messages),
         body.tools,
         body.tool_choice,
         body.parallel_tool_calls,
         body.reasoning_format or model.settings.reasoning_format,
+        native=describes,
     )
+    tools = body.tools if describes and not plan.generic else None
+    kwargs = body.chat_template_kwargs
     budget, tags = _budget(body, model), plan.format.thinking
+    media = await chat_media_prompt(engine, model, plan.messages, tools, kwargs)
 
-    def render() -> tuple[list[int], OutputPlan, ReasoningBudget | None]:
-        tokens = model.chat_prompt(plan.messages)
-        read = plan.after_prompt(model.detokenize(tokens[-_PROMPT_TAIL_TOKENS:]))
-        if budget < 0 or tags is None:
-            return tokens, read, None
-        start, end = (
-            tuple(model.tokenize(tag, add_special=False)) for tag in (tags.start, tags.end)
-        )
-        return tokens, read, ReasoningBudget(budget, start, end, read.whole.thinking_open)
+    def render() -> _ChatPrompt:
+        request = template.request(plan.messages, tools, kwargs)
+        tokens = media.tokens if media is not None else model.chat_prompt(request)
+        if tags is None:
+            return _ChatPrompt(tokens, plan, None, media)
+        # What the prompt ends with says whether the answer starts inside the thinking.
+        read = plan.after_prompt(template.generation_prompt(request))
+        if budget < 0:
+            return _ChatPrompt(tokens, read, None, media)
+        start, end = (tuple(model.tokenize(t, add_special=False)) for t in (tags.start, tags.end))
+        thinking = ReasoningBudget(budget, start, end, read.whole.thinking_open)
+        return _ChatPrompt(tokens, read, thinking, media)
 
     try:
         return await engine.call(render)
-    except Exception as exc:  # a template that cannot render these messages
+    except TemplateRenderError as exc:
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
 
 
 async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) -> ASGIResponse:
     """A chat request, answered in the shape ``shape`` builds."""
     engine, model = loaded(request)
-    prompt, plan, thinking = await _chat_prompt(engine, model, body)
+    chat = await _chat_prompt(engine, model, body)
+    plan = chat.plan
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
-    make = prepare_generation(model, body, prompt, budget, plan.grammar, plan.triggers, thinking)
+    make = prepare_generation(
+        model, body, chat.tokens, budget, plan.grammar, plan.triggers, chat.thinking, chat.media
+    )
     reply = shape(model.settings.alias, plan.stream if body.stream else plan.whole)
-    reply.prompt_tokens = len(prompt)
+    reply.prompt_tokens = len(chat.tokens)
     return await answer(request, engine, reply, body.stream, make)
 
 
 async def count_prompt_tokens(request: AnyRequest, body: ChatRequest) -> int:
     """How many tokens ``body``'s conversation takes, as a chat would render it."""
     engine, model = loaded(request)
-    prompt, _, _ = await _chat_prompt(engine, model, body)
-    return len(prompt)
+    return len((await _chat_prompt(engine, model, body)).tokens)

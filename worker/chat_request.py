@@ -18,12 +18,14 @@ class ChatMessage(msgspec.Struct, omit_defaults=True):
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+    reasoning_content: str | None = None
 
 
 class ChatRequest(SamplingFields, kw_only=True):
     messages: Annotated[list[ChatMessage], Meta(min_length=1)]
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
     parallel_tool_calls: bool = True
     reasoning_format: str | None = None  # None: the worker's --reasoning-format
     # -1: the worker's --reasoning-budget; llama-server reads either name.

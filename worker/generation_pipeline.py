@@ -22,6 +22,7 @@ from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine import Engine
 from worker.grammar_sampler import InvalidGrammar
 from worker.grammars import GrammarError, grammar_for
+from worker.media.projector import MediaPrompt
 from worker.model import LoadedModel
 from worker.reasoning_budget import ReasoningBudget
 from worker.response_shape import ResponseShape
@@ -138,6 +139,7 @@ def prepare_generation(
     tool_grammar: str | None = None,
     grammar_triggers: tuple[str, ...] = (),
     reasoning_budget: ReasoningBudget | None = None,
+    media: MediaPrompt | None = None,
 ) -> MakeGeneration:
     """Check the request against the model and return how to build its generation.
 
@@ -158,6 +160,7 @@ def prepare_generation(
             stops=stops,
             ignore_eos=body.ignore_eos,
             cache_prompt=body.cache_prompt,
+            media=media,
         )
 
     return make

@@ -16,10 +16,12 @@ from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
+from worker.chat_templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 from worker.embedding_context import Embedder
+from worker.media.content import Modalities
+from worker.media.projector import Projector
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
-from worker.templates import ChatTemplate
 
 __all__ = ["LoadedModel"]
 
@@ -45,11 +47,20 @@ class LoadedModel:
         self.metrics = EngineMetrics()  # kept across sleeps, like the process's other counters
         llama_cpp.llama_backend_init()
         self._load(on_progress)
-        self.template = ChatTemplate.choose(
-            settings.chat_template,
-            self.metadata.get("tokenizer.chat_template"),
-            bos_token=self._special_text(self.model.token_bos()),
-            eos_token=self._special_text(self.model.token_eos()),
+        self.template = ChatTemplates(
+            TemplateChoice(
+                use_jinja=settings.jinja,
+                override=settings.chat_template,
+                gguf_default=self.metadata.get("tokenizer.chat_template"),
+                gguf_tool_use=self.metadata.get("tokenizer.chat_template.tool_use"),
+            ),
+            VocabTokens(
+                bos_token=self._special_text(llama_cpp.llama_vocab_bos(self.vocab)),
+                eos_token=self._special_text(llama_cpp.llama_vocab_eos(self.vocab)),
+                add_bos=bool(llama_cpp.llama_vocab_get_add_bos(self.vocab)),
+                add_eos=bool(llama_cpp.llama_vocab_get_add_eos(self.vocab)),
+            ),
+            kwargs=settings.chat_template_kwargs,
         )
         if self.template.name == "chatml" and settings.chat_template is None:
             _log.warning("model has no chat template, using chatml", model=settings.alias)
@@ -76,6 +87,16 @@ class LoadedModel:
         self.n_vocab = self.model.n_vocab()
         self.metadata = self.model.metadata()
         self.ctx = self._new_context()
+        self.projector = (
+            Projector(
+                settings.mmproj,
+                self.model.model,
+                use_gpu=settings.mmproj_offload,
+                threads=self._threads,
+            )
+            if settings.mmproj is not None
+            else None
+        )
         self._embedder: Embedder | None = None
         self.batcher = BatchEngine(
             self.ctx, self.vocab, self.n_vocab, settings.parallel, settings.batch_size, self.metrics
@@ -141,8 +162,15 @@ class LoadedModel:
             self._embedder.close()
             self._embedder = None
         self.batcher.close()
+        if self.projector is not None:
+            self.projector.close()
         llama_cpp.llama_free(self.ctx)
         self.model.close()  # type: ignore[no-untyped-call]
+
+    @property
+    def modalities(self) -> Modalities:
+        """What the projector reads besides text (nothing without ``--mmproj``)."""
+        return self.projector.modalities if self.projector is not None else Modalities()
 
     @property
     def n_ctx(self) -> int:
@@ -167,6 +195,8 @@ class LoadedModel:
                 "size": self.model.size(),
                 "n_parallel": self.settings.parallel,
                 "chat_template": self.template.name,
+                # Corral's: what /props calls chat_template_caps, for the router's /models.
+                "chat_template_caps": self.template.props_caps(),
             },
         }
 
@@ -183,9 +213,10 @@ class LoadedModel:
             raise ValueError(f"token id {bad[0]} is out of range (vocabulary has {self.n_vocab})")
         return b"".join(self.piece(token) for token in tokens).decode("utf-8", "replace")
 
-    def chat_prompt(self, messages: list[dict[str, Any]]) -> list[int]:
-        # The template writes BOS itself when the model wants it (bos_token in the template).
-        return self.tokenize(self.template.render(messages), add_special=False)
+    def chat_prompt(self, request: RenderRequest) -> list[int]:
+        # As llama-server: the rendered prompt has lost the template's leading BOS text, and
+        # tokenizing adds BOS when the vocabulary asks for it, so the model gets it once.
+        return self.tokenize(self.template.render(request), add_special=True)
 
     def infill_prompt(
         self, prefix: str, suffix: str, prompt: str, extra: list[tuple[str, str]]

@@ -8,15 +8,17 @@ startup rather than silently ignored.
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from corral.option_flags import add_model_flags, model_options_from
 
 __all__ = ["WorkerSettings", "parse_worker_args"]
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
-NOT_YET_SUPPORTED = ("jinja", "slots", "webui")
+NOT_YET_SUPPORTED = ("slots", "webui")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +35,9 @@ class WorkerSettings:
     n_predict: int = -1
     temperature: float = 0.8
     seed: int = -1
-    chat_template: str | None = None
+    chat_template: str | None = None  # --chat-template, or --chat-template-file's text
+    jinja: bool = True
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     reasoning_format: str = "auto"  # none, deepseek, deepseek-legacy or auto (docs/tool-calls.md)
     reasoning_budget: int = -1  # tokens of thinking; -1: unlimited
     use_mmap: bool = True
@@ -47,6 +51,8 @@ class WorkerSettings:
     rope_freq_base: float = 0.0
     cache_type_k: str | None = None
     cache_type_v: str | None = None
+    mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
+    mmproj_offload: bool = True
     ignored: dict[str, str] = field(default_factory=dict)
 
 
@@ -55,10 +61,33 @@ def _sleep_after(value: str | None) -> float | None:
     return None if value is None or value == "-1" else float(value)
 
 
+def _chat_template(options: dict[str, str], parser: argparse.ArgumentParser) -> str | None:
+    path = options.get("chat-template-file")
+    if path is None:
+        return options.get("chat-template")
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        parser.error(f"--chat-template-file: cannot read {path}: {exc.strerror}")
+
+
+def _template_kwargs(raw: str | None, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    try:
+        kwargs = json.loads(raw)
+    except ValueError as exc:
+        parser.error(f"--chat-template-kwargs: not JSON: {exc}")
+    if not isinstance(kwargs, dict):
+        parser.error("--chat-template-kwargs: must be a JSON object")
+    return kwargs
+
+
 def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
     parser.add_argument("-a", "--alias", help="model id to report (default: file stem)")
+    parser.add_argument("-mm", "--mmproj", type=Path, help="multimodal projector GGUF")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
     add_model_flags(parser)
@@ -87,7 +116,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         n_predict=int(number("n-predict", -1)),
         temperature=number("temp", 0.8),
         seed=int(number("seed", -1)),
-        chat_template=options.get("chat-template"),
+        chat_template=_chat_template(options, parser),
+        jinja=options.get("jinja", "true") == "true",
+        chat_template_kwargs=_template_kwargs(options.get("chat-template-kwargs"), parser),
         reasoning_format=options.get("reasoning-format", "auto"),
         reasoning_budget=int(number("reasoning-budget", -1)),
         use_mmap=options.get("mmap", "true") == "true",
@@ -101,5 +132,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         rope_freq_base=number("rope-freq-base", 0.0),
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),
+        mmproj=args.mmproj,
+        mmproj_offload=options.get("mmproj-offload", "true") == "true",
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

@@ -13,6 +13,7 @@ from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body, json_response
+from corral.hub.mmproj_inputs import input_modalities
 from corral.hub.sizes import files_size
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.inference import forward_to_model
@@ -71,6 +72,18 @@ def _status(state: ModelState, retry_after: float) -> dict[str, Any]:
     return status
 
 
+def _modalities(state: ModelState) -> dict[str, Any]:
+    """Upstream's ``architecture``, and Corral's ``capabilities`` words, which clients (the
+    Web UI) check before offering to attach an image."""
+    inputs = input_modalities(state.entry.mmproj)
+    capabilities = ["completion"] + (["multimodal"] if len(inputs) > 1 else [])
+    capabilities += [{"image": "vision", "audio": "audio"}[kind] for kind in inputs[1:]]
+    return {
+        "architecture": {"input_modalities": inputs, "output_modalities": ["text"]},
+        "capabilities": capabilities,
+    }
+
+
 def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": state.entry.name,
@@ -87,6 +100,7 @@ def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> dict[st
         "ttl": state.entry.ttl,
         # Corral's own: the size of its files, so a client can show it before a first load.
         "size": files_size(state.entry.files()),
+        **_modalities(state),
     }
     if state.running and state.meta is not None:
         entry["meta"] = state.meta

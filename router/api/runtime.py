@@ -27,6 +27,7 @@ def load_catalogue(settings: ServeSettings) -> Catalogue:
     catalogue = build_catalogue(
         models_dir=settings.models_dir,
         model_files=settings.model_files,
+        mmproj_file=settings.mmproj_file,
         preset_file=settings.models_preset,
         cache_dir=settings.cache_dir,
         cli_options=settings.model_options,

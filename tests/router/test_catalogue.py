@@ -354,3 +354,35 @@ def test_resolve_by_name_and_alias(tmp_path: Path) -> None:
     assert catalogue.resolve("first") is entry
     assert catalogue.resolve("nobody") is None
     assert catalogue.resolve("nobody:q4") is None
+
+
+def test_no_mmproj_unpairs_found_projectors_but_keeps_named_ones(
+    tmp_path: Path, cache: Path
+) -> None:
+    named = _touch(tmp_path / "weights" / "proj.gguf")
+    preset = (
+        "[ggml-org/tiny-GGUF:Q4_K_M]\nno-mmproj = true\n\n"
+        "[ggml-org/tiny-GGUF:Q8_0]\nno-mmproj = true\nmmproj = weights/proj.gguf\n"
+    )
+    entries = _build(preset=preset, preset_dir=tmp_path, cache_dir=cache).entries
+    assert entries["ggml-org/tiny-GGUF:Q4_K_M"].mmproj is None
+    assert entries["ggml-org/tiny-GGUF:Q8_0"].mmproj == named
+    everywhere = _build(cache_dir=cache, cli={"no-mmproj": "true"}).entries
+    assert [entry.mmproj for entry in everywhere.values()] == [None, None]
+
+
+def test_mmproj_file_pairs_with_the_m_models(tmp_path: Path) -> None:
+    model = _touch(tmp_path / "seer.gguf")
+    projector = _touch(tmp_path / "mmproj-seer.gguf")
+    catalogue = build_catalogue(
+        models_dir=None,
+        model_files=[model],
+        preset_file=None,
+        cache_dir=None,
+        cli_options={"no-mmproj": "true"},  # a named projector is used all the same
+        mmproj_file=projector,
+    )
+    entry = catalogue.entries["seer"]
+    assert entry.mmproj == projector.resolve()
+    assert f"mmproj = {projector.resolve()}" in entry.preset_text()
+    assert "--no-mmproj" not in entry.worker_args()

@@ -12,7 +12,7 @@ import gguf
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CHATML_TEMPLATE", "write_tiny_gguf"]
+__all__ = ["CHATML_TEMPLATE", "TEXT_EMBEDDING_LENGTH", "write_tiny_gguf"]
 
 # Deliberately not byte-identical to llama-cpp-python's built-in CHATML_CHAT_TEMPLATE: an exact
 # match would make it pick its hard-coded "chatml" format instead of rendering this template,
@@ -26,6 +26,7 @@ CHATML_TEMPLATE = (
 )
 
 _N_EMBD = 64
+TEXT_EMBEDDING_LENGTH = _N_EMBD  # what a projector for this model must produce
 _N_BLOCKS = 2
 _N_HEAD = 4
 _N_HEAD_KV = 2
@@ -98,6 +99,7 @@ def write_tiny_gguf(
     fim: bool = False,
     rerank_template: str | None = None,
     user_tokens: tuple[str, ...] = (),
+    attention_gain: float = 1.0,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -105,9 +107,12 @@ def write_tiny_gguf(
     ``tokenizer.chat_template`` key entirely, as some real models do. ``fim=True`` adds
     fill-in-the-middle tokens, as code models have, for ``/infill``. ``rerank_template``
     adds the named ``rerank`` template (``{query}`` and ``{document}`` placeholders) that
-    reranker GGUFs carry. ``user_tokens`` adds user-defined tokens such as ``<tool_call>``,
-    which real models have as one token each, always rendered as text; a test can make the
-    model write one with ``logit_bias``.
+    reranker GGUFs carry. ``attention_gain`` scales the value and output projections: with
+    the default, what a token attends to barely moves the logits and greedy output depends on
+    the last token alone; a larger gain makes earlier context (an image) change the answer.
+    ``user_tokens`` adds user-defined tokens such as ``<tool_call>``, which real models have as
+    one token each, always rendered as text; a test can make the model write one with
+    ``logit_bias``.
     """
     tokens, scores, types = _vocab()
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -177,8 +182,9 @@ def write_tiny_gguf(
         writer.add_tensor(f"{blk}.attn_norm.weight", _norm())
         writer.add_tensor(f"{blk}.attn_q.weight", _weight(rng, _N_EMBD, _N_EMBD))
         writer.add_tensor(f"{blk}.attn_k.weight", _weight(rng, n_kv, _N_EMBD))
-        writer.add_tensor(f"{blk}.attn_v.weight", _weight(rng, n_kv, _N_EMBD))
-        writer.add_tensor(f"{blk}.attn_output.weight", _weight(rng, _N_EMBD, _N_EMBD))
+        gain = np.float16(attention_gain)
+        writer.add_tensor(f"{blk}.attn_v.weight", _weight(rng, n_kv, _N_EMBD) * gain)
+        writer.add_tensor(f"{blk}.attn_output.weight", _weight(rng, _N_EMBD, _N_EMBD) * gain)
         writer.add_tensor(f"{blk}.ffn_norm.weight", _norm())
         writer.add_tensor(f"{blk}.ffn_gate.weight", _weight(rng, _N_FF, _N_EMBD))
         writer.add_tensor(f"{blk}.ffn_up.weight", _weight(rng, _N_FF, _N_EMBD))

@@ -12,33 +12,21 @@ from playwright.sync_api import FilePayload, Page, Request, Route, expect
 
 from tests.support.router_process import RouterProcess
 from tests.webui.conftest import Shot
-from tests.webui.ui import last_reply, open_ui, set_chat_settings
+from tests.webui.ui import (
+    COMPLETIONS,
+    DISPATCH,
+    drop_image,
+    dropped_file,
+    last_reply,
+    open_ui,
+    set_chat_settings,
+)
 
 # A 1x1 PNG.
 PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
 PIXEL_URI = "data:image/png;base64," + base64.b64encode(PIXEL).decode()
-COMPLETIONS = re.compile(r"/v1/chat/completions$")
-
-# Builds File objects in the page and dispatches a paste on the textarea or a drop on the
-# composer, as a browser does for a real paste or drag-and-drop.
-DISPATCH = """([kind, files]) => {
-    const data = new DataTransfer();
-    for (const file of files) {
-        const bytes = Uint8Array.from(atob(file.b64), (c) => c.charCodeAt(0));
-        data.items.add(new File([bytes], file.name, { type: file.type }));
-    }
-    const event = kind === "paste"
-        ? new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true })
-        : new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true });
-    const target = kind === "paste" ? ".composer-input" : ".composer";
-    document.querySelector(target).dispatchEvent(event);
-}"""
-
-
-def _file(name: str, mime: str, content: bytes) -> dict[str, str]:
-    return {"name": name, "type": mime, "b64": base64.b64encode(content).decode()}
 
 
 def _last_user_content(request: Request) -> Any:
@@ -60,13 +48,13 @@ def test_text_files_attach_by_chooser_paste_and_drop(
     chooser.value.set_files(files=[notes])
     expect(composer).to_have_value(re.compile(r"notes\.txt:\n```txt\nfirst file\n```"))
 
-    page.evaluate(DISPATCH, ["paste", [_file("pasted.md", "text/markdown", b"# pasted")]])
+    page.evaluate(DISPATCH, ["paste", [dropped_file("pasted.md", "text/markdown", b"# pasted")]])
     expect(composer).to_have_value(re.compile(r"pasted\.md:\n```md\n# pasted\n```"))
 
     # A drop with an image for a model that does not take images: the text goes, the image not.
     dropped = [
-        _file("dropped.py", "text/x-python", b"print('dropped')"),
-        _file("pixel.png", "image/png", PIXEL),
+        dropped_file("dropped.py", "text/x-python", b"print('dropped')"),
+        dropped_file("pixel.png", "image/png", PIXEL),
     ]
     page.evaluate(DISPATCH, ["drop", dropped])
     expect(composer).to_have_value(re.compile(r"dropped\.py:\n```py\nprint\('dropped'\)\n```$"))
@@ -100,10 +88,7 @@ def test_images_go_as_image_url_parts_to_models_that_take_them(
     page.route(re.compile(r"/v1/models(\?.*)?$"), vision_listing)
     open_ui(page, router)
     set_chat_settings(page, max_tokens=4)
-    page.evaluate(DISPATCH, ["drop", [_file("pixel.png", "image/png", PIXEL)]])
-    thumb = page.locator(".composer-attachments img")
-    expect(thumb).to_have_attribute("src", PIXEL_URI)
-    expect(page.locator(".composer-note")).to_be_empty()
+    thumb = drop_image(page, "pixel.png", PIXEL)
     composer = page.get_by_role("textbox", name="Message")
     composer.fill("What is in this picture?")
     shot("image-attached")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
@@ -10,12 +12,48 @@ from playwright.sync_api import Locator, Page, expect
 from tests.support.router_process import RouterProcess
 
 __all__ = [
+    "COMPLETIONS",
+    "DISPATCH",
     "current_conversation",
+    "drop_image",
+    "dropped_file",
     "last_reply",
     "open_ui",
     "send_message",
     "set_chat_settings",
 ]
+
+COMPLETIONS = re.compile(r"/v1/chat/completions$")
+
+# Builds File objects in the page and dispatches a paste on the textarea or a drop on the
+# composer, as a browser does for a real paste or drag-and-drop.
+DISPATCH = """([kind, files]) => {
+    const data = new DataTransfer();
+    for (const file of files) {
+        const bytes = Uint8Array.from(atob(file.b64), (c) => c.charCodeAt(0));
+        data.items.add(new File([bytes], file.name, { type: file.type }));
+    }
+    const event = kind === "paste"
+        ? new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true })
+        : new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true });
+    const target = kind === "paste" ? ".composer-input" : ".composer";
+    document.querySelector(target).dispatchEvent(event);
+}"""
+
+
+def dropped_file(name: str, mime: str, content: bytes) -> dict[str, str]:
+    """A file for :data:`DISPATCH`."""
+    return {"name": name, "type": mime, "b64": base64.b64encode(content).decode()}
+
+
+def drop_image(page: Page, name: str, content: bytes) -> Locator:
+    """Drop a PNG on the composer; its thumbnail, once shown with no note against it."""
+    page.evaluate(DISPATCH, ["drop", [dropped_file(name, "image/png", content)]])
+    thumb = page.locator(".composer-attachments img")
+    uri = "data:image/png;base64," + base64.b64encode(content).decode()
+    expect(thumb).to_have_attribute("src", uri)
+    expect(page.locator(".composer-note")).to_be_empty()
+    return thumb
 
 
 def open_ui(page: Page, router: RouterProcess, fragment: str = "") -> None:

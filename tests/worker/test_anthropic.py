@@ -223,7 +223,7 @@ def test_count_tokens_matches_a_real_request(client: httpx.Client) -> None:
         ({"messages": [], "max_tokens": 4}, "messages"),
         ({"messages": [{"role": "system", "content": "x"}], "max_tokens": 4}, "messages[0].role"),
         (
-            {"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}],
+            {"messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}],
              "max_tokens": 4},
             "messages[0].content[0].type",
         ),

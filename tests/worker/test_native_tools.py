@@ -21,6 +21,10 @@ from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
 HERMES_TEMPLATE = (
+    # Qwen 2.5's way: the tools described in a system turn of their own.
+    "{%- if tools -%}{{- '<|im_start|>system\\n# Tools\\n' -}}"
+    "{%- for tool in tools -%}{{- tool | tojson + '\\n' -}}{%- endfor -%}"
+    "{{- '<|im_end|>\\n' -}}{%- endif -%}"
     "{%- for message in messages -%}"
     "{%- if message.role == 'assistant' and message.tool_calls -%}"
     "{{- '<|im_start|>assistant\\n' -}}"

@@ -239,7 +239,7 @@ def test_json_schema_text_format(server: Server) -> None:
         ({"input": "hi", "max_output_tokens": 0}, "max_output_tokens"),
         ({"input": [{"type": "reasoning", "summary": []}]}, "input[0].type"),
         ({"input": [{"role": "tool", "content": "x"}]}, "input[0].role"),
-        ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+        ({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "x"}]}]},
          "input[0].content[0].type"),
         ({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]}, "call_id"),
         ({"input": "hi", "tools": [{"type": "web_search"}]}, "tools[0].type"),

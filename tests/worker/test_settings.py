@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from worker.settings import parse_worker_args
@@ -21,6 +23,13 @@ def test_reranking_beats_another_pooling() -> None:
 def test_without_reranking_the_pooling_is_as_given() -> None:
     settings = parse_worker_args(["--model", "m.gguf", "--embeddings", "--pooling", "mean"])
     assert (settings.reranking, settings.embeddings, settings.pooling) == (False, True, "mean")
+
+
+def test_a_projector_and_where_it_runs() -> None:
+    plain = parse_worker_args(["--model", "m.gguf"])
+    assert (plain.mmproj, plain.mmproj_offload) == (None, True)
+    settings = parse_worker_args(["-m", "m.gguf", "-mm", "p.gguf", "--no-mmproj-offload"])
+    assert (settings.mmproj, settings.mmproj_offload) == (Path("p.gguf"), False)
 
 
 def test_reasoning_flags() -> None:

@@ -13,6 +13,8 @@ __all__ = [
     "AutoChoice",
     "Block",
     "CountTokensRequest",
+    "ImageBlock",
+    "ImageSource",
     "Message",
     "MessagesRequest",
     "NoneChoice",
@@ -41,7 +43,18 @@ class ToolResultBlock(msgspec.Struct, tag_field="type", tag="tool_result"):
     is_error: bool = False
 
 
-Block = TextBlock | ToolUseBlock | ToolResultBlock
+class ImageSource(msgspec.Struct, kw_only=True):
+    type: Literal["base64", "url"]
+    media_type: str = ""
+    data: str = ""
+    url: str = ""
+
+
+class ImageBlock(msgspec.Struct, tag_field="type", tag="image"):
+    source: ImageSource
+
+
+Block = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock
 
 
 class Message(msgspec.Struct):

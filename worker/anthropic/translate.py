@@ -13,6 +13,7 @@ from corral.errors import ApiError
 from worker.anthropic.protocol import (
     AnyChoice,
     AutoChoice,
+    ImageBlock,
     MessagesRequest,
     NoneChoice,
     TextBlock,
@@ -42,6 +43,20 @@ def _tool_message(block: ToolResultBlock) -> ChatMessage:
     return ChatMessage("tool", text, tool_call_id=block.tool_use_id)
 
 
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    """An image block as the OpenAI part the chat pipeline reads (docs/api.md)."""
+    source = block.source
+    url = source.url if source.type == "url" else f"data:{source.media_type};base64,{source.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    # Plain text stays a string; with images, the parts keep each image where it stood.
+    if any(part["type"] != "text" for part in parts):
+        return parts
+    return "".join(part["text"] for part in parts)
+
+
 def _chat_messages(body: MessagesRequest) -> list[ChatMessage]:
     chat: list[ChatMessage] = []
     if body.system:
@@ -50,12 +65,16 @@ def _chat_messages(body: MessagesRequest) -> list[ChatMessage]:
         if isinstance(message.content, str):
             chat.append(ChatMessage(message.role, message.content))
             continue
-        text: list[str] = []
+        text: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
         for j, block in enumerate(message.content):
             where = f"messages[{i}].content[{j}]"
             if isinstance(block, TextBlock):
-                text.append(block.text)
+                text.append({"type": "text", "text": block.text})
+            elif isinstance(block, ImageBlock):
+                if message.role != "user":
+                    raise ApiError(400, f"{where}: image blocks belong in user messages")
+                text.append(_image_part(block))
             elif isinstance(block, ToolUseBlock):
                 if message.role != "assistant":
                     raise ApiError(400, f"{where}: tool_use blocks belong in assistant messages")
@@ -65,13 +84,14 @@ def _chat_messages(body: MessagesRequest) -> list[ChatMessage]:
                     raise ApiError(400, f"{where}: tool_result blocks belong in user messages")
                 # Text before a result stays before it: results answer the previous turn.
                 if text:
-                    chat.append(ChatMessage("user", "".join(text)))
+                    chat.append(ChatMessage("user", _user_content(text)))
                     text = []
                 chat.append(_tool_message(block))
         if message.role == "assistant":
-            chat.append(ChatMessage("assistant", "".join(text) or None, tool_calls=calls or None))
+            reply = "".join(part["text"] for part in text) or None
+            chat.append(ChatMessage("assistant", reply, tool_calls=calls or None))
         elif text or not message.content:
-            chat.append(ChatMessage("user", "".join(text)))
+            chat.append(ChatMessage("user", _user_content(text)))
     return chat
 
 

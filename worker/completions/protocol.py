@@ -7,13 +7,27 @@ import msgspec
 
 from worker.sampling_fields import SamplingFields, TokenBudget
 
-__all__ = ["CompletionRequest", "InfillChunk", "InfillRequest", "NativeCompletionRequest"]
+__all__ = [
+    "CompletionRequest",
+    "InfillChunk",
+    "InfillRequest",
+    "MultimodalPrompt",
+    "NativeCompletionRequest",
+]
+
+
+class MultimodalPrompt(msgspec.Struct):
+    """llama-server's prompt object: text with one media marker per ``multimodal_data`` entry
+    (base64 images or audio, in order)."""
+
+    prompt_string: str
+    multimodal_data: list[str] = msgspec.field(default_factory=list)
 
 
 class CompletionRequest(SamplingFields, kw_only=True):
     """OpenAI ``/v1/completions``."""
 
-    prompt: str | list[int]
+    prompt: str | list[int] | MultimodalPrompt
     max_tokens: TokenBudget | None = None
     n_predict: TokenBudget | None = None
     echo: bool = False
@@ -22,7 +36,7 @@ class CompletionRequest(SamplingFields, kw_only=True):
 class NativeCompletionRequest(SamplingFields, kw_only=True):
     """llama-server's own ``/completion``."""
 
-    prompt: str | list[int]
+    prompt: str | list[int] | MultimodalPrompt
     n_predict: TokenBudget | None = None
     max_tokens: TokenBudget | None = None
 

@@ -6,6 +6,7 @@ from litestar import post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
+from worker.completions.media_prompt import completion_prompt
 from worker.completions.protocol import CompletionRequest, InfillRequest, NativeCompletionRequest
 from worker.completions.shapes import NativeShape, TextShape
 from worker.generation_pipeline import answer, prepare_generation, token_budget
@@ -22,13 +23,13 @@ async def _complete_text(
     """A raw-prompt completion; the two routes differ in shape and in which budget field wins."""
     engine, model = loaded(request)
     body = decode_body(await request.body(), body_type)
-    prompt = await engine.call(lambda: model.text_prompt(body.prompt))
+    prompt, media = await completion_prompt(engine, model, body.prompt)
     fields = (
         (body.max_tokens, body.n_predict)
         if body_type is CompletionRequest
         else (body.n_predict, body.max_tokens)
     )
-    make = prepare_generation(model, body, prompt, token_budget(model, *fields))
+    make = prepare_generation(model, body, prompt, token_budget(model, *fields), media=media)
     return await answer(request, engine, shape_type(model.settings.alias), body.stream, make)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta
@@ -23,5 +23,8 @@ class DetokenizeRequest(msgspec.Struct, kw_only=True):
     tokens: list[Annotated[int, Meta(ge=0)]]
 
 
-class ApplyTemplateRequest(msgspec.Struct):
+class ApplyTemplateRequest(msgspec.Struct, kw_only=True):
     messages: list[ChatMessage]
+    tools: list[dict[str, Any]] | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    add_generation_prompt: bool = True

@@ -9,6 +9,8 @@ from litestar import get, post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
+from worker.chat_templates import TemplateRenderError
+from worker.media.projector import media_marker
 from worker.model_info.prometheus_metrics import render_metrics
 from worker.model_info.protocol import ApplyTemplateRequest, DetokenizeRequest, TokenizeRequest
 from worker.state import AnyRequest, WorkerState, loaded
@@ -56,9 +58,13 @@ async def apply_template(request: AnyRequest) -> dict[str, str]:
     engine, model = loaded(request)
     body = decode_body(await request.body(), ApplyTemplateRequest)
     messages = msgspec.to_builtins(body.messages)
+    templates = model.template
     try:
-        prompt = await engine.call(lambda: model.template.render(messages))
-    except Exception as exc:
+        render = templates.request(
+            messages, body.tools, body.chat_template_kwargs, body.add_generation_prompt
+        )
+        prompt = await engine.call(lambda: templates.render(render), needs_model=False)
+    except TemplateRenderError as exc:
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
     return {"prompt": prompt}
 
@@ -92,12 +98,13 @@ async def props(request: AnyRequest) -> dict[str, Any]:
         "model_alias": settings.alias,
         "model_path": str(settings.model),
         "total_slots": settings.parallel,
-        "chat_template": model.template.source,
+        **model.template.props(),
         "default_generation_settings": {
             "n_ctx": model.batcher.n_ctx_seq,
             "params": {"temperature": settings.temperature, "n_predict": settings.n_predict},
         },
-        "modalities": {"vision": False, "audio": False},
+        "modalities": {"vision": model.modalities.vision, "audio": model.modalities.audio},
+        "media_marker": media_marker(),
         "build_info": "corral",
     }
 

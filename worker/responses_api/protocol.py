@@ -13,6 +13,7 @@ __all__ = [
     "FunctionCallOutputItem",
     "FunctionChoice",
     "FunctionTool",
+    "InputImage",
     "InputText",
     "Item",
     "MessageItem",
@@ -31,9 +32,14 @@ class OutputText(msgspec.Struct, tag_field="type", tag="output_text"):
     text: str
 
 
+class InputImage(msgspec.Struct, tag_field="type", tag="input_image"):
+    image_url: str  # a data: URI or an http(s) URL (uploaded file ids are not supported)
+    detail: str = "auto"
+
+
 class MessageItem(msgspec.Struct):
     role: Literal["user", "assistant", "system", "developer"]
-    content: str | list[InputText | OutputText]
+    content: str | list[InputText | OutputText | InputImage]
 
 
 class FunctionCallItem(msgspec.Struct):

@@ -17,6 +17,7 @@ from worker.responses_api.protocol import (
     FunctionCallItem,
     FunctionCallOutputItem,
     FunctionChoice,
+    InputImage,
     InputText,
     Item,
     MessageItem,
@@ -49,8 +50,22 @@ def _item(index: int, raw: dict[str, Any]) -> Item:
     return item
 
 
-def _text(content: str | Sequence[InputText | OutputText]) -> str:
-    return content if isinstance(content, str) else "".join(part.text for part in content)
+def _text(content: str | Sequence[InputText | OutputText | InputImage]) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(part.text for part in content if not isinstance(part, InputImage))
+
+
+def _content(content: str | list[InputText | OutputText | InputImage]) -> Any:
+    """Text, or OpenAI chat parts when there are images (docs/api.md, "Images and audio")."""
+    if isinstance(content, str) or not any(isinstance(p, InputImage) for p in content):
+        return _text(content)
+    return [
+        {"type": "image_url", "image_url": {"url": part.image_url}}
+        if isinstance(part, InputImage)
+        else {"type": "text", "text": part.text}
+        for part in content
+    ]
 
 
 def _chat_messages(body: ResponsesRequest) -> list[ChatMessage]:
@@ -63,7 +78,7 @@ def _chat_messages(body: ResponsesRequest) -> list[ChatMessage]:
         item = _item(index, raw)
         if isinstance(item, MessageItem):
             role = "system" if item.role == "developer" else item.role
-            chat.append(ChatMessage(role, _text(item.content)))
+            chat.append(ChatMessage(role, _content(item.content)))
         elif isinstance(item, FunctionCallItem):
             call = {"id": item.call_id, "type": "function",
                     "function": {"name": item.name, "arguments": item.arguments}}  # fmt: skip

@@ -1,9 +1,10 @@
 // Files attached to a message: text files become a fenced block in the message, images an
 // OpenAI `image_url` content part (a data: URI, which the page's CSP allows for images).
 //
-// Images are offered only for models that say they take them (a `/models` entry's
-// `capabilities` or `modalities`); vision support in the workers is another piece of work, so
-// today most models refuse them here, with a note, rather than failing at the server.
+// Images are offered only for models that say they take them: a `/models` entry lists
+// `image` in `architecture.input_modalities` (upstream's router) and `vision` in
+// `capabilities` when a projector is paired with the model (docs/webui.md). Other models
+// refuse them here, with a note, rather than failing at the server.
 
 const MAX_TEXT_BYTES = 512 * 1024;
 const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -13,6 +14,7 @@ const TEXT_EXTENSIONS = /\.(txt|md|markdown|rst|csv|tsv|json|jsonl|ya?ml|toml|in
 /** Whether a model's `/models` entry says it takes images. */
 export function acceptsImages(entry) {
   if (!entry) return false;
+  if (entry.architecture?.input_modalities?.includes("image")) return true;
   const capabilities = entry.capabilities ?? entry.meta?.capabilities;
   if (Array.isArray(capabilities) && capabilities.some((item) => /vision|image/i.test(item))) return true;
   const modalities = entry.modalities ?? entry.meta?.modalities;

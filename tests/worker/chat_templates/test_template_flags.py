@@ -1,0 +1,46 @@
+"""The template flags of ``python -m worker`` as WorkerSettings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worker.settings import parse_worker_args
+
+
+def test_defaults_are_llama_server_s() -> None:
+    settings = parse_worker_args(["--model", "m.gguf"])
+    assert (settings.jinja, settings.chat_template, settings.chat_template_kwargs) == (
+        True,
+        None,
+        {},
+    )
+
+
+def test_the_template_file_is_read_and_kwargs_parsed(tmp_path: Path) -> None:
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages[0].content }}")
+    argv = ["--model", "m.gguf", "--no-jinja", "--chat-template-file", str(template),
+            "--chat-template-kwargs", '{"enable_thinking": false}']  # fmt: skip
+    settings = parse_worker_args(argv)
+    assert settings.chat_template == "{{ messages[0].content }}"
+    assert settings.chat_template_kwargs == {"enable_thinking": False}
+    assert settings.jinja is False
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--chat-template-file", "/nonexistent/t.jinja", "cannot read"),
+        ("--chat-template-kwargs", "{not json", "not JSON"),
+        ("--chat-template-kwargs", "[1]", "JSON object"),
+    ],
+)
+def test_bad_template_flags_stop_the_worker_with_a_message(
+    flag: str, value: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse_worker_args(["--model", "m.gguf", flag, value])
+    assert exit_.value.code == 2
+    assert says in capsys.readouterr().err

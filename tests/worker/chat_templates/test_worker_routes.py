@@ -1,0 +1,135 @@
+"""A sample of the goldens through a real worker: ``/apply-template``, ``/props`` and the
+chat path's prompt tokens (BOS exactly once), plus the template flags on the command line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.template_goldens import GoldenCase, golden_cases, golden_template
+from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.worker_process import worker
+
+# Date-free templates (the worker prints today's date), with and without {{ bos_token }},
+# one that folds the system message into the first user turn, one that thinks.
+SAMPLE = ("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", "google-gemma-2-2b-it",
+          "Qwen-Qwen3-0.6B")  # fmt: skip
+CTX = ("--ctx-size", "8192")  # the tiny vocabulary spells most words letter by letter
+
+
+@pytest.fixture(scope="module")
+def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, httpx.Client]]:
+    directory = tmp_path_factory.mktemp("templated")
+    with (
+        worker(write_tiny_gguf(directory / "hermes.gguf",
+                               chat_template=golden_template(SAMPLE[0])["source"]), *CTX) as hermes,
+        worker(write_tiny_gguf(directory / "gemma.gguf",
+                               chat_template=golden_template(SAMPLE[1])["source"]), *CTX) as gemma,
+        worker(write_tiny_gguf(directory / "qwen.gguf",
+                               chat_template=golden_template(SAMPLE[2])["source"]), *CTX) as qwen,
+    ):  # fmt: skip
+        clients = {
+            stem: httpx.Client(base_url=child.url, timeout=60)
+            for stem, child in zip(SAMPLE, (hermes, gemma, qwen), strict=True)
+        }
+        yield clients
+        for client in clients.values():
+            client.close()
+
+
+def _sample() -> list[GoldenCase]:
+    return [case for case in golden_cases() if case.template in SAMPLE]
+
+
+@pytest.mark.parametrize("case", _sample(), ids=lambda c: c.id)
+def test_apply_template_answers_as_llama_server(
+    clients: dict[str, httpx.Client], case: GoldenCase
+) -> None:
+    response = clients[case.template].post("/apply-template", json=case.body)
+    if case.prompt is None:
+        assert response.status_code == 400
+        assert "cannot apply the chat template" in response.json()["error"]["message"]
+    else:
+        assert response.status_code == 200
+        assert response.json() == {"prompt": case.prompt}
+
+
+@pytest.mark.parametrize("stem", SAMPLE)
+def test_props_report_the_template_s_capabilities(
+    clients: dict[str, httpx.Client], stem: str
+) -> None:
+    props = clients[stem].get("/props").json()
+    assert props["chat_template_caps"] == golden_template(stem)["caps"]
+    assert (props["bos_token"], props["eos_token"]) == ("<s>", "</s>")  # the tiny vocabulary's
+    (listed,) = clients[stem].get("/v1/models").json()["data"]
+    assert listed["meta"]["chat_template_caps"] == golden_template(stem)["caps"]
+
+
+def _tokens(client: httpx.Client, text: str, add_special: bool) -> int:
+    body = {"content": text, "add_special": add_special}
+    return len(client.post("/tokenize", json=body).json()["tokens"])
+
+
+def _chat_cases() -> list[GoldenCase]:
+    # Tools reach the template only where it describes them: for the others the chat path
+    # keeps Corral's generic tool mode (docs/templates.md), so the prompt is not the golden.
+    def describes_tools(stem: str) -> bool:
+        return bool(golden_template(stem)["caps"]["supports_tools"])
+
+    return [
+        case
+        for case in _sample()
+        if case.prompt is not None
+        and (
+            case.conversation == "dialogue"
+            or (case.conversation == "tools" and describes_tools(case.template))
+        )
+    ]
+
+
+@pytest.mark.parametrize("case", _chat_cases(), ids=lambda c: c.id)
+def test_the_chat_path_prompt_is_the_template_s_with_one_bos(
+    clients: dict[str, httpx.Client], case: GoldenCase
+) -> None:
+    client = clients[case.template]
+    assert case.prompt is not None
+    reply = client.post("/v1/chat/completions", json={**case.body, "max_tokens": 1})
+    assert reply.status_code == 200
+    prompt_tokens = reply.json()["usage"]["prompt_tokens"]
+    # The vocabulary adds BOS; the template's own BOS text was cut, so it is there once.
+    assert prompt_tokens == _tokens(client, case.prompt, add_special=True)
+    assert prompt_tokens == _tokens(client, "<s>" + case.prompt, add_special=False)
+
+
+def test_enable_thinking_follows_the_request_s_kwargs(clients: dict[str, httpx.Client]) -> None:
+    qwen = clients["Qwen-Qwen3-0.6B"]
+    messages = [{"role": "user", "content": "hi"}]
+
+    def apply(kwargs: dict[str, object]) -> httpx.Response:
+        body = {"messages": messages, "chat_template_kwargs": kwargs}
+        return qwen.post("/apply-template", json=body)
+
+    on, off = apply({}).json()["prompt"], apply({"enable_thinking": False}).json()["prompt"]
+    assert on.endswith("<|im_start|>assistant\n")
+    assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert apply({"enable_thinking": "no"}).status_code == 400
+
+
+def test_template_flags(tmp_path: Path) -> None:
+    model = write_tiny_gguf(tmp_path / "m.gguf")
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ greeting }}:{% for m in messages %}{{ m.content }}{% endfor %}")
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    with worker(model, "--chat-template-file", str(template),
+                "--chat-template-kwargs", '{"greeting": "hello"}') as child:  # fmt: skip
+        prompt = httpx.post(f"{child.url}/apply-template", json=body).json()["prompt"]
+        assert prompt == "hello:hi"
+    with worker(model, "--no-jinja", "--chat-template", "llama3") as child:
+        prompt = httpx.post(f"{child.url}/apply-template", json=body).json()["prompt"]
+        assert prompt.startswith("<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>")
+        tools = [{"type": "function", "function": {"name": "f"}}]
+        refused = httpx.post(f"{child.url}/apply-template", json={**body, "tools": tools})
+        assert refused.status_code == 400
