@@ -112,6 +112,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_JINJA",),
         negatives=("no-jinja", "LLAMA_ARG_NO_JINJA"),
     ),
+    OptionSpec("reasoning", "switch", spellings=("rea", "LLAMA_ARG_REASONING")),
     OptionSpec(
         "reasoning-format",
         "choice",

@@ -29,7 +29,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--cache-reuse",), 1),
     (("--swa-full",), 0),
     (("--hf-file", "-hff"), 1),
-    (("--reasoning", "-rea"), 1),
     (("--reasoning-effort",), 1),
     (("--reasoning-budget-message",), 1),
     (("--reasoning-preserve",), 0),

@@ -76,6 +76,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "chat-template-file": "chat_template",
     "chat-template-kwargs": "chat_template_kwargs",
     "jinja": "jinja",
+    "reasoning": "reasoning",
     "reasoning-format": "reasoning_format",
     "reasoning-budget": "reasoning_budget",
     "mmap": "use_mmap",

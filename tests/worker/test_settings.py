@@ -45,3 +45,19 @@ def test_reasoning_flags() -> None:
 def test_bad_reasoning_flags_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         parse_worker_args(["--model", "m.gguf", *argv])
+
+
+@pytest.mark.parametrize(
+    ("argv", "kwargs"),
+    [
+        ([], {}),
+        (["--reasoning", "off"], {"enable_thinking": False}),
+        (["-rea", "on"], {"enable_thinking": True}),
+        (["--reasoning", "on", "--chat-template-kwargs", '{"enable_thinking": false}'],
+         {"enable_thinking": False}),
+    ],
+)  # fmt: skip
+def test_reasoning_on_or_off_is_enable_thinking_unless_the_kwargs_say(
+    argv: list[str], kwargs: dict[str, bool]
+) -> None:
+    assert parse_worker_args(["--model", "m.gguf", *argv]).chat_template_kwargs == kwargs
