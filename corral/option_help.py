@@ -46,6 +46,11 @@ MODEL_OPTION_HELP: dict[str, str] = {
     '`{"enable_thinking": false}`; a request\'s `chat_template_kwargs` win over it',
     "jinja": "render chat templates with Jinja as llama-server does (default on); `no-jinja` = "
     "llama.cpp's built-in templates only, no tools",
+    "reasoning": "thinking on or off for templates that switch it (`enable_thinking`); `auto` = "
+    "the template's default; `--chat-template-kwargs` wins",
+    "reasoning-format": "where thinking goes: `none` (left in the content), `deepseek` or "
+    "`auto` (`reasoning_content`), `deepseek-legacy` (both); see docs/tool-calls.md",
+    "reasoning-budget": "tokens of thinking before the end tag is forced: -1 unlimited, 0 none",
     "mmap": "map the weights from the file (`no-mmap` = read them into memory)",
     "mlock": "lock the weights in RAM (needs a memlock limit, e.g. `LimitMEMLOCK=infinity`)",
     "flash-attn": "flash attention",

@@ -112,6 +112,21 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_JINJA",),
         negatives=("no-jinja", "LLAMA_ARG_NO_JINJA"),
     ),
+    OptionSpec("reasoning", "switch", spellings=("rea", "LLAMA_ARG_REASONING")),
+    OptionSpec(
+        "reasoning-format",
+        "choice",
+        spellings=("LLAMA_ARG_THINK",),
+        literals=("none", "deepseek", "deepseek-legacy", "auto"),
+    ),
+    # Upstream rejects anything below -1; -1 means no budget.
+    OptionSpec(
+        "reasoning-budget",
+        "int",
+        spellings=("LLAMA_ARG_THINK_BUDGET",),
+        bound="non_negative",
+        literals=("-1",),
+    ),
     OptionSpec(
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),

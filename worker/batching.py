@@ -169,7 +169,9 @@ class BatchEngine:
         is drained before the model can sleep, so that vocabulary outlives the grammar.
         """
         if generation.params.grammar:
-            generation.grammar = GrammarSampler(self._vocab, generation.params.grammar)
+            generation.grammar = GrammarSampler(
+                self._vocab, generation.params.grammar, generation.params.grammar_triggers
+            )
         self.waiting.append(generation)
 
     def step(self) -> None:

@@ -47,6 +47,9 @@ class WorkerSettings:
     chat_template: str | None = None  # --chat-template, or --chat-template-file's text
     jinja: bool = True
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    reasoning: str = "auto"  # on, off or auto: enable_thinking's default (docs/tool-calls.md)
+    reasoning_format: str = "auto"  # none, deepseek, deepseek-legacy or auto (docs/tool-calls.md)
+    reasoning_budget: int = -1  # tokens of thinking; -1: unlimited
     use_mmap: bool = True
     use_mlock: bool = False
     flash_attn: str = "auto"  # on, off or auto
@@ -95,6 +98,14 @@ def _template_kwargs(raw: str | None, parser: argparse.ArgumentParser) -> dict[s
     return kwargs
 
 
+def _thinking_default(reasoning: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``--reasoning on|off`` as llama-server: the default ``enable_thinking`` of every render;
+    ``--chat-template-kwargs`` that set it win."""
+    if reasoning == "auto":
+        return kwargs
+    return {"enable_thinking": reasoning == "on", **kwargs}
+
+
 def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
@@ -133,7 +144,13 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         seed=int(number("seed", -1)),
         chat_template=_chat_template(options, parser),
         jinja=options.get("jinja", "true") == "true",
-        chat_template_kwargs=_template_kwargs(options.get("chat-template-kwargs"), parser),
+        chat_template_kwargs=_thinking_default(
+            options.get("reasoning", "auto"),
+            _template_kwargs(options.get("chat-template-kwargs"), parser),
+        ),
+        reasoning=options.get("reasoning", "auto"),
+        reasoning_format=options.get("reasoning-format", "auto"),
+        reasoning_budget=int(number("reasoning-budget", -1)),
         use_mmap=options.get("mmap", "true") == "true",
         use_mlock=options.get("mlock", "false") == "true",
         flash_attn=options.get("flash-attn", "auto"),
