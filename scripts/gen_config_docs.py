@@ -82,6 +82,9 @@ _WORKER_FIELDS: dict[str, str] = {
     "embeddings": "embeddings",
     "pooling": "pooling",
     "reranking": "reranking",
+    "lora": "lora",
+    "lora-scaled": "lora",
+    "lora-init-without-apply": "lora_init_without_apply",
 }
 _NONE_MEANS = {
     "threads": "half the CPUs",
@@ -357,6 +360,10 @@ def _values(spec: OptionSpec) -> str:
         return _code(spec.literals)
     if spec.kind == "size":
         return "size (`512M`, `8G`)"
+    if spec.kind == "list":
+        return "files, comma-separated"
+    if spec.kind == "scaled-list":
+        return "`FILE:SCALE` items, comma-separated"
     words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
     bound = {"any": "", "non_negative": " ≥ 0", "positive": " > 0"}[spec.bound]
     extra = f" or {_code(spec.literals)}" if spec.literals else ""
@@ -373,6 +380,8 @@ def _worker_default(spec: OptionSpec, settings: WorkerSettings) -> str:
         return _NONE_MEANS.get(spec.name, "—")
     if isinstance(value, bool):
         return "on" if value else "off"
+    if value == ():
+        return "none"
     if spec.name == "rope-freq-base" and value == 0:
         return "the model's"
     if isinstance(value, float) and value.is_integer():

@@ -136,6 +136,7 @@ def prepare_generation(
     params = _sampling(model, body, tool_grammar)
     _check_context(model, prompt)
     stops = _stops(body.stop)
+    lora = model.adapters.chosen(body.lora, "lora")
 
     def make(emit: Callable[[GenerationEvent], None]) -> Generation:
         return Generation(
@@ -146,6 +147,7 @@ def prepare_generation(
             stops=stops,
             ignore_eos=body.ignore_eos,
             cache_prompt=body.cache_prompt,
+            lora=lora,
         )
 
     return make

@@ -17,6 +17,7 @@ from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
 from worker.embedding_context import Embedder
+from worker.lora_adapters import LoraAdapters
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
 from worker.templates import ChatTemplate
@@ -43,6 +44,8 @@ class LoadedModel:
     def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
         self.settings = settings
         self.metrics = EngineMetrics()  # kept across sleeps, like the process's other counters
+        # Their global scales too; the adapters themselves are loaded again on wake.
+        self.adapters = LoraAdapters(settings.lora, apply=not settings.lora_init_without_apply)
         llama_cpp.llama_backend_init()
         self._load(on_progress)
         self.template = ChatTemplate.choose(
@@ -76,9 +79,16 @@ class LoadedModel:
         self.n_vocab = self.model.n_vocab()
         self.metadata = self.model.metadata()
         self.ctx = self._new_context()
+        self.adapters.load(self.model.model)
         self._embedder: Embedder | None = None
         self.batcher = BatchEngine(
-            self.ctx, self.vocab, self.n_vocab, settings.parallel, settings.batch_size, self.metrics
+            self.ctx,
+            self.vocab,
+            self.n_vocab,
+            settings.parallel,
+            settings.batch_size,
+            self.metrics,
+            self.adapters,
         )
 
     def embedder(self) -> Embedder:

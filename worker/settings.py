@@ -45,12 +45,26 @@ class WorkerSettings:
     rope_freq_base: float = 0.0
     cache_type_k: str | None = None
     cache_type_v: str | None = None
+    lora: tuple[tuple[str, float], ...] = ()  # adapter files and their scales, ids in order
+    lora_init_without_apply: bool = False
     ignored: dict[str, str] = field(default_factory=dict)
 
 
 def _sleep_after(value: str | None) -> float | None:
     # -1, as upstream, means never; the option table has already refused 0 and other negatives.
     return None if value is None or value == "-1" else float(value)
+
+
+def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
+    # The option table has checked both lists; --lora's adapters come first, at scale 1.
+    plain = [(path, 1.0) for path in options["lora"].split(",")] if "lora" in options else []
+    scaled = [
+        (path, float(scale))
+        for path, _, scale in (
+            item.rpartition(":") for item in options.get("lora-scaled", "").split(",") if item
+        )
+    ]
+    return (*plain, *scaled)
 
 
 def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
@@ -97,5 +111,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         rope_freq_base=number("rope-freq-base", 0.0),
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),
+        lora=_lora_files(options),
+        lora_init_without_apply=options.get("lora-init-without-apply", "false") == "true",
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )
