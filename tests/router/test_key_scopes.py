@@ -46,6 +46,7 @@ MANAGEMENT: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/models/unload", {"model": "alpha"}),
     ("GET", "/models?reload=1", None),
     ("GET", "/v1/models?reload=yes", None),
+    ("POST", "/lora-adapters?model=alpha", None),
 ]
 # What the route table must mark as management: a new route has to be put on one side.
 EXPECTED_ADMIN = {
@@ -55,6 +56,7 @@ EXPECTED_ADMIN = {
     ("POST", "/models/unload"): True,
     ("GET", "/models"): "reload",
     ("GET", "/v1/models"): "reload",
+    ("POST", "/lora-adapters"): True,
 }
 
 
