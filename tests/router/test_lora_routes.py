@@ -70,3 +70,17 @@ def test_single_model_mode_needs_no_model_name(files: tuple[Path, Path]) -> None
         set_ = client.post("/lora-adapters", json=[{"id": 0, "scale": 0.5}])
         assert (set_.status_code, set_.json()) == (200, {"success": True})
         assert [a["scale"] for a in client.get("/lora-adapters").json()] == [0.5]
+
+
+def test_an_adapter_that_does_not_load_fails_the_model_with_the_reason(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    preset = tmp_path / "models.ini"
+    preset.write_text(f"[broken]\nmodel = {files[0]}\nlora = {tmp_path / 'missing.gguf'}\n")
+    with running_router(["--models-preset", str(preset), "--ctx-size", "256"]) as router:
+        response = router.client.post("/completion", json={"model": "broken", "prompt": "hi"})
+        assert response.status_code == 500
+        assert "failed to load LoRA adapter" in response.json()["error"]["message"]
+        status = router.models()["broken"]["status"]
+        assert status["failed"] is True
+        assert "missing.gguf" in status["error"]
