@@ -9,6 +9,7 @@ from litestar import get, post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
+from corral.llama_build import corral_version, llama_build_info
 from worker.model_info.prometheus_metrics import render_metrics
 from worker.model_info.protocol import ApplyTemplateRequest, DetokenizeRequest, TokenizeRequest
 from worker.state import AnyRequest, WorkerState, loaded
@@ -98,7 +99,8 @@ async def props(request: AnyRequest) -> dict[str, Any]:
             "params": {"temperature": settings.temperature, "n_predict": settings.n_predict},
         },
         "modalities": {"vision": False, "audio": False},
-        "build_info": "corral",
+        "build_info": llama_build_info(),
+        "corral_version": corral_version(),
     }
 
 
