@@ -201,8 +201,10 @@ under every model of every source, `key = value` lines, `;` or `#` comments (a c
 value needs whitespace before it). A section named like a `--models-dir` or cache model
 overrides it; any other section defines a new model and needs `model` or `hf-repo`. A key may
 be written as any spelling below, without dashes; `no-` spellings invert the value
-(`no-mmap = true` is `mmap = false`). Setting one option twice in a section, an unknown key or
-a bad value stops startup (and a reload is refused) with a message naming file, section and
+(`no-mmap = true` is `mmap = false`). A key llama-server accepts that is not below (`cache-reuse`,
+`spec-draft-hf`, …) is left out with a one-line warning that it has no effect here, so a preset
+written for llama-server loads. Setting one option twice in a section, any other unknown key
+or a bad value stops startup (and a reload is refused) with a message naming file, section and
 key. `version` is ignored. `[*]` may not set `model`, `mmproj`, `hf-repo`, `hf-file` or `alias`.
 A commented example setting every key: [config/models.example.ini](../config/models.example.ini).
 
