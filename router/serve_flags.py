@@ -105,7 +105,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "requests that may wait for model loads at once, all models together; more are "
         "refused with 503 and `Retry-After` (`0`: no limit)",
     ),
-    "offline": ("LLAMA_ARG_OFFLINE", "never contact the hub: `POST /models` answers 400"),
+    "offline": (
+        "LLAMA_ARG_OFFLINE",
+        "no implicit downloads: `-hf` must name a cached model; an explicit `POST /models` "
+        "still downloads, as in llama-server",
+    ),
     "hf_token": (
         "HF_TOKEN",
         "hub token for downloads (else `HF_TOKEN`, else `HUGGING_FACE_HUB_TOKEN`); given to "

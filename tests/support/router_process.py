@@ -35,6 +35,9 @@ def _hermetic_env(extra: dict[str, str] | None, empty_hub: str) -> dict[str, str
     env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_ENV_PREFIXES)}
     env.pop("XDG_CACHE_HOME", None)
     env["HF_HUB_CACHE"] = empty_hub  # unless the test brings its own cache
+    # Nothing a test starts may reach the real hub: a download without the test's fake hub
+    # fails at once on this closed port (the discard port) rather than going online.
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"
     return {**env, **(extra or {})}
 
 
