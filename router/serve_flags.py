@@ -86,7 +86,8 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     "hf_repos": (
         "LLAMA_ARG_HF_REPO",
         "load this hub model (`org/repo[:TAG]`) at startup, downloading it first (with "
-        "progress on stderr) when it is not in the hub cache; with `--offline` it must be there",
+        "progress on stderr) when it is not in the hub cache; with `--offline` it must be there; "
+        "a repository with a root `preset.ini` is served as that preset (remote preset)",
     ),
     "timeout": ("LLAMA_ARG_TIMEOUT", "longest silence (seconds) from a worker within one response"),
     "stall_timeout": (
