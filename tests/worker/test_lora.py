@@ -140,3 +140,14 @@ def test_an_unknown_adapter_id_is_a_400_naming_the_field(adapted: WorkerProcess)
     assert not_a_list.json()["error"]["message"] == "Request body must be an array"
     # Nothing was changed by the refused calls.
     assert [a["scale"] for a in httpx.get(f"{url}/lora-adapters").json()] == [1.0]
+
+
+def test_adapters_and_their_scales_survive_a_sleep(files: tuple[Path, Path]) -> None:
+    base, adapter = files
+    args = ("--lora-scaled", f"{adapter}:0.5", "--sleep-idle-seconds", "1")
+    with worker(base, *args) as child:
+        _set_scale(child.url, 1.0)
+        awake = _complete(child.url)
+        child.read_until("sleeping")  # the weights and the adapters are freed
+        assert [a["scale"] for a in httpx.get(f"{child.url}/lora-adapters").json()] == [1.0]
+        assert _complete(child.url) == awake  # loaded again, at the scale POSTed before
