@@ -21,3 +21,21 @@ def test_reranking_beats_another_pooling() -> None:
 def test_without_reranking_the_pooling_is_as_given() -> None:
     settings = parse_worker_args(["--model", "m.gguf", "--embeddings", "--pooling", "mean"])
     assert (settings.reranking, settings.embeddings, settings.pooling) == (False, True, "mean")
+
+
+def test_lora_flags_repeat_and_number_plain_adapters_first() -> None:
+    settings = parse_worker_args(
+        [
+            "-m",
+            "m.gguf",
+            "--lora-scaled",
+            "s.gguf:0.5",
+            "--lora",
+            "a.gguf,b.gguf",
+            "--lora",
+            "c.gguf",
+        ]
+    )
+    assert settings.lora == (("a.gguf", 1.0), ("b.gguf", 1.0), ("c.gguf", 1.0), ("s.gguf", 0.5))
+    assert settings.lora_init_without_apply is False
+    assert parse_worker_args(["-m", "m.gguf", "--lora-init-without-apply"]).lora_init_without_apply
