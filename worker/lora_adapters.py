@@ -29,7 +29,7 @@ AdapterScales = tuple[float, ...]
 """One scale per adapter, by id: what a sequence is decoded with."""
 
 
-class LoraChoice(msgspec.Struct, forbid_unknown_fields=False):
+class LoraChoice(msgspec.Struct):
     """One entry of a request's ``lora`` list or of ``POST /lora-adapters``' body.
 
     The defaults are llama-server's (``parse_lora_request``): no id is -1, no scale is 0.
