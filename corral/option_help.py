@@ -72,4 +72,10 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "reranking": "serve `/v1/rerank`, `/rerank`, `/v1/reranking` and `/reranking` (501 without "
     "it); implies `embeddings` and `pooling = rank`, whatever `pooling` says",
     "webui": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "lora": "LoRA adapter files applied at scale 1, comma-separated or the flag repeated; ids "
+    "count from 0 in this order, then `lora-scaled`'s (docs/api.md, LoRA adapters)",
+    "lora-scaled": "LoRA adapters with their scale, `FILE:SCALE`, comma-separated or the flag "
+    "repeated",
+    "lora-init-without-apply": "load the LoRA adapters at scale 0, to be applied by "
+    "`POST /lora-adapters` or a request's `lora` field",
 }

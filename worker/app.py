@@ -19,6 +19,7 @@ from worker.completions.routes import completion_routes
 from worker.embeddings.rerank_routes import rerank_routes
 from worker.embeddings.routes import embedding_routes
 from worker.generation_pipeline import ContextError, context_error_response
+from worker.model_info.lora_routes import lora_routes
 from worker.model_info.routes import model_info_routes
 from worker.model_info.slot_routes import slot_routes
 from worker.responses_api.routes import responses_routes
@@ -40,6 +41,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *stream_routes,
             *model_info_routes,
             *slot_routes,
+            *lora_routes,
         ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},
         state=State({"worker": state}),

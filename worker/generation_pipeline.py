@@ -150,6 +150,7 @@ def prepare_generation(
     params = _sampling(model, body, tool_grammar, grammar_triggers, reasoning_budget)
     _check_context(model, prompt)
     stops = _stops(body.stop)
+    lora = model.adapters.chosen(body.lora, "lora")
 
     def make(emit: Callable[[GenerationEvent], None]) -> Generation:
         return Generation(
@@ -161,6 +162,7 @@ def prepare_generation(
             ignore_eos=body.ignore_eos,
             cache_prompt=body.cache_prompt,
             media=media,
+            lora=lora,
         )
 
     return make

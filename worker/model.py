@@ -20,6 +20,7 @@ from worker.batching import BatchEngine, EngineMetrics
 from worker.chat_templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 from worker.embedding_context import Embedder
 from worker.kv_store import open_kv_store
+from worker.lora_adapters import LoraAdapters
 from worker.media.content import Modalities
 from worker.media.projector import Projector
 from worker.sampling import token_piece
@@ -47,6 +48,8 @@ class LoadedModel:
     def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
         self.settings = settings
         self.metrics = EngineMetrics()  # kept across sleeps, like the process's other counters
+        # Their global scales too; the adapters themselves are loaded again on wake.
+        self.adapters = LoraAdapters(settings.lora, apply=not settings.lora_init_without_apply)
         llama_cpp.llama_backend_init()
         self.kv_store = open_kv_store(settings)
         self._load(on_progress)
@@ -100,6 +103,7 @@ class LoadedModel:
             if settings.mmproj is not None
             else None
         )
+        self.adapters.load(self.model.model)
         self._embedder: Embedder | None = None
         store = self.kv_store
         self.batcher = BatchEngine(
@@ -109,6 +113,7 @@ class LoadedModel:
             settings.parallel,
             settings.batch_size,
             self.metrics,
+            self.adapters,
             restore=None if store is None else partial(store.restore, self.ctx),
         )
 
@@ -169,7 +174,8 @@ class LoadedModel:
 
     def close(self) -> None:
         if self.kv_store is not None:  # before the caches go with the context
-            slots = [(slot.id, slot.tokens) for slot in self.batcher.slots]
+            # Caches computed under LoRA adapters are never restored (worker/batching.py).
+            slots = [(s.id, s.tokens) for s in self.batcher.slots if s.adapter_scales == ()]
             try:
                 self.kv_store.save(self.ctx, slots)
             except Exception:  # a cache is worth less than a clean stop

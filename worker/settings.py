@@ -68,6 +68,9 @@ class WorkerSettings:
     kv_persist: bool = True  # save slot caches on a graceful stop or sleep (worker/kv_store.py)
     kv_cache_dir: Path = Path("kv-cache")
     kv_cache_max: int = DEFAULT_KV_CACHE_MAX
+
+    lora: tuple[tuple[str, float], ...] = ()  # adapter files and their scales, ids in order
+    lora_init_without_apply: bool = False
     ignored: dict[str, str] = field(default_factory=dict)
 
 
@@ -104,6 +107,18 @@ def _thinking_default(reasoning: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     if reasoning == "auto":
         return kwargs
     return {"enable_thinking": reasoning == "on", **kwargs}
+
+
+def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
+    # The option table has checked both lists; --lora's adapters come first, at scale 1.
+    plain = [(path, 1.0) for path in options["lora"].split(",")] if "lora" in options else []
+    scaled = [
+        (path, float(scale))
+        for path, _, scale in (
+            item.rpartition(":") for item in options.get("lora-scaled", "").split(",") if item
+        )
+    ]
+    return (*plain, *scaled)
 
 
 def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
@@ -171,5 +186,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         if "kv-cache-dir" in options
         else default_kv_cache_dir(os.environ),
         kv_cache_max=int(options.get("kv-cache-max", DEFAULT_KV_CACHE_MAX)),
+        lora=_lora_files(options),
+        lora_init_without_apply=options.get("lora-init-without-apply", "false") == "true",
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

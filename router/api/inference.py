@@ -26,7 +26,7 @@ PROXIED_POST = [
     "/completion", "/completions", "/v1/completions", "/chat/completions", "/v1/chat/completions",
     "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/infill", "/embedding",
     "/embeddings", "/v1/embeddings", "/rerank", "/v1/rerank", "/reranking", "/v1/reranking",
-    "/tokenize", "/detokenize", "/apply-template", "/lora-adapters",
+    "/tokenize", "/detokenize", "/apply-template",
 ]  # fmt: skip
 PROXIED_GET = ["/slots", "/lora-adapters"]
 

@@ -262,11 +262,18 @@ def test_unknown_repositories_and_tags_fail_with_the_reason(
     assert router.models()[model]["status"]["error"] == failed["data"]["error"]
 
 
-def test_offline_refuses_downloads(models_dir: Path, env: dict[str, str]) -> None:
+def test_offline_still_downloads_when_asked_to(
+    hub: FakeHub, models_dir: Path, env: dict[str, str], payloads: list[bytes]
+) -> None:
+    # As llama-server: --offline stops implicit fetches (-hf at startup), not POST /models.
+    hub.add_repo(REPO, {"tiny-Q4_K_M.gguf": payloads[0]})
     with running_router(["--models-dir", str(models_dir), "--offline"], env) as router:
-        response = router.client.post("/models", json={"model": REPO})
-        assert response.status_code == 400
-        assert "--offline" in response.json()["error"]["message"]
+        events = DownloadEvents(router)
+        start_download(router, REPO)
+        assert events.wait_for(REPO, "download_finished")["data"] == {"id": Q4}
+        events.close()
+        assert router.models()[Q4]["source"] == "cache"
+    assert hub.transfers_of(f"{REPO}/tiny-Q4_K_M.gguf")
 
 
 def test_delete_removes_one_tag_and_keeps_the_others(

@@ -38,6 +38,9 @@ def _hermetic_env(extra: dict[str, str] | None, scratch: str) -> dict[str, str]:
     # Saved KV caches land in this router's own scratch folder: a test never restores a cache
     # another test left, nor fills the developer's.
     env["XDG_CACHE_HOME"] = os.path.join(scratch, "cache")
+    # Nothing a test starts may reach the real hub: a download without the test's fake hub
+    # fails at once on this closed port (the discard port) rather than going online.
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"
     return {**env, **(extra or {})}
 
 

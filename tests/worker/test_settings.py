@@ -61,3 +61,21 @@ def test_reasoning_on_or_off_is_enable_thinking_unless_the_kwargs_say(
     argv: list[str], kwargs: dict[str, bool]
 ) -> None:
     assert parse_worker_args(["--model", "m.gguf", *argv]).chat_template_kwargs == kwargs
+
+
+def test_lora_flags_repeat_and_number_plain_adapters_first() -> None:
+    settings = parse_worker_args(
+        [
+            "-m",
+            "m.gguf",
+            "--lora-scaled",
+            "s.gguf:0.5",
+            "--lora",
+            "a.gguf,b.gguf",
+            "--lora",
+            "c.gguf",
+        ]
+    )
+    assert settings.lora == (("a.gguf", 1.0), ("b.gguf", 1.0), ("c.gguf", 1.0), ("s.gguf", 0.5))
+    assert settings.lora_init_without_apply is False
+    assert parse_worker_args(["-m", "m.gguf", "--lora-init-without-apply"]).lora_init_without_apply

@@ -9,6 +9,7 @@ from litestar import get, post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
+from corral.llama_build import corral_version, llama_build_info
 from worker.chat_templates import TemplateRenderError
 from worker.media.projector import media_marker
 from worker.model_info.prometheus_metrics import render_metrics
@@ -99,7 +100,8 @@ async def props(request: AnyRequest) -> dict[str, Any]:
         },
         "modalities": {"vision": model.modalities.vision, "audio": model.modalities.audio},
         "media_marker": media_marker(),
-        "build_info": "corral",
+        "build_info": llama_build_info(),
+        "corral_version": corral_version(),
     }
 
 
