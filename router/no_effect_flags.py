@@ -35,7 +35,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--reasoning-budget",), 1),
     (("--reasoning-budget-message",), 1),
     (("--reasoning-preserve",), 0),
-    (("--tools",), 1),
     (("--slot-save-path",), 1),
     (("--lora",), 1),
     (("--lora-scaled",), 1),
