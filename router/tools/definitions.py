@@ -81,32 +81,28 @@ def function_definition(name: str, description: str, parameters: dict[str, Any])
     }
 
 
-def required_str(params: dict[str, Any], name: str) -> str:
-    value = params.get(name)
-    if not isinstance(value, str):
-        raise BadToolParams(f'"{name}" must be a string')
+def _typed(params: dict[str, Any], name: str, default: object, kind: type, what: str) -> Any:
+    value = params.get(name, default)
+    # bool is an int to Python, never to a JSON schema.
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise BadToolParams(f'"{name}" must be {what}')
     return value
+
+
+def required_str(params: dict[str, Any], name: str) -> str:
+    return str(_typed(params, name, None, str, "a string"))
 
 
 def optional_str(params: dict[str, Any], name: str, default: str) -> str:
-    value = params.get(name, default)
-    if not isinstance(value, str):
-        raise BadToolParams(f'"{name}" must be a string')
-    return value
+    return str(_typed(params, name, default, str, "a string"))
 
 
 def optional_int(params: dict[str, Any], name: str, default: int) -> int:
-    value = params.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadToolParams(f'"{name}" must be an integer')
-    return value
+    return int(_typed(params, name, default, int, "an integer"))
 
 
 def optional_bool(params: dict[str, Any], name: str, default: bool) -> bool:
-    value = params.get(name, default)
-    if not isinstance(value, bool):
-        raise BadToolParams(f'"{name}" must be a boolean')
-    return value
+    return bool(_typed(params, name, default, bool, "a boolean"))
 
 
 def threaded(run: Callable[[ToolCall], ToolResult]) -> Callable[[ToolCall], Awaitable[ToolResult]]:

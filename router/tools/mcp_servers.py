@@ -190,6 +190,11 @@ class McpServer:
             return {"error": "request timed out"}
         except MCPError as exc:
             return {"error": exc.error.message}
+        except Exception as exc:  # e.g. a reply the SDK cannot parse
+            _log.warning(
+                "MCP tool call failed", server=self.config.name, tool=tool, error=_reason(exc)
+            )
+            return {"error": f"MCP tool call failed: {_reason(exc)}"}
         return _result(result)
 
     async def stop(self) -> None:

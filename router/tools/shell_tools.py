@@ -1,7 +1,8 @@
 """``exec_shell_command`` (only with ``--tools-allow-exec``) and ``get_info``.
 
-A command runs with ``sh -c`` in the call's working directory, in a session of its own so that a
-timeout (or the client leaving a stream) kills everything it started, not only the shell.
+A command runs with ``sh -c`` in the call's working directory, with the router's environment less
+its secrets, in a session of its own so that a timeout (or the client leaving a stream) kills
+everything it started, not only the shell.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Final
 import anyio
 from anyio.abc import Process
 
+from corral.children.environment import child_environment
 from router.tools.definitions import Tool, ToolCall, ToolResult, optional_int, required_str
 
 __all__ = ["EXEC_TOOL", "INFO_TOOL"]
@@ -41,6 +43,7 @@ async def _run_shell(call: ToolCall) -> AsyncIterator[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         cwd=call.cwd,
+        env=child_environment(),  # never the router's keys or hub token
         start_new_session=True,
     )
     timed_out = False

@@ -43,7 +43,8 @@ def router(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     keys = tmp_path_factory.mktemp("keys") / "keys.txt"
     keys.write_text(f"{ADMIN} admin\n{INFERENCE} inference\n")
     args = ["--tools", "all", "--tools-allow-exec", "--tools-root", str(workspace)]
-    with running_router([*args, "--api-key-file", str(keys)]) as running:
+    secrets = {"HF_TOKEN": "hf_secret_token"}
+    with running_router([*args, "--api-key-file", str(keys)], env=secrets) as running:
         yield running
 
 
@@ -185,6 +186,11 @@ def test_exec_runs_in_the_working_directory_and_streams(
     assert events[-1] == {"done": True}
     text = "".join(event["chunk"] for event in events[:-1])
     assert text == "hello\n\n[exit code: 0]"
+
+
+def test_exec_never_sees_the_routers_secrets(router: RouterProcess) -> None:
+    answer = _ok(router, "exec_shell_command", {"command": 'echo "[$HF_TOKEN]"'})
+    assert answer["plain_text_response"] == "[]\n\n[exit code: 0]"
 
 
 def test_exec_timeout_kills_the_command(router: RouterProcess) -> None:
