@@ -90,7 +90,8 @@ def _prepare(request: AnyRequest, toolbox: ToolBox, body: ToolRequest) -> tuple[
     except OutsideRoot as exc:
         _audit(key_id, tool.name, params, "refused: x-tool-cwd outside the tools root")
         raise ApiError(400, f"x-tool-cwd: {exc}") from None
-    return tool, ToolCall(params, toolbox.root, cwd)
+    as_base64 = request.headers.get("x-resp-type") == "base64"
+    return tool, ToolCall(params, toolbox.root, cwd, as_base64)
 
 
 async def _run(tool: Tool, call: ToolCall) -> ToolResult:

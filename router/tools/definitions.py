@@ -42,6 +42,8 @@ class ToolCall:
     params: dict[str, Any]
     root: ToolsRoot
     cwd: Path  # the call's working directory, already confined to the root
+    # ``x-resp-type: base64`` (read_file only): the client's choice, never the model's.
+    base64: bool = False
 
     def path(self, name: str = "path") -> Path:
         """The parameter as a confined path (raises ``OutsideRoot``)."""

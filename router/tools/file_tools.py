@@ -5,6 +5,8 @@ Every path goes through :class:`~router.tools.confinement.ToolsRoot` first (``To
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
 from typing import Any, Final
 
 from router.tools.definitions import (
@@ -22,6 +24,7 @@ from router.tools.text_edits import EditRefused, TextEdit, apply_edits
 __all__ = ["FILE_TOOLS", "file_lines"]
 
 READ_MAX_BYTES: Final = 16 * 1024
+READ_MAX_BYTES_BASE64: Final = 32 * 1024 * 1024
 
 
 def file_lines(content: bytes) -> list[str]:
@@ -41,6 +44,8 @@ def _read_file(call: ToolCall) -> ToolResult:
         size = path.stat().st_size
     except OSError:
         return {"error": f"cannot stat file: {given}"}
+    if call.base64:
+        return _read_base64(path, given, size)
     if size > READ_MAX_BYTES and end == -1:
         return {
             "error": f"file too large ({size} bytes, max {READ_MAX_BYTES}). Use "
@@ -64,6 +69,16 @@ def _read_file(call: ToolCall) -> ToolResult:
         out.append(piece)
         used += len(piece.encode())
     return {"plain_text_response": "".join(out)}
+
+
+def _read_base64(path: Path, given: str, size: int) -> ToolResult:
+    if size > READ_MAX_BYTES_BASE64:
+        return {"error": f"file too large ({size} bytes, max {READ_MAX_BYTES_BASE64})"}
+    try:
+        content = path.read_bytes()
+    except OSError:
+        return {"error": f"failed to open file: {given}"}
+    return {"base64": base64.b64encode(content).decode(), "size_bytes": len(content)}
 
 
 def _write_file(call: ToolCall) -> ToolResult:

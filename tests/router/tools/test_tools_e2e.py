@@ -95,6 +95,14 @@ def test_write_read_and_edit_a_file(router: RouterProcess, workspace: Path) -> N
     assert "must be unique" in refused["error"]
 
 
+def test_read_file_answers_base64_when_the_client_asks(router: RouterProcess) -> None:
+    answer = _ok(router, "read_file", {"path": "notes.txt"}, **{"x-resp-type": "base64"})
+    assert answer == {"base64": "b25lCnR3bwp0aHJlZQo=", "size_bytes": 14}
+    # The model cannot ask for it: a parameter of that name is dropped.
+    plain = _ok(router, "read_file", {"path": "notes.txt", "resp_type": "base64"})
+    assert plain == {"plain_text_response": "one\ntwo\nthree\n"}
+
+
 def test_searches_stay_inside_the_root(router: RouterProcess) -> None:
     grep = _ok(router, "grep_search", {"path": ".", "pattern": "needle"})["plain_text_response"]
     # The symlinked file and directory lead out of the root: never read.
