@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import structlog
@@ -18,6 +19,7 @@ from router.api.access import access_routes
 from router.api.downloads import download_routes
 from router.api.lora import lora_routes
 from router.api.runtime import RouterRuntime, load_catalogue
+from router.api.tools import tool_routes
 from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
 from router.download_jobs import DownloadJobs
 from router.launcher import SubprocessLauncher, WorkerLauncher
@@ -30,6 +32,7 @@ from router.scheduler import Scheduler
 from router.security import ApiKeyAuth, build_cors_config
 from router.settings import ServeSettings
 from router.stall_watchdog import StallWatchdog
+from router.tools.toolbox import ToolBox, choose_builtin_tools
 from router.worker_pool import WorkerPool
 
 __all__ = ["create_app"]
@@ -83,9 +86,15 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 f"{needed >> 20} MiB, but --models-memory-max is {budget.limit >> 20} MiB"
             )
 
+    tools = ToolBox(
+        choose_builtin_tools(settings.tools, settings.tools_allow_exec),
+        settings.tools_root or Path.cwd(),
+        settings.mcp_servers,
+    )
+
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        async with anyio.create_task_group() as group:
+        async with tools.running(), anyio.create_task_group() as group:
             pool = WorkerPool(
                 catalogue,
                 launcher=launcher or SubprocessLauncher(),
@@ -131,12 +140,13 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             *stream_routes,
             *webui_routes,
             *access_routes,
+            *tool_routes,
         ],
         exception_handlers=auth.exception_handlers(handlers),
         middleware=auth.middleware(),
         cors_config=build_cors_config(settings.cors_origins),
         lifespan=[lifespan],
-        state=State({"auth": auth}),
+        state=State({"auth": auth, "tools": tools}),
         # Litestar checks Content-Length before reading and counts the bytes of a chunked
         # body as they come, so a larger body is refused before it is buffered.
         request_max_body_size=settings.max_body,

@@ -16,6 +16,8 @@ from router.corral_commands import CACHE_COMMANDS, run_cache_command
 from router.no_effect_flags import no_effect_given
 from router.serve_flags import serve_parser
 from router.settings import ServeSettings
+from router.tools.mcp_config import McpConfigError, load_mcp_servers
+from router.tools.toolbox import ToolChoiceError, choose_builtin_tools
 
 __all__ = ["main", "parse_serve_args"]
 
@@ -70,6 +72,16 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         and args.models_preset is None
         and len(args.model_files) + len(hf_repos) == 1
     )
+    tools = tuple(parse_list(args.tools or ""))
+    try:
+        choose_builtin_tools(tools, args.tools_allow_exec)
+        mcp_servers = load_mcp_servers(args.mcp_servers_config, args.mcp_servers_json)
+    except (ToolChoiceError, McpConfigError) as exc:
+        parser.error(str(exc))
+    if args.tools_root is not None and not Path(args.tools_root).is_dir():
+        parser.error(f"--tools-root {args.tools_root} is not a directory")
+    # Tools read and write files: only pages from this machine may call them, unless told.
+    cors_default = "localhost" if tools or mcp_servers else "*"
     no_effect = no_effect_given(args)
     if not single:
         # llama-server's router strips its own --alias too; several models take theirs from a
@@ -94,7 +106,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         cache_dir=locate_cache_dir(os.environ),
         model_options=_model_options(args, parser),
         api_keys=api_keys,
-        cors_origins=tuple(parse_list(args.cors_origins)),
+        cors_origins=tuple(parse_list(args.cors_origins or cors_default)),
         hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
         log_format=args.log_format,
         log_requests=args.log_requests,
@@ -103,6 +115,10 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         aliases=tuple(parse_list(args.alias or "")),
         tags=tuple(parse_list(args.tags or "")),
         no_effect_flags=no_effect,
+        tools=tools,
+        tools_root=Path(args.tools_root) if args.tools_root else None,
+        tools_allow_exec=args.tools_allow_exec,
+        mcp_servers=mcp_servers,
     )
 
 

@@ -32,7 +32,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--reasoning-effort",), 1),
     (("--reasoning-budget-message",), 1),
     (("--reasoning-preserve",), 0),
-    (("--tools",), 1),
     (("--model-draft", "-md", "--spec-draft-model"), 1),
     (("--hf-repo-draft", "-hfd", "-hfrd", "--spec-draft-hf"), 1),
     (("--ctx-size-draft", "-cd"), 1),

@@ -139,6 +139,32 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "single-model mode: tags of the one model, comma-separated (listed as its `tags`); "
         "with several models it has no effect",
     ),
+    "tools": (
+        "LLAMA_ARG_TOOLS",
+        "built-in tools the model may call through `/tools`, comma-separated, or `all`: "
+        "read_file, file_glob_search, grep_search, exec_shell_command, write_file, edit_file, "
+        "get_info. They read and write files as the router's user: see tools.md before turning "
+        "them on. Sets `--cors-origins` to `localhost` unless it is given",
+    ),
+    "tools_root": (
+        "CORRAL_TOOLS_ROOT",
+        "Corral: the directory file tools are confined to (`..`, symlinks and absolute paths "
+        "leading out are refused)",
+    ),
+    "tools_allow_exec": (
+        "CORRAL_TOOLS_ALLOW_EXEC",
+        "Corral: also offer `exec_shell_command` (any command, as the router's user); without "
+        "it `--tools all` leaves it out and naming it is a startup error",
+    ),
+    "mcp_servers_config": (
+        "LLAMA_ARG_MCP_SERVERS_CONFIG",
+        "JSON file of stdio MCP servers (Cursor's `mcpServers` format) whose tools `/tools` "
+        "offers as `<server>_<tool>`; sets `--cors-origins` to `localhost` unless it is given",
+    ),
+    "mcp_servers_json": (
+        "LLAMA_ARG_MCP_SERVERS_JSON",
+        "the same MCP servers as inline JSON",
+    ),
     "log_format": (
         "CORRAL_LOG_FORMAT",
         "`text`: readable lines; `json`: one JSON object per line; default: text on a "
@@ -174,11 +200,20 @@ SERVE_METAVARS: dict[str, str] = {
     "alias": "NAME[,NAME…]",
     "tags": "TAG[,TAG…]",
     "log_format": "text|json",
+    "tools": "all|NAME[,NAME…]",
+    "tools_root": "DIR",
+    "mcp_servers_config": "FILE",
+    "mcp_servers_json": "JSON",
 }
 
 
 # Defaults that read better as words than as argparse's None.
-_SHOWN_DEFAULTS = {"log_format": "text on a terminal, else json", "models_memory_max": "no limit"}
+_SHOWN_DEFAULTS = {
+    "log_format": "text on a terminal, else json",
+    "models_memory_max": "no limit",
+    "cors_origins": "`*`; `localhost` with tools or MCP servers",
+    "tools_root": "the working directory",
+}
 
 
 def _shown(dest: str, default: object) -> object:
@@ -312,8 +347,30 @@ def serve_parser() -> SuggestingParser:
     _add(security, "--api-key", dest="api_keys", action="append")
     _add(security, "--api-key-file", dest="api_key_files", action="append")
     _add(security, "--max-body", dest="max_body", default=_env("CORRAL_MAX_BODY", "64M"))
+    # No default here: unset, it depends on whether tools are on (router.cli).
+    _add(security, "--cors-origins", dest="cors_origins", default=_env("LLAMA_ARG_CORS_ORIGINS"))
+    tools = parser.add_argument_group("tools (docs/tools.md)")
+    _add(tools, "--tools", dest="tools", default=_env("LLAMA_ARG_TOOLS"))
+    _add(tools, "--tools-root", dest="tools_root", type=Path, default=_env("CORRAL_TOOLS_ROOT"))
     _add(
-        security, "--cors-origins", dest="cors_origins", default=_env("LLAMA_ARG_CORS_ORIGINS", "*")
+        tools,
+        "--tools-allow-exec",
+        dest="tools_allow_exec",
+        action="store_true",
+        default=_env_bool("CORRAL_TOOLS_ALLOW_EXEC", False),
+    )
+    _add(
+        tools,
+        "--mcp-servers-config",
+        dest="mcp_servers_config",
+        type=Path,
+        default=_env("LLAMA_ARG_MCP_SERVERS_CONFIG"),
+    )
+    _add(
+        tools,
+        "--mcp-servers-json",
+        dest="mcp_servers_json",
+        default=_env("LLAMA_ARG_MCP_SERVERS_JSON"),
     )
     logging = parser.add_argument_group("logging")
     _add(

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.api_keys import ApiKey
+from router.tools.mcp_config import McpServerConfig
 
 __all__ = ["ServeSettings"]
 
@@ -45,5 +46,12 @@ class ServeSettings:
     single_model: bool = False
     aliases: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    # Server-side tools (docs/tools.md): built-in tool names ("all" or names), the directory the
+    # file tools are confined to (None: the working directory), the opt-in to
+    # exec_shell_command, and the stdio MCP servers.
+    tools: tuple[str, ...] = ()
+    tools_root: Path | None = None
+    tools_allow_exec: bool = False
+    mcp_servers: tuple[McpServerConfig, ...] = ()
     # llama-server flags given that Corral accepts without implementing (router.no_effect_flags).
     no_effect_flags: tuple[str, ...] = ()

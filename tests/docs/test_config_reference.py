@@ -14,6 +14,7 @@ from corral.option_flags import WORKER_OPTIONS
 from corral.options import OPTIONS
 from router.api_keys import ApiKey, KeyScope
 from router.cli import parse_serve_args
+from router.tools.mcp_config import McpServerConfig
 from scripts import gen_config_docs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,6 +138,13 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "CORRAL_LOG_REQUESTS": ("no", "log_requests", False),
     "LLAMA_ARG_MMPROJ": ("/m/mmproj.gguf", "mmproj_file", Path("/m/mmproj.gguf")),
     "LLAMA_ARG_MMPROJ_AUTO": ("off", "model_options", {"mmproj-auto": "false"}),
+    "LLAMA_ARG_TOOLS": ("read_file,get_info", "tools", ("read_file", "get_info")),
+    "CORRAL_TOOLS_ALLOW_EXEC": ("1", "tools_allow_exec", True),
+    "LLAMA_ARG_MCP_SERVERS_JSON": (
+        '{"mcpServers": {"s": {"command": "srv"}}}',
+        "mcp_servers",
+        (McpServerConfig("s", "srv"),),
+    ),
 }
 
 
@@ -147,10 +155,18 @@ def test_documented_serve_variables_really_set_their_flags(
     keys.write_text("# comment\nk3 inference rpm=5\n", encoding="utf-8")
     preset = tmp_path / "models.ini"
     preset.write_text("[*]\nctx-size = 1024\n", encoding="utf-8")
+    mcp = tmp_path / "mcp.json"
+    mcp.write_text('{"mcpServers": {"f": {"command": "srv", "args": ["-x"]}}}', encoding="utf-8")
     samples = {
         **_SERVE_VARIABLES,
         "LLAMA_ARG_MODELS_DIR": (str(tmp_path), "models_dir", tmp_path),
         "LLAMA_ARG_MODELS_PRESET": (str(preset), "models_preset", preset),
+        "CORRAL_TOOLS_ROOT": (str(tmp_path), "tools_root", tmp_path),
+        "LLAMA_ARG_MCP_SERVERS_CONFIG": (
+            str(mcp),
+            "mcp_servers",
+            (McpServerConfig("f", "srv", ("-x",)),),
+        ),
         "LLAMA_ARG_API_KEY_FILE": (
             str(keys),
             "api_keys",

@@ -22,6 +22,7 @@ PAGES = [
     "protocol",
     "serving",
     "webui",
+    "tools",
     "development",
     "benchmarks",
 ]

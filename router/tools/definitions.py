@@ -1,0 +1,116 @@
+"""What a tool is to the router: its ``GET /tools`` entry, and one call's parameters.
+
+The shapes are llama-server's (tools/server/README-dev.md, ``/tools``): an entry has ``tool``,
+``display_name``, ``type`` (``server`` or ``mcp``), ``permissions.write``, ``uses_cwd`` and the
+OpenAI ``definition``; a result is ``{"plain_text_response": …}``, a JSON object, or
+``{"error": "…"}`` for a tool that ran and failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio.to_thread
+
+from router.tools.confinement import ToolsRoot
+
+__all__ = [
+    "BadToolParams",
+    "Tool",
+    "ToolCall",
+    "ToolResult",
+    "function_definition",
+    "optional_bool",
+    "optional_int",
+    "optional_str",
+    "required_str",
+    "threaded",
+]
+
+ToolResult = dict[str, Any]
+
+
+class BadToolParams(Exception):
+    """A parameter missing or of the wrong type: the caller's mistake, a 400."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    params: dict[str, Any]
+    root: ToolsRoot
+    cwd: Path  # the call's working directory, already confined to the root
+    # ``x-resp-type: base64`` (read_file only): the client's choice, never the model's.
+    base64: bool = False
+
+    def path(self, name: str = "path") -> Path:
+        """The parameter as a confined path (raises ``OutsideRoot``)."""
+        return self.root.resolve(required_str(self.params, name), self.cwd)
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    display_name: str
+    description: str
+    parameters: dict[str, Any]
+    invoke: Callable[[ToolCall], Awaitable[ToolResult]]
+    write: bool = False  # may change files or run programs: admin keys only (docs/tools.md)
+    kind: Literal["server", "mcp"] = "server"
+    # Streamed output (``"stream": true``): chunks of text, then the end.
+    stream: Callable[[ToolCall], AsyncIterator[str]] | None = field(default=None)
+
+    def definition(self) -> dict[str, Any]:
+        return function_definition(self.name, self.description, self.parameters)
+
+    def listing(self) -> dict[str, Any]:
+        return {
+            "display_name": self.display_name,
+            "tool": self.name,
+            "type": self.kind,
+            "permissions": {"write": self.write},
+            "uses_cwd": self.kind == "server",
+            "definition": self.definition(),
+        }
+
+
+def function_definition(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+def _typed(params: dict[str, Any], name: str, default: object, kind: type, what: str) -> Any:
+    value = params.get(name, default)
+    # bool is an int to Python, never to a JSON schema.
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise BadToolParams(f'"{name}" must be {what}')
+    return value
+
+
+def required_str(params: dict[str, Any], name: str) -> str:
+    return str(_typed(params, name, None, str, "a string"))
+
+
+def optional_str(params: dict[str, Any], name: str, default: str) -> str:
+    return str(_typed(params, name, default, str, "a string"))
+
+
+def optional_int(params: dict[str, Any], name: str, default: int) -> int:
+    return int(_typed(params, name, default, int, "an integer"))
+
+
+def optional_bool(params: dict[str, Any], name: str, default: bool) -> bool:
+    return bool(_typed(params, name, default, bool, "a boolean"))
+
+
+def threaded(run: Callable[[ToolCall], ToolResult]) -> Callable[[ToolCall], Awaitable[ToolResult]]:
+    """A blocking tool (file reads, directory walks) run off the event loop."""
+
+    async def invoke(call: ToolCall) -> ToolResult:
+        return await anyio.to_thread.run_sync(run, call)
+
+    return invoke
