@@ -21,9 +21,14 @@ WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.
 _ENV_PREFIXES = ("LLAMA_ARG_", "__PRESET_")
 
 
+# llama-server's four-letter short options; every other spelling that long is a long flag.
+_FOUR_LETTER_SHORT = frozenset({"hfrd", "ngld"})
+
+
 def _flag(spelling: str) -> str:
     # llama-server spells its short options with one dash, even the multi-letter ones (-ngl).
-    return f"-{spelling}" if len(spelling) <= 3 else f"--{spelling}"
+    short = len(spelling) <= 3 or spelling in _FOUR_LETTER_SHORT
+    return f"-{spelling}" if short else f"--{spelling}"
 
 
 def _dest(spec: OptionSpec) -> str:

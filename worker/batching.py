@@ -21,6 +21,7 @@ import structlog
 
 from worker.grammar_sampler import GrammarSampler
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
+from worker.speculative import DraftRequest, Speculator
 
 __all__ = [
     "BatchEngine",
@@ -77,6 +78,9 @@ class Generation:
     grammar: GrammarSampler | None = None  # parsed on submit, handed to the sampler on admit
     sampler: Any = None
     batch_index: int = -1
+    draft: list[int] = field(default_factory=list)  # guesses decoded after next_token
+    draft_n: int = 0  # guesses verified, and how many of them were kept
+    draft_accepted: int = 0
     started: float = 0.0
     first_token: float = 0.0
 
@@ -124,8 +128,10 @@ class BatchEngine:
         n_parallel: int,
         n_batch: int,
         metrics: EngineMetrics | None = None,
+        speculator: Speculator | None = None,
     ) -> None:
         self._ctx = ctx
+        self._speculator = speculator
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._vocab = vocab
         self._n_vocab = n_vocab
@@ -175,6 +181,8 @@ class BatchEngine:
         """Admit, decode one batch, sample: one turn of the loop."""
         self._drop_cancelled()
         self._admit()
+        if self._speculator is not None:
+            self._propose_drafts(self._speculator)
         active = self._fill_batch()
         if not active:
             return
@@ -223,6 +231,27 @@ class BatchEngine:
             generation.started = time.perf_counter()
             slot.generation = generation
 
+    def _propose_drafts(self, speculator: Speculator) -> None:
+        """Guesses for every generating sequence, verified in this step's batch."""
+        generating = [
+            (slot, generation)
+            for slot in self.slots
+            if (generation := slot.generation) is not None and generation.next_token is not None
+        ]
+        # Room in the batch for each sequence's token and guesses, and in its context for the
+        # guesses and one more token; no guess past the token budget (as llama-server).
+        share = self._n_batch // max(len(generating), 1) - 1
+        requests = []
+        for slot, generation in generating:
+            limit = min(share, self.n_ctx_seq - generation.n_past - 2)
+            if generation.max_tokens is not None:
+                limit = min(limit, generation.max_tokens - generation.generated - 1)
+            last = generation.next_token or 0  # never None here: filtered above
+            requests.append(DraftRequest(slot.id, slot.tokens, last, limit))
+        drafts = speculator.propose(requests)
+        for slot, generation in generating:
+            generation.draft = drafts[slot.id]
+
     def _add(self, index: int, token: int, pos: int, seq: int, logits: bool) -> None:
         batch = self._batch
         batch.token[index] = token
@@ -247,6 +276,10 @@ class BatchEngine:
                 generation.next_token = None
                 generation.batch_index = n
                 n += 1
+                for i, guess in enumerate(generation.draft):
+                    self._add(n + i, guess, generation.n_past + i, slot.id, True)
+                n += len(generation.draft)
+                generation.draft_n += len(generation.draft)
                 active.append(slot)
         for slot in self.slots:
             generation = slot.generation
@@ -268,14 +301,34 @@ class BatchEngine:
         return active
 
     def _sample(self, slot: _Slot, generation: Generation) -> None:
-        token = llama_cpp.llama_sampler_sample(
-            generation.sampler, self._ctx, generation.batch_index
-        )
+        """Sample the sequence's next token; with guesses, keep them while the sampler agrees.
+
+        A kept guess is already in the KV cache, so the next position's logits are in the batch
+        too; the first disagreement is the next token, and the guesses after it are dropped.
+        """
+        draft, generation.draft = generation.draft, []
+        for i in range(len(draft) + 1):
+            token = llama_cpp.llama_sampler_sample(
+                generation.sampler, self._ctx, generation.batch_index + i
+            )
+            if not self._take(slot, generation, token):
+                return  # finished: the next request in the slot drops the rest of the cache
+            if i == len(draft) or token != draft[i]:
+                break
+            generation.next_token = None
+            slot.tokens.append(token)
+            generation.n_past += 1
+            generation.draft_accepted += 1
+        if draft:
+            llama_cpp.llama_memory_seq_rm(self._memory, slot.id, generation.n_past, -1)
+
+    def _take(self, slot: _Slot, generation: Generation, token: int) -> bool:
+        """Emit a sampled token; False when it finished the generation."""
         if not generation.first_token:
             generation.first_token = time.perf_counter()
         if not generation.ignore_eos and llama_cpp.llama_vocab_is_eog(self._vocab, token):
             self._finish(slot, "stop")
-            return
+            return False
         generation.generated += 1
         generation.next_token = token
         text = generation.stop.feed(generation.text.feed(token_piece(self._vocab, token)))
@@ -289,6 +342,9 @@ class BatchEngine:
             self._finish(slot, "stop")
         elif budget_spent or context_full:
             self._finish(slot, "length")
+        else:
+            return True
+        return False
 
     def _finish(self, slot: _Slot, reason: str) -> None:
         generation = slot.generation
@@ -317,6 +373,9 @@ class BatchEngine:
             if predicted_ms
             else 0.0,
         }
+        if generation.draft_n:  # as llama-server: only when something was guessed
+            timings["draft_n"] = generation.draft_n
+            timings["draft_n_accepted"] = generation.draft_accepted
         metrics = self.metrics
         metrics.prompt_tokens += prompt_n
         metrics.prompt_tokens_cached += generation.cached

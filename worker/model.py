@@ -19,6 +19,7 @@ from worker.batching import BatchEngine, EngineMetrics
 from worker.embedding_context import Embedder
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
+from worker.speculative import Speculator
 from worker.templates import ChatTemplate
 
 __all__ = ["LoadedModel"]
@@ -77,8 +78,27 @@ class LoadedModel:
         self.metadata = self.model.metadata()
         self.ctx = self._new_context()
         self._embedder: Embedder | None = None
+        try:
+            self.speculator = Speculator.load(
+                settings.speculative,
+                target_vocab=self.vocab,
+                n_ctx=self.n_ctx,
+                n_seq=settings.parallel,
+                n_batch=settings.batch_size,
+                threads=self._threads,
+            )
+        except Exception:
+            llama_cpp.llama_free(self.ctx)
+            self.model.close()  # type: ignore[no-untyped-call]
+            raise
         self.batcher = BatchEngine(
-            self.ctx, self.vocab, self.n_vocab, settings.parallel, settings.batch_size, self.metrics
+            self.ctx,
+            self.vocab,
+            self.n_vocab,
+            settings.parallel,
+            settings.batch_size,
+            self.metrics,
+            self.speculator,
         )
 
     def embedder(self) -> Embedder:
@@ -141,6 +161,8 @@ class LoadedModel:
             self._embedder.close()
             self._embedder = None
         self.batcher.close()
+        if self.speculator is not None:
+            self.speculator.close()
         llama_cpp.llama_free(self.ctx)
         self.model.close()  # type: ignore[no-untyped-call]
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral.option_flags import add_model_flags, model_options_from
+from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
 __all__ = ["WorkerSettings", "parse_worker_args"]
 
@@ -45,6 +46,7 @@ class WorkerSettings:
     rope_freq_base: float = 0.0
     cache_type_k: str | None = None
     cache_type_v: str | None = None
+    speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
     ignored: dict[str, str] = field(default_factory=dict)
 
 
@@ -97,5 +99,6 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         rope_freq_base=number("rope-freq-base", 0.0),
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),
+        speculative=speculative_settings(options),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )
