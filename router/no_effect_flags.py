@@ -41,14 +41,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--lora",), 1),
     (("--lora-scaled",), 1),
     (("--lora-init-without-apply",), 0),
-    (("--model-draft", "-md", "--spec-draft-model"), 1),
-    (("--hf-repo-draft", "-hfd", "-hfrd", "--spec-draft-hf"), 1),
-    (("--ctx-size-draft", "-cd"), 1),
-    (("--gpu-layers-draft", "-ngld", "--n-gpu-layers-draft", "--spec-draft-ngl"), 1),
-    (("--spec-type",), 1),
-    (("--spec-draft-n-max", "--draft", "--draft-n", "--draft-max"), 1),
-    (("--spec-draft-n-min", "--draft-min", "--draft-n-min"), 1),
-    (("--spec-draft-p-min", "--draft-p-min"), 1),
     (("--spec-draft-p-split", "--draft-p-split"), 1),
 )
 _DEST = "no_effect_flags"

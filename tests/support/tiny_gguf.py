@@ -57,7 +57,7 @@ _UNK, _BOS, _EOS, _IM_START, _IM_END = range(len(_SPECIALS))
 _FIM_TOKENS = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 
 
-def _vocab() -> tuple[list[str], list[float], list[int]]:
+def _vocab(words: str) -> tuple[list[str], list[float], list[int]]:
     tokens = [text for text, _ in _SPECIALS]
     types = [int(kind) for _, kind in _SPECIALS]
     # Byte fallback is what lets llama.cpp's SPM tokenizer encode text outside the vocabulary
@@ -65,7 +65,7 @@ def _vocab() -> tuple[list[str], list[float], list[int]]:
     tokens += [f"<0x{b:02X}>" for b in range(256)]
     types += [int(gguf.TokenType.BYTE)] * 256
     pieces: list[str] = [_SPACE, *_CHARS]
-    for word in _WORDS_TEXT.split():
+    for word in words.split():
         # SPM only merges adjacent symbols whose concatenation is itself a piece, so every
         # prefix must exist for "▁the" to be reachable from "▁" "t" "h" "e".
         full = _SPACE + word
@@ -97,6 +97,7 @@ def write_tiny_gguf(
     seed: int = 0,
     fim: bool = False,
     rerank_template: str | None = None,
+    words: str = _WORDS_TEXT,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -104,9 +105,10 @@ def write_tiny_gguf(
     ``tokenizer.chat_template`` key entirely, as some real models do. ``fim=True`` adds
     fill-in-the-middle tokens, as code models have, for ``/infill``. ``rerank_template``
     adds the named ``rerank`` template (``{query}`` and ``{document}`` placeholders) that
-    reranker GGUFs carry.
+    reranker GGUFs carry. Other ``words`` (space-separated) make another vocabulary, such as a
+    draft model llama-server would refuse for the default one.
     """
-    tokens, scores, types = _vocab()
+    tokens, scores, types = _vocab(words)
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
     if fim:
         tokens += list(_FIM_TOKENS)
