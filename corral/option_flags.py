@@ -26,7 +26,7 @@ _FOUR_LETTER_SHORT = frozenset({"hfrd", "ngld"})
 
 
 def flag_spelling(spelling: str) -> str:
-    """The command-line flag of an option spelling: ``c`` → ``-c``, ``ctx-size`` → ``--ctx-size``."""
+    """An option spelling as a flag: ``c`` → ``-c``, ``ctx-size`` → ``--ctx-size``."""
     # llama-server spells its short options with one dash, even the multi-letter ones (-ngl).
     short = len(spelling) <= 3 or spelling in _FOUR_LETTER_SHORT
     return f"-{spelling}" if short else f"--{spelling}"

@@ -306,7 +306,8 @@ def _build(
     defaults: Mapping[str, str] = {}
     if preset is not None:
         _check_defaults(preset)
-        defaults = absolute_draft(preset.defaults, preset.path.parent, f"{preset.path}: section [*]")
+        where = f"{preset.path}: section [*]"
+        defaults = absolute_draft(preset.defaults, preset.path.parent, where)
         for section in preset.sections.values():
             _apply_section(models, preset, section, cached)
     entries: dict[str, CatalogueEntry] = {}

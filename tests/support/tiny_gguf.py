@@ -12,7 +12,7 @@ import gguf
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CHATML_TEMPLATE", "write_tiny_gguf"]
+__all__ = ["CHATML_TEMPLATE", "WORDS", "write_tiny_gguf"]
 
 # Deliberately not byte-identical to llama-cpp-python's built-in CHATML_CHAT_TEMPLATE: an exact
 # match would make it pick its hard-coded "chatml" format instead of rendering this template,
@@ -35,7 +35,7 @@ _HEAD_DIM = _N_EMBD // _N_HEAD
 # SentencePiece marks a preceding space with U+2581.
 _SPACE = "\u2581"
 # A few hundred ordinary pieces so common English tokenizes to words, not bytes.
-_WORDS_TEXT = (
+WORDS = (
     "the of and to in is you that it he was for on are as with his they at be this have from"
     " or one had by word but not what all were we when your can said there use an each which"
     " she do how their if will up other about out many then them these so some her would make"
@@ -97,7 +97,7 @@ def write_tiny_gguf(
     seed: int = 0,
     fim: bool = False,
     rerank_template: str | None = None,
-    words: str = _WORDS_TEXT,
+    words: str = WORDS,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 

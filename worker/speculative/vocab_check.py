@@ -42,5 +42,6 @@ def vocab_mismatch(target: Any, draft: Any) -> str | None:
         text_t = llama_cpp.llama_vocab_get_text(target, token)
         text_d = llama_cpp.llama_vocab_get_text(draft, token)
         if text_t != text_d:
-            return f"token {token} differs (target {text_t!r}, draft {text_d!r})"
+            shown = [text.decode("utf-8", "replace") for text in (text_t, text_d)]
+            return f"token {token} differs (target '{shown[0]}', draft '{shown[1]}')"
     return None
