@@ -31,11 +31,13 @@ _log = structlog.get_logger("corral.router")
 
 
 def _download_missing(settings: ServeSettings) -> None:
-    """``-hf ORG/REPO[:TAG]`` of a model not in the cache: download it first, as llama-server
-    does, through the same download child as ``corral pull`` (progress on stderr)."""
+    """``-hf ORG/REPO[:TAG]`` of a model not in the cache, and its ``-hfd`` draft: download them
+    first, as llama-server does, through the same download child as ``corral pull`` (progress
+    on stderr)."""
     if settings.offline or settings.cache_dir is None:
         return  # create_app then says the model is missing and that --offline forbids fetching
-    for reference in settings.hf_repos:
+    draft = settings.model_options.get("spec-draft-hf")
+    for reference in [*settings.hf_repos, *([draft] if draft else [])]:
         if resolve_cached_model(scan_cache(settings.cache_dir), reference) is not None:
             continue
         _log.info("downloading a --hf-repo model before serving", model=reference)

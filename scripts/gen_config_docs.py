@@ -351,9 +351,7 @@ def _no_effect_section() -> list[str]:
 def _spellings(spec: OptionSpec) -> tuple[list[str], list[str]]:
     """(flag spellings, negative flag spellings) as the worker and ``corral serve`` take them."""
     env = ("LLAMA_ARG_", "__PRESET_")
-    flags = [f"--{spec.name}"] + [
-        flag_spelling(s) for s in spec.spellings if not s.startswith(env)
-    ]
+    flags = [f"--{spec.name}"] + [flag_spelling(s) for s in spec.spellings if not s.startswith(env)]
     negatives = [f"--{s}" for s in spec.negatives if not s.startswith(env)]
     return flags, negatives
 
