@@ -101,6 +101,9 @@ class EngineMetrics:
     n_decode: int = 0
     n_busy_slots: int = 0
     n_tokens_max: int = 0
+    draft_tokens: int = 0  # speculative decoding: tokens guessed, guesses kept, batches verified
+    draft_accepted: int = 0
+    drafts: int = 0
 
 
 @dataclass
@@ -163,6 +166,7 @@ class BatchEngine:
                 "is_processing": slot.generation is not None,
                 "n_cached_tokens": len(slot.tokens),
                 "n_decoded": slot.generation.generated if slot.generation else 0,
+                "speculative": self._speculator is not None,
             }
             for slot in self.slots
         ]
@@ -280,6 +284,8 @@ class BatchEngine:
                     self._add(n + i, guess, generation.n_past + i, slot.id, True)
                 n += len(generation.draft)
                 generation.draft_n += len(generation.draft)
+                self.metrics.draft_tokens += len(generation.draft)
+                self.metrics.drafts += bool(generation.draft)
                 active.append(slot)
         for slot in self.slots:
             generation = slot.generation
@@ -319,6 +325,7 @@ class BatchEngine:
             slot.tokens.append(token)
             generation.n_past += 1
             generation.draft_accepted += 1
+            self.metrics.draft_accepted += 1
         if draft:
             llama_cpp.llama_memory_seq_rm(self._memory, slot.id, generation.n_past, -1)
 
