@@ -80,6 +80,31 @@ def test_a_self_draft_guesses_right_every_time(models_dir: Path, plain: dict[str
         assert httpx.get(f"{child.url}/slots").json()[0]["speculative"] is True
 
 
+@pytest.mark.parametrize(("n_min", "n_max"), [(1, 2), (1, 4), (4, 8), (4, 12), (8, 16)])
+def test_any_draft_length_gives_the_same_tokens(
+    models_dir: Path, plain: dict[str, str], n_min: int, n_max: int
+) -> None:
+    # llama-server's test_different_draft_min_draft_max, with a draft that guesses badly.
+    lengths = ("--spec-draft-n-min", str(n_min), "--spec-draft-n-max", str(n_max))
+    with worker(models_dir / "alpha.gguf", "-md", str(models_dir / "beta.gguf"), *lengths) as child:
+        assert _complete(child.url, PROMPTS[0])["content"] == plain[PROMPTS[0]]
+
+
+def test_guesses_never_run_past_the_slots_context(models_dir: Path) -> None:
+    # llama-server's test_slot_ctx_not_exceeded: a prompt that all but fills the context, and
+    # no token budget, so generation runs to the context's end with guesses up to the last.
+    target = models_dir / "alpha.gguf"
+    with worker(target, "-md", str(target), "--spec-draft-n-max", "16") as child:
+        body = {"prompt": "the " * 240, "temperature": 0, "ignore_eos": True}
+        response = httpx.post(f"{child.url}/completion", json=body, timeout=120)
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["content"]
+    assert answer["stop_type"] == "limit"
+    assert answer["tokens_evaluated"] + answer["tokens_predicted"] <= 256
+    assert answer["timings"]["draft_n"] > 0
+
+
 def test_a_poor_draft_is_corrected_without_changing_a_token(
     models_dir: Path, plain: dict[str, str]
 ) -> None:
