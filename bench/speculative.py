@@ -4,7 +4,9 @@ One worker per setting, the same GGUF, threads and slots: plain decoding, the mo
 draft (every guess is right, so what remains is the pipeline's cost: the draft model's decodes
 and the wider verification batches), and prompt lookup (``ngram-simple``) on a prompt that
 asks for text to be repeated. Greedy decoding, one stream and then several at once; decode
-tokens/s from the worker's own timings, and each setting's ratio to plain decoding. With
+tokens/s from the worker's own timings, and each setting's ratio to plain decoding. Every
+worker runs from the start and the settings take turns, run after run, so a machine whose load
+changes meanwhile weighs on all of them alike. With
 ``--draft FILE`` a real draft model (same vocabulary, smaller) is measured too. A measurement,
 not a test: it exits 0 whatever the figures.
 """
@@ -14,7 +16,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +39,8 @@ REPEAT = f"Repeat this passage three times, word for word:\n{PASSAGE}"
 @dataclass
 class Figures:
     tokens_per_second: float  # decode tokens/s of one stream, median over the runs
-    aggregate: float  # tokens/s of all streams together, from the first request to the last answer
-    accepted: str  # guesses kept / made
+    aggregate: float  # tokens/s of all streams together (median over the runs)
+    accepted: str  # guesses kept / made, in the concurrent requests
 
 
 def _chat(url: str, prompt: str, tokens: int) -> dict[str, Any]:
@@ -52,21 +56,17 @@ def _chat(url: str, prompt: str, tokens: int) -> dict[str, Any]:
     return timings
 
 
-def _measure(url: str, prompt: str, tokens: int, runs: int, streams: int) -> Figures:
-    _chat(url, prompt, 8)  # warm-up
-    singles = [_chat(url, prompt, tokens) for _ in range(runs)]
+def _single(url: str, prompt: str, tokens: int) -> float:
+    return float(_chat(url, prompt, tokens)["predicted_per_second"])
+
+
+def _together(url: str, prompt: str, tokens: int, streams: int) -> tuple[float, list[Any]]:
+    """Tokens/s of ``streams`` requests at once, from the first sent to the last answered."""
     with ThreadPoolExecutor(streams) as pool:
-        started = os.times().elapsed
-        together = list(pool.map(lambda _: _chat(url, prompt, tokens), range(streams)))
-        elapsed = os.times().elapsed - started
-    everything = singles + together
-    made = sum(t.get("draft_n", 0) for t in everything)
-    kept = sum(t.get("draft_n_accepted", 0) for t in everything)
-    return Figures(
-        tokens_per_second=statistics.median(t["predicted_per_second"] for t in singles),
-        aggregate=sum(t["predicted_n"] for t in together) / elapsed,
-        accepted=f"{kept}/{made}" if made else "—",
-    )
+        started = time.perf_counter()
+        timings = list(pool.map(lambda _: _chat(url, prompt, tokens), range(streams)))
+        elapsed = time.perf_counter() - started
+    return sum(t["predicted_n"] for t in timings) / elapsed, timings
 
 
 def main() -> None:
@@ -92,11 +92,34 @@ def main() -> None:
     if args.draft is not None:
         settings.append(("draft " + args.draft.name, STORY, ("--model-draft", str(args.draft))))
     ctx = 1024 * args.streams
-    results: dict[str, Figures] = {}
-    for name, prompt, extra in settings:
-        log(f"measuring {name} ...")
-        with corral_worker(args.model, args.threads, args.streams, ctx, *extra) as url:
-            results[name] = _measure(url, prompt, args.tokens, args.runs, args.streams)
+    singles: dict[str, list[float]] = {name: [] for name, _, _ in settings}
+    aggregates: dict[str, list[float]] = {name: [] for name, _, _ in settings}
+    guesses: dict[str, list[int]] = {name: [0, 0] for name, _, _ in settings}
+    with ExitStack() as workers:
+        urls = {
+            name: workers.enter_context(
+                corral_worker(args.model, args.threads, args.streams, ctx, *extra)
+            )
+            for name, _, extra in settings
+        }
+        for name, prompt, _ in settings:
+            _chat(urls[name], prompt, 8)  # warm-up
+        for run in range(args.runs):
+            log(f"run {run + 1} of {args.runs} ...")
+            for name, prompt, _ in settings:
+                singles[name].append(_single(urls[name], prompt, args.tokens))
+                rate, timings = _together(urls[name], prompt, args.tokens, args.streams)
+                aggregates[name].append(rate)
+                guesses[name][0] += sum(t.get("draft_n_accepted", 0) for t in timings)
+                guesses[name][1] += sum(t.get("draft_n", 0) for t in timings)
+    results = {
+        name: Figures(
+            tokens_per_second=statistics.median(singles[name]),
+            aggregate=statistics.median(aggregates[name]),
+            accepted=f"{kept}/{made}" if (made := guesses[name][1]) else "—",
+        )
+        for name, (kept, _) in guesses.items()
+    }
     print(
         f"{args.model.name}, {args.tokens} tokens, {args.threads} threads, "
         f"{args.streams} slots; ratios to plain decoding of the same prompt"

@@ -22,6 +22,7 @@ import structlog
 from worker.grammar_sampler import GrammarSampler
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
 from worker.speculative import DraftRequest, Speculator
+from worker.token_prefix import common_prefix
 
 __all__ = [
     "BatchEngine",
@@ -111,15 +112,6 @@ class _Slot:
     id: int
     tokens: list[int] = field(default_factory=list)  # what its KV cache holds
     generation: Generation | None = None
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class BatchEngine:
@@ -220,8 +212,8 @@ class BatchEngine:
             generation = self.waiting.popleft()
             prompt = generation.prompt
             # The free slot whose cache shares the longest prefix with this prompt.
-            slot = max(free, key=lambda s: _common_prefix(s.tokens, prompt))
-            keep = _common_prefix(slot.tokens, prompt) if generation.cache_prompt else 0
+            slot = max(free, key=lambda s: common_prefix(s.tokens, prompt))
+            keep = common_prefix(slot.tokens, prompt) if generation.cache_prompt else 0
             keep = min(keep, len(prompt) - 1)  # the last prompt token must be decoded for logits
             if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
                 # Recurrent models cannot drop part of a sequence: start it over.
@@ -238,23 +230,26 @@ class BatchEngine:
     def _propose_drafts(self, speculator: Speculator) -> None:
         """Guesses for every generating sequence, verified in this step's batch."""
         generating = [
-            (slot, generation)
+            slot
             for slot in self.slots
-            if (generation := slot.generation) is not None and generation.next_token is not None
+            if slot.generation is not None and slot.generation.next_token is not None
         ]
         # Room in the batch for each sequence's token and guesses, and in its context for the
         # guesses and one more token; no guess past the token budget (as llama-server).
         share = self._n_batch // max(len(generating), 1) - 1
-        requests = []
-        for slot, generation in generating:
+        requests: list[DraftRequest] = []
+        for slot in generating:
+            generation = slot.generation
+            if generation is None or generation.next_token is None:
+                continue  # not generating: excluded above already
             limit = min(share, self.n_ctx_seq - generation.n_past - 2)
             if generation.max_tokens is not None:
                 limit = min(limit, generation.max_tokens - generation.generated - 1)
-            last = generation.next_token or 0  # never None here: filtered above
-            requests.append(DraftRequest(slot.id, slot.tokens, last, limit))
-        drafts = speculator.propose(requests)
-        for slot, generation in generating:
-            generation.draft = drafts[slot.id]
+            requests.append(DraftRequest(slot.id, slot.tokens, generation.next_token, limit))
+        for seq, draft in speculator.propose(requests).items():
+            generation = self.slots[seq].generation
+            if generation is not None:
+                generation.draft = draft
 
     def _add(self, index: int, token: int, pos: int, seq: int, logits: bool) -> None:
         batch = self._batch

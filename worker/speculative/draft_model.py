@@ -21,6 +21,7 @@ from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.speculative.vocab_check import vocab_mismatch
+from worker.token_prefix import common_prefix
 
 __all__ = ["DraftModel", "DraftRequest"]
 
@@ -33,15 +34,6 @@ class DraftRequest(NamedTuple):
     history: list[int]  # what the target's slot holds
     last: int  # sampled by the target, not decoded yet: the draft continues after it
     limit: int  # at most this many tokens
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class DraftModel:
@@ -125,7 +117,7 @@ class DraftModel:
         self._clear()
         for request in requests:
             cached = self._cached[request.seq]
-            keep = _common_prefix(cached, request.history)
+            keep = common_prefix(cached, request.history)
             if keep < len(cached) and not llama_cpp.llama_memory_seq_rm(
                 self._memory, request.seq, keep, -1
             ):

@@ -10,6 +10,7 @@ immune to rounding.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -147,6 +148,19 @@ def test_sampling_with_a_seed_gives_the_same_tokens_with_a_draft(models_dir: Pat
         answer = _complete(child.url, PROMPTS[0], **sampled)
     assert answer["content"] == expected
     assert answer["timings"]["draft_n"] > 0
+
+
+def test_a_grammar_constrains_the_guesses_as_it_does_plain_tokens(models_dir: Path) -> None:
+    # A guess the grammar forbids is rejected by the sampler, which is the grammar's own.
+    target = models_dir / "alpha.gguf"
+    grammar = {"grammar": 'root ::= ("the" | " " | "water" | "story")+', "n_predict": 24}
+    with worker(target) as child:
+        expected = _complete(child.url, PROMPTS[0], **grammar)["content"]
+    with worker(target, "-md", str(models_dir / "beta.gguf")) as child:
+        answer = _complete(child.url, PROMPTS[0], **grammar)
+    assert answer["content"] == expected
+    assert re.fullmatch("(the|water|story| )*[a-z]{0,4}", expected)  # the budget may cut a word
+    assert answer["timings"]["draft_n"] > answer["timings"]["draft_n_accepted"]
 
 
 def test_prompt_lookup_guesses_from_the_history(models_dir: Path, plain: dict[str, str]) -> None:
