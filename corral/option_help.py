@@ -66,6 +66,7 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "ctx-size-draft": "the draft model's context size; `0` = the model's own `ctx-size`",
     "spec-draft-ngl": "draft model layers offloaded to the GPU of a GPU build; `auto`/`all` = "
     "every layer",
+    "spec-draft-threads": "CPU threads of the draft model; default: the model's",
     "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
     "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
 }

@@ -200,6 +200,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         ),
         literals=("auto", "all"),
     ),
+    OptionSpec("spec-draft-threads", "int", spellings=("td", "threads-draft"), bound="positive"),
     OptionSpec("spec-ngram-simple-size-n", "int", bound="positive"),
     OptionSpec("spec-ngram-simple-size-m", "int", bound="positive"),
 )

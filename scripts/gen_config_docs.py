@@ -90,6 +90,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "spec-draft-p-min": "speculative.p_min",
     "ctx-size-draft": "speculative.ctx_size_draft",
     "spec-draft-ngl": "speculative.n_gpu_layers_draft",
+    "spec-draft-threads": "speculative.threads_draft",
     "spec-ngram-simple-size-n": "speculative.ngram_size_n",
     "spec-ngram-simple-size-m": "speculative.ngram_size_m",
 }
@@ -100,6 +101,7 @@ _NONE_MEANS = {
     "cache-type-v": "f16",
     "sleep-idle-seconds": "never",
     "pooling": "the model's",
+    "spec-draft-threads": "the model's",
 }
 
 

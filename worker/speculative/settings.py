@@ -24,6 +24,7 @@ class SpeculativeSettings:
     p_min: float = 0.0
     ctx_size_draft: int = 0  # 0: the target's context size
     n_gpu_layers_draft: int = -1  # -1: every layer, as llama-server's "auto" on one device
+    threads_draft: int | None = None  # None: the model's
     ngram_size_n: int = 12
     ngram_size_m: int = 48
 
@@ -50,6 +51,7 @@ def speculative_settings(options: Mapping[str, str]) -> SpeculativeSettings:
         p_min=float(options.get("spec-draft-p-min", defaults.p_min)),
         ctx_size_draft=integer("ctx-size-draft", defaults.ctx_size_draft),
         n_gpu_layers_draft=-1 if layers in ("auto", "all") else int(layers),
+        threads_draft=integer("spec-draft-threads", 0) or None,
         ngram_size_n=integer("spec-ngram-simple-size-n", defaults.ngram_size_n),
         ngram_size_m=integer("spec-ngram-simple-size-m", defaults.ngram_size_m),
     )

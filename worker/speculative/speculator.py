@@ -93,7 +93,7 @@ class Speculator:
                 n_seq=n_seq,
                 n_batch=n_batch,
                 n_gpu_layers=settings.n_gpu_layers_draft,
-                threads=threads,
+                threads=settings.threads_draft or threads,
             )
         return cls(settings, draft_model)
 

@@ -66,7 +66,8 @@ def _metric(url: str, name: str) -> float:
 def test_a_self_draft_guesses_right_every_time(models_dir: Path, plain: dict[str, str]) -> None:
     draft = models_dir / "alpha.gguf"
     guessed = 0
-    with worker(draft, "--model-draft", str(draft), "--spec-draft-n-max", "4") as child:
+    args = ("--model-draft", str(draft), "--spec-draft-n-max", "4", "-td", "1")
+    with worker(draft, *args) as child:
         for prompt in PROMPTS:
             answer = _complete(child.url, prompt)
             assert answer["content"] == plain[prompt]
