@@ -67,6 +67,10 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "spec-draft-ngl": "draft model layers offloaded to the GPU of a GPU build; `auto`/`all` = "
     "every layer",
     "spec-draft-threads": "CPU threads of the draft model; default: the model's",
+    "spec-synth-len": "benchmarks only: keep guesses at random for this mean accepted length "
+    "(counting the sampled token) instead of checking them; the text is not the model's",
+    "spec-synth-rates": "benchmarks only: keep guesses at random, at these comma-separated "
+    "rates per position (one per `spec-draft-n-max`, not increasing)",
     "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
     "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
 }

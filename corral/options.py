@@ -202,6 +202,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec("spec-draft-threads", "int", spellings=("td", "threads-draft"), bound="positive"),
     OptionSpec("spec-ngram-simple-size-n", "int", bound="positive"),
+    OptionSpec("spec-synth-len", "float", spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",)),
+    OptionSpec("spec-synth-rates", "str", spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",)),
     OptionSpec("spec-ngram-simple-size-m", "int", bound="positive"),
 )
 

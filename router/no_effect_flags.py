@@ -62,8 +62,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-draft-device", "-devd", "--device-draft"), 1),
     (("--spec-draft-backend-sampling",), 0),
     (("--no-spec-draft-backend-sampling",), 0),
-    (("--spec-synth-len",), 1),
-    (("--spec-synth-rates",), 1),
     (("--spec-ngram-simple-min-hits",), 1),
     (("--spec-ngram-map-k-size-n",), 1),
     (("--spec-ngram-map-k-size-m",), 1),

@@ -92,6 +92,8 @@ _WORKER_FIELDS: dict[str, str] = {
     "spec-draft-ngl": "speculative.n_gpu_layers_draft",
     "spec-draft-threads": "speculative.threads_draft",
     "spec-ngram-simple-size-n": "speculative.ngram_size_n",
+    "spec-synth-len": "speculative.synth_len",
+    "spec-synth-rates": "speculative.synth_rates",
     "spec-ngram-simple-size-m": "speculative.ngram_size_m",
 }
 _NONE_MEANS = {

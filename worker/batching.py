@@ -226,6 +226,8 @@ class BatchEngine:
             generation.grammar = None  # the chain owns it now
             generation.started = time.perf_counter()
             slot.generation = generation
+            if self._speculator is not None:
+                self._speculator.begin(slot.id, generation.params.seed)
 
     def _propose_drafts(self, speculator: Speculator) -> None:
         """Guesses for every generating sequence, verified in this step's batch."""
@@ -308,13 +310,18 @@ class BatchEngine:
         too; the first disagreement is the next token, and the guesses after it are dropped.
         """
         draft, generation.draft = generation.draft, []
+        speculator = self._speculator
         for i in range(len(draft) + 1):
             token = llama_cpp.llama_sampler_sample(
                 generation.sampler, self._ctx, generation.batch_index + i
             )
+            kept = False
+            if i < len(draft) and speculator is not None:
+                kept = speculator.keeps(slot.id, i, draft[i], token)
+                token = draft[i] if kept else token
             if not self._take(slot, generation, token):
                 return  # finished: the next request in the slot drops the rest of the cache
-            if i == len(draft) or token != draft[i]:
+            if not kept:
                 break
             generation.next_token = None
             slot.tokens.append(token)

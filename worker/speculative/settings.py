@@ -27,6 +27,8 @@ class SpeculativeSettings:
     threads_draft: int | None = None  # None: the model's
     ngram_size_n: int = 12
     ngram_size_m: int = 48
+    synth_len: float | None = None  # synthetic acceptance, for benchmarks (synthetic.py)
+    synth_rates: str | None = None  # comma-separated, checked when the model loads
 
     @property
     def enabled(self) -> bool:
@@ -54,4 +56,6 @@ def speculative_settings(options: Mapping[str, str]) -> SpeculativeSettings:
         threads_draft=integer("spec-draft-threads", 0) or None,
         ngram_size_n=integer("spec-ngram-simple-size-n", defaults.ngram_size_n),
         ngram_size_m=integer("spec-ngram-simple-size-m", defaults.ngram_size_m),
+        synth_len=float(options["spec-synth-len"]) if "spec-synth-len" in options else None,
+        synth_rates=options.get("spec-synth-rates"),
     )

@@ -14,15 +14,19 @@ are refused when the model loads.
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import llama_cpp
 
 from corral.hub.cache_layout import locate_cache_dir
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from worker.speculative.draft_model import DraftModel, DraftRequest
 from worker.speculative.ngram import ngram_draft
 from worker.speculative.settings import SpeculativeSettings
+from worker.speculative.synthetic import synthetic_chances
 
 __all__ = ["RUNNABLE_TYPES", "DraftRequest", "Speculator"]
 
@@ -42,11 +46,29 @@ def _draft_path(settings: SpeculativeSettings) -> Path | None:
     return found.path
 
 
+def _rates(text: str | None) -> list[float]:
+    try:
+        return [float(rate) for rate in text.split(",")] if text else []
+    except ValueError:
+        raise ValueError(f"--spec-synth-rates: expected numbers, got '{text}'") from None
+
+
 class Speculator:
-    def __init__(self, settings: SpeculativeSettings, draft_model: DraftModel | None) -> None:
+    def __init__(
+        self,
+        settings: SpeculativeSettings,
+        draft_model: DraftModel | None,
+        *,
+        vocab: Any,
+        n_seq: int,
+        synthetic: tuple[float, ...] = (),
+    ) -> None:
         self._settings = settings
         self._types = settings.types or ("draft-simple",)
         self._draft_model = draft_model
+        self._vocab = vocab
+        self._synthetic = synthetic
+        self._rngs = [random.Random() for _ in range(n_seq)]
 
     @classmethod
     def load(
@@ -78,6 +100,11 @@ class Speculator:
             )
         if settings.p_min > 1.0:
             raise ValueError(f"--spec-draft-p-min must be at most 1, got {settings.p_min}")
+        longest = max(
+            settings.n_max if "draft-simple" in types else 0,
+            settings.ngram_size_m if "ngram-simple" in types else 0,
+        )
+        synthetic = synthetic_chances(settings.synth_len, _rates(settings.synth_rates), longest)
         draft_model = None
         if "draft-simple" in types:
             path = _draft_path(settings)
@@ -95,11 +122,24 @@ class Speculator:
                 n_gpu_layers=settings.n_gpu_layers_draft,
                 threads=settings.threads_draft or threads,
             )
-        return cls(settings, draft_model)
+        return cls(settings, draft_model, vocab=target_vocab, n_seq=n_seq, synthetic=synthetic)
 
     def close(self) -> None:
         if self._draft_model is not None:
             self._draft_model.close()
+
+    def begin(self, seq: int, seed: int) -> None:
+        """A new request in slot ``seq``: synthetic acceptance draws from its seed, as upstream."""
+        self._rngs[seq].seed(seed if seed >= 0 else None)
+
+    def keeps(self, seq: int, position: int, guess: int, sampled: int) -> bool:
+        """Whether the guess at ``position`` stands, the model having sampled ``sampled`` there:
+        when they agree, or, with synthetic acceptance, at its chance (never an end token)."""
+        if not self._synthetic:
+            return guess == sampled
+        chance = self._synthetic[position] if position < len(self._synthetic) else 0.0
+        keep = self._rngs[seq].random() < chance
+        return keep and not llama_cpp.llama_vocab_is_eog(self._vocab, guess)
 
     def propose(self, requests: Sequence[DraftRequest]) -> dict[int, list[int]]:
         """Guesses for each slot that asked (possibly none)."""

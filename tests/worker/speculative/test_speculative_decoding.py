@@ -210,6 +210,14 @@ def test_a_draft_with_another_vocabulary_fails_the_load(
             "--spec-draft-n-min (5) is above --spec-draft-n-max (4)",
         ),
         (("--spec-draft-p-min", "1.5", "-md", "x.gguf"), "--spec-draft-p-min must be at most 1"),
+        (
+            ("--spec-type", "ngram-simple", "--spec-synth-rates", "0.5"),
+            "--spec-synth-rates must have 48 values, got 1",
+        ),
+        (
+            ("--spec-type", "ngram-simple", "--spec-synth-rates", "half"),
+            "--spec-synth-rates: expected numbers, got 'half'",
+        ),
     ],
 )
 def test_settings_that_cannot_run_fail_the_load_saying_why(
