@@ -45,7 +45,7 @@ def log(message: str) -> None:
 
 
 @contextmanager
-def corral_worker(model: Path, threads: int, slots: int, ctx: int) -> Iterator[str]:
+def corral_worker(model: Path, threads: int, slots: int, ctx: int, *extra: str) -> Iterator[str]:
     """A worker on a port it chose itself, read from its ``ready`` state line."""
     command = [
         sys.executable,
@@ -61,6 +61,7 @@ def corral_worker(model: Path, threads: int, slots: int, ctx: int) -> Iterator[s
         str(slots),
         "--ctx-size",
         str(ctx),
+        *extra,
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO)
     try:

@@ -78,4 +78,25 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "repeated",
     "lora-init-without-apply": "load the LoRA adapters at scale 0, to be applied by "
     "`POST /lora-adapters` or a request's `lora` field",
+    "model-draft": "draft model GGUF for speculative decoding (relative paths in a preset: to "
+    "the INI file); with `spec-draft-hf`, the file inside that repository",
+    "spec-draft-hf": "draft model from the hub cache, `org/repo[:TAG]` (must be downloaded "
+    "already)",
+    "spec-type": "speculative decoding types, comma-separated: `draft-simple` (a draft model, "
+    "the default when one is given) and `ngram-simple` (prompt lookup) run; the others "
+    "llama-server names fail the load",
+    "spec-draft-n-max": "most tokens guessed per step",
+    "spec-draft-n-min": "fewest tokens a draft model's guess may have to be tried",
+    "spec-draft-p-min": "a draft model guesses only while its top candidate's probability is "
+    "at least this",
+    "ctx-size-draft": "the draft model's context size; `0` = the model's own `ctx-size`",
+    "spec-draft-ngl": "draft model layers offloaded to the GPU of a GPU build; `auto`/`all` = "
+    "every layer",
+    "spec-draft-threads": "CPU threads of the draft model; default: the model's",
+    "spec-synth-len": "benchmarks only: keep guesses at random for this mean accepted length "
+    "(counting the sampled token) instead of checking them; the text is not the model's",
+    "spec-synth-rates": "benchmarks only: keep guesses at random, at these comma-separated "
+    "rates per position (one per `spec-draft-n-max`, not increasing)",
+    "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
+    "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
 }

@@ -20,6 +20,7 @@ from corral.suggest import did_you_mean
 
 __all__ = [
     "OPTIONS",
+    "SPEC_TYPES",
     "OptionError",
     "OptionSpec",
     "find_option",
@@ -31,10 +32,11 @@ __all__ = [
 ]
 
 # int/float/str as named; bool: on|off words; switch: on|off|auto (flash-attn); choice: one of
-# ``literals``; size: bytes, with an optional K/M/G/T suffix (powers of 1024); list: a comma list
-# whose flag may be repeated (--lora); scaled-list: the same of FILE:SCALE items (--lora-scaled).
+# ``literals``; choices: a comma-separated list of them (``--spec-type``); size: bytes, with an
+# optional K/M/G/T suffix (powers of 1024); list: a comma list whose flag may be repeated
+# (--lora); scaled-list: the same of FILE:SCALE items (--lora-scaled).
 OptionKind = Literal[
-    "int", "float", "str", "bool", "switch", "choice", "size", "list", "scaled-list"
+    "int", "float", "str", "bool", "switch", "choice", "choices", "size", "list", "scaled-list"
 ]
 # worker: rendered as a worker flag; model: shapes the catalogue entry (path, names);
 # preset: read by the router only (upstream's preset-only keys and Corral's own).
@@ -47,6 +49,21 @@ _IGNORED_KEYS = frozenset({"version"})  # reserved by upstream for future use
 _TRUTHY = frozenset({"on", "enabled", "true", "1", "yes"})
 _FALSEY = frozenset({"off", "disabled", "false", "0", "no"})
 _CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+# Every type llama-server's --spec-type knows (common/speculative.cpp); the worker runs some of
+# them and refuses the others when it loads (docs/serving.md, speculative decoding).
+SPEC_TYPES = (
+    "none",
+    "draft-simple",
+    "draft-eagle3",
+    "draft-mtp",
+    "draft-dflash",
+    "draft-dspark",
+    "ngram-simple",
+    "ngram-map-k",
+    "ngram-map-k4v",
+    "ngram-mod",
+    "ngram-cache",
+)
 
 
 class OptionError(ValueError):
@@ -180,6 +197,56 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("lora", "list"),
     OptionSpec("lora-scaled", "scaled-list"),
     OptionSpec("lora-init-without-apply", "bool"),
+    # Speculative decoding. The router turns spec-draft-hf and relative model-draft paths into
+    # an absolute model-draft before a worker sees them (router/draft_models.py).
+    OptionSpec(
+        "model-draft", "str", spellings=("md", "spec-draft-model", "LLAMA_ARG_SPEC_DRAFT_MODEL")
+    ),
+    OptionSpec(
+        "spec-draft-hf",
+        "str",
+        spellings=("hfd", "hfrd", "hf-repo-draft", "LLAMA_ARG_SPEC_DRAFT_HF_REPO"),
+    ),
+    OptionSpec("spec-type", "choices", spellings=("LLAMA_ARG_SPEC_TYPE",), literals=SPEC_TYPES),
+    # --draft, --draft-max and --draft-min are older llama-servers' names, which the current one
+    # refuses as removed; Corral keeps them as aliases so old command lines still work.
+    OptionSpec(
+        "spec-draft-n-max",
+        "int",
+        spellings=("draft", "draft-n", "draft-max", "LLAMA_ARG_SPEC_DRAFT_N_MAX"),
+        bound="non_negative",
+    ),
+    OptionSpec(
+        "spec-draft-n-min",
+        "int",
+        spellings=("draft-min", "draft-n-min", "LLAMA_ARG_SPEC_DRAFT_N_MIN"),
+        bound="non_negative",
+    ),
+    OptionSpec(
+        "spec-draft-p-min",
+        "float",
+        spellings=("draft-p-min", "LLAMA_ARG_SPEC_DRAFT_P_MIN"),
+        bound="non_negative",
+    ),
+    OptionSpec(
+        "ctx-size-draft", "int", spellings=("cd", "LLAMA_ARG_CTX_SIZE_DRAFT"), bound="non_negative"
+    ),
+    OptionSpec(
+        "spec-draft-ngl",
+        "int",
+        spellings=(
+            "ngld",
+            "gpu-layers-draft",
+            "n-gpu-layers-draft",
+            "LLAMA_ARG_N_GPU_LAYERS_DRAFT",
+        ),
+        literals=("auto", "all"),
+    ),
+    OptionSpec("spec-draft-threads", "int", spellings=("td", "threads-draft"), bound="positive"),
+    OptionSpec("spec-ngram-simple-size-n", "int", bound="positive"),
+    OptionSpec("spec-synth-len", "float", spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",)),
+    OptionSpec("spec-synth-rates", "str", spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",)),
+    OptionSpec("spec-ngram-simple-size-m", "int", bound="positive"),
 )
 
 _BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
@@ -270,6 +337,12 @@ def _normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
         if raw.lower() not in spec.literals:
             raise ValueError(f"expected one of {', '.join(spec.literals)}, got '{raw}'")
         return raw.lower()
+    if spec.kind == "choices":
+        words = [word.strip().lower() for word in raw.split(",")]
+        unknown = [word for word in words if word not in spec.literals]
+        if unknown:
+            raise ValueError(f"expected some of {', '.join(spec.literals)}, got '{unknown[0]}'")
+        return ",".join(words)
     if spec.kind == "str":
         return raw
     if spec.kind == "size":

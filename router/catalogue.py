@@ -19,6 +19,7 @@ from corral.hub.mmproj import best_mmproj
 from corral.hub.names import canonical_tag
 from corral.hub.shards import is_first_shard, shard_paths, split_gguf_name
 from corral.options import OptionError, normalise_options, option_spec, render_worker_args
+from router.draft_models import DraftError, absolute_draft, cached_draft
 from router.presets import PresetFile, PresetSection, load_preset_file, render_ini
 
 __all__ = [
@@ -81,8 +82,13 @@ class CatalogueEntry:
         return render_ini(self.name, sorted(keys.items()))
 
     def files(self) -> list[Path]:
-        """Every file the model loads: its shards, then its projector."""
-        return [*shard_paths(self.path), *([self.mmproj] if self.mmproj is not None else [])]
+        """Every file the model loads: its shards, then its projector and its draft model."""
+        draft = dict(self.options).get("model-draft")
+        return [
+            *shard_paths(self.path),
+            *([self.mmproj] if self.mmproj is not None else []),
+            *([Path(draft)] if draft is not None else []),
+        ]
 
     def worker_args(self) -> list[str]:
         """The options as worker flags, e.g. ``["--ctx-size", "2048", "--no-mmap"]``."""
@@ -205,7 +211,8 @@ def _apply_section(
     if "mmproj" in options:
         mmproj = _preset_path(preset, where, "mmproj", options["mmproj"])
     startup = base.load_on_startup if base is not None else False
-    models[section.name] = _Found(section.name, path, "preset", mmproj, startup, dict(options))
+    options = absolute_draft(options, preset.path.parent, where)
+    models[section.name] = _Found(section.name, path, "preset", mmproj, startup, options)
 
 
 def _mmproj_file(path: Path | None) -> Path | None:
@@ -281,6 +288,21 @@ def build_catalogue(
     except OptionError as error:
         raise CatalogueError(str(error)) from None
     cli = {key: value for key, value in cli.items() if key not in _IDENTITY_KEYS}
+    try:
+        return _build(models_dir, model_files, mmproj_file, preset, cache_dir, cli)
+    except DraftError as error:
+        raise CatalogueError(str(error)) from None
+
+
+def _build(
+    models_dir: Path | None,
+    model_files: list[Path],
+    mmproj_file: Path | None,
+    preset: PresetFile | None,
+    cache_dir: Path | None,
+    cli: dict[str, str],
+) -> Catalogue:
+    cli = absolute_draft(cli, Path.cwd(), "command line")
     cached = scan_cache(cache_dir) if cache_dir is not None else []
     models: dict[str, _Found] = {}
     for cached_model in cached:
@@ -301,15 +323,19 @@ def build_catalogue(
     defaults: Mapping[str, str] = {}
     if preset is not None:
         _check_defaults(preset)
-        defaults = preset.defaults
+        where = f"{preset.path}: section [*]"
+        defaults = absolute_draft(preset.defaults, preset.path.parent, where)
         for section in preset.sections.values():
             _apply_section(models, preset, section, cached)
     entries: dict[str, CatalogueEntry] = {}
     dedup_paths: set[Path] = set()
     for name, model in models.items():
-        options = {**defaults, **model.options, **cli}
+        options = cached_draft({**defaults, **model.options, **cli}, cached, f"model '{name}'")
         entries[name] = _entry(model, options)
         if model.source == "preset" and options.get("dedup-cache-models") == "true":
+            # As upstream: the draft's cache entry is hidden too.
             dedup_paths.add(model.path.resolve())
+            if "model-draft" in options:
+                dedup_paths.add(Path(options["model-draft"]).resolve())
     _hide_deduplicated(entries, dedup_paths)
     return Catalogue(entries)

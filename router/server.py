@@ -10,6 +10,7 @@ import os
 import socket
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import structlog
 import uvicorn
@@ -32,9 +33,20 @@ __all__ = ["serve"]
 _log = structlog.get_logger("corral.router")
 
 
+def _fetch(reference: str, cache_dir: Path, token: str | None) -> None:
+    _log.info("downloading a --hf-repo model before serving", model=reference)
+    try:
+        name = download_model(reference, cache_dir, token=token, progress=sys.stderr)
+    except DownloadFailed as exc:
+        _log.error("cannot download a --hf-repo model", model=reference, error=str(exc))
+        raise SystemExit(1) from None
+    _log.info("downloaded", model=name)
+
+
 def _download_missing(settings: ServeSettings) -> ServeSettings:
-    """``-hf ORG/REPO[:TAG]`` of a model not in the cache: download it first, as llama-server
-    does, through the same download child as ``corral pull`` (progress on stderr).
+    """``-hf ORG/REPO[:TAG]`` of a model not in the cache, and its ``-hfd`` draft: download them
+    first, as llama-server does, through the same download child as ``corral pull`` (progress
+    on stderr).
 
     A repository with a root ``preset.ini`` is a remote preset (:mod:`corral.hub.remote_preset`):
     the settings that come back serve it as ``--models-preset``, in router mode.
@@ -42,21 +54,20 @@ def _download_missing(settings: ServeSettings) -> ServeSettings:
     cache_dir = settings.cache_dir
     if cache_dir is None:
         return settings  # create_app then says the model is missing
+    # --offline: only implicit fetches are off, and these are (create_app says so).
+    draft = settings.model_options.get("spec-draft-hf")
+    if (
+        draft
+        and not settings.offline
+        and resolve_cached_model(scan_cache(cache_dir), draft) is None
+    ):
+        _fetch(draft, cache_dir, settings.hf_token)
     for reference in settings.hf_repos:
         repo = reference.partition(":")[0]
         cached = resolve_cached_model(scan_cache(cache_dir), reference)
         preset = cached_preset(cache_dir, repo)
-        # --offline: only implicit fetches are off, and this is one (create_app says so).
         if cached is None and preset is None and not settings.offline:
-            _log.info("downloading a --hf-repo model before serving", model=reference)
-            try:
-                name = download_model(
-                    reference, cache_dir, token=settings.hf_token, progress=sys.stderr
-                )
-            except DownloadFailed as exc:
-                _log.error("cannot download a --hf-repo model", model=reference, error=str(exc))
-                raise SystemExit(1) from None
-            _log.info("downloaded", model=name)
+            _fetch(reference, cache_dir, settings.hf_token)
             preset = cached_preset(cache_dir, repo)
         if preset is not None:
             _log.warning("using preset.ini from a hub repository", repo=repo, preset=str(preset))

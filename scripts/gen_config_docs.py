@@ -24,7 +24,7 @@ from unittest import mock
 
 from corral.children.environment import SECRET_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
-from corral.option_flags import WORKER_OPTIONS
+from corral.option_flags import WORKER_OPTIONS, flag_spelling
 from corral.option_help import MODEL_OPTION_HELP
 from corral.options import OPTIONS, OptionSpec
 from router.corral_commands import _parser as _cache_commands_parser
@@ -96,6 +96,19 @@ _WORKER_FIELDS: dict[str, str] = {
     "lora": "lora",
     "lora-scaled": "lora",
     "lora-init-without-apply": "lora_init_without_apply",
+    "model-draft": "speculative.model_draft",
+    "spec-draft-hf": "speculative.draft_hf",
+    "spec-type": "speculative.types",
+    "spec-draft-n-max": "speculative.n_max",
+    "spec-draft-n-min": "speculative.n_min",
+    "spec-draft-p-min": "speculative.p_min",
+    "ctx-size-draft": "speculative.ctx_size_draft",
+    "spec-draft-ngl": "speculative.n_gpu_layers_draft",
+    "spec-draft-threads": "speculative.threads_draft",
+    "spec-ngram-simple-size-n": "speculative.ngram_size_n",
+    "spec-synth-len": "speculative.synth_len",
+    "spec-synth-rates": "speculative.synth_rates",
+    "spec-ngram-simple-size-m": "speculative.ngram_size_m",
 }
 # Defaults that depend on the machine, or read better as written than as the worker holds them.
 _WRITTEN_DEFAULTS = {
@@ -111,6 +124,7 @@ _NONE_MEANS = {
     "sleep-idle-seconds": "never",
     "pooling": "the model's",
     "slot-save-path": "none (slot actions answer 501)",
+    "spec-draft-threads": "the model's",
 }
 
 
@@ -370,9 +384,7 @@ def _no_effect_section() -> list[str]:
 def _spellings(spec: OptionSpec) -> tuple[list[str], list[str]]:
     """(flag spellings, negative flag spellings) as the worker and ``corral serve`` take them."""
     env = ("LLAMA_ARG_", "__PRESET_")
-    flags = [f"--{spec.name}"] + [
-        f"-{s}" if len(s) <= 3 else f"--{s}" for s in spec.spellings if not s.startswith(env)
-    ]
+    flags = [f"--{spec.name}"] + [flag_spelling(s) for s in spec.spellings if not s.startswith(env)]
     negatives = [f"--{s}" for s in spec.negatives if not s.startswith(env)]
     return flags, negatives
 
@@ -384,6 +396,8 @@ def _values(spec: OptionSpec) -> str:
         return "`on`, `off`, `auto`"
     if spec.kind == "choice":
         return _code(spec.literals)
+    if spec.kind == "choices":
+        return "comma-separated list of " + _code(spec.literals)
     if spec.kind == "size":
         return "size (`512M`, `8G`)"
     if spec.kind == "list":
@@ -403,11 +417,19 @@ def _worker_default(spec: OptionSpec, settings: WorkerSettings) -> str:
         return _WRITTEN_DEFAULTS[spec.name]
     if spec.name not in _WORKER_FIELDS:
         _die(f"per-model option '{spec.name}' has no WorkerSettings field in _WORKER_FIELDS")
-    value = getattr(settings, _WORKER_FIELDS[spec.name])
+    value: object = settings
+    for field in _WORKER_FIELDS[spec.name].split("."):  # speculative.n_max: a nested setting
+        value = getattr(value, field)
     if value is None:
         return _NONE_MEANS.get(spec.name, "—")
     if isinstance(value, bool):
         return "on" if value else "off"
+    if spec.name == "spec-type" and value == ():
+        return "`draft-simple` with a draft model, else none"
+    if spec.name == "ctx-size-draft" and value == 0:
+        return "the model's"
+    if spec.name == "spec-draft-ngl" and value == -1:
+        return "`auto`"
     if value == ():
         return "none"
     if spec.name == "rope-freq-base" and value == 0:

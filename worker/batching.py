@@ -24,6 +24,8 @@ from worker.grammar_sampler import GrammarSampler
 from worker.lora_adapters import AdapterScales, LoraAdapters
 from worker.media.projector import MediaPrompt
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
+from worker.speculative import DraftRequest, Speculator
+from worker.token_prefix import common_prefix
 
 __all__ = [
     "BatchEngine",
@@ -85,6 +87,11 @@ class Generation:
     grammar: GrammarSampler | None = None  # parsed on submit, handed to the sampler on admit
     sampler: Any = None
     batch_index: int = -1
+    draft: list[int] = field(default_factory=list)  # guesses decoded after next_token
+    # Media positions hold no token a draft model or an n-gram could read (MEDIA_TOKEN).
+    draftable: bool = True
+    draft_n: int = 0  # guesses verified, and how many of them were kept
+    draft_accepted: int = 0
     started: float = 0.0
     first_token: float = 0.0
 
@@ -105,6 +112,9 @@ class EngineMetrics:
     n_decode: int = 0
     n_busy_slots: int = 0
     n_tokens_max: int = 0
+    draft_tokens: int = 0  # speculative decoding: tokens guessed, guesses kept, batches verified
+    draft_accepted: int = 0
+    drafts: int = 0
 
 
 # (seq, prompt, tokens the slot already reuses) → the tokens the sequence holds after loading a
@@ -120,15 +130,6 @@ class _Slot:
     generation: Generation | None = None
     last: Generation | None = None  # the latest generation it ran, for ``/slots``
     id_task: int = -1  # which admitted generation that was, counted from 0
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _reusable(slot: _Slot, generation: Generation) -> int:
@@ -152,9 +153,11 @@ class BatchEngine:
         metrics: EngineMetrics | None = None,
         adapters: LoraAdapters | None = None,
         restore: Restore | None = None,
+        speculator: Speculator | None = None,
     ) -> None:
         self._ctx = ctx
         self._restore = restore
+        self._speculator = speculator
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._vocab = vocab
         self._n_vocab = n_vocab
@@ -198,6 +201,8 @@ class BatchEngine:
         self._drop_cancelled()
         self._admit()
         scales = self._scales_this_step()
+        if self._speculator is not None:
+            self._propose_drafts(self._speculator)
         active = self._fill_batch(scales)
         if not active:
             return
@@ -260,6 +265,8 @@ class BatchEngine:
             generation.grammar = None  # the chain owns it now
             slot.generation = slot.last = generation
             slot.id_task, self._admitted = self._admitted, self._admitted + 1
+            if self._speculator is not None:
+                self._speculator.begin(slot.id, generation.params.seed)
             if generation.media is not None:
                 self._evaluate_media(slot, generation, generation.media)
 
@@ -267,6 +274,7 @@ class BatchEngine:
         """Run a media prompt now, in libmtmd's own decodes, and sample its first token from the
         last logits, before the next batch overwrites them. The other slots wait meanwhile."""
         generation.media = None
+        generation.draftable = False
         try:
             generation.n_past = media.evaluate(self._ctx, slot.id, self._n_batch)
         except RuntimeError as exc:
@@ -276,6 +284,32 @@ class BatchEngine:
         generation.pending = []
         generation.batch_index = -1  # the last logits
         self._sample(slot, generation)
+
+    def _propose_drafts(self, speculator: Speculator) -> None:
+        """Guesses for every generating sequence, verified in this step's batch."""
+        generating = [
+            slot
+            for slot in self.slots
+            if slot.generation is not None
+            and slot.generation.next_token is not None
+            and slot.generation.draftable
+        ]
+        # Room in the batch for each sequence's token and guesses, and in its context for the
+        # guesses and one more token; no guess past the token budget (as llama-server).
+        share = self._n_batch // max(len(generating), 1) - 1
+        requests: list[DraftRequest] = []
+        for slot in generating:
+            generation = slot.generation
+            if generation is None or generation.next_token is None:
+                continue  # not generating: excluded above already
+            limit = min(share, self.n_ctx_seq - generation.n_past - 2)
+            if generation.max_tokens is not None:
+                limit = min(limit, generation.max_tokens - generation.generated - 1)
+            requests.append(DraftRequest(slot.id, slot.tokens, generation.next_token, limit))
+        for seq, draft in speculator.propose(requests).items():
+            generation = self.slots[seq].generation
+            if generation is not None:
+                generation.draft = draft
 
     def _add(self, index: int, token: int, pos: int, seq: int, logits: bool) -> None:
         batch = self._batch
@@ -316,6 +350,12 @@ class BatchEngine:
                 generation.next_token = None
                 generation.batch_index = n
                 n += 1
+                for i, guess in enumerate(generation.draft):
+                    self._add(n + i, guess, generation.n_past + i, slot.id, True)
+                n += len(generation.draft)
+                generation.draft_n += len(generation.draft)
+                self.metrics.draft_tokens += len(generation.draft)
+                self.metrics.drafts += bool(generation.draft)
                 active.append(slot)
         for slot in self.slots:
             generation = slot.generation
@@ -339,14 +379,40 @@ class BatchEngine:
         return active
 
     def _sample(self, slot: _Slot, generation: Generation) -> None:
-        token = llama_cpp.llama_sampler_sample(
-            generation.sampler, self._ctx, generation.batch_index
-        )
+        """Sample the sequence's next token; with guesses, keep them while the sampler agrees.
+
+        A kept guess is already in the KV cache, so the next position's logits are in the batch
+        too; the first disagreement is the next token, and the guesses after it are dropped.
+        """
+        draft, generation.draft = generation.draft, []
+        speculator = self._speculator
+        for i in range(len(draft) + 1):
+            token = llama_cpp.llama_sampler_sample(
+                generation.sampler, self._ctx, generation.batch_index + i
+            )
+            kept = False
+            if i < len(draft) and speculator is not None:
+                kept = speculator.keeps(slot.id, i, draft[i], token)
+                token = draft[i] if kept else token
+            if not self._take(slot, generation, token):
+                return  # finished: the next request in the slot drops the rest of the cache
+            if not kept:
+                break
+            generation.next_token = None
+            slot.tokens.append(token)
+            generation.n_past += 1
+            generation.draft_accepted += 1
+            self.metrics.draft_accepted += 1
+        if draft:
+            llama_cpp.llama_memory_seq_rm(self._memory, slot.id, generation.n_past, -1)
+
+    def _take(self, slot: _Slot, generation: Generation, token: int) -> bool:
+        """Emit a sampled token; False when it finished the generation."""
         if not generation.first_token:
             generation.first_token = time.perf_counter()
         if not generation.ignore_eos and llama_cpp.llama_vocab_is_eog(self._vocab, token):
             self._finish(slot, "stop")
-            return
+            return False
         generation.generated += 1
         generation.next_token = token
         text = generation.stop.feed(generation.text.feed(token_piece(self._vocab, token)))
@@ -360,6 +426,9 @@ class BatchEngine:
             self._finish(slot, "stop")
         elif budget_spent or context_full:
             self._finish(slot, "length")
+        else:
+            return True
+        return False
 
     def _finish(self, slot: _Slot, reason: str) -> None:
         generation = slot.generation
@@ -388,6 +457,9 @@ class BatchEngine:
             if predicted_ms
             else 0.0,
         }
+        if generation.draft_n:  # as llama-server: only when something was guessed
+            timings["draft_n"] = generation.draft_n
+            timings["draft_n_accepted"] = generation.draft_accepted
         metrics = self.metrics
         metrics.prompt_tokens += prompt_n
         metrics.prompt_tokens_cached += generation.cached

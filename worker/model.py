@@ -25,6 +25,7 @@ from worker.media.content import Modalities
 from worker.media.projector import Projector
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
+from worker.speculative import Speculator
 
 __all__ = ["LoadedModel"]
 
@@ -106,6 +107,19 @@ class LoadedModel:
         self.adapters.load(self.model.model)
         self._embedder: Embedder | None = None
         store = self.kv_store
+        try:
+            self.speculator = Speculator.load(
+                settings.speculative,
+                target_vocab=self.vocab,
+                n_ctx=self.n_ctx,
+                n_seq=settings.parallel,
+                n_batch=settings.batch_size,
+                threads=self._threads,
+            )
+        except Exception:
+            llama_cpp.llama_free(self.ctx)
+            self.model.close()  # type: ignore[no-untyped-call]
+            raise
         self.batcher = BatchEngine(
             self.ctx,
             self.vocab,
@@ -115,6 +129,7 @@ class LoadedModel:
             self.metrics,
             self.adapters,
             restore=None if store is None else partial(store.restore, self.ctx),
+            speculator=self.speculator,
         )
 
     def embedder(self) -> Embedder:
@@ -186,6 +201,8 @@ class LoadedModel:
         self.batcher.close()
         if self.projector is not None:
             self.projector.close()
+        if self.speculator is not None:
+            self.speculator.close()
         llama_cpp.llama_free(self.ctx)
         self.model.close()  # type: ignore[no-untyped-call]
 

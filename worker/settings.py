@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.option_flags import add_model_flags, model_options_from
+from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
 __all__ = ["DEFAULT_KV_CACHE_MAX", "WorkerSettings", "default_kv_cache_dir", "parse_worker_args"]
 
@@ -68,9 +69,9 @@ class WorkerSettings:
     kv_persist: bool = True  # save slot caches on a graceful stop or sleep (worker/kv_store.py)
     kv_cache_dir: Path = Path("kv-cache")
     kv_cache_max: int = DEFAULT_KV_CACHE_MAX
-
     lora: tuple[tuple[str, float], ...] = ()  # adapter files and their scales, ids in order
     lora_init_without_apply: bool = False
+    speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
     ignored: dict[str, str] = field(default_factory=dict)
 
 
@@ -188,5 +189,6 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         kv_cache_max=int(options.get("kv-cache-max", DEFAULT_KV_CACHE_MAX)),
         lora=_lora_files(options),
         lora_init_without_apply=options.get("lora-init-without-apply", "false") == "true",
+        speculative=speculative_settings(options),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

@@ -66,6 +66,9 @@ def test_example_builds_a_catalogue_once_its_files_exist(tmp_path: Path) -> None
     assert entries["gemma"].path.name == "gemma-3-1b-it-Q4_K_M.gguf"
     assert entries["ggml-org/gemma-3-1b-it-GGUF:Q4_K_M"].hidden  # dedup-cache-models
     assert entries["gemma-q8"].path.name == "gemma-3-1b-it-Q8_0.gguf"
+    gemma_draft = dict(entries["gemma-q8"].options)["model-draft"]
+    assert gemma_draft == str(entries["gemma"].path)  # spec-draft-hf, found in the cache
+    assert "--model-draft" in coder.worker_args()
     assert entries["llava"].mmproj is not None
     assert ("embeddings", "true") in entries["embed"].options
     assert "--no-mmap" not in entries["embed"].worker_args()

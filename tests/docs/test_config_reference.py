@@ -192,6 +192,7 @@ def test_documented_model_variables_really_set_every_models_options(
         "bool": "on",
         "switch": "off",
         "choice": "",
+        "choices": "",
     }
     for spec in WORKER_OPTIONS:
         env = next((s for s in spec.spellings if s.startswith("LLAMA_ARG_")), None)

@@ -196,6 +196,18 @@ def test_serve_hf_downloads_a_missing_model_before_serving_and_reuses_the_cache(
     assert len(hub.transfers_of(f"{REPO}/tiny-Q8_0.gguf")) == 1  # cached: no second download
 
 
+def test_serve_hf_downloads_the_hfd_draft_too(
+    hub: FakeHub, cache: Path, gguf_bytes: list[bytes]
+) -> None:
+    hub.add_repo(REPO, {"tiny-Q8_0.gguf": gguf_bytes[1]})
+    hub.add_repo("acme/draft-GGUF", {"small-Q4_0.gguf": gguf_bytes[2]})
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url}
+    with running_router(["-hf", f"{REPO}:q8_0", "-hfd", "acme/draft-GGUF"], env) as router:
+        router.wait_for_log("model loaded", model=Q8)
+        assert "--model-draft" in router.models()[Q8]["status"]["args"]
+    assert len(hub.transfers_of("acme/draft-GGUF/small-Q4_0.gguf")) == 1
+
+
 def test_serve_hf_says_why_when_the_download_fails(hub: FakeHub, cache: Path) -> None:
     env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url}
     done = subprocess.run(

@@ -12,7 +12,7 @@ import gguf
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CHATML_TEMPLATE", "TEXT_EMBEDDING_LENGTH", "write_tiny_gguf"]
+__all__ = ["CHATML_TEMPLATE", "TEXT_EMBEDDING_LENGTH", "WORDS", "write_tiny_gguf"]
 
 # Deliberately not byte-identical to llama-cpp-python's built-in CHATML_CHAT_TEMPLATE: an exact
 # match would make it pick its hard-coded "chatml" format instead of rendering this template,
@@ -36,7 +36,7 @@ _HEAD_DIM = _N_EMBD // _N_HEAD
 # SentencePiece marks a preceding space with U+2581.
 _SPACE = "\u2581"
 # A few hundred ordinary pieces so common English tokenizes to words, not bytes.
-_WORDS_TEXT = (
+WORDS = (
     "the of and to in is you that it he was for on are as with his they at be this have from"
     " or one had by word but not what all were we when your can said there use an each which"
     " she do how their if will up other about out many then them these so some her would make"
@@ -58,7 +58,7 @@ _UNK, _BOS, _EOS, _IM_START, _IM_END = range(len(_SPECIALS))
 _FIM_TOKENS = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 
 
-def _vocab() -> tuple[list[str], list[float], list[int]]:
+def _vocab(words: str) -> tuple[list[str], list[float], list[int]]:
     tokens = [text for text, _ in _SPECIALS]
     types = [int(kind) for _, kind in _SPECIALS]
     # Byte fallback is what lets llama.cpp's SPM tokenizer encode text outside the vocabulary
@@ -66,7 +66,7 @@ def _vocab() -> tuple[list[str], list[float], list[int]]:
     tokens += [f"<0x{b:02X}>" for b in range(256)]
     types += [int(gguf.TokenType.BYTE)] * 256
     pieces: list[str] = [_SPACE, *_CHARS]
-    for word in _WORDS_TEXT.split():
+    for word in words.split():
         # SPM only merges adjacent symbols whose concatenation is itself a piece, so every
         # prefix must exist for "▁the" to be reachable from "▁" "t" "h" "e".
         full = _SPACE + word
@@ -100,6 +100,7 @@ def write_tiny_gguf(
     rerank_template: str | None = None,
     user_tokens: tuple[str, ...] = (),
     attention_gain: float = 1.0,
+    words: str = WORDS,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -113,8 +114,10 @@ def write_tiny_gguf(
     ``user_tokens`` adds user-defined tokens such as ``<tool_call>``, which real models have as
     one token each, always rendered as text; a test can make the model write one with
     ``logit_bias``.
+    Other ``words`` (space-separated) make another vocabulary, such as a
+    draft model llama-server would refuse for the default one.
     """
-    tokens, scores, types = _vocab()
+    tokens, scores, types = _vocab(words)
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
     if fim:
         tokens += list(_FIM_TOKENS)

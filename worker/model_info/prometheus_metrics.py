@@ -35,6 +35,21 @@ def render_metrics(model: LoadedModel) -> str:
         ),
         ("n_decode_total", "Total number of llama_decode() calls", m.n_decode),
         ("n_tokens_max", "Largest observed sequence length (prompt + generation)", m.n_tokens_max),
+        (
+            "spec_decode_num_draft_tokens_total",
+            "Speculative: Total draft tokens generated",
+            m.draft_tokens,
+        ),
+        (
+            "spec_decode_num_accepted_tokens_total",
+            "Speculative: Total draft tokens accepted by the target model",
+            m.draft_accepted,
+        ),
+        (
+            "spec_decode_num_drafts_total",
+            "Speculative: Total speculative decoding verification steps",
+            m.drafts,
+        ),
     ]
     gauges = [
         ("prompt_tokens_seconds", "Average prompt throughput in tokens/s",

@@ -1,0 +1,12 @@
+"""Speculative decoding: a draft model or prompt lookup guesses, the target verifies."""
+
+from worker.speculative.settings import SpeculativeSettings, speculative_settings
+from worker.speculative.speculator import RUNNABLE_TYPES, DraftRequest, Speculator
+
+__all__ = [
+    "RUNNABLE_TYPES",
+    "DraftRequest",
+    "SpeculativeSettings",
+    "Speculator",
+    "speculative_settings",
+]

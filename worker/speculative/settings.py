@@ -1,0 +1,61 @@
+"""A worker's speculative-decoding settings, read from its option flags (docs/serving.md).
+
+Parsing never fails here: which types can run, and whether the draft fits the target, is
+decided when the model loads (:mod:`worker.speculative.speculator`), so a refusal is a failed
+load with its reason, which the router shows for the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SpeculativeSettings", "speculative_settings"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculativeSettings:
+    types: tuple[str, ...] = ()  # --spec-type, "none" dropped; empty: a draft model if given
+    model_draft: Path | None = None
+    draft_hf: str | None = None  # org/repo[:TAG] in the hub cache (model_draft: its file)
+    n_max: int = 3  # llama-server's defaults (common/common.h)
+    n_min: int = 0
+    p_min: float = 0.0
+    ctx_size_draft: int = 0  # 0: the target's context size
+    n_gpu_layers_draft: int = -1  # -1: every layer, as llama-server's "auto" on one device
+    threads_draft: int | None = None  # None: the model's
+    ngram_size_n: int = 12
+    ngram_size_m: int = 48
+    synth_len: float | None = None  # synthetic acceptance, for benchmarks (synthetic.py)
+    synth_rates: str | None = None  # comma-separated, checked when the model loads
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.types) or self.model_draft is not None or self.draft_hf is not None
+
+
+def speculative_settings(options: Mapping[str, str]) -> SpeculativeSettings:
+    """The speculative options among a worker's normalised options."""
+    defaults = SpeculativeSettings()
+
+    def integer(name: str, default: int) -> int:
+        return int(options[name]) if name in options else default
+
+    layers = options.get("spec-draft-ngl", "auto")
+    draft = options.get("model-draft")
+    return SpeculativeSettings(
+        types=tuple(t for t in options.get("spec-type", "").split(",") if t and t != "none"),
+        model_draft=Path(draft) if draft else None,
+        draft_hf=options.get("spec-draft-hf"),
+        n_max=integer("spec-draft-n-max", defaults.n_max),
+        n_min=integer("spec-draft-n-min", defaults.n_min),
+        p_min=float(options.get("spec-draft-p-min", defaults.p_min)),
+        ctx_size_draft=integer("ctx-size-draft", defaults.ctx_size_draft),
+        n_gpu_layers_draft=-1 if layers in ("auto", "all") else int(layers),
+        threads_draft=integer("spec-draft-threads", 0) or None,
+        ngram_size_n=integer("spec-ngram-simple-size-n", defaults.ngram_size_n),
+        ngram_size_m=integer("spec-ngram-simple-size-m", defaults.ngram_size_m),
+        synth_len=float(options["spec-synth-len"]) if "spec-synth-len" in options else None,
+        synth_rates=options.get("spec-synth-rates"),
+    )

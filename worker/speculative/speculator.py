@@ -1,0 +1,162 @@
+"""Speculative decoding: which tokens to guess for each generating slot (docs/serving.md).
+
+The batching engine asks once per step; it then decodes each slot's sampled token followed by
+the guesses in the same ``llama_decode`` as every other slot, samples each position in turn and
+keeps the guesses up to the first one its own sampler disagrees with. So the tokens are those
+plain decoding gives: a guess only ever saves the decode that would have produced it.
+
+Types, as llama-server's ``--spec-type`` names them: ``draft-simple`` (a draft model) and
+``ngram-simple`` (prompt lookup). Several may be listed; the first that has a guess for a slot
+wins. The others llama-server knows need model heads or caches llama-cpp-python cannot run, and
+are refused when the model loads.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+
+from corral.hub.cache_layout import locate_cache_dir
+from corral.hub.cache_scan import resolve_cached_model, scan_cache
+from worker.speculative.draft_model import DraftModel, DraftRequest
+from worker.speculative.ngram import ngram_draft
+from worker.speculative.settings import SpeculativeSettings
+from worker.speculative.synthetic import synthetic_chances
+
+__all__ = ["RUNNABLE_TYPES", "DraftRequest", "Speculator"]
+
+RUNNABLE_TYPES = ("draft-simple", "ngram-simple")
+
+
+def _draft_path(settings: SpeculativeSettings) -> Path | None:
+    """The draft GGUF: ``--model-draft``, or ``--spec-draft-hf`` looked up in the hub cache
+    (with ``--model-draft`` naming the file inside the repository, as llama-server)."""
+    if settings.draft_hf is None:
+        return settings.model_draft
+    cache = locate_cache_dir(os.environ)
+    hf_file = settings.model_draft.as_posix() if settings.model_draft is not None else None
+    found = resolve_cached_model(scan_cache(cache), settings.draft_hf, hf_file)
+    if found is None:
+        raise ValueError(f"--spec-draft-hf {settings.draft_hf}: not in the hub cache ({cache})")
+    return found.path
+
+
+def _rates(text: str | None) -> list[float]:
+    try:
+        return [float(rate) for rate in text.split(",")] if text else []
+    except ValueError:
+        raise ValueError(f"--spec-synth-rates: expected numbers, got '{text}'") from None
+
+
+class Speculator:
+    def __init__(
+        self,
+        settings: SpeculativeSettings,
+        draft_model: DraftModel | None,
+        *,
+        vocab: Any,
+        n_seq: int,
+        synthetic: tuple[float, ...] = (),
+    ) -> None:
+        self._settings = settings
+        self._types = settings.types or ("draft-simple",)
+        self._draft_model = draft_model
+        self._vocab = vocab
+        self._synthetic = synthetic
+        self._rngs = [random.Random() for _ in range(n_seq)]
+
+    @classmethod
+    def load(
+        cls,
+        settings: SpeculativeSettings,
+        *,
+        target_vocab: Any,
+        n_ctx: int,
+        n_seq: int,
+        n_batch: int,
+        threads: int,
+    ) -> Speculator | None:
+        """The speculator the settings ask for (None: plain decoding); ``ValueError`` says
+        why the settings cannot run (the load fails with it)."""
+        if not settings.enabled:
+            return None
+        types = settings.types or ("draft-simple",)
+        refused = [kind for kind in types if kind not in RUNNABLE_TYPES]
+        if refused:
+            raise ValueError(
+                f"--spec-type {refused[0]} is not supported here: Corral runs "
+                f"{' and '.join(RUNNABLE_TYPES)} (llama-cpp-python cannot run the model heads "
+                "and caches the other types need)"
+            )
+        if settings.n_min > settings.n_max:
+            raise ValueError(
+                f"--spec-draft-n-min ({settings.n_min}) is above --spec-draft-n-max "
+                f"({settings.n_max})"
+            )
+        if settings.p_min > 1.0:
+            raise ValueError(f"--spec-draft-p-min must be at most 1, got {settings.p_min}")
+        longest = max(
+            settings.n_max if "draft-simple" in types else 0,
+            settings.ngram_size_m if "ngram-simple" in types else 0,
+        )
+        synthetic = synthetic_chances(settings.synth_len, _rates(settings.synth_rates), longest)
+        draft_model = None
+        if "draft-simple" in types:
+            path = _draft_path(settings)
+            if path is None:
+                raise ValueError(
+                    "--spec-type draft-simple needs a draft model: --model-draft FILE or "
+                    "--spec-draft-hf ORG/REPO[:TAG]"
+                )
+            draft_model = DraftModel(
+                path,
+                target_vocab=target_vocab,
+                n_ctx=settings.ctx_size_draft or n_ctx,
+                n_seq=n_seq,
+                n_batch=n_batch,
+                n_gpu_layers=settings.n_gpu_layers_draft,
+                threads=settings.threads_draft or threads,
+            )
+        return cls(settings, draft_model, vocab=target_vocab, n_seq=n_seq, synthetic=synthetic)
+
+    def close(self) -> None:
+        if self._draft_model is not None:
+            self._draft_model.close()
+
+    def begin(self, seq: int, seed: int) -> None:
+        """A new request in slot ``seq``: synthetic acceptance draws from its seed, as upstream."""
+        self._rngs[seq].seed(seed if seed >= 0 else None)
+
+    def keeps(self, seq: int, position: int, guess: int, sampled: int) -> bool:
+        """Whether the guess at ``position`` stands, the model having sampled ``sampled`` there:
+        when they agree, or, with synthetic acceptance, at its chance (never an end token)."""
+        if not self._synthetic:
+            return guess == sampled
+        chance = self._synthetic[position] if position < len(self._synthetic) else 0.0
+        keep = self._rngs[seq].random() < chance
+        return keep and not llama_cpp.llama_vocab_is_eog(self._vocab, guess)
+
+    def propose(self, requests: Sequence[DraftRequest]) -> dict[int, list[int]]:
+        """Guesses for each slot that asked (possibly none)."""
+        settings = self._settings
+        drafts: dict[int, list[int]] = {request.seq: [] for request in requests}
+        for kind in self._types:
+            waiting = [r for r in requests if not drafts[r.seq] and r.limit > 0]
+            if not waiting:
+                break
+            if kind == "ngram-simple":
+                for r in waiting:
+                    guess = ngram_draft(
+                        r.history, r.last, settings.ngram_size_n, settings.ngram_size_m
+                    )
+                    drafts[r.seq] = guess[: r.limit]
+            elif self._draft_model is not None:
+                found = self._draft_model.draft(waiting, n_max=settings.n_max, p_min=settings.p_min)
+                for seq, guess in found.items():
+                    drafts[seq] = guess if len(guess) >= settings.n_min else []
+        return drafts
