@@ -60,28 +60,30 @@ def test_section_tags_are_canonicalised() -> None:
 def test_llama_server_keys_corral_does_not_act_on_load_with_a_notice() -> None:
     text = (
         "[*]\ncache-reuse = 256\nLLAMA_ARG_CONT_BATCHING = 1\n"
-        "[draft]\nmodel = a.gguf\nspec-draft-hf = ggml-org/tiny-draft:Q8_0\nc = 512\n"
+        "[draft]\nmodel = a.gguf\nspec-draft-p-split = 0.1\nc = 512\n"
     )
     with capture_logs() as logs:
         assert parse(text) == {"*": {}, "draft": {"model": "a.gguf", "ctx-size": "512"}}
     noticed = [(log["section"], log["key"]) for log in logs if "no effect" in log["event"]]
     assert noticed == [("*", "cache-reuse"), ("*", "LLAMA_ARG_CONT_BATCHING"),
-                       ("draft", "spec-draft-hf")]  # fmt: skip
+                       ("draft", "spec-draft-p-split")]  # fmt: skip
     assert all(log["log_level"] == "warning" for log in logs)
 
 
 def test_the_llama_server_key_table_has_every_upstream_spelling_corral_takes() -> None:
     # Preset-only keys (not flags), Corral's own, and mmap/mlock, which this llama.cpp replaced
-    # by --load-mode but older llama-server presets still carry.
+    # by --load-mode but older llama-server presets still carry, as they carry -cd.
     not_flags = {"load-on-startup", "stop-timeout", "dedup-cache-models", "ttl", "pin", "memory"}
+    own = {"kv-persist", "no-kv-persist", "kv-cache-dir", "kv-cache-max"}
     older = {"mmap", "no-mmap", "LLAMA_ARG_MMAP", "LLAMA_ARG_NO_MMAP", "mlock", "LLAMA_ARG_MLOCK"}
+    older |= {"ctx-size-draft", "cd", "LLAMA_ARG_CTX_SIZE_DRAFT"}
     spellings = {
         key
         for spec in OPTIONS
         for key in (spec.name, *spec.spellings, *spec.negatives)
         if not key.startswith("__PRESET_")
     }
-    assert spellings - LLAMA_SERVER_KEYS == not_flags | older
+    assert spellings - LLAMA_SERVER_KEYS == not_flags | own | older
     assert {"spec-draft-hf", "hf-repo-draft", "cache-reuse", "LLAMA_ARG_NO_CONT_BATCHING"} <= (
         LLAMA_SERVER_KEYS
     )
