@@ -34,7 +34,7 @@ def _describe(model: LoadedModel) -> tuple[list[dict[str, Any]], int]:
         view: dict[str, Any] = {
             "id": slot.id,
             "n_ctx": batcher.n_ctx_seq,
-            "speculative": False,
+            "speculative": model.speculator is not None,
             "is_processing": slot.generation is not None,
         }
         last = slot.last
