@@ -59,6 +59,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
     for flag, value in timeouts.items():
         if value < 0:
             parser.error(f"{flag} must be 0 (never) or a number of seconds")
+    if args.models_spare < 0:
+        parser.error("--models-spare must be 0 (no spare worker) or a number of workers")
     if args.max_queue < 0:
         parser.error("--max-queue must be 0 (no limit) or a number of requests")
     if args.models_preset is not None and not Path(args.models_preset).is_file():
@@ -80,6 +82,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         models_dir=Path(args.models_dir) if args.models_dir else None,
         model_files=args.model_files,
         models_max=args.models_max,
+        models_spare=args.models_spare,
         models_memory_max=memory_max,
         models_autoload=args.models_autoload,
         models_preset=Path(args.models_preset) if args.models_preset else None,

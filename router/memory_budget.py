@@ -12,6 +12,8 @@ recently used first, until it does. What a model holds is, in order of trust:
   KV cache (from the GGUF header and its ``ctx-size`` and cache types) and a worker process.
 
 A model alone is always allowed to load, even over the budget: otherwise it never could.
+Spare workers (``--models-spare``) count at their measured size, except those the coming models
+will take; one more is started only when it fits (:meth:`MemoryBudget.spare_fits`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,13 @@ from corral.hub.sizes import files_size
 from router.catalogue import CatalogueEntry
 from router.model_state import ModelState, Status
 
-__all__ = ["WORKER_PROCESS_BYTES", "MemoryBudget", "process_rss", "resident_memory"]
+__all__ = [
+    "SPARE_WORKER_BYTES",
+    "WORKER_PROCESS_BYTES",
+    "MemoryBudget",
+    "process_rss",
+    "resident_memory",
+]
 
 
 def process_rss(pid: int) -> int | None:
@@ -45,6 +53,8 @@ def resident_memory(state: ModelState) -> int | None:
 
 # A worker before any weights (Python, llama.cpp, uvicorn): measured at about 85 MB.
 WORKER_PROCESS_BYTES = 96 << 20
+# A spare worker, everything imported and no model, before it was measured.
+SPARE_WORKER_BYTES = WORKER_PROCESS_BYTES
 _WORKER_DEFAULT_CTX = 4096  # the worker's own default --ctx-size (worker/settings.py)
 # Bytes per cached value for each --cache-type-k/-v (block formats: bytes per block / 32).
 _CACHE_TYPE_BYTES = {
@@ -91,10 +101,14 @@ def _estimate(entry: CatalogueEntry) -> int:
 
 class MemoryBudget:
     def __init__(
-        self, limit: int, measure: Callable[[ModelState], int | None] = resident_memory
+        self,
+        limit: int,
+        measure: Callable[[ModelState], int | None] = resident_memory,
+        spares: Callable[[], list[int]] = list,
     ) -> None:
         self.limit = limit
         self._measure = measure
+        self.spares = spares  # what each spare worker holds now
 
     def measure(self, state: ModelState) -> int:
         """What a running model holds right now (0 when that cannot be read).
@@ -123,4 +137,12 @@ class MemoryBudget:
     def fits(self, staying: Iterable[ModelState], coming: Iterable[ModelState]) -> bool:
         """Whether ``coming`` can load next to ``staying`` (anything fits where nothing stays)."""
         held = [self.held(state) for state in staying]
-        return not held or sum(held) + sum(map(self.expected, coming)) <= self.limit
+        coming = list(coming)
+        # Each coming model takes a spare, whose memory is then part of what it holds.
+        spares = sum(sorted(self.spares())[len(coming) :])
+        return not held or sum(held) + spares + sum(map(self.expected, coming)) <= self.limit
+
+    def spare_fits(self, staying: Iterable[ModelState], spares_held: int) -> bool:
+        """Whether one more spare worker fits next to the running models and the spares."""
+        held = sum(self.held(state) for state in staying)
+        return held + spares_held + SPARE_WORKER_BYTES <= self.limit

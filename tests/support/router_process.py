@@ -35,6 +35,9 @@ def _hermetic_env(extra: dict[str, str] | None, empty_hub: str) -> dict[str, str
     env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_ENV_PREFIXES)}
     env.pop("XDG_CACHE_HOME", None)
     env["HF_HUB_CACHE"] = empty_hub  # unless the test brings its own cache
+    # A worker handed over from a spare keeps the spare's command line (no --alias to find it
+    # by), and every router's spare costs the suite a process: tests that want one ask for it.
+    env["CORRAL_MODELS_SPARE"] = "0"
     return {**env, **(extra or {})}
 
 
