@@ -15,15 +15,19 @@ from collections.abc import Mapping
 from corral.option_help import MODEL_OPTION_HELP
 from corral.options import OPTIONS, OptionError, OptionSpec, normalise_options
 
-__all__ = ["add_model_flags", "model_options_from"]
+__all__ = ["add_model_flags", "flag_spelling", "model_options_from"]
 
 WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.role == "worker")
 _ENV_PREFIXES = ("LLAMA_ARG_", "__PRESET_")
 
 
-def _flag(spelling: str) -> str:
+# Longer spellings llama-server also writes with one dash.
+_ONE_DASH = frozenset({"no-kvu"})
+
+
+def flag_spelling(spelling: str) -> str:
     # llama-server spells its short options with one dash, even the multi-letter ones (-ngl).
-    return f"-{spelling}" if len(spelling) <= 3 else f"--{spelling}"
+    return f"-{spelling}" if len(spelling) <= 3 or spelling in _ONE_DASH else f"--{spelling}"
 
 
 def _dest(spec: OptionSpec) -> str:
@@ -37,7 +41,7 @@ def _env_name(spec: OptionSpec) -> str | None:
 def _help(spec: OptionSpec) -> str:
     # Plain text for a terminal: the descriptions are Markdown, and argparse formats with %.
     text = MODEL_OPTION_HELP[spec.name].replace("`", "").replace("%", "%%")
-    negatives = [_flag(n) for n in spec.negatives if not n.startswith(_ENV_PREFIXES)]
+    negatives = [flag_spelling(n) for n in spec.negatives if not n.startswith(_ENV_PREFIXES)]
     if negatives:
         text += f"; off: {', '.join(negatives)}"
     env = _env_name(spec)
@@ -52,7 +56,7 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
     )
     for spec in WORKER_OPTIONS:
         flags = [f"--{spec.name}"] + [
-            _flag(s) for s in spec.spellings if not s.startswith(_ENV_PREFIXES)
+            flag_spelling(s) for s in spec.spellings if not s.startswith(_ENV_PREFIXES)
         ]
         help_ = _help(spec)
         if spec.kind == "bool":
@@ -67,7 +71,7 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
             for negative in spec.negatives:
                 if not negative.startswith(_ENV_PREFIXES):
                     group.add_argument(
-                        _flag(negative),
+                        flag_spelling(negative),
                         dest=_dest(spec),
                         action="store_const",
                         const="false",

@@ -55,7 +55,6 @@ def resident_memory(state: ModelState) -> int | None:
 WORKER_PROCESS_BYTES = 96 << 20
 # A spare worker, everything imported and no model, before it was measured.
 SPARE_WORKER_BYTES = WORKER_PROCESS_BYTES
-_WORKER_DEFAULT_CTX = 4096  # the worker's own default --ctx-size (worker/settings.py)
 # Bytes per cached value for each --cache-type-k/-v (block formats: bytes per block / 32).
 _CACHE_TYPE_BYTES = {
     "f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32,
@@ -84,7 +83,11 @@ def _context_size(entry: CatalogueEntry) -> int:
         return 0
     kv_heads = number("attention.head_count_kv", heads)
     options = dict(entry.options)
-    ctx = int(options.get("ctx-size", _WORKER_DEFAULT_CTX)) or number("context_length")
+    # As the worker sizes it (worker/model.py): the trained context per KV stream when unset.
+    parallel = int(options.get("parallel", "-1"))
+    unified = parallel <= 0 or options.get("kv-unified") == "true"
+    streams = 1 if unified else parallel
+    ctx = int(options.get("ctx-size", "0")) or number("context_length") * streams
     per_key = number("attention.key_length", embd // heads) * kv_heads
     per_value = number("attention.value_length", embd // heads) * kv_heads
     key_bytes = _CACHE_TYPE_BYTES.get(options.get("cache-type-k", "f16"), 2.0)

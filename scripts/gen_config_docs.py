@@ -24,7 +24,7 @@ from unittest import mock
 
 from corral.children.environment import SECRET_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
-from corral.option_flags import WORKER_OPTIONS
+from corral.option_flags import WORKER_OPTIONS, flag_spelling
 from corral.option_help import MODEL_OPTION_HELP
 from corral.options import OPTIONS, OptionSpec
 from router.corral_commands import _parser as _cache_commands_parser
@@ -69,6 +69,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "n-gpu-layers": "n_gpu_layers",
     "n-predict": "n_predict",
     "parallel": "parallel",
+    "kv-unified": "kv_unified",
     "temp": "temperature",
     "seed": "seed",
     "chat-template": "chat_template",
@@ -83,8 +84,14 @@ _WORKER_FIELDS: dict[str, str] = {
     "pooling": "pooling",
     "reranking": "reranking",
 }
+# Defaults the worker works out when it starts (they depend on the machine or the model).
+_DEFAULT_MEANS = {
+    "ctx-size": "`0` (the trained context)",
+    "threads": "the physical cores",
+    "parallel": "`-1` (auto: 4 slots)",
+    "kv-unified": "off; on with auto slots",
+}
 _NONE_MEANS = {
-    "threads": "half the CPUs",
     "chat-template": "the GGUF's",
     "cache-type-k": "f16",
     "cache-type-v": "f16",
@@ -341,10 +348,8 @@ def _no_effect_section() -> list[str]:
 def _spellings(spec: OptionSpec) -> tuple[list[str], list[str]]:
     """(flag spellings, negative flag spellings) as the worker and ``corral serve`` take them."""
     env = ("LLAMA_ARG_", "__PRESET_")
-    flags = [f"--{spec.name}"] + [
-        f"-{s}" if len(s) <= 3 else f"--{s}" for s in spec.spellings if not s.startswith(env)
-    ]
-    negatives = [f"--{s}" for s in spec.negatives if not s.startswith(env)]
+    flags = [f"--{spec.name}"] + [flag_spelling(s) for s in spec.spellings if not s.startswith(env)]
+    negatives = [flag_spelling(s) for s in spec.negatives if not s.startswith(env)]
     return flags, negatives
 
 
@@ -368,6 +373,8 @@ def _worker_default(spec: OptionSpec, settings: WorkerSettings) -> str:
         return "—"
     if spec.name not in _WORKER_FIELDS:
         _die(f"per-model option '{spec.name}' has no WorkerSettings field in _WORKER_FIELDS")
+    if spec.name in _DEFAULT_MEANS:
+        return _DEFAULT_MEANS[spec.name]
     value = getattr(settings, _WORKER_FIELDS[spec.name])
     if value is None:
         return _NONE_MEANS.get(spec.name, "—")

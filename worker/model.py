@@ -6,7 +6,6 @@ at a time, while continuous batching needs a context with ``n_seq_max = --parall
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -102,8 +101,7 @@ class LoadedModel:
 
     @property
     def _threads(self) -> int:
-        # llama-cpp-python's default: half the CPUs, leaving the rest to the event loop.
-        return self.settings.threads or max((os.cpu_count() or 2) // 2, 1)
+        return self.settings.threads
 
     def _special_text(self, token: int) -> str:
         return (
@@ -115,12 +113,15 @@ class LoadedModel:
     def _new_context(self) -> Any:
         settings = self.settings
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = settings.ctx_size
+        streams = 1 if settings.kv_unified else settings.parallel
+        # 0 is the trained context for each slot, as llama-server sizes it (common/fit.cpp:
+        # n_ctx_train times the KV streams); a given -c is shared out evenly between the
+        # slots unless they share one unified cache.
+        params.n_ctx = settings.ctx_size or self.model.n_ctx_train() * streams
         params.n_batch = settings.batch_size
         params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
         params.n_seq_max = settings.parallel
-        # As llama-server without --kv-unified: -c is shared out evenly between the slots.
-        params.kv_unified = False
+        params.kv_unified = settings.kv_unified
         params.n_threads = params.n_threads_batch = self._threads
         params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
         if settings.rope_freq_base > 0:
