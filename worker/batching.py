@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import llama_cpp
 import structlog
 
 from worker.grammar_sampler import GrammarSampler
+from worker.llama_bindings import llama_cpp
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
 
 __all__ = [

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import llama_cpp
 import structlog
-from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
 from worker.embedding_context import Embedder
+from worker.llama_bindings import llama_cpp
+from worker.llama_model import LlamaModel
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
 from worker.templates import ChatTemplate
@@ -70,7 +70,7 @@ class LoadedModel:
         # Kept on self: ctypes would free the callback while llama.cpp still holds it.
         self._progress = llama_cpp.llama_progress_callback(progress)
         model_params.progress_callback = self._progress
-        self.model = LlamaModel(path_model=str(settings.model), params=model_params, verbose=False)
+        self.model = LlamaModel(str(settings.model), model_params)
         self.vocab = self.model.vocab
         self.n_vocab = self.model.n_vocab()
         self.metadata = self.model.metadata()
@@ -143,7 +143,7 @@ class LoadedModel:
             self._embedder = None
         self.batcher.close()
         llama_cpp.llama_free(self.ctx)
-        self.model.close()  # type: ignore[no-untyped-call]
+        self.model.close()
 
     @property
     def n_ctx(self) -> int:

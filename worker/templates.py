@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+from worker.chat_jinja import Jinja2ChatFormatter
 
 __all__ = ["BUILTIN_TEMPLATES", "ChatTemplate"]
 
