@@ -37,6 +37,8 @@ _SERVING_MODULES = ("uvloop", "worker.lifecycle")
 
 
 def _import_serving_code(states: StateWriter) -> None:
+    # A thread inherits its creator's niceness for good, so nothing imported here may start
+    # threads (numpy's OpenBLAS pool would: the worker does not import numpy).
     tid = threading.get_native_id()
     with contextlib.suppress(OSError, AttributeError):  # no per-thread niceness: import anyway
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + _NICENESS)
@@ -54,9 +56,6 @@ def wait_for_model(states: StateWriter) -> list[str]:
     if not lifeline.arm(on_exit_command=lambda: commands.put(None), on_load_command=commands.put):
         _log.error("a spare worker is started by a router (CORRAL_ROUTER_PID is not set)")
         sys.exit(EXIT_FAILED)
-    # numpy starts OpenBLAS's thread pool as it is imported, and a thread inherits its
-    # creator's niceness for good: that pool must come from a thread at our own priority.
-    importlib.import_module("numpy")
     warm_up = threading.Thread(
         target=_import_serving_code, args=(states,), name="spare-warm-up", daemon=True
     )
