@@ -95,19 +95,26 @@ def corral_worker(model: Path, flags: Sequence[str] = ()) -> Iterator[Server]:
 
 
 @contextmanager
-def corral_router(flags: Sequence[str]) -> Iterator[Server]:
-    """``corral serve`` on a port picked here; its log goes to a file next to nothing."""
-    port = _free_port()
-    command = [sys.executable, "-m", "router", "serve", "--port", str(port), *flags]
+def _serving(command: Sequence[str], port: int, what: str) -> Iterator[Server]:
+    """A server told to listen on ``port``, once its ``/health`` says ok."""
     process = subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process, "corral serve")
+        _wait_healthy(url, process, what)
         yield Server(url, process)
     finally:
         _stop(process)
+
+
+@contextmanager
+def corral_router(flags: Sequence[str]) -> Iterator[Server]:
+    """``corral serve`` with these flags, its log discarded."""
+    port = _free_port()
+    command = [sys.executable, "-m", "router", "serve", "--port", str(port), *flags]
+    with _serving(command, port, "corral serve") as server:
+        yield server
 
 
 @contextmanager
@@ -115,10 +122,5 @@ def llama_server(binary: Path, flags: Sequence[str]) -> Iterator[Server]:
     """``llama-server`` with these flags (``-m MODEL …`` or ``--models-dir DIR …``)."""
     port = _free_port()
     command = [str(binary), "--port", str(port), "--no-webui", *flags]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process, "llama-server")
-        yield Server(url, process)
-    finally:
-        _stop(process)
+    with _serving(command, port, "llama-server") as server:
+        yield server

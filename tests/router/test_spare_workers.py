@@ -79,14 +79,19 @@ async def test_no_spare_with_zero() -> None:
         assert h.launcher.launched == ["a"]
 
 
+async def _load_through(h: Harness, spare: FakeChild, name: str) -> None:
+    """A request for ``name``, served by the worker ``spare`` becomes."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(h.request, name)
+        await _settled(lambda: bool(spare.loads))
+        spare.ready()
+
+
 async def test_spares_never_count_as_models_nor_delay_an_eviction() -> None:
     async with harness(models_max=1, spares=1) as h:
         h.spares.fill()
         first = await _warm_spare(h, "spare1")
-        async with anyio.create_task_group() as group:
-            group.start_soon(h.request, "a")
-            await _settled(lambda: bool(first.loads))
-            first.ready()
+        await _load_through(h, first, "a")
         second = await _warm_spare(h, "spare2")
         async with anyio.create_task_group() as group:
             group.start_soon(h.request, "b")  # one model at most: a goes, b takes the spare
@@ -108,10 +113,7 @@ async def test_a_spare_that_dies_is_replaced_and_loads_go_on() -> None:
         assert h.launcher.launched == ["spare1", "spare2", "a"]
         replacement = h.launcher.children["spare2"]
         replacement.warm()
-        async with anyio.create_task_group() as group:
-            group.start_soon(h.request, "b")
-            await _settled(lambda: bool(replacement.loads))
-            replacement.ready()
+        await _load_through(h, replacement, "b")
         assert h.state("b").status is Status.LOADED
         assert dead.loads == []
 
