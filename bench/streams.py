@@ -56,7 +56,9 @@ async def measure_streams(
     url: str, max_tokens: int, rounds: int, concurrent: Sequence[int] = (4, 8)
 ) -> dict[str, float]:
     """Single-stream decode tokens/s and time to first token, then aggregate tokens/s."""
-    limits = httpx.Limits(max_connections=None)
+    # A connection per request: llama-server drops idle keep-alive connections, which under load
+    # made a reused one fail ("disconnected without sending a response").
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
     async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
         await one_stream(client, 8)  # warm-up
         singles = [await one_stream(client, max_tokens) for _ in range(rounds)]

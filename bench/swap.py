@@ -130,9 +130,23 @@ def _spare_memory() -> Figures:
         process.wait()
 
 
-def _section(title: str, results: dict[str, Figures], digits: int = 2) -> None:
-    print(f"\n## {title}")
-    print_comparison(results, TARGETS, digits)
+class _Report:
+    """Each table printed as soon as it is measured (a long run may be cut short), or JSON."""
+
+    def __init__(self, as_json: bool) -> None:
+        self._json = as_json
+        self._sections: dict[str, dict[str, Figures]] = {}
+
+    def add(self, title: str, results: dict[str, Figures]) -> None:
+        self._sections[title] = results
+        if not self._json:
+            print(f"\n## {title} (load average {os.getloadavg()[0]:.2f})", flush=True)
+            print_comparison(results, TARGETS, digits=2)
+            sys.stdout.flush()
+
+    def close(self) -> None:
+        if self._json:
+            print(json.dumps(self._sections, indent=2))
 
 
 def _routers(
@@ -173,18 +187,24 @@ def main() -> None:
     binary: Path | None = args.llama_server
     model: Path = args.model.resolve()
     log(f"model {model.name}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-    report: dict[str, dict[str, Figures]] = {}
+    report = _Report(args.json)
     with tempfile.TemporaryDirectory(prefix="corral-swap-") as directory:
         models_dir = Path(directory)
         for name in ("A", "B"):  # two models, one file: the page cache holds it once
             (models_dir / f"{name}.gguf").symlink_to(model)
         if "cold" in parts:
-            report["cold start"] = _routers(
-                binary, models_dir, lambda server: _cold_starts(server, args.rounds, args.settle)
+            report.add(
+                "cold start",
+                _routers(
+                    binary,
+                    models_dir,
+                    lambda server: _cold_starts(server, args.rounds, args.settle),
+                ),
             )
         if "swap" in parts:
-            report["swap ping-pong"] = _routers(
-                binary, models_dir, lambda server: _ping_pong(server, args.swaps)
+            report.add(
+                "swap ping-pong",
+                _routers(binary, models_dir, lambda server: _ping_pong(server, args.swaps)),
             )
     if "memory" in parts:
         for label, flags in (("-c 4096 -np 4", MEMORY_FLAGS), ("defaults", [])):
@@ -194,8 +214,8 @@ def main() -> None:
             if binary is not None:
                 with llama_server(binary, ["--model", str(model), *flags]) as server:
                     results["llama-server"] = _answered_once(server)
-            report[f"memory, {label}"] = results
-        report["memory, a spare worker"] = {"corral": _spare_memory()}
+            report.add(f"memory, {label}", results)
+        report.add("memory, a spare worker", {"corral": _spare_memory()})
     if "defaults" in parts:
         results = {}
         with corral_worker(model) as server:
@@ -205,13 +225,9 @@ def main() -> None:
                 results["llama-server"] = asyncio.run(
                     measure_streams(server.url, args.max_tokens, 3, (4,))
                 )
-        report["defaults, no tuning flags"] = results
+        report.add("defaults, no tuning flags", results)
     log(f"load average after: {os.getloadavg()[0]:.2f}")
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    for title, results in report.items():
-        _section(title, results)
+    report.close()
 
 
 if __name__ == "__main__":
