@@ -53,8 +53,9 @@ def resident_memory(state: ModelState) -> int | None:
 
 # A worker before any weights (Python, llama.cpp, uvicorn): measured at about 85 MB.
 WORKER_PROCESS_BYTES = 96 << 20
-# A spare worker, everything imported and no model, before it was measured.
-SPARE_WORKER_BYTES = WORKER_PROCESS_BYTES
+# A spare worker, everything imported and no model, before it was measured (52 MiB measured,
+# docs/benchmarks.md).
+SPARE_WORKER_BYTES = 64 << 20
 # Bytes per cached value for each --cache-type-k/-v (block formats: bytes per block / 32).
 _CACHE_TYPE_BYTES = {
     "f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32,
