@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from bench.engine_vs_llama_server import DEFAULT_MODEL, corral_worker, log
+from bench.servers import DEFAULT_MODEL, corral_worker, log
 
 STORY = "Write a long story about a lighthouse keeper."
 # Prompt lookup needs text that repeats what came before: quoting a passage back.
@@ -96,10 +96,9 @@ def main() -> None:
     aggregates: dict[str, list[float]] = {name: [] for name, _, _ in settings}
     guesses: dict[str, list[int]] = {name: [0, 0] for name, _, _ in settings}
     with ExitStack() as workers:
+        flags = ("--threads", str(args.threads), "--parallel", str(args.streams), "--ctx-size")
         urls = {
-            name: workers.enter_context(
-                corral_worker(args.model, args.threads, args.streams, ctx, *extra)
-            )
+            name: workers.enter_context(corral_worker(args.model, (*flags, str(ctx), *extra))).url
             for name, _, extra in settings
         }
         for name, prompt, _ in settings:

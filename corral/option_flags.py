@@ -21,15 +21,15 @@ WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.
 _ENV_PREFIXES = ("LLAMA_ARG_", "__PRESET_")
 
 
-# llama-server's four-letter short options; every other spelling that long is a long flag.
-_FOUR_LETTER_SHORT = frozenset({"hfrd", "ngld"})
+# Longer spellings llama-server also writes with one dash: its four-letter short options and
+# -no-kvu.
+_ONE_DASH = frozenset({"hfrd", "ngld", "no-kvu"})
 
 
 def flag_spelling(spelling: str) -> str:
     """An option spelling as a flag: ``c`` → ``-c``, ``ctx-size`` → ``--ctx-size``."""
     # llama-server spells its short options with one dash, even the multi-letter ones (-ngl).
-    short = len(spelling) <= 3 or spelling in _FOUR_LETTER_SHORT
-    return f"-{spelling}" if short else f"--{spelling}"
+    return f"-{spelling}" if len(spelling) <= 3 or spelling in _ONE_DASH else f"--{spelling}"
 
 
 def _dest(spec: OptionSpec) -> str:

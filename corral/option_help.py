@@ -29,14 +29,22 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "pin": "Corral: never evicted to make room for another model",
     "memory": "Corral: what the model holds, for `--models-memory-max` (instead of measuring "
     "its worker; declare GPU memory here)",
-    "ctx-size": "context size in tokens, shared evenly by the slots (llama.cpp rounds it up "
-    "to a multiple of 256); `0` = the model's training context",
-    "threads": "CPU threads",
-    "batch-size": "logical batch size",
-    "ubatch-size": "physical batch size (at most the logical one)",
+    "ctx-size": "context size in tokens (llama.cpp rounds it up to a multiple of 256); shared "
+    "evenly by the slots unless their KV cache is unified. Default `0`, as llama-server "
+    "(common/common.h `n_ctx = 0`): the model's training context for each slot",
+    "threads": "CPU threads. Default as llama-server (common/common.cpp "
+    "`common_cpu_get_num_math`): the physical cores (the performance cores of an Intel hybrid "
+    "CPU); `0` or less: every logical CPU",
+    "batch-size": "logical batch size: prompt tokens per decode. Default 2048, as llama-server "
+    "(common/common.h `n_batch`)",
+    "ubatch-size": "physical batch size (at most the logical one). Default 512, as llama-server "
+    "(common/common.h `n_ubatch`)",
     "n-gpu-layers": "layers offloaded to the GPU of a GPU build; `auto`/`all` = every layer",
     "n-predict": "default token budget of a request; `-1` = up to the context",
-    "parallel": "slots served together by continuous batching",
+    "parallel": "slots served together by continuous batching. Default `-1` (automatic), as "
+    "llama-server (tools/server/server.cpp): 4 slots sharing one unified KV cache",
+    "kv-unified": "one KV cache shared by all slots, each of which may use the whole context "
+    "(`-kvu`); default off, but always on with automatic slots, as llama-server",
     "temp": "default temperature",
     "seed": "default seed; `-1` = random",
     "chat-template": "one of llama.cpp's built-in template names (`chatml`, `llama3`, `gemma`, "

@@ -120,6 +120,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("n-predict", "int", spellings=("n", "predict", "LLAMA_ARG_N_PREDICT")),
     OptionSpec("parallel", "int", spellings=("np", "LLAMA_ARG_N_PARALLEL")),
     OptionSpec(
+        "kv-unified",
+        "bool",
+        spellings=("kvu", "LLAMA_ARG_KV_UNIFIED"),
+        negatives=("no-kv-unified", "no-kvu", "LLAMA_ARG_NO_KV_UNIFIED"),
+    ),
+    OptionSpec(
         "temp", "float", spellings=("temperature", "LLAMA_ARG_TEMPERATURE"), bound="non_negative"
     ),
     OptionSpec("seed", "int", spellings=("s",)),

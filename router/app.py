@@ -31,6 +31,7 @@ from router.request_limits import body_limit_handlers
 from router.scheduler import Scheduler
 from router.security import ApiKeyAuth, build_cors_config
 from router.settings import ServeSettings
+from router.spare_workers import SpareWorkers
 from router.stall_watchdog import StallWatchdog
 from router.tools.toolbox import ToolBox, choose_builtin_tools
 from router.worker_pool import WorkerPool
@@ -95,9 +96,20 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         async with tools.running(), anyio.create_task_group() as group:
+            spares = SpareWorkers(
+                launcher or SubprocessLauncher(),
+                settings.models_spare,
+                group,
+                room=lambda held: (
+                    budget is None
+                    or budget.spare_fits([s for s in pool.models.values() if s.running], held)
+                ),
+            )
+            if budget is not None:
+                budget.spares = spares.held
             pool = WorkerPool(
                 catalogue,
-                launcher=launcher or SubprocessLauncher(),
+                launcher=spares,
                 task_group=group,
                 timeout=settings.timeout,
                 check_file=model_file_problem,
@@ -118,6 +130,8 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             _log.info("models available", models=sorted(catalogue.entries))
             for entry in startup:
                 pool.start(pool.models[entry.name])
+            pool.exit_listeners.append(lambda _: spares.fill())  # room may have come free
+            spares.fill()
             group.start_soon(scheduler.unload_expired)
             group.start_soon(watchdog.run, group)
             group.start_soon(_reload_on_sighup, runtime)
@@ -125,6 +139,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             try:
                 yield
             finally:
+                spares.close()
                 await downloads.cancel_all()
                 await pool.stop_all()
                 group.cancel_scope.cancel()

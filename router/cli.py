@@ -62,6 +62,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
     for flag, value in timeouts.items():
         if value < 0:
             parser.error(f"{flag} must be 0 (never) or a number of seconds")
+    if args.models_spare < 0:
+        parser.error("--models-spare must be 0 (no spare worker) or a number of workers")
     if args.max_queue < 0:
         parser.error("--max-queue must be 0 (no limit) or a number of requests")
     if args.models_preset is not None and not Path(args.models_preset).is_file():
@@ -94,6 +96,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         model_files=args.model_files,
         mmproj_file=Path(args.mmproj_file) if args.mmproj_file else None,
         models_max=args.models_max,
+        models_spare=args.models_spare,
         models_memory_max=memory_max,
         models_autoload=args.models_autoload,
         models_preset=Path(args.models_preset) if args.models_preset else None,

@@ -9,15 +9,25 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from corral.children.protocol import EXIT_COMMAND, ChildLine, LineSplitter, parse_line
+from corral.children.protocol import (
+    EXIT_COMMAND,
+    ChildLine,
+    LineSplitter,
+    encode_load,
+    parse_line,
+)
 
-__all__ = ["ChildProcess", "SubprocessLauncher", "WorkerLauncher"]
+__all__ = ["WORKER_COMMAND", "ChildProcess", "SubprocessLauncher", "WorkerLauncher"]
+
+# How a worker is started; its flags follow (docs/protocol.md §1).
+WORKER_COMMAND = (sys.executable, "-m", "worker")
 
 
 class ChildProcess(Protocol):
@@ -28,6 +38,10 @@ class ChildProcess(Protocol):
         ...
 
     async def send_exit(self) -> None: ...
+
+    async def send_load(self, argv: Sequence[str]) -> None:
+        """Hand a spare worker its model: the flags it is to serve with."""
+        ...
 
     def signal_group(self, sig: signal.Signals) -> None: ...
 
@@ -60,12 +74,18 @@ class _Subprocess:
         return code
 
     async def send_exit(self) -> None:
+        await self._send(EXIT_COMMAND + b"\n")
+
+    async def send_load(self, argv: Sequence[str]) -> None:
+        await self._send(encode_load(list(argv)))
+
+    async def _send(self, line: bytes) -> None:
         stdin = self._process.stdin
         if stdin is None:
             return
         # Already gone: the reaper reports it.
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            await stdin.send(EXIT_COMMAND + b"\n")
+            await stdin.send(line)
 
     def signal_group(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError):

@@ -12,6 +12,8 @@ recently used first, until it does. What a model holds is, in order of trust:
   KV cache (from the GGUF header and its ``ctx-size`` and cache types) and a worker process.
 
 A model alone is always allowed to load, even over the budget: otherwise it never could.
+Spare workers (``--models-spare``) count at their measured size, except those the coming models
+will take; one more is started only when it fits (:meth:`MemoryBudget.spare_fits`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,13 @@ from corral.hub.sizes import files_size
 from router.catalogue import CatalogueEntry
 from router.model_state import ModelState, Status
 
-__all__ = ["WORKER_PROCESS_BYTES", "MemoryBudget", "process_rss", "resident_memory"]
+__all__ = [
+    "SPARE_WORKER_BYTES",
+    "WORKER_PROCESS_BYTES",
+    "MemoryBudget",
+    "process_rss",
+    "resident_memory",
+]
 
 
 def process_rss(pid: int) -> int | None:
@@ -45,7 +53,9 @@ def resident_memory(state: ModelState) -> int | None:
 
 # A worker before any weights (Python, llama.cpp, uvicorn): measured at about 85 MB.
 WORKER_PROCESS_BYTES = 96 << 20
-_WORKER_DEFAULT_CTX = 4096  # the worker's own default --ctx-size (worker/settings.py)
+# A spare worker, everything imported and no model, before it was measured (52 MiB measured,
+# docs/benchmarks.md).
+SPARE_WORKER_BYTES = 64 << 20
 # Bytes per cached value for each --cache-type-k/-v (block formats: bytes per block / 32).
 _CACHE_TYPE_BYTES = {
     "f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32,
@@ -74,7 +84,11 @@ def _context_size(entry: CatalogueEntry) -> int:
         return 0
     kv_heads = number("attention.head_count_kv", heads)
     options = dict(entry.options)
-    ctx = int(options.get("ctx-size", _WORKER_DEFAULT_CTX)) or number("context_length")
+    # As the worker sizes it (worker/model.py): the trained context per KV stream when unset.
+    parallel = int(options.get("parallel", "-1"))
+    unified = parallel <= 0 or options.get("kv-unified") == "true"
+    streams = 1 if unified else parallel
+    ctx = int(options.get("ctx-size", "0")) or number("context_length") * streams
     per_key = number("attention.key_length", embd // heads) * kv_heads
     per_value = number("attention.value_length", embd // heads) * kv_heads
     key_bytes = _CACHE_TYPE_BYTES.get(options.get("cache-type-k", "f16"), 2.0)
@@ -91,10 +105,14 @@ def _estimate(entry: CatalogueEntry) -> int:
 
 class MemoryBudget:
     def __init__(
-        self, limit: int, measure: Callable[[ModelState], int | None] = resident_memory
+        self,
+        limit: int,
+        measure: Callable[[ModelState], int | None] = resident_memory,
+        spares: Callable[[], list[int]] = list,
     ) -> None:
         self.limit = limit
         self._measure = measure
+        self.spares = spares  # what each spare worker holds now
 
     def measure(self, state: ModelState) -> int:
         """What a running model holds right now (0 when that cannot be read).
@@ -123,4 +141,12 @@ class MemoryBudget:
     def fits(self, staying: Iterable[ModelState], coming: Iterable[ModelState]) -> bool:
         """Whether ``coming`` can load next to ``staying`` (anything fits where nothing stays)."""
         held = [self.held(state) for state in staying]
-        return not held or sum(held) + sum(map(self.expected, coming)) <= self.limit
+        coming = list(coming)
+        # Each coming model takes a spare, whose memory is then part of what it holds.
+        spares = sum(sorted(self.spares())[len(coming) :])
+        return not held or sum(held) + spares + sum(map(self.expected, coming)) <= self.limit
+
+    def spare_fits(self, staying: Iterable[ModelState], spares_held: int) -> bool:
+        """Whether one more spare worker fits next to the running models and the spares."""
+        held = sum(self.held(state) for state in staying)
+        return held + spares_held + SPARE_WORKER_BYTES <= self.limit

@@ -21,8 +21,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--verbosity", "-lv", "--log-verbosity"), 1),
     (("--metrics",), 0),
     (("--props",), 0),
-    (("--kv-unified", "-kvu"), 0),
-    (("--no-kv-unified", "-no-kvu"), 0),
     (("--context-shift",), 0),
     (("--no-context-shift",), 0),
     (("--keep",), 1),

@@ -73,6 +73,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "size is its preset `memory`, else the most its worker was seen to hold, else an "
         "estimate (files, KV cache, process); a model alone always loads",
     ),
+    "models_spare": (
+        "CORRAL_MODELS_SPARE",
+        "Corral: spare workers kept started (imports done, no model) for the next load to "
+        "take; never listed, never counted as a model; `0`: none",
+    ),
     "models_autoload": (
         "LLAMA_ARG_MODELS_AUTOLOAD",
         "load a model on its first request (per request: `?autoload=true|false`)",
@@ -186,6 +191,7 @@ SERVE_METAVARS: dict[str, str] = {
     "mmproj_file": "FILE",
     "models_max": "N",
     "models_memory_max": "SIZE",
+    "models_spare": "N",
     "api_keys": "KEY[,KEY…]",
     "api_key_files": "FILE",
     "max_body": "SIZE",
@@ -325,6 +331,13 @@ def serve_parser() -> SuggestingParser:
         "--models-memory-max",
         dest="models_memory_max",
         default=_env("CORRAL_MODELS_MEMORY_MAX"),
+    )
+    _add(
+        models,
+        "--models-spare",
+        dest="models_spare",
+        type=int,
+        default=_env_number("CORRAL_MODELS_SPARE", 1, int),
     )
     _add(
         models,

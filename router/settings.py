@@ -20,6 +20,7 @@ class ServeSettings:
     mmproj_file: Path | None = None  # the -m models' projector (--mmproj)
     models_max: int = 4
     models_memory_max: int = 0  # bytes the running models may hold; 0: no limit
+    models_spare: int = 1  # spare workers kept warm for the next load (router.spare_workers)
     models_autoload: bool = True
     models_preset: Path | None = None
     hf_repos: tuple[str, ...] = ()  # hub-cache models to load at startup ("org/repo[:TAG]")

@@ -9,7 +9,6 @@ client that gives up never leaves a half-started worker behind; requests only wa
 from __future__ import annotations
 
 import os
-import sys
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -28,7 +27,7 @@ from router.catalogue import Catalogue, CatalogueEntry
 from router.catalogue_diff import carried_over, stale_models
 from router.child_supervisor import ChildExit, ChildSupervisor
 from router.events import EventBus
-from router.launcher import WorkerLauncher
+from router.launcher import WORKER_COMMAND, WorkerLauncher
 from router.model_lookup import find_model
 from router.model_state import ModelFields, ModelState, Status
 from router.scheduling_errors import AlreadyRunning
@@ -46,7 +45,7 @@ def worker_argv(entry: CatalogueEntry) -> list[str]:
     # Workers serve loopback only, with no key (docs/protocol.md §8).
     projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
     return [
-        sys.executable, "-m", "worker", "--model", str(entry.path), "--alias", entry.name,
+        *WORKER_COMMAND, "--model", str(entry.path), "--alias", entry.name,
         *projector, "--host", "127.0.0.1", "--port", "0", *entry.worker_args(),
     ]  # fmt: skip
 

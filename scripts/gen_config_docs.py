@@ -70,6 +70,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "n-gpu-layers": "n_gpu_layers",
     "n-predict": "n_predict",
     "parallel": "parallel",
+    "kv-unified": "kv_unified",
     "temp": "temperature",
     "seed": "seed",
     "chat-template": "chat_template",
@@ -115,8 +116,14 @@ _WRITTEN_DEFAULTS = {
     "kv-cache-dir": "`$XDG_CACHE_HOME/corral/kv` (else `~/.cache/corral/kv`)",
     "kv-cache-max": "`4G`",
 }
+# Defaults the worker works out when it starts (they depend on the machine or the model).
+_DEFAULT_MEANS = {
+    "ctx-size": "`0` (the trained context)",
+    "threads": "the physical cores",
+    "parallel": "`-1` (auto: 4 slots)",
+    "kv-unified": "off; on with auto slots",
+}
 _NONE_MEANS = {
-    "threads": "half the CPUs",
     "chat-template": "the GGUF's",
     "chat-template-file": "the GGUF's",
     "cache-type-k": "f16",
@@ -385,7 +392,7 @@ def _spellings(spec: OptionSpec) -> tuple[list[str], list[str]]:
     """(flag spellings, negative flag spellings) as the worker and ``corral serve`` take them."""
     env = ("LLAMA_ARG_", "__PRESET_")
     flags = [f"--{spec.name}"] + [flag_spelling(s) for s in spec.spellings if not s.startswith(env)]
-    negatives = [f"--{s}" for s in spec.negatives if not s.startswith(env)]
+    negatives = [flag_spelling(s) for s in spec.negatives if not s.startswith(env)]
     return flags, negatives
 
 
@@ -417,6 +424,8 @@ def _worker_default(spec: OptionSpec, settings: WorkerSettings) -> str:
         return _WRITTEN_DEFAULTS[spec.name]
     if spec.name not in _WORKER_FIELDS:
         _die(f"per-model option '{spec.name}' has no WorkerSettings field in _WORKER_FIELDS")
+    if spec.name in _DEFAULT_MEANS:
+        return _DEFAULT_MEANS[spec.name]
     value: object = settings
     for field in _WORKER_FIELDS[spec.name].split("."):  # speculative.n_max: a nested setting
         value = getattr(value, field)

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import llama_cpp
 import structlog
 
 from worker.grammar_sampler import GrammarSampler
+from worker.llama_bindings import llama_cpp
 from worker.lora_adapters import AdapterScales, LoraAdapters
 from worker.media.projector import MediaPrompt
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 _log = structlog.get_logger("corral.worker.batching")
+# llama_decode: no room in the KV cache for the batch (include/llama.h).
+_NO_KV_ROOM = 1
 
 
 class Delta(NamedTuple):
@@ -208,6 +210,8 @@ class BatchEngine:
             return
         self._adapters.apply(self._ctx, scales)
         code = llama_cpp.llama_decode(self._ctx, self._batch)
+        if code == _NO_KV_ROOM and self._forget_idle_caches():
+            code = llama_cpp.llama_decode(self._ctx, self._batch)
         self.metrics.n_decode += 1
         self.metrics.n_busy_slots += len(active)
         if code != 0:
@@ -218,6 +222,20 @@ class BatchEngine:
             generation = slot.generation
             if generation is not None and generation.batch_index >= 0:
                 self._sample(slot, generation)
+
+    def _forget_idle_caches(self) -> bool:
+        """Free what idle slots keep cached; whether there was any.
+
+        With a unified KV cache (llama-server's automatic slots) the slots share one pool, so
+        the prompts idle slots keep for reuse can leave a busy one no room; as llama-server,
+        they give way. llama.cpp finds room for a whole batch before it decodes any of it, so
+        the batch can simply be decoded again.
+        """
+        idle = [slot for slot in self.slots if slot.generation is None and slot.tokens]
+        for slot in idle:
+            llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
+            slot.tokens = []
+        return bool(idle)
 
     def _drop_cancelled(self) -> None:
         for generation in self.waiting:

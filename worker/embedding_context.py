@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import llama_cpp
+from worker.llama_bindings import llama_cpp
 
 __all__ = ["POOLING_TYPES", "Embedder"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-import llama_cpp
+from worker.llama_bindings import llama_cpp
 
 __all__ = ["GrammarSampler", "InvalidGrammar"]
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
+from worker.llama_bindings import llama_grammar
+
+# llama-cpp-python's, through the bindings that skip its package's heavy __init__.
+JSON_GBNF = llama_grammar.JSON_GBNF
+json_schema_to_gbnf = llama_grammar.json_schema_to_gbnf
 
 __all__ = ["GrammarError", "grammar_for"]
 

@@ -14,9 +14,8 @@ import hashlib
 import json
 import os
 import re
+from importlib.metadata import version
 from typing import Any
-
-import llama_cpp
 
 from worker.settings import WorkerSettings
 
@@ -77,7 +76,7 @@ def cache_key(settings: WorkerSettings) -> CacheKey:
     }
     description = {
         "version": _KEY_VERSION,
-        "llama_cpp": llama_cpp.__version__,
+        "llama_cpp": version("llama_cpp_python"),
         "model": _file_identity(settings.model),
         "settings": values,
     }

@@ -27,11 +27,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import llama_cpp
 import structlog
 
 from worker.batching import common_prefix
 from worker.kv_key import CacheKey, cache_key
+from worker.llama_bindings import llama_cpp
 from worker.settings import WorkerSettings
 
 __all__ = ["MIN_TOKENS", "KvStore", "open_kv_store"]

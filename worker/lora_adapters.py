@@ -18,10 +18,10 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
-import llama_cpp
 import msgspec
 
 from corral.errors import ApiError
+from worker.llama_bindings import llama_cpp
 
 __all__ = ["AdapterScales", "LoraAdapters", "LoraChoice"]
 

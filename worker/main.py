@@ -1,4 +1,9 @@
-"""``python -m worker``: serve one model, alone or as a router's child (docs/protocol.md §1, §6)."""
+"""``python -m worker``: serve one model, alone or as a router's child (docs/protocol.md §1, §6).
+
+Only what every start needs is imported up front; the serving code (Litestar, the APIs,
+llama_cpp) is imported when there is a model to serve, so that a spare worker
+(:mod:`worker.spare`) can import it at a lower priority before it has one.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,11 @@ import logging
 import sys
 
 import structlog
-import uvloop
 
 from corral.children.protocol import EXIT_FAILED, StateWriter
 from corral.logs import configure_logging
-from worker.lifecycle import WorkerLifecycle
 from worker.settings import WorkerSettings, parse_worker_args
+from worker.spare import SPARE_FLAG, wait_for_model
 
 __all__ = ["main"]
 
@@ -19,18 +23,26 @@ _log = structlog.get_logger("corral.worker")
 
 
 async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
+    from worker.lifecycle import WorkerLifecycle  # lazily: see the docstring
+
     return await WorkerLifecycle(settings, states).serve()
 
 
 def main(argv: list[str] | None = None) -> None:
-    settings = parse_worker_args(argv)
+    args = sys.argv[1:] if argv is None else argv
+    spare = args == [SPARE_FLAG]
+    settings = None if spare else parse_worker_args(args)
     states = StateWriter.claim_stdout()
     configure_logging()
     # llama.cpp's own log goes through this logger; below WARNING it narrates every tensor.
     logging.getLogger("llama-cpp-python").setLevel(logging.WARNING)
+    if settings is None:
+        settings = parse_worker_args(wait_for_model(states))
     if not settings.model.is_file():
         _log.error("model file not found", model=str(settings.model))
         sys.exit(EXIT_FAILED)
+    import uvloop  # lazily: see the docstring
+
     # uvloop, as uvicorn itself would pick: on the default asyncio loop every answer from a
     # socket handed to uvicorn stalled ~40 ms (a delayed ACK), /health included.
     sys.exit(uvloop.run(_serve(settings, states)))

@@ -6,20 +6,19 @@ at a time, while continuous batching needs a context with ``n_seq_max = --parall
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import llama_cpp
 import structlog
-from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
 from worker.chat_templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 from worker.embedding_context import Embedder
 from worker.kv_store import open_kv_store
+from worker.llama_bindings import llama_cpp
+from worker.llama_model import LlamaModel
 from worker.lora_adapters import LoraAdapters
 from worker.media.content import Modalities
 from worker.media.projector import Projector
@@ -89,7 +88,7 @@ class LoadedModel:
         # Kept on self: ctypes would free the callback while llama.cpp still holds it.
         self._progress = llama_cpp.llama_progress_callback(progress)
         model_params.progress_callback = self._progress
-        self.model = LlamaModel(path_model=str(settings.model), params=model_params, verbose=False)
+        self.model = LlamaModel(str(settings.model), model_params)
         self.vocab = self.model.vocab
         self.n_vocab = self.model.n_vocab()
         self.metadata = self.model.metadata()
@@ -118,7 +117,7 @@ class LoadedModel:
             )
         except Exception:
             llama_cpp.llama_free(self.ctx)
-            self.model.close()  # type: ignore[no-untyped-call]
+            self.model.close()
             raise
         self.batcher = BatchEngine(
             self.ctx,
@@ -153,8 +152,7 @@ class LoadedModel:
 
     @property
     def _threads(self) -> int:
-        # llama-cpp-python's default: half the CPUs, leaving the rest to the event loop.
-        return self.settings.threads or max((os.cpu_count() or 2) // 2, 1)
+        return self.settings.threads
 
     def _special_text(self, token: int) -> str:
         return (
@@ -166,12 +164,15 @@ class LoadedModel:
     def _new_context(self) -> Any:
         settings = self.settings
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = settings.ctx_size
+        streams = 1 if settings.kv_unified else settings.parallel
+        # 0 is the trained context for each slot, as llama-server sizes it (common/fit.cpp:
+        # n_ctx_train times the KV streams); a given -c is shared out evenly between the
+        # slots unless they share one unified cache.
+        params.n_ctx = settings.ctx_size or self.model.n_ctx_train() * streams
         params.n_batch = settings.batch_size
         params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
         params.n_seq_max = settings.parallel
-        # As llama-server without --kv-unified: -c is shared out evenly between the slots.
-        params.kv_unified = False
+        params.kv_unified = settings.kv_unified
         params.n_threads = params.n_threads_batch = self._threads
         params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
         if settings.rope_freq_base > 0:
@@ -204,7 +205,7 @@ class LoadedModel:
         if self.speculator is not None:
             self.speculator.close()
         llama_cpp.llama_free(self.ctx)
-        self.model.close()  # type: ignore[no-untyped-call]
+        self.model.close()
 
     @property
     def modalities(self) -> Modalities:

@@ -18,8 +18,9 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-import llama_cpp
 import numpy as np
+
+from worker.llama_bindings import llama_cpp
 
 __all__ = ["ReasoningBudget", "reasoning_budget_sampler"]
 

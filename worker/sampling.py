@@ -13,9 +13,8 @@ import ctypes
 from dataclasses import dataclass, field
 from typing import Any
 
-import llama_cpp
-
 from worker.grammar_sampler import GrammarSampler
+from worker.llama_bindings import llama_cpp
 from worker.reasoning_budget import ReasoningBudget, reasoning_budget_sampler
 
 __all__ = ["SamplingParams", "StopMatcher", "TextAssembler", "build_sampler", "token_piece"]

@@ -16,9 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from corral.option_flags import add_model_flags, model_options_from
+from worker.cpu_threads import default_threads
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
-__all__ = ["DEFAULT_KV_CACHE_MAX", "WorkerSettings", "default_kv_cache_dir", "parse_worker_args"]
+__all__ = [
+    "AUTO_SLOTS",
+    "DEFAULT_KV_CACHE_MAX",
+    "WorkerSettings",
+    "default_kv_cache_dir",
+    "parse_worker_args",
+]
+
+# llama-server's automatic slots (--parallel -1, its default): four, sharing one KV cache.
+AUTO_SLOTS = 4
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
 NOT_YET_SUPPORTED = ("webui",)
@@ -37,9 +47,10 @@ class WorkerSettings:
     alias: str
     host: str = "127.0.0.1"
     port: int = 0
-    ctx_size: int = 4096
-    threads: int | None = None
-    batch_size: int = 512
+    # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
+    ctx_size: int = 0
+    threads: int = 1
+    batch_size: int = 2048
     ubatch_size: int = 512
     n_gpu_layers: int = 0
     n_predict: int = -1
@@ -54,7 +65,8 @@ class WorkerSettings:
     use_mmap: bool = True
     use_mlock: bool = False
     flash_attn: str = "auto"  # on, off or auto
-    parallel: int = 1
+    parallel: int = 4
+    kv_unified: bool = True  # one KV cache shared by the slots, as llama-server's automatic slots
     sleep_idle_seconds: float | None = None  # free the weights after this long without work
     embeddings: bool = False
     pooling: str | None = None  # none, mean, cls, last, rank; None: the model's own
@@ -122,6 +134,13 @@ def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
     return (*plain, *scaled)
 
 
+def _threads(value: str | None) -> int:
+    # As llama-server: unset is its math-core rule; 0 or less, every logical CPU.
+    if value is None:
+        return default_threads()
+    return int(value) if int(value) > 0 else os.cpu_count() or 1
+
+
 def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
@@ -145,14 +164,18 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
     reranking = options.get("reranking", "false") == "true"
+    # llama-server's automatic slots (-1, its default) are four sharing one KV cache, whatever
+    # --kv-unified says; a number of slots splits the context between them unless --kv-unified.
+    parallel = int(number("parallel", -1))
+    auto_slots = parallel <= 0
     return WorkerSettings(
         model=model,
         alias=args.alias or model.stem,
         host=args.host,
         port=args.port,
-        ctx_size=int(number("ctx-size", 4096)),
-        threads=int(options["threads"]) if "threads" in options else None,
-        batch_size=int(number("batch-size", 512)),
+        ctx_size=int(number("ctx-size", 0)),
+        threads=_threads(options.get("threads")),
+        batch_size=int(number("batch-size", 2048)),
         ubatch_size=int(number("ubatch-size", 512)),
         n_gpu_layers=-1 if gpu_layers in ("auto", "all") else int(gpu_layers),
         n_predict=int(number("n-predict", -1)),
@@ -170,7 +193,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         use_mmap=options.get("mmap", "true") == "true",
         use_mlock=options.get("mlock", "false") == "true",
         flash_attn=options.get("flash-attn", "auto"),
-        parallel=max(int(number("parallel", 1)), 1),
+        parallel=AUTO_SLOTS if auto_slots else parallel,
+        kv_unified=auto_slots or options.get("kv-unified", "false") == "true",
         sleep_idle_seconds=_sleep_after(options.get("sleep-idle-seconds")),
         embeddings=reranking or options.get("embeddings", "false") == "true",
         pooling="rank" if reranking else options.get("pooling"),

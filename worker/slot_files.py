@@ -14,9 +14,8 @@ import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import llama_cpp
-
 from corral.errors import ApiError
+from worker.llama_bindings import llama_cpp
 
 if TYPE_CHECKING:
     from worker.model import LoadedModel

@@ -4,6 +4,11 @@ Two guards, because either alone leaves gaps: the kernel's parent-death signal (
 fires when the spawning *thread* exits) and a thread that reads the command stream on stdin, where
 EOF means the router is gone. Only children launched by a router (``CORRAL_ROUTER_PID`` set) arm
 them: a worker started by hand from a shell must not die when its stdin is closed.
+
+A spare worker (docs/protocol.md §1, spare workers) arms the lifeline before it has a model and
+waits for the load command on the same stdin; once that came, the exit command belongs to the
+worker it became, which re-arms with its own handler (an exit command that arrives in between
+is held for it).
 """
 
 from __future__ import annotations
@@ -16,7 +21,13 @@ import threading
 from collections.abc import Callable
 
 from corral.children.environment import ROUTER_PID_ENV
-from corral.children.protocol import EXIT_COMMAND, EXIT_FAILED, LineSplitter
+from corral.children.protocol import (
+    EXIT_COMMAND,
+    EXIT_FAILED,
+    LineSplitter,
+    LoadCommand,
+    parse_load,
+)
 
 __all__ = ["arm"]
 
@@ -38,23 +49,66 @@ def _set_parent_death_signal(router_pid: int) -> None:
         _die_now()
 
 
-def _watch_stdin(on_exit_command: Callable[[], None]) -> None:
+class _Commands:
+    """Who handles the router's commands now; the stdin thread reads them, arm() sets them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.armed = False
+        self.on_exit: Callable[[], None] | None = None
+        self.on_load: Callable[[LoadCommand], None] | None = None
+        self.exit_pending = False  # came while nobody handled it: for the next arm()
+
+    def exit_command(self) -> None:
+        with self.lock:
+            handler = self.on_exit
+            self.exit_pending = handler is None
+        if handler is not None:
+            handler()
+
+    def load_command(self, command: LoadCommand) -> None:
+        with self.lock:
+            handler, self.on_load = self.on_load, None
+            if handler is not None:  # the spare's wait is over: its exit handler with it
+                self.on_exit = None
+        if handler is not None:
+            handler(command)
+
+
+_commands = _Commands()
+
+
+def _watch_stdin() -> None:
     # Raw reads on fd 0: a daemon thread blocked inside sys.stdin's buffered reader holds its
     # lock, and the interpreter aborts at exit when it cannot take that lock.
     splitter = LineSplitter()
     while chunk := os.read(0, 4096):
-        if any(line.strip() == EXIT_COMMAND for line in splitter.feed(chunk)):
-            on_exit_command()
+        for line in splitter.feed(chunk):
+            if line.strip() == EXIT_COMMAND:
+                _commands.exit_command()
+            elif (load := parse_load(line)) is not None:
+                _commands.load_command(load)
     _die_now()
 
 
-def arm(on_exit_command: Callable[[], None]) -> bool:
-    """Install both guards if a router launched us; returns whether it did."""
+def arm(
+    on_exit_command: Callable[[], None],
+    on_load_command: Callable[[LoadCommand], None] | None = None,
+) -> bool:
+    """Install both guards if a router launched us; returns whether it did.
+
+    Called again, it only replaces the handlers: the guards and the stdin thread stay.
+    """
     router_pid = os.environ.get(ROUTER_PID_ENV)
     if not router_pid:
         return False
-    _set_parent_death_signal(int(router_pid))
-    threading.Thread(
-        target=_watch_stdin, args=(on_exit_command,), name="stdin-lifeline", daemon=True
-    ).start()
+    with _commands.lock:
+        first, _commands.armed = not _commands.armed, True
+        _commands.on_exit, _commands.on_load = on_exit_command, on_load_command
+        pending, _commands.exit_pending = _commands.exit_pending, False
+    if first:
+        _set_parent_death_signal(int(router_pid))
+        threading.Thread(target=_watch_stdin, name="stdin-lifeline", daemon=True).start()
+    if pending:
+        on_exit_command()
     return True

@@ -16,20 +16,29 @@ __all__ = [
     "EXIT_COMMAND",
     "EXIT_FAILED",
     "EXIT_STOPPED",
+    "LOAD_PREFIX",
     "MAX_LINE_BYTES",
+    "SPARE_STATE",
     "STATE_PREFIX",
     "ChildLine",
     "LineSplitter",
+    "LoadCommand",
     "LogLine",
     "MalformedLine",
     "StateMessage",
     "StateWriter",
+    "encode_load",
     "encode_state",
     "parse_line",
+    "parse_load",
 ]
 
 STATE_PREFIX = b"cmd_child_to_router:state:"
 EXIT_COMMAND = b"cmd_router_to_child:exit"
+# Corral's own: the state a spare worker sends once it is warm, and the command that hands it
+# the model it is to serve (``python -m worker --spare``).
+SPARE_STATE = "spare"
+LOAD_PREFIX = b"cmd_router_to_child:load:"
 # A child's exit code, as the router reads it: 0 when it was asked to stop (or had finished), 1
 # when it failed, with the reason in its last error log line. A signal death is the router's to
 # name (128 + signal).
@@ -47,6 +56,13 @@ class StateMessage(msgspec.Struct, frozen=True):
     payload: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class LoadCommand(msgspec.Struct, frozen=True):
+    """``{"argv": […]}``: the worker flags a spare worker parses as if it had been started with
+    them (``--model FILE --alias NAME …``, without the interpreter and ``-m worker``)."""
+
+    argv: list[str]
+
+
 class LogLine(NamedTuple):
     text: str
 
@@ -59,6 +75,22 @@ class MalformedLine(NamedTuple):
 ChildLine = StateMessage | LogLine | MalformedLine
 
 _decode_state = msgspec.json.Decoder(StateMessage).decode
+_decode_load = msgspec.json.Decoder(LoadCommand).decode
+
+
+def encode_load(argv: list[str]) -> bytes:
+    return LOAD_PREFIX + msgspec.json.encode(LoadCommand(argv)) + b"\n"
+
+
+def parse_load(line: bytes) -> LoadCommand | None:
+    """The load command in a stdin line, or None if the line is not one (or does not decode)."""
+    text = line.strip()
+    if not text.startswith(LOAD_PREFIX):
+        return None
+    try:
+        return _decode_load(text[len(LOAD_PREFIX) :])
+    except msgspec.DecodeError:
+        return None
 
 
 def encode_state(state: str, payload: dict[str, Any] | None = None) -> bytes:

@@ -41,8 +41,11 @@ def test_the_estimate_adds_the_kv_cache_its_header_and_options_imply(tmp_path: P
         entry = CatalogueEntry("tiny", path, "models_dir", options=tuple(sorted(options)))
         return MemoryBudget(1 << 30).expected(_state(entry)) - files
 
-    assert parse_worker_args(["--model", str(path)]).ctx_size == 4096
-    assert expected() == 2 * 4096 * (2 * 16) * 2 * 2  # the worker's default context, f16
+    assert parse_worker_args(["--model", str(path)]).ctx_size == 0
+    # The default: the trained context (2048) once, the automatic slots sharing one cache, f16.
+    assert expected() == 2 * 2048 * (2 * 16) * 2 * 2
+    assert expected(("parallel", "3")) == 3 * 2 * 2048 * (2 * 16) * 2 * 2  # one per slot
+    assert expected(("parallel", "3"), ("kv-unified", "true")) == expected()
     assert expected(("ctx-size", "1024")) == 2 * 1024 * (2 * 16) * 2 * 2
     assert expected(("ctx-size", "0")) == 2 * 2048 * (2 * 16) * 2 * 2  # 0: the trained context
     with_q8 = expected(("ctx-size", "1024"), ("cache-type-k", "q8_0"), ("cache-type-v", "q8_0"))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from corral.children.protocol import ChildLine, LogLine, StateMessage
+from corral.children.protocol import SPARE_STATE, ChildLine, LogLine, StateMessage
 
 __all__ = ["FakeChild", "FakeLauncher"]
 
@@ -26,6 +26,7 @@ class FakeChild:
         self._send: MemoryObjectSendStream[ChildLine | int] = send
         self._receive: MemoryObjectReceiveStream[ChildLine | int] = receive
         self.exit_commands = 0
+        self.loads: list[list[str]] = []  # the flags a spare was handed, in order
         self.signals: list[signal.Signals] = []
         self.received: list[str] = []  # the exit command and signals, in the order they came
         # A hung worker: lets a test check that stop() escalates.
@@ -47,6 +48,10 @@ class FakeChild:
     def ready(self) -> None:
         self.say(StateMessage("ready", {"port": 9, "meta": {"n_ctx": 16}}))
 
+    def warm(self) -> None:
+        """A spare worker is done importing."""
+        self.say(StateMessage(SPARE_STATE))
+
     def _exit(self, code: int) -> None:
         if not self._send._closed:  # a second signal after the exit changes nothing
             # Nobody reads any more when the supervisor gave up on the child: it is gone anyway.
@@ -58,6 +63,10 @@ class FakeChild:
         if last_words and not self._send._closed:
             self._send.send_nowait(LogLine(last_words))
         self._exit(code)
+
+    async def send_load(self, argv: Sequence[str]) -> None:
+        self.loads.append(list(argv))
+        self.received.append("load command")
 
     async def send_exit(self) -> None:
         self.exit_commands += 1
@@ -90,7 +99,10 @@ class FakeLauncher:
             child.crash(0)
 
     async def launch(self, argv: Sequence[str], env: Mapping[str, str]) -> FakeChild:
-        name = argv[list(argv).index("--alias") + 1]
+        """A child named by its ``--alias``; spares (no alias) are ``spare1``, ``spare2``…"""
+        args = list(argv)
+        spares = sum(name.startswith("spare") for name in self.launched)
+        name = args[args.index("--alias") + 1] if "--alias" in args else f"spare{spares + 1}"
         if self.launch_gate is not None:
             await self.launch_gate.wait()
         if self.launch_error is not None:

@@ -41,6 +41,9 @@ def _hermetic_env(extra: dict[str, str] | None, scratch: str) -> dict[str, str]:
     # Nothing a test starts may reach the real hub: a download without the test's fake hub
     # fails at once on this closed port (the discard port) rather than going online.
     env["HF_ENDPOINT"] = "http://127.0.0.1:9"
+    # A worker handed over from a spare keeps the spare's command line (no --alias to find it
+    # by), and every router's spare costs the suite a process: tests that want one ask for it.
+    env["CORRAL_MODELS_SPARE"] = "0"
     return {**env, **(extra or {})}
 
 

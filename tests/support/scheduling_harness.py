@@ -13,6 +13,7 @@ from router.catalogue import Catalogue, CatalogueEntry
 from router.memory_budget import MemoryBudget
 from router.model_state import ModelState
 from router.scheduler import Scheduler
+from router.spare_workers import SpareWorkers
 from router.worker_pool import WorkerPool
 from tests.support.fake_clock import FakeClock
 from tests.support.fake_launcher import FakeLauncher
@@ -22,9 +23,15 @@ __all__ = ["Harness", "harness"]
 
 class Harness:
     def __init__(
-        self, pool: WorkerPool, scheduler: Scheduler, launcher: FakeLauncher, clock: FakeClock
+        self,
+        pool: WorkerPool,
+        scheduler: Scheduler,
+        launcher: FakeLauncher,
+        clock: FakeClock,
+        spares: SpareWorkers,
     ) -> None:
         self.pool, self.scheduler, self.launcher, self.clock = pool, scheduler, launcher, clock
+        self.spares = spares
 
     def state(self, name: str) -> ModelState:
         return self.pool.models[name]
@@ -76,9 +83,14 @@ async def harness(
     names: str = "abcd",
     memory: MemoryBudget | None = None,
     max_queue: int = 0,
+    spares: int = 0,
     **special: dict[str, Any],
 ) -> AsyncIterator[Harness]:
-    """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…)."""
+    """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…).
+
+    Workers launch through ``spares`` spare workers, as the router's do; the test calls
+    ``spares.fill()`` to start them.
+    """
     catalogue = Catalogue(
         {
             n: CatalogueEntry(n, Path(f"/models/{n}.gguf"), "models_dir", **special.get(n, {}))
@@ -87,10 +99,20 @@ async def harness(
     )
     launcher, clock = FakeLauncher(), FakeClock()
     async with anyio.create_task_group() as group:
-        pool = WorkerPool(catalogue, launcher=launcher, task_group=group, clock=clock)
+        spare_workers = SpareWorkers(
+            launcher,
+            spares,
+            group,
+            room=lambda held: (
+                memory is None
+                or memory.spare_fits([s for s in pool.models.values() if s.running], held)
+            ),
+        )
+        pool = WorkerPool(catalogue, launcher=spare_workers, task_group=group, clock=clock)
         try:
             scheduler = Scheduler(pool, models_max, memory, max_queue=max_queue, clock=clock)
-            yield Harness(pool, scheduler, launcher, clock)
+            yield Harness(pool, scheduler, launcher, clock, spare_workers)
         finally:
+            spare_workers.close()  # first, or it would replace the spares close() ends
             launcher.close()
             group.cancel_scope.cancel()

@@ -15,9 +15,11 @@ from pathlib import Path
 from corral.children.environment import ROUTER_PID_ENV
 from corral.children.protocol import (
     EXIT_COMMAND,
+    SPARE_STATE,
     LineSplitter,
     LogLine,
     StateMessage,
+    encode_load,
     parse_line,
 )
 
@@ -25,11 +27,15 @@ __all__ = ["WorkerProcess", "worker"]
 
 
 class WorkerProcess:
-    """A worker child, read the way the router reads it."""
+    """A worker child, read the way the router reads it.
+
+    With ``model`` None it starts as a spare (``--spare``) and waits until it is warm;
+    :meth:`hand_over` then gives it its model.
+    """
 
     def __init__(
         self,
-        model: Path,
+        model: Path | None,
         *,
         as_child: bool,
         args: tuple[str, ...] = (),
@@ -41,8 +47,9 @@ class WorkerProcess:
         env.pop(ROUTER_PID_ENV, None)
         if as_child:
             env[ROUTER_PID_ENV] = str(os.getpid())
+        flags = ["--spare"] if model is None else self.model_flags(model, *args)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "worker", "--model", str(model), "--ctx-size", "256", *args],
+            [sys.executable, "-m", "worker", *flags],
             stdin=subprocess.PIPE if as_child else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -52,12 +59,33 @@ class WorkerProcess:
         self.states: list[StateMessage] = []
         self.stray_lines: list[str] = []
         self._splitter = LineSplitter()
+        self.url = ""
+        if model is None:
+            self.read_until(SPARE_STATE)
+        else:
+            self._serving()
+
+    @staticmethod
+    def model_flags(model: Path, *args: str) -> list[str]:
+        return ["--model", str(model), "--ctx-size", "256", *args]
+
+    def _serving(self) -> None:
         try:
             ready = self.read_until("ready")
         except BaseException:
             self.close()  # nothing of a worker that never got ready outlives the test
             raise
         self.url = f"http://127.0.0.1:{ready.payload['port']}"
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+
+    def hand_over(self, model: Path, *args: str) -> None:
+        """A spare's load command, as the router sends it; returns once the model serves."""
+        self.send(encode_load(self.model_flags(model, *args)))
+        self._serving()
 
     def read_until(self, state: str) -> StateMessage:
         assert self.process.stdout is not None

@@ -11,7 +11,7 @@ import ctypes
 from functools import cache
 from typing import Any
 
-import llama_cpp
+from worker.llama_bindings import llama_cpp
 
 __all__ = ["BuiltinTemplate", "builtin_template_names", "flatten_content"]
 

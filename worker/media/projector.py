@@ -15,12 +15,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import llama_cpp
 import structlog
 from llama_cpp import mtmd_cpp
 from llama_cpp._utils import suppress_stdout_stderr
 
 from corral.errors import ApiError
+from worker.llama_bindings import llama_cpp
 from worker.media.content import MediaFile, Modalities
 
 __all__ = ["MEDIA_TOKEN", "MediaPrompt", "Projector", "media_marker"]

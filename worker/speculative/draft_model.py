@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import llama_cpp
 import numpy as np
 import structlog
-from llama_cpp._internals import LlamaModel
 from llama_cpp._utils import suppress_stdout_stderr
 
+from worker.llama_bindings import llama_cpp
+from worker.llama_model import LlamaModel
 from worker.speculative.vocab_check import vocab_mismatch
 from worker.token_prefix import common_prefix
 
@@ -50,10 +50,10 @@ class DraftModel:
     ) -> None:
         params = llama_cpp.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers
-        self._model = LlamaModel(path_model=str(path), params=params, verbose=False)
+        self._model = LlamaModel(str(path), params)
         reason = vocab_mismatch(target_vocab, self._model.vocab)
         if reason is not None:
-            self._model.close()  # type: ignore[no-untyped-call]
+            self._model.close()
             raise ValueError(
                 f"draft model {path.name} cannot draft for this model: {reason} "
                 "(llama-server: the target and draft vocabs are not compatible)"
@@ -69,7 +69,7 @@ class DraftModel:
         with suppress_stdout_stderr(disable=False):
             self._ctx = llama_cpp.llama_init_from_model(self._model.model, context)
         if self._ctx is None:
-            self._model.close()  # type: ignore[no-untyped-call]
+            self._model.close()
             raise ValueError("failed to create the draft model's context (out of memory?)")
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self._n_batch = n_batch
@@ -81,7 +81,7 @@ class DraftModel:
     def close(self) -> None:
         llama_cpp.llama_batch_free(self._batch)
         llama_cpp.llama_free(self._ctx)
-        self._model.close()  # type: ignore[no-untyped-call]
+        self._model.close()
 
     def draft(
         self, requests: Sequence[DraftRequest], *, n_max: int, p_min: float

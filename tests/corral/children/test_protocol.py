@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from corral.children.protocol import (
+    EXIT_COMMAND,
+    LOAD_PREFIX,
     STATE_PREFIX,
     LineSplitter,
     LogLine,
     MalformedLine,
     StateMessage,
+    encode_load,
     encode_state,
     parse_line,
+    parse_load,
 )
 
 
@@ -70,3 +74,20 @@ def test_overlong_state_line_is_malformed_not_misread() -> None:
 
 def test_unterminated_tail_is_flushed_at_eof() -> None:
     assert _parse_stream(b"line one\nno newline") == [LogLine("line one"), LogLine("no newline")]
+
+
+def test_a_load_command_carries_the_worker_flags_through() -> None:
+    argv = ["--model", "/models/a b.gguf", "--alias", "ä", "--ctx-size", "512"]
+    line = encode_load(argv)
+    assert line.startswith(LOAD_PREFIX)
+    assert line.endswith(b"\n")
+    assert line.count(b"\n") == 1
+    command = parse_load(line.rstrip(b"\n"))
+    assert command is not None
+    assert command.argv == argv
+
+
+def test_anything_else_on_stdin_is_no_load_command() -> None:
+    assert parse_load(EXIT_COMMAND) is None
+    assert parse_load(LOAD_PREFIX + b'{"argv": "not a list"}') is None
+    assert parse_load(LOAD_PREFIX + b"{") is None

@@ -1,0 +1,76 @@
+"""Streamed chat completions, timed: what the engine benchmarks measure on any server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import httpx
+
+__all__ = ["PROMPT", "StreamResult", "measure_streams", "one_stream"]
+
+PROMPT = [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]
+
+
+@dataclass
+class StreamResult:
+    ttft_s: float  # request sent -> first content chunk
+    tokens: int
+    decode_s: float  # first content chunk -> last one
+
+
+async def one_stream(
+    client: httpx.AsyncClient, max_tokens: int, model: str | None = None
+) -> StreamResult:
+    body = {
+        "messages": PROMPT,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "stream": True,
+        "ignore_eos": True,
+        "cache_prompt": False,
+        **({"model": model} if model else {}),
+    }
+    sent = time.perf_counter()
+    first = last = 0.0
+    tokens = 0
+    async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data: {"):
+                continue
+            choices = json.loads(line[6:]).get("choices") or [{}]
+            if choices[0].get("delta", {}).get("content"):
+                last = time.perf_counter()
+                first = first or last
+                tokens += 1
+    if not tokens:
+        raise RuntimeError(f"no tokens from {client.base_url} (status {response.status_code})")
+    return StreamResult(first - sent, tokens, last - first)
+
+
+async def measure_streams(
+    url: str, max_tokens: int, rounds: int, concurrent: Sequence[int] = (4, 8)
+) -> dict[str, float]:
+    """Single-stream decode tokens/s and time to first token, then aggregate tokens/s."""
+    # A connection per request: llama-server drops idle keep-alive connections, which under load
+    # made a reused one fail ("disconnected without sending a response").
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
+        await one_stream(client, 8)  # warm-up
+        singles = [await one_stream(client, max_tokens) for _ in range(rounds)]
+        figures = {
+            "single_tok_s": statistics.median((r.tokens - 1) / r.decode_s for r in singles),
+            "ttft_ms": statistics.median(r.ttft_s * 1000 for r in singles),
+        }
+        for streams in concurrent:
+            started = time.perf_counter()
+            results = await asyncio.gather(
+                *(one_stream(client, max_tokens) for _ in range(streams))
+            )
+            elapsed = time.perf_counter() - started
+            figures[f"aggregate_{streams}_tok_s"] = sum(r.tokens for r in results) / elapsed
+        return figures
