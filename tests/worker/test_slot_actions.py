@@ -175,7 +175,7 @@ def test_no_slots_turns_the_listing_off(model: Path) -> None:
 
 
 def test_fail_on_no_slot_answers_503_while_every_slot_generates(model: Path) -> None:
-    with worker(model, "--ctx-size", "32768") as process:
+    with worker(model, "--ctx-size", "32768", "--parallel", "1") as process:
         assert httpx.get(f"{process.url}/slots?fail_on_no_slot=1").status_code == 200
         body = {"prompt": FIRST, "n_predict": 30_000, "stream": True, "ignore_eos": True}
         with httpx.stream("POST", f"{process.url}/completion", json=body) as response:
