@@ -27,6 +27,7 @@ def _bindings() -> types.ModuleType:
         package = types.ModuleType("llama_cpp", "llama-cpp-python, without its __init__")
         package.__path__ = list(spec.submodule_search_locations)
         package.__spec__ = spec
+        package.__file__ = spec.origin  # where the library files are found, as usual
         sys.modules["llama_cpp"] = package
         bindings = importlib.import_module("llama_cpp.llama_cpp")
         # What the real __init__ exports from it, for code that uses `llama_cpp.llama_decode`.
