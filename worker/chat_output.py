@@ -27,6 +27,7 @@ from worker.chat_formats import (
 from worker.chat_formats.gemma4 import Gemma4Syntax
 from worker.chat_formats.harmony import HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.python_tag import PythonTagSyntax
 from worker.chat_formats.pythonic import PythonicSyntax
 from worker.chat_formats.recipients import RecipientSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
@@ -76,7 +77,7 @@ class OutputPlan:
 
 
 def _native_grammar(
-    native: JsonToolSyntax | XmlToolSyntax,
+    native: JsonToolSyntax | XmlToolSyntax | PythonTagSyntax,
     functions: dict[str, dict[str, Any]],
     required: bool,
     parallel: bool,
@@ -129,10 +130,11 @@ def plan_output(
             raise ApiError(400, str(exc)) from None
         if plan is not None:
             messages, grammar, syntax = plan.prepare(messages), plan.grammar, _GenericSyntax(plan)
-        elif isinstance(native_syntax, XmlToolSyntax):
-            syntax = native_syntax.with_tools(tools)
+        elif isinstance(native_syntax, XmlToolSyntax | PythonTagSyntax):
+            told = native_syntax.with_tools(tools)
+            syntax = told
             grammar, triggers = _native_grammar(
-                native_syntax, functions, required, parallel_tool_calls, chat_format.thinking
+                told, functions, required, parallel_tool_calls, chat_format.thinking
             )
         elif isinstance(native_syntax, JsonToolSyntax):
             syntax = native_syntax

@@ -89,3 +89,15 @@ def test_gpt_oss_channels_are_read_even_without_tools() -> None:
     )
     message = plan.whole.whole(text)
     assert (message.reasoning, message.content) == ("Hmm.", "Yes.")
+
+
+def test_llama_3_1_reads_the_requests_builtin_tools_after_the_python_tag() -> None:
+    source = "<|start_header_id|>ipython<|end_header_id|><|python_tag|>"
+    search = {"type": "function", "function": {"name": "brave_search", "parameters": {}}}
+    plan = plan_output(source, ASK, [*TOOLS, search], "auto", True, "auto")
+    assert plan.triggers == (r"^\s*(\{)", r"<\|python_tag\|>")
+    call = plan.whole.whole('<|python_tag|>brave_search.call(query="x")').tool_calls[0]
+    assert (call.name, call.arguments) == ("brave_search", '{"query": "x"}')
+    without = _plan(source)  # no built-in tool among them: the tag is text
+    assert without.triggers == (r"^\s*(\{)",)
+    assert without.whole.whole("<|python_tag|>a.call()").tool_calls == []

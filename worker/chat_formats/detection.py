@@ -15,6 +15,7 @@ from worker.chat_formats import families
 from worker.chat_formats.gemma4 import GEMMA4, Gemma4Syntax
 from worker.chat_formats.harmony import GPT_OSS, HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.python_tag import PythonTagSyntax
 from worker.chat_formats.pythonic import LFM2, PythonicSyntax
 from worker.chat_formats.reasoning import ThinkingTags
 from worker.chat_formats.recipients import FUNCTIONARY_V3_2, RecipientSyntax
@@ -23,7 +24,13 @@ from worker.chat_formats.xml_calls import XmlToolSyntax
 __all__ = ["FORMATS", "ChatFormat", "NativeSyntax", "detect_format"]
 
 NativeSyntax = (
-    JsonToolSyntax | XmlToolSyntax | HarmonySyntax | RecipientSyntax | Gemma4Syntax | PythonicSyntax
+    JsonToolSyntax
+    | XmlToolSyntax
+    | HarmonySyntax
+    | RecipientSyntax
+    | Gemma4Syntax
+    | PythonicSyntax
+    | PythonTagSyntax
 )
 
 _COHERE_THINKING = ThinkingTags("<|START_THINKING|>", "<|END_THINKING|>")
@@ -96,6 +103,12 @@ FORMATS: tuple[_Row, ...] = (
         content_markers=("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
     ),
     _Row("Granite", ("<|tool_call|>",), families.GRANITE),
+    # Llama 3.1 / 3.3 also call Meta's built-in tools after <|python_tag|>
+    _Row(
+        "Llama 3.x",
+        ("<|start_header_id|>", "<|python_tag|>"),
+        PythonTagSyntax(families.LLAMA_3_JSON),
+    ),
     _Row("Llama 3.x", ("<|start_header_id|>", "ipython"), families.LLAMA_3_JSON),
     _Row("Llama 3.x", ("<|start_header_id|>", '"parameters"'), families.LLAMA_3_JSON),
 )

@@ -16,6 +16,7 @@ from typing import Any
 from llama_cpp.llama_grammar import SchemaConverter
 
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.python_tag import BUILTIN_TOOLS, PythonTagSyntax
 from worker.chat_formats.reasoning import ThinkingTags
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
@@ -53,16 +54,17 @@ def _functions(tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def _json_calls(syntax: JsonToolSyntax, tools: list[dict[str, Any]]) -> tuple[str, list[str]]:
-    """The rules for one call, and the grammar of the arguments they use."""
+def _converter(syntax: JsonToolSyntax) -> Any:
     # Keys in the order the models write them: the id first for Command R7B, last for Mistral.
     keys = [syntax.name_keys[0], syntax.args_keys[0]]
     if syntax.id_key:
         keys.insert(0 if syntax.id_key != "id" else 2, syntax.id_key)
     order = {key: index for index, key in enumerate(keys)}
-    converter = _SCHEMA_CONVERTER(
-        prop_order=order, allow_fetch=False, dotall=False, raw_pattern=False
-    )
+    return _SCHEMA_CONVERTER(prop_order=order, allow_fetch=False, dotall=False, raw_pattern=False)
+
+
+def _json_calls(syntax: JsonToolSyntax, tools: list[dict[str, Any]], converter: Any) -> list[str]:
+    """Each tool's call; the converter collects the rules of the arguments they use."""
     calls: list[str] = []
     named = "(?P<name>" in (syntax.call_head or "")
     for index, (name, parameters) in enumerate(_functions(tools)):
@@ -84,7 +86,7 @@ def _json_calls(syntax: JsonToolSyntax, tools: list[dict[str, Any]]) -> tuple[st
         head = _literal(syntax.write_head) if syntax.write_head else ""
         tail = _literal(syntax.write_tail) if syntax.write_tail else ""
         calls.append(f"{head} {body} {tail}".strip())
-    return converter.format_grammar(), calls
+    return calls
 
 
 def _param(written: str, key: str, schema: Any) -> str:
@@ -108,23 +110,50 @@ def _xml_calls(syntax: XmlToolSyntax, tools: list[dict[str, Any]]) -> tuple[str,
     return _XML_VALUE, calls
 
 
+def _builtin_calls(
+    syntax: PythonTagSyntax, tools: list[dict[str, Any]], converter: Any
+) -> list[str]:
+    """Llama 3.x's ``<|python_tag|>name.call(k=v, …)`` for the request's built-in tools, each
+    argument a JSON value of its schema, as llama.cpp's grammar writes them."""
+    calls: list[str] = []
+    for index, (name, parameters) in enumerate(_functions(tools)):
+        if name not in syntax.builtin:
+            continue
+        schema = converter.resolve_refs(parameters, f"builtin-{index}")
+        properties = schema.get("properties") or {BUILTIN_TOOLS[name]: {"type": "string"}}
+        args = ' ", " '.join(
+            f"{_literal(key + '=')} {converter.visit(value, f'builtin-{index}-{key}')}"
+            for key, value in properties.items()
+        )
+        calls.append(f"{_literal(syntax.trigger + name + '.call(')} {args} {_literal(')')}")
+    return calls
+
+
 def tool_grammar(
-    syntax: JsonToolSyntax | XmlToolSyntax,
+    requested: JsonToolSyntax | XmlToolSyntax | PythonTagSyntax,
     tools: list[dict[str, Any]],
     *,
     lazy: bool,
     parallel: bool,
     thinking: ThinkingTags | None = None,
 ) -> ToolGrammar:
-    """The grammar for calling ``tools`` in ``syntax``; ``lazy`` waits for the trigger.
+    """The grammar for calling ``tools`` in ``requested``; ``lazy`` waits for the trigger.
 
     An eager grammar for a thinking model lets it think first, as llama.cpp's does: the start
     tag is optional since a prompt may already have opened the thinking. The thoughts may be
     any text that does not begin the end tag's first two characters (a grammar cannot say
     "anything but this string" more exactly without many rules).
     """
+    builtin: list[str] = []
+    python_tag = requested if isinstance(requested, PythonTagSyntax) else None
+    syntax = requested.custom if isinstance(requested, PythonTagSyntax) else requested
     if isinstance(syntax, JsonToolSyntax):
-        rules, calls = _json_calls(syntax, tools)
+        converter = _converter(syntax)
+        calls = _json_calls(syntax, tools, converter)
+        if python_tag is not None:
+            builtin = _builtin_calls(python_tag, tools, converter)
+        calls += builtin
+        rules = converter.format_grammar()
         array = syntax.call_head is None
     else:
         rules, calls = _xml_calls(syntax, tools)
@@ -152,4 +181,6 @@ def tool_grammar(
     trigger = _REGEX_SPECIAL.sub(r"\\\1", syntax.trigger)
     if isinstance(syntax, JsonToolSyntax) and syntax.at_start:
         trigger = rf"^\s*({trigger})"
+    if builtin and python_tag is not None:
+        return ToolGrammar(gbnf, (trigger, _REGEX_SPECIAL.sub(r"\\\1", python_tag.trigger)))
     return ToolGrammar(gbnf, (trigger,))

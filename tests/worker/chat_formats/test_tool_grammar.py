@@ -11,6 +11,7 @@ import pytest
 from llama_cpp._internals import LlamaModel
 
 from worker.chat_formats import ThinkingTags, families, tool_grammar
+from worker.chat_formats.python_tag import PythonTagSyntax
 from worker.grammar_sampler import GrammarSampler
 
 TOOLS = [
@@ -77,3 +78,17 @@ def test_triggers_are_escaped_regular_expressions() -> None:
     assert tool_grammar(families.LLAMA_3_JSON, TOOLS, lazy=True, parallel=True).triggers == (
         r"^\s*(\{)",
     )
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_llama_3_builtin_calls_follow_the_python_tag(vocab: Any, lazy: bool) -> None:
+    search = {"type": "object", "properties": {"query": {"type": "string"}}}
+    tools = [
+        *TOOLS,
+        {"type": "function", "function": {"name": "brave_search", "parameters": search}},
+    ]
+    syntax = PythonTagSyntax(families.LLAMA_3_JSON).with_tools(tools)
+    grammar = tool_grammar(syntax, tools, lazy=lazy, parallel=False)
+    assert '"<|python_tag|>brave_search.call(" "query=" ' in grammar.gbnf
+    assert grammar.triggers == ((r"^\s*(\{)", r"<\|python_tag\|>") if lazy else ())
+    GrammarSampler(vocab, grammar.gbnf, grammar.triggers).free()
