@@ -101,3 +101,19 @@ def test_llama_3_1_reads_the_requests_builtin_tools_after_the_python_tag() -> No
     without = _plan(source)  # no built-in tool among them: the tag is text
     assert without.triggers == (r"^\s*(\{)",)
     assert without.whole.whole("<|python_tag|>a.call()").tool_calls == []
+
+
+@pytest.mark.parametrize(
+    ("source", "trigger"),
+    [(GPT_OSS, r"^\s+to$"),
+     ("{{ '<|tool_call>call:' }}", r"<\|tool_call>"),
+     ("<|tool_list_start|>{{ tools }}<|tool_list_end|>", r"<\|tool_call_start\|>"),
+     (">>>all >>>${recipient}", r"^(?!all\n)([\w.-]+\n)")],
+)  # fmt: skip
+def test_framed_families_get_their_lazy_grammar(source: str, trigger: str) -> None:
+    auto = _plan(source)
+    assert auto.grammar is not None
+    assert auto.triggers[0] == trigger
+    required = _plan(source, "required")
+    assert (required.grammar is not None, required.triggers) == (True, ())
+    assert _plan(source, "none").grammar is None
