@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import ctypes
 
 import llama_cpp
 import pytest
