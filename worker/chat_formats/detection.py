@@ -80,6 +80,7 @@ FORMATS: tuple[_Row, ...] = (
     ),
     _Row("Solar Open", ("<|tool_call:begin|>",), families.SOLAR_OPEN),
     _Row("Apriel", ("<tool_calls>[",), families.APRIEL),
+    _Row("MiniMax M1", ("<tool_calls>", "<beginning_of_sentence>"), families.MINIMAX_M1),
     _Row("Nemotron Nano v2", ("<TOOLCALL>",), families.NEMOTRON_V2),
     _Row("Qwen3-Coder", ("<tool_call>", "<function=", "<parameter="), families.QWEN3_CODER),
     _Row("GLM 4.5", ("<tool_call>", "<arg_key>"), families.GLM_4_5),

@@ -22,6 +22,7 @@ __all__ = [
     "HERMES",
     "KIMI_K2",
     "LLAMA_3_JSON",
+    "MINIMAX_M1",
     "MINIMAX_M2",
     "MISTRAL",
     "MISTRAL_NEMO",
@@ -69,6 +70,10 @@ FUNCTIONARY_V3_1 = JsonToolSyntax(
 )
 # Apriel 1.5 / 1.6: <tool_calls>[{"name": "f", "arguments": {…}}]</tool_calls>
 APRIEL = JsonToolSyntax(trigger="<tool_calls>", section_end="</tool_calls>")
+# MiniMax M1: <tool_calls>\n{"name": "f", "arguments": {…}}\n{…}\n</tool_calls>, a call a line
+MINIMAX_M1 = JsonToolSyntax(
+    trigger="<tool_calls>", call_head=r"(?=\{)", section_end="</tool_calls>"
+)
 # Nemotron Nano v2: <TOOLCALL>[{"name": "f", "arguments": {…}}]</TOOLCALL>
 NEMOTRON_V2 = JsonToolSyntax(trigger="<TOOLCALL>", section_end="</TOOLCALL>")
 # Solar Open: <|tool_call:begin|>id<|tool_call:name|>f<|tool_call:args|>{…}<|tool_call:end|>

@@ -65,7 +65,6 @@ DIFFERENCES = {
     "openbmb-MiniCPM5-1B": "MiniCPM5",
     "Apertus-8B-Instruct": "Apertus <|tools_prefix|>",
     "CohereForAI-c4ai-command-r-plus-tool_use": "Command R+ Action: ```json",
-    "MiniMax-M1": "MiniMax M1 <tool_calls> lines",
     "tencent-Hy3": "Hy3 <tool_calls:opensource>",
     # llama.cpp's autoparser finds no tool calls in these; Corral reads the template's syntax
     "ibm-granite-granite-3.3-2B-Instruct": "Generic",
@@ -82,7 +81,9 @@ def llama_cpp_format(record: dict[str, Any]) -> str:
         return "Gemma 4"
     found = record["autoparser"]
     if found["tool_mode"] != "NONE" and found["tool_section_start"] == "<tool_calls>":
-        return "Apriel"  # MiniMax M1's differs: "<tool_calls>\n", one call per line
+        return "Apriel"
+    if found["tool_mode"] != "NONE" and found["tool_section_start"] == "<tool_calls>\n":
+        return "MiniMax M1"  # one call per line
     if found["tool_mode"] == "NONE":  # no tool calls found: content only
         return "Generic"
     for key, marker, name in AUTOPARSED:

@@ -103,6 +103,10 @@ CASES: list[tuple[str, NativeSyntax, str, str, list[tuple[str, Any]]]] = [
      "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n"
      "<parameter=days>2</parameter>\n</function>\n</seed:tool_call>",
      "", [("get_weather", OSLO)]),
+    ("minimax-m1", f.MINIMAX_M1,
+     'Sure.\n<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}\n'
+     '{"name": "b", "arguments": {}}\n</tool_calls>',
+     "Sure.\n", [("get_weather", OSLO), ("b", {})]),
     ("apriel", f.APRIEL,
      'Sure.\n<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]'
      "</tool_calls>",
