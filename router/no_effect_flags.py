@@ -30,7 +30,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--swa-full",), 0),
     (("--hf-file", "-hff"), 1),
     (("--reasoning-effort",), 1),
-    (("--reasoning-budget-message",), 1),
     (("--reasoning-preserve",), 0),
     (("--tools",), 1),
     (("--model-draft", "-md", "--spec-draft-model"), 1),
