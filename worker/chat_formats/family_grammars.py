@@ -25,8 +25,9 @@ __all__ = ["FamilySyntax", "family_grammar"]
 
 FamilySyntax = HarmonySyntax | Gemma4Syntax | PythonicSyntax | RecipientSyntax
 
-# Not "space": the schema converter defines that rule its own way.
-_SPACE = "gap ::= [ \\t\\n]*"
+# llama.cpp's "space" (json-schema-to-grammar.cpp's SPACE_RULE): a bounded run, so a model
+# cannot pad a call forever. Named apart: llama-cpp-python's converter defines its own "space".
+_SPACE = 'gap ::= | " " | "\\n"{1,2} [ \\t]{0,20}'
 # gpt-oss: llama.cpp's triggers, the first two for a call at the very start of the answer.
 _HARMONY_TRIGGERS = (
     r"^\s+to$",
