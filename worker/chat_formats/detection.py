@@ -104,6 +104,14 @@ FORMATS: tuple[_Row, ...] = (
         content_markers=("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
     ),
     _Row("Granite", ("<|tool_call|>",), families.GRANITE),
+    _Row("Command R+", ("<|CHATBOT_TOKEN|>", "Action:"), families.COMMAND_R_PLUS),
+    _Row("GigaChat 3.1", ("<|function_call|>", "<|role_sep|>"), families.GIGACHAT_3_1),
+    _Row(
+        "Hy3",
+        ("<tool_calls{}>", ":opensource"),  # the template builds its markers
+        families.HY3,
+        ThinkingTags("<think:opensource>", "</think:opensource>"),
+    ),
     # Llama 3.1 / 3.3 also call Meta's built-in tools after <|python_tag|>
     _Row(
         "Llama 3.x",

@@ -11,15 +11,18 @@ from worker.chat_formats.xml_calls import XmlToolSyntax
 __all__ = [
     "APRIEL",
     "COMMAND_R7B",
+    "COMMAND_R_PLUS",
     "DEEPSEEK_R1",
     "DEEPSEEK_V3_1",
     "DEEPSEEK_V3_2",
     "DEEPSEEK_V4",
     "FIREFUNCTION_V2",
     "FUNCTIONARY_V3_1",
+    "GIGACHAT_3_1",
     "GLM_4_5",
     "GRANITE",
     "HERMES",
+    "HY3",
     "KIMI_K2",
     "LLAMA_3_JSON",
     "MINIMAX_M1",
@@ -100,6 +103,20 @@ COMMAND_R7B = JsonToolSyntax(
     args_keys=("parameters",),
     id_key="tool_call_id",
 )
+# Command R+: Action:\n```json\n[{"tool_name": "f", "parameters": {…}}]```
+COMMAND_R_PLUS = JsonToolSyntax(
+    trigger="Action:\n```json\n",
+    section_end="```",
+    name_keys=("tool_name",),
+    args_keys=("parameters",),
+)
+# GigaChat 3.1: <|function_call|>{"name": "f", "arguments": {…}}
+GIGACHAT_3_1 = JsonToolSyntax(
+    write_head="<|function_call|>",
+    trigger="<|function_call|>",
+    consume_trigger=False,
+    call_head=r"<\|function_call\|>",
+)
 
 
 def _deepseek(name: str) -> str:
@@ -169,6 +186,25 @@ GLM_4_5 = XmlToolSyntax(
     call_close="</tool_call>",
     param_open=r"<arg_key>(?P<key>[^<]*)</arg_key>\s*<arg_value>",
     param_close="</arg_value>",
+    trim_values=False,
+)
+# Hy3: <tool_calls:opensource>\n<tool_call:opensource>f<tool_sep:opensource>\n
+#      <arg_key:opensource>k</arg_key:opensource>\n<arg_value:opensource>v</arg_value:opensource>\n
+#      </tool_call:opensource>\n</tool_calls:opensource>
+HY3 = XmlToolSyntax(
+    write_head="<tool_call:opensource>{name}<tool_sep:opensource>\n",
+    write_param="<arg_key:opensource>{key}</arg_key:opensource>\n<arg_value:opensource>",
+    write_param_end="</arg_value:opensource>\n",
+    write_tail="</tool_call:opensource>\n",
+    trigger="<tool_calls:opensource>",
+    consume_trigger=True,
+    call_open=r"<tool_call:opensource>(?P<name>[^<\n]+)<tool_sep:opensource>",
+    call_close="</tool_call:opensource>",
+    param_open=(
+        r"<arg_key:opensource>(?P<key>[^<]*)</arg_key:opensource>\s*<arg_value:opensource>"
+    ),
+    param_close="</arg_value:opensource>",
+    section_end="</tool_calls:opensource>",
     trim_values=False,
 )
 # Seed-OSS: <seed:tool_call><function=f><parameter=k>v</parameter></function></seed:tool_call>

@@ -52,20 +52,20 @@ AUTOPARSED: tuple[tuple[str, str, str], ...] = (
     ("per_call_start", "<\uff5ctool\u2581call\u2581begin\uff5c>", "DeepSeek V3.1"),
     ("per_call_start", "<function=", "Functionary v3.1"),
     ("per_call_start", "<|tool_call:begin|>", "Solar Open"),
+    ("tool_section_start", "Action:\n```json", "Command R+"),
+    ("tool_section_start", "<|function_call|>", "GigaChat 3.1"),
+    ("tool_section_start", "<tool_calls:opensource>", "Hy3"),
     ("args_field", "parameters", "Llama 3.x"),  # no markers: the whole answer is the call
 )
 # Where Corral deliberately or knowingly differs (docs/tool-calls.md, differences).
 DIFFERENCES = {
     # llama.cpp's dedicated parsers and autoparsed syntaxes Corral does not read: generic tools
     "GigaChat3-10B-A1.8B": "GigaChatV3",
-    "GigaChat3.1-10B-A1.8B": "GigaChat <|function_call|>",
     "Kimi-K3": "Kimi K3",
     "MiniMax-M3": "MiniMax-M3",
     "muse-glimmer": "Muse Glimmer",
     "openbmb-MiniCPM5-1B": "MiniCPM5",
     "Apertus-8B-Instruct": "Apertus <|tools_prefix|>",
-    "CohereForAI-c4ai-command-r-plus-tool_use": "Command R+ Action: ```json",
-    "tencent-Hy3": "Hy3 <tool_calls:opensource>",
     # llama.cpp's autoparser finds no tool calls in these; Corral reads the template's syntax
     "ibm-granite-granite-3.3-2B-Instruct": "Generic",
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "Generic",

@@ -107,6 +107,20 @@ CASES: list[tuple[str, NativeSyntax, str, str, list[tuple[str, Any]]]] = [
      'Sure.\n<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}\n'
      '{"name": "b", "arguments": {}}\n</tool_calls>',
      "Sure.\n", [("get_weather", OSLO), ("b", {})]),
+    ("command-r-plus", f.COMMAND_R_PLUS,
+     'Action:\n```json\n[\n    {\n        "tool_name": "get_weather",\n        "parameters": '
+     '{"city": "Oslo", "days": 2}\n    }\n]```',
+     "", [("get_weather", OSLO)]),
+    ("gigachat-3.1", f.GIGACHAT_3_1,
+     '<|function_call|>{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}',
+     "", [("get_weather", OSLO)]),
+    ("hy3", f.HY3,
+     "<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n"
+     "<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Oslo"
+     "</arg_value:opensource>\n<arg_key:opensource>days</arg_key:opensource>\n"
+     "<arg_value:opensource>2</arg_value:opensource>\n</tool_call:opensource>\n"
+     "</tool_calls:opensource>",
+     "", [("get_weather", OSLO)]),
     ("apriel", f.APRIEL,
      'Sure.\n<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]'
      "</tool_calls>",
