@@ -82,6 +82,11 @@ FORMATS: tuple[_Row, ...] = (
     _Row("Apriel", ("<tool_calls>[",), families.APRIEL),
     _Row("MiniMax M1", ("<tool_calls>", "<beginning_of_sentence>"), families.MINIMAX_M1),
     _Row("Nemotron Nano v2", ("<TOOLCALL>",), families.NEMOTRON_V2),
+    _Row(
+        "MiniCPM5",
+        ("Tool usage guidelines:", '<function name="', '<param name="'),
+        families.MINICPM5,
+    ),
     _Row("Qwen3-Coder", ("<tool_call>", "<function=", "<parameter="), families.QWEN3_CODER),
     _Row("GLM 4.5", ("<tool_call>", "<arg_key>"), families.GLM_4_5),
     _Row("Hermes 2 Pro", ("<tool_call>",), families.HERMES, absent=("<invoke name",)),
@@ -106,6 +111,7 @@ FORMATS: tuple[_Row, ...] = (
     _Row("Granite", ("<|tool_call|>",), families.GRANITE),
     _Row("Command R+", ("<|CHATBOT_TOKEN|>", "Action:"), families.COMMAND_R_PLUS),
     _Row("GigaChat 3.1", ("<|function_call|>", "<|role_sep|>"), families.GIGACHAT_3_1),
+    _Row("GigaChat 3", ("<|role_sep|>", "<|message_sep|>"), families.GIGACHAT_3),
     _Row(
         "Hy3",
         ("<tool_calls{}>", ":opensource"),  # the template builds its markers

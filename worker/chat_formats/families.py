@@ -5,6 +5,8 @@ Only data: which literal opens a family's tool calls and how each call is writte
 
 from __future__ import annotations
 
+import re
+
 from worker.chat_formats.json_calls import JsonToolSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
@@ -18,6 +20,7 @@ __all__ = [
     "DEEPSEEK_V4",
     "FIREFUNCTION_V2",
     "FUNCTIONARY_V3_1",
+    "GIGACHAT_3",
     "GIGACHAT_3_1",
     "GLM_4_5",
     "GRANITE",
@@ -25,6 +28,7 @@ __all__ = [
     "HY3",
     "KIMI_K2",
     "LLAMA_3_JSON",
+    "MINICPM5",
     "MINIMAX_M1",
     "MINIMAX_M2",
     "MISTRAL",
@@ -117,6 +121,14 @@ GIGACHAT_3_1 = JsonToolSyntax(
     consume_trigger=False,
     call_head=r"<\|function_call\|>",
 )
+_GIGACHAT_3_CALL = "<|message_sep|>\n\nfunction call<|role_sep|>\n"
+# GigaChat 3: the answer's message closes, a "function call" message holds the JSON call
+GIGACHAT_3 = JsonToolSyntax(
+    write_head=_GIGACHAT_3_CALL,
+    trigger=_GIGACHAT_3_CALL,
+    consume_trigger=False,
+    call_head=re.escape(_GIGACHAT_3_CALL),
+)
 
 
 def _deepseek(name: str) -> str:
@@ -205,6 +217,19 @@ HY3 = XmlToolSyntax(
     ),
     param_close="</arg_value:opensource>",
     section_end="</tool_calls:opensource>",
+    trim_values=False,
+)
+# MiniCPM5: <function name="f"><param name="k">v</param></function>
+MINICPM5 = XmlToolSyntax(
+    write_head='<function name="{name}">',
+    write_param='<param name="{key}">',
+    write_param_end="</param>",
+    write_tail="</function>",
+    trigger='<function name="',
+    call_open=r'<function name="(?P<name>[^"]+)">',
+    call_close="</function>",
+    param_open=r'<param name="(?P<key>[^"]+)">',
+    param_close="</param>",
     trim_values=False,
 )
 # Seed-OSS: <seed:tool_call><function=f><parameter=k>v</parameter></function></seed:tool_call>

@@ -35,6 +35,8 @@ SPECIALIZED = {
     "Qwen3-Coder": "Qwen3-Coder",
     "Ministral/Magistral Large 3": "Mistral",
     "Ling 3.0 (Bailing V3)": "GLM 4.5",  # the same <arg_key>/<arg_value> calls
+    "GigaChatV3": "GigaChat 3",
+    "MiniCPM5": "MiniCPM5",
 }
 # What the autoparser found (a marker in its findings) → Corral's format; the first row wins.
 AUTOPARSED: tuple[tuple[str, str, str], ...] = (
@@ -60,11 +62,9 @@ AUTOPARSED: tuple[tuple[str, str, str], ...] = (
 # Where Corral deliberately or knowingly differs (docs/tool-calls.md, differences).
 DIFFERENCES = {
     # llama.cpp's dedicated parsers and autoparsed syntaxes Corral does not read: generic tools
-    "GigaChat3-10B-A1.8B": "GigaChatV3",
     "Kimi-K3": "Kimi K3",
     "MiniMax-M3": "MiniMax-M3",
     "muse-glimmer": "Muse Glimmer",
-    "openbmb-MiniCPM5-1B": "MiniCPM5",
     "Apertus-8B-Instruct": "Apertus <|tools_prefix|>",
     # llama.cpp's autoparser finds no tool calls in these; Corral reads the template's syntax
     "ibm-granite-granite-3.3-2B-Instruct": "Generic",

@@ -121,6 +121,14 @@ CASES: list[tuple[str, NativeSyntax, str, str, list[tuple[str, Any]]]] = [
      "<arg_value:opensource>2</arg_value:opensource>\n</tool_call:opensource>\n"
      "</tool_calls:opensource>",
      "", [("get_weather", OSLO)]),
+    ("gigachat-3", f.GIGACHAT_3,
+     'Let me see.<|message_sep|>\n\nfunction call<|role_sep|>\n'
+     '{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}',
+     "Let me see.", [("get_weather", OSLO)]),
+    ("minicpm5", f.MINICPM5,
+     'Sure.\n<function name="get_weather"><param name="city">Oslo</param>'
+     '<param name="days">2</param></function>',
+     "Sure.\n", [("get_weather", OSLO)]),
     ("apriel", f.APRIEL,
      'Sure.\n<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]'
      "</tool_calls>",
