@@ -80,6 +80,7 @@ FORMATS: tuple[_Row, ...] = (
     ),
     _Row("Solar Open", ("<|tool_call:begin|>",), families.SOLAR_OPEN),
     _Row("Apriel", ("<tool_calls>[",), families.APRIEL),
+    _Row("Apertus", ("<|tools_prefix|>", "<|tools_suffix|>"), families.APERTUS),
     _Row("MiniMax M1", ("<tool_calls>", "<beginning_of_sentence>"), families.MINIMAX_M1),
     _Row("Nemotron Nano v2", ("<TOOLCALL>",), families.NEMOTRON_V2),
     _Row(

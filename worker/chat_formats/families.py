@@ -11,6 +11,7 @@ from worker.chat_formats.json_calls import JsonToolSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
 __all__ = [
+    "APERTUS",
     "APRIEL",
     "COMMAND_R7B",
     "COMMAND_R_PLUS",
@@ -74,6 +75,10 @@ FUNCTIONARY_V3_1 = JsonToolSyntax(
     consume_trigger=False,
     call_head=r"<function=(?P<name>[^>]+)>",
     call_tail="</function>",
+)
+# Apertus: <|tools_prefix|>[{"f": {…}}, …]<|tools_suffix|>
+APERTUS = JsonToolSyntax(
+    trigger="<|tools_prefix|>", section_end="<|tools_suffix|>", name_is_key=True
 )
 # Apriel 1.5 / 1.6: <tool_calls>[{"name": "f", "arguments": {…}}]</tool_calls>
 APRIEL = JsonToolSyntax(trigger="<tool_calls>", section_end="</tool_calls>")

@@ -53,6 +53,8 @@ def _json_calls(syntax: JsonToolSyntax, tools: list[dict[str, Any]], converter: 
             continue
         properties: dict[str, Any] = {syntax.name_keys[0]: {"const": name},
                                       syntax.args_keys[0]: schema}  # fmt: skip
+        if syntax.name_is_key:
+            properties = {name: schema}
         if syntax.id_key == "id":  # Mistral Nemo's nine-character call ids
             properties["id"] = {"type": "string", "pattern": "^[a-zA-Z0-9]{9}$"}
         elif syntax.id_key:

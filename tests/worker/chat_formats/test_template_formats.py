@@ -57,6 +57,7 @@ AUTOPARSED: tuple[tuple[str, str, str], ...] = (
     ("tool_section_start", "Action:\n```json", "Command R+"),
     ("tool_section_start", "<|function_call|>", "GigaChat 3.1"),
     ("tool_section_start", "<tool_calls:opensource>", "Hy3"),
+    ("tool_section_start", "<|tools_prefix|>", "Apertus"),
     ("args_field", "parameters", "Llama 3.x"),  # no markers: the whole answer is the call
 )
 # Where Corral deliberately or knowingly differs (docs/tool-calls.md, differences).
@@ -65,7 +66,6 @@ DIFFERENCES = {
     "Kimi-K3": "Kimi K3",
     "MiniMax-M3": "MiniMax-M3",
     "muse-glimmer": "Muse Glimmer",
-    "Apertus-8B-Instruct": "Apertus <|tools_prefix|>",
     # llama.cpp's autoparser finds no tool calls in these; Corral reads the template's syntax
     "ibm-granite-granite-3.3-2B-Instruct": "Generic",
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "Generic",

@@ -129,6 +129,10 @@ CASES: list[tuple[str, NativeSyntax, str, str, list[tuple[str, Any]]]] = [
      'Sure.\n<function name="get_weather"><param name="city">Oslo</param>'
      '<param name="days">2</param></function>',
      "Sure.\n", [("get_weather", OSLO)]),
+    ("apertus", f.APERTUS,
+     'Sure.<|tools_prefix|>[{"get_weather": {"city": "Oslo", "days": 2}}, {"b": {}}]'
+     "<|tools_suffix|>",
+     "Sure.", [("get_weather", OSLO), ("b", {})]),
     ("apriel", f.APRIEL,
      'Sure.\n<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]'
      "</tool_calls>",
@@ -205,6 +209,7 @@ def test_streamed_split_at_every_position(
         (f.HERMES, '<tool_call>{"arguments": {}}</tool_call>'),  # no name
         (f.HERMES, '<tool_call>{"name": "get_weather", "arguments": {"city": "Os'),  # cut short
         (f.MISTRAL_NEMO, '[TOOL_CALLS]{"name": "a"}'),  # not an array
+        (f.APERTUS, '<|tools_prefix|>[{"a": {}, "b": {}}]<|tools_suffix|>'),  # two names
         (f.MISTRAL_NEMO, '[TOOL_CALLS][{"name": "a", "arguments": [1]}]'),
         (f.QWEN3_CODER, "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo"),
         (f.QWEN3_CODER, "<tool_call>\nno function here\n</tool_call>"),
