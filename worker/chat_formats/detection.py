@@ -67,6 +67,19 @@ FORMATS: tuple[_Row, ...] = (
     _Row("LFM2.5", ("List of tools: [",), LFM2, absent=("<|tool_list_start|>",)),
     _Row("Functionary v3.2", (">>>all", ">>>${recipient}"), FUNCTIONARY_V3_2),
     _Row("Kimi K2", ("<|tool_calls_section_begin|>",), families.KIMI_K2),
+    _Row(
+        "Kimi K3",
+        ("<|open|>", "<|close|>", "<|end_of_msg|>"),
+        families.KIMI_K3,
+        ThinkingTags("<|open|>think<|sep|>", "<|close|>think<|sep|>"),
+        # the answer's text is a "response" block, the message closed after it
+        content_markers=(
+            "<|open|>response<|sep|>",
+            "<|close|>response<|sep|>",
+            "<|close|>message<|sep|>",
+            "<|end_of_msg|>",
+        ),
+    ),
     _Row("MiniMax M2", ("<minimax:tool_call>",), families.MINIMAX_M2),
     _Row("DeepSeek V3.2", ("dsml_token", "function_calls"), families.DEEPSEEK_V3_2),
     _Row("DeepSeek V4", ("dsml_token", "tool_calls>"), families.DEEPSEEK_V4),

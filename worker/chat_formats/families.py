@@ -28,6 +28,7 @@ __all__ = [
     "HERMES",
     "HY3",
     "KIMI_K2",
+    "KIMI_K3",
     "LLAMA_3_JSON",
     "MINICPM5",
     "MINIMAX_M1",
@@ -176,6 +177,23 @@ KIMI_K2 = JsonToolSyntax(
     ),
     call_tail="<|tool_call_end|>",
     section_end="<|tool_calls_section_end|>",
+)
+# Kimi K3: <|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|>
+#          <|open|>argument key="k" type="string"<|sep|>v<|close|>argument<|sep|>
+#          <|close|>call<|sep|><|close|>tools<|sep|>
+KIMI_K3 = XmlToolSyntax(
+    write_head='<|open|>call tool="{name}" index="1"<|sep|>',
+    write_param='<|open|>argument key="{key}"<|sep|>',
+    write_param_end="<|close|>argument<|sep|>",
+    write_tail="<|close|>call<|sep|>",
+    trigger="<|open|>tools<|sep|>",
+    consume_trigger=True,
+    call_open=r'<\|open\|>call tool="(?P<name>[^"]+)"[^<]*<\|sep\|>',
+    call_close="<|close|>call<|sep|>",
+    param_open=r'<\|open\|>argument key="(?P<key>[^"]+)"[^<]*<\|sep\|>',
+    param_close="<|close|>argument<|sep|>",
+    section_end="<|close|>tools<|sep|>",
+    trim_values=False,
 )
 # Qwen3-Coder, Qwen 3.5, Nemotron 3 Nano, StepFun 3.5, Seed-OSS:
 # <tool_call>\n<function=f>\n<parameter=k>\nv\n</parameter>\n</function>\n</tool_call>

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from worker.chat_formats import OutputParser, OutputStream, ParsedMessage
+from worker.chat_formats import OutputParser, OutputStream, ParsedMessage, detect_format
 from worker.chat_formats import families as f
 from worker.chat_formats.detection import NativeSyntax
 
@@ -133,6 +133,12 @@ CASES: list[tuple[str, NativeSyntax, str, str, list[tuple[str, Any]]]] = [
      'Sure.<|tools_prefix|>[{"get_weather": {"city": "Oslo", "days": 2}}, {"b": {}}]'
      "<|tools_suffix|>",
      "Sure.", [("get_weather", OSLO), ("b", {})]),
+    ("kimi-k3", f.KIMI_K3,
+     '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
+     '<|open|>argument key="city" type="string"<|sep|>Oslo<|close|>argument<|sep|>'
+     '<|open|>argument key="days" type="number"<|sep|>2<|close|>argument<|sep|>'
+     "<|close|>call<|sep|><|close|>tools<|sep|>",
+     "", [("get_weather", OSLO)]),
     ("apriel", f.APRIEL,
      'Sure.\n<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]'
      "</tool_calls>",
@@ -243,3 +249,22 @@ def test_a_model_written_call_id_is_kept() -> None:
     assert _parser(f.MISTRAL_NEMO).whole(text).tool_calls[0].id == "abcDEF123"
     text = "<|tool_call:begin|>call_7<|tool_call:name|>a<|tool_call:args|>{}<|tool_call:end|>"
     assert _parser(f.SOLAR_OPEN).whole(text).tool_calls[0].id == "call_7"
+
+
+def test_a_kimi_k3_answer_splits_into_thinking_response_and_calls() -> None:
+    chat_format = detect_format("<|open|>message<|sep|><|close|>message<|sep|><|end_of_msg|>")
+    assert chat_format.tools is not None
+    assert chat_format.thinking is not None
+    parser = OutputParser(chat_format.tools, chat_format.thinking, thinking_open=True,
+                          content_markers=chat_format.content_markers)  # fmt: skip
+    text = (
+        "Look it up.<|close|>think<|sep|><|open|>response<|sep|>Checking.<|close|>response<|sep|>"
+        '<|open|>tools<|sep|><|open|>call tool="now" index="1"<|sep|><|close|>call<|sep|>'
+        "<|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>"
+    )
+    for message in (parser.whole(text), _streamed(parser, list(text))[0]):
+        assert (message.reasoning, message.content, _calls(message)) == (
+            "Look it up.",
+            "Checking.",
+            [("now", {})],
+        )
