@@ -92,6 +92,13 @@ FORMATS: tuple[_Row, ...] = (
         ThinkingTags("<seed:think>", "</seed:think>"),
     ),
     _Row("Solar Open", ("<|tool_call:begin|>",), families.SOLAR_OPEN),
+    _Row(
+        "Apriel",
+        ("<tool_calls>[", "Here are my reasoning steps:"),
+        families.APRIEL,
+        # Apriel 1.6: the prompt opens the reasoning with this line; the marker ends it
+        ThinkingTags("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),
+    ),
     _Row("Apriel", ("<tool_calls>[",), families.APRIEL),
     _Row("Apertus", ("<|tools_prefix|>", "<|tools_suffix|>"), families.APERTUS),
     _Row("MiniMax M1", ("<tool_calls>", "<beginning_of_sentence>"), families.MINIMAX_M1),

@@ -114,3 +114,23 @@ def test_the_listed_differences_still_differ(template: str) -> None:
     assert llama_cpp_format(RECORDED[template]) != _corral_format(template)
     if DIFFERENCES[template] != "Generic":
         assert _corral_format(template) == "Generic"  # a syntax Corral does not read
+
+
+AUTOPARSED_TEMPLATES = sorted(t for t, r in RECORDED.items() if "autoparser" in r)
+
+
+@pytest.mark.parametrize("template", AUTOPARSED_TEMPLATES)
+def test_thinking_ends_where_llama_servers_does(template: str) -> None:
+    """llama.cpp's autoparser also finds the reasoning tags; Corral's end tag is the same.
+    (Apriel 1.6's start differs in name only: llama.cpp counts from ``<|begin_assistant|>``,
+    Corral from the reasoning line after it; the prompt writes both.)"""
+    found = RECORDED[template]["autoparser"]
+    source = json.loads((GOLDENS / f"{template}.json").read_text())["source"]
+    thinking = detect_format(source).thinking
+    if found["reasoning_mode"] == "NONE":
+        assert thinking is None
+        return
+    assert thinking is not None
+    assert thinking.end == found["reasoning_end"].strip()
+    if template != "Apriel-1.6-15b-Thinker-fixed":
+        assert thinking.start == found["reasoning_start"].strip()
