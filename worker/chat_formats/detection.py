@@ -80,6 +80,12 @@ FORMATS: tuple[_Row, ...] = (
             "<|end_of_msg|>",
         ),
     ),
+    _Row(
+        "MiniMax M3",
+        ("]<]minimax[>[", "<tool_call>", "<invoke name="),
+        families.MINIMAX_M3,
+        ThinkingTags("<mm:think>", "</mm:think>"),
+    ),
     _Row("MiniMax M2", ("<minimax:tool_call>",), families.MINIMAX_M2),
     _Row("DeepSeek V3.2", ("dsml_token", "function_calls"), families.DEEPSEEK_V3_2),
     _Row("DeepSeek V4", ("dsml_token", "tool_calls>"), families.DEEPSEEK_V4),

@@ -33,6 +33,7 @@ __all__ = [
     "MINICPM5",
     "MINIMAX_M1",
     "MINIMAX_M2",
+    "MINIMAX_M3",
     "MISTRAL",
     "MISTRAL_NEMO",
     "NEMOTRON_V2",
@@ -267,6 +268,22 @@ SEED_OSS = XmlToolSyntax(
     param_open=r"<parameter=(?P<key>[^>]+)>",
     param_close="</parameter>",
     call_suffix="</seed:tool_call>",
+)
+_MM3 = "]<]minimax[>["  # MiniMax M3's namespace, before every tag
+# MiniMax M3: <tool_call><invoke name="f"><k>v</k></invoke></tool_call>, each tag after _MM3
+MINIMAX_M3 = XmlToolSyntax(
+    write_head=f'\n{_MM3}<invoke name="{{name}}">',
+    write_param=f"{_MM3}<{{key}}>",
+    write_param_end=f"{_MM3}</{{key}}>",
+    write_tail=f"{_MM3}</invoke>\n",
+    trigger=f"{_MM3}<tool_call>",
+    consume_trigger=True,
+    call_open=re.escape(_MM3) + r'<invoke name="(?P<name>[^"]+)">',
+    call_close=f"{_MM3}</invoke>",
+    param_open=re.escape(_MM3) + r"<(?P<key>[^>/]+)>",
+    param_close=f"{_MM3}</{{key}}>",
+    section_end=f"{_MM3}</tool_call>",
+    trim_values=False,
 )
 _DSML = "<\uff5cDSML\uff5c"  # DeepSeek's markup prefix, fullwidth bars
 

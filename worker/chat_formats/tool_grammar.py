@@ -79,7 +79,7 @@ def _xml_calls(syntax: XmlToolSyntax, tools: list[dict[str, Any]]) -> tuple[str,
         properties = parameters.get("properties") or {}
         params = " | ".join(
             f"{literal(_param(syntax.write_param, key, schema))} xml-value "
-            f"{literal(syntax.write_param_end)}"
+            f"{literal(_param(syntax.write_param_end, key, schema))}"
             for key, schema in properties.items()
         )
         head = literal(syntax.write_head.replace("{name}", name))

@@ -37,6 +37,7 @@ SPECIALIZED = {
     "Ling 3.0 (Bailing V3)": "GLM 4.5",  # the same <arg_key>/<arg_value> calls
     "GigaChatV3": "GigaChat 3",
     "Kimi K3": "Kimi K3",
+    "MiniMax-M3": "MiniMax M3",
     "MiniCPM5": "MiniCPM5",
 }
 # What the autoparser found (a marker in its findings) → Corral's format; the first row wins.
@@ -64,7 +65,6 @@ AUTOPARSED: tuple[tuple[str, str, str], ...] = (
 # Where Corral deliberately or knowingly differs (docs/tool-calls.md, differences).
 DIFFERENCES = {
     # llama.cpp's dedicated parsers and autoparsed syntaxes Corral does not read: generic tools
-    "MiniMax-M3": "MiniMax-M3",
     "muse-glimmer": "Muse Glimmer",
     # llama.cpp's autoparser finds no tool calls in these; Corral reads the template's syntax
     "ibm-granite-granite-3.3-2B-Instruct": "Generic",

@@ -181,3 +181,15 @@ def test_one_call_only_without_parallel_tool_calls(vocab: Any) -> None:
     one = "<|tool_call_start|>[now()]<|tool_call_end|>"
     assert _accepts(vocab, grammar.gbnf, (), one)
     assert not _accepts(vocab, grammar.gbnf, (), one.replace("now()", "now(), now()"))
+
+
+def test_minimax_m3_closes_each_parameter_by_its_name(vocab: Any) -> None:
+    grammar = tool_grammar(families.MINIMAX_M3, TOOLS, lazy=True, parallel=False)
+    call = (
+        'Sure.]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">'
+        "]<]minimax[>[<city>Oslo]<]minimax[>[</city>]<]minimax[>[</invoke>\n"
+        "]<]minimax[>[</tool_call>"
+    )
+    assert _accepts(vocab, grammar.gbnf, grammar.triggers, call)
+    wrong = call.replace("</city>", "</town>")
+    assert not _accepts(vocab, grammar.gbnf, grammar.triggers, wrong)

@@ -139,6 +139,11 @@ CASES: list[tuple[str, NativeSyntax, str, str, list[tuple[str, Any]]]] = [
      '<|open|>argument key="days" type="number"<|sep|>2<|close|>argument<|sep|>'
      "<|close|>call<|sep|><|close|>tools<|sep|>",
      "", [("get_weather", OSLO)]),
+    ("minimax-m3", f.MINIMAX_M3,
+     "Sure.]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">"
+     "]<]minimax[>[<city>Oslo]<]minimax[>[</city>]<]minimax[>[<days>2]<]minimax[>[</days>"
+     "]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+     "Sure.", [("get_weather", OSLO)]),
     ("apriel", f.APRIEL,
      'Sure.\n<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]'
      "</tool_calls>",
