@@ -21,7 +21,7 @@ from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
 GOLDENS = Path(__file__).parent / "template_goldens"
-SEARCH = {
+SEARCH: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "brave_search",
@@ -34,7 +34,10 @@ SEARCH = {
 }
 # LFM2's grammar takes any string for a string parameter (as llama.cpp's), where the bias
 # would keep writing the opener: a call without parameters leaves it no room.
-NOW = {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}
+NOW: dict[str, Any] = {
+    "type": "function",
+    "function": {"name": "now", "parameters": {"type": "object"}},
+}
 # template, the token that opens a call, the special tokens the template writes
 FAMILIES = {
     "LFM2": ("LFM2-8B-A1B", "<|tool_call_start|>",
