@@ -28,6 +28,7 @@ from worker.chat_formats import (
 from worker.chat_formats.family_grammars import family_grammar
 from worker.chat_formats.harmony import HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.muse import MuseSyntax
 from worker.chat_formats.python_tag import PythonTagSyntax
 from worker.chat_formats.recipients import RecipientSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
@@ -120,6 +121,8 @@ def plan_output(
     # These frame every answer, so they are read with or without tools.
     if isinstance(chat_format.tools, HarmonySyntax):
         syntax = HarmonySyntax(split_reasoning=reasoning_format != "none")
+    elif isinstance(chat_format.tools, MuseSyntax):
+        syntax = MuseSyntax(split_reasoning=reasoning_format != "none")
     elif isinstance(chat_format.tools, RecipientSyntax):
         syntax = chat_format.tools
     grammar: str | None = None
@@ -137,7 +140,9 @@ def plan_output(
             told = native_syntax
             if isinstance(native_syntax, XmlToolSyntax | PythonTagSyntax):
                 told = native_syntax.with_tools(tools)
-            syntax = syntax or told  # gpt-oss keeps its reasoning split
+            if isinstance(syntax, MuseSyntax):
+                syntax = syntax.with_tools(tools)
+            syntax = syntax or told  # gpt-oss and Muse Glimmer keep their reasoning split
             grammar, triggers = _native_grammar(
                 told, functions, required, parallel_tool_calls, chat_format.thinking
             )

@@ -15,6 +15,7 @@ from worker.chat_formats import families
 from worker.chat_formats.gemma4 import GEMMA4, Gemma4Syntax
 from worker.chat_formats.harmony import GPT_OSS, HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.muse import MUSE_GLIMMER, MuseSyntax
 from worker.chat_formats.python_tag import PythonTagSyntax
 from worker.chat_formats.pythonic import LFM2, PythonicSyntax
 from worker.chat_formats.reasoning import ThinkingTags
@@ -31,6 +32,7 @@ NativeSyntax = (
     | Gemma4Syntax
     | PythonicSyntax
     | PythonTagSyntax
+    | MuseSyntax
 )
 
 _COHERE_THINKING = ThinkingTags("<|START_THINKING|>", "<|END_THINKING|>")
@@ -57,6 +59,7 @@ class _Row:
 
 FORMATS: tuple[_Row, ...] = (
     _Row("gpt-oss", ("<|channel|>",), GPT_OSS),
+    _Row("Muse Glimmer", ("<atem:function_calls>", "<|eom|>"), MUSE_GLIMMER),
     _Row(
         "Gemma 4",
         ("'<|tool_call>call:'",),

@@ -1,6 +1,6 @@
 """Tool grammars of the families whose answers have a shape of their own: gpt-oss (Harmony),
-Gemma 4, LFM2 and Functionary v3.2 (docs/tool-calls.md), built as llama.cpp's parsers for
-them build theirs (``common/parsers/*.cpp``): lazy with the family's own triggers for
+Gemma 4, LFM2, Functionary v3.2 and Muse Glimmer (docs/tool-calls.md), built as llama.cpp's
+parsers for them build theirs (``common/parsers/*.cpp``): lazy with the family's own triggers for
 ``tool_choice: auto``, the whole answer's shape for ``required`` and a named choice.
 """
 
@@ -18,12 +18,13 @@ from worker.chat_formats.gbnf import (
 )
 from worker.chat_formats.gemma4 import Gemma4Syntax
 from worker.chat_formats.harmony import HarmonySyntax
+from worker.chat_formats.muse import START, MuseSyntax
 from worker.chat_formats.pythonic import PythonicSyntax
 from worker.chat_formats.recipients import RecipientSyntax
 
 __all__ = ["FamilySyntax", "family_grammar"]
 
-FamilySyntax = HarmonySyntax | Gemma4Syntax | PythonicSyntax | RecipientSyntax
+FamilySyntax = HarmonySyntax | Gemma4Syntax | PythonicSyntax | RecipientSyntax | MuseSyntax
 
 # llama.cpp's "space" (json-schema-to-grammar.cpp's SPACE_RULE): a bounded run, so a model
 # cannot pad a call forever. Named apart: llama-cpp-python's converter defines its own "space".
@@ -151,6 +152,41 @@ def _recipients(
     return ToolGrammar("\n".join([*rules, f"root ::= ({content})? tool-call{repeat}"]), ())
 
 
+# Muse Glimmer: llama.cpp's trigger, a message to a recipient other than self or user.
+_MUSE_TRIGGER = (
+    r"(?:^|<\|start\|>assistant)( to=(?!self<\|message\|>)(?!user<\|message\|>)[^<]*?"
+    r"<\|message\|>)"
+)
+
+
+def _muse(
+    syntax: MuseSyntax, tools: list[dict[str, Any]], lazy: bool, parallel: bool
+) -> ToolGrammar:
+    calls = []
+    for name, parameters in functions(tools):
+        params = " | ".join(
+            f"{literal(syntax.calls.write_param.replace('{key}', key))} muse-value "
+            '"</atem:parameter>"'
+            for key in parameters.get("properties") or {}
+        )
+        body = f"(( {params} ) gap)* " if params else ""
+        head = f'"<atem:invoke name=\\"" {literal(name)} "\\">" gap'
+        calls.append(
+            f'" to=" [^<]* "<|message|><atem:function_calls>" gap {head} {body}'
+            '"</atem:invoke>" gap "</atem:function_calls>"'
+        )
+    repeat = f' ("<|eom|>" {literal(START)} tool-call)*' if parallel else ""
+    rules = [
+        _SPACE,
+        'muse-value ::= ([^<] | "<" [^/])*',
+        f"tool-call ::= {_choice(calls)}",
+    ]
+    if lazy:
+        return ToolGrammar("\n".join([*rules, f"root ::= tool-call{repeat}"]), (_MUSE_TRIGGER,))
+    thinking = f'" to=self<|message|>" {text_without("<|eom|>")} "<|eom|>" {literal(START)}'
+    return ToolGrammar("\n".join([*rules, f"root ::= ({thinking})* tool-call{repeat}"]), ())
+
+
 def family_grammar(
     syntax: FamilySyntax, tools: list[dict[str, Any]], *, lazy: bool, parallel: bool
 ) -> ToolGrammar:
@@ -161,4 +197,6 @@ def family_grammar(
         return _gemma4(tools, lazy, parallel)
     if isinstance(syntax, PythonicSyntax):
         return _pythonic(syntax, tools, lazy, parallel)
+    if isinstance(syntax, MuseSyntax):
+        return _muse(syntax, tools, lazy, parallel)
     return _recipients(syntax, tools, lazy, parallel)

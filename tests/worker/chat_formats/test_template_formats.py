@@ -38,6 +38,7 @@ SPECIALIZED = {
     "GigaChatV3": "GigaChat 3",
     "Kimi K3": "Kimi K3",
     "MiniMax-M3": "MiniMax M3",
+    "Muse Glimmer": "Muse Glimmer",
     "MiniCPM5": "MiniCPM5",
 }
 # What the autoparser found (a marker in its findings) → Corral's format; the first row wins.
@@ -65,7 +66,6 @@ AUTOPARSED: tuple[tuple[str, str, str], ...] = (
 # Where Corral deliberately or knowingly differs (docs/tool-calls.md, differences).
 DIFFERENCES = {
     # llama.cpp's dedicated parsers and autoparsed syntaxes Corral does not read: generic tools
-    "muse-glimmer": "Muse Glimmer",
     # llama.cpp's autoparser finds no tool calls in these; Corral reads the template's syntax
     "ibm-granite-granite-3.3-2B-Instruct": "Generic",
     "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "Generic",

@@ -15,6 +15,7 @@ from worker.chat_formats import ThinkingTags, families, tool_grammar
 from worker.chat_formats.family_grammars import family_grammar
 from worker.chat_formats.gemma4 import GEMMA4
 from worker.chat_formats.harmony import GPT_OSS
+from worker.chat_formats.muse import MUSE_GLIMMER
 from worker.chat_formats.python_tag import PythonTagSyntax
 from worker.chat_formats.pythonic import LFM2
 from worker.chat_formats.recipients import FUNCTIONARY_V3_2
@@ -152,6 +153,16 @@ FAMILIES: dict[str, tuple[Any, str, str, str]] = {
         "<think>Weather.</think><|tool_call_start|>[now(), get_weather(city='Lima')]"
         "<|tool_call_end|>",
         "<|tool_call_start|>[get_weather(town='Oslo')]<|tool_call_end|>",
+    ),
+    "Muse Glimmer": (
+        MUSE_GLIMMER,
+        " to=self<|message|>Weather.<|eom|><|start|>assistant to=get_weather<|message|>"
+        '<atem:function_calls>\n<atem:invoke name="get_weather">\n'
+        '<atem:parameter name="city">Oslo</atem:parameter>\n</atem:invoke>\n'
+        "</atem:function_calls>",
+        " to=self<|message|>Weather.<|eom|><|start|>assistant to=now<|message|>"
+        '<atem:function_calls><atem:invoke name="now"></atem:invoke></atem:function_calls>',
+        ' to=get_weather<|message|><atem:function_calls><atem:invoke name="delete_all">',
     ),
     "Functionary v3.2": (
         FUNCTIONARY_V3_2,
