@@ -59,6 +59,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "reasoning-format": "where thinking goes: `none` (left in the content), `deepseek` or "
     "`auto` (`reasoning_content`), `deepseek-legacy` (both); see docs/tool-calls.md",
     "reasoning-budget": "tokens of thinking before the end tag is forced: -1 unlimited, 0 none",
+    "reasoning-budget-message": "text forced before the end tag when the reasoning budget is "
+    "spent (a request's `reasoning_budget_message` wins)",
     "mmap": "map the weights from the file (`no-mmap` = read them into memory)",
     "mlock": "lock the weights in RAM (needs a memlock limit, e.g. `LimitMEMLOCK=infinity`)",
     "flash-attn": "flash attention",

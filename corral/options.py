@@ -153,6 +153,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         bound="non_negative",
         literals=("-1",),
     ),
+    OptionSpec("reasoning-budget-message", "str", spellings=("LLAMA_ARG_THINK_BUDGET_MESSAGE",)),
     OptionSpec(
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),

@@ -28,7 +28,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--swa-full",), 0),
     (("--hf-file", "-hff"), 1),
     (("--reasoning-effort",), 1),
-    (("--reasoning-budget-message",), 1),
     (("--reasoning-preserve",), 0),
     (("--spec-draft-p-split", "--draft-p-split"), 1),
     # Speculative tuning that llama-cpp-python's API or the types Corral runs have no use for.

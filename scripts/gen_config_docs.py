@@ -80,6 +80,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "reasoning": "reasoning",
     "reasoning-format": "reasoning_format",
     "reasoning-budget": "reasoning_budget",
+    "reasoning-budget-message": "reasoning_budget_message",
     "mmap": "use_mmap",
     "mlock": "use_mlock",
     "flash-attn": "flash_attn",
@@ -115,6 +116,7 @@ _WORKER_FIELDS: dict[str, str] = {
 _WRITTEN_DEFAULTS = {
     "kv-cache-dir": "`$XDG_CACHE_HOME/corral/kv` (else `~/.cache/corral/kv`)",
     "kv-cache-max": "`4G`",
+    "reasoning-budget-message": "none",
 }
 # Defaults the worker works out when it starts (they depend on the machine or the model).
 _DEFAULT_MEANS = {

@@ -16,6 +16,7 @@ from corral.errors import ApiError
 from worker.chat_formats import (
     REASONING_FORMATS,
     ChatFormat,
+    NativeSyntax,
     OutputParser,
     ParsedMessage,
     ThinkingTags,
@@ -24,10 +25,11 @@ from worker.chat_formats import (
     detect_format,
     tool_grammar,
 )
-from worker.chat_formats.gemma4 import Gemma4Syntax
+from worker.chat_formats.family_grammars import family_grammar
 from worker.chat_formats.harmony import HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
-from worker.chat_formats.pythonic import PythonicSyntax
+from worker.chat_formats.muse import MuseSyntax
+from worker.chat_formats.python_tag import PythonTagSyntax
 from worker.chat_formats.recipients import RecipientSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 from worker.grammars import GrammarError
@@ -76,7 +78,7 @@ class OutputPlan:
 
 
 def _native_grammar(
-    native: JsonToolSyntax | XmlToolSyntax,
+    native: NativeSyntax,
     functions: dict[str, dict[str, Any]],
     required: bool,
     parallel: bool,
@@ -84,9 +86,12 @@ def _native_grammar(
 ) -> tuple[str, tuple[str, ...]]:
     chosen = [{"type": "function", "function": f} for f in functions.values()]
     try:
-        built = tool_grammar(
-            native, chosen, lazy=not required, parallel=parallel, thinking=thinking
-        )
+        if isinstance(native, JsonToolSyntax | XmlToolSyntax | PythonTagSyntax):
+            built = tool_grammar(
+                native, chosen, lazy=not required, parallel=parallel, thinking=thinking
+            )
+        else:
+            built = family_grammar(native, chosen, lazy=not required, parallel=parallel)
     except Exception as exc:  # the schema converter raises bare exceptions
         raise ApiError(400, f"tools cannot be converted to a grammar: {exc}") from None
     return built.gbnf, built.triggers
@@ -116,6 +121,8 @@ def plan_output(
     # These frame every answer, so they are read with or without tools.
     if isinstance(chat_format.tools, HarmonySyntax):
         syntax = HarmonySyntax(split_reasoning=reasoning_format != "none")
+    elif isinstance(chat_format.tools, MuseSyntax):
+        syntax = MuseSyntax(split_reasoning=reasoning_format != "none")
     elif isinstance(chat_format.tools, RecipientSyntax):
         syntax = chat_format.tools
     grammar: str | None = None
@@ -129,18 +136,16 @@ def plan_output(
             raise ApiError(400, str(exc)) from None
         if plan is not None:
             messages, grammar, syntax = plan.prepare(messages), plan.grammar, _GenericSyntax(plan)
-        elif isinstance(native_syntax, XmlToolSyntax):
-            syntax = native_syntax.with_tools(tools)
+        elif native_syntax is not None:
+            told = native_syntax
+            if isinstance(native_syntax, XmlToolSyntax | PythonTagSyntax):
+                told = native_syntax.with_tools(tools)
+            if isinstance(syntax, MuseSyntax):
+                syntax = syntax.with_tools(tools)
+            syntax = syntax or told  # gpt-oss and Muse Glimmer keep their reasoning split
             grammar, triggers = _native_grammar(
-                native_syntax, functions, required, parallel_tool_calls, chat_format.thinking
+                told, functions, required, parallel_tool_calls, chat_format.thinking
             )
-        elif isinstance(native_syntax, JsonToolSyntax):
-            syntax = native_syntax
-            grammar, triggers = _native_grammar(
-                native_syntax, functions, required, parallel_tool_calls, chat_format.thinking
-            )
-        elif isinstance(native_syntax, Gemma4Syntax | PythonicSyntax):  # parsed, unconstrained
-            syntax = native_syntax
     markers = chat_format.content_markers
     whole = OutputParser(syntax, thinking, reasoning_in_content=legacy, content_markers=markers)
     stream = OutputParser(syntax, None if legacy else thinking, content_markers=markers)

@@ -70,6 +70,9 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
     tools = body.tools if describes and not plan.generic else None
     kwargs = body.chat_template_kwargs
     budget, tags = _budget(body, model), plan.format.thinking
+    budget_message = body.reasoning_budget_message
+    if budget_message is None:
+        budget_message = model.settings.reasoning_budget_message
     media = await chat_media_prompt(engine, model, plan.messages, tools, kwargs)
 
     def render() -> _ChatPrompt:
@@ -81,8 +84,11 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
         read = plan.after_prompt(template.generation_prompt(request))
         if budget < 0:
             return _ChatPrompt(tokens, read, None, media)
-        start, end = (tuple(model.tokenize(t, add_special=False)) for t in (tags.start, tags.end))
-        thinking = ReasoningBudget(budget, start, end, read.whole.thinking_open)
+        start, end, message = (
+            tuple(model.tokenize(t, add_special=False)) if t else ()
+            for t in (tags.start, tags.end, budget_message)
+        )
+        thinking = ReasoningBudget(budget, start, end, read.whole.thinking_open, message)
         return _ChatPrompt(tokens, read, thinking, media)
 
     try:

@@ -31,6 +31,7 @@ class ChatRequest(SamplingFields, kw_only=True):
     # -1: the worker's --reasoning-budget; llama-server reads either name.
     reasoning_budget_tokens: Annotated[int, Meta(ge=-1)] = -1
     thinking_budget_tokens: Annotated[int, Meta(ge=-1)] = -1
+    reasoning_budget_message: str | None = None  # None: the worker's --reasoning-budget-message
     max_tokens: TokenBudget | None = None
     max_completion_tokens: TokenBudget | None = None
     n_predict: TokenBudget | None = None

@@ -3,7 +3,8 @@
 A port of llama.cpp's ``common_reasoning_budget`` sampler (common/reasoning-budget.cpp), which
 lives in llama.cpp's common library rather than in the one llama-cpp-python binds: it watches
 the tokens for the thinking's start tag, counts the tokens after it, and once the budget is
-spent makes the end tag's tokens the only ones the model may write. A natural end tag stops
+spent makes the end tag's tokens (after ``--reasoning-budget-message``'s, when set) the only
+ones the model may write. A natural end tag stops
 the count; a new start tag starts a fresh budget. 0 closes the thinking at once.
 
 The sampler is made by llama.cpp (``llama_sampler_init``), so the chain that owns it frees it
@@ -31,6 +32,11 @@ class ReasoningBudget:
     start: tuple[int, ...]  # the start tag's tokens
     end: tuple[int, ...]  # the end tag's tokens, forced once the budget is spent
     counting: bool  # the prompt already opened the thinking
+    message: tuple[int, ...] = ()  # --reasoning-budget-message: forced before the end tag
+
+    @property
+    def forced(self) -> tuple[int, ...]:
+        return self.message + self.end
 
 
 @dataclass(slots=True)
@@ -63,7 +69,7 @@ class _State:
                 self.phase, self.forced = "forcing", 0
         else:
             self.forced += 1
-            if self.forced >= len(self.spec.end):
+            if self.forced >= len(self.spec.forced):
                 self.phase = "done"
 
 
@@ -93,11 +99,11 @@ def _accept(sampler: Any, token: int) -> None:
 @llama_cpp.llama_sampler_i_apply  # type: ignore[untyped-decorator]
 def _apply(sampler: Any, candidates: Any) -> None:
     state = _state(sampler)
-    if state.phase != "forcing" or state.forced >= len(state.spec.end):
+    if state.phase != "forcing" or state.forced >= len(state.spec.forced):
         return
     array = candidates.contents
     data = np.ctypeslib.as_array(array.data, shape=(array.size,))
-    data["logit"][data["id"] != state.spec.end[state.forced]] = -np.inf
+    data["logit"][data["id"] != state.spec.forced[state.forced]] = -np.inf
 
 
 @llama_cpp.llama_sampler_i_free  # type: ignore[untyped-decorator]

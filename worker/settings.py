@@ -62,6 +62,7 @@ class WorkerSettings:
     reasoning: str = "auto"  # on, off or auto: enable_thinking's default (docs/tool-calls.md)
     reasoning_format: str = "auto"  # none, deepseek, deepseek-legacy or auto (docs/tool-calls.md)
     reasoning_budget: int = -1  # tokens of thinking; -1: unlimited
+    reasoning_budget_message: str = ""  # written before the forced end tag
     use_mmap: bool = True
     use_mlock: bool = False
     flash_attn: str = "auto"  # on, off or auto
@@ -190,6 +191,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         reasoning=options.get("reasoning", "auto"),
         reasoning_format=options.get("reasoning-format", "auto"),
         reasoning_budget=int(number("reasoning-budget", -1)),
+        reasoning_budget_message=options.get("reasoning-budget-message", ""),
         use_mmap=options.get("mmap", "true") == "true",
         use_mlock=options.get("mlock", "false") == "true",
         flash_attn=options.get("flash-attn", "auto"),

@@ -89,3 +89,31 @@ def test_gpt_oss_channels_are_read_even_without_tools() -> None:
     )
     message = plan.whole.whole(text)
     assert (message.reasoning, message.content) == ("Hmm.", "Yes.")
+
+
+def test_llama_3_1_reads_the_requests_builtin_tools_after_the_python_tag() -> None:
+    source = "<|start_header_id|>ipython<|end_header_id|><|python_tag|>"
+    search = {"type": "function", "function": {"name": "brave_search", "parameters": {}}}
+    plan = plan_output(source, ASK, [*TOOLS, search], "auto", True, "auto")
+    assert plan.triggers == (r"^\s*(\{)", r"<\|python_tag\|>")
+    call = plan.whole.whole('<|python_tag|>brave_search.call(query="x")').tool_calls[0]
+    assert (call.name, call.arguments) == ("brave_search", '{"query": "x"}')
+    without = _plan(source)  # no built-in tool among them: the tag is text
+    assert without.triggers == (r"^\s*(\{)",)
+    assert without.whole.whole("<|python_tag|>a.call()").tool_calls == []
+
+
+@pytest.mark.parametrize(
+    ("source", "trigger"),
+    [(GPT_OSS, r"^\s+to$"),
+     ("{{ '<|tool_call>call:' }}", r"<\|tool_call>"),
+     ("<|tool_list_start|>{{ tools }}<|tool_list_end|>", r"<\|tool_call_start\|>"),
+     (">>>all >>>${recipient}", r"^(?!all\n)([\w.-]+\n)")],
+)  # fmt: skip
+def test_framed_families_get_their_lazy_grammar(source: str, trigger: str) -> None:
+    auto = _plan(source)
+    assert auto.grammar is not None
+    assert auto.triggers[0] == trigger
+    required = _plan(source, "required")
+    assert (required.grammar is not None, required.triggers) == (True, ())
+    assert _plan(source, "none").grammar is None

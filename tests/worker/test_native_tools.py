@@ -276,3 +276,17 @@ def test_reasoning_content_whole_and_streamed(thinker: Any) -> None:
         **{**body, "extra_body": {"grammar": grammar, "reasoning_format": "none"}}
     )
     assert none.choices[0].message.content == f"Sunny, no tool needed.</think>{ANSWER}"
+
+
+def test_the_budget_message_is_forced_before_the_end_tag(thinker: Any) -> None:
+    reply = thinker.chat.completions.create(
+        model="thinker", messages=ASK, temperature=0, max_tokens=24,
+        extra_body={"ignore_eos": True, "reasoning_budget_tokens": 2,
+                    "reasoning_budget_message": " Enough."},
+    )  # fmt: skip
+    message = reply.choices[0].message
+    plain = _think(thinker, reasoning_budget_tokens=2).reasoning_content
+    # the two thinking tokens (the split trims the thinking's edges), then the message
+    assert message.reasoning_content.startswith(plain)
+    assert message.reasoning_content.endswith(" Enough.")
+    assert message.content

@@ -39,6 +39,9 @@ def test_reasoning_flags() -> None:
         ["--model", "m.gguf", "--reasoning-format", "none", "--reasoning-budget", "0"]
     )
     assert (settings.reasoning_format, settings.reasoning_budget) == ("none", 0)
+    assert default.reasoning_budget_message == ""
+    told = parse_worker_args(["--model", "m.gguf", "--reasoning-budget-message", "Time's up."])
+    assert told.reasoning_budget_message == "Time's up."
 
 
 @pytest.mark.parametrize("argv", [["--reasoning-format", "verbose"], ["--reasoning-budget", "-2"]])

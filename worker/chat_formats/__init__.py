@@ -1,8 +1,11 @@
 """Chat formats: reading a model's own tool-call and thinking syntax out of its output.
 
 The package is data (:mod:`families`: each family's syntax; :mod:`detection`: which template
-speaks which), two parsers (:mod:`json_calls`, :mod:`xml_calls`), the reasoning split and the
-per-request reader (:mod:`output`) that turns output text into a message, whole or streamed.
+speaks which), two general parsers (:mod:`json_calls`, :mod:`xml_calls`), the families with a
+shape of their own (:mod:`harmony`, :mod:`muse`, :mod:`recipients`, :mod:`gemma4`,
+:mod:`pythonic`, :mod:`python_tag`), their grammars (:mod:`tool_grammar`,
+:mod:`family_grammars`), the reasoning split and the per-request reader (:mod:`output`) that
+turns output text into a message, whole or streamed.
 """
 
 from worker.chat_formats.detection import ChatFormat, NativeSyntax, detect_format

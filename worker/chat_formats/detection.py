@@ -15,6 +15,8 @@ from worker.chat_formats import families
 from worker.chat_formats.gemma4 import GEMMA4, Gemma4Syntax
 from worker.chat_formats.harmony import GPT_OSS, HarmonySyntax
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.muse import MUSE_GLIMMER, MuseSyntax
+from worker.chat_formats.python_tag import PythonTagSyntax
 from worker.chat_formats.pythonic import LFM2, PythonicSyntax
 from worker.chat_formats.reasoning import ThinkingTags
 from worker.chat_formats.recipients import FUNCTIONARY_V3_2, RecipientSyntax
@@ -23,7 +25,14 @@ from worker.chat_formats.xml_calls import XmlToolSyntax
 __all__ = ["FORMATS", "ChatFormat", "NativeSyntax", "detect_format"]
 
 NativeSyntax = (
-    JsonToolSyntax | XmlToolSyntax | HarmonySyntax | RecipientSyntax | Gemma4Syntax | PythonicSyntax
+    JsonToolSyntax
+    | XmlToolSyntax
+    | HarmonySyntax
+    | RecipientSyntax
+    | Gemma4Syntax
+    | PythonicSyntax
+    | PythonTagSyntax
+    | MuseSyntax
 )
 
 _COHERE_THINKING = ThinkingTags("<|START_THINKING|>", "<|END_THINKING|>")
@@ -50,6 +59,7 @@ class _Row:
 
 FORMATS: tuple[_Row, ...] = (
     _Row("gpt-oss", ("<|channel|>",), GPT_OSS),
+    _Row("Muse Glimmer", ("<atem:function_calls>", "<|eom|>"), MUSE_GLIMMER),
     _Row(
         "Gemma 4",
         ("'<|tool_call>call:'",),
@@ -60,6 +70,25 @@ FORMATS: tuple[_Row, ...] = (
     _Row("LFM2.5", ("List of tools: [",), LFM2, absent=("<|tool_list_start|>",)),
     _Row("Functionary v3.2", (">>>all", ">>>${recipient}"), FUNCTIONARY_V3_2),
     _Row("Kimi K2", ("<|tool_calls_section_begin|>",), families.KIMI_K2),
+    _Row(
+        "Kimi K3",
+        ("<|open|>", "<|close|>", "<|end_of_msg|>"),
+        families.KIMI_K3,
+        ThinkingTags("<|open|>think<|sep|>", "<|close|>think<|sep|>"),
+        # the answer's text is a "response" block, the message closed after it
+        content_markers=(
+            "<|open|>response<|sep|>",
+            "<|close|>response<|sep|>",
+            "<|close|>message<|sep|>",
+            "<|end_of_msg|>",
+        ),
+    ),
+    _Row(
+        "MiniMax M3",
+        ("]<]minimax[>[", "<tool_call>", "<invoke name="),
+        families.MINIMAX_M3,
+        ThinkingTags("<mm:think>", "</mm:think>"),
+    ),
     _Row("MiniMax M2", ("<minimax:tool_call>",), families.MINIMAX_M2),
     _Row("DeepSeek V3.2", ("dsml_token", "function_calls"), families.DEEPSEEK_V3_2),
     _Row("DeepSeek V4", ("dsml_token", "tool_calls>"), families.DEEPSEEK_V4),
@@ -72,8 +101,22 @@ FORMATS: tuple[_Row, ...] = (
         ThinkingTags("<seed:think>", "</seed:think>"),
     ),
     _Row("Solar Open", ("<|tool_call:begin|>",), families.SOLAR_OPEN),
+    _Row(
+        "Apriel",
+        ("<tool_calls>[", "Here are my reasoning steps:"),
+        families.APRIEL,
+        # Apriel 1.6: the prompt opens the reasoning with this line; the marker ends it
+        ThinkingTags("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]"),
+    ),
     _Row("Apriel", ("<tool_calls>[",), families.APRIEL),
+    _Row("Apertus", ("<|tools_prefix|>", "<|tools_suffix|>"), families.APERTUS),
+    _Row("MiniMax M1", ("<tool_calls>", "<beginning_of_sentence>"), families.MINIMAX_M1),
     _Row("Nemotron Nano v2", ("<TOOLCALL>",), families.NEMOTRON_V2),
+    _Row(
+        "MiniCPM5",
+        ("Tool usage guidelines:", '<function name="', '<param name="'),
+        families.MINICPM5,
+    ),
     _Row("Qwen3-Coder", ("<tool_call>", "<function=", "<parameter="), families.QWEN3_CODER),
     _Row("GLM 4.5", ("<tool_call>", "<arg_key>"), families.GLM_4_5),
     _Row("Hermes 2 Pro", ("<tool_call>",), families.HERMES, absent=("<invoke name",)),
@@ -96,6 +139,21 @@ FORMATS: tuple[_Row, ...] = (
         content_markers=("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
     ),
     _Row("Granite", ("<|tool_call|>",), families.GRANITE),
+    _Row("Command R+", ("<|CHATBOT_TOKEN|>", "Action:"), families.COMMAND_R_PLUS),
+    _Row("GigaChat 3.1", ("<|function_call|>", "<|role_sep|>"), families.GIGACHAT_3_1),
+    _Row("GigaChat 3", ("<|role_sep|>", "<|message_sep|>"), families.GIGACHAT_3),
+    _Row(
+        "Hy3",
+        ("<tool_calls{}>", ":opensource"),  # the template builds its markers
+        families.HY3,
+        ThinkingTags("<think:opensource>", "</think:opensource>"),
+    ),
+    # Llama 3.1 / 3.3 also call Meta's built-in tools after <|python_tag|>
+    _Row(
+        "Llama 3.x",
+        ("<|start_header_id|>", "<|python_tag|>"),
+        PythonTagSyntax(families.LLAMA_3_JSON),
+    ),
     _Row("Llama 3.x", ("<|start_header_id|>", "ipython"), families.LLAMA_3_JSON),
     _Row("Llama 3.x", ("<|start_header_id|>", '"parameters"'), families.LLAMA_3_JSON),
 )

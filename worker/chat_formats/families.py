@@ -5,24 +5,35 @@ Only data: which literal opens a family's tool calls and how each call is writte
 
 from __future__ import annotations
 
+import re
+
 from worker.chat_formats.json_calls import JsonToolSyntax
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
 __all__ = [
+    "APERTUS",
     "APRIEL",
     "COMMAND_R7B",
+    "COMMAND_R_PLUS",
     "DEEPSEEK_R1",
     "DEEPSEEK_V3_1",
     "DEEPSEEK_V3_2",
     "DEEPSEEK_V4",
     "FIREFUNCTION_V2",
     "FUNCTIONARY_V3_1",
+    "GIGACHAT_3",
+    "GIGACHAT_3_1",
     "GLM_4_5",
     "GRANITE",
     "HERMES",
+    "HY3",
     "KIMI_K2",
+    "KIMI_K3",
     "LLAMA_3_JSON",
+    "MINICPM5",
+    "MINIMAX_M1",
     "MINIMAX_M2",
+    "MINIMAX_M3",
     "MISTRAL",
     "MISTRAL_NEMO",
     "NEMOTRON_V2",
@@ -67,8 +78,16 @@ FUNCTIONARY_V3_1 = JsonToolSyntax(
     call_head=r"<function=(?P<name>[^>]+)>",
     call_tail="</function>",
 )
+# Apertus: <|tools_prefix|>[{"f": {…}}, …]<|tools_suffix|>
+APERTUS = JsonToolSyntax(
+    trigger="<|tools_prefix|>", section_end="<|tools_suffix|>", name_is_key=True
+)
 # Apriel 1.5 / 1.6: <tool_calls>[{"name": "f", "arguments": {…}}]</tool_calls>
 APRIEL = JsonToolSyntax(trigger="<tool_calls>", section_end="</tool_calls>")
+# MiniMax M1: <tool_calls>\n{"name": "f", "arguments": {…}}\n{…}\n</tool_calls>, a call a line
+MINIMAX_M1 = JsonToolSyntax(
+    trigger="<tool_calls>", call_head=r"(?=\{)", section_end="</tool_calls>"
+)
 # Nemotron Nano v2: <TOOLCALL>[{"name": "f", "arguments": {…}}]</TOOLCALL>
 NEMOTRON_V2 = JsonToolSyntax(trigger="<TOOLCALL>", section_end="</TOOLCALL>")
 # Solar Open: <|tool_call:begin|>id<|tool_call:name|>f<|tool_call:args|>{…}<|tool_call:end|>
@@ -94,6 +113,28 @@ COMMAND_R7B = JsonToolSyntax(
     name_keys=("tool_name",),
     args_keys=("parameters",),
     id_key="tool_call_id",
+)
+# Command R+: Action:\n```json\n[{"tool_name": "f", "parameters": {…}}]```
+COMMAND_R_PLUS = JsonToolSyntax(
+    trigger="Action:\n```json\n",
+    section_end="```",
+    name_keys=("tool_name",),
+    args_keys=("parameters",),
+)
+# GigaChat 3.1: <|function_call|>{"name": "f", "arguments": {…}}
+GIGACHAT_3_1 = JsonToolSyntax(
+    write_head="<|function_call|>",
+    trigger="<|function_call|>",
+    consume_trigger=False,
+    call_head=r"<\|function_call\|>",
+)
+_GIGACHAT_3_CALL = "<|message_sep|>\n\nfunction call<|role_sep|>\n"
+# GigaChat 3: the answer's message closes, a "function call" message holds the JSON call
+GIGACHAT_3 = JsonToolSyntax(
+    write_head=_GIGACHAT_3_CALL,
+    trigger=_GIGACHAT_3_CALL,
+    consume_trigger=False,
+    call_head=re.escape(_GIGACHAT_3_CALL),
 )
 
 
@@ -138,6 +179,23 @@ KIMI_K2 = JsonToolSyntax(
     call_tail="<|tool_call_end|>",
     section_end="<|tool_calls_section_end|>",
 )
+# Kimi K3: <|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|>
+#          <|open|>argument key="k" type="string"<|sep|>v<|close|>argument<|sep|>
+#          <|close|>call<|sep|><|close|>tools<|sep|>
+KIMI_K3 = XmlToolSyntax(
+    write_head='<|open|>call tool="{name}" index="1"<|sep|>',
+    write_param='<|open|>argument key="{key}"<|sep|>',
+    write_param_end="<|close|>argument<|sep|>",
+    write_tail="<|close|>call<|sep|>",
+    trigger="<|open|>tools<|sep|>",
+    consume_trigger=True,
+    call_open=r'<\|open\|>call tool="(?P<name>[^"]+)"[^<]*<\|sep\|>',
+    call_close="<|close|>call<|sep|>",
+    param_open=r'<\|open\|>argument key="(?P<key>[^"]+)"[^<]*<\|sep\|>',
+    param_close="<|close|>argument<|sep|>",
+    section_end="<|close|>tools<|sep|>",
+    trim_values=False,
+)
 # Qwen3-Coder, Qwen 3.5, Nemotron 3 Nano, StepFun 3.5, Seed-OSS:
 # <tool_call>\n<function=f>\n<parameter=k>\nv\n</parameter>\n</function>\n</tool_call>
 QWEN3_CODER = XmlToolSyntax(
@@ -166,6 +224,38 @@ GLM_4_5 = XmlToolSyntax(
     param_close="</arg_value>",
     trim_values=False,
 )
+# Hy3: <tool_calls:opensource>\n<tool_call:opensource>f<tool_sep:opensource>\n
+#      <arg_key:opensource>k</arg_key:opensource>\n<arg_value:opensource>v</arg_value:opensource>\n
+#      </tool_call:opensource>\n</tool_calls:opensource>
+HY3 = XmlToolSyntax(
+    write_head="<tool_call:opensource>{name}<tool_sep:opensource>\n",
+    write_param="<arg_key:opensource>{key}</arg_key:opensource>\n<arg_value:opensource>",
+    write_param_end="</arg_value:opensource>\n",
+    write_tail="</tool_call:opensource>\n",
+    trigger="<tool_calls:opensource>",
+    consume_trigger=True,
+    call_open=r"<tool_call:opensource>(?P<name>[^<\n]+)<tool_sep:opensource>",
+    call_close="</tool_call:opensource>",
+    param_open=(
+        r"<arg_key:opensource>(?P<key>[^<]*)</arg_key:opensource>\s*<arg_value:opensource>"
+    ),
+    param_close="</arg_value:opensource>",
+    section_end="</tool_calls:opensource>",
+    trim_values=False,
+)
+# MiniCPM5: <function name="f"><param name="k">v</param></function>
+MINICPM5 = XmlToolSyntax(
+    write_head='<function name="{name}">',
+    write_param='<param name="{key}">',
+    write_param_end="</param>",
+    write_tail="</function>",
+    trigger='<function name="',
+    call_open=r'<function name="(?P<name>[^"]+)">',
+    call_close="</function>",
+    param_open=r'<param name="(?P<key>[^"]+)">',
+    param_close="</param>",
+    trim_values=False,
+)
 # Seed-OSS: <seed:tool_call><function=f><parameter=k>v</parameter></function></seed:tool_call>
 SEED_OSS = XmlToolSyntax(
     write_head="<seed:tool_call>\n<function={name}>\n",
@@ -178,6 +268,22 @@ SEED_OSS = XmlToolSyntax(
     param_open=r"<parameter=(?P<key>[^>]+)>",
     param_close="</parameter>",
     call_suffix="</seed:tool_call>",
+)
+_MM3 = "]<]minimax[>["  # MiniMax M3's namespace, before every tag
+# MiniMax M3: <tool_call><invoke name="f"><k>v</k></invoke></tool_call>, each tag after _MM3
+MINIMAX_M3 = XmlToolSyntax(
+    write_head=f'\n{_MM3}<invoke name="{{name}}">',
+    write_param=f"{_MM3}<{{key}}>",
+    write_param_end=f"{_MM3}</{{key}}>",
+    write_tail=f"{_MM3}</invoke>\n",
+    trigger=f"{_MM3}<tool_call>",
+    consume_trigger=True,
+    call_open=re.escape(_MM3) + r'<invoke name="(?P<name>[^"]+)">',
+    call_close=f"{_MM3}</invoke>",
+    param_open=re.escape(_MM3) + r"<(?P<key>[^>/]+)>",
+    param_close=f"{_MM3}</{{key}}>",
+    section_end=f"{_MM3}</tool_call>",
+    trim_values=False,
 )
 _DSML = "<\uff5cDSML\uff5c"  # DeepSeek's markup prefix, fullwidth bars
 

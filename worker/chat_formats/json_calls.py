@@ -24,6 +24,8 @@ from worker.chat_formats.scanning import (
 
 __all__ = ["JsonToolSyntax"]
 
+_KEYED_HEAD = re.compile(r'\{\s*"(?P<name>(?:[^"\\]|\\.)*)"\s*:\s*')
+
 
 class _Incomplete(Exception):
     """The text ends inside a tool call (only raised while parsing a partial stream)."""
@@ -51,6 +53,7 @@ class JsonToolSyntax:
     args_keys: tuple[str, ...] = ("arguments", "parameters")
     id_key: str | None = None  # the key of a model-written call id (Mistral, Command R7B)
     at_start: bool = False  # only a call when the answer opens with the trigger (Llama 3.x)
+    name_is_key: bool = False  # each call is {"f": {…}}: the name is the only key (Apertus)
     # How a call is written, for the grammar: ``{name}`` stands for the function's name.
     write_head: str = ""
     write_tail: str = ""
@@ -168,9 +171,26 @@ class JsonToolSyntax:
             raise MalformedToolCall("tool-call arguments must be a JSON object")
         return ToolCall(name, text[start : found.end]), found.end
 
+    def _keyed(self, text: str, pos: int) -> tuple[ToolCall, int]:
+        """A ``{"f": {…}}`` object at ``pos``."""
+        head = _KEYED_HEAD.match(text, pos)
+        if head is None:
+            if json_value(text, pos) is None and "{".startswith(text[pos : pos + 1]):
+                raise _Incomplete(None)
+            raise MalformedToolCall('a tool call must be {"name": {arguments}}')
+        call, end = self._arguments(text, head.end(), json.loads(f'"{head["name"]}"'))
+        end = _skip_space(text, end)
+        if end == len(text):
+            raise _Incomplete(call)
+        if text[end] != "}":
+            raise MalformedToolCall("a tool call object has more than its name")
+        return call, end + 1
+
     def _named(self, text: str, pos: int) -> tuple[ToolCall, int]:
         """A ``{"name": …, "arguments": {…}}`` object at ``pos``."""
         pos = _skip_space(text, pos)
+        if self.name_is_key:
+            return self._keyed(text, pos)
         found = json_value(text, pos)
         head = named_call_head(self.name_keys, self.args_keys).match(text, pos)
         if found is None:

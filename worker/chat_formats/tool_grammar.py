@@ -9,82 +9,62 @@ The arguments' rules come from llama-cpp-python's port of llama.cpp's schema con
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any
 
-from llama_cpp.llama_grammar import SchemaConverter
-
+from worker.chat_formats.gbnf import (
+    ToolGrammar,
+    functions,
+    literal,
+    regex_escape,
+    schema_converter,
+    text_without,
+)
 from worker.chat_formats.json_calls import JsonToolSyntax
+from worker.chat_formats.python_tag import BUILTIN_TOOLS, PythonTagSyntax
 from worker.chat_formats.reasoning import ThinkingTags
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
 __all__ = ["ToolGrammar", "tool_grammar"]
 
-# Characters a trigger must escape in llama.cpp's (ECMAScript) regular expressions.
-_REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
-# llama-cpp-python's converter is untyped; its three methods used here are visit,
-# resolve_refs and format_grammar.
-_SCHEMA_CONVERTER: Any = SchemaConverter
 # An XML argument value: any text that does not close a tag.
 _XML_VALUE = 'xml-value ::= ([^<] | "<" [^/])*'
 
 
-@dataclass(frozen=True, slots=True)
-class ToolGrammar:
-    gbnf: str
-    triggers: tuple[str, ...]  # regular expressions; empty: the grammar holds from the start
-
-
-def _literal(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
-
-
-def _class(char: str) -> str:
-    """``char`` inside a GBNF character class."""
-    return "\\" + char if char in "]\\^-" else char
-
-
-def _functions(tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
-        for t in tools
-    ]
-
-
-def _json_calls(syntax: JsonToolSyntax, tools: list[dict[str, Any]]) -> tuple[str, list[str]]:
-    """The rules for one call, and the grammar of the arguments they use."""
+def _converter(syntax: JsonToolSyntax) -> Any:
     # Keys in the order the models write them: the id first for Command R7B, last for Mistral.
     keys = [syntax.name_keys[0], syntax.args_keys[0]]
     if syntax.id_key:
         keys.insert(0 if syntax.id_key != "id" else 2, syntax.id_key)
     order = {key: index for index, key in enumerate(keys)}
-    converter = _SCHEMA_CONVERTER(
-        prop_order=order, allow_fetch=False, dotall=False, raw_pattern=False
-    )
+    return schema_converter(order)
+
+
+def _json_calls(syntax: JsonToolSyntax, tools: list[dict[str, Any]], converter: Any) -> list[str]:
+    """Each tool's call; the converter collects the rules of the arguments they use."""
     calls: list[str] = []
     named = "(?P<name>" in (syntax.call_head or "")
-    for index, (name, parameters) in enumerate(_functions(tools)):
+    for index, (name, parameters) in enumerate(functions(tools)):
         schema = converter.resolve_refs(parameters, f"tool-{index}")
         if named:
             args = converter.visit(schema, f"tool-{index}-args")
-            head = _literal(syntax.write_head.replace("{name}", name))
-            tail = _literal(syntax.write_tail) if syntax.write_tail else ""
+            head = literal(syntax.write_head.replace("{name}", name))
+            tail = literal(syntax.write_tail) if syntax.write_tail else ""
             calls.append(f"{head} {args} {tail}".strip())
             continue
         properties: dict[str, Any] = {syntax.name_keys[0]: {"const": name},
                                       syntax.args_keys[0]: schema}  # fmt: skip
+        if syntax.name_is_key:
+            properties = {name: schema}
         if syntax.id_key == "id":  # Mistral Nemo's nine-character call ids
             properties["id"] = {"type": "string", "pattern": "^[a-zA-Z0-9]{9}$"}
         elif syntax.id_key:
             properties[syntax.id_key] = {"type": "string"}
         call = {"type": "object", "properties": properties, "required": list(properties)}
         body = converter.visit(call, f"tool-{index}-call")
-        head = _literal(syntax.write_head) if syntax.write_head else ""
-        tail = _literal(syntax.write_tail) if syntax.write_tail else ""
+        head = literal(syntax.write_head) if syntax.write_head else ""
+        tail = literal(syntax.write_tail) if syntax.write_tail else ""
         calls.append(f"{head} {body} {tail}".strip())
-    return converter.format_grammar(), calls
+    return calls
 
 
 def _param(written: str, key: str, schema: Any) -> str:
@@ -95,36 +75,63 @@ def _param(written: str, key: str, schema: Any) -> str:
 
 def _xml_calls(syntax: XmlToolSyntax, tools: list[dict[str, Any]]) -> tuple[str, list[str]]:
     calls: list[str] = []
-    for name, parameters in _functions(tools):
+    for name, parameters in functions(tools):
         properties = parameters.get("properties") or {}
         params = " | ".join(
-            f"{_literal(_param(syntax.write_param, key, schema))} xml-value "
-            f"{_literal(syntax.write_param_end)}"
+            f"{literal(_param(syntax.write_param, key, schema))} xml-value "
+            f"{literal(_param(syntax.write_param_end, key, schema))}"
             for key, schema in properties.items()
         )
-        head = _literal(syntax.write_head.replace("{name}", name))
+        head = literal(syntax.write_head.replace("{name}", name))
         body = f"({params})* " if params else ""
-        calls.append(f"{head} {body}{_literal(syntax.write_tail)}")
+        calls.append(f"{head} {body}{literal(syntax.write_tail)}")
     return _XML_VALUE, calls
 
 
+def _builtin_calls(
+    syntax: PythonTagSyntax, tools: list[dict[str, Any]], converter: Any
+) -> list[str]:
+    """Llama 3.x's ``<|python_tag|>name.call(k=v, …)`` for the request's built-in tools, each
+    argument a JSON value of its schema, as llama.cpp's grammar writes them."""
+    calls: list[str] = []
+    for index, (name, parameters) in enumerate(functions(tools)):
+        if name not in syntax.builtin:
+            continue
+        schema = converter.resolve_refs(parameters, f"builtin-{index}")
+        properties = schema.get("properties") or {BUILTIN_TOOLS[name]: {"type": "string"}}
+        args = ' ", " '.join(
+            f"{literal(key + '=')} {converter.visit(value, f'builtin-{index}-{key}')}"
+            for key, value in properties.items()
+        )
+        calls.append(f"{literal(syntax.trigger + name + '.call(')} {args} {literal(')')}")
+    return calls
+
+
 def tool_grammar(
-    syntax: JsonToolSyntax | XmlToolSyntax,
+    requested: JsonToolSyntax | XmlToolSyntax | PythonTagSyntax,
     tools: list[dict[str, Any]],
     *,
     lazy: bool,
     parallel: bool,
     thinking: ThinkingTags | None = None,
 ) -> ToolGrammar:
-    """The grammar for calling ``tools`` in ``syntax``; ``lazy`` waits for the trigger.
+    """The grammar for calling ``tools`` in ``requested``; ``lazy`` waits for the trigger.
 
     An eager grammar for a thinking model lets it think first, as llama.cpp's does: the start
     tag is optional since a prompt may already have opened the thinking. The thoughts may be
     any text that does not begin the end tag's first two characters (a grammar cannot say
     "anything but this string" more exactly without many rules).
     """
+    builtin: list[str] = []
+    python_tag = requested if isinstance(requested, PythonTagSyntax) else None
+    syntax = requested.custom if isinstance(requested, PythonTagSyntax) else requested
     if isinstance(syntax, JsonToolSyntax):
-        rules, calls = _json_calls(syntax, tools)
+        converter = _converter(syntax)
+        calls = _json_calls(syntax, tools, converter)
+        if python_tag is not None:
+            builtin = _builtin_calls(python_tag, tools, converter)
+        calls += builtin
+        rules = converter.format_grammar()
         array = syntax.call_head is None
     else:
         rules, calls = _xml_calls(syntax, tools)
@@ -136,20 +143,21 @@ def tool_grammar(
         opening, closing, separator = f"{opening}[", f"]{closing}", '", "'
     repeat = f" ({separator} tool-call)*" if parallel else ""
     # Models put a newline inside a section's markers (MiniMax, DeepSeek): let them.
-    head = f"{_literal(opening)} [ \\t\\n]* " if opening else ""
-    tail = f" [ \\t\\n]* {_literal(closing)}" if closing else ""
+    head = f"{literal(opening)} [ \\t\\n]* " if opening else ""
+    tail = f" [ \\t\\n]* {literal(closing)}" if closing else ""
     think = ""
     rules_extra = ""
     if thinking is not None and not lazy:
-        first, second = thinking.end[0], thinking.end[1]
-        think = f"({_literal(thinking.start)}? thought {_literal(thinking.end)} [ \\t\\n]*)? "
-        rules_extra = f"\nthought ::= ([^{_class(first)}] | {_literal(first)} [^{_class(second)}])*"
+        think = f"({literal(thinking.start)}? thought {literal(thinking.end)} [ \\t\\n]*)? "
+        rules_extra = f"\nthought ::= {text_without(thinking.end)}"
     root = f"root ::= {think}{head}tool-call{repeat}{tail}"
     alternatives = " | ".join(f"( {call} )" for call in calls)
     gbnf = "\n".join((rules + rules_extra, f"tool-call ::= {alternatives}", root))
     if not lazy:
         return ToolGrammar(gbnf, ())
-    trigger = _REGEX_SPECIAL.sub(r"\\\1", syntax.trigger)
+    trigger = regex_escape(syntax.trigger)
     if isinstance(syntax, JsonToolSyntax) and syntax.at_start:
         trigger = rf"^\s*({trigger})"
+    if builtin and python_tag is not None:
+        return ToolGrammar(gbnf, (trigger, regex_escape(python_tag.trigger)))
     return ToolGrammar(gbnf, (trigger,))

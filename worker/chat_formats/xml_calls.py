@@ -51,7 +51,7 @@ class XmlToolSyntax:
     call_open: str  # regex for one call's opening (after whitespace), group ``name``
     call_close: str
     param_open: str  # regex for one parameter's opening, group ``key`` (and maybe ``string``)
-    param_close: str
+    param_close: str  # ``{key}`` stands for the parameter's name
     consume_trigger: bool = False  # True: the trigger opens a section of several calls
     call_suffix: str = ""  # literal after each call's close (Qwen3-Coder's </tool_call>)
     section_end: str = ""
@@ -145,13 +145,14 @@ class XmlToolSyntax:
         pos = 0
         while (match := param.search(body, pos)) is not None:
             key = match["key"].strip()
-            close = body.find(self.param_close, match.end())
+            param_close = self.param_close.replace("{key}", key)  # MiniMax M3 closes by name
+            close = body.find(param_close, match.end())
             raw = body[match.end() : close if close >= 0 else len(body)]
             if close < 0:
                 if done:
                     raise MalformedToolCall(f"parameter {key!r} is not closed")
                 growing = raw.lstrip("\n") if self.trim_values else raw
-                growing = growing[: held_back(growing, (self.param_close,))]
+                growing = growing[: held_back(growing, (param_close,))]
                 growing = growing.rstrip()  # may yet be the trim before the closing tag
                 if _is_string(match, key, strings) and growing:
                     pairs.append(f"{_dump(key)}: {_dump(growing)[:-1]}")
@@ -160,7 +161,7 @@ class XmlToolSyntax:
             pairs.append(
                 f"{_dump(key)}: {_dump(self._value(value, _is_string(match, key, strings)))}"
             )
-            pos = close + len(self.param_close)
+            pos = close + len(param_close)
         return "{" + ", ".join(pairs) + ("}" if done else "")
 
     @staticmethod

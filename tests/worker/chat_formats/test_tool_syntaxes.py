@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from worker.chat_formats import OutputParser, OutputStream, ParsedMessage
+from worker.chat_formats import OutputParser, OutputStream, ParsedMessage, detect_format
 from worker.chat_formats import families as f
 from worker.chat_formats.detection import NativeSyntax
 
@@ -103,6 +103,47 @@ CASES: list[tuple[str, NativeSyntax, str, str, list[tuple[str, Any]]]] = [
      "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Oslo</parameter>\n"
      "<parameter=days>2</parameter>\n</function>\n</seed:tool_call>",
      "", [("get_weather", OSLO)]),
+    ("minimax-m1", f.MINIMAX_M1,
+     'Sure.\n<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}\n'
+     '{"name": "b", "arguments": {}}\n</tool_calls>',
+     "Sure.\n", [("get_weather", OSLO), ("b", {})]),
+    ("command-r-plus", f.COMMAND_R_PLUS,
+     'Action:\n```json\n[\n    {\n        "tool_name": "get_weather",\n        "parameters": '
+     '{"city": "Oslo", "days": 2}\n    }\n]```',
+     "", [("get_weather", OSLO)]),
+    ("gigachat-3.1", f.GIGACHAT_3_1,
+     '<|function_call|>{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}',
+     "", [("get_weather", OSLO)]),
+    ("hy3", f.HY3,
+     "<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n"
+     "<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Oslo"
+     "</arg_value:opensource>\n<arg_key:opensource>days</arg_key:opensource>\n"
+     "<arg_value:opensource>2</arg_value:opensource>\n</tool_call:opensource>\n"
+     "</tool_calls:opensource>",
+     "", [("get_weather", OSLO)]),
+    ("gigachat-3", f.GIGACHAT_3,
+     'Let me see.<|message_sep|>\n\nfunction call<|role_sep|>\n'
+     '{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}',
+     "Let me see.", [("get_weather", OSLO)]),
+    ("minicpm5", f.MINICPM5,
+     'Sure.\n<function name="get_weather"><param name="city">Oslo</param>'
+     '<param name="days">2</param></function>',
+     "Sure.\n", [("get_weather", OSLO)]),
+    ("apertus", f.APERTUS,
+     'Sure.<|tools_prefix|>[{"get_weather": {"city": "Oslo", "days": 2}}, {"b": {}}]'
+     "<|tools_suffix|>",
+     "Sure.", [("get_weather", OSLO), ("b", {})]),
+    ("kimi-k3", f.KIMI_K3,
+     '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
+     '<|open|>argument key="city" type="string"<|sep|>Oslo<|close|>argument<|sep|>'
+     '<|open|>argument key="days" type="number"<|sep|>2<|close|>argument<|sep|>'
+     "<|close|>call<|sep|><|close|>tools<|sep|>",
+     "", [("get_weather", OSLO)]),
+    ("minimax-m3", f.MINIMAX_M3,
+     "Sure.]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">"
+     "]<]minimax[>[<city>Oslo]<]minimax[>[</city>]<]minimax[>[<days>2]<]minimax[>[</days>"
+     "]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+     "Sure.", [("get_weather", OSLO)]),
     ("apriel", f.APRIEL,
      'Sure.\n<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]'
      "</tool_calls>",
@@ -179,6 +220,7 @@ def test_streamed_split_at_every_position(
         (f.HERMES, '<tool_call>{"arguments": {}}</tool_call>'),  # no name
         (f.HERMES, '<tool_call>{"name": "get_weather", "arguments": {"city": "Os'),  # cut short
         (f.MISTRAL_NEMO, '[TOOL_CALLS]{"name": "a"}'),  # not an array
+        (f.APERTUS, '<|tools_prefix|>[{"a": {}, "b": {}}]<|tools_suffix|>'),  # two names
         (f.MISTRAL_NEMO, '[TOOL_CALLS][{"name": "a", "arguments": [1]}]'),
         (f.QWEN3_CODER, "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo"),
         (f.QWEN3_CODER, "<tool_call>\nno function here\n</tool_call>"),
@@ -212,3 +254,22 @@ def test_a_model_written_call_id_is_kept() -> None:
     assert _parser(f.MISTRAL_NEMO).whole(text).tool_calls[0].id == "abcDEF123"
     text = "<|tool_call:begin|>call_7<|tool_call:name|>a<|tool_call:args|>{}<|tool_call:end|>"
     assert _parser(f.SOLAR_OPEN).whole(text).tool_calls[0].id == "call_7"
+
+
+def test_a_kimi_k3_answer_splits_into_thinking_response_and_calls() -> None:
+    chat_format = detect_format("<|open|>message<|sep|><|close|>message<|sep|><|end_of_msg|>")
+    assert chat_format.tools is not None
+    assert chat_format.thinking is not None
+    parser = OutputParser(chat_format.tools, chat_format.thinking, thinking_open=True,
+                          content_markers=chat_format.content_markers)  # fmt: skip
+    text = (
+        "Look it up.<|close|>think<|sep|><|open|>response<|sep|>Checking.<|close|>response<|sep|>"
+        '<|open|>tools<|sep|><|open|>call tool="now" index="1"<|sep|><|close|>call<|sep|>'
+        "<|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>"
+    )
+    for message in (parser.whole(text), _streamed(parser, list(text))[0]):
+        assert (message.reasoning, message.content, _calls(message)) == (
+            "Look it up.",
+            "Checking.",
+            [("now", {})],
+        )

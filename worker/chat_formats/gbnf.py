@@ -1,0 +1,68 @@
+"""GBNF and trigger building blocks shared by the tool grammars (docs/tool-calls.md)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from llama_cpp.llama_grammar import SchemaConverter
+
+__all__ = [
+    "ToolGrammar",
+    "functions",
+    "literal",
+    "regex_escape",
+    "schema_converter",
+    "text_without",
+]
+
+# Characters a trigger must escape in llama.cpp's (ECMAScript) regular expressions.
+_REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
+# llama-cpp-python's converter is untyped; its three methods used here are visit,
+# resolve_refs and format_grammar.
+_SCHEMA_CONVERTER: Any = SchemaConverter
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGrammar:
+    gbnf: str
+    triggers: tuple[str, ...]  # regular expressions; empty: the grammar holds from the start
+
+
+def literal(text: str) -> str:
+    """``text`` as a GBNF string literal."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
+
+
+def _class(char: str) -> str:
+    """``char`` inside a GBNF character class."""
+    return "\\" + char if char in "]\\^-" else char
+
+
+def text_without(stop: str) -> str:
+    """Any text that does not contain ``stop``'s first two characters (``stop`` has two or
+    more): a grammar cannot say "anything but this string" more exactly without many rules."""
+    first, second = stop[0], stop[1]
+    return f"([^{_class(first)}] | {literal(first)} [^{_class(second)}])*"
+
+
+def regex_escape(text: str) -> str:
+    """``text`` as a trigger pattern that matches it literally."""
+    return _REGEX_SPECIAL.sub(r"\\\1", text)
+
+
+def schema_converter(prop_order: dict[str, int] | None = None) -> Any:
+    """llama-cpp-python's port of llama.cpp's JSON Schema to GBNF converter."""
+    return _SCHEMA_CONVERTER(
+        prop_order=prop_order or {}, allow_fetch=False, dotall=False, raw_pattern=False
+    )
+
+
+def functions(tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Each tool's name and parameter schema."""
+    return [
+        (t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
+        for t in tools
+    ]
