@@ -12,6 +12,7 @@ import { renderMarkdown } from "../markdown.js";
 import { models, status } from "../models.js";
 import { replyStats, replyStatus } from "./message.js";
 import { failureOf } from "./status.js";
+import { fillToolCalls, toolCallsKey } from "./tool_calls.js";
 
 const STICK_TO_BOTTOM_PX = 80;
 
@@ -65,6 +66,7 @@ export class ThreadView {
     const body = h("div", { class: message.role === "user" ? "msg-body plain" : "msg-body md" });
     const reasoning = h("details", { class: "msg-reasoning", hidden: true },
       h("summary", {}, "Reasoning"), h("div", { class: "msg-reasoning-text plain" }));
+    const tools = h("div", { class: "msg-tools", hidden: true, "aria-label": "Tool calls" });
     const statusLine = h("div", { class: "msg-status" });
     const foot = h("footer", { class: "msg-foot" });
     const head = message.role === "assistant"
@@ -72,8 +74,8 @@ export class ThreadView {
     const el = h("article", {
       class: `msg msg-${message.role}`, dataset: { id: message.id },
       "aria-label": message.role === "user" ? "Your message" : "Reply",
-    }, head, reasoning, body, imagesOf(message), statusLine, foot);
-    const parts = { el, body, reasoning, statusLine, foot, shown: null };
+    }, head, reasoning, body, tools, imagesOf(message), statusLine, foot);
+    const parts = { el, body, reasoning, tools, statusLine, foot, shown: null };
     this.rendered.set(message.id, parts);
     this.fill(message, parts);
     return el;
@@ -103,6 +105,11 @@ export class ThreadView {
     if (message.reasoning) {
       parts.reasoning.hidden = false;
       parts.reasoning.lastChild.textContent = message.reasoning;
+    }
+    const toolsKey = toolCallsKey(message);
+    if (parts.toolsKey !== toolsKey) {
+      parts.toolsKey = toolsKey;
+      fillToolCalls(parts.tools, message);
     }
     replace(parts.statusLine, replyStatus(message, run, live, this.bannerFailure(message)));
     // The footer holds buttons: rebuilt only when what it shows changes, since a button that
