@@ -76,7 +76,7 @@ def _requests(page: Page, pattern: re.Pattern[str]) -> list[dict[str, Any]]:
 
     def seen(request: Request) -> None:
         if request.method == "POST" and pattern.search(request.url):
-            bodies.append(request.post_data_json)
+            bodies.append(json.loads(request.post_data or "null"))
 
     page.on("request", seen)
     return bodies

@@ -114,7 +114,7 @@ async function runCall(call, signal) {
     if (typeof answer?.plain_text_response === "string") return ["done", answer.plain_text_response];
     return ["done", JSON.stringify(answer)];
   } catch (error) {
-    if (signal.aborted) return ["not-run", NOT_RUN];
+    if (signal.aborted) return ["error", "Stopped: its answer was not waited for."];
     return ["error", `Error: ${error.message}`];
   }
 }

@@ -94,13 +94,15 @@ export class ThreadView {
     }
     parts.editor = null;
     // Markdown is re-rendered only when the text changed (most updates are status ticks).
-    const key = `${message.content.length}:${live}`;
+    // The typing caret goes once the reply turns out to be tool calls (shown below the text).
+    const typing = live && !message.toolCalls?.length;
+    const key = `${message.content.length}:${live}:${typing}`;
     if (parts.shown !== key) {
       parts.shown = key;
       if (message.role === "user") parts.body.textContent = message.content;
       else if (message.content) renderMarkdown(parts.body, message.content, { final: !live });
       else parts.body.replaceChildren();
-      parts.body.classList.toggle("is-live", live);
+      parts.body.classList.toggle("is-live", typing);
     }
     if (message.reasoning) {
       parts.reasoning.hidden = false;
