@@ -61,12 +61,13 @@ def router(tool_models: Path, tools_root: Path) -> Iterator[RouterProcess]:
         yield process
 
 
-def _steer(router: RouterProcess, model: str, **extra: Any) -> str:
+def _steer(router: RouterProcess, model: str, key: str = "") -> str:
     """Extra parameters that make every reply of ``model`` one short tool call."""
-    reply = router.client.post("/tokenize", json={"model": model, "content": '"'})
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    reply = router.client.post("/tokenize", json={"model": model, "content": '"'}, headers=headers)
     quote = reply.json()["tokens"][-1]
     steer = {"tool_choice": "required", "parallel_tool_calls": False,
-             "logit_bias": {str(quote): 100}, **extra}  # fmt: skip
+             "logit_bias": {str(quote): 100}}  # fmt: skip
     return json.dumps(steer)
 
 
@@ -199,3 +200,30 @@ def test_tools_turned_off_in_the_settings_are_not_offered(
     assert len(chats) == 1
     assert "tools" not in chats[0]
     expect(page.locator("details.tool-call")).to_have_count(0)
+
+
+INFERENCE = "tools-inference-key"
+
+
+def test_an_inference_key_gets_the_routers_refusal_as_the_write_calls_result(
+    tool_models: Path, tools_root: Path, page: Page, shot: Shot
+) -> None:
+    keys = tools_root.parent / "keys.txt"
+    keys.write_text(f"{INFERENCE} inference\n")
+    args = ["--models-dir", str(tool_models), "--models-preset", str(tool_models / "models.ini"),
+            "--ctx-size", "1024", "--tools", "write_file", "--tools-root", str(tools_root),
+            "--api-key-file", str(keys)]  # fmt: skip
+    with running_router(args) as router:
+        page.add_init_script(f"localStorage.setItem('corral.apiKey', {INFERENCE!r})")
+        open_ui(page, router)
+        _choose(page, "writer")
+        steer = _steer(router, "writer", INFERENCE)
+        set_chat_settings(page, extra=steer, confirm_tools=False, max_tool_rounds=1, max_tokens=200)
+        send_message(page, "Save a note.")
+        call = page.locator("details.tool-call").first
+        expect(call.locator(".tool-state")).to_have_text("failed")
+        call.locator("summary").click()
+        refusal = 'Error: only admin keys may run "write_file"'
+        expect(call.locator(".tool-result")).to_have_text(refusal)
+        shot("refused")
+    assert list(tools_root.iterdir()) == []
