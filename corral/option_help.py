@@ -29,6 +29,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "pin": "Corral: never evicted to make room for another model",
     "memory": "Corral: what the model holds, for `--models-memory-max` (instead of measuring "
     "its worker; declare GPU memory here)",
+    "tools": "Corral: the router's tools (built-in or `<server>_<tool>`, comma-separated, or "
+    "`all`) the Web UI offers this model; names the router does not offer are ignored",
     "ctx-size": "context size in tokens (llama.cpp rounds it up to a multiple of 256); shared "
     "evenly by the slots unless their KV cache is unified. Default `0`, as llama-server "
     "(common/common.h `n_ctx = 0`): the model's training context for each slot",

@@ -106,6 +106,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("ttl", "float", "preset", bound="positive"),
     OptionSpec("pin", "bool", "preset"),
     OptionSpec("memory", "size", "preset"),
+    # The router's tools this model's chats are offered (docs/tools.md "Per-model tool sets").
+    OptionSpec("tools", "str", "preset"),
     # Worker flags.
     OptionSpec("ctx-size", "int", spellings=("c", "LLAMA_ARG_CTX_SIZE"), bound="non_negative"),
     OptionSpec("threads", "int", spellings=("t", "LLAMA_ARG_THREADS")),

@@ -53,6 +53,8 @@ class CatalogueEntry:
     stop_timeout: float = DEFAULT_STOP_TIMEOUT
     ttl: float | None = None
     pin: bool = False
+    # The router's tools offered to this model's chats; None: all of them (docs/tools.md).
+    tools: tuple[str, ...] | None = None
     memory: int | None = None  # Corral's own: bytes the model holds, declared (else measured)
     mmproj: Path | None = None
     # ``dedup-cache-models``: a cache model that a preset also serves is left out of listings
@@ -79,6 +81,8 @@ class CatalogueEntry:
             keys["pin"] = "true"
         if self.memory is not None:
             keys["memory"] = str(self.memory)
+        if self.tools is not None:
+            keys["tools"] = ",".join(self.tools)
         return render_ini(self.name, sorted(keys.items()))
 
     def files(self) -> list[Path]:
@@ -226,6 +230,14 @@ def _comma_list(value: str | None, *, exclude: str = "") -> tuple[str, ...]:
     return tuple(sorted(item for item in items if item and item != exclude))
 
 
+def _tool_set(value: str | None) -> tuple[str, ...] | None:
+    """A ``tools`` preset value as names, in the order written; ``all`` (or no key) is None."""
+    if value is None:
+        return None
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    return None if "all" in names else tuple(dict.fromkeys(names))
+
+
 def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
     """The entry for one model once ``[*]``, its section and the command line are merged."""
     worker_options = tuple(
@@ -244,6 +256,7 @@ def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
         ttl=float(ttl) if ttl is not None else None,
         pin=options.get("pin") == "true",
         memory=int(memory) if memory is not None else None,
+        tools=_tool_set(options.get("tools")),
         # ``no-mmproj`` turns off pairing with a found projector; a named one is still used.
         mmproj=model.mmproj
         if options.get("mmproj-auto") != "false" or "mmproj" in model.options

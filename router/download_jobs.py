@@ -97,6 +97,7 @@ class DownloadJob:
             "can_remove": True,
             "pinned": False,
             "ttl": None,
+            "tools": None,
         }
 
 

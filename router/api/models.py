@@ -99,6 +99,8 @@ def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> dict[st
         # Corral's own: how the scheduler treats the model.
         "pinned": state.entry.pin,
         "ttl": state.entry.ttl,
+        # Corral's own: the router's tools offered to this model (null: all), docs/tools.md.
+        "tools": list(state.entry.tools) if state.entry.tools is not None else None,
         # Corral's own: the size of its files, so a client can show it before a first load.
         "size": files_size(state.entry.files()),
         **_modalities(state),

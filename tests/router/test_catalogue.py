@@ -251,9 +251,25 @@ def test_preset_only_and_corral_keys(tmp_path: Path) -> None:
     )
 
 
+def test_a_tool_set_keeps_its_order_and_all_means_every_tool(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        _touch(tmp_path / f"{name}.gguf")
+    preset = (
+        "[a]\ntools = grep_search, read_file,grep_search\n"
+        "[b]\ntools = read_file,all\n"
+        "[c]\ntools =\n"
+    )
+    entries = _build(models_dir=tmp_path, preset=preset, preset_dir=tmp_path).entries
+    assert entries["a"].tools == ("grep_search", "read_file")
+    assert "tools = grep_search,read_file\n" in entries["a"].preset_text()
+    assert entries["b"].tools is None
+    assert entries["c"].tools == ()  # an empty set: no tools for this model
+
+
 def test_defaults_for_an_entry_without_presets(tmp_path: Path) -> None:
     entry = _build(model_files=[_touch(tmp_path / "m.gguf")]).entries["m"]
     assert (entry.stop_timeout, entry.ttl, entry.pin, entry.hidden) == (10.0, None, False, False)
+    assert entry.tools is None
     assert entry.options == ()
     assert entry.worker_args() == []
     assert entry.preset_text() == f"[m]\nload-on-startup = true\nmodel = {entry.path}\n\n"

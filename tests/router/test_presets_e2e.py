@@ -28,7 +28,7 @@ def test_preset_aliases_tags_and_options(models_dir: Path, tmp_path: Path) -> No
     preset.write_text(
         "[*]\nctx-size = 512\n\n"
         "[alpha]\nalias = first, a1\ntags = small,test\nc = 768\npin = on\n\n"
-        "[gamma]\nmodel = " + str(models_dir / "beta.gguf") + "\nttl = 600\n"
+        "[gamma]\nmodel = " + str(models_dir / "beta.gguf") + "\nttl = 600\ntools = read_file\n"
     )
     args = ["--models-dir", str(models_dir), "--models-preset", str(preset)]
     with running_router(args) as router:
@@ -40,6 +40,7 @@ def test_preset_aliases_tags_and_options(models_dir: Path, tmp_path: Path) -> No
         assert alpha["source"] == "preset"
         assert alpha["pinned"] is True
         assert models["gamma"]["ttl"] == 600
+        assert (models["gamma"]["tools"], alpha["tools"]) == (["read_file"], None)
         assert "ctx-size = 768" in alpha["status"]["preset"]
         assert "--ctx-size" in alpha["status"]["args"]
 

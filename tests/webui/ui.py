@@ -63,10 +63,14 @@ def open_ui(page: Page, router: RouterProcess, fragment: str = "") -> None:
 
 
 def set_chat_settings(page: Page, **fields: Any) -> None:
-    """Fill the chat settings dialog (system, temperature, top_p, max_tokens, extra) and save."""
+    """Fill the chat settings dialog (system, temperature, top_p, max_tokens, extra, the tool
+    settings; a bool ticks a box) and save."""
     page.get_by_role("button", name="Chat settings").click()
     dialog = page.get_by_role("dialog", name="Chat settings")
     for name, value in fields.items():
+        if isinstance(value, bool):
+            dialog.locator(f"[name={name}]").set_checked(value)
+            continue
         text = json.dumps(value) if isinstance(value, dict) else str(value)
         dialog.locator(f"[name={name}]").fill(text)
     dialog.get_by_role("button", name="Save").click()

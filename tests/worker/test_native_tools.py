@@ -17,31 +17,10 @@ import httpx
 import openai
 import pytest
 
+from tests.support.hermes_model import HERMES_TEMPLATE, USER_TOKENS
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
-HERMES_TEMPLATE = (
-    # Qwen 2.5's way: the tools described in a system turn of their own.
-    "{%- if tools -%}{{- '<|im_start|>system\\n# Tools\\n' -}}"
-    "{%- for tool in tools -%}{{- tool | tojson + '\\n' -}}{%- endfor -%}"
-    "{{- '<|im_end|>\\n' -}}{%- endif -%}"
-    "{%- for message in messages -%}"
-    "{%- if message.role == 'assistant' and message.tool_calls -%}"
-    "{{- '<|im_start|>assistant\\n' -}}"
-    "{%- for call in message.tool_calls -%}"
-    "{%- set args = call.function.arguments -%}"
-    '{{- \'<tool_call>\\n{"name": "\' + call.function.name + \'", "arguments": \' -}}'
-    "{{- (args if args is string else args | tojson) + '}\\n</tool_call>' -}}"
-    "{%- endfor -%}{{- '<|im_end|>\\n' -}}"
-    "{%- elif message.role == 'tool' -%}"
-    "{{- '<|im_start|>user\\n<tool_response>\\n' + message.content + '\\n</tool_response>"
-    "<|im_end|>\\n' -}}"
-    "{%- else -%}"
-    "{{- '<|im_start|>' + message.role + '\\n' + (message.content or '') + '<|im_end|>\\n' -}}"
-    "{%- endif -%}{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
-)
-USER_TOKENS = ("<tool_call>", "</tool_call>", "<think>", "</think>")
 PARAMETERS = {
     "type": "object",
     "properties": {"city": {"type": "string", "enum": ["Oslo", "Lima"]}},

@@ -6,9 +6,11 @@
 //
 // conversation = {
 //   id, title, model, createdAt, updatedAt,
-//   settings: { system, temperature, top_p, max_tokens, extra },   // null = server default
+//   settings: { system, temperature, top_p, max_tokens, extra,     // null = server default
+//               tools, confirm_tools, max_tool_rounds },           // see tools.js
 //                                           (max_tokens starts at DEFAULT_MAX_TOKENS)
-//   messages: { [id]: { id, parent, role, content, createdAt, model?, state?, stats?, error? } },
+//   messages: { [id]: { id, parent, role, content, createdAt, model?, state?, stats?, error?,
+//                       toolCalls?, toolNote? } },                // toolCalls: see tools.js
 //   leaf,                                   // the last message of the visible thread
 //   stream: { messageId, model, offset } | null   // a reply still being generated (resumable)
 // }
@@ -27,6 +29,10 @@ export const BUILTIN_SETTINGS = Object.freeze({
   // Shown (and changeable, or emptied for no limit) in the chat settings.
   max_tokens: DEFAULT_MAX_TOKENS,
   extra: "",
+  // Server tools (tools.js): offered when the router has them, write/exec calls confirmed.
+  tools: true,
+  confirm_tools: true,
+  max_tool_rounds: null,
 });
 
 export function newId(prefix) {

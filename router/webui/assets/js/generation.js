@@ -12,6 +12,7 @@ import { api, apiJson, errorOf, readEvents, sleep } from "./api.js";
 import { contentOf } from "./attachments.js";
 import { addMessage, conversations, thread, titleFrom } from "./conversations.js";
 import { contextSize, models, status } from "./models.js";
+import { addToolCallDeltas, offeredTools, runToolCalls, toolTurn } from "./tools.js";
 
 const RESUME_RETRY_MS = 2000; // as llama.cpp's UI, while the owning model is still loading
 const MAX_RECONNECTS = 3; // a dropped connection is retried as a resume this many times
@@ -43,13 +44,15 @@ export function parseExtra(text) {
   return value;
 }
 
-function requestBody(conversation, history, model) {
+function requestBody(conversation, history, model, tools) {
   const settings = conversation.settings ?? {};
   const messages = [];
   if (settings.system?.trim()) messages.push({ role: "system", content: settings.system });
   for (const message of history) {
     if (message.role === "user") {
       messages.push({ role: "user", content: contentOf(message) });
+    } else if (message.role === "assistant" && message.toolCalls?.length) {
+      messages.push(...toolTurn(message));
     } else if (message.role === "assistant" && message.content) {
       messages.push({ role: "assistant", content: message.content });
     }
@@ -64,6 +67,7 @@ function requestBody(conversation, history, model) {
   for (const key of ["temperature", "top_p", "max_tokens"]) {
     if (settings[key] !== null && settings[key] !== undefined) body[key] = settings[key];
   }
+  if (tools.length) body.tools = tools.map((tool) => tool.definition);
   return { ...body, model, messages, stream: true };
 }
 
@@ -143,12 +147,13 @@ class Generations extends EventTarget {
   /** Generate the reply `message` (an empty assistant message already in the tree). */
   async start(conversation, message) {
     const model = message.model;
-    const body = requestBody(conversation, thread(conversation, message.parent), model);
     conversation.stream = { messageId: message.id, model, offset: 0 };
     const run = this.begin(conversation, message, "sending");
     // Saved before the request goes out: a reload from now on knows there is a stream.
     await conversations.save(conversation);
     try {
+      const tools = await offeredTools(conversation.settings, model);
+      const body = requestBody(conversation, thread(conversation, message.parent), model, tools);
       if (models.props?.models_autoload === false && status(models.get(model)) === "unloaded") {
         await models.load(model);
       }
@@ -193,7 +198,21 @@ class Generations extends EventTarget {
     let state = "done";
     if (message.error) state = "error";
     else if (!sawDone && !message.finish) state = "interrupted";
-    this.finish(conversation, message, state);
+    if (state === "done" && message.toolCalls?.length) await this.runTools(run, conversation, message);
+    else this.finish(conversation, message, state);
+  }
+
+  // The reply asked for tools: run them, then ask the model again with their results.
+  async runTools(run, conversation, message) {
+    run.phase = "tools";
+    conversation.stream = null; // the stream is complete: a reload now ends the loop here
+    conversations.save(conversation);
+    this.notify(conversation, message);
+    const again = await runToolCalls(conversation, message, run.controller.signal,
+      () => this.notify(conversation, message));
+    if (run.stopped || this.running.get(conversation.id) !== run) return;
+    this.finish(conversation, message, "done");
+    if (again) reply(conversation, message.id);
   }
 
   apply(run, message, chunk) {
@@ -206,6 +225,10 @@ class Generations extends EventTarget {
     if (delta.reasoning_content) message.reasoning = (message.reasoning ?? "") + delta.reasoning_content;
     if (delta.content) {
       message.content += delta.content;
+      run.chunks += 1;
+    }
+    if (delta.tool_calls) {
+      addToolCallDeltas(message, delta.tool_calls);
       run.chunks += 1;
     }
     if (choice?.finish_reason) message.finish = choice.finish_reason;

@@ -9,7 +9,8 @@ import { h } from "./dom.js";
 import { generations } from "./generation.js";
 import { models, status } from "./models.js";
 import { ChatView } from "./views/chat.js";
-import { apiKeyDialog } from "./views/dialogs.js";
+import { onToolConfirm } from "./tools.js";
+import { apiKeyDialog, toolCallDialog } from "./views/dialogs.js";
 import { ManagerView } from "./views/manager.js";
 import { Sidebar } from "./views/sidebar.js";
 
@@ -33,6 +34,7 @@ class App {
 
   async start() {
     onKeyNeeded((options) => apiKeyDialog(options));
+    onToolConfirm((call) => toolCallDialog(call));
     addEventListener("hashchange", () => this.show());
     addEventListener("keydown", (event) => this.onKey(event));
     await conversations.load();

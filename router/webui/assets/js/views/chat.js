@@ -8,6 +8,7 @@ import { formatNumber, percent } from "../format.js";
 import { conversations, thread } from "../conversations.js";
 import { generations, send } from "../generation.js";
 import { contextSize, models, status } from "../models.js";
+import { serverTools } from "../tools.js";
 import { promptDialog } from "./dialogs.js";
 import { ModelPicker } from "./picker.js";
 import { settingsDialog } from "./settings.js";
@@ -154,7 +155,8 @@ export class ChatView {
   }
 
   async editSettings() {
-    const next = await settingsDialog(this.settings());
+    const tools = (await serverTools()).length > 0;
+    const next = await settingsDialog(this.settings(), { tools });
     if (!next) return;
     if (this.conversation) {
       this.conversation.settings = next;

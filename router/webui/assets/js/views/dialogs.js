@@ -3,6 +3,7 @@
 
 import { apiKey, setApiKey } from "../api.js";
 import { h } from "../dom.js";
+import { argumentsText } from "../tools.js";
 
 function modal(content, { className = "", label } = {}) {
   const dialog = h("dialog", { class: `dialog ${className}`, "aria-label": label }, content);
@@ -30,6 +31,28 @@ export function confirmDialog({ title, message, confirm = "OK", danger = false }
     dialog.addEventListener("close", () => resolve(answer), { once: true });
     // A destructive action is never one Enter away.
     (danger ? cancel : ok).focus();
+  });
+}
+
+/** Ask before a tool call that writes or runs commands; resolves true to run it. */
+export function toolCallDialog(call) {
+  return new Promise((resolve) => {
+    let answer = false;
+    const title = `Run ${call.name}?`;
+    const run = h("button", {
+      type: "button", class: "btn btn-danger", onClick: () => { answer = true; dialog.close(); },
+    }, "Run");
+    const skip = h("button", { type: "button", class: "btn", onClick: () => dialog.close() },
+      "Don't run");
+    const dialog = modal([
+      h("h2", { class: "dialog-title" }, title),
+      h("p", { class: "dialog-text" }, `The model asks to run ${call.name} on the server, which `
+        + "can change files or run commands there. Its arguments:"),
+      h("pre", { class: "dialog-text tool-args" }, argumentsText(call)),
+      h("div", { class: "dialog-actions" }, skip, run),
+    ], { label: title, className: "dialog-confirm dialog-tool" });
+    dialog.addEventListener("close", () => resolve(answer), { once: true });
+    skip.focus(); // never one Enter away
   });
 }
 

@@ -28,11 +28,13 @@ export function replyStatus(message, run, live, bannerFailure = null) {
       return h("span", { class: "typing" }, `Waiting for ${message.model} to load…`);
     }
     if (run.phase === "resuming") return h("span", { class: "typing" }, "Reconnecting…");
+    if (run.phase === "tools") return h("span", { class: "typing" }, "Running tools…");
     const seconds = (performance.now() - run.startedAt) / 1000;
     const rate = seconds > 0.5 ? ` · ${(run.chunks / seconds).toFixed(1)} tok/s` : "";
     return h("span", { class: "typing" }, `Generating · ${formatNumber(run.chunks)} tokens${rate}`);
   }
   const notes = [];
+  if (message.toolNote) notes.push(h("div", { class: "msg-note msg-tool-note" }, message.toolNote));
   if (message.error && bannerFailure && isLoadFailure(message, bannerFailure)) {
     // The banner above the chat already gives the reason (with Retry): said once, not twice.
     notes.push(h("div", { class: "msg-note msg-load-failed" }, icon("alert"),

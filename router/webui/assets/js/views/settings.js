@@ -4,6 +4,7 @@
 import { h } from "../dom.js";
 import { parseExtra } from "../generation.js";
 import { DEFAULT_MAX_TOKENS, saveDefaultSettings } from "../conversations.js";
+import { toolFields } from "./tool_settings.js";
 
 // The hints are the server's defaults (llama-server's), used when a field is left empty.
 const NUMBER_FIELDS = [
@@ -12,8 +13,11 @@ const NUMBER_FIELDS = [
   { key: "max_tokens", label: "Max tokens", min: -1, step: 1, hint: "no limit", integer: true },
 ];
 
-/** Edit `settings`; resolves to the new settings, or null when cancelled. */
-export function settingsDialog(settings, { title = "Chat settings" } = {}) {
+/**
+ * Edit `settings`; resolves to the new settings, or null when cancelled. `tools`: the router
+ * has tools, so their settings are shown.
+ */
+export function settingsDialog(settings, { title = "Chat settings", tools = false } = {}) {
   return new Promise((resolve) => {
     let answer = null;
     const system = h("textarea", {
@@ -31,9 +35,11 @@ export function settingsDialog(settings, { title = "Chat settings" } = {}) {
     });
     const asDefault = h("input", { type: "checkbox", name: "default" });
     const error = h("p", { class: "dialog-error", role: "alert", hidden: true });
+    const toolPart = tools ? toolFields(settings) : null;
 
     function read() {
-      const next = { system: system.value, extra: extra.value.trim() };
+      const next = { ...settings, system: system.value, extra: extra.value.trim(),
+        ...toolPart?.read() };
       for (const field of NUMBER_FIELDS) {
         const raw = numbers[field.key].value.trim();
         if (!raw) {
@@ -78,6 +84,7 @@ export function settingsDialog(settings, { title = "Chat settings" } = {}) {
       + `New chats stop replies at ${DEFAULT_MAX_TOKENS} tokens unless you change it here.`),
     h("label", { class: "field" },
       h("span", {}, "Extra parameters (JSON, sent with each request)"), extra),
+    toolPart?.el,
     h("label", { class: "check" }, asDefault, h("span", {}, "Use these settings for new chats")),
     error,
     h("div", { class: "dialog-actions" },

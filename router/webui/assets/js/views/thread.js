@@ -12,6 +12,7 @@ import { renderMarkdown } from "../markdown.js";
 import { models, status } from "../models.js";
 import { replyStats, replyStatus } from "./message.js";
 import { failureOf } from "./status.js";
+import { fillToolCalls, toolCallsKey } from "./tool_calls.js";
 
 const STICK_TO_BOTTOM_PX = 80;
 
@@ -65,6 +66,7 @@ export class ThreadView {
     const body = h("div", { class: message.role === "user" ? "msg-body plain" : "msg-body md" });
     const reasoning = h("details", { class: "msg-reasoning", hidden: true },
       h("summary", {}, "Reasoning"), h("div", { class: "msg-reasoning-text plain" }));
+    const tools = h("div", { class: "msg-tools", hidden: true, "aria-label": "Tool calls" });
     const statusLine = h("div", { class: "msg-status" });
     const foot = h("footer", { class: "msg-foot" });
     const head = message.role === "assistant"
@@ -72,8 +74,8 @@ export class ThreadView {
     const el = h("article", {
       class: `msg msg-${message.role}`, dataset: { id: message.id },
       "aria-label": message.role === "user" ? "Your message" : "Reply",
-    }, head, reasoning, body, imagesOf(message), statusLine, foot);
-    const parts = { el, body, reasoning, statusLine, foot, shown: null };
+    }, head, reasoning, body, tools, imagesOf(message), statusLine, foot);
+    const parts = { el, body, reasoning, tools, statusLine, foot, shown: null };
     this.rendered.set(message.id, parts);
     this.fill(message, parts);
     return el;
@@ -92,17 +94,24 @@ export class ThreadView {
     }
     parts.editor = null;
     // Markdown is re-rendered only when the text changed (most updates are status ticks).
-    const key = `${message.content.length}:${live}`;
+    // The typing caret goes once the reply turns out to be tool calls (shown below the text).
+    const typing = live && !message.toolCalls?.length;
+    const key = `${message.content.length}:${live}:${typing}`;
     if (parts.shown !== key) {
       parts.shown = key;
       if (message.role === "user") parts.body.textContent = message.content;
       else if (message.content) renderMarkdown(parts.body, message.content, { final: !live });
       else parts.body.replaceChildren();
-      parts.body.classList.toggle("is-live", live);
+      parts.body.classList.toggle("is-live", typing);
     }
     if (message.reasoning) {
       parts.reasoning.hidden = false;
       parts.reasoning.lastChild.textContent = message.reasoning;
+    }
+    const toolsKey = toolCallsKey(message);
+    if (parts.toolsKey !== toolsKey) {
+      parts.toolsKey = toolsKey;
+      fillToolCalls(parts.tools, message);
     }
     replace(parts.statusLine, replyStatus(message, run, live, this.bannerFailure(message)));
     // The footer holds buttons: rebuilt only when what it shows changes, since a button that
