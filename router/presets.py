@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral.hub.names import canonical_tag
@@ -16,9 +16,11 @@ from corral.options import OptionError, normalise_options
 
 __all__ = [
     "DEFAULTS_SECTION",
+    "PEER_SECTION_PREFIX",
     "PresetError",
     "PresetFile",
     "PresetSection",
+    "RawSection",
     "load_preset_file",
     "parse_preset_text",
     "render_ini",
@@ -26,6 +28,9 @@ __all__ = [
 
 DEFAULTS_SECTION = "*"
 _IMPLICIT_SECTION = "default"  # upstream's name for keys written before the first header
+# ``[peer NAME]`` sections name other servers, not models (docs/scaling.md); their keys are not
+# model options, so they are kept as written for router.peer_config.
+PEER_SECTION_PREFIX = "peer "
 
 
 class PresetError(OptionError):
@@ -40,10 +45,18 @@ class PresetSection:
 
 
 @dataclass(frozen=True, slots=True)
+class RawSection:
+    name: str  # without the ``peer `` prefix
+    pairs: tuple[tuple[str, str], ...]  # keys and values as written, in file order
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
 class PresetFile:
     path: Path
     defaults: Mapping[str, str]  # the ``[*]`` section: under every model of every source
     sections: Mapping[str, PresetSection]  # by canonical section name, in file order
+    peers: Mapping[str, RawSection] = field(default_factory=dict)  # by peer name, in file order
 
 
 _HEADER = re.compile(r"\[[ \t]*(?P<name>[^\]]*?)[ \t]*\]")
@@ -89,7 +102,12 @@ def parse_preset_text(text: str, *, source: str) -> PresetFile:
             )
     sections: dict[str, PresetSection] = {}
     defaults: dict[str, str] = {}
+    peers: dict[str, RawSection] = {}
     for name, (line_number, pairs) in raw_sections.items():
+        if name.startswith(PEER_SECTION_PREFIX):
+            peer = name.removeprefix(PEER_SECTION_PREFIX).strip(" \t")
+            peers[peer] = RawSection(peer, tuple(pairs), line_number)
+            continue
         try:
             options = normalise_options(pairs, where=f"{source}: section [{name}]")
         except OptionError as error:
@@ -98,7 +116,7 @@ def parse_preset_text(text: str, *, source: str) -> PresetFile:
             defaults = options
         elif name != _IMPLICIT_SECTION or options:
             sections[name] = PresetSection(name, options, line_number)
-    return PresetFile(Path(source), defaults, sections)
+    return PresetFile(Path(source), defaults, sections, peers)
 
 
 def load_preset_file(path: Path) -> PresetFile:

@@ -121,11 +121,14 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
             raise ApiError(500, f"reload failed: {exc}") from None
     created = int(time.time())
     models = rt.pool.models
+    catalogue = rt.pool.catalogue
     data = [
         _entry(state, created, rt.scheduler.retry_after(state))
         for state in models.values()
-        if not state.entry.hidden
+        # A name a ``prefer = peer`` peer answers for is listed as that peer's.
+        if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None
     ]
+    data += rt.peers.listing(created, lambda name: catalogue.resolve(name) is not None)
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
     listing: dict[str, Any] = {"object": "list", "data": sorted(data, key=lambda e: str(e["id"]))}
