@@ -24,6 +24,7 @@ PAGES = [
     "webui",
     "development",
     "benchmarks",
+    "scaling",
 ]
 
 
