@@ -94,8 +94,10 @@ class Peer:
                 raise UpstreamError(f"listing its models answered {status}: {_reason(body)}")
             listing = msgspec.json.decode(body, type=_Listing)
         except (UpstreamError, TimeoutError, msgspec.ValidationError, msgspec.DecodeError) as exc:
-            self.error = str(exc) or "no answer in time"
-            _log.warning("peer not listed", peer=self.name, url=self.config.url, error=self.error)
+            error = str(exc) or "no answer in time"
+            if error != self.error:  # once per cause, not every refresh
+                _log.warning("peer not listed", peer=self.name, url=self.config.url, error=error)
+            self.error = error
         else:
             self.listed = tuple(model.id for model in listing.data)
             if self.error is not None or not self.refreshed.is_set():
@@ -158,7 +160,8 @@ class PeerSet:
                 kept.append(peer)
                 continue
             scope.cancel()
-            peer.client.abort()
+            # Answers in progress finish on their connections; only idle ones close now.
+            self._group.start_soon(peer.client.aclose)
             del self._peers[name]
         peers: dict[str, tuple[Peer, anyio.CancelScope]] = {}
         for name, config in wanted.items():  # file order decides which peer wins a name
