@@ -188,6 +188,23 @@ def test_a_resumed_stream_replays_through_the_peer(near: RouterProcess) -> None:
     assert near.client.get("/v1/stream", params={"conv_id": conversation}).status_code == 404
 
 
+def test_a_stream_left_mid_way_resumes_through_the_peer(near: RouterProcess) -> None:
+    """The client goes away after one token: the peer keeps generating for the conversation,
+    and a replay through ``near`` gets the whole answer."""
+    conversation = "peer-chat-2"
+    body = {"model": "beta", "messages": PROMPT, "max_tokens": 24, "stream": True,
+            "ignore_eos": True}  # fmt: skip
+    headers = {"X-Conversation-Id": conversation}
+    with near.client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as response:
+        first = next(line for line in response.iter_lines() if '"content":"' in line)
+    replay = near.client.get("/v1/stream", params={"conv_id": conversation, "from": 0})
+    assert replay.status_code == 200
+    events = [line for line in replay.text.splitlines() if line.startswith("data: ")]
+    assert first in events
+    assert events[-1] == "data: [DONE]"  # generated to the end though nobody was listening
+    assert sum('"content":"' in event for event in events) > 1
+
+
 def test_reload_lists_what_the_peer_lists_now(
     near: RouterProcess, far: RouterProcess, far_models: Path
 ) -> None:
