@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -214,6 +215,21 @@ def test_reload_lists_what_the_peer_lists_now(
     reloaded = near.client.get("/models", params={"reload": 1}).json()["data"]
     delta = next(entry for entry in reloaded if entry["id"] == "delta")
     assert delta["status"]["value"] == "remote"
+
+
+def test_sighup_lists_the_peer_again(far: RouterProcess, far_models: Path, tmp_path: Path) -> None:
+    preset = tmp_path / "models.ini"
+    preset.write_text(f"[peer far]\nurl = {far.url}\napi-key = {FAR_KEY}\nrefresh = 0\n")
+    with running_router(["--models-preset", str(preset)]) as near:
+        near.wait_for_log("peer listed", peer="far")
+        assert "epsilon" not in _listing(near)
+        write_tiny_gguf(far_models / "epsilon.gguf", name="epsilon", seed=4)
+        far.client.get(
+            "/models", params={"reload": 1}, headers={"Authorization": f"Bearer {FAR_KEY}"}
+        )
+        near.process.send_signal(signal.SIGHUP)
+        near.wait_for_log("models reloaded")
+        assert _listing(near)["epsilon"]["status"]["peer"] == "far"
 
 
 def test_prefer_peer_gives_a_clashing_name_to_the_peer(
