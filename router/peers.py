@@ -99,10 +99,10 @@ class Peer:
                 _log.warning("peer not listed", peer=self.name, url=self.config.url, error=error)
             self.error = error
         else:
-            self.listed = tuple(model.id for model in listing.data)
-            if self.error is not None or not self.refreshed.is_set():
-                _log.info("peer listed", peer=self.name, models=list(self.listed))
-            self.error = None
+            listed = tuple(model.id for model in listing.data)
+            if listed != self.listed or self.error is not None or not self.refreshed.is_set():
+                _log.info("peer listed", peer=self.name, models=list(listed))
+            self.listed, self.error = listed, None
         self.refreshed.set()
 
     async def refresh_every(self, seconds: float) -> None:

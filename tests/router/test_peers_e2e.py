@@ -232,6 +232,22 @@ def test_sighup_lists_the_peer_again(far: RouterProcess, far_models: Path, tmp_p
         assert _listing(near)["epsilon"]["status"]["peer"] == "far"
 
 
+def test_the_peer_is_listed_again_every_refresh_seconds(
+    far: RouterProcess, far_models: Path, tmp_path: Path
+) -> None:
+    preset = tmp_path / "models.ini"
+    preset.write_text(f"[peer far]\nurl = {far.url}\napi-key = {FAR_KEY}\nrefresh = 0.2\n")
+    with running_router(["--models-preset", str(preset)]) as near:
+        first = near.wait_for_log("peer listed", peer="far")
+        assert "zeta" not in first["models"]
+        write_tiny_gguf(far_models / "zeta.gguf", name="zeta", seed=5)
+        far.client.get(
+            "/models", params={"reload": 1}, headers={"Authorization": f"Bearer {FAR_KEY}"}
+        )
+        near.wait_for_record(lambda r: r.get("event") == "peer listed" and "zeta" in r["models"])
+        assert _listing(near)["zeta"]["status"]["value"] == "remote"
+
+
 def test_prefer_peer_gives_a_clashing_name_to_the_peer(
     far: RouterProcess, models_dir: Path, refused_port: int, tmp_path: Path
 ) -> None:
