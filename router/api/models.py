@@ -17,7 +17,7 @@ from corral.hub.mmproj_inputs import input_modalities
 from corral.hub.sizes import files_size
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.inference import forward_to_model
-from router.api.runtime import runtime
+from router.api.runtime import RouterRuntime, runtime
 from router.api_keys import admin_only
 from router.catalogue import CatalogueError
 from router.events import ModelEvent
@@ -149,10 +149,18 @@ def model_in_body(body: bytes) -> str:
     return name
 
 
+def _not_a_peers(rt: RouterRuntime, name: str) -> None:
+    """A peer's model loads and unloads on the peer, not here (docs/scaling.md)."""
+    route = rt.peers.route(name, local=rt.pool.catalogue.resolve(name) is not None)
+    if route is not None:
+        raise ApiError(400, f"model '{name}' is served by peer '{route.peer.name}'")
+
+
 @post("/models/load", status_code=200, opt=admin_only())
 async def load_model(request: AnyRequest) -> dict[str, bool]:
     """Start loading now, bypassing the queue; answers once the worker is spawned."""
     name = model_in_body(await request.body())
+    _not_a_peers(runtime(request), name)
     with scheduling_answered():
         await runtime(request).scheduler.load_now(name)
     return {"success": True}
@@ -170,6 +178,7 @@ async def unload_model(request: AnyRequest) -> dict[str, bool]:
     if download is not None and download.downloading:
         await rt.downloads.cancel(download)
         return {"success": True}
+    _not_a_peers(rt, name)
     with scheduling_answered():
         state = rt.pool.get(name)
     if not state.running or state.stop_requested:

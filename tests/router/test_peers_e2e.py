@@ -171,6 +171,13 @@ def test_a_wrong_peer_key_is_a_502_with_the_reason_and_no_key_is_ever_shown(
         assert WRONG_KEY not in text
 
 
+def test_a_peers_model_is_not_loaded_or_unloaded_here(near: RouterProcess) -> None:
+    for route in ("/models/load", "/models/unload"):
+        answer = near.client.post(route, json={"model": "beta"})
+        assert answer.status_code == 400
+        assert answer.json()["error"]["message"] == "model 'beta' is served by peer 'far'"
+
+
 def test_a_resumed_stream_replays_through_the_peer(near: RouterProcess) -> None:
     conversation = "peer-chat-1"
     body = {"model": "beta", "messages": PROMPT, "max_tokens": 12, "stream": True,
