@@ -73,6 +73,12 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
                         const="false",
                         help=argparse.SUPPRESS,
                     )
+        elif spec.kind in ("list", "scaled-list"):
+            # Repeatable as upstream's --lora; the values are joined into one comma list.
+            metavar = "FILE:SCALE" if spec.kind == "scaled-list" else "FILE"
+            group.add_argument(
+                *flags, dest=_dest(spec), metavar=metavar, action="append", help=help_
+            )
         else:
             metavar = "|".join(spec.literals) if spec.kind == "choice" else spec.kind.upper()
             group.add_argument(*flags, dest=_dest(spec), metavar=metavar, default=None, help=help_)
@@ -86,6 +92,8 @@ def model_options_from(
     given: list[tuple[str, str]] = []
     for spec in WORKER_OPTIONS:
         value = getattr(args, _dest(spec))
+        if isinstance(value, list):
+            value = ",".join(value)
         if value is not None:
             given.append((spec.name, value))
         elif any(n in env for n in spec.negatives if n.startswith("LLAMA_ARG_NO_")):

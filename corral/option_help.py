@@ -46,6 +46,11 @@ MODEL_OPTION_HELP: dict[str, str] = {
     '`{"enable_thinking": false}`; a request\'s `chat_template_kwargs` win over it',
     "jinja": "render chat templates with Jinja as llama-server does (default on); `no-jinja` = "
     "llama.cpp's built-in templates only, no tools",
+    "reasoning": "thinking on or off for templates that switch it (`enable_thinking`); `auto` = "
+    "the template's default; `--chat-template-kwargs` wins",
+    "reasoning-format": "where thinking goes: `none` (left in the content), `deepseek` or "
+    "`auto` (`reasoning_content`), `deepseek-legacy` (both); see docs/tool-calls.md",
+    "reasoning-budget": "tokens of thinking before the end tag is forced: -1 unlimited, 0 none",
     "mmap": "map the weights from the file (`no-mmap` = read them into memory)",
     "mlock": "lock the weights in RAM (needs a memlock limit, e.g. `LimitMEMLOCK=infinity`)",
     "flash-attn": "flash attention",
@@ -54,10 +59,23 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "rope-freq-base": "RoPE base frequency",
     "sleep-idle-seconds": "free the weights after this many idle seconds (status `sleeping`); "
     "the next request wakes the model; `-1` = never",
-    "slots": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "slots": "serve `GET /slots` (`no-slots`: 501)",
+    "slot-save-path": "folder for `POST /slots/{id}?action=save|restore` files (without it: 501)",
+    "kv-persist": "Corral: save each slot's KV cache when the worker stops gracefully "
+    "(eviction, ttl, unload) or sleeps, and restore it for a prompt that extends it",
+    "kv-cache-dir": "Corral: where saved KV caches go (default `$XDG_CACHE_HOME/corral/kv`, "
+    "else `~/.cache/corral/kv`)",
+    "kv-cache-max": "Corral: most disk the saved KV caches of all models may take (`4G` "
+    "default); least recently used go first",
     "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it)",
     "pooling": "embedding pooling",
     "reranking": "serve `/v1/rerank`, `/rerank`, `/v1/reranking` and `/reranking` (501 without "
     "it); implies `embeddings` and `pooling = rank`, whatever `pooling` says",
     "webui": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "lora": "LoRA adapter files applied at scale 1, comma-separated or the flag repeated; ids "
+    "count from 0 in this order, then `lora-scaled`'s (docs/api.md, LoRA adapters)",
+    "lora-scaled": "LoRA adapters with their scale, `FILE:SCALE`, comma-separated or the flag "
+    "repeated",
+    "lora-init-without-apply": "load the LoRA adapters at scale 0, to be applied by "
+    "`POST /lora-adapters` or a request's `lora` field",
 }

@@ -31,8 +31,11 @@ __all__ = [
 ]
 
 # int/float/str as named; bool: on|off words; switch: on|off|auto (flash-attn); choice: one of
-# ``literals``; size: bytes, with an optional K/M/G/T suffix (powers of 1024).
-OptionKind = Literal["int", "float", "str", "bool", "switch", "choice", "size"]
+# ``literals``; size: bytes, with an optional K/M/G/T suffix (powers of 1024); list: a comma list
+# whose flag may be repeated (--lora); scaled-list: the same of FILE:SCALE items (--lora-scaled).
+OptionKind = Literal[
+    "int", "float", "str", "bool", "switch", "choice", "size", "list", "scaled-list"
+]
 # worker: rendered as a worker flag; model: shapes the catalogue entry (path, names);
 # preset: read by the router only (upstream's preset-only keys and Corral's own).
 OptionRole = Literal["worker", "model", "preset"]
@@ -112,6 +115,21 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_JINJA",),
         negatives=("no-jinja", "LLAMA_ARG_NO_JINJA"),
     ),
+    OptionSpec("reasoning", "switch", spellings=("rea", "LLAMA_ARG_REASONING")),
+    OptionSpec(
+        "reasoning-format",
+        "choice",
+        spellings=("LLAMA_ARG_THINK",),
+        literals=("none", "deepseek", "deepseek-legacy", "auto"),
+    ),
+    # Upstream rejects anything below -1; -1 means no budget.
+    OptionSpec(
+        "reasoning-budget",
+        "int",
+        spellings=("LLAMA_ARG_THINK_BUDGET",),
+        bound="non_negative",
+        literals=("-1",),
+    ),
     OptionSpec(
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),
@@ -140,6 +158,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_ENDPOINT_SLOTS",),
         negatives=("no-slots", "LLAMA_ARG_NO_ENDPOINT_SLOTS"),
     ),
+    OptionSpec("slot-save-path", "str"),
+    # Corral's own: slot caches kept across stops and sleeps (docs/serving.md).
+    OptionSpec("kv-persist", "bool", negatives=("no-kv-persist",)),
+    OptionSpec("kv-cache-dir", "str"),
+    OptionSpec("kv-cache-max", "size"),
     OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
     OptionSpec(
         "pooling",
@@ -154,6 +177,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("ui", "LLAMA_ARG_UI"),
         negatives=("no-webui", "no-ui", "LLAMA_ARG_NO_UI"),
     ),
+    OptionSpec("lora", "list"),
+    OptionSpec("lora-scaled", "scaled-list"),
+    OptionSpec("lora-init-without-apply", "bool"),
 )
 
 _BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
@@ -210,8 +236,30 @@ def parse_size(raw: str) -> int:
     return int(float(match["number"]) * _SIZE_UNITS[match["unit"].lower()])
 
 
+def _list_items(raw: str) -> list[str]:
+    items = [item.strip() for item in raw.split(",") if item.strip()]
+    if not items:
+        raise ValueError("expected one or more comma-separated values, got nothing")
+    return items
+
+
+def _scaled_item(item: str) -> str:
+    path, colon, scale = item.rpartition(":")
+    try:
+        number = float(scale) if colon and path else math.nan
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise ValueError(f"expected FILE:SCALE, got '{item}'")
+    return f"{path}:{_format_float(number)}"
+
+
 def _normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
     """The canonical text of a value; ``ValueError`` says what was expected."""
+    if spec.kind == "list":
+        return ",".join(_list_items(raw))
+    if spec.kind == "scaled-list":
+        return ",".join(_scaled_item(item) for item in _list_items(raw))
     if spec.kind == "bool":
         return "true" if parse_bool(raw) != negated else "false"
     if spec.kind == "switch":

@@ -26,6 +26,7 @@ from corral.hub.cache_layout import is_blob_name, is_commit
 from corral.hub.cache_scan import first_shards
 from corral.hub.mmproj import best_mmproj
 from corral.hub.names import choose_tag, is_safe_repo_path, parse_reference
+from corral.hub.remote_preset import PRESET_FILE, PRESET_TAG
 from corral.hub.shards import shards_of
 
 __all__ = ["DownloadError", "DownloadPlan", "PlannedFile", "resolve_plan"]
@@ -82,7 +83,13 @@ def _blob_id(sibling: RepoSibling) -> str | None:
 
 
 def _pick_files(repo: str, tag: str | None, paths: list[PurePosixPath]) -> tuple[str, list[str]]:
-    """The tag and the files to fetch: every shard of its model, then its mmproj."""
+    """The tag and the files to fetch: every shard of its model, then its mmproj.
+
+    A repository with a root ``preset.ini`` is a remote preset: that file alone, whatever the
+    tag, as llama-server fetches it.
+    """
+    if PurePosixPath(PRESET_FILE) in paths:
+        return PRESET_TAG, [PRESET_FILE]
     models = first_shards(paths)
     if not models:
         raise DownloadError(f"repository '{repo}' has no GGUF model whose name ends in a quant tag")

@@ -16,6 +16,7 @@ from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from router.api import inference_routes, model_routes, stream_routes, webui_routes
 from router.api.access import access_routes
 from router.api.downloads import download_routes
+from router.api.lora import lora_routes
 from router.api.runtime import RouterRuntime, load_catalogue, load_peers
 from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
 from router.download_jobs import DownloadJobs
@@ -129,6 +130,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             *model_routes,
             *download_routes,
             *inference_routes,
+            *lora_routes,
             *stream_routes,
             *webui_routes,
             *access_routes,

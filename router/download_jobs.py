@@ -130,8 +130,6 @@ class DownloadJobs:
 
     def start(self, name: str) -> DownloadJob:
         """Spawn the download child; returns at once. Refusals are 400s."""
-        if self._settings.offline:
-            raise ApiError(400, "downloads are disabled: the router runs with --offline")
         if self._settings.cache_dir is None:
             raise ApiError(400, "downloads are disabled: no hub cache directory")
         try:

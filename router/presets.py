@@ -1,7 +1,9 @@
 """llama.cpp's preset INI (``--models-preset FILE.ini``), read through the one option table.
 
 Keys are any spelling :data:`corral.options.OPTIONS` knows; values are normalised there, so the
-settings of two reloads compare as plain strings.
+settings of two reloads compare as plain strings. A key llama-server accepts that the table does
+not know (:data:`~router.llama_server_keys.LLAMA_SERVER_KEYS`) is left out with a one-line
+notice, so a preset written for llama-server loads; any other key is an error.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import structlog
+
 from corral.hub.names import canonical_tag
-from corral.options import OptionError, normalise_options
+from corral.options import OptionError, find_option, normalise_options
+from router.llama_server_keys import LLAMA_SERVER_KEYS
 
 __all__ = [
     "DEFAULTS_SECTION",
@@ -25,6 +30,8 @@ __all__ = [
     "parse_preset_text",
     "render_ini",
 ]
+
+_log = structlog.get_logger("corral.router")
 
 DEFAULTS_SECTION = "*"
 _IMPLICIT_SECTION = "default"  # upstream's name for keys written before the first header
@@ -73,6 +80,24 @@ def _canonical_section_name(name: str) -> str:
     return f"{model}:{canonical_tag(tag)}"
 
 
+def _without_no_effect_keys(
+    pairs: list[tuple[str, str]], *, source: str, section: str
+) -> list[tuple[str, str]]:
+    """``pairs`` less the llama-server keys Corral does not act on, each noticed in the log."""
+    kept: list[tuple[str, str]] = []
+    for key, value in pairs:
+        if find_option(key) is None and key in LLAMA_SERVER_KEYS:
+            _log.warning(
+                "preset key accepted for llama-server compatibility has no effect here",
+                file=source,
+                section=section,
+                key=key,
+            )
+        else:
+            kept.append((key, value))
+    return kept
+
+
 def parse_preset_text(text: str, *, source: str) -> PresetFile:
     """Parse INI text; ``source`` names the file in messages and anchors relative paths."""
     raw_sections: dict[str, tuple[int, list[tuple[str, str]]]] = {_IMPLICIT_SECTION: (0, [])}
@@ -108,6 +133,7 @@ def parse_preset_text(text: str, *, source: str) -> PresetFile:
             peer = name.removeprefix(PEER_SECTION_PREFIX).strip(" \t")
             peers[peer] = RawSection(peer, tuple(pairs), line_number)
             continue
+        pairs = _without_no_effect_keys(pairs, source=source, section=name)
         try:
             options = normalise_options(pairs, where=f"{source}: section [{name}]")
         except OptionError as error:

@@ -97,7 +97,8 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     "hf_repos": (
         "LLAMA_ARG_HF_REPO",
         "load this hub model (`org/repo[:TAG]`) at startup, downloading it first (with "
-        "progress on stderr) when it is not in the hub cache; with `--offline` it must be there",
+        "progress on stderr) when it is not in the hub cache; with `--offline` it must be there; "
+        "a repository with a root `preset.ini` is served as that preset (remote preset)",
     ),
     "timeout": ("LLAMA_ARG_TIMEOUT", "longest silence (seconds) from a worker within one response"),
     "stall_timeout": (
@@ -116,7 +117,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "requests that may wait for model loads at once, all models together; more are "
         "refused with 503 and `Retry-After` (`0`: no limit)",
     ),
-    "offline": ("LLAMA_ARG_OFFLINE", "never contact the hub: `POST /models` answers 400"),
+    "offline": (
+        "LLAMA_ARG_OFFLINE",
+        "no implicit downloads: `-hf` must name a cached model; an explicit `POST /models` "
+        "still downloads, as in llama-server",
+    ),
     "hf_token": (
         "HF_TOKEN",
         "hub token for downloads (else `HF_TOKEN`, else `HUGGING_FACE_HUB_TOKEN`); given to "

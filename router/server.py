@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from dataclasses import replace
 
 import structlog
 import uvicorn
 
 from corral.children.environment import MAX_BODY_ENV
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
+from corral.hub.remote_preset import cached_preset
 from corral.logs import configure_logging
 from corral.sockets import bind_tcp
 from router.access_log import AccessLog
@@ -30,23 +32,41 @@ __all__ = ["serve"]
 _log = structlog.get_logger("corral.router")
 
 
-def _download_missing(settings: ServeSettings) -> None:
+def _download_missing(settings: ServeSettings) -> ServeSettings:
     """``-hf ORG/REPO[:TAG]`` of a model not in the cache: download it first, as llama-server
-    does, through the same download child as ``corral pull`` (progress on stderr)."""
-    if settings.offline or settings.cache_dir is None:
-        return  # create_app then says the model is missing and that --offline forbids fetching
+    does, through the same download child as ``corral pull`` (progress on stderr).
+
+    A repository with a root ``preset.ini`` is a remote preset (:mod:`corral.hub.remote_preset`):
+    the settings that come back serve it as ``--models-preset``, in router mode.
+    """
+    cache_dir = settings.cache_dir
+    if cache_dir is None:
+        return settings  # create_app then says the model is missing
     for reference in settings.hf_repos:
-        if resolve_cached_model(scan_cache(settings.cache_dir), reference) is not None:
-            continue
-        _log.info("downloading a --hf-repo model before serving", model=reference)
-        try:
-            name = download_model(
-                reference, settings.cache_dir, token=settings.hf_token, progress=sys.stderr
+        repo = reference.partition(":")[0]
+        cached = resolve_cached_model(scan_cache(cache_dir), reference)
+        preset = cached_preset(cache_dir, repo)
+        # --offline: only implicit fetches are off, and this is one (create_app says so).
+        if cached is None and preset is None and not settings.offline:
+            _log.info("downloading a --hf-repo model before serving", model=reference)
+            try:
+                name = download_model(
+                    reference, cache_dir, token=settings.hf_token, progress=sys.stderr
+                )
+            except DownloadFailed as exc:
+                _log.error("cannot download a --hf-repo model", model=reference, error=str(exc))
+                raise SystemExit(1) from None
+            _log.info("downloaded", model=name)
+            preset = cached_preset(cache_dir, repo)
+        if preset is not None:
+            _log.warning("using preset.ini from a hub repository", repo=repo, preset=str(preset))
+            settings = replace(
+                settings,
+                models_preset=preset,
+                hf_repos=tuple(r for r in settings.hf_repos if r != reference),
+                single_model=False,
             )
-        except DownloadFailed as exc:
-            _log.error("cannot download a --hf-repo model", model=reference, error=str(exc))
-            raise SystemExit(1) from None
-        _log.info("downloaded", model=name)
+    return settings
 
 
 def serve(settings: ServeSettings) -> None:
@@ -57,7 +77,7 @@ def serve(settings: ServeSettings) -> None:
         _log.warning("flag accepted for llama-server compatibility has no effect here", flag=flag)
     # Inherited by every worker (docs/protocol.md §8): none refuses a body the router accepted.
     os.environ[MAX_BODY_ENV] = str(settings.max_body)
-    _download_missing(settings)
+    settings = _download_missing(settings)
     try:
         app = create_app(settings)
     except CatalogueError as exc:

@@ -76,6 +76,9 @@ _WORKER_FIELDS: dict[str, str] = {
     "chat-template-file": "chat_template",
     "chat-template-kwargs": "chat_template_kwargs",
     "jinja": "jinja",
+    "reasoning": "reasoning",
+    "reasoning-format": "reasoning_format",
+    "reasoning-budget": "reasoning_budget",
     "mmap": "use_mmap",
     "mlock": "use_mlock",
     "flash-attn": "flash_attn",
@@ -87,6 +90,17 @@ _WORKER_FIELDS: dict[str, str] = {
     "pooling": "pooling",
     "reranking": "reranking",
     "mmproj-offload": "mmproj_offload",
+    "slots": "endpoint_slots",
+    "slot-save-path": "slot_save_path",
+    "kv-persist": "kv_persist",
+    "lora": "lora",
+    "lora-scaled": "lora",
+    "lora-init-without-apply": "lora_init_without_apply",
+}
+# Defaults that depend on the machine, or read better as written than as the worker holds them.
+_WRITTEN_DEFAULTS = {
+    "kv-cache-dir": "`$XDG_CACHE_HOME/corral/kv` (else `~/.cache/corral/kv`)",
+    "kv-cache-max": "`4G`",
 }
 _NONE_MEANS = {
     "threads": "half the CPUs",
@@ -96,6 +110,7 @@ _NONE_MEANS = {
     "cache-type-v": "f16",
     "sleep-idle-seconds": "never",
     "pooling": "the model's",
+    "slot-save-path": "none (slot actions answer 501)",
 }
 
 
@@ -210,8 +225,10 @@ under every model of every source, `key = value` lines, `;` or `#` comments (a c
 value needs whitespace before it). A section named like a `--models-dir` or cache model
 overrides it; any other section defines a new model and needs `model` or `hf-repo`. A key may
 be written as any spelling below, without dashes; `no-` spellings invert the value
-(`no-mmap = true` is `mmap = false`). Setting one option twice in a section, an unknown key or
-a bad value stops startup (and a reload is refused) with a message naming file, section and
+(`no-mmap = true` is `mmap = false`). A key llama-server accepts that is not below (`cache-reuse`,
+`spec-draft-hf`, …) is left out with a one-line warning that it has no effect here, so a preset
+written for llama-server loads. Setting one option twice in a section, any other unknown key
+or a bad value stops startup (and a reload is refused) with a message naming file, section and
 key. `version` is ignored. `[*]` may not set `model`, `mmproj`, `hf-repo`, `hf-file` or `alias`.
 A commented example setting every key: [config/models.example.ini](../config/models.example.ini).
 
@@ -369,6 +386,10 @@ def _values(spec: OptionSpec) -> str:
         return _code(spec.literals)
     if spec.kind == "size":
         return "size (`512M`, `8G`)"
+    if spec.kind == "list":
+        return "files, comma-separated"
+    if spec.kind == "scaled-list":
+        return "`FILE:SCALE` items, comma-separated"
     words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
     bound = {"any": "", "non_negative": " ≥ 0", "positive": " > 0"}[spec.bound]
     extra = f" or {_code(spec.literals)}" if spec.literals else ""
@@ -378,6 +399,8 @@ def _values(spec: OptionSpec) -> str:
 def _worker_default(spec: OptionSpec, settings: WorkerSettings) -> str:
     if spec.name in NOT_YET_SUPPORTED:
         return "—"
+    if spec.name in _WRITTEN_DEFAULTS:
+        return _WRITTEN_DEFAULTS[spec.name]
     if spec.name not in _WORKER_FIELDS:
         _die(f"per-model option '{spec.name}' has no WorkerSettings field in _WORKER_FIELDS")
     value = getattr(settings, _WORKER_FIELDS[spec.name])
@@ -385,6 +408,8 @@ def _worker_default(spec: OptionSpec, settings: WorkerSettings) -> str:
         return _NONE_MEANS.get(spec.name, "—")
     if isinstance(value, bool):
         return "on" if value else "off"
+    if value == ():
+        return "none"
     if spec.name == "rope-freq-base" and value == 0:
         return "the model's"
     if isinstance(value, float) and value.is_integer():

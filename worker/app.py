@@ -19,7 +19,9 @@ from worker.completions.routes import completion_routes
 from worker.embeddings.rerank_routes import rerank_routes
 from worker.embeddings.routes import embedding_routes
 from worker.generation_pipeline import ContextError, context_error_response
+from worker.model_info.lora_routes import lora_routes
 from worker.model_info.routes import model_info_routes
+from worker.model_info.slot_routes import slot_routes
 from worker.responses_api.routes import responses_routes
 from worker.state import WorkerState
 from worker.streams.routes import stream_routes
@@ -38,6 +40,8 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *rerank_routes,
             *stream_routes,
             *model_info_routes,
+            *slot_routes,
+            *lora_routes,
         ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},
         state=State({"worker": state}),

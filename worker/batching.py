@@ -5,7 +5,8 @@ of the sequences still reading their prompt into a single ``llama_decode``, then
 sequence with its own sampler chain. A sequence that finishes or is cancelled frees its slot at
 once and a waiting request takes the slot mid-flight. Each slot remembers the tokens in its KV
 cache, so a request that starts like an earlier one (a chat's next turn) only evaluates what is
-new. Only the engine thread may call into this module.
+new. Sequences decoded with different LoRA adapter scales never share a step: the sets take
+turns (:mod:`worker.lora_adapters`). Only the engine thread may call into this module.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import llama_cpp
 import structlog
 
 from worker.grammar_sampler import GrammarSampler
+from worker.lora_adapters import AdapterScales, LoraAdapters
 from worker.media.projector import MediaPrompt
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
 
@@ -31,6 +33,8 @@ __all__ = [
     "Finished",
     "Generation",
     "GenerationEvent",
+    "Restore",
+    "common_prefix",
 ]
 
 _log = structlog.get_logger("corral.worker.batching")
@@ -68,6 +72,7 @@ class Generation:
     stops: list[str] = field(default_factory=list)
     ignore_eos: bool = False
     cache_prompt: bool = True
+    lora: dict[int, float] | None = None  # the request's adapter scales; None: the global ones
     cancelled: bool = False  # set from the event loop; read here once per step
     media: MediaPrompt | None = None  # a prompt with images or audio; ``prompt`` counts them
     # Progress, owned by the engine thread.
@@ -76,6 +81,7 @@ class Generation:
     generated: int = 0
     cached: int = 0
     next_token: int | None = None  # sampled, not yet decoded
+    adapter_scales: AdapterScales = ()  # fixed on submit
     grammar: GrammarSampler | None = None  # parsed on submit, handed to the sampler on admit
     sampler: Any = None
     batch_index: int = -1
@@ -101,20 +107,38 @@ class EngineMetrics:
     n_tokens_max: int = 0
 
 
+# (seq, prompt, tokens the slot already reuses) → the tokens the sequence holds after loading a
+# saved cache into it, or None when nothing was loaded (worker/kv_store.py).
+Restore = Callable[[int, list[int], int], list[int] | None]
+
+
 @dataclass
 class _Slot:
     id: int
     tokens: list[int] = field(default_factory=list)  # what its KV cache holds
+    adapter_scales: AdapterScales = ()  # the LoRA scales that cache was computed with
     generation: Generation | None = None
+    last: Generation | None = None  # the latest generation it ran, for ``/slots``
+    id_task: int = -1  # which admitted generation that was, counted from 0
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
     return n
+
+
+def _reusable(slot: _Slot, generation: Generation) -> int:
+    """How many cached tokens of ``slot`` can serve ``generation``'s prompt.
+
+    None of them when the cache was computed under other LoRA adapter scales.
+    """
+    if slot.adapter_scales != generation.adapter_scales:
+        return 0
+    return common_prefix(slot.tokens, generation.prompt)
 
 
 class BatchEngine:
@@ -126,8 +150,11 @@ class BatchEngine:
         n_parallel: int,
         n_batch: int,
         metrics: EngineMetrics | None = None,
+        adapters: LoraAdapters | None = None,
+        restore: Restore | None = None,
     ) -> None:
         self._ctx = ctx
+        self._restore = restore
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._vocab = vocab
         self._n_vocab = n_vocab
@@ -137,6 +164,9 @@ class BatchEngine:
         self.waiting: deque[Generation] = deque()
         self.metrics = metrics or EngineMetrics()
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._admitted = 0
+        self._adapters = adapters or LoraAdapters()
+        self._turn = -1  # the slot whose adapter scales the last step decoded with
 
     def close(self) -> None:
         for generation in self.waiting:
@@ -150,19 +180,6 @@ class BatchEngine:
     def busy(self) -> bool:
         return bool(self.waiting) or any(slot.generation for slot in self.slots)
 
-    def describe_slots(self) -> list[dict[str, Any]]:
-        """llama-server's ``/slots`` view (the fields Corral tracks)."""
-        return [
-            {
-                "id": slot.id,
-                "n_ctx": self.n_ctx_seq,
-                "is_processing": slot.generation is not None,
-                "n_cached_tokens": len(slot.tokens),
-                "n_decoded": slot.generation.generated if slot.generation else 0,
-            }
-            for slot in self.slots
-        ]
-
     def submit(self, generation: Generation) -> None:
         """Queue ``generation``; :class:`InvalidGrammar` when its grammar does not parse.
 
@@ -170,16 +187,21 @@ class BatchEngine:
         is drained before the model can sleep, so that vocabulary outlives the grammar.
         """
         if generation.params.grammar:
-            generation.grammar = GrammarSampler(self._vocab, generation.params.grammar)
+            generation.grammar = GrammarSampler(
+                self._vocab, generation.params.grammar, generation.params.grammar_triggers
+            )
+        generation.adapter_scales = self._adapters.scales_for(generation.lora)
         self.waiting.append(generation)
 
     def step(self) -> None:
         """Admit, decode one batch, sample: one turn of the loop."""
         self._drop_cancelled()
         self._admit()
-        active = self._fill_batch()
+        scales = self._scales_this_step()
+        active = self._fill_batch(scales)
         if not active:
             return
+        self._adapters.apply(self._ctx, scales)
         code = llama_cpp.llama_decode(self._ctx, self._batch)
         self.metrics.n_decode += 1
         self.metrics.n_busy_slots += len(active)
@@ -208,24 +230,36 @@ class BatchEngine:
             if not free:
                 return
             generation = self.waiting.popleft()
+            generation.started = time.perf_counter()  # a restore below counts as prompt time
             prompt = generation.prompt
             # The free slot whose cache shares the longest prefix with this prompt.
-            slot = max(free, key=lambda s: _common_prefix(s.tokens, prompt))
+            slot = max(free, key=lambda s: _reusable(s, generation))
             # libmtmd evaluates a media prompt whole, from position 0.
             reuse = generation.cache_prompt and generation.media is None
-            keep = _common_prefix(slot.tokens, prompt) if reuse else 0
+            # A saved cache carries no adapter scales: only a slot that has never run one
+            # (scales ``()``) takes it, for a generation that runs none either.
+            if (
+                reuse
+                and self._restore is not None
+                and slot.adapter_scales == generation.adapter_scales == ()
+            ):
+                restored = self._restore(slot.id, prompt, _reusable(slot, generation))
+                if restored is not None:
+                    slot.tokens = restored
+            keep = _reusable(slot, generation) if reuse else 0
             keep = min(keep, len(prompt) - 1)  # the last prompt token must be decoded for logits
             if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
                 # Recurrent models cannot drop part of a sequence: start it over.
                 llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
                 keep = 0
             slot.tokens = prompt[:keep]
+            slot.adapter_scales = generation.adapter_scales
             generation.n_past = generation.cached = keep
             generation.pending = prompt[keep:]
             generation.sampler = build_sampler(generation.params, generation.grammar, self._n_vocab)
             generation.grammar = None  # the chain owns it now
-            generation.started = time.perf_counter()
-            slot.generation = generation
+            slot.generation = slot.last = generation
+            slot.id_task, self._admitted = self._admitted, self._admitted + 1
             if generation.media is not None:
                 self._evaluate_media(slot, generation, generation.media)
 
@@ -251,8 +285,21 @@ class BatchEngine:
         batch.seq_id[index][0] = seq
         batch.logits[index] = logits
 
-    def _fill_batch(self) -> list[_Slot]:
-        """One token per generating sequence first, then prompt chunks in the room left."""
+    def _scales_this_step(self) -> AdapterScales:
+        """The adapter scales of the next busy slot after the last step's: sets take turns."""
+        busy = [slot for slot in self.slots if slot.generation is not None]
+        if not busy:
+            return ()
+        chosen = next((slot for slot in busy if slot.id > self._turn), busy[0])
+        self._turn = chosen.id
+        assert chosen.generation is not None
+        return chosen.generation.adapter_scales
+
+    def _fill_batch(self, scales: AdapterScales) -> list[_Slot]:
+        """One token per generating sequence first, then prompt chunks in the room left.
+
+        Only sequences decoded with ``scales`` take part; the others wait for their turn.
+        """
         n = 0
         active: list[_Slot] = []
         for slot in self.slots:
@@ -260,6 +307,8 @@ class BatchEngine:
             if generation is None:
                 continue
             generation.batch_index = -1
+            if generation.adapter_scales != scales:
+                continue
             if generation.next_token is not None:
                 self._add(n, generation.next_token, generation.n_past, slot.id, True)
                 slot.tokens.append(generation.next_token)
@@ -271,6 +320,8 @@ class BatchEngine:
         for slot in self.slots:
             generation = slot.generation
             if generation is None or not generation.pending or n >= self._n_batch:
+                continue
+            if generation.adapter_scales != scales:
                 continue
             chunk = generation.pending[: self._n_batch - n]
             last = len(chunk) == len(generation.pending)

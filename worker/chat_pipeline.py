@@ -2,76 +2,110 @@
 
 OpenAI's chat completions use it as is; Anthropic's messages and OpenAI's responses translate
 their requests into a ``ChatRequest`` at their edge and bring a :class:`ResponseShape` of their
-own, so templates, tools, grammars and budgets behave the same on every chat-shaped API.
+own, so templates, tools, reasoning, grammars and budgets behave the same on every chat-shaped
+API: each shape reads the output with the same :class:`~worker.chat_formats.OutputParser`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError
+from worker.chat_formats import OutputParser
+from worker.chat_output import OutputPlan, plan_output
 from worker.chat_request import ChatRequest
 from worker.chat_templates import TemplateRenderError
 from worker.engine import Engine
 from worker.generation_pipeline import answer, prepare_generation, token_budget
-from worker.grammars import GrammarError
 from worker.media.chat_media import chat_media_prompt
 from worker.media.projector import MediaPrompt
 from worker.model import LoadedModel
+from worker.reasoning_budget import ReasoningBudget
 from worker.response_shape import ResponseShape
 from worker.state import AnyRequest, loaded
-from worker.tools import ToolPlan, plan_tools
 
 __all__ = ["ShapeFactory", "count_prompt_tokens", "run_chat"]
 
-ShapeFactory = Callable[[str, ToolPlan | None], ResponseShape]
-"""Builds an API's answer shape from the model's alias and the request's tool plan."""
+ShapeFactory = Callable[[str, OutputParser], ResponseShape]
+"""Builds an API's answer shape from the model's alias and how to read the output."""
 
 
-async def _chat_prompt(
-    engine: Engine, model: LoadedModel, body: ChatRequest
-) -> tuple[list[int], ToolPlan | None, MediaPrompt | None]:
-    """The conversation as prompt tokens, the tool plan when the request has tools, and its
-    images or audio when it has some."""
-    messages = msgspec.to_builtins(body.messages)
-    try:
-        plan = plan_tools(body.tools, body.tool_choice)
-    except GrammarError as exc:
-        raise ApiError(400, str(exc)) from None
+@dataclass(frozen=True, slots=True)
+class _ChatPrompt:
+    tokens: list[int]
+    plan: OutputPlan  # how the answer is read, its tool grammar
+    thinking: ReasoningBudget | None
+    media: MediaPrompt | None  # its images or audio, when it has some
+
+
+def _budget(body: ChatRequest, model: LoadedModel) -> int:
+    """The request's thinking budget, else ``--reasoning-budget``; -1 is no budget."""
+    asked = max(body.reasoning_budget_tokens, body.thinking_budget_tokens)
+    return asked if asked >= 0 else model.settings.reasoning_budget
+
+
+async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) -> _ChatPrompt:
+    """The conversation as prompt tokens, and how its answer is to be read."""
+    template = model.template
     # A template that describes tools gets them, in the model's own words, as llama-server
-    # hands them over (even with tool_choice none); the others keep the generic tool mode.
-    tools = body.tools if model.template.caps.supports_tools else None
-    if plan is not None and tools is None:
-        messages = plan.prepare(messages)
-    media = await chat_media_prompt(engine, model, messages, tools, body.chat_template_kwargs)
-    if media is not None:
-        return media.tokens, plan, media
+    # hands them over (even with tool_choice none), and its tool-call syntax is read back;
+    # the others keep the generic tool mode (docs/tool-calls.md).
+    describes = bool(body.tools) and template.caps.supports_tools
+    source = template.source
+    if describes and template.tool_use is not None:
+        source = template.tool_use.source
+    plan = plan_output(
+        source,
+        msgspec.to_builtins(body.messages),
+        body.tools,
+        body.tool_choice,
+        body.parallel_tool_calls,
+        body.reasoning_format or model.settings.reasoning_format,
+        native=describes,
+    )
+    tools = body.tools if describes and not plan.generic else None
+    kwargs = body.chat_template_kwargs
+    budget, tags = _budget(body, model), plan.format.thinking
+    media = await chat_media_prompt(engine, model, plan.messages, tools, kwargs)
+
+    def render() -> _ChatPrompt:
+        request = template.request(plan.messages, tools, kwargs)
+        tokens = media.tokens if media is not None else model.chat_prompt(request)
+        if tags is None:
+            return _ChatPrompt(tokens, plan, None, media)
+        # What the prompt ends with says whether the answer starts inside the thinking.
+        read = plan.after_prompt(template.generation_prompt(request))
+        if budget < 0:
+            return _ChatPrompt(tokens, read, None, media)
+        start, end = (tuple(model.tokenize(t, add_special=False)) for t in (tags.start, tags.end))
+        thinking = ReasoningBudget(budget, start, end, read.whole.thinking_open)
+        return _ChatPrompt(tokens, read, thinking, media)
+
     try:
-        render = model.template.request(messages, tools, body.chat_template_kwargs)
-        prompt = await engine.call(lambda: model.chat_prompt(render))
+        return await engine.call(render)
     except TemplateRenderError as exc:
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
-    return prompt, plan, None
 
 
 async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) -> ASGIResponse:
     """A chat request, answered in the shape ``shape`` builds."""
     engine, model = loaded(request)
-    prompt, plan, media = await _chat_prompt(engine, model, body)
+    chat = await _chat_prompt(engine, model, body)
+    plan = chat.plan
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
     make = prepare_generation(
-        model, body, prompt, budget, plan.grammar if plan is not None else None, media
+        model, body, chat.tokens, budget, plan.grammar, plan.triggers, chat.thinking, chat.media
     )
-    reply = shape(model.settings.alias, plan)
-    reply.prompt_tokens = len(prompt)
+    reply = shape(model.settings.alias, plan.stream if body.stream else plan.whole)
+    reply.prompt_tokens = len(chat.tokens)
     return await answer(request, engine, reply, body.stream, make)
 
 
 async def count_prompt_tokens(request: AnyRequest, body: ChatRequest) -> int:
     """How many tokens ``body``'s conversation takes, as a chat would render it."""
     engine, model = loaded(request)
-    prompt, _, _ = await _chat_prompt(engine, model, body)
-    return len(prompt)
+    return len((await _chat_prompt(engine, model, body)).tokens)

@@ -26,6 +26,11 @@ class ChatRequest(SamplingFields, kw_only=True):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     chat_template_kwargs: dict[str, Any] | None = None
+    parallel_tool_calls: bool = True
+    reasoning_format: str | None = None  # None: the worker's --reasoning-format
+    # -1: the worker's --reasoning-budget; llama-server reads either name.
+    reasoning_budget_tokens: Annotated[int, Meta(ge=-1)] = -1
+    thinking_budget_tokens: Annotated[int, Meta(ge=-1)] = -1
     max_tokens: TokenBudget | None = None
     max_completion_tokens: TokenBudget | None = None
     n_predict: TokenBudget | None = None

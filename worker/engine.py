@@ -30,12 +30,20 @@ class Cancelled(Exception):
 
 class _Call(Generic[T]):
     def __init__(
-        self, fn: Callable[[], T], loop: asyncio.AbstractEventLoop, needs_model: bool
+        self,
+        fn: Callable[[], T],
+        loop: asyncio.AbstractEventLoop,
+        needs_model: bool,
+        when: Callable[[], bool] | None = None,
     ) -> None:
         self.fn = fn
         self.needs_model = needs_model  # False for snapshots (metrics) that must not wake it
+        self.when = when  # run only once this holds; checked again after each step
         self.future: asyncio.Future[T] = loop.create_future()
         self._loop = loop
+
+    def ready(self) -> bool:
+        return self.when is None or self.when()
 
     def run(self) -> None:
         try:
@@ -53,6 +61,10 @@ def _settle(future: asyncio.Future[Any], value: Any, exc: BaseException | None) 
         future.set_exception(exc)
     else:
         future.set_result(value)
+
+
+def _raise_cancelled() -> None:
+    raise Cancelled
 
 
 _Outbox = list[tuple[asyncio.Queue[GenerationEvent], GenerationEvent]]
@@ -100,13 +112,20 @@ class Engine:
         if self._thread is not None:
             self._thread.join()
 
-    async def call(self, fn: Callable[[], T], *, needs_model: bool = True) -> T:
+    async def call(
+        self,
+        fn: Callable[[], T],
+        *,
+        needs_model: bool = True,
+        when: Callable[[], bool] | None = None,
+    ) -> T:
         """Run ``fn`` on the engine thread between two batching steps.
 
         ``needs_model=False`` marks a read of counters or snapshots: it does not wake a
-        sleeping model.
+        sleeping model. ``when`` (checked on the engine thread) defers ``fn`` until it holds,
+        as llama-server defers an action on a busy slot.
         """
-        job = _Call(fn, self._loop, needs_model)
+        job = _Call(fn, self._loop, needs_model, when)
         self._inbox.put(job)
         return await job.future
 
@@ -151,9 +170,10 @@ class Engine:
         if model is None:
             return
         self._model = model
+        deferred: list[_Call[Any]] = []
         try:
             while True:
-                idle = not model.batcher.busy
+                idle = not model.batcher.busy and not deferred
                 # Idle and awake: wait for work at most until it is time to sleep.
                 timeout = sleep_after if idle and not model.sleeping else None
                 while True:
@@ -171,12 +191,21 @@ class Engine:
                     self._busy_since = self._clock()
                     if model.sleeping and job.needs_model:
                         wake(model)
-                    job.run()
+                    if job.ready():
+                        job.run()
+                    else:
+                        deferred.append(job)
                 self._busy_since = self._clock()
                 model.batcher.step()
+                for job in [job for job in deferred if job.ready()]:
+                    deferred.remove(job)
+                    job.run()
                 if self._outbox:
                     outbox, self._outbox = self._outbox, []
                     self._loop.call_soon_threadsafe(_deliver, outbox)
         finally:
+            for job in deferred:
+                job.fn = _raise_cancelled
+                job.run()
             if not model.sleeping:
                 model.close()

@@ -24,6 +24,7 @@ from worker.grammar_sampler import InvalidGrammar
 from worker.grammars import GrammarError, grammar_for
 from worker.media.projector import MediaPrompt
 from worker.model import LoadedModel
+from worker.reasoning_budget import ReasoningBudget
 from worker.response_shape import ResponseShape
 from worker.sampling import SamplingParams
 from worker.sampling_fields import SamplingFields
@@ -42,7 +43,11 @@ MakeGeneration = Callable[[Callable[[GenerationEvent], None]], Generation]
 
 
 def _sampling(
-    model: LoadedModel, body: SamplingFields, tool_grammar: str | None = None
+    model: LoadedModel,
+    body: SamplingFields,
+    tool_grammar: str | None = None,
+    triggers: tuple[str, ...] = (),
+    reasoning_budget: ReasoningBudget | None = None,
 ) -> SamplingParams:
     settings = model.settings
     bias: dict[int, float] = {}
@@ -66,6 +71,8 @@ def _sampling(
                 400, "tools cannot be combined with grammar, json_schema or response_format"
             )
         grammar = tool_grammar
+    else:
+        triggers = ()
     return SamplingParams(
         temperature=settings.temperature if body.temperature is None else body.temperature,
         top_k=body.top_k,
@@ -79,6 +86,8 @@ def _sampling(
         seed=seed,
         logit_bias=bias,
         grammar=grammar,
+        grammar_triggers=triggers,
+        reasoning_budget=reasoning_budget,
     )
 
 
@@ -128,16 +137,20 @@ def prepare_generation(
     prompt: list[int],
     max_tokens: int | None,
     tool_grammar: str | None = None,
+    grammar_triggers: tuple[str, ...] = (),
+    reasoning_budget: ReasoningBudget | None = None,
     media: MediaPrompt | None = None,
 ) -> MakeGeneration:
     """Check the request against the model and return how to build its generation.
 
     The grammar is only turned into GBNF text here; llama.cpp parses it once, as the generation
-    is queued (:meth:`~worker.batching.BatchEngine.submit`).
+    is queued (:meth:`~worker.batching.BatchEngine.submit`); ``grammar_triggers`` make the tool
+    grammar a lazy one.
     """
-    params = _sampling(model, body, tool_grammar)
+    params = _sampling(model, body, tool_grammar, grammar_triggers, reasoning_budget)
     _check_context(model, prompt)
     stops = _stops(body.stop)
+    lora = model.adapters.chosen(body.lora, "lora")
 
     def make(emit: Callable[[GenerationEvent], None]) -> Generation:
         return Generation(
@@ -149,6 +162,7 @@ def prepare_generation(
             ignore_eos=body.ignore_eos,
             cache_prompt=body.cache_prompt,
             media=media,
+            lora=lora,
         )
 
     return make

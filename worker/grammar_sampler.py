@@ -5,12 +5,16 @@ grammar sampler (``llama_sampler_init_grammar``). It is made as the request is q
 grammar llama.cpp rejects is a 400 before any stream starts, and that same sampler then joins
 the request's sampler chain, which owns and frees it from there.
 
+A lazy grammar (tool calls, docs/tool-calls.md) waits for one of its trigger patterns in the
+output and constrains the text from that match on; until then the sampler lets every token by.
+
 Made on the engine thread only, against the vocabulary loaded at that moment: the sampler keeps
 a pointer to it, and a model put to sleep frees its vocabulary.
 """
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import llama_cpp
@@ -25,8 +29,16 @@ class InvalidGrammar(ValueError):
 class GrammarSampler:
     """One parsed grammar (``llama_sampler *``), owned until :meth:`hand_over` or :meth:`free`."""
 
-    def __init__(self, vocab: llama_cpp.llama_vocab_p, gbnf: str) -> None:
-        pointer = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
+    def __init__(
+        self, vocab: llama_cpp.llama_vocab_p, gbnf: str, triggers: tuple[str, ...] = ()
+    ) -> None:
+        if triggers:
+            patterns = (ctypes.c_char_p * len(triggers))(*(t.encode() for t in triggers))
+            pointer = llama_cpp.llama_sampler_init_grammar_lazy_patterns(
+                vocab, gbnf.encode(), b"root", patterns, len(triggers), None, 0
+            )
+        else:
+            pointer = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
         if not pointer:  # llama.cpp has logged where the parse failed
             raise InvalidGrammar("the grammar does not parse")
         self._pointer: Any = pointer

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import llama_cpp
@@ -18,6 +19,8 @@ from llama_cpp._utils import suppress_stdout_stderr
 from worker.batching import BatchEngine, EngineMetrics
 from worker.chat_templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 from worker.embedding_context import Embedder
+from worker.kv_store import open_kv_store
+from worker.lora_adapters import LoraAdapters
 from worker.media.content import Modalities
 from worker.media.projector import Projector
 from worker.sampling import token_piece
@@ -45,7 +48,10 @@ class LoadedModel:
     def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
         self.settings = settings
         self.metrics = EngineMetrics()  # kept across sleeps, like the process's other counters
+        # Their global scales too; the adapters themselves are loaded again on wake.
+        self.adapters = LoraAdapters(settings.lora, apply=not settings.lora_init_without_apply)
         llama_cpp.llama_backend_init()
+        self.kv_store = open_kv_store(settings)
         self._load(on_progress)
         self.template = ChatTemplates(
             TemplateChoice(
@@ -97,9 +103,18 @@ class LoadedModel:
             if settings.mmproj is not None
             else None
         )
+        self.adapters.load(self.model.model)
         self._embedder: Embedder | None = None
+        store = self.kv_store
         self.batcher = BatchEngine(
-            self.ctx, self.vocab, self.n_vocab, settings.parallel, settings.batch_size, self.metrics
+            self.ctx,
+            self.vocab,
+            self.n_vocab,
+            settings.parallel,
+            settings.batch_size,
+            self.metrics,
+            self.adapters,
+            restore=None if store is None else partial(store.restore, self.ctx),
         )
 
     def embedder(self) -> Embedder:
@@ -158,6 +173,13 @@ class LoadedModel:
         return ctx
 
     def close(self) -> None:
+        if self.kv_store is not None:  # before the caches go with the context
+            # Caches computed under LoRA adapters are never restored (worker/batching.py).
+            slots = [(s.id, s.tokens) for s in self.batcher.slots if s.adapter_scales == ()]
+            try:
+                self.kv_store.save(self.ctx, slots)
+            except Exception:  # a cache is worth less than a clean stop
+                _log.exception("kv caches not saved")
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None

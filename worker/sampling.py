@@ -16,6 +16,7 @@ from typing import Any
 import llama_cpp
 
 from worker.grammar_sampler import GrammarSampler
+from worker.reasoning_budget import ReasoningBudget, reasoning_budget_sampler
 
 __all__ = ["SamplingParams", "StopMatcher", "TextAssembler", "build_sampler", "token_piece"]
 
@@ -36,6 +37,8 @@ class SamplingParams:
     seed: int = -1
     logit_bias: dict[int, float] = field(default_factory=dict)
     grammar: str | None = None  # GBNF, from `grammar`, `json_schema` or `response_format`
+    grammar_triggers: tuple[str, ...] = ()  # patterns a lazy (tool-call) grammar waits for
+    reasoning_budget: ReasoningBudget | None = None  # --reasoning-budget, as tokens to watch
 
 
 def build_sampler(params: SamplingParams, grammar: GrammarSampler | None, n_vocab: int) -> Any:
@@ -53,6 +56,8 @@ def build_sampler(params: SamplingParams, grammar: GrammarSampler | None, n_voca
             *(llama_cpp.llama_logit_bias(token, bias) for token, bias in params.logit_bias.items())
         )
         add(llama_cpp.llama_sampler_init_logit_bias(n_vocab, len(params.logit_bias), biases))
+    if params.reasoning_budget is not None:  # before the grammar, as llama.cpp applies it
+        add(reasoning_budget_sampler(params.reasoning_budget))
     if grammar is not None:
         add(grammar.hand_over())
     if (params.repeat_penalty, params.frequency_penalty, params.presence_penalty) != (1, 0, 0):

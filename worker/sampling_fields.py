@@ -11,6 +11,8 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from worker.lora_adapters import LoraChoice
+
 __all__ = ["Penalty", "Probability", "SamplingFields", "TokenBudget"]
 
 Probability = Annotated[float, Meta(ge=0.0, le=1.0)]
@@ -36,5 +38,6 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     grammar: str | None = None
     json_schema: dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
+    lora: list[LoraChoice] | None = None  # this request's LoRA adapter scales (docs/api.md)
     stream: bool = False
     model: str | None = None

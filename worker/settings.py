@@ -9,16 +9,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from corral.option_flags import add_model_flags, model_options_from
 
-__all__ = ["WorkerSettings", "parse_worker_args"]
+__all__ = ["DEFAULT_KV_CACHE_MAX", "WorkerSettings", "default_kv_cache_dir", "parse_worker_args"]
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
-NOT_YET_SUPPORTED = ("slots", "webui")
+NOT_YET_SUPPORTED = ("webui",)
+DEFAULT_KV_CACHE_MAX = 4 << 30
+
+
+def default_kv_cache_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/corral/kv``, else ``~/.cache/corral/kv``: beside Corral's other caches."""
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "corral" / "kv"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +47,9 @@ class WorkerSettings:
     chat_template: str | None = None  # --chat-template, or --chat-template-file's text
     jinja: bool = True
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    reasoning: str = "auto"  # on, off or auto: enable_thinking's default (docs/tool-calls.md)
+    reasoning_format: str = "auto"  # none, deepseek, deepseek-legacy or auto (docs/tool-calls.md)
+    reasoning_budget: int = -1  # tokens of thinking; -1: unlimited
     use_mmap: bool = True
     use_mlock: bool = False
     flash_attn: str = "auto"  # on, off or auto
@@ -51,6 +63,14 @@ class WorkerSettings:
     cache_type_v: str | None = None
     mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
     mmproj_offload: bool = True
+    endpoint_slots: bool = True  # GET /slots; --no-slots answers 501, as upstream
+    slot_save_path: Path | None = None  # POST /slots/{id}: no path, no save/restore (501)
+    kv_persist: bool = True  # save slot caches on a graceful stop or sleep (worker/kv_store.py)
+    kv_cache_dir: Path = Path("kv-cache")
+    kv_cache_max: int = DEFAULT_KV_CACHE_MAX
+
+    lora: tuple[tuple[str, float], ...] = ()  # adapter files and their scales, ids in order
+    lora_init_without_apply: bool = False
     ignored: dict[str, str] = field(default_factory=dict)
 
 
@@ -81,6 +101,26 @@ def _template_kwargs(raw: str | None, parser: argparse.ArgumentParser) -> dict[s
     return kwargs
 
 
+def _thinking_default(reasoning: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``--reasoning on|off`` as llama-server: the default ``enable_thinking`` of every render;
+    ``--chat-template-kwargs`` that set it win."""
+    if reasoning == "auto":
+        return kwargs
+    return {"enable_thinking": reasoning == "on", **kwargs}
+
+
+def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
+    # The option table has checked both lists; --lora's adapters come first, at scale 1.
+    plain = [(path, 1.0) for path in options["lora"].split(",")] if "lora" in options else []
+    scaled = [
+        (path, float(scale))
+        for path, _, scale in (
+            item.rpartition(":") for item in options.get("lora-scaled", "").split(",") if item
+        )
+    ]
+    return (*plain, *scaled)
+
+
 def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
@@ -97,6 +137,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     def number(name: str, default: float) -> float:
         return float(options[name]) if name in options else default
 
+    slot_save_path = Path(options["slot-save-path"]) if "slot-save-path" in options else None
+    if slot_save_path is not None and not slot_save_path.is_dir():
+        parser.error(f"--slot-save-path: not a directory: {slot_save_path}")
     gpu_layers = options.get("n-gpu-layers", "0")
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
@@ -116,7 +159,13 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         seed=int(number("seed", -1)),
         chat_template=_chat_template(options, parser),
         jinja=options.get("jinja", "true") == "true",
-        chat_template_kwargs=_template_kwargs(options.get("chat-template-kwargs"), parser),
+        chat_template_kwargs=_thinking_default(
+            options.get("reasoning", "auto"),
+            _template_kwargs(options.get("chat-template-kwargs"), parser),
+        ),
+        reasoning=options.get("reasoning", "auto"),
+        reasoning_format=options.get("reasoning-format", "auto"),
+        reasoning_budget=int(number("reasoning-budget", -1)),
         use_mmap=options.get("mmap", "true") == "true",
         use_mlock=options.get("mlock", "false") == "true",
         flash_attn=options.get("flash-attn", "auto"),
@@ -130,5 +179,14 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         cache_type_v=options.get("cache-type-v"),
         mmproj=args.mmproj,
         mmproj_offload=options.get("mmproj-offload", "true") == "true",
+        endpoint_slots=options.get("slots", "true") == "true",
+        slot_save_path=slot_save_path,
+        kv_persist=options.get("kv-persist", "true") == "true",
+        kv_cache_dir=Path(options["kv-cache-dir"])
+        if "kv-cache-dir" in options
+        else default_kv_cache_dir(os.environ),
+        kv_cache_max=int(options.get("kv-cache-max", DEFAULT_KV_CACHE_MAX)),
+        lora=_lora_files(options),
+        lora_init_without_apply=options.get("lora-init-without-apply", "false") == "true",
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

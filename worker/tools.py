@@ -16,7 +16,7 @@ from typing import Any
 
 from worker.grammars import GrammarError, grammar_for
 
-__all__ = ["ToolAnswer", "ToolPlan", "plan_tools"]
+__all__ = ["ToolAnswer", "ToolPlan", "chosen_tools", "plan_tools"]
 
 _INSTRUCTIONS = (
     "You can call these tools. Answer with JSON only: either "
@@ -97,24 +97,31 @@ def _arguments(raw: Any) -> Any:
     return raw
 
 
-def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any) -> ToolPlan | None:
-    """How to run a request with tools; None when it has none or ``tool_choice`` is none."""
-    if not tools or tool_choice == "none":
-        return None
+def chosen_tools(
+    tools: list[dict[str, Any]], tool_choice: Any
+) -> tuple[dict[str, dict[str, Any]], bool]:
+    """The functions the model may call, by name, and whether it must call one."""
     functions: dict[str, dict[str, Any]] = {}
     for index, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise GrammarError(f"tools[{index}] must be {{'type': 'function', 'function': …}}")
         functions[function["name"]] = function
-    required = tool_choice == "required"
     if isinstance(tool_choice, dict):
         name = (tool_choice.get("function") or {}).get("name")
         if name not in functions:
             raise GrammarError(f"tool_choice names unknown tool {name!r}")
-        functions, required = {name: functions[name]}, True
-    elif tool_choice not in (None, "auto", "required"):
+        return {name: functions[name]}, True
+    if tool_choice not in (None, "auto", "required"):
         raise GrammarError("tool_choice must be none, auto, required or a function")
+    return functions, tool_choice == "required"
+
+
+def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any) -> ToolPlan | None:
+    """How to run a request with tools; None when it has none or ``tool_choice`` is none."""
+    if not tools or tool_choice == "none":
+        return None
+    functions, required = chosen_tools(tools, tool_choice)
     calls = [
         {
             "type": "object",

@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
+from router.api_keys import admin_only
 from router.metrics import render_metrics
 from router.peer_proxy import forward_to_peer
 from router.proxy import autoload_wanted, forward
@@ -26,7 +27,7 @@ PROXIED_POST = [
     "/completion", "/completions", "/v1/completions", "/chat/completions", "/v1/chat/completions",
     "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/infill", "/embedding",
     "/embeddings", "/v1/embeddings", "/rerank", "/v1/rerank", "/reranking", "/v1/reranking",
-    "/tokenize", "/detokenize", "/apply-template", "/lora-adapters",
+    "/tokenize", "/detokenize", "/apply-template",
 ]  # fmt: skip
 PROXIED_GET = ["/slots", "/lora-adapters"]
 
@@ -88,6 +89,17 @@ async def proxy_post(request: Request[Any, Any, Any]) -> ASGIResponse:
     return await forward_to_model(request, decode_body(body, RouteKey).model, body)
 
 
+@post("/slots/{id_slot:str}", status_code=200, opt=admin_only())
+async def slot_action(
+    request: Request[Any, Any, Any], model: FromQuery[str | None] = None
+) -> ASGIResponse:
+    """Slot save/restore/erase: the model from the body, as upstream's router reads it, or from
+    ``?model=``; erase has no body at all. Management: it writes files on the server."""
+    body = await request.body()
+    named = decode_body(body, RouteKey).model if body.strip() else None
+    return await forward_to_model(request, named or model, body)
+
+
 @get(PROXIED_GET)
 async def proxy_get(
     request: Request[Any, Any, Any], model: FromQuery[str | None] = None
@@ -109,4 +121,4 @@ async def metrics(
     )
 
 
-inference_routes = [proxy_post, proxy_get, metrics]
+inference_routes = [proxy_post, slot_action, proxy_get, metrics]

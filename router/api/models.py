@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from importlib.metadata import version
 from typing import Any
 
 import msgspec
@@ -15,6 +14,7 @@ from litestar.response.base import ASGIResponse
 from corral.errors import ApiError, decode_body, json_response
 from corral.hub.mmproj_inputs import input_modalities
 from corral.hub.sizes import files_size
+from corral.llama_build import corral_version, llama_build_info
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.inference import forward_to_model
 from router.api.runtime import RouterRuntime, runtime
@@ -52,7 +52,8 @@ async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASG
             "model_path": "none",
             "default_generation_settings": {"params": {}, "n_ctx": 0},
             "ui_settings": {},
-            "build_info": f"corral-{version('corral')}",
+            "build_info": llama_build_info(),
+            "corral_version": corral_version(),
             "cors_proxy_enabled": False,
         }
     )

@@ -63,6 +63,9 @@ def test_the_option_table_has_one_meaning_per_spelling() -> None:
         ("memory", "1.5GiB", ("memory", str(3 << 29))),
         ("memory", "4096", ("memory", "4096")),
         ("LLAMA_ARG_RERANKING", "1", ("reranking", "true")),
+        ("lora", " a.gguf , b.gguf,", ("lora", "a.gguf,b.gguf")),
+        ("lora-scaled", "a.gguf:0.50,C:/b.gguf:1e0", ("lora-scaled", "a.gguf:0.5,C:/b.gguf:1")),
+        ("lora-init-without-apply", "on", ("lora-init-without-apply", "true")),
     ],
 )
 def test_spellings_and_values(key: str, value: str, expected: tuple[str, str]) -> None:
@@ -89,6 +92,11 @@ def test_spellings_and_values(key: str, value: str, expected: tuple[str, str]) -
         ("memory", "lots", "key 'memory': expected a size such as 512M or 8G, got 'lots'"),
         ("memory", "-1G", "expected a size"),
         ("memory", "8X", "expected a size"),
+        ("lora", " , ", "key 'lora': expected one or more comma-separated values"),
+        ("lora-scaled", "a.gguf", "key 'lora-scaled': expected FILE:SCALE, got 'a.gguf'"),
+        ("lora-scaled", "a.gguf:much", "expected FILE:SCALE, got 'a.gguf:much'"),
+        ("lora-scaled", ":1", "expected FILE:SCALE, got ':1'"),
+        ("lora-scaled", "a.gguf:inf", "expected FILE:SCALE"),
     ],
 )
 def test_bad_values_name_the_key(key: str, value: str, message: str) -> None:

@@ -9,6 +9,7 @@ import pytest
 from huggingface_hub import try_to_load_from_cache
 
 from corral.hub.cache_scan import scan_cache
+from corral.hub.remote_preset import cached_preset
 from downloads.plan import DownloadError, DownloadPlan, PlannedFile
 from downloads.runner import DownloadResult, ProgressCallback, run_download
 from tests.support.fake_hub import FakeHub, HubFile
@@ -221,3 +222,19 @@ def test_a_new_commit_keeps_the_tags_fetched_before_it(
     assert (cache / REPO_DIR / "refs" / "main").read_text() == "b" * 40
     assert [m.name for m in scan_cache(cache)] == [f"{REPO}:Q4_K_M", f"{REPO}:Q8_0"]
     assert len(hub.transfers) == 2  # Q8_0 was not fetched again
+
+
+def test_a_repository_with_a_root_preset_ini_is_a_remote_preset(
+    hub: FakeHub, cache: Path, gguf_bytes: list[bytes]
+) -> None:
+    # As llama-server's download plan: the preset alone, whatever the tag and the GGUFs.
+    preset = b"[chat]\nhf-repo = acme/tiny-GGUF:Q8_0\n"
+    hub.add_repo(
+        "acme/presets", {"preset.ini": HubFile(preset, lfs=False), "m-Q8_0.gguf": gguf_bytes[0]}
+    )
+    result = download(hub, cache, "acme/presets:Q8_0")
+    assert result.plan.name == "acme/presets:preset"
+    assert [path.read_bytes() for path in result.paths] == [preset]
+    assert hub.transfers_of("acme/presets/m-Q8_0.gguf") == []
+    assert cached_preset(cache, "acme/presets") == result.paths[0]
+    assert cached_preset(cache, REPO) is None

@@ -46,7 +46,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "/v1/responses": {"model": "alpha", "input": "hi", "max_output_tokens": 2},
     "/models/load": {"model": "beta"},
     "/models/unload": {"model": "beta"},
-    "/models": {"model": "acme/tiny-GGUF:Q8_0"},  # a download: refused, the router is offline
+    "/models": {"model": "acme/tiny-GGUF:Q8_0"},  # a download, failing: the hub is a closed port
     "/v1/streams/lookup": {"conv_id": "chat-1::alpha"},
 }
 _ODD_VALUES: list[Any] = [

@@ -16,6 +16,7 @@ from tests.support.fake_hub import FakeHub, HubFile
 from tests.support.model_events import EventReader
 from tests.support.router_process import RouterProcess, running_router
 from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.tiny_mmproj import write_tiny_mmproj
 
 REPO = "acme/tiny-GGUF"
 Q4, Q8 = f"{REPO}:Q4_K_M", f"{REPO}:Q8_0"
@@ -52,7 +53,9 @@ class DownloadEvents(EventReader):
 @pytest.fixture(scope="module")
 def payloads(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     directory = tmp_path_factory.mktemp("hub-payloads")
-    paths = [write_tiny_gguf(directory / f"m{seed}.gguf", seed=seed) for seed in range(3)]
+    # The projector is a real one: the worker loads a repository's projector with its model.
+    paths = [write_tiny_gguf(directory / f"m{seed}.gguf", seed=seed) for seed in range(2)]
+    paths.append(write_tiny_mmproj(directory / "mmproj.gguf"))
     return [path.read_bytes() for path in paths]
 
 
@@ -91,7 +94,7 @@ def start_download(router: RouterProcess, model: str) -> None:
 def test_download_reports_progress_takes_no_slot_then_the_model_answers(
     hub: FakeHub, models_dir: Path, env: dict[str, str], cache: Path, payloads: list[bytes]
 ) -> None:
-    q4, q8, projector = payloads[0], payloads[1], payloads[2][:1000]
+    q4, q8, projector = payloads
     paused = HubFile(q4, pause_after=64 * 1024)
     hub.add_repo(
         REPO, {"tiny-Q4_K_M.gguf": paused, "tiny-Q8_0.gguf": q8, "mmproj-tiny-F16.gguf": projector}
@@ -262,11 +265,18 @@ def test_unknown_repositories_and_tags_fail_with_the_reason(
     assert router.models()[model]["status"]["error"] == failed["data"]["error"]
 
 
-def test_offline_refuses_downloads(models_dir: Path, env: dict[str, str]) -> None:
+def test_offline_still_downloads_when_asked_to(
+    hub: FakeHub, models_dir: Path, env: dict[str, str], payloads: list[bytes]
+) -> None:
+    # As llama-server: --offline stops implicit fetches (-hf at startup), not POST /models.
+    hub.add_repo(REPO, {"tiny-Q4_K_M.gguf": payloads[0]})
     with running_router(["--models-dir", str(models_dir), "--offline"], env) as router:
-        response = router.client.post("/models", json={"model": REPO})
-        assert response.status_code == 400
-        assert "--offline" in response.json()["error"]["message"]
+        events = DownloadEvents(router)
+        start_download(router, REPO)
+        assert events.wait_for(REPO, "download_finished")["data"] == {"id": Q4}
+        events.close()
+        assert router.models()[Q4]["source"] == "cache"
+    assert hub.transfers_of(f"{REPO}/tiny-Q4_K_M.gguf")
 
 
 def test_delete_removes_one_tag_and_keeps_the_others(

@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
+from corral.options import OPTIONS
+from router.llama_server_keys import LLAMA_SERVER_KEYS
 from router.presets import PresetError, load_preset_file, parse_preset_text, render_ini
 
 
@@ -52,6 +55,36 @@ def test_keys_before_the_first_section_form_the_default_model() -> None:
 def test_section_tags_are_canonicalised() -> None:
     sections = parse("[org/repo:q8_0]\nc = 1\n[org/repo2:UD-q4_k_xl]\nc = 2\n")
     assert set(sections) == {"*", "org/repo:Q8_0", "org/repo2:Q4_K_XL"}
+
+
+def test_llama_server_keys_corral_does_not_act_on_load_with_a_notice() -> None:
+    text = (
+        "[*]\ncache-reuse = 256\nLLAMA_ARG_CONT_BATCHING = 1\n"
+        "[draft]\nmodel = a.gguf\nspec-draft-hf = ggml-org/tiny-draft:Q8_0\nc = 512\n"
+    )
+    with capture_logs() as logs:
+        assert parse(text) == {"*": {}, "draft": {"model": "a.gguf", "ctx-size": "512"}}
+    noticed = [(log["section"], log["key"]) for log in logs if "no effect" in log["event"]]
+    assert noticed == [("*", "cache-reuse"), ("*", "LLAMA_ARG_CONT_BATCHING"),
+                       ("draft", "spec-draft-hf")]  # fmt: skip
+    assert all(log["log_level"] == "warning" for log in logs)
+
+
+def test_the_llama_server_key_table_has_every_upstream_spelling_corral_takes() -> None:
+    # Preset-only keys (not flags), Corral's own, and mmap/mlock, which this llama.cpp replaced
+    # by --load-mode but older llama-server presets still carry.
+    not_flags = {"load-on-startup", "stop-timeout", "dedup-cache-models", "ttl", "pin", "memory"}
+    older = {"mmap", "no-mmap", "LLAMA_ARG_MMAP", "LLAMA_ARG_NO_MMAP", "mlock", "LLAMA_ARG_MLOCK"}
+    spellings = {
+        key
+        for spec in OPTIONS
+        for key in (spec.name, *spec.spellings, *spec.negatives)
+        if not key.startswith("__PRESET_")
+    }
+    assert spellings - LLAMA_SERVER_KEYS == not_flags | older
+    assert {"spec-draft-hf", "hf-repo-draft", "cache-reuse", "LLAMA_ARG_NO_CONT_BATCHING"} <= (
+        LLAMA_SERVER_KEYS
+    )
 
 
 def test_unknown_keys_are_errors_and_keys_are_case_sensitive() -> None:

@@ -11,6 +11,7 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.fake_hub import FakeHub, HubFile
 from tests.support.model_events import EventReader
 from tests.support.router_process import RouterProcess, running_router
 from tests.support.tiny_gguf import write_tiny_gguf
@@ -156,3 +157,21 @@ def test_hf_repo_missing_from_the_cache_is_a_startup_error_offline(tmp_path: Pat
     missing = "acme/other: not in the hub cache .*; --offline forbids downloading it"
     with pytest.raises(RuntimeError, match=missing):
         RouterProcess(["--hf-repo", "acme/other", "--offline"], env={"HF_HUB_CACHE": str(hub)})
+
+
+def test_hf_repo_with_a_preset_ini_is_served_as_the_preset(tmp_path: Path, hub: FakeHub) -> None:
+    # llama-server's remote presets: -hf on a repository with a root preset.ini.
+    cache = _fake_cache(tmp_path)
+    preset = b"[chat]\nhf-repo = acme/tiny-GGUF:Q8_0\nc = 256\n[other]\nhf-repo = acme/tiny-GGUF\n"
+    hub.add_repo("acme/presets", {"preset.ini": HubFile(preset, lfs=False)})
+    env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
+    with running_router(["-hf", "acme/presets"], env=env) as router:
+        router.wait_for_log("using preset.ini from a hub repository", repo="acme/presets")
+        assert {"chat", "other"} <= set(router.models())  # router mode: the sections are models
+        reply = router.client.post("/tokenize", json={"model": "chat", "content": "hi"})
+        assert reply.status_code == 200, reply.text
+    # Offline, the cached preset is used again without asking the hub.
+    asked = len(hub.requests)
+    with running_router(["-hf", "acme/presets", "--offline"], env=env) as router:
+        assert {"chat", "other"} <= set(router.models())
+    assert len(hub.requests) == asked

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from pathlib import Path
 
 import httpx
@@ -9,6 +10,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
+from corral.llama_build import llama_build_info
 from tests.support.router_process import RouterProcess, running_router
 
 CHAT: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Say something."}]
@@ -158,6 +160,10 @@ def test_health_props_and_unknown_route(router: RouterProcess) -> None:
     assert props["role"] == "router"
     assert props["max_instances"] == 4
     assert props["models_autoload"] is True
+    # llama.cpp's build, as clients parse it; Corral's version has its own field.
+    assert props["build_info"] == llama_build_info()
+    assert props["build_info"].startswith("b")
+    assert props["corral_version"] == version("corral")
     missing = router.client.get("/no/such/route")
     assert missing.status_code == 404
     assert missing.json()["error"]["type"] == "not_found_error"

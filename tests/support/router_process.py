@@ -31,10 +31,16 @@ _REPOSITORY = Path(__file__).resolve().parents[2]
 _FROM_CHECKOUT = (sys.executable, "-m", "router")
 
 
-def _hermetic_env(extra: dict[str, str] | None, empty_hub: str) -> dict[str, str]:
+def _hermetic_env(extra: dict[str, str] | None, scratch: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_ENV_PREFIXES)}
-    env.pop("XDG_CACHE_HOME", None)
-    env["HF_HUB_CACHE"] = empty_hub  # unless the test brings its own cache
+    env["HF_HUB_CACHE"] = os.path.join(scratch, "hub")  # unless the test brings its own cache
+    os.makedirs(env["HF_HUB_CACHE"], exist_ok=True)
+    # Saved KV caches land in this router's own scratch folder: a test never restores a cache
+    # another test left, nor fills the developer's.
+    env["XDG_CACHE_HOME"] = os.path.join(scratch, "cache")
+    # Nothing a test starts may reach the real hub: a download without the test's fake hub
+    # fails at once on this closed port (the discard port) rather than going online.
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"
     return {**env, **(extra or {})}
 
 
@@ -47,13 +53,13 @@ class RouterProcess:
         command: Sequence[str] = _FROM_CHECKOUT,
         cwd: Path = _REPOSITORY,
     ) -> None:
-        self._empty_hub = tempfile.TemporaryDirectory(prefix="corral-empty-hub-")
+        self._scratch = tempfile.TemporaryDirectory(prefix="corral-router-")
         self.process = subprocess.Popen(
             [*command, "serve", "--port", "0", *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env=_hermetic_env(env, self._empty_hub.name),
+            env=_hermetic_env(env, self._scratch.name),
             cwd=cwd,
         )
         self.records: list[dict[str, Any]] = []
@@ -131,7 +137,7 @@ class RouterProcess:
                 self.process.stderr.close()
             if hasattr(self, "client"):
                 self.client.close()
-            self._empty_hub.cleanup()
+            self._scratch.cleanup()
 
 
 @contextmanager

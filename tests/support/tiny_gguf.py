@@ -98,6 +98,7 @@ def write_tiny_gguf(
     seed: int = 0,
     fim: bool = False,
     rerank_template: str | None = None,
+    user_tokens: tuple[str, ...] = (),
     attention_gain: float = 1.0,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
@@ -109,6 +110,9 @@ def write_tiny_gguf(
     reranker GGUFs carry. ``attention_gain`` scales the value and output projections: with
     the default, what a token attends to barely moves the logits and greedy output depends on
     the last token alone; a larger gain makes earlier context (an image) change the answer.
+    ``user_tokens`` adds user-defined tokens such as ``<tool_call>``, which real models have as
+    one token each, always rendered as text; a test can make the model write one with
+    ``logit_bias``.
     """
     tokens, scores, types = _vocab()
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -116,6 +120,9 @@ def write_tiny_gguf(
         tokens += list(_FIM_TOKENS)
         scores += [0.0] * len(_FIM_TOKENS)
         types += [int(gguf.TokenType.CONTROL)] * len(_FIM_TOKENS)
+    tokens += list(user_tokens)
+    scores += [0.0] * len(user_tokens)
+    types += [int(gguf.TokenType.USER_DEFINED)] * len(user_tokens)
     rng = np.random.default_rng(seed)
     n_kv = _N_HEAD_KV * _HEAD_DIM
 

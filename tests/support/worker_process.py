@@ -7,12 +7,19 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from corral.children.environment import ROUTER_PID_ENV
-from corral.children.protocol import LineSplitter, LogLine, StateMessage, parse_line
+from corral.children.protocol import (
+    EXIT_COMMAND,
+    LineSplitter,
+    LogLine,
+    StateMessage,
+    parse_line,
+)
 
 __all__ = ["WorkerProcess", "worker"]
 
@@ -28,7 +35,9 @@ class WorkerProcess:
         args: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
     ) -> None:
-        env = {**os.environ, **(extra_env or {})}
+        # Saved KV caches go to this worker's own folder unless the test names one.
+        self._scratch = tempfile.TemporaryDirectory(prefix="corral-worker-")
+        env = {**os.environ, "XDG_CACHE_HOME": self._scratch.name, **(extra_env or {})}
         env.pop(ROUTER_PID_ENV, None)
         if as_child:
             env[ROUTER_PID_ENV] = str(os.getpid())
@@ -43,7 +52,11 @@ class WorkerProcess:
         self.states: list[StateMessage] = []
         self.stray_lines: list[str] = []
         self._splitter = LineSplitter()
-        ready = self.read_until("ready")
+        try:
+            ready = self.read_until("ready")
+        except BaseException:
+            self.close()  # nothing of a worker that never got ready outlives the test
+            raise
         self.url = f"http://127.0.0.1:{ready.payload['port']}"
 
     def read_until(self, state: str) -> StateMessage:
@@ -59,6 +72,13 @@ class WorkerProcess:
                     self.stray_lines.append(str(message))
         raise AssertionError(f"worker closed stdout before reporting {state!r}")
 
+    def stop(self, timeout: float = 60) -> int:
+        """Ask it to stop as the router does (the exit command) and wait for its exit code."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(EXIT_COMMAND + b"\n")
+        self.process.stdin.flush()
+        return self.process.wait(timeout=timeout)
+
     def close(self) -> None:
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
@@ -66,6 +86,7 @@ class WorkerProcess:
         for pipe in (self.process.stdin, self.process.stdout):
             if pipe is not None:
                 pipe.close()
+        self._scratch.cleanup()
 
 
 @contextmanager

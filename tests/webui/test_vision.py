@@ -52,9 +52,13 @@ def test_an_image_attached_to_a_vision_model_gets_an_answer(
     # The same question without the picture, straight to the model: one image's tokens fewer.
     body = {
         "model": "seer",
-        "messages": [{"role": "user", "content": "What is this:"}],
+        # An empty part where the picture goes: parts join with newlines, so the two prompts
+        # differ by the picture's tokens alone.
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "What is this:"}, {"type": "text", "text": ""},
+        ]}],
         "max_tokens": 1,
-    }
+    }  # fmt: skip
     plain = vision_router.client.post("/v1/chat/completions", json=body).json()
     with_picture = vision_router.client.post(
         "/v1/chat/completions",

@@ -1,17 +1,29 @@
-"""Synthetic generation results and SSE parsing for the response-shape tests."""
+"""Synthetic generation results, output readers and SSE parsing for the response-shape tests."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from tests.support.tiny_gguf import CHATML_TEMPLATE
 from worker.batching import Finished
-from worker.tools import ToolPlan, plan_tools
+from worker.chat_formats import OutputParser, ThinkingTags
+from worker.chat_formats.families import HERMES
+from worker.chat_output import plan_output
 
-__all__ = ["WEATHER_PLAN", "finished", "sse_events"]
+__all__ = ["GENERIC_TOOLS", "HERMES_THINKING", "NATIVE", "PLAIN", "finished", "sse_events"]
 
 _TOOL = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
-WEATHER_PLAN: ToolPlan | None = plan_tools([_TOOL], "auto")
+PLAIN = OutputParser()
+# A template without a tool syntax of its own: Corral's generic JSON tool mode.
+GENERIC_TOOLS = plan_output(CHATML_TEMPLATE, [], [_TOOL], "auto", True, "auto").whole
+# Qwen 3's way: <think>…</think> and Hermes <tool_call> JSON.
+HERMES_THINKING = OutputParser(tools=HERMES, thinking=ThinkingTags())
+# What such a model writes: thinking, some text, then a call.
+NATIVE = (
+    '<think>Hmm.</think>Let me check.<tool_call>{"name": "weather", "arguments": '
+    '{"city": "Oslo"}}</tool_call>'
+)
 TIMINGS = {"prompt_n": 5.0, "predicted_n": 3.0}
 
 

@@ -30,3 +30,52 @@ def test_a_projector_and_where_it_runs() -> None:
     assert (plain.mmproj, plain.mmproj_offload) == (None, True)
     settings = parse_worker_args(["-m", "m.gguf", "-mm", "p.gguf", "--no-mmproj-offload"])
     assert (settings.mmproj, settings.mmproj_offload) == (Path("p.gguf"), False)
+
+
+def test_reasoning_flags() -> None:
+    default = parse_worker_args(["--model", "m.gguf"])
+    assert (default.reasoning_format, default.reasoning_budget) == ("auto", -1)
+    settings = parse_worker_args(
+        ["--model", "m.gguf", "--reasoning-format", "none", "--reasoning-budget", "0"]
+    )
+    assert (settings.reasoning_format, settings.reasoning_budget) == ("none", 0)
+
+
+@pytest.mark.parametrize("argv", [["--reasoning-format", "verbose"], ["--reasoning-budget", "-2"]])
+def test_bad_reasoning_flags_are_refused(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_worker_args(["--model", "m.gguf", *argv])
+
+
+@pytest.mark.parametrize(
+    ("argv", "kwargs"),
+    [
+        ([], {}),
+        (["--reasoning", "off"], {"enable_thinking": False}),
+        (["-rea", "on"], {"enable_thinking": True}),
+        (["--reasoning", "on", "--chat-template-kwargs", '{"enable_thinking": false}'],
+         {"enable_thinking": False}),
+    ],
+)  # fmt: skip
+def test_reasoning_on_or_off_is_enable_thinking_unless_the_kwargs_say(
+    argv: list[str], kwargs: dict[str, bool]
+) -> None:
+    assert parse_worker_args(["--model", "m.gguf", *argv]).chat_template_kwargs == kwargs
+
+
+def test_lora_flags_repeat_and_number_plain_adapters_first() -> None:
+    settings = parse_worker_args(
+        [
+            "-m",
+            "m.gguf",
+            "--lora-scaled",
+            "s.gguf:0.5",
+            "--lora",
+            "a.gguf,b.gguf",
+            "--lora",
+            "c.gguf",
+        ]
+    )
+    assert settings.lora == (("a.gguf", 1.0), ("b.gguf", 1.0), ("c.gguf", 1.0), ("s.gguf", 0.5))
+    assert settings.lora_init_without_apply is False
+    assert parse_worker_args(["-m", "m.gguf", "--lora-init-without-apply"]).lora_init_without_apply

@@ -71,15 +71,16 @@ class Tool(msgspec.Struct, kw_only=True):
 
 
 class AutoChoice(msgspec.Struct, tag_field="type", tag="auto"):
-    pass
+    disable_parallel_tool_use: bool = False
 
 
 class AnyChoice(msgspec.Struct, tag_field="type", tag="any"):
-    pass
+    disable_parallel_tool_use: bool = False
 
 
 class ToolNameChoice(msgspec.Struct, tag_field="type", tag="tool"):
     name: str
+    disable_parallel_tool_use: bool = False
 
 
 class NoneChoice(msgspec.Struct, tag_field="type", tag="none"):

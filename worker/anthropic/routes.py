@@ -8,8 +8,9 @@ Supported: ``system`` (string or text blocks); ``messages`` with ``text``, ``too
 ``top_k``, ``stream``; custom ``tools`` and every ``tool_choice`` type (by Corral's constrained
 JSON tool mode, :mod:`worker.tools`). llama-server's own sampling fields (``ignore_eos``,
 ``cache_prompt``, ``seed``, ``min_p``, …) are accepted as well, as upstream does. Not supported
-(400 naming the field): image and document blocks, server tools (``web_search``, …). Thinking,
-``metadata``, ``cache_control`` and ``disable_parallel_tool_use`` are ignored.
+(400 naming the field): image and document blocks, server tools (``web_search``, …). ``thinking``,
+``metadata`` and ``cache_control`` are ignored; the model's own thinking comes back as
+``thinking`` blocks (docs/tool-calls.md).
 
 Errors keep docs/protocol.md's error JSON (``{"error": {"code", "message", "type"}}``), the same
 on every Corral route, rather than Anthropic's ``{"type": "error", "error": {…}}``; a failure

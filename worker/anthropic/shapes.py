@@ -12,8 +12,8 @@ import uuid
 from typing import Any
 
 from worker.batching import Finished
+from worker.chat_formats import MessageDelta, OutputParser, OutputStream, ToolCall
 from worker.response_shape import ResponseShape, sse
-from worker.tools import ToolPlan
 
 __all__ = ["MessagesShape"]
 
@@ -30,34 +30,16 @@ def _stop(finished: Finished, used_tool: bool) -> tuple[str, str | None]:
 
 
 class MessagesShape(ResponseShape):
-    """``/v1/messages``. With tools, the constrained JSON answer is held and sent at the end."""
+    """``/v1/messages``: thinking, text and ``tool_use`` blocks, from one output reading."""
 
-    def __init__(self, model: str, plan: ToolPlan | None) -> None:
+    def __init__(self, model: str, parser: OutputParser) -> None:
         super().__init__(model, "msg")
         self.id = f"msg_{uuid.uuid4().hex[:24]}"
-        self._plan = plan
-        self._held: list[str] = []
-        self._text_open = False  # a streamed text block has been started
-
-    def _blocks(self, text: str) -> tuple[list[dict[str, Any]], bool]:
-        """The content blocks for the whole answer, and whether it calls a tool."""
-        if self._plan is None:
-            return ([{"type": "text", "text": text}] if text else []), False
-        answer = self._plan.parse(text)
-        blocks: list[dict[str, Any]] = []
-        if answer.content:
-            blocks.append({"type": "text", "text": answer.content})
-        for call in answer.tool_calls:
-            function = call["function"]
-            blocks.append(
-                {
-                    "type": "tool_use",
-                    "id": f"toolu_{uuid.uuid4().hex[:24]}",
-                    "name": function["name"],
-                    "input": json.loads(function["arguments"]),
-                }
-            )
-        return blocks, bool(answer.tool_calls)
+        self._parser = parser
+        self._stream = OutputStream(parser)
+        self._open: str | None = None  # the kind of the streamed block now open
+        self._index = -1  # the open block's index
+        self._calls_seen = 0
 
     def _message(
         self,
@@ -77,12 +59,18 @@ class MessagesShape(ResponseShape):
         }
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
-        blocks, used_tool = self._blocks(text)
+        parsed = self._parser.whole(text)
+        blocks: list[dict[str, Any]] = []
+        if parsed.reasoning:
+            blocks.append({"type": "thinking", "thinking": parsed.reasoning, "signature": ""})
+        if parsed.content:
+            blocks.append({"type": "text", "text": parsed.content})
+        blocks.extend(_tool_use(call) for call in parsed.tool_calls)
         usage = {
             "input_tokens": finished.prompt_tokens,
             "output_tokens": finished.predicted_tokens,
         }
-        return self._message(blocks, _stop(finished, used_tool), usage)
+        return self._message(blocks, _stop(finished, bool(parsed.tool_calls)), usage)
 
     def stream_opening(self) -> bytes:
         usage = {"input_tokens": self.prompt_tokens, "output_tokens": 0}
@@ -90,27 +78,44 @@ class MessagesShape(ResponseShape):
         return sse({"type": "message_start", "message": message}, "message_start")
 
     def stream_chunk(self, text: str) -> bytes:
-        if self._plan is not None:
-            self._held.append(text)  # a tool call is only known once its JSON is complete
+        return self._events(self._stream.feed(text))
+
+    def _switch(self, kind: str, block: dict[str, Any]) -> bytes:
+        """Close the open block unless it is already a ``kind`` one, and open ``block``."""
+        if self._open == kind and kind != "tool_use":
             return b""
-        if not text:
-            return b""
-        opening = b"" if self._text_open else _block_start(0, {"type": "text", "text": ""})
-        self._text_open = True
-        delta = {"type": "text_delta", "text": text}
-        event = {"type": "content_block_delta", "index": 0, "delta": delta}
-        return opening + sse(event, "content_block_delta")
+        closing = _block_stop(self._index) if self._open is not None else b""
+        self._open, self._index = kind, self._index + 1
+        return closing + _block_start(self._index, block)
+
+    def _delta(self, delta: dict[str, Any]) -> bytes:
+        event = {"type": "content_block_delta", "index": self._index, "delta": delta}
+        return sse(event, "content_block_delta")
+
+    def _events(self, delta: MessageDelta) -> bytes:
+        parts: list[bytes] = []
+        if delta.reasoning:
+            block = {"type": "thinking", "thinking": "", "signature": ""}
+            parts.append(self._switch("thinking", block))
+            parts.append(self._delta({"type": "thinking_delta", "thinking": delta.reasoning}))
+        if delta.content:
+            parts.append(self._switch("text", {"type": "text", "text": ""}))
+            parts.append(self._delta({"type": "text_delta", "text": delta.content}))
+        for index, call in delta.tool_calls:
+            if index >= self._calls_seen:
+                self._calls_seen = index + 1
+                use = {"type": "tool_use", "id": _tool_use_id(call), "name": call.name}
+                parts.append(self._switch("tool_use", {**use, "input": {}}))
+            if call.arguments:
+                piece = {"type": "input_json_delta", "partial_json": call.arguments}
+                parts.append(self._delta(piece))
+        return b"".join(parts)
 
     def stream_closing(self, finished: Finished) -> bytes:
-        parts: list[bytes] = []
-        used_tool = False
-        if self._plan is not None:
-            blocks, used_tool = self._blocks("".join(self._held))
-            for index, block in enumerate(blocks):
-                parts.append(_streamed_block(index, block))
-        elif self._text_open:
-            parts.append(_block_stop(0))
-        reason, sequence = _stop(finished, used_tool)
+        parts = [self._events(self._stream.finish())]
+        if self._open is not None:
+            parts.append(_block_stop(self._index))
+        reason, sequence = _stop(finished, bool(self._stream.sent.tool_calls))
         usage = {"input_tokens": finished.prompt_tokens, "output_tokens": finished.predicted_tokens}
         delta = {
             "type": "message_delta",
@@ -122,6 +127,18 @@ class MessagesShape(ResponseShape):
         return b"".join(parts)
 
 
+def _tool_use_id(call: ToolCall) -> str:
+    return call.id.replace("call_", "toolu_", 1) if call.id.startswith("call_") else call.id
+
+
+def _tool_use(call: ToolCall) -> dict[str, Any]:
+    try:
+        arguments = json.loads(call.arguments)
+    except ValueError:  # cannot happen for a finished call; kept whole rather than a 500
+        arguments = {"arguments": call.arguments}
+    return {"type": "tool_use", "id": _tool_use_id(call), "name": call.name, "input": arguments}
+
+
 def _block_start(index: int, block: dict[str, Any]) -> bytes:
     start = {"type": "content_block_start", "index": index, "content_block": block}
     return sse(start, "content_block_start")
@@ -129,15 +146,3 @@ def _block_start(index: int, block: dict[str, Any]) -> bytes:
 
 def _block_stop(index: int) -> bytes:
     return sse({"type": "content_block_stop", "index": index}, "content_block_stop")
-
-
-def _streamed_block(index: int, block: dict[str, Any]) -> bytes:
-    """A finished block as Anthropic streams one: start (empty), one delta, stop."""
-    if block["type"] == "text":
-        start = _block_start(index, {"type": "text", "text": ""})
-        delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
-    else:
-        start = _block_start(index, {**block, "input": {}})
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-    event = {"type": "content_block_delta", "index": index, "delta": delta}
-    return start + sse(event, "content_block_delta") + _block_stop(index)

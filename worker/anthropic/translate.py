@@ -126,10 +126,12 @@ def to_chat_request(body: MessagesRequest) -> ChatRequest:
     stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
     sampling["stop"] = [*(body.stop_sequences or []), *stops]
     tools, tool_choice = _tools(body)
+    single = getattr(body.tool_choice, "disable_parallel_tool_use", False)
     return ChatRequest(
         **sampling,
         messages=_chat_messages(body),
         tools=tools,
         tool_choice=tool_choice,
+        parallel_tool_calls=not single,
         max_tokens=body.max_tokens,
     )

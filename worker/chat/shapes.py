@@ -1,19 +1,47 @@
-"""Chat completions in OpenAI's shape: one ``chat.completion``, or its stream of chunks."""
+"""Chat completions in OpenAI's shape: one ``chat.completion``, or its stream of chunks.
+
+Thinking is ``reasoning_content`` and tool calls are ``tool_calls``, streamed as OpenAI streams
+them: a call's first delta carries its index, id and name, later ones pieces of its arguments.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from worker.batching import Finished
-from worker.response_shape import ResponseShape, openai_accounting
-from worker.tools import ToolPlan
+from worker.chat_formats import MessageDelta, OutputParser, OutputStream, ParsedMessage
+from worker.response_shape import ResponseShape, openai_accounting, sse
 
-__all__ = ["ChatShape", "ToolChatShape", "chat_shape"]
+__all__ = ["ChatShape"]
+
+
+def _finish(finished: Finished, message: ParsedMessage) -> str:
+    """``tool_calls`` when the model stopped after calling tools, else the generation's reason."""
+    return "tool_calls" if message.tool_calls and finished.reason == "stop" else finished.reason
+
+
+def _delta(delta: MessageDelta) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if delta.reasoning:
+        body["reasoning_content"] = delta.reasoning
+    if delta.content:
+        body["content"] = delta.content
+    if delta.tool_calls:
+        body["tool_calls"] = [
+            {"index": index, "id": call.id, "type": "function",
+             "function": {"name": call.name, "arguments": call.arguments}}
+            if call.name
+            else {"index": index, "function": {"arguments": call.arguments}}
+            for index, call in delta.tool_calls
+        ]  # fmt: skip
+    return body
 
 
 class ChatShape(ResponseShape):
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, parser: OutputParser) -> None:
         super().__init__(model, "chatcmpl")
+        self._parser = parser
+        self._stream = OutputStream(self._parser)
 
     def _chunk(self, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
         return {
@@ -28,15 +56,28 @@ class ChatShape(ResponseShape):
         return self._chunk({"role": "assistant", "content": None}, None)
 
     def chunk(self, text: str) -> dict[str, Any] | None:
-        return self._chunk({"content": text}, None)
+        delta = self._stream.feed(text)
+        return self._chunk(_delta(delta), None) if delta else None
+
+    def stream_closing(self, finished: Finished) -> bytes:
+        rest = self._stream.finish()
+        last = sse(self._chunk(_delta(rest), None)) if rest else b""
+        return last + super().stream_closing(finished)
 
     def closing(self, finished: Finished) -> dict[str, Any]:
         return {
-            **self._chunk({}, finished.reason),
+            **self._chunk({}, _finish(finished, self._stream.sent)),
             **openai_accounting(finished),
         }
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
+        parsed = self._parser.whole(text)
+        message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+        if parsed.reasoning:
+            message["reasoning_content"] = parsed.reasoning
+        if parsed.tool_calls:
+            message["content"] = parsed.content or None
+            message["tool_calls"] = [call.openai() for call in parsed.tool_calls]
         return {
             "id": self.id,
             "object": "chat.completion",
@@ -45,54 +86,10 @@ class ChatShape(ResponseShape):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
+                    "message": message,
                     "logprobs": None,
-                    "finish_reason": finished.reason,
+                    "finish_reason": _finish(finished, parsed),
                 }
             ],
             **openai_accounting(finished),
         }
-
-
-class ToolChatShape(ChatShape):
-    """A chat with tools: the constrained JSON answer is held, then sent as ``tool_calls``."""
-
-    def __init__(self, model: str, plan: ToolPlan) -> None:
-        super().__init__(model)
-        self._plan = plan
-        self._held: list[str] = []
-
-    def chunk(self, text: str) -> dict[str, Any] | None:
-        self._held.append(text)
-        return None
-
-    def closing(self, finished: Finished) -> dict[str, Any]:
-        answer = self._plan.parse("".join(self._held))
-        delta: dict[str, Any] = {"content": answer.content}
-        if answer.tool_calls:
-            delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(answer.tool_calls)]
-        reason = answer.finish_reason if finished.reason == "stop" else finished.reason
-        return {
-            **self._chunk(delta, reason),
-            **openai_accounting(finished),
-        }
-
-    def whole(self, text: str, finished: Finished) -> dict[str, Any]:
-        answer = self._plan.parse(text)
-        body = super().whole(answer.content or "", finished)
-        choice = body["choices"][0]
-        if answer.tool_calls:
-            choice["message"] = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": answer.tool_calls,
-            }
-            choice["finish_reason"] = (
-                answer.finish_reason if finished.reason == "stop" else (finished.reason)
-            )
-        return body
-
-
-def chat_shape(alias: str, plan: ToolPlan | None) -> ResponseShape:
-    """The chat route's shape: tool calls when the request has tools, plain text otherwise."""
-    return ChatShape(alias) if plan is None else ToolChatShape(alias, plan)

@@ -9,6 +9,7 @@ from litestar import get, post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
+from corral.llama_build import corral_version, llama_build_info
 from worker.chat_templates import TemplateRenderError
 from worker.media.projector import media_marker
 from worker.model_info.prometheus_metrics import render_metrics
@@ -76,12 +77,6 @@ async def metrics(request: AnyRequest) -> ASGIResponse:
     return ASGIResponse(body=text.encode(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-@get("/slots")
-async def slots(request: AnyRequest) -> list[dict[str, Any]]:
-    engine, model = loaded(request)
-    return await engine.call(model.batcher.describe_slots, needs_model=False)
-
-
 @get("/health")
 async def health(request: AnyRequest) -> dict[str, Any]:
     engine, _ = loaded(request)
@@ -105,7 +100,8 @@ async def props(request: AnyRequest) -> dict[str, Any]:
         },
         "modalities": {"vision": model.modalities.vision, "audio": model.modalities.audio},
         "media_marker": media_marker(),
-        "build_info": "corral",
+        "build_info": llama_build_info(),
+        "corral_version": corral_version(),
     }
 
 
@@ -117,4 +113,4 @@ async def models(request: AnyRequest) -> dict[str, Any]:
     return {"object": "list", "data": [entry]}
 
 
-model_info_routes = [tokenize, detokenize, health, props, models, slots, apply_template, metrics]
+model_info_routes = [tokenize, detokenize, health, props, models, apply_template, metrics]

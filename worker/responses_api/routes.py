@@ -24,13 +24,13 @@ from litestar import post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import decode_body
+from worker.chat_formats import OutputParser
 from worker.chat_pipeline import run_chat
 from worker.response_shape import ResponseShape
 from worker.responses_api.protocol import ResponsesRequest
 from worker.responses_api.shapes import ResponsesShape
 from worker.responses_api.translate import echoed_fields, to_chat_request
 from worker.state import AnyRequest
-from worker.tools import ToolPlan
 
 __all__ = ["responses_routes"]
 
@@ -40,8 +40,8 @@ async def responses(request: AnyRequest) -> ASGIResponse:
     body = decode_body(await request.body(), ResponsesRequest)
     echo = echoed_fields(body)
 
-    def shape(alias: str, plan: ToolPlan | None) -> ResponseShape:
-        return ResponsesShape(alias, plan, echo)
+    def shape(alias: str, parser: OutputParser) -> ResponseShape:
+        return ResponsesShape(alias, parser, echo)
 
     return await run_chat(request, to_chat_request(body), shape)
 

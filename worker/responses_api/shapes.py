@@ -10,8 +10,8 @@ import uuid
 from typing import Any
 
 from worker.batching import Finished
+from worker.chat_formats import MessageDelta, OutputParser, OutputStream, ToolCall
 from worker.response_shape import ResponseShape, sse
-from worker.tools import ToolPlan
 
 __all__ = ["ResponsesShape"]
 
@@ -35,19 +35,21 @@ def _text_part(text: str) -> dict[str, Any]:
 
 
 class ResponsesShape(ResponseShape):
-    """``/v1/responses``. With tools, the constrained JSON answer is held and sent at the end.
+    """``/v1/responses``: reasoning, message and ``function_call`` items from one output reading.
 
     ``echo`` holds the request fields that every response object repeats (tools, temperature…).
     """
 
-    def __init__(self, model: str, plan: ToolPlan | None, echo: dict[str, Any]) -> None:
+    def __init__(self, model: str, parser: OutputParser, echo: dict[str, Any]) -> None:
         super().__init__(model, "resp")
         self.id = f"resp_{_hex()}"
-        self._plan = plan
+        self._parser = parser
+        self._stream = OutputStream(parser)
         self._echo = echo
-        self._held: list[str] = []
         self._sequence = 0
-        self._message_id = f"msg_{_hex()}"
+        self._items: list[dict[str, Any]] = []  # streamed items, the last one maybe still open
+        self._open = False
+        self._calls_seen = 0
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         data = {"type": kind, "sequence_number": self._sequence, **fields}
@@ -71,103 +73,138 @@ class ResponsesShape(ResponseShape):
             **self._echo,
         }
 
-    def _message(self, text: str, status: str) -> dict[str, Any]:
-        content = [_text_part(text)] if status != "in_progress" else []
-        return {"type": "message", "id": self._message_id, "status": status,
-                "role": "assistant", "content": content}  # fmt: skip
-
-    def _output(self, text: str, status: str) -> list[dict[str, Any]]:
-        if self._plan is None:
-            return [self._message(text, status)]
-        answer = self._plan.parse(text)
-        if not answer.tool_calls:
-            return [self._message(answer.content or "", status)]
-        return [
-            {
-                "type": "function_call",
-                "id": f"fc_{_hex()}",
-                "call_id": call["id"],
-                "name": call["function"]["name"],
-                "arguments": call["function"]["arguments"],
-                "status": "completed",
-            }
-            for call in answer.tool_calls
-        ]
-
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
         status = _status(finished)
-        return self._response(status, self._output(text, status), finished)
+        parsed = self._parser.whole(text)
+        output: list[dict[str, Any]] = []
+        if parsed.reasoning:
+            output.append(_reasoning(parsed.reasoning, "completed"))
+        if parsed.content or not parsed.tool_calls:
+            output.append(_message(f"msg_{_hex()}", parsed.content, status))
+        output.extend(_function_call(call) for call in parsed.tool_calls)
+        return self._response(status, output, finished)
 
     def stream_opening(self) -> bytes:
         started = self._response("in_progress", [], None)
         events = self._event("response.created", response=started)
         events += self._event("response.in_progress", response=started)
-        if self._plan is None:  # plain text: the message item is certain, open it at once
-            events += self._message_opening()
+        if self._parser.tools is None and self._parser.thinking is None:
+            events += self._start(_message(f"msg_{_hex()}", "", "in_progress"))
         return events
 
     def stream_chunk(self, text: str) -> bytes:
-        self._held.append(text)
-        if self._plan is not None or not text:
-            return b""  # a tool call is only known once its JSON is complete
-        return self._text_delta(text)
+        return self._events(self._stream.feed(text))
 
     def stream_closing(self, finished: Finished) -> bytes:
+        events = self._events(self._stream.finish())
+        if not self._items:
+            events += self._start(_message(f"msg_{_hex()}", "", "in_progress"))
         status = _status(finished)
-        output = self._output("".join(self._held), status)
-        events = b""
-        for index, item in enumerate(output):
-            if item["type"] == "message":
-                if self._plan is not None:  # held until now: open it and send the text at once
-                    events += self._message_opening()
-                    text = item["content"][0]["text"]
-                    events += self._text_delta(text) if text else b""
-                events += self._message_closing(item)
-            else:
-                events += self._function_call(index, item)
+        events += self._close(status)
         terminal = "response.incomplete" if status == "incomplete" else "response.completed"
-        return events + self._event(terminal, response=self._response(status, output, finished))
-
-    def _message_opening(self) -> bytes:
-        item = self._message("", "in_progress")
-        ids = {"item_id": self._message_id, "output_index": 0, "content_index": 0}
-        return self._event("response.output_item.added", output_index=0, item=item) + self._event(
-            "response.content_part.added", **ids, part=_text_part("")
+        return events + self._event(
+            terminal, response=self._response(status, self._items, finished)
         )
 
-    def _text_delta(self, text: str) -> bytes:
-        return self._event(
-            "response.output_text.delta",
-            item_id=self._message_id,
-            output_index=0,
-            content_index=0,
-            delta=text,
-            logprobs=[],
-        )
+    def _events(self, delta: MessageDelta) -> bytes:
+        events = b""
+        if delta.reasoning:
+            events += self._into("reasoning", lambda: _reasoning("", "in_progress"))
+            events += self._event(
+                "response.reasoning_text.delta", **self._ids(), delta=delta.reasoning
+            )
+            self._items[-1]["content"][0]["text"] += delta.reasoning
+        if delta.content:
+            events += self._into("message", lambda: _message(f"msg_{_hex()}", "", "in_progress"))
+            events += self._event(
+                "response.output_text.delta", **self._ids(), delta=delta.content, logprobs=[]
+            )
+            self._items[-1]["content"][0]["text"] += delta.content
+        for index, call in delta.tool_calls:
+            if index >= self._calls_seen:
+                self._calls_seen = index + 1
+                events += self._close("completed") + self._start(
+                    {**_function_call(call), "arguments": "", "status": "in_progress"}
+                )
+            if call.arguments:
+                events += self._event(
+                    "response.function_call_arguments.delta",
+                    item_id=self._items[-1]["id"],
+                    output_index=len(self._items) - 1,
+                    delta=call.arguments,
+                )
+                self._items[-1]["arguments"] += call.arguments
+        return events
 
-    def _message_closing(self, item: dict[str, Any]) -> bytes:
-        part = item["content"][0]
-        ids = {"item_id": self._message_id, "output_index": 0, "content_index": 0}
-        return (
-            self._event("response.output_text.done", **ids, text=part["text"], logprobs=[])
-            + self._event("response.content_part.done", **ids, part=part)
-            + self._event("response.output_item.done", output_index=0, item=item)
-        )
+    def _ids(self) -> dict[str, Any]:
+        return {"item_id": self._items[-1]["id"], "output_index": len(self._items) - 1,
+                "content_index": 0}  # fmt: skip
 
-    def _function_call(self, index: int, item: dict[str, Any]) -> bytes:
-        ids = {"item_id": item["id"], "output_index": index}
-        opened = {**item, "arguments": "", "status": "in_progress"}
-        return (
-            self._event("response.output_item.added", output_index=index, item=opened)
-            + self._event("response.function_call_arguments.delta", **ids, delta=item["arguments"])
-            + self._event(
+    def _into(self, kind: str, make: Any) -> bytes:
+        """Make sure the open item is a ``kind`` one, closing another and opening it."""
+        if self._open and self._items[-1]["type"] == kind:
+            return b""
+        return self._close("completed") + self._start(make())
+
+    def _start(self, item: dict[str, Any]) -> bytes:
+        self._items.append(item)
+        self._open = True
+        index = len(self._items) - 1
+        events = self._event("response.output_item.added", output_index=index, item=item)
+        if item["type"] == "message":
+            item["content"] = [_text_part("")]
+            events += self._event("response.content_part.added", **self._ids(),
+                                  part=_text_part(""))  # fmt: skip
+        return events
+
+    def _close(self, status: str) -> bytes:
+        if not self._open:
+            return b""
+        self._open = False
+        item = self._items[-1]
+        item["status"] = status
+        ids = self._ids()
+        if item["type"] == "message":
+            part = item["content"][0]
+            events = self._event("response.output_text.done", **ids, text=part["text"],
+                                 logprobs=[])  # fmt: skip
+            events += self._event("response.content_part.done", **ids, part=part)
+        elif item["type"] == "reasoning":
+            text = item["content"][0]["text"]
+            events = self._event("response.reasoning_text.done", **ids, text=text)
+        else:
+            item["status"] = "completed"
+            events = self._event(
                 "response.function_call_arguments.done",
-                **ids,
+                item_id=item["id"],
+                output_index=ids["output_index"],
                 name=item["name"],
                 arguments=item["arguments"],
             )
-            + self._event("response.output_item.done", output_index=index, item=item)
-        )
+        index = ids["output_index"]
+        return events + self._event("response.output_item.done", output_index=index, item=item)
+
+
+def _message(item_id: str, text: str, status: str) -> dict[str, Any]:
+    content = [_text_part(text)] if status != "in_progress" else []
+    return {"type": "message", "id": item_id, "status": status,
+            "role": "assistant", "content": content}  # fmt: skip
+
+
+def _reasoning(text: str, status: str) -> dict[str, Any]:
+    return {"type": "reasoning", "id": f"rs_{_hex()}", "status": status, "summary": [],
+            "content": [{"type": "reasoning_text", "text": text}]}  # fmt: skip
+
+
+def _function_call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": f"fc_{_hex()}",
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "status": "completed",
+    }
 
 
 def _status(finished: Finished) -> str:

@@ -130,6 +130,7 @@ def to_chat_request(body: ResponsesRequest) -> ChatRequest:
         messages=_chat_messages(body),
         tools=tools or None,
         tool_choice=_tool_choice(body.tool_choice),
+        parallel_tool_calls=body.parallel_tool_calls,
         max_tokens=body.max_output_tokens,
     )
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.worker.shapes_support import WEATHER_PLAN, finished, sse_events
+from tests.worker.shapes_support import (
+    GENERIC_TOOLS,
+    HERMES_THINKING,
+    NATIVE,
+    PLAIN,
+    finished,
+    sse_events,
+)
 from worker.anthropic.shapes import MessagesShape
 
 TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}'
@@ -21,7 +28,7 @@ TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}
 def test_the_whole_message_and_its_stop_reason(
     reason: str, stop_word: str | None, expected: tuple[str, str | None]
 ) -> None:
-    shape = MessagesShape("m", None)
+    shape = MessagesShape("m", PLAIN)
     body = shape.whole("Hi", finished(reason, stop_word))
     assert body["id"].startswith("msg_")
     assert (body["type"], body["role"], body["model"]) == ("message", "assistant", "m")
@@ -32,11 +39,11 @@ def test_the_whole_message_and_its_stop_reason(
 
 
 def test_an_empty_answer_has_no_content_blocks() -> None:
-    assert MessagesShape("m", None).whole("", finished())["content"] == []
+    assert MessagesShape("m", PLAIN).whole("", finished())["content"] == []
 
 
 def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
-    shape = MessagesShape("m", None)
+    shape = MessagesShape("m", PLAIN)
     shape.prompt_tokens = 7
     stream = shape.stream_opening() + shape.stream_chunk("He") + shape.stream_chunk("")
     stream += shape.stream_chunk("llo") + shape.stream_closing(finished())
@@ -60,13 +67,13 @@ def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
 
 
 def test_a_stream_without_text_opens_no_block() -> None:
-    shape = MessagesShape("m", None)
+    shape = MessagesShape("m", PLAIN)
     events = sse_events(shape.stream_opening() + shape.stream_closing(finished()))
     assert [name for name, _ in events] == ["message_start", "message_delta", "message_stop"]
 
 
 def test_a_tool_call_is_held_then_streamed_as_a_tool_use_block() -> None:
-    shape = MessagesShape("m", WEATHER_PLAN)
+    shape = MessagesShape("m", GENERIC_TOOLS)
     assert shape.stream_chunk(TOOL_ANSWER) == b""
     events = sse_events(shape.stream_closing(finished()))
     names = [name for name, _ in events]
@@ -79,8 +86,36 @@ def test_a_tool_call_is_held_then_streamed_as_a_tool_use_block() -> None:
 
 
 def test_a_whole_tool_use_answer() -> None:
-    body = MessagesShape("m", WEATHER_PLAN).whole(TOOL_ANSWER, finished())
+    body = MessagesShape("m", GENERIC_TOOLS).whole(TOOL_ANSWER, finished())
     (block,) = body["content"]
     assert (block["type"], block["name"], block["input"]) == ("tool_use", "weather",
                                                               {"city": "Oslo"})  # fmt: skip
     assert body["stop_reason"] == "tool_use"
+
+
+def test_thinking_text_and_tool_use_blocks_stream_in_order() -> None:
+    shape = MessagesShape("m", HERMES_THINKING)
+    stream = shape.stream_opening() + b"".join(
+        shape.stream_chunk(NATIVE[i : i + 6]) for i in range(0, len(NATIVE), 6)
+    )
+    events = sse_events(stream + shape.stream_closing(finished()))
+    starts = [data["content_block"] for name, data in events if name == "content_block_start"]
+    assert [block["type"] for block in starts] == ["thinking", "text", "tool_use"]
+    assert (starts[2]["name"], starts[2]["input"]) == ("weather", {})
+    deltas: dict[int, str] = {}
+    for name, data in events:
+        if name == "content_block_delta":
+            delta = data["delta"]
+            piece = delta.get("thinking") or delta.get("text") or delta.get("partial_json")
+            deltas[data["index"]] = deltas.get(data["index"], "") + piece
+    assert deltas == {0: "Hmm.", 1: "Let me check.", 2: '{"city": "Oslo"}'}
+    stops = [data["index"] for name, data in events if name == "content_block_stop"]
+    assert stops == [0, 1, 2]
+    assert events[-2][1]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_a_whole_native_answer_has_a_thinking_block() -> None:
+    body = MessagesShape("m", HERMES_THINKING).whole(NATIVE, finished())
+    assert [block["type"] for block in body["content"]] == ["thinking", "text", "tool_use"]
+    assert body["content"][0]["thinking"] == "Hmm."
+    assert body["content"][2]["input"] == {"city": "Oslo"}

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from tests.worker.shapes_support import WEATHER_PLAN, finished, sse_events
-from worker.chat.shapes import ChatShape, ToolChatShape, chat_shape
+from tests.worker.shapes_support import (
+    GENERIC_TOOLS,
+    HERMES_THINKING,
+    PLAIN,
+    finished,
+    sse_events,
+)
+from worker.chat.shapes import ChatShape
 
 USAGE = {
     "prompt_tokens": 7,
@@ -17,7 +24,7 @@ TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}
 
 
 def test_the_whole_answer() -> None:
-    shape = ChatShape("m")
+    shape = ChatShape("m", PLAIN)
     body = shape.whole("Hello", finished("length"))
     assert body["id"] == shape.id
     assert body["id"].startswith("chatcmpl-")
@@ -35,7 +42,7 @@ def test_the_whole_answer() -> None:
 
 
 def test_the_stream_opens_with_the_role_and_ends_with_done() -> None:
-    shape = ChatShape("m")
+    shape = ChatShape("m", PLAIN)
     stream = shape.stream_opening() + shape.stream_chunk("Hel") + shape.stream_chunk("lo")
     stream += shape.stream_closing(finished())
     events = [data for _, data in sse_events(stream)]
@@ -50,22 +57,67 @@ def test_the_stream_opens_with_the_role_and_ends_with_done() -> None:
     assert all(event["object"] == "chat.completion.chunk" for event in events[:-1])
 
 
-def test_a_tool_call_is_held_then_sent_as_tool_calls() -> None:
-    assert WEATHER_PLAN is not None
-    shape = ToolChatShape("m", WEATHER_PLAN)
+def test_a_generic_tool_call_is_held_then_sent_as_tool_calls() -> None:
+    shape = ChatShape("m", GENERIC_TOOLS)
     assert shape.stream_chunk(TOOL_ANSWER[:10]) == b""
     assert shape.stream_chunk(TOOL_ANSWER[10:]) == b""
-    closing = sse_events(shape.stream_closing(finished()))[0][1]
-    choice = closing["choices"][0]
-    assert choice["finish_reason"] == "tool_calls"
-    (call,) = choice["delta"]["tool_calls"]
+    calls, closing = [data for _, data in sse_events(shape.stream_closing(finished()))][:2]
+    (call,) = calls["choices"][0]["delta"]["tool_calls"]
     assert call["index"] == 0
+    assert call["id"].startswith("call_")
     assert call["function"] == {"name": "weather", "arguments": json.dumps({"city": "Oslo"})}
+    assert closing["choices"][0] == {"index": 0, "delta": {}, "logprobs": None,
+                                     "finish_reason": "tool_calls"}  # fmt: skip
+
+
+def _deltas(shape: ChatShape, pieces: list[str]) -> list[dict[str, Any]]:
+    stream = shape.stream_opening() + b"".join(shape.stream_chunk(p) for p in pieces)
+    events = [data for _, data in sse_events(stream + shape.stream_closing(finished()))]
+    return [event["choices"][0]["delta"] for event in events[1:-1]]
+
+
+def test_native_reasoning_content_and_tool_calls_stream_as_openai_does() -> None:
+    text = (
+        '<think>Need weather.</think>Let me look.<tool_call>\n{"name": "weather", '
+        '"arguments": {"city": "Oslo"}}\n</tool_call>'
+    )
+    deltas = _deltas(
+        ChatShape("m", HERMES_THINKING), [text[i : i + 7] for i in range(0, len(text), 7)]
+    )
+    reasoning = "".join(d.get("reasoning_content", "") for d in deltas)
+    content = "".join(d.get("content", "") for d in deltas)
+    calls = [call for d in deltas for call in d.get("tool_calls", [])]
+    assert (reasoning, content) == ("Need weather.", "Let me look.")
+    first, *rest = calls
+    assert (first["index"], first["type"], first["function"]["name"]) == (0, "function", "weather")
+    assert first["id"].startswith("call_")
+    assert all(set(piece) == {"index", "function"} for piece in rest)  # no id nor name again
+    arguments = first["function"]["arguments"] + "".join(p["function"]["arguments"] for p in rest)
+    assert json.loads(arguments) == {"city": "Oslo"}
+    assert len(rest) > 1  # the arguments arrived in pieces, not at the end
+
+
+def test_a_whole_native_answer_has_reasoning_and_tool_calls() -> None:
+    text = '<think>Hmm.</think><tool_call>{"name": "weather", "arguments": {}}</tool_call>'
+    body = ChatShape("m", HERMES_THINKING).whole(text, finished())
+    message = body["choices"][0]["message"]
+    assert (message["content"], message["reasoning_content"]) == (None, "Hmm.")
+    assert message["tool_calls"][0]["function"] == {"name": "weather", "arguments": "{}"}
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_a_malformed_native_tool_call_is_returned_as_text() -> None:
+    text = '<tool_call>{"name": "weather", "arguments": {"city": </tool_call>'
+    body = ChatShape("m", HERMES_THINKING).whole(text, finished())
+    assert body["choices"][0]["message"] == {"role": "assistant", "content": text}
+    assert body["choices"][0]["finish_reason"] == "stop"
+    deltas = _deltas(ChatShape("m", HERMES_THINKING), [text[:5], text[5:]])
+    assert "".join(d.get("content", "") for d in deltas) == text
+    assert not any("tool_calls" in d for d in deltas)
 
 
 def test_a_whole_tool_call_answer() -> None:
-    assert WEATHER_PLAN is not None
-    body = ToolChatShape("m", WEATHER_PLAN).whole(TOOL_ANSWER, finished())
+    body = ChatShape("m", GENERIC_TOOLS).whole(TOOL_ANSWER, finished())
     message = body["choices"][0]["message"]
     assert message["content"] is None
     assert message["tool_calls"][0]["function"]["name"] == "weather"
@@ -73,18 +125,11 @@ def test_a_whole_tool_call_answer() -> None:
 
 
 def test_a_direct_response_with_tools_is_plain_content() -> None:
-    assert WEATHER_PLAN is not None
-    body = ToolChatShape("m", WEATHER_PLAN).whole('{"response": "Sunny."}', finished())
+    body = ChatShape("m", GENERIC_TOOLS).whole('{"response": "Sunny."}', finished())
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "Sunny."}
     assert body["choices"][0]["finish_reason"] == "stop"
 
 
 def test_a_budget_cut_keeps_length_even_with_tools() -> None:
-    assert WEATHER_PLAN is not None
-    body = ToolChatShape("m", WEATHER_PLAN).whole(TOOL_ANSWER, finished("length"))
+    body = ChatShape("m", GENERIC_TOOLS).whole(TOOL_ANSWER, finished("length"))
     assert body["choices"][0]["finish_reason"] == "length"
-
-
-def test_the_route_shape_depends_on_the_tool_plan() -> None:
-    assert type(chat_shape("m", None)) is ChatShape
-    assert type(chat_shape("m", WEATHER_PLAN)) is ToolChatShape

@@ -1,0 +1,92 @@
+"""Write router/llama_server_keys.py: every preset key llama-server accepts.
+
+    .venv/bin/python scripts/gen_llama_server_keys.py PATH/TO/llama.cpp/common/arg.cpp
+
+A preset key is any spelling of an option llama-server parses (``common/preset.cpp``,
+``get_map_key_opt``): its flags without dashes, its negative flags, its environment variable
+and, for an option with a negative flag, the ``LLAMA_ARG_NO_*`` variant. The options are those
+``common_params_parser_init`` keeps for ``LLAMA_EXAMPLE_SERVER``: tagged for the server or for
+every program, and not excluded from the server. Run it against the arg.cpp of the llama.cpp
+that llama-cpp-python vendors when the pinned version changes.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+__all__ = ["main", "server_keys"]
+
+TARGET = Path(__file__).resolve().parent.parent / "router" / "llama_server_keys.py"
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|//[^\n]*|/\*.*?\*/', re.S)
+_LISTS = re.compile(r"\s*\{([^{}]*)\}\s*,\s*(?:\{([^{}]*)\}\s*,)?")
+_EXAMPLES = re.compile(r"\.set_(examples|excludes)\(\{([^}]*)\}\)")
+_ENV = re.compile(r'\.set_env\("([^"]*)"\)')
+
+
+def _without_comments(source: str) -> str:
+    return _STRING_OR_COMMENT.sub(lambda m: "" if m[0].startswith("/") else m[0], source)
+
+
+def _call_end(source: str, open_paren: int) -> int:
+    """The index of the parenthesis closing the one at ``open_paren`` (strings skipped)."""
+    depth, i = 0, open_paren
+    while True:
+        if source[i] in "\"'":
+            i = _STRING_OR_COMMENT.match(source, i).end()  # type: ignore[union-attr]
+            continue
+        depth += {"(": 1, ")": -1}.get(source[i], 0)
+        if depth == 0:
+            return i
+        i += 1
+
+
+def server_keys(arg_cpp: str) -> set[str]:
+    source = _without_comments(arg_cpp)
+    keys: set[str] = set()
+    for call in re.finditer(r"add_opt\(common_arg\(", source):
+        # The whole add_opt(...): the option, then its .set_examples/.set_env calls.
+        block = source[call.end() : _call_end(source, call.start() + len("add_opt"))]
+        lists = _LISTS.match(block)
+        assert lists is not None, block[:80]
+        args = re.findall(r'"([^"]*)"', lists[1])
+        negatives = re.findall(r'"([^"]*)"', lists[2] or "")
+        tags = {kind: set(re.findall(r"LLAMA_EXAMPLE_\w+", names)) for kind, names in
+                _EXAMPLES.findall(block)}  # fmt: skip
+        examples = tags.get("examples", {"LLAMA_EXAMPLE_COMMON"})
+        if not examples & {"LLAMA_EXAMPLE_SERVER", "LLAMA_EXAMPLE_COMMON"}:
+            continue
+        if "LLAMA_EXAMPLE_SERVER" in tags.get("excludes", set()):
+            continue
+        keys |= {flag.lstrip("-") for flag in (*args, *negatives)}
+        for env in _ENV.findall(block):
+            keys.add(env)
+            if negatives:
+                keys.add(env.replace("LLAMA_ARG_", "LLAMA_ARG_NO_"))
+    return keys
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    keys = sorted(server_keys(Path(sys.argv[1]).read_text(encoding="utf-8")))
+    body = textwrap.fill(" ".join(keys), width=100, break_on_hyphens=False)
+    header = (
+        '"""Every preset key llama-server accepts (made by scripts/gen_llama_server_keys.py).\n\n'
+        "Flags without dashes, negative flags and environment names of the options llama-server\n"
+        "parses, from the common/arg.cpp of the llama.cpp llama-cpp-python vendors. A preset key\n"
+        "in here that Corral's option table does not know is accepted with a notice that it has\n"
+        'no effect (docs/serving.md), never a startup error.\n"""\n\n'
+        '__all__ = ["LLAMA_SERVER_KEYS"]\n\n'
+    )
+    listing = f'_KEYS = """\n{body}\n"""\n\nLLAMA_SERVER_KEYS = frozenset(_KEYS.split())\n'
+    TARGET.write_text(header + listing, encoding="utf-8")
+    print(f"wrote {len(keys)} keys to {TARGET}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
