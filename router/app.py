@@ -18,7 +18,7 @@ from router.api import inference_routes, model_routes, stream_routes, webui_rout
 from router.api.access import access_routes
 from router.api.downloads import download_routes
 from router.api.lora import lora_routes
-from router.api.runtime import RouterRuntime, load_catalogue
+from router.api.runtime import RouterRuntime, load_catalogue, load_peers
 from router.api.tools import tool_routes
 from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
 from router.download_jobs import DownloadJobs
@@ -70,6 +70,7 @@ def _cached_entry(catalogue: Catalogue, settings: ServeSettings, reference: str)
 def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) -> Litestar:
     """The router app; raises ``CatalogueError`` when the model sources are invalid."""
     catalogue = load_catalogue(settings)
+    peers = load_peers(settings)
     startup = [e for e in catalogue.entries.values() if e.load_on_startup]
     startup += [_cached_entry(catalogue, settings, reference) for reference in settings.hf_repos]
     if 0 < settings.models_max < len(startup):
@@ -128,6 +129,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 settings, pool, scheduler, RequestCounter(), downloads
             )
             _log.info("models available", models=sorted(catalogue.entries))
+            runtime.peers.start(group, peers)  # listed in the background: never in the way
             for entry in startup:
                 pool.start(pool.models[entry.name])
             pool.exit_listeners.append(lambda _: spares.fill())  # room may have come free
@@ -142,6 +144,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 spares.close()
                 await downloads.cancel_all()
                 await pool.stop_all()
+                await runtime.peers.aclose()
                 group.cancel_scope.cancel()
 
     auth = ApiKeyAuth(settings.api_keys)

@@ -7,9 +7,11 @@ the tests parse the output with prometheus_client's own parser to keep it honest
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from corral.prometheus import escape_label, prometheus_family
 from router.model_state import Status
+from router.peers import PeerStats
 from router.scheduler import Scheduler
 from router.worker_pool import WorkerPool
 
@@ -26,7 +28,43 @@ class RequestCounter:
         self.counts[(route, status)] += 1
 
 
-def render_metrics(pool: WorkerPool, scheduler: Scheduler, requests: RequestCounter) -> str:
+def _peer_lines(peers: Mapping[str, PeerStats]) -> list[str]:
+    named = sorted(peers.items())
+
+    def label(name: str) -> str:
+        return f'peer="{escape_label(name)}"'
+
+    lines = prometheus_family(
+        "corral_peer_requests_total",
+        "counter",
+        "Requests relayed to a peer that it answered, by the peer's HTTP status.",
+        (
+            (f'{{{label(name)},status="{status}"}}', count)
+            for name, stats in named
+            for status, count in sorted(stats.responses.items())
+        ),
+    )
+    lines += prometheus_family(
+        "corral_peer_errors_total",
+        "counter",
+        "Relays that failed: peer unreachable, cut mid-answer, or our key refused.",
+        ((f"{{{label(name)}}}", stats.errors) for name, stats in named),
+    )
+    lines += prometheus_family(
+        "corral_peer_response_seconds_total",
+        "counter",
+        "Time until a peer's answers began (status and headers), summed; divide by requests.",
+        ((f"{{{label(name)}}}", stats.seconds) for name, stats in named),
+    )
+    return lines
+
+
+def render_metrics(
+    pool: WorkerPool,
+    scheduler: Scheduler,
+    requests: RequestCounter,
+    peers: Mapping[str, PeerStats] | None = None,
+) -> str:
     """The exposition text; reads only, so scraping never changes a scheduling decision."""
     models = sorted(pool.models.items())
 
@@ -126,4 +164,6 @@ def render_metrics(pool: WorkerPool, scheduler: Scheduler, requests: RequestCoun
             for (route, status), count in sorted(requests.counts.items())
         ),
     )
+    if peers:
+        lines += _peer_lines(peers)
     return "\n".join(lines) + "\n"

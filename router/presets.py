@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
@@ -21,9 +21,11 @@ from router.llama_server_keys import LLAMA_SERVER_KEYS
 
 __all__ = [
     "DEFAULTS_SECTION",
+    "PEER_SECTION_PREFIX",
     "PresetError",
     "PresetFile",
     "PresetSection",
+    "RawSection",
     "load_preset_file",
     "parse_preset_text",
     "render_ini",
@@ -33,6 +35,9 @@ _log = structlog.get_logger("corral.router")
 
 DEFAULTS_SECTION = "*"
 _IMPLICIT_SECTION = "default"  # upstream's name for keys written before the first header
+# ``[peer NAME]`` sections name other servers, not models (docs/scaling.md); their keys are not
+# model options, so they are kept as written for router.peer_config.
+PEER_SECTION_PREFIX = "peer "
 
 
 class PresetError(OptionError):
@@ -47,10 +52,18 @@ class PresetSection:
 
 
 @dataclass(frozen=True, slots=True)
+class RawSection:
+    name: str  # without the ``peer `` prefix
+    pairs: tuple[tuple[str, str], ...]  # keys and values as written, in file order
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
 class PresetFile:
     path: Path
     defaults: Mapping[str, str]  # the ``[*]`` section: under every model of every source
     sections: Mapping[str, PresetSection]  # by canonical section name, in file order
+    peers: Mapping[str, RawSection] = field(default_factory=dict)  # by peer name, in file order
 
 
 _HEADER = re.compile(r"\[[ \t]*(?P<name>[^\]]*?)[ \t]*\]")
@@ -114,7 +127,12 @@ def parse_preset_text(text: str, *, source: str) -> PresetFile:
             )
     sections: dict[str, PresetSection] = {}
     defaults: dict[str, str] = {}
+    peers: dict[str, RawSection] = {}
     for name, (line_number, pairs) in raw_sections.items():
+        if name.startswith(PEER_SECTION_PREFIX):
+            peer = name.removeprefix(PEER_SECTION_PREFIX).strip(" \t")
+            peers[peer] = RawSection(peer, tuple(pairs), line_number)
+            continue
         pairs = _without_no_effect_keys(pairs, source=source, section=name)
         try:
             options = normalise_options(pairs, where=f"{source}: section [{name}]")
@@ -124,7 +142,7 @@ def parse_preset_text(text: str, *, source: str) -> PresetFile:
             defaults = options
         elif name != _IMPLICIT_SECTION or options:
             sections[name] = PresetSection(name, options, line_number)
-    return PresetFile(Path(source), defaults, sections)
+    return PresetFile(Path(source), defaults, sections, peers)
 
 
 def load_preset_file(path: Path) -> PresetFile:

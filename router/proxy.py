@@ -25,7 +25,15 @@ from router.scheduling_answers import scheduling_answered
 from router.worker_http import UpstreamError, UpstreamResponse
 from router.worker_pool import FAKE_TIMING_SECONDS
 
-__all__ = ["RelayResponse", "autoload_wanted", "forward", "relay"]
+__all__ = [
+    "WHOLE_BELOW",
+    "RelayResponse",
+    "autoload_wanted",
+    "forward",
+    "relay",
+    "request_headers",
+    "request_target",
+]
 
 _log = structlog.get_logger("corral.proxy")
 _HOP_BY_HOP = {
@@ -43,18 +51,18 @@ _HOP_BY_HOP = {
 # "Expect: 100-continue".
 _REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding", b"expect"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
-_WHOLE_BELOW = 1 << 20
+WHOLE_BELOW = 1 << 20
 # The router's own server adds these; CORS is the router's business, not a worker's.
 _RESPONSE_DROP = _HOP_BY_HOP | {b"server", b"date"}
 
 
-def _request_target(scope: Scope) -> bytes:
+def request_target(scope: Scope) -> bytes:
     path: bytes = scope.get("raw_path") or scope["path"].encode()
     query: bytes = scope["query_string"]
     return path + b"?" + query if query else path
 
 
-def _request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+def request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
     # ASGI servers give header names in lower case.
     return [(k, v) for k, v in scope["headers"] if k not in _REQUEST_DROP]
 
@@ -68,27 +76,30 @@ def _response_headers(upstream: UpstreamResponse) -> list[tuple[bytes, bytes]]:
 
 
 class RelayResponse(ASGIResponse):
-    """A worker's answer passed on as it comes: its status, its headers, its body.
+    """A worker's (or a peer's) answer passed on as it comes: its status, headers, body.
 
     Whatever ends the relay (the last byte, a client disconnect, the worker going away), the
     upstream answer is closed and the model released in ``finally``: an unfinished answer closes
-    its connection, which tells the worker to stop generating (docs/protocol.md §3).
+    its connection, which tells the worker to stop generating (docs/protocol.md §3). A stream
+    cut by the upstream ends with the SSE error event ``cut_error`` makes of the reason.
     """
 
-    __slots__ = ("_done", "_headers", "_progress", "_state", "_upstream")
+    __slots__ = ("_cut_error", "_done", "_headers", "_name", "_progress", "_upstream")
 
     def __init__(
         self,
         upstream: UpstreamResponse,
-        state: ModelState,
+        name: str,
         *,
         progress: Callable[[], None],
         done: Callable[[], None],
+        cut_error: Callable[[UpstreamError], ApiError],
     ) -> None:
         super().__init__(status_code=upstream.status)
         self._upstream = upstream
         self._headers = _response_headers(upstream)
-        self._state = state
+        self._name = name
+        self._cut_error = cut_error
         self._progress = progress  # every chunk tells the stall watchdog the worker works
         self._done = done
 
@@ -123,13 +134,9 @@ class RelayResponse(ASGIResponse):
                 self._progress()
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except UpstreamError as exc:
-            name = self._state.entry.name
-            _log.warning("worker connection lost mid-response", model=name, error=str(exc))
+            _log.warning("connection lost mid-response", model=self._name, error=str(exc))
             if (self._upstream.header(b"content-type") or b"").startswith(b"text/event-stream"):
-                error = _fault_error(self._state)
-                if error is None:
-                    error = ApiError(500, f"model '{name}' stopped while answering")
-                event = sse_error_event(error)
+                event = sse_error_event(self._cut_error(exc))
                 await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -203,8 +210,8 @@ async def relay(
         if FAKE_TIMING_SECONDS:
             await anyio.sleep(FAKE_TIMING_SECONDS)
         scope = request.scope
-        target, headers = _request_target(scope), _request_headers(scope)
-        sending = client.request(request.method, target, headers, body, whole_below=_WHOLE_BELOW)
+        target, headers = request_target(scope), request_headers(scope)
+        sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
         upstream = await (sending if detached else until_disconnected(request, sending))
     except BaseException as exc:
         scheduler.release(state)
@@ -215,9 +222,15 @@ async def relay(
             raise ApiError(503, f"model '{name}' is unavailable: {exc}") from None
         raise
     scheduler.note_progress(state)  # the answer's head arrived: the worker works
+
+    def cut_error(_: UpstreamError) -> ApiError:
+        fault = _fault_error(state)
+        return fault or ApiError(500, f"model '{name}' stopped while answering")
+
     return RelayResponse(
         upstream,
-        state,
+        name,
         progress=lambda: scheduler.note_progress(state),
         done=lambda: scheduler.release(state),
+        cut_error=cut_error,
     )

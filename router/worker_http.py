@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
@@ -38,7 +39,8 @@ class UpstreamError(Exception):
 
 
 class _Connection(asyncio.Protocol):
-    def __init__(self) -> None:
+    def __init__(self, party: str) -> None:
+        self.party = party  # "the worker", "peer 'b'": who the messages blame
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.answer: UpstreamResponse | None = None
@@ -59,11 +61,11 @@ class _Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            self._fail(UpstreamError(f"invalid HTTP from the worker: {exc}"))
+            self._fail(UpstreamError(f"invalid HTTP from {self.party}: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self._fail(UpstreamError(f"connection to the worker lost: {exc or 'closed'}"))
+        self._fail(UpstreamError(f"connection to {self.party} lost: {exc or 'closed'}"))
 
     # httptools callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -186,7 +188,9 @@ class UpstreamResponse:
 
     def _time_out(self, waiter: asyncio.Future[None]) -> None:
         if not waiter.done():
-            waiter.set_exception(UpstreamError(f"no answer from the worker in {self._timeout} s"))
+            waiter.set_exception(
+                UpstreamError(f"no answer from {self._connection.party} in {self._timeout} s")
+            )
 
     def _add(self, chunk: bytes) -> None:
         self._chunks.append(chunk)
@@ -205,11 +209,24 @@ class WorkerClient:
 
     ``timeout`` bounds each silence: connecting, waiting for the answer, and between two chunks
     of it (a long prefill or a non-streaming generation is legitimately quiet that long).
+    Peers (router.peers) use the same client: ``tls`` for one behind an HTTPS reverse proxy,
+    ``party`` to name it in errors.
     """
 
-    def __init__(self, host: str, port: int, timeout: float, connect_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        timeout: float,
+        connect_timeout: float = 5.0,
+        *,
+        tls: ssl.SSLContext | None = None,
+        party: str = "the worker",
+    ) -> None:
         self._address = (host, port)
         self._host_header = f"{host}:{port}".encode()
+        self._tls = tls
+        self._party = party
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._idle: list[_Connection] = []
@@ -281,13 +298,15 @@ class WorkerClient:
                 return connection
             connection.close()
         if self._closed:
-            raise UpstreamError("the worker is stopping")
+            raise UpstreamError(f"{self._party} is stopping")
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._connect_timeout):
-                _, connection = await loop.create_connection(_Connection, *self._address)
+                _, connection = await loop.create_connection(
+                    lambda: _Connection(self._party), *self._address, ssl=self._tls
+                )
         except (OSError, TimeoutError) as exc:
-            raise UpstreamError(f"cannot connect to the worker: {exc or 'timed out'}") from None
+            raise UpstreamError(f"cannot connect to {self._party}: {exc or 'timed out'}") from None
         self._busy.add(connection)
         return connection
 

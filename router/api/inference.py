@@ -16,6 +16,7 @@ from corral.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
 from router.api_keys import admin_only
 from router.metrics import render_metrics
+from router.peer_proxy import forward_to_peer
 from router.proxy import autoload_wanted, forward
 from router.scheduling_answers import scheduling_answered
 from router.single_model import single_model_target
@@ -56,11 +57,17 @@ async def forward_to_model(
 async def _forward_to(
     request: Request[Any, Any, Any], rt: RouterRuntime, name: str, body: bytes | None
 ) -> ASGIResponse:
+    conversation = request.headers.get("x-conversation-id")
+    resumable = bool(conversation) and request.method == "POST"
+    peer = rt.peers.route(name, local=rt.pool.catalogue.resolve(name) is not None)
+    if peer is not None:
+        if conversation and resumable:  # replays of it go to the same peer (api/streams.py)
+            rt.conversations.claim(conversation, name)
+        return await forward_to_peer(request, name, peer, body, detached=resumable)
     with scheduling_answered():
         state = rt.pool.get(name)
     still_wanted = None
-    conversation = request.headers.get("x-conversation-id")
-    if conversation and request.method == "POST":
+    if conversation and resumable:
         ticket = rt.conversations.claim(conversation, state.entry.name)
 
         def still_wanted() -> bool:
@@ -109,7 +116,7 @@ async def metrics(
         return await forward_to_model(request, model, None)
     rt = runtime(request)
     return ASGIResponse(
-        body=render_metrics(rt.pool, rt.scheduler, rt.requests).encode(),
+        body=render_metrics(rt.pool, rt.scheduler, rt.requests, rt.peers.stats()).encode(),
         media_type="text/plain; version=0.0.4; charset=utf-8",
     )
 

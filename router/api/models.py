@@ -17,7 +17,7 @@ from corral.hub.sizes import files_size
 from corral.llama_build import corral_version, llama_build_info
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.inference import forward_to_model
-from router.api.runtime import runtime
+from router.api.runtime import RouterRuntime, runtime
 from router.api_keys import admin_only
 from router.catalogue import CatalogueError
 from router.events import ModelEvent
@@ -124,11 +124,14 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
             raise ApiError(500, f"reload failed: {exc}") from None
     created = int(time.time())
     models = rt.pool.models
+    catalogue = rt.pool.catalogue
     data = [
         _entry(state, created, rt.scheduler.retry_after(state))
         for state in models.values()
-        if not state.entry.hidden
+        # A name a ``prefer = peer`` peer answers for is listed as that peer's.
+        if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None
     ]
+    data += rt.peers.listing(created, lambda name: catalogue.resolve(name) is not None)
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
     listing: dict[str, Any] = {"object": "list", "data": sorted(data, key=lambda e: str(e["id"]))}
@@ -149,10 +152,18 @@ def model_in_body(body: bytes) -> str:
     return name
 
 
+def _not_a_peers(rt: RouterRuntime, name: str) -> None:
+    """A peer's model loads and unloads on the peer, not here (docs/scaling.md)."""
+    route = rt.peers.route(name, local=rt.pool.catalogue.resolve(name) is not None)
+    if route is not None:
+        raise ApiError(400, f"model '{name}' is served by peer '{route.peer.name}'")
+
+
 @post("/models/load", status_code=200, opt=admin_only())
 async def load_model(request: AnyRequest) -> dict[str, bool]:
     """Start loading now, bypassing the queue; answers once the worker is spawned."""
     name = model_in_body(await request.body())
+    _not_a_peers(runtime(request), name)
     with scheduling_answered():
         await runtime(request).scheduler.load_now(name)
     return {"success": True}
@@ -170,6 +181,7 @@ async def unload_model(request: AnyRequest) -> dict[str, bool]:
     if download is not None and download.downloading:
         await rt.downloads.cancel(download)
         return {"success": True}
+    _not_a_peers(rt, name)
     with scheduling_answered():
         state = rt.pool.get(name)
     if not state.running or state.stop_requested:

@@ -8,16 +8,19 @@ from typing import Any
 import structlog
 from litestar import Request
 
-from router.catalogue import Catalogue, build_catalogue
+from router.catalogue import Catalogue, CatalogueError, build_catalogue
 from router.conversations import ConversationOwners
 from router.download_jobs import DownloadJobs
 from router.metrics import RequestCounter
+from router.peer_config import PeerConfig, load_peer_configs
+from router.peers import PeerSet
+from router.presets import PresetError
 from router.scheduler import Scheduler
 from router.settings import ServeSettings
 from router.single_model import single_model_catalogue
 from router.worker_pool import WorkerPool
 
-__all__ = ["RouterRuntime", "load_catalogue", "runtime"]
+__all__ = ["RouterRuntime", "load_catalogue", "load_peers", "runtime"]
 
 _log = structlog.get_logger("corral.router")
 
@@ -35,6 +38,14 @@ def load_catalogue(settings: ServeSettings) -> Catalogue:
     return single_model_catalogue(catalogue, settings)
 
 
+def load_peers(settings: ServeSettings) -> tuple[PeerConfig, ...]:
+    """The preset's ``[peer NAME]`` sections; raises ``CatalogueError`` as a bad model would."""
+    try:
+        return load_peer_configs(settings.models_preset)
+    except PresetError as error:
+        raise CatalogueError(str(error)) from None
+
+
 @dataclass(frozen=True, slots=True)
 class RouterRuntime:
     settings: ServeSettings
@@ -43,13 +54,17 @@ class RouterRuntime:
     requests: RequestCounter
     downloads: DownloadJobs
     conversations: ConversationOwners = field(default_factory=ConversationOwners)
+    peers: PeerSet = field(default_factory=PeerSet)
 
     def __post_init__(self) -> None:
         self.pool.exit_listeners.append(self.conversations.forget_model)
 
     async def reload(self) -> None:
-        """Re-read the model sources (``?reload=1``, SIGHUP, a finished download)."""
-        await self.pool.reload(load_catalogue(self.settings))
+        """Re-read the model sources (``?reload=1``, SIGHUP, a finished download) and list the
+        peers again; nothing changes unless both the models and the peers read well."""
+        catalogue, peers = load_catalogue(self.settings), load_peers(self.settings)
+        await self.pool.reload(catalogue)
+        await self.peers.reload(peers)
         self.downloads.forget_finished()  # ended downloads leave the list, as upstream
         _log.info("models reloaded", models=sorted(self.pool.catalogue.entries))
 

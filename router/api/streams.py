@@ -9,6 +9,7 @@ told to retry (503); a DELETE meanwhile withdraws the parked request.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,6 +23,8 @@ from litestar.response.base import ASGIResponse
 from corral.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
 from router.model_state import ModelState, Status
+from router.peer_proxy import forward_to_peer
+from router.peers import PeerRoute
 from router.proxy import relay
 from router.worker_http import UpstreamError
 
@@ -31,6 +34,7 @@ _log = structlog.get_logger("corral.streams")
 # Lookups and stops are small questions to a local worker: a slow one is skipped, not waited on.
 _QUICK_SECONDS = 1.0
 AnyRequest = Request[Any, Any, Any]
+Exchange = Callable[[str, bytes, bytes | None], Awaitable[tuple[int, bytes]]]
 
 
 class LookupRequest(msgspec.Struct):
@@ -48,6 +52,28 @@ def _owner(rt: RouterRuntime, conversation: str) -> ModelState | None:
     return rt.pool.models.get(model) if model is not None else None
 
 
+def _peer_owner(rt: RouterRuntime, conversation: str) -> tuple[str, PeerRoute] | None:
+    """The peer model that owns a conversation (its POST was relayed to a peer)."""
+    model = rt.conversations.owner(conversation)
+    if model is None or model in rt.pool.models:
+        return None
+    route = rt.peers.route(model, local=False)
+    return (model, route) if route is not None else None
+
+
+def _exchange(rt: RouterRuntime, model: str) -> Exchange | None:
+    """How to ask the owner of a conversation a small question: its worker if it is up (not
+    loading: a stop then withdraws the parked request instead), else its peer."""
+    state = rt.pool.models.get(model)
+    if state is None:
+        route = rt.peers.route(model, local=False)
+        return route.peer.exchange if route is not None else None
+    client = state.client
+    if client is None or state.status not in (Status.LOADED, Status.SLEEPING):
+        return None
+    return client.exchange
+
+
 def _loading(rt: RouterRuntime, state: ModelState) -> bool:
     return state.status is Status.LOADING or rt.scheduler.is_queued(state.entry.name)
 
@@ -55,7 +81,11 @@ def _loading(rt: RouterRuntime, state: ModelState) -> bool:
 @get("/v1/stream")
 async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> ASGIResponse:
     rt = runtime(request)
-    state = _owner(rt, _conversation(conv_id))
+    conversation = _conversation(conv_id)
+    remote = _peer_owner(rt, conversation)
+    if remote is not None:
+        return await forward_to_peer(request, *remote, None)
+    state = _owner(rt, conversation)
     if state is None:
         raise ApiError(404, "Stream not found or expired")
     if not rt.scheduler.hold(state):
@@ -72,25 +102,22 @@ async def lookup(request: AnyRequest) -> list[Any]:
     ids = [item for item in body.conversation_ids if isinstance(item, str) and item]
     found: list[Any] = []
 
-    async def ask(state: ModelState, conversations: list[str]) -> None:
-        client = state.client
-        if client is None or state.status not in (Status.LOADED, Status.SLEEPING):
-            return
+    async def ask(model: str, exchange: Exchange, conversations: list[str]) -> None:
         question = msgspec.json.encode({"conversation_ids": conversations})
         try:
             with anyio.fail_after(_QUICK_SECONDS):
-                status, answer = await client.exchange("POST", b"/v1/streams/lookup", question)
+                status, answer = await exchange("POST", b"/v1/streams/lookup", question)
         except (UpstreamError, TimeoutError) as exc:
-            _log.warning("stream lookup failed", model=state.entry.name, error=str(exc))
+            _log.warning("stream lookup failed", model=model, error=str(exc))
             return
         if status == 200:
             found.extend(msgspec.json.decode(answer))
 
     async with anyio.create_task_group() as group:
         for model, conversations in rt.conversations.by_model(ids).items():
-            state = rt.pool.models.get(model)
-            if state is not None:
-                group.start_soon(ask, state, conversations)
+            exchange = _exchange(rt, model)
+            if exchange is not None:
+                group.start_soon(ask, model, exchange, conversations)
     return found
 
 
@@ -98,17 +125,17 @@ async def lookup(request: AnyRequest) -> list[Any]:
 async def stop(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> Response[None]:
     rt = runtime(request)
     conversation = _conversation(conv_id)
-    state = _owner(rt, conversation)
+    model = rt.conversations.owner(conversation)
+    exchange = _exchange(rt, model) if model is not None else None
     # Forgotten first: a request still waiting for its model then knows it is not wanted.
     rt.conversations.forget(conversation)
-    client = state.client if state is not None else None
-    if client is not None and state is not None and state.status is not Status.LOADING:
+    if exchange is not None:
         target = b"/v1/stream?" + urlencode({"conv_id": conversation}).encode()
         try:
             with anyio.fail_after(_QUICK_SECONDS):
-                await client.exchange("DELETE", target, None)
+                await exchange("DELETE", target, None)
         except (UpstreamError, TimeoutError) as exc:
-            _log.warning("stream stop failed", model=state.entry.name, error=str(exc))
+            _log.warning("stream stop failed", model=model, error=str(exc))
     return Response(None, status_code=204)
 
 

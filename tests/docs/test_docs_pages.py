@@ -25,6 +25,7 @@ PAGES = [
     "tools",
     "development",
     "benchmarks",
+    "scaling",
 ]
 
 
