@@ -8,13 +8,15 @@ Optional packages, each installed for something else and picked up only because 
   every app; a worker's wire types are msgspec Structs;
 - ``watchfiles`` (uvicorn's ``[standard]`` extra): uvicorn's ``--reload``, never used here;
 - ``greenlet`` (playwright, for the web UI's tests): structlog's deprecated ``threadlocal``.
+- ``yaml._yaml`` (libyaml, PyYAML's faster parser): Litestar imports PyYAML for its OpenAPI
+  document in YAML, which a worker does not serve; PyYAML falls back to its own parser.
 
 A ``None`` in ``sys.modules`` makes an import raise ``ImportError``, which each of them treats
 as "not installed". And uvicorn's CLI: the package's ``__init__`` imports ``uvicorn.main``
 (click, the reload and multiprocess supervisors) for ``uvicorn.run``; a worker uses only
 ``uvicorn.Server`` and ``uvicorn.Config``, so the package is registered bare (as
 :mod:`worker.llama_bindings` does for llama-cpp-python) and those two resolve on first use.
-Together about 12 MiB of each worker's memory (docs/benchmarks.md, Swaps).
+Together about 13 MiB of each worker's memory (docs/benchmarks.md, Swaps).
 
 Only ``python -m worker`` calls :func:`fence_unused_modules`, before anything is imported:
 tests that import the worker's modules, and the router, are left alone.
@@ -30,7 +32,7 @@ from typing import Any
 
 __all__ = ["FENCED_MODULES", "bare_package", "fence_unused_modules"]
 
-FENCED_MODULES = ("rich", "pydantic", "attr", "attrs", "watchfiles", "greenlet")
+FENCED_MODULES = ("rich", "pydantic", "attr", "attrs", "watchfiles", "greenlet", "yaml._yaml")
 _UVICORN_NAMES = {"Config": "uvicorn.config", "Server": "uvicorn.server"}
 
 
