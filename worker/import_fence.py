@@ -45,6 +45,7 @@ def bare_package(name: str, doc: str) -> types.ModuleType:
     package = types.ModuleType(name, doc)
     package.__path__ = list(spec.submodule_search_locations)
     package.__spec__ = spec
+    package.__file__ = spec.origin  # where the package is, for code that locates its files
     sys.modules[name] = package
     return package
 
