@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = ["closest", "did_you_mean"]
@@ -21,6 +20,8 @@ def closest(word: str, candidates: Iterable[str], *, limit: int = 3) -> list[str
     if not folded:
         return []
     containing = sorted((c for c in by_folded if folded in c), key=lambda c: (len(c), c))
+    import difflib  # lazily: only a mistyped name needs it, and every worker imports this module
+
     similar = difflib.get_close_matches(folded, list(by_folded), n=limit, cutoff=0.6)
     ordered = [*containing, *(c for c in similar if c not in containing)]
     return [by_folded[c] for c in ordered[:limit]]

@@ -53,7 +53,7 @@ def resident_memory(state: ModelState) -> int | None:
 
 # A worker before any weights (Python, llama.cpp, uvicorn): measured at about 85 MB.
 WORKER_PROCESS_BYTES = 96 << 20
-# A spare worker, everything imported and no model, before it was measured (52 MiB measured,
+# A spare worker, everything imported and no model, before it was measured (47 MiB measured,
 # docs/benchmarks.md).
 SPARE_WORKER_BYTES = 64 << 20
 # Bytes per cached value for each --cache-type-k/-v (block formats: bytes per block / 32).

@@ -8,6 +8,10 @@ import os
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
-from worker.main import main  # after the environment it depends on
+from worker.import_fence import fence_unused_modules
+
+fence_unused_modules()  # before structlog and Litestar look for them
+
+from worker.main import main  # noqa: E402 (after the environment and the fence it depends on)
 
 main()

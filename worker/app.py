@@ -49,4 +49,5 @@ def create_worker_app(state: WorkerState) -> Litestar:
         # The router bounds what reaches a worker; it passes its own limit on (docs/protocol.md §8).
         request_max_body_size=max_body_from(os.environ),
         debug=False,
+        openapi_config=None,  # no /schema: a worker serves the router, not a browser
     )

@@ -73,6 +73,7 @@ class WorkerLifecycle:
                 create_worker_app(self.state),
                 log_config=None,
                 lifespan="off",
+                ws="none",  # no websocket routes; "auto" would import websockets (2 MiB)
                 timeout_graceful_shutdown=5,
                 # The router's idle connections expire first, so none is reused as the worker
                 # closes it.

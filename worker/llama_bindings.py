@@ -11,24 +11,18 @@ submodules import as usual.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 import types
 from typing import TYPE_CHECKING
+
+from worker.import_fence import bare_package
 
 __all__ = ["llama_cpp", "llama_grammar"]
 
 
 def _bindings() -> types.ModuleType:
     if "llama_cpp" not in sys.modules:
-        spec = importlib.util.find_spec("llama_cpp")
-        if spec is None or spec.submodule_search_locations is None:
-            raise ImportError("llama-cpp-python is not installed")
-        package = types.ModuleType("llama_cpp", "llama-cpp-python, without its __init__")
-        package.__path__ = list(spec.submodule_search_locations)
-        package.__spec__ = spec
-        package.__file__ = spec.origin  # where the library files are found, as usual
-        sys.modules["llama_cpp"] = package
+        package = bare_package("llama_cpp", "llama-cpp-python, without its __init__")
         bindings = importlib.import_module("llama_cpp.llama_cpp")
         # What the real __init__ exports from it, for code that uses `llama_cpp.llama_decode`.
         public = {name: value for name, value in vars(bindings).items() if name[0] != "_"}

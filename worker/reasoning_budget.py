@@ -19,8 +19,6 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from worker.llama_bindings import llama_cpp
 
 __all__ = ["ReasoningBudget", "reasoning_budget_sampler"]
@@ -101,6 +99,10 @@ def _apply(sampler: Any, candidates: Any) -> None:
     state = _state(sampler)
     if state.phase != "forcing" or state.forced >= len(state.spec.forced):
         return
+    # lazily: numpy is 16 MiB of a worker's memory, and only a budget that is spent needs it
+    # (docs/benchmarks.md, Swaps); after the first time it is a lookup in sys.modules.
+    import numpy as np
+
     array = candidates.contents
     data = np.ctypeslib.as_array(array.data, shape=(array.size,))
     data["logit"][data["id"] != state.spec.forced[state.forced]] = -np.inf

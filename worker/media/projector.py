@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from llama_cpp import mtmd_cpp
 from llama_cpp._utils import suppress_stdout_stderr
 
 from corral.errors import ApiError
@@ -42,6 +41,15 @@ matches no text token, so a later prompt's cached prefix stops where the media b
 
 
 @cache
+def _mtmd() -> Any:
+    """libmtmd's bindings, loaded with the first projector: a worker without ``--mmproj`` never
+    needs the library (1.5 MiB of its memory, docs/benchmarks.md, Swaps)."""
+    from llama_cpp import mtmd_cpp
+
+    return mtmd_cpp
+
+
+@cache
 def media_marker() -> str:
     """Where a prompt's media go, as llama-server picks it: ``LLAMA_MEDIA_MARKER``, else a
     random marker that no user text will contain by chance (``/props`` shows it)."""
@@ -52,6 +60,7 @@ class MediaPrompt:
     """A prompt tokenized with its media; evaluate once, on the engine thread."""
 
     def __init__(self, projector: Projector, chunks: Any) -> None:
+        mtmd_cpp = _mtmd()
         self._projector = projector
         self._chunks = chunks
         # Freed when evaluated, or when a request that never reached a slot lets go of it.
@@ -72,6 +81,7 @@ class MediaPrompt:
     def evaluate(self, ctx: Any, seq_id: int, n_batch: int) -> int:
         """Decode the whole prompt into ``seq_id`` from position 0, with logits for its last
         token; returns the next position. ``RuntimeError`` when libmtmd fails."""
+        mtmd_cpp = _mtmd()
         if self._projector.closed:
             raise RuntimeError("the multimodal projector was unloaded before the prompt ran")
         n_past = llama_cpp.llama_pos(0)
@@ -87,6 +97,7 @@ class MediaPrompt:
 
 class Projector:
     def __init__(self, path: Path, text_model: Any, *, use_gpu: bool, threads: int) -> None:
+        mtmd_cpp = _mtmd()
         mtmd_cpp.mtmd_helper_log_set(_mtmd_log, ctypes.c_void_p(0))
         params = mtmd_cpp.mtmd_context_params_default()
         params.use_gpu = use_gpu
@@ -106,11 +117,13 @@ class Projector:
         )
 
     def close(self) -> None:
+        mtmd_cpp = _mtmd()
         if not self.closed:
             mtmd_cpp.mtmd_free(self.context)
             self.closed = True
 
     def _bitmap(self, file: MediaFile) -> Any:
+        mtmd_cpp = _mtmd()
         buffer = (ctypes.c_uint8 * len(file.data)).from_buffer_copy(file.data)
         bitmap = mtmd_cpp.mtmd_helper_bitmap_init_from_buf(
             self.context, buffer, len(file.data), False
@@ -122,6 +135,7 @@ class Projector:
     def tokenize(self, text: str, files: list[MediaFile], *, add_special: bool) -> MediaPrompt:
         """``text`` with one media marker per file; 400 for unreadable media or a marker count
         that does not match."""
+        mtmd_cpp = _mtmd()
         markers = text.count(media_marker())
         if markers != len(files):
             raise ApiError(

@@ -10,8 +10,6 @@ from __future__ import annotations
 import binascii
 from base64 import b64decode
 
-import httpx
-
 from corral.errors import ApiError
 
 __all__ = ["FETCH_MAX_BYTES", "FETCH_TIMEOUT_SECONDS", "decode_base64", "read_media"]
@@ -45,6 +43,8 @@ def _data_uri(url: str, field: str) -> bytes:
 
 
 async def _fetch(url: str, field: str, max_bytes: int, wait_seconds: float) -> bytes:
+    import httpx  # lazily: 2 MiB of a worker's memory for a rare request (docs/benchmarks.md)
+
     body = bytearray()
     try:
         async with (

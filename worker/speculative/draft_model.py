@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
 import structlog
 from llama_cpp._utils import suppress_stdout_stderr
 
@@ -163,6 +162,10 @@ class DraftModel:
         return True
 
     def _guess(self, index: int, p_min: float) -> int | None:
+        # lazily: numpy is 16 MiB of a worker's memory, needed only with a draft model
+        # (docs/benchmarks.md, Swaps); after the first time it is a lookup in sys.modules.
+        import numpy as np
+
         logits = np.ctypeslib.as_array(
             llama_cpp.llama_get_logits_ith(self._ctx, index), shape=(self._n_vocab,)
         )
