@@ -8,8 +8,9 @@ Optional packages, each installed for something else and picked up only because 
   every app; a worker's wire types are msgspec Structs;
 - ``watchfiles`` (uvicorn's ``[standard]`` extra): uvicorn's ``--reload``, never used here;
 - ``greenlet`` (playwright, for the web UI's tests): structlog's deprecated ``threadlocal``.
-- ``yaml._yaml`` (libyaml, PyYAML's faster parser): Litestar imports PyYAML for its OpenAPI
-  document in YAML, which a worker does not serve; PyYAML falls back to its own parser.
+- PyYAML: Litestar imports it for its OpenAPI document in YAML, which a worker does not serve
+  (no ``/schema``); the package is registered bare, so ``import yaml`` succeeds and none of
+  its parser and emitter modules load.
 
 A ``None`` in ``sys.modules`` makes an import raise ``ImportError``, which each of them treats
 as "not installed". And uvicorn's CLI: the package's ``__init__`` imports ``uvicorn.main``
@@ -32,7 +33,7 @@ from typing import Any
 
 __all__ = ["FENCED_MODULES", "bare_package", "fence_unused_modules"]
 
-FENCED_MODULES = ("rich", "pydantic", "attr", "attrs", "watchfiles", "greenlet", "yaml._yaml")
+FENCED_MODULES = ("rich", "pydantic", "attr", "attrs", "watchfiles", "greenlet")
 _UVICORN_NAMES = {"Config": "uvicorn.config", "Server": "uvicorn.server"}
 
 
@@ -59,6 +60,8 @@ def _uvicorn_attribute(name: str) -> Any:
 def fence_unused_modules() -> None:
     for name in FENCED_MODULES:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+    if "yaml" not in sys.modules:
+        bare_package("yaml", "PyYAML's name alone: a worker serves no OpenAPI YAML")
     if "uvicorn" not in sys.modules:
         uvicorn = bare_package("uvicorn", "uvicorn's Server and Config, without its CLI")
         uvicorn.__getattr__ = _uvicorn_attribute  # type: ignore[method-assign]

@@ -17,9 +17,11 @@ from worker.import_fence import FENCED_MODULES
 
 # Optional packages no worker imports (worker/import_fence.py), uvicorn's CLI, and what only a
 # rare request or setting needs: numpy (a draft model, a spent reasoning budget), libmtmd
-# (--mmproj), httpx (media by URL), websockets.
+# (--mmproj), httpx (media by URL), websockets; PyYAML's modules (its bare package stays).
 _KEPT_OUT = (
     *FENCED_MODULES,
+    "yaml.loader",
+    "yaml.dumper",
     "numpy",
     "click",
     "uvicorn.main",
