@@ -1,7 +1,9 @@
 """Running the router: uvicorn in this process, stopping every worker on SIGINT/SIGTERM.
 
 uvicorn turns those signals into a graceful shutdown, which runs the app's lifespan exit, which
-stops the workers (exit command, then SIGTERM/SIGKILL after the stop timeout).
+stops the workers (exit command, then SIGTERM/SIGKILL after the stop timeout). Before it waits
+for open responses, MCP tool calls under way are cancelled (docs/operations.md): unlike an
+inference request, a slow tool has nothing worth finishing once the router is going away.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from router.hub_download import DownloadFailed, download_model
 from router.request_limits import BoundedHttpToolsProtocol
 from router.security import warn_if_exposed
 from router.settings import ServeSettings
+from router.tools.toolbox import ToolBox
 
 __all__ = ["serve"]
 
@@ -80,6 +83,16 @@ def _download_missing(settings: ServeSettings) -> ServeSettings:
     return settings
 
 
+class _RouterServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, tools: ToolBox) -> None:
+        super().__init__(config)
+        self._tools = tools
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._tools.cancel_calls()
+        await super().shutdown(sockets)
+
+
 def serve(settings: ServeSettings) -> None:
     json = None if settings.log_format is None else settings.log_format == "json"
     configure_logging(json=json)
@@ -111,4 +124,5 @@ def serve(settings: ServeSettings) -> None:
     )
     host = f"[{settings.host}]" if sock.family == socket.AF_INET6 else settings.host
     _log.info("corral listening", url=f"http://{host}:{port}")
-    uvicorn.Server(config).run(sockets=[sock])
+    tools: ToolBox = app.state.tools
+    _RouterServer(config, tools).run(sockets=[sock])

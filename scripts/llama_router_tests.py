@@ -1,15 +1,20 @@
 """Run llama.cpp's own router tests against ``corral serve``, offline, with tiny stand-in models.
 
     .venv/bin/python scripts/llama_router_tests.py LLAMA_CPP_DIR [PYTEST ARGS…]   # -k, -x, …
+    .venv/bin/python scripts/llama_router_tests.py LLAMA_CPP_DIR unit/test_mcp_servers.py
 
 LLAMA_CPP_DIR is the llama.cpp tree llama-cpp-python vendors (``vendor/llama.cpp`` of its
-sdist). Its ``tools/server/tests`` are copied to a scratch folder and run with
+sdist). The tests run are ``unit/test_router.py`` unless test files (``unit/…``) are named.
+Its ``tools/server/tests`` are copied to a scratch folder, at the same depth (the tools tests
+search the tree around them), and run with
 ``LLAMA_SERVER_BIN_PATH`` pointing at a wrapper that runs ``corral serve``. The hub models the
 tests name are tiny random-weight GGUFs laid out in a hub cache (``LLAMA_CACHE``), and the
 repositories they download (``POST /models``, the remote preset) are served by
 :class:`tests.support.fake_hub.FakeHub` (``HF_ENDPOINT``): nothing reaches the network. Two
 changes to the copy: the session fixture that downloads every preset's real model is a no-op,
-and ``wget`` (used only by tests of other files) is a stub. ``LLAMA_SERVER_BIN_PATH`` in the
+and ``wget`` (used only by tests of other files) is a stub. With ``--tools`` the wrapper adds
+``--tools-root /`` and ``--tools-allow-exec``, which llama-server's tools need no flag for
+(docs/tools.md, differences). ``LLAMA_SERVER_BIN_PATH`` in the
 environment runs another server instead (a ``llama-server`` built from the same tree, to
 compare).
 """
@@ -49,7 +54,7 @@ _PRESET_DOWNLOADS = "        ServerPreset.load_all()"
 
 
 def _copy_tests(llama_cpp: Path, scratch: Path) -> Path:
-    tests = scratch / "tests"
+    tests = scratch / "tools" / "server" / "tests"
     shutil.copytree(llama_cpp / "tools" / "server" / "tests", tests)
     conftest = tests / "conftest.py"
     text = conftest.read_text(encoding="utf-8")
@@ -85,7 +90,11 @@ def main() -> int:
         for seed, (repo, file) in enumerate(CACHED):
             lay_out(cache, {file: _stand_in(scratch, file, seed)}, repo=repo, commit=str(seed) * 40)
         wrapper = scratch / "corral-server"
-        wrapper.write_text(f'#!/bin/sh\nexec "{ROOT}/.venv/bin/corral" serve "$@"\n')
+        wrapper.write_text(
+            '#!/bin/sh\ncase " $* " in\n'
+            '  *" --tools "*) set -- --tools-root / --tools-allow-exec "$@" ;;\n'
+            f'esac\nexec "{ROOT}/.venv/bin/corral" serve "$@"\n'
+        )
         wrapper.chmod(0o755)
         with FakeHub() as hub:
             hub.add_repo(REMOTE_PRESET[0], {"preset.ini": REMOTE_PRESET[1]})
@@ -103,7 +112,8 @@ def main() -> int:
                 PORT=str(_free_port()),  # not the tests' default 8080, which others may hold
             )
             command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
-            command.append("unit/test_router.py")
+            if not any(arg.startswith("unit/") for arg in pytest_args):
+                command.append("unit/test_router.py")
             return subprocess.call(command, cwd=tests, env=env)
 
 

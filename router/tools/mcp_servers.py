@@ -8,7 +8,9 @@ a server (it cannot be spawned, it answers garbage, it crashes, it hangs) ends t
 the router: the failure becomes the call's ``{"error": …}`` and the next call spawns it anew.
 
 Every call has the server's ``timeout_ms``; the server's stderr goes to the log line by line;
-and a server cannot outlive the router (:mod:`router.tools.orphan_guard`).
+and a server cannot outlive the router (:mod:`router.tools.orphan_guard`). When the router
+begins to stop, the calls under way end at once with ``{"error": "cancelled"}``, as
+llama-server's do, rather than holding its graceful shutdown open (docs/tools.md).
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -71,10 +73,35 @@ def _result(result: CallToolResult) -> ToolResult:
     return {"plain_text_response": text}
 
 
+class _CallsUnderWay:
+    """The cancel scopes of the calls running now, so that a stopping router can end them."""
+
+    def __init__(self) -> None:
+        self._scopes: set[anyio.CancelScope] = set()
+        self._cancelled = False
+
+    @contextmanager
+    def tracked(self) -> Iterator[anyio.CancelScope]:
+        with anyio.CancelScope() as scope:
+            if self._cancelled:  # a call that arrives once the router is stopping
+                scope.cancel()
+            self._scopes.add(scope)
+            try:
+                yield scope
+            finally:
+                self._scopes.discard(scope)
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        for scope in self._scopes:
+            scope.cancel()
+
+
 class McpServer:
-    def __init__(self, config: McpServerConfig, group: TaskGroup) -> None:
+    def __init__(self, config: McpServerConfig, group: TaskGroup, calls: _CallsUnderWay) -> None:
         self.config = config
         self._group = group
+        self._calls = calls
         self._lock = anyio.Lock()
         self._connection: _Connection | None = None
 
@@ -178,6 +205,12 @@ class McpServer:
         )
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        with self._calls.tracked():
+            return await self._call(tool, arguments)
+        # Only reached when the scope swallowed its cancellation: the router is stopping.
+        return {"error": "cancelled"}
+
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         try:
             connection = await self._connect()
             assert connection.session is not None
@@ -233,12 +266,21 @@ class McpServers:
 
     def __init__(self, configs: tuple[McpServerConfig, ...]) -> None:
         self._configs = configs
+        self._calls = _CallsUnderWay()
         self.tools: list[Tool] = []
+
+    def cancel_calls(self) -> None:
+        """Ends every call under way, and every later one, with ``{"error": "cancelled"}``.
+
+        Called as the router begins to stop, before the HTTP server waits for open responses:
+        a slow tool would otherwise hold the shutdown for its whole ``timeout_ms``.
+        """
+        self._calls.cancel()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[McpServers]:
         async with anyio.create_task_group() as group:
-            servers = [McpServer(config, group) for config in self._configs]
+            servers = [McpServer(config, group, self._calls) for config in self._configs]
             listed: dict[str, list[Tool]] = {}
 
             async def warm(server: McpServer) -> None:

@@ -65,6 +65,7 @@ class ToolBox:
         self._builtin = builtin
         self._mcp_configs = mcp
         self._mcp_tools: list[Tool] = []
+        self._mcp_servers: McpServers | None = None
 
     @property
     def enabled(self) -> bool:
@@ -77,6 +78,15 @@ class ToolBox:
     def find(self, name: str) -> Tool | None:
         return next((tool for tool in self.tools() if tool.name == name), None)
 
+    def cancel_calls(self) -> None:
+        """The router is stopping: MCP calls under way answer ``cancelled`` now (docs/tools.md).
+
+        Built-in tools are left to finish within the graceful shutdown, as llama-server leaves
+        them.
+        """
+        if self._mcp_servers is not None:
+            self._mcp_servers.cancel_calls()
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The MCP servers' lifetime: their tools listed on entry, every server stopped on exit."""
@@ -84,6 +94,7 @@ class ToolBox:
             yield
             return
         async with McpServers(self._mcp_configs).running() as servers:
+            self._mcp_servers = servers
             taken = {tool.name for tool in self._builtin}
             for tool in servers.tools:
                 if tool.name in taken:
@@ -97,3 +108,4 @@ class ToolBox:
                 yield
             finally:
                 self._mcp_tools = []
+                self._mcp_servers = None

@@ -2,7 +2,8 @@
 
 Tools: ``echo`` (its message back), ``add``, ``sleep`` (for timeouts), ``fail`` (an ``isError``
 result), ``crash`` (the process exits mid-call) and ``pid`` (tells respawns apart). It writes one
-line to stderr at startup so tests can see that stderr reaches the router's log. Run as
+line to stderr at startup so tests can see that stderr reaches the router's log, and one when a
+``sleep`` begins, so that a test knows the call is under way in the server. Run as
 ``python tests/support/mcp_test_server.py``.
 """
 
@@ -17,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 __all__: list[str] = []
 
 STDERR_GREETING = "mcp-test-server: listening on stdio"
+SLEEP_STARTED = "mcp-test-server: sleep started"
 
 server = MCPServer("corral-test")
 
@@ -36,6 +38,7 @@ def add(a: int, b: int) -> str:
 @server.tool()
 def sleep(seconds: float) -> str:
     """Sleep, then answer."""
+    print(SLEEP_STARTED, file=sys.stderr, flush=True)
     time.sleep(seconds)
     return "slept"
 
