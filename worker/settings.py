@@ -13,7 +13,7 @@ from pathlib import Path
 
 from corral.option_flags import add_model_flags, model_options_from
 
-__all__ = ["WorkerSettings", "parse_worker_args"]
+__all__ = ["WorkerSettings", "parse_worker_args", "worker_flags"]
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
 NOT_YET_SUPPORTED = ("jinja", "slots", "webui")
@@ -53,13 +53,24 @@ def _sleep_after(value: str | None) -> float | None:
     return None if value is None or value == "-1" else float(value)
 
 
-def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
     parser.add_argument("-a", "--alias", help="model id to report (default: file stem)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
     add_model_flags(parser)
+    return parser
+
+
+def worker_flags() -> frozenset[str]:
+    """Every flag spelling the worker accepts, so that a llama-server command line can be
+    narrowed to the worker's (scripts/run_llama_server_tests.py)."""
+    return frozenset(_parser()._option_string_actions)
+
+
+def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
+    parser = _parser()
     args = parser.parse_args(argv)
     # A worker reads only its flags: the router renders every option explicitly.
     options = model_options_from(args, parser, env={})

@@ -97,6 +97,7 @@ def write_tiny_gguf(
     seed: int = 0,
     fim: bool = False,
     rerank_template: str | None = None,
+    pooling: str | None = None,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -104,7 +105,8 @@ def write_tiny_gguf(
     ``tokenizer.chat_template`` key entirely, as some real models do. ``fim=True`` adds
     fill-in-the-middle tokens, as code models have, for ``/infill``. ``rerank_template``
     adds the named ``rerank`` template (``{query}`` and ``{document}`` placeholders) that
-    reranker GGUFs carry.
+    reranker GGUFs carry. ``pooling`` (``mean``, ``cls``, ``last``...) sets the pooling type
+    embedding models declare, which llama-server needs before it serves ``/v1/embeddings``.
     """
     tokens, scores, types = _vocab()
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -126,6 +128,8 @@ def write_tiny_gguf(
     writer.add_head_count_kv(_N_HEAD_KV)
     writer.add_rope_dimension_count(_HEAD_DIM)
     writer.add_layer_norm_rms_eps(1e-5)
+    if pooling is not None:
+        writer.add_pooling_type(gguf.PoolingType[pooling.upper()])
     writer.add_vocab_size(len(tokens))
 
     writer.add_tokenizer_model("llama")
