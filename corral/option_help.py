@@ -46,7 +46,12 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "rope-freq-base": "RoPE base frequency",
     "sleep-idle-seconds": "free the weights after this many idle seconds (status `sleeping`); "
     "the next request wakes the model; `-1` = never",
-    "slots": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "slots": "serve the model's `/slots` (on by default; `no-slots`: 501, as llama-server)",
+    "metrics": "serve the model's Prometheus `/metrics` (`llamacpp:*`; 501 without it)",
+    "context-shift": "when a generation fills the context, drop the older half of what follows "
+    "the kept prompt tokens and go on (off by default: the generation stops at the context's end)",
+    "keep": "prompt tokens a context shift keeps (after BOS); `-1` = the whole prompt; a request's "
+    "`n_keep` overrides it",
     "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it)",
     "pooling": "embedding pooling",
     "reranking": "serve `/v1/rerank`, `/rerank`, `/v1/reranking` and `/reranking` (501 without "

@@ -124,6 +124,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_ENDPOINT_SLOTS",),
         negatives=("no-slots", "LLAMA_ARG_NO_ENDPOINT_SLOTS"),
     ),
+    OptionSpec("metrics", "bool", spellings=("LLAMA_ARG_ENDPOINT_METRICS",)),
+    OptionSpec(
+        "context-shift",
+        "bool",
+        spellings=("LLAMA_ARG_CONTEXT_SHIFT",),
+        negatives=("no-context-shift",),
+    ),
+    # Tokens of the prompt a context shift keeps; -1: all of it.
+    OptionSpec("keep", "int", literals=("-1",), bound="non_negative"),
     OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
     OptionSpec(
         "pooling",

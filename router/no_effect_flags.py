@@ -19,13 +19,9 @@ __all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given"]
 NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--verbose", "-v", "--log-verbose"), 0),
     (("--verbosity", "-lv", "--log-verbosity"), 1),
-    (("--metrics",), 0),
     (("--props",), 0),
     (("--kv-unified", "-kvu"), 0),
     (("--no-kv-unified", "-no-kvu"), 0),
-    (("--context-shift",), 0),
-    (("--no-context-shift",), 0),
-    (("--keep",), 1),
     (("--cache-reuse",), 1),
     (("--swa-full",), 0),
     (("--hf-file", "-hff"), 1),

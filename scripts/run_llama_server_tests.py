@@ -46,7 +46,18 @@ DEFAULT_LLAMA_CPP = Path(
         "CORRAL_LLAMA_CPP_SOURCE", "/work/llama/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp"
     )
 )
-TEST_PACKAGES = ("pytest", "requests", "openai", "aiohttp", "filelock", "numpy", "wget")
+TEST_PACKAGES = (
+    "pytest",
+    "pytest-timeout",
+    "requests",
+    "openai",
+    "aiohttp",
+    "filelock",
+    "numpy",
+    "wget",
+)
+# A hung server must fail its test, not stall the run: the tests' own request timeout is 600 s.
+TEST_TIMEOUT_SECONDS = 180
 # Not single-server tests: the router has Corral's own suite, and test_stream.py needs a
 # real model's text.
 SKIPPED_FILES = ("test_router.py", "test_stream.py")
@@ -141,11 +152,13 @@ os.execv(sys.executable, [sys.executable, "-m", "worker", *kept])
 
 def _ensure_test_venv() -> Path:
     python = WORK / "venv" / "bin" / "python"
+    stamp = WORK / "venv" / "corral-packages.txt"
+    wanted = "\n".join(TEST_PACKAGES)
     if not python.exists():
         venv.create(WORK / "venv", with_pip=True)
-        subprocess.run(
-            [python, "-m", "pip", "install", "-q", *TEST_PACKAGES], check=True, cwd=ROOT
-        )
+    if not stamp.exists() or stamp.read_text() != wanted:
+        subprocess.run([python, "-m", "pip", "install", "-q", *TEST_PACKAGES], check=True, cwd=ROOT)
+        stamp.write_text(wanted)
     return python
 
 
@@ -178,11 +191,13 @@ def _server_binary(server: str) -> Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     if server == "corral":
         wrapper = bin_dir / "corral-serve"
-        wrapper.write_text(f'#!/bin/sh\nexec {ROOT}/.venv/bin/corral serve "$@"\n')
+        wrapper.write_text(f'#!/bin/sh\nexec {ROOT}/.venv/bin/python -m router serve "$@"\n')
     elif server == "worker":
         wrapper = bin_dir / "corral-worker"
         wrapper.write_text(
-            _WORKER_WRAPPER.format(python=ROOT / ".venv" / "bin" / "python", root=str(ROOT), arity=_FLAG_ARITY)
+            _WORKER_WRAPPER.format(
+                python=ROOT / ".venv" / "bin" / "python", root=str(ROOT), arity=_FLAG_ARITY
+            )
         )
     else:
         return Path(server).resolve()
@@ -212,7 +227,9 @@ def _summarise(junit: Path, outcome_file: Path) -> None:
             verdict = "passed"
         lines.append(f"{verdict} {test_id}")
     outcome_file.write_text("\n".join(sorted(lines)) + "\n")
-    counts = {v: sum(line.startswith(v + " ") for line in lines) for v in ("passed", "failed", "skipped")}
+    counts = {
+        v: sum(line.startswith(v + " ") for line in lines) for v in ("passed", "failed", "skipped")
+    }
     print(f"{outcome_file}: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
 
 
@@ -241,6 +258,8 @@ def main() -> int:
         "HF_HUB_OFFLINE": "1",
         "LLAMA_SERVER_BIN_PATH": str(_server_binary(args.server)),
         "PORT": str(_free_port()),
+        # This checkout's code, even where .venv's editable install points at another one.
+        "PYTHONPATH": str(ROOT),
     }
     for secret in ("HF_TOKEN", "LLAMA_API_KEY"):
         env.pop(secret, None)
@@ -253,6 +272,7 @@ def main() -> int:
         "-p",
         "no:cacheprovider",
         f"--junitxml={junit}",
+        f"--timeout={TEST_TIMEOUT_SECONDS}",
         "-q",
         *(args.pytest_args or ["unit"]),
     ]

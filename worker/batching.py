@@ -20,7 +20,9 @@ import llama_cpp
 import structlog
 
 from worker.grammar_sampler import GrammarSampler
+from worker.logit_bias import with_text_bias
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
+from worker.token_probs import TokenProbs, token_probs
 
 __all__ = [
     "BatchEngine",
@@ -38,6 +40,7 @@ _log = structlog.get_logger("corral.worker.batching")
 class Delta(NamedTuple):
     text: str
     token: int
+    probs: TokenProbs | None = None  # with the request's n_probs
 
 
 class Finished(NamedTuple):
@@ -67,6 +70,8 @@ class Generation:
     stops: list[str] = field(default_factory=list)
     ignore_eos: bool = False
     cache_prompt: bool = True
+    n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
+    post_sampling_probs: bool = False
     cancelled: bool = False  # set from the event loop; read here once per step
     # Progress, owned by the engine thread.
     n_past: int = 0
@@ -97,6 +102,10 @@ class EngineMetrics:
     n_decode: int = 0
     n_busy_slots: int = 0
     n_tokens_max: int = 0
+    # Speculative decoding's counters, named as llama-server's /metrics families.
+    n_draft_tokens: int = 0
+    n_draft_accepted: int = 0
+    n_draft_verif_steps: int = 0
 
 
 @dataclass
@@ -169,6 +178,8 @@ class BatchEngine:
         """
         if generation.params.grammar:
             generation.grammar = GrammarSampler(self._vocab, generation.params.grammar)
+        if generation.params.text_bias:
+            generation.params = with_text_bias(generation.params, self._vocab)
         self.waiting.append(generation)
 
     def step(self) -> None:
@@ -280,7 +291,18 @@ class BatchEngine:
         generation.next_token = token
         text = generation.stop.feed(generation.text.feed(token_piece(self._vocab, token)))
         if text:
-            generation.emit(Delta(text, token))
+            probs = None
+            if generation.n_probs:
+                probs = token_probs(
+                    self._ctx,
+                    self._vocab,
+                    generation.batch_index,
+                    token,
+                    generation.n_probs,
+                    generation.params,
+                    generation.post_sampling_probs,
+                )
+            generation.emit(Delta(text, token, probs))
         budget_spent = generation.max_tokens is not None and (
             generation.generated >= generation.max_tokens
         )
@@ -302,6 +324,9 @@ class BatchEngine:
         prompt_n = len(generation.prompt) - generation.cached
         prompt_ms = (first - generation.started) * 1000
         predicted_ms = (now - first) * 1000
+        # The first token comes with the prompt's last batch: the rate is over the decode steps
+        # after it, as llama-server's (server-common.h, n_gen_steps).
+        steps = max(generation.generated - 1, 0)
         timings = {
             "cache_n": generation.cached,
             "prompt_n": prompt_n,
@@ -310,12 +335,8 @@ class BatchEngine:
             "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
             "predicted_n": generation.generated,
             "predicted_ms": predicted_ms,
-            "predicted_per_token_ms": predicted_ms / generation.generated
-            if generation.generated
-            else 0.0,
-            "predicted_per_second": generation.generated * 1000 / predicted_ms
-            if predicted_ms
-            else 0.0,
+            "predicted_per_token_ms": predicted_ms / steps if steps else 0.0,
+            "predicted_per_second": steps * 1000 / predicted_ms if predicted_ms else 0.0,
         }
         metrics = self.metrics
         metrics.prompt_tokens += prompt_n

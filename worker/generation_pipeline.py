@@ -22,6 +22,7 @@ from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine import Engine
 from worker.grammar_sampler import InvalidGrammar
 from worker.grammars import GrammarError, grammar_for
+from worker.logit_bias import parse_logit_bias
 from worker.model import LoadedModel
 from worker.response_shape import ResponseShape
 from worker.sampling import SamplingParams
@@ -34,26 +35,19 @@ __all__ = [
     "answer",
     "context_error_response",
     "prepare_generation",
+    "sampling_params",
     "token_budget",
+    "whole_answer",
 ]
 
 MakeGeneration = Callable[[Callable[[GenerationEvent], None]], Generation]
 
 
-def _sampling(
+def sampling_params(
     model: LoadedModel, body: SamplingFields, tool_grammar: str | None = None
 ) -> SamplingParams:
     settings = model.settings
-    bias: dict[int, float] = {}
-    if isinstance(body.logit_bias, dict):
-        try:
-            bias = {int(token): value for token, value in body.logit_bias.items()}
-        except ValueError:
-            raise ApiError(400, "logit_bias keys must be token ids") from None
-    elif body.logit_bias:
-        bias = {int(pair[0]): pair[1] for pair in body.logit_bias if len(pair) == 2}
-    if any(not 0 <= token < model.n_vocab for token in bias):
-        raise ApiError(400, "logit_bias has a token id outside the vocabulary")
+    bias, text_bias = parse_logit_bias(body.logit_bias, model.n_vocab)
     seed = body.seed if body.seed is not None else settings.seed
     try:
         grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
@@ -77,6 +71,7 @@ def _sampling(
         frequency_penalty=body.frequency_penalty,
         seed=seed,
         logit_bias=bias,
+        text_bias=text_bias,
         grammar=grammar,
     )
 
@@ -133,7 +128,7 @@ def prepare_generation(
     The grammar is only turned into GBNF text here; llama.cpp parses it once, as the generation
     is queued (:meth:`~worker.batching.BatchEngine.submit`).
     """
-    params = _sampling(model, body, tool_grammar)
+    params = sampling_params(model, body, tool_grammar)
     _check_context(model, prompt)
     stops = _stops(body.stop)
 
@@ -146,16 +141,21 @@ def prepare_generation(
             stops=stops,
             ignore_eos=body.ignore_eos,
             cache_prompt=body.cache_prompt,
+            n_probs=body.n_probs,
+            post_sampling_probs=body.post_sampling_probs,
         )
 
     return make
 
 
-async def _collect(events: AsyncGenerator[GenerationEvent, None]) -> tuple[str, Finished]:
+async def _collect(
+    shape: ResponseShape, events: AsyncGenerator[GenerationEvent, None]
+) -> tuple[str, Finished]:
     parts: list[str] = []
     async with aclosing(events):
         async for event in events:
             if isinstance(event, Delta):
+                shape.observe(event)
                 parts.append(event.text)
             elif isinstance(event, Finished):
                 return "".join(parts), event
@@ -173,6 +173,7 @@ async def _stream(
         event: GenerationEvent | None = first
         while event is not None:
             if isinstance(event, Delta):
+                shape.observe(event)
                 if chunk := shape.stream_chunk(event.text):
                     yield chunk
             elif isinstance(event, Finished):
@@ -184,6 +185,18 @@ async def _stream(
             event = await anext(events, None)
     finally:
         await events.aclose()
+
+
+async def whole_answer(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, make: MakeGeneration
+) -> dict[str, Any]:
+    """The generation's answer as one JSON value in ``shape`` (several prompts: one each)."""
+    try:
+        events = engine.generate(make)
+        text, finished = await until_disconnected(request, _collect(shape, events))
+    except InvalidGrammar as exc:
+        raise ApiError(400, f"invalid grammar: {exc}") from None
+    return shape.whole(text, finished)
 
 
 async def answer(
@@ -199,10 +212,9 @@ async def answer(
 async def _answer(
     request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
 ) -> ASGIResponse:
-    events = engine.generate(make)
     if not stream:
-        text, finished = await until_disconnected(request, _collect(events))
-        return json_response(shape.whole(text, finished))
+        return json_response(await whole_answer(request, engine, shape, make))
+    events = engine.generate(make)
     conversation = request.headers.get("x-conversation-id")
     # The first event decides the status: a failure before any token is a proper JSON error.
     # A resumable session's client may leave at any time without stopping anything.

@@ -17,6 +17,7 @@ from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.batching import BatchEngine, EngineMetrics
 from worker.embedding_context import Embedder
+from worker.prompt_inputs import Tokenize
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
 from worker.templates import ChatTemplate
@@ -249,6 +250,12 @@ class LoadedModel:
         )
         tokens += self.tokenize(document, add_special=False, parse_special=False)
         return tokens + ([eos] if add_eos else [])
+
+    def prompt_tokenizer(self) -> Tokenize:
+        """Tokenize as llama-server does raw prompts: BOS (if the model wants one) only where
+        asked, special tokens parsed."""
+        add_bos = bool(self.model.add_bos_token())
+        return lambda text, first: self.tokenize(text, add_special=first and add_bos)
 
     def text_prompt(self, prompt: str | list[int]) -> list[int]:
         if isinstance(prompt, list):

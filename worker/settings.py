@@ -16,7 +16,7 @@ from corral.option_flags import add_model_flags, model_options_from
 __all__ = ["WorkerSettings", "parse_worker_args", "worker_flags"]
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
-NOT_YET_SUPPORTED = ("jinja", "slots", "webui")
+NOT_YET_SUPPORTED = ("jinja", "webui")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,10 @@ class WorkerSettings:
     rope_freq_base: float = 0.0
     cache_type_k: str | None = None
     cache_type_v: str | None = None
+    metrics: bool = False  # /metrics answers 501 without it, as llama-server's --metrics
+    slots: bool = True  # /slots answers 501 with --no-slots
+    context_shift: bool = False
+    keep: int = 0  # prompt tokens a context shift keeps; -1: all
     ignored: dict[str, str] = field(default_factory=dict)
 
 
@@ -108,5 +112,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         rope_freq_base=number("rope-freq-base", 0.0),
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),
+        metrics=options.get("metrics", "false") == "true",
+        slots=options.get("slots", "true") == "true",
+        context_shift=options.get("context-shift", "false") == "true",
+        keep=int(number("keep", 0)),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

@@ -92,10 +92,11 @@ async def proxy_get(
 async def metrics(
     request: Request[Any, Any, Any], model: FromQuery[str | None] = None
 ) -> ASGIResponse:
-    """The router's own metrics; ``?model=X`` proxies to that worker's ``llamacpp:*`` metrics."""
-    if model is not None:
-        return await forward_to_model(request, model, None)
+    """The router's own metrics; ``?model=X`` proxies to that worker's ``llamacpp:*`` metrics,
+    and so does single-model mode, as llama-server with one model answers with its own."""
     rt = runtime(request)
+    if model is not None or rt.settings.single_model:
+        return await forward_to_model(request, model, None)
     return ASGIResponse(
         body=render_metrics(rt.pool, rt.scheduler, rt.requests).encode(),
         media_type="text/plain; version=0.0.4; charset=utf-8",

@@ -33,8 +33,28 @@ def render_metrics(model: LoadedModel) -> str:
             "Total time spent generating tokens",
             m.tokens_predicted_seconds,
         ),
-        ("n_decode_total", "Total number of llama_decode() calls", m.n_decode),
+        (
+            "n_decode_total",
+            "Total number of llama_decode() calls, excluding speculative decoding and "
+            "multimodal decoding",
+            m.n_decode,
+        ),
         ("n_tokens_max", "Largest observed sequence length (prompt + generation)", m.n_tokens_max),
+        (
+            "spec_decode_num_draft_tokens_total",
+            "Speculative: Total draft tokens generated",
+            m.n_draft_tokens,
+        ),
+        (
+            "spec_decode_num_accepted_tokens_total",
+            "Speculative: Total draft tokens accepted by the target model",
+            m.n_draft_accepted,
+        ),
+        (
+            "spec_decode_num_drafts_total",
+            "Speculative: Total speculative decoding verification steps",
+            m.n_draft_verif_steps,
+        ),
     ]
     gauges = [
         ("prompt_tokens_seconds", "Average prompt throughput in tokens/s",

@@ -10,6 +10,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
 from worker.model_info.prometheus_metrics import render_metrics
+from worker.model_info.props import props_body
 from worker.model_info.protocol import ApplyTemplateRequest, DetokenizeRequest, TokenizeRequest
 from worker.state import AnyRequest, WorkerState, loaded
 
@@ -65,14 +66,26 @@ async def apply_template(request: AnyRequest) -> dict[str, str]:
 
 @get("/metrics")
 async def metrics(request: AnyRequest) -> ASGIResponse:
+    state: WorkerState = request.app.state.worker
     engine, model = loaded(request)
+    if not state.settings.metrics:
+        raise ApiError(
+            501, "This server does not support metrics endpoint. Start it with `--metrics`"
+        )
     text = await engine.call(lambda: render_metrics(model), needs_model=False)
-    return ASGIResponse(body=text.encode(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    return ASGIResponse(
+        body=text.encode(),
+        media_type="text/plain; version=0.0.4",  # Litestar adds the charset
+        # llama-server's header: Prometheus clients derive process uptime from it.
+        headers={"Process-Start-Time-Unix": str(int(state.started))},
+    )
 
 
 @get("/slots")
 async def slots(request: AnyRequest) -> list[dict[str, Any]]:
     engine, model = loaded(request)
+    if not model.settings.slots:
+        raise ApiError(501, "This server does not support slots endpoint. Start it with `--slots`")
     return await engine.call(model.batcher.describe_slots, needs_model=False)
 
 
@@ -87,19 +100,7 @@ async def health(request: AnyRequest) -> dict[str, Any]:
 @get("/props")
 async def props(request: AnyRequest) -> dict[str, Any]:
     _, model = loaded(request)
-    settings = model.settings
-    return {
-        "model_alias": settings.alias,
-        "model_path": str(settings.model),
-        "total_slots": settings.parallel,
-        "chat_template": model.template.source,
-        "default_generation_settings": {
-            "n_ctx": model.batcher.n_ctx_seq,
-            "params": {"temperature": settings.temperature, "n_predict": settings.n_predict},
-        },
-        "modalities": {"vision": False, "audio": False},
-        "build_info": "corral",
-    }
+    return props_body(model)
 
 
 @get(["/v1/models", "/models"])
