@@ -26,7 +26,7 @@ from router.model_file_check import model_file_problem
 from router.model_state import ModelState
 from router.request_limits import body_limit_handlers
 from router.scheduler import Scheduler
-from router.security import ApiKeyAuth, build_cors_config
+from router.security import ApiKeyAuth
 from router.settings import ServeSettings
 from router.stall_watchdog import StallWatchdog
 from router.worker_pool import WorkerPool
@@ -132,7 +132,6 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
         ],
         exception_handlers=auth.exception_handlers(handlers),
         middleware=auth.middleware(),
-        cors_config=build_cors_config(settings.cors_origins),
         lifespan=[lifespan],
         state=State({"auth": auth}),
         # Litestar checks Content-Length before reading and counts the bytes of a chunked

@@ -82,6 +82,10 @@ _WORKER_FIELDS: dict[str, str] = {
     "embeddings": "embeddings",
     "pooling": "pooling",
     "reranking": "reranking",
+    "slots": "slots",
+    "metrics": "metrics",
+    "context-shift": "context_shift",
+    "keep": "keep",
 }
 _NONE_MEANS = {
     "threads": "half the CPUs",

@@ -164,7 +164,7 @@ def _ensure_test_venv() -> Path:
 
 def _write_stand_ins(cache: Path) -> None:
     by_repo: dict[str, dict[str, bytes]] = {}
-    scratch = WORK / "scratch"
+    scratch = cache.parent / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     for index, (repo, file, kind) in enumerate(STAND_INS):
         path = scratch / f"{index}.gguf"
@@ -175,11 +175,28 @@ def _write_stand_ins(cache: Path) -> None:
         lay_out(cache, files, repo=repo)
 
 
-def _copy_tests(source: Path) -> Path:
-    """A private copy: the tests write next to themselves (``tmp/``) and get our plugin."""
-    tests = WORK / "tests"
-    shutil.rmtree(tests, ignore_errors=True)
-    shutil.copytree(source / "tools" / "server" / "tests", tests)
+def _mirror(source: Path, target: Path, copied: tuple[str, ...]) -> Path:
+    """``target`` with a link to each entry of ``source`` except ``copied[0]``, which is
+    mirrored the same way one level down, and at the end of the path copied outright."""
+    target.mkdir(parents=True)
+    for entry in source.iterdir():
+        if copied and entry.name == copied[0]:
+            if len(copied) == 1:
+                shutil.copytree(entry, target / entry.name)
+            else:
+                _mirror(entry, target / entry.name, copied[1:])
+        else:
+            (target / entry.name).symlink_to(entry)
+    return target.joinpath(*copied)
+
+
+def _copy_tests(source: Path, run: Path) -> Path:
+    """A private copy of the tests at the same depth in a linked tree: they write next to
+    themselves (``tmp/``), get our plugin, and reach ``../../../models/templates`` and
+    ``../../../tools/mtmd`` by relative paths."""
+    tree = run / "llama.cpp"
+    shutil.rmtree(tree, ignore_errors=True)
+    tests = _mirror(source, tree, ("tools", "server", "tests"))
     (tests / "corral_offline.py").write_text(_OFFLINE_PLUGIN)
     for name in SKIPPED_FILES:
         (tests / "unit" / name).unlink(missing_ok=True)
@@ -245,10 +262,12 @@ def main() -> int:
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     args = parser.parse_args()
     python = _ensure_test_venv()
-    cache = WORK / "hub"
-    _write_stand_ins(cache)
-    tests = _copy_tests(args.llama_cpp)
     name = args.name or (args.server if args.server in ("corral", "worker") else "llama-server")
+    # Each run in a folder of its own, so that runs against two servers can go side by side.
+    run = WORK / "runs" / name
+    cache = run / "hub"
+    _write_stand_ins(cache)
+    tests = _copy_tests(args.llama_cpp, run)
     results = WORK / "results"
     results.mkdir(parents=True, exist_ok=True)
     junit = results / f"{name}.xml"

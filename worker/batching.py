@@ -50,6 +50,7 @@ class Finished(NamedTuple):
     cached_tokens: int
     predicted_tokens: int
     timings: dict[str, float]
+    truncated: bool = False  # the context filled up: shifted (--context-shift) or stopped
 
 
 class Failed(NamedTuple):
@@ -70,6 +71,9 @@ class Generation:
     stops: list[str] = field(default_factory=list)
     ignore_eos: bool = False
     cache_prompt: bool = True
+    context_shift: bool = False  # a full context drops old tokens instead of ending
+    n_keep: int = 0  # prompt tokens a shift keeps (after BOS); -1: the whole prompt
+    truncated: bool = False
     n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
     post_sampling_probs: bool = False
     cancelled: bool = False  # set from the event loop; read here once per step
@@ -307,10 +311,31 @@ class BatchEngine:
             generation.generated >= generation.max_tokens
         )
         context_full = generation.n_past + 1 >= self.n_ctx_seq  # no room for the next token
+        if context_full and not budget_spent and generation.context_shift:
+            context_full = not self._shift_context(slot, generation)
+        if context_full:
+            generation.truncated = True
         if generation.stop.matched is not None:
             self._finish(slot, "stop")
         elif budget_spent or context_full:
             self._finish(slot, "length")
+
+    def _shift_context(self, slot: _Slot, generation: Generation) -> bool:
+        """Drop the older half of what follows the kept prompt, as llama-server's context
+        shift does; False when nothing can be dropped."""
+        add_bos = int(llama_cpp.llama_vocab_get_add_bos(self._vocab))
+        n_keep = len(generation.prompt) if generation.n_keep < 0 else generation.n_keep + add_bos
+        n_discard = (generation.n_past - n_keep) // 2
+        if n_discard <= 0:
+            return False
+        llama_cpp.llama_memory_seq_rm(self._memory, slot.id, n_keep, n_keep + n_discard)
+        llama_cpp.llama_memory_seq_add(
+            self._memory, slot.id, n_keep + n_discard, generation.n_past, -n_discard
+        )
+        del slot.tokens[n_keep : n_keep + n_discard]
+        generation.n_past -= n_discard
+        generation.truncated = True
+        return True
 
     def _finish(self, slot: _Slot, reason: str) -> None:
         generation = slot.generation
@@ -353,6 +378,7 @@ class BatchEngine:
                 generation.cached,
                 generation.generated,
                 timings,
+                generation.truncated,
             )
         )
         self._release(slot)

@@ -7,6 +7,7 @@ engine, and a :class:`~worker.response_shape.ResponseShape` words its events.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
@@ -48,6 +49,8 @@ def sampling_params(
 ) -> SamplingParams:
     settings = model.settings
     bias, text_bias = parse_logit_bias(body.logit_bias, model.n_vocab)
+    if body.ignore_eos:  # as llama-server: end-of-generation tokens are never sampled
+        bias.update(dict.fromkeys(model.eog_tokens, -math.inf))
     seed = body.seed if body.seed is not None else settings.seed
     try:
         grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
@@ -141,6 +144,8 @@ def prepare_generation(
             stops=stops,
             ignore_eos=body.ignore_eos,
             cache_prompt=body.cache_prompt,
+            context_shift=model.settings.context_shift,
+            n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
             n_probs=body.n_probs,
             post_sampling_probs=body.post_sampling_probs,
         )

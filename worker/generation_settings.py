@@ -8,6 +8,7 @@ mirostat, dynamic temperature, adaptive-p) are reported at their disabled values
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from worker.sampling import SamplingParams
@@ -64,7 +65,11 @@ def generation_settings(
         "n_keep": n_keep,
         "ignore_eos": ignore_eos,
         "stream": stream,
-        "logit_bias": [[token, bias] for token, bias in params.logit_bias.items()],
+        # -inf (a banned token) is null in JSON, as upstream writes it.
+        "logit_bias": [
+            {"bias": bias if math.isfinite(bias) else None, "token": token}
+            for token, bias in params.logit_bias.items()
+        ],
         "n_probs": n_probs,
         "min_keep": 0,
         "samplers": ["penalties", "top_k", "typ_p", "top_p", "min_p", "temperature"],

@@ -46,16 +46,22 @@ class LoadedModel:
         self.metrics = EngineMetrics()  # kept across sleeps, like the process's other counters
         llama_cpp.llama_backend_init()
         self._load(on_progress)
+        self.bos_text = self._special_text(self.model.token_bos())
+        self.eos_text = self._special_text(self.model.token_eos())
         self.template = ChatTemplate.choose(
             settings.chat_template,
             self.metadata.get("tokenizer.chat_template"),
-            bos_token=self._special_text(self.model.token_bos()),
-            eos_token=self._special_text(self.model.token_eos()),
+            bos_token=self.bos_text,
+            eos_token=self.eos_text,
         )
         if self.template.name == "chatml" and settings.chat_template is None:
             _log.warning("model has no chat template, using chatml", model=settings.alias)
         # Answered while asleep without waking (``/props``, ``/v1/models``), as upstream does.
         self.snapshot = self._describe()
+        # End-of-generation tokens, which `ignore_eos` bans as llama-server does (by bias).
+        self.eog_tokens = tuple(
+            t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self.vocab, t)
+        )
         self.sleeping = False
 
     def _load(self, on_progress: Callable[[float], None]) -> None:

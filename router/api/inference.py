@@ -23,7 +23,9 @@ __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"
 
 PROXIED_POST = [
     "/completion", "/completions", "/v1/completions", "/chat/completions", "/v1/chat/completions",
-    "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/infill", "/embedding",
+    "/chat/completions/input_tokens", "/v1/chat/completions/input_tokens", "/v1/messages",
+    "/v1/messages/count_tokens", "/v1/responses", "/responses", "/v1/responses/input_tokens",
+    "/responses/input_tokens", "/infill", "/embedding",
     "/embeddings", "/v1/embeddings", "/rerank", "/v1/rerank", "/reranking", "/v1/reranking",
     "/tokenize", "/detokenize", "/apply-template", "/lora-adapters",
 ]  # fmt: skip

@@ -150,7 +150,7 @@ class NativeShape(ResponseShape):
             "generation_settings": options.settings,
             "prompt": options.prompt_text,
             "has_new_line": self._new_line,
-            "truncated": False,
+            "truncated": finished.truncated,
             "stop_type": stop_type,
             "stopping_word": finished.stop_word or "",
             "tokens_cached": finished.cached_tokens,

@@ -15,10 +15,6 @@ __all__ = ["props_body"]
 MEDIA_MARKER = "<__media__>"
 
 
-def _special(model: LoadedModel, token: int) -> str:
-    return model.piece(token).decode("utf-8", "replace") if token >= 0 else ""
-
-
 def props_body(model: LoadedModel) -> dict[str, Any]:
     """Answered from settings and load-time facts only, so it never wakes a sleeping model."""
     settings = model.settings
@@ -42,8 +38,8 @@ def props_body(model: LoadedModel) -> dict[str, Any]:
         "ui_settings": {},
         "chat_template": model.template.source,
         "chat_template_caps": {},
-        "bos_token": _special(model, model.model.token_bos()),
-        "eos_token": _special(model, model.model.token_eos()),
+        "bos_token": model.bos_text,
+        "eos_token": model.eos_text,
         "build_info": "corral",
         "is_sleeping": model.sleeping,
         "cors_proxy_enabled": False,
