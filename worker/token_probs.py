@@ -10,6 +10,7 @@ as upstream leaves out zero-probability tokens.
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import Any, NamedTuple
 
 import llama_cpp
@@ -18,7 +19,7 @@ import numpy.typing as npt
 
 from worker.sampling import SamplingParams, token_piece
 
-__all__ = ["TokenProb", "TokenProbs", "token_probs"]
+__all__ = ["TokenProb", "TokenProbs", "log_prob", "token_probs"]
 
 
 class TokenProb(NamedTuple):
@@ -33,6 +34,12 @@ class TokenProbs(NamedTuple):
     post_sampling: bool
     chosen: TokenProb
     top: tuple[TokenProb, ...]
+
+
+def log_prob(prob: TokenProb) -> float:
+    """Its log probability; llama-server writes a zero probability's as -9999, not -inf,
+    which JSON cannot carry."""
+    return math.log(prob.prob) if prob.prob > 0 else -9999.0
 
 
 def _softmax(logits: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

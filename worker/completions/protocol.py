@@ -33,7 +33,7 @@ class NativeCompletionRequest(SamplingFields, kw_only=True):
 
 
 class InfillChunk(msgspec.Struct):
-    text: str = ""
+    text: str  # required, as llama-server requires it: a chunk without text is a 400
     filename: str = "tmp"
 
 

@@ -21,9 +21,11 @@ from worker.generation_pipeline import (
     whole_answer,
 )
 from worker.generation_settings import generation_settings
+from worker.logit_bias import with_text_bias
 from worker.model import LoadedModel
 from worker.prompt_inputs import PromptError, tokenize_prompts
 from worker.response_shape import ResponseShape
+from worker.sampling import SamplingParams
 from worker.state import AnyRequest, loaded
 
 __all__ = ["completion_routes"]
@@ -39,12 +41,13 @@ async def _prompts(engine: Engine, model: LoadedModel, prompt: Any) -> list[list
 def _native_options(
     model: LoadedModel,
     body: NativeCompletionRequest,
+    params: SamplingParams,
     prompt_text: str,
     budget: int | None,
     index: int,
 ) -> NativeOptions:
     settings = generation_settings(
-        sampling_params(model, body),
+        params,
         n_predict=-1 if budget is None else budget,
         n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
         stops=[body.stop] if isinstance(body.stop, str) else list(body.stop or []),
@@ -103,10 +106,13 @@ async def native_completion(request: AnyRequest) -> ASGIResponse:
         texts = await engine.call(lambda: [model.detokenize(p) for p in prompts])
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
+    # The settings as they will run: text biases as the tokens they ban.
+    unresolved = sampling_params(model, body)
+    params = await engine.call(lambda: with_text_bias(unresolved, model.vocab))
     work: list[tuple[ResponseShape, MakeGeneration]] = []
     for index, (prompt, text) in enumerate(zip(prompts, texts, strict=True)):
         make = prepare_generation(model, body, prompt, budget)
-        options = _native_options(model, body, text, budget, index)
+        options = _native_options(model, body, params, text, budget, index)
         work.append((NativeShape(model.settings.alias, options), make))
     if len(work) == 1:
         shape, make = work[0]

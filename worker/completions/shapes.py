@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from worker.batching import Delta, Finished
 from worker.response_shape import ResponseShape, openai_accounting
-from worker.token_probs import TokenProb, TokenProbs
+from worker.token_probs import TokenProb, TokenProbs, log_prob
 
 __all__ = ["NativeOptions", "NativeShape", "TextShape", "probabilities_json"]
 
@@ -46,11 +45,7 @@ class TextShape(ResponseShape):
 
 
 def _entry(prob: TokenProb, post: bool) -> dict[str, Any]:
-    value = (
-        {"prob": prob.prob}
-        if post
-        else {"logprob": math.log(prob.prob) if prob.prob > 0 else -9999.0}
-    )
+    value = {"prob": prob.prob} if post else {"logprob": log_prob(prob)}
     return {
         "id": prob.token,
         "token": prob.piece.decode("utf-8", "replace"),
