@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
@@ -126,3 +127,25 @@ def test_every_no_effect_flag_starts_and_is_noted_once(models_dir: Path) -> None
         assert router.client.get("/health").status_code == 200
         noted = [r["flag"] for r in router.records if r.get("event") == NOTICE]
         assert noted == [spellings[0] for spellings, _ in NO_EFFECT_FLAGS]
+
+
+def test_metrics_are_the_models_own_and_only_with_metrics(models_dir: Path) -> None:
+    # As llama-server with one model: /metrics is its llamacpp:* text, 501 without --metrics.
+    model = ["-m", str(models_dir / "alpha.gguf")]
+    with running_router(model) as router:
+        assert router.client.get("/metrics").status_code == 501
+    with running_router([*model, "--metrics"]) as router:
+        response = router.client.get("/metrics")
+        assert response.status_code == 200
+        assert "llamacpp:n_decode_total" in response.text
+        assert "Process-Start-Time-Unix" in response.headers
+
+
+def test_it_listens_on_every_address_of_host(models_dir: Path) -> None:
+    args = ["-m", str(models_dir / "alpha.gguf"), "--host", "127.0.0.1,::1"]
+    with running_router(args) as router:
+        urls = [r["url"] for r in router.records if r.get("event") == "corral listening"]
+        assert [url.rsplit(":", 1)[0] for url in urls] == ["http://127.0.0.1", "http://[::1]"]
+        assert len({url.rsplit(":", 1)[1] for url in urls}) == 1  # one port for both
+        for url in urls:
+            assert httpx.get(f"{url}/health", timeout=30).status_code == 200
