@@ -161,6 +161,7 @@ class LoadedModel:
     def _describe(self) -> dict[str, Any]:
         return {
             "id": self.settings.alias,
+            "aliases": list(self.settings.aliases),
             "object": "model",
             "owned_by": "llamacpp",
             "meta": {

@@ -22,7 +22,8 @@ NOT_YET_SUPPORTED = ("jinja", "webui")
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
     model: Path
-    alias: str
+    alias: str  # the model's id: the first of its names in sorted order, as llama-server's
+    aliases: tuple[str, ...] = ()  # every --alias name (a comma list, as llama-server takes)
     host: str = "127.0.0.1"
     port: int = 0
     ctx_size: int = 4096
@@ -60,7 +61,9 @@ def _sleep_after(value: str | None) -> float | None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
-    parser.add_argument("-a", "--alias", help="model id to report (default: file stem)")
+    parser.add_argument(
+        "-a", "--alias", help="model id to report, or a comma list of names (default: file stem)"
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
     add_model_flags(parser)
@@ -79,6 +82,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     # A worker reads only its flags: the router renders every option explicitly.
     options = model_options_from(args, parser, env={})
     model: Path = args.model
+    names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
 
     def number(name: str, default: float) -> float:
         return float(options[name]) if name in options else default
@@ -89,7 +93,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     reranking = options.get("reranking", "false") == "true"
     return WorkerSettings(
         model=model,
-        alias=args.alias or model.stem,
+        alias=min(names) if names else model.stem,
+        aliases=tuple(sorted(set(names))),
         host=args.host,
         port=args.port,
         ctx_size=int(number("ctx-size", 4096)),
