@@ -16,6 +16,7 @@ import uvicorn
 
 from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
+from corral.header_spelling import SpelledHeadersProtocol
 from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
 from worker.app import create_worker_app
 from worker.engine import Engine
@@ -73,6 +74,7 @@ class WorkerLifecycle:
                 create_worker_app(self.state),
                 log_config=None,
                 lifespan="off",
+                http=SpelledHeadersProtocol,
                 timeout_graceful_shutdown=5,
                 # The router's idle connections expire first, so none is reused as the worker
                 # closes it.
