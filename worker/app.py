@@ -23,6 +23,7 @@ from worker.model_info.routes import model_info_routes
 from worker.responses_api.routes import responses_routes
 from worker.state import WorkerState
 from worker.streams.routes import stream_routes
+from worker.vertex.routes import predict_route
 
 __all__ = ["create_worker_app"]
 
@@ -38,6 +39,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *rerank_routes,
             *stream_routes,
             *model_info_routes,
+            *predict_route(),
         ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},
         state=State({"worker": state}),

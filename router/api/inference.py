@@ -27,7 +27,7 @@ PROXIED_POST = [
     "/v1/messages/count_tokens", "/v1/responses", "/responses", "/v1/responses/input_tokens",
     "/responses/input_tokens", "/infill", "/embedding",
     "/embeddings", "/v1/embeddings", "/rerank", "/v1/rerank", "/reranking", "/v1/reranking",
-    "/tokenize", "/detokenize", "/apply-template", "/lora-adapters",
+    "/tokenize", "/detokenize", "/apply-template", "/lora-adapters", "/predict",
 ]  # fmt: skip
 PROXIED_GET = ["/slots", "/lora-adapters"]
 
