@@ -15,6 +15,7 @@ from corral.errors import exception_handlers
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from router.api import inference_routes, model_routes, stream_routes, webui_routes
 from router.api.access import access_routes
+from router.api.cors_proxy import cors_proxy_routes
 from router.api.downloads import download_routes
 from router.api.runtime import RouterRuntime, load_catalogue
 from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
@@ -129,6 +130,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             *stream_routes,
             *webui_routes,
             *access_routes,
+            *cors_proxy_routes,
         ],
         exception_handlers=auth.exception_handlers(handlers),
         middleware=auth.middleware(),

@@ -96,6 +96,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
         log_format=args.log_format,
         log_requests=args.log_requests,
+        ui_mcp_proxy=args.ui_mcp_proxy,
         max_body=max_body,
         single_model=single,
         aliases=tuple(parse_list(args.alias or "")),

@@ -106,6 +106,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "refused with 503 and `Retry-After` (`0`: no limit)",
     ),
     "offline": ("LLAMA_ARG_OFFLINE", "never contact the hub: `POST /models` answers 400"),
+    "ui_mcp_proxy": (
+        "LLAMA_ARG_UI_MCP_PROXY",
+        "serve llama-server's `/cors-proxy`, which fetches any http(s) URL for a caller (its "
+        "Web UI's MCP client): only where every caller is trusted; off: 403",
+    ),
     "hf_token": (
         "HF_TOKEN",
         "hub token for downloads (else `HF_TOKEN`, else `HUGGING_FACE_HUB_TOKEN`); given to "
@@ -115,8 +120,8 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     "alias": (
         "LLAMA_ARG_ALIAS",
         "single-model mode: names of the one model, comma-separated; as llama-server, the "
-        "first in sorted order is its id, the others and its file name its `aliases`; with "
-        "several models it has no effect (a preset's `alias` key names them)",
+        "first in sorted order is its id and all of them its `aliases`; with several models "
+        "it has no effect (a preset's `alias` key names them)",
     ),
     "tags": (
         "LLAMA_ARG_TAGS",
@@ -278,6 +283,14 @@ def serve_parser() -> SuggestingParser:
     _add(security, "--max-body", dest="max_body", default=_env("CORRAL_MAX_BODY", "64M"))
     _add(
         security, "--cors-origins", dest="cors_origins", default=_env("LLAMA_ARG_CORS_ORIGINS", "*")
+    )
+    _add(
+        security,
+        "--ui-mcp-proxy",
+        "--webui-mcp-proxy",
+        dest="ui_mcp_proxy",
+        action=argparse.BooleanOptionalAction,
+        default=_env_bool("LLAMA_ARG_UI_MCP_PROXY", False),
     )
     logging = parser.add_argument_group("logging")
     _add(
