@@ -36,7 +36,7 @@ class _Target(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def target() -> Iterator[tuple[str, list[dict[str, str]]]]:
-    handler = type("Handler", (_Target,), {"seen": []})
+    handler: type[_Target] = type("Handler", (_Target,), {"seen": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
