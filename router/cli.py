@@ -15,6 +15,7 @@ from router.corral_commands import CACHE_COMMANDS, run_cache_command
 from router.no_effect_flags import no_effect_given
 from router.serve_flags import serve_parser
 from router.settings import ServeSettings
+from router.single_model import cached_hub_file
 
 __all__ = ["main", "parse_serve_args"]
 
@@ -64,10 +65,20 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
     if args.models_preset is not None and not Path(args.models_preset).is_file():
         parser.error(f"--models-preset {args.models_preset}: no such file")
     hf_repos = tuple(_flag_or_env(args.hf_repos, "LLAMA_ARG_HF_REPO"))
+    model_files: list[Path] = list(args.model_files)
+    if args.hf_file:
+        # As llama-server's --hf-file: that file of the one -hf repository, served as a file.
+        if len(hf_repos) != 1:
+            parser.error("--hf-file needs exactly one -hf REPO")
+        path = cached_hub_file(locate_cache_dir(os.environ), hf_repos[0], args.hf_file)
+        if path is None:
+            parser.error(f"--hf-file {args.hf_file}: not in the hub cache for {hf_repos[0]}")
+        model_files.append(path)
+        hf_repos = ()
     single = (
         args.models_dir is None
         and args.models_preset is None
-        and len(args.model_files) + len(hf_repos) == 1
+        and len(model_files) + len(hf_repos) == 1
     )
     no_effect = no_effect_given(args)
     if not single:
@@ -78,7 +89,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         host=args.host,
         port=args.port,
         models_dir=Path(args.models_dir) if args.models_dir else None,
-        model_files=args.model_files,
+        model_files=model_files,
         models_max=args.models_max,
         models_memory_max=memory_max,
         models_autoload=args.models_autoload,

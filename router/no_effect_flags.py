@@ -24,7 +24,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--no-kv-unified", "-no-kvu"), 0),
     (("--cache-reuse",), 1),
     (("--swa-full",), 0),
-    (("--hf-file", "-hff"), 1),
     (("--chat-template-file",), 1),
     (("--reasoning", "-rea"), 1),
     (("--reasoning-format",), 1),

@@ -88,6 +88,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "load this hub model (`org/repo[:TAG]`) at startup, downloading it first (with "
         "progress on stderr) when it is not in the hub cache; with `--offline` it must be there",
     ),
+    "hf_file": (
+        "LLAMA_ARG_HF_FILE",
+        "with one `-hf REPO`: serve this file of it (a path in the repository), as "
+        "llama-server; it must be in the hub cache",
+    ),
     "timeout": ("LLAMA_ARG_TIMEOUT", "longest silence (seconds) from a worker within one response"),
     "stall_timeout": (
         "CORRAL_STALL_TIMEOUT",
@@ -153,6 +158,7 @@ SERVE_METAVARS: dict[str, str] = {
     "max_body": "SIZE",
     "cors_origins": "LIST",
     "hf_repos": "ORG/REPO[:TAG]",
+    "hf_file": "FILE",
     "timeout": "SECONDS",
     "stall_timeout": "SECONDS",
     "load_timeout": "SECONDS",
@@ -238,6 +244,7 @@ def serve_parser() -> SuggestingParser:
     _add(models, "--models-dir", dest="models_dir", type=Path, default=_env("LLAMA_ARG_MODELS_DIR"))
     _add(models, "-m", "--model", dest="model_files", type=Path, action="append", default=[])
     _add(models, "-hf", "-hfr", "--hf-repo", dest="hf_repos", action="append")
+    _add(models, "-hff", "--hf-file", dest="hf_file", default=_env("LLAMA_ARG_HF_FILE"))
     _add(
         models,
         "--models-preset",

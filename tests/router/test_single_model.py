@@ -149,3 +149,23 @@ def test_it_listens_on_every_address_of_host(models_dir: Path) -> None:
         assert len({url.rsplit(":", 1)[1] for url in urls}) == 1  # one port for both
         for url in urls:
             assert httpx.get(f"{url}/health", timeout=30).status_code == 200
+
+
+def test_hf_file_serves_that_file_of_the_repository(models_dir: Path, tmp_path: Path) -> None:
+    # As llama-server's --hf-file: one repository holding several models, one picked by path.
+    cache = tmp_path / "hub"
+    lay_out(
+        cache,
+        {
+            "bert/ggml-model-f16.gguf": (models_dir / "alpha.gguf").read_bytes(),
+            "jina/ggml-model-f16.gguf": (models_dir / "beta.gguf").read_bytes(),
+        },
+        repo="ggml-org/models",
+    )
+    args = ["-hf", "ggml-org/models", "--hf-file", "jina/ggml-model-f16.gguf", "--alias", "j"]
+    with running_router([*args, "--offline"], {"HF_HUB_CACHE": str(cache)}) as router:
+        data = router.client.get("/v1/models").json()["data"]
+        assert [entry["id"] for entry in data] == ["j"]
+        props = router.client.get("/props").json()
+        assert props["chat_template"] != ""  # beta has none of its own: ChatML, as the worker says
+        assert "<|im_start|>" in props["chat_template"]
