@@ -89,7 +89,7 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "progress on stderr) when it is not in the hub cache; with `--offline` it must be there",
     ),
     "hf_file": (
-        "LLAMA_ARG_HF_FILE",
+        "",
         "with one `-hf REPO`: serve this file of it (a path in the repository), as "
         "llama-server; it must be in the hub cache",
     ),
@@ -244,7 +244,7 @@ def serve_parser() -> SuggestingParser:
     _add(models, "--models-dir", dest="models_dir", type=Path, default=_env("LLAMA_ARG_MODELS_DIR"))
     _add(models, "-m", "--model", dest="model_files", type=Path, action="append", default=[])
     _add(models, "-hf", "-hfr", "--hf-repo", dest="hf_repos", action="append")
-    _add(models, "-hff", "--hf-file", dest="hf_file", default=_env("LLAMA_ARG_HF_FILE"))
+    _add(models, "-hff", "--hf-file", dest="hf_file", default=None)
     _add(
         models,
         "--models-preset",

@@ -153,6 +153,12 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "non-empty: every load and every proxied request waits 2 s (deterministic client tests, "
         "as upstream)",
     ),
+    EnvVar(
+        "AIP_MODE",
+        "workers",
+        "`PREDICTION`: serve Vertex AI's `POST /predict`, as llama-server (docs/api.md)",
+    ),
+    EnvVar("AIP_PREDICT_ROUTE", "workers", "the path of Vertex AI's predict route (`/predict`)"),
     EnvVar("CORRAL_STREAM_MAX_BYTES", "workers", "resumable stream ring size (default 4194304)"),
     EnvVar(
         "CORRAL_STREAM_TTL_SECONDS",

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from litestar import Request, route
+from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, json_response
@@ -53,7 +54,9 @@ def _forwarded_headers(request: Request[Any, Any, Any]) -> dict[str, str]:
 
 
 @route("/cors-proxy", http_method=["GET", "POST"])
-async def cors_proxy(request: Request[Any, Any, Any], url: str | None = None) -> ASGIResponse:
+async def cors_proxy(
+    request: Request[Any, Any, Any], url: FromQuery[str | None] = None
+) -> ASGIResponse:
     if not runtime(request).settings.ui_mcp_proxy:
         return json_response(
             {"error": {"message": "this feature is disabled", "type": "feature_disabled"}}, 403

@@ -135,6 +135,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
     "CORRAL_LOG_FORMAT": ("json", "log_format", "json"),
     "CORRAL_LOG_REQUESTS": ("no", "log_requests", False),
+    "LLAMA_ARG_UI_MCP_PROXY": ("1", "ui_mcp_proxy", True),
 }
 
 
