@@ -14,7 +14,10 @@ from tests.support.worker_process import worker
 
 @pytest.fixture(scope="module")
 def client(models_dir: Path) -> Iterator[httpx.Client]:
-    with worker(models_dir / "beta.gguf") as child, httpx.Client(base_url=child.url) as http:
+    with (
+        worker(models_dir / "beta.gguf", "--metrics") as child,
+        httpx.Client(base_url=child.url) as http,
+    ):
         yield http
 
 

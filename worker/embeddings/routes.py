@@ -24,7 +24,7 @@ __all__ = ["embedding_routes"]
 
 
 async def _embed(
-    engine: Engine, model: LoadedModel, inputs: Input
+    engine: Engine, model: LoadedModel, inputs: Input, field: str
 ) -> tuple[list[list[list[float]]], int]:
     """Each input's vectors, and how many tokens they took in all."""
     if not model.settings.embeddings:
@@ -40,6 +40,8 @@ async def _embed(
 
     try:
         return await engine.call(run)
+    except PromptError as exc:
+        raise ApiError(400, f"{field}: {exc}") from None
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
 
@@ -59,7 +61,7 @@ async def openai_embeddings(request: AnyRequest) -> dict[str, Any]:
         raise ApiError(400, "encoding_format must be 'float' or 'base64'")
     if model.settings.pooling == "none":
         raise ApiError(400, "pooling 'none' gives one vector per token; use /embedding")
-    vectors, used = await _embed(engine, model, body.input)
+    vectors, used = await _embed(engine, model, body.input, "input")
     return {
         "object": "list",
         "model": model.settings.alias,
@@ -77,7 +79,7 @@ async def native_embedding(request: AnyRequest) -> list[dict[str, Any]]:
     body = decode_body(await request.body(), NativeEmbeddingRequest)
     if body.embd_normalize not in (-1, 2):
         raise ApiError(400, "embd_normalize: only -1 (none) and 2 (Euclidean) are supported")
-    vectors, _ = await _embed(engine, model, body.content)
+    vectors, _ = await _embed(engine, model, body.content, "content")
     if body.embd_normalize == 2:
         vectors = [[normalized(v) for v in per_input] for per_input in vectors]
     return [{"index": i, "embedding": per_input} for i, per_input in enumerate(vectors)]
