@@ -67,7 +67,8 @@ def _stream(url: str, who: str, timeline: Timeline, max_tokens: int) -> threadin
 
 @pytest.fixture
 def two_slots(models_dir: Path) -> Iterator[WorkerProcess]:
-    with worker(models_dir / "alpha.gguf", "--parallel", "2", "--ctx-size", "8192") as child:
+    args = ("--parallel", "2", "--ctx-size", "8192", "--metrics")
+    with worker(models_dir / "alpha.gguf", *args) as child:
         yield child
 
 
