@@ -103,7 +103,9 @@ def _check_context(model: LoadedModel, prompt: list[int]) -> None:
             "exceed_context_size_error",
         )
         body = {**msgspec.to_builtins(error.envelope()), "n_prompt_tokens": len(prompt)}
+        # Both inside the error too, where llama-server puts them.
         body["error"]["n_ctx"] = n_ctx
+        body["error"]["n_prompt_tokens"] = len(prompt)
         raise ContextError(body)
 
 

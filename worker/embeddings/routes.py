@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import time
 from typing import Any
 
 from litestar import post
@@ -35,8 +36,15 @@ async def _embed(
         if not all(prompts):
             raise PromptError("Input content cannot be empty")
         embedder = model.embedder()
+        started = time.perf_counter()
         vectors = [embedder.embed(tokens) for tokens in prompts]
-        return vectors, sum(len(tokens) for tokens in prompts)
+        used = sum(len(tokens) for tokens in prompts)
+        # As llama-server's: an embedding samples nothing, but its prompt is decoded work.
+        metrics = model.metrics
+        metrics.prompt_tokens += used
+        metrics.prompt_seconds += time.perf_counter() - started
+        metrics.n_decode += len(prompts)
+        return vectors, used
 
     try:
         return await engine.call(run)

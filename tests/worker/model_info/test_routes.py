@@ -61,3 +61,14 @@ def test_props_has_llama_servers_fields(models_dir: Path) -> None:
     assert props["default_generation_settings"]["n_ctx"] == 256  # 512 over two slots
     assert (props["endpoint_slots"], props["bos_token"], props["total_slots"]) == (True, "<s>", 2)
     assert [slot["n_ctx"] for slot in slots] == [256, 256]
+
+
+def test_embeddings_count_as_prompt_work(models_dir: Path) -> None:
+    # As llama-server: nothing is sampled, but the prompt was decoded.
+    with worker(models_dir / "alpha.gguf", "--metrics", "--embeddings", "--pooling", "mean") as w:
+        httpx.post(f"{w.url}/v1/embeddings", json={"input": ["hello world", "the"]}, timeout=60)
+        text = httpx.get(f"{w.url}/metrics").text
+    families = {f.name: f.samples[0].value for f in text_string_to_metric_families(text)}
+    assert families["llamacpp:prompt_tokens"] >= 4
+    assert families["llamacpp:n_decode"] == 2
+    assert families["llamacpp:tokens_predicted"] == 0
