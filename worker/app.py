@@ -19,6 +19,7 @@ from worker.completions.routes import completion_routes
 from worker.embeddings.rerank_routes import rerank_routes
 from worker.embeddings.routes import embedding_routes
 from worker.generation_pipeline import ContextError, context_error_response
+from worker.model_info.prometheus_metrics import ScrapeWindow
 from worker.model_info.routes import model_info_routes
 from worker.responses_api.routes import responses_routes
 from worker.state import WorkerState
@@ -42,7 +43,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *predict_route(),
         ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},
-        state=State({"worker": state}),
+        state=State({"worker": state, "scrape_window": ScrapeWindow()}),
         logging_config=None,
         # The router bounds what reaches a worker; it passes its own limit on (docs/protocol.md §8).
         request_max_body_size=max_body_from(os.environ),

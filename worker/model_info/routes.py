@@ -9,7 +9,7 @@ from litestar import get, post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
-from worker.model_info.prometheus_metrics import render_metrics
+from worker.model_info.prometheus_metrics import ScrapeWindow, render_metrics
 from worker.model_info.props import props_body
 from worker.model_info.protocol import ApplyTemplateRequest, DetokenizeRequest, TokenizeRequest
 from worker.state import AnyRequest, WorkerState, loaded
@@ -72,7 +72,8 @@ async def metrics(request: AnyRequest) -> ASGIResponse:
         raise ApiError(
             501, "This server does not support metrics endpoint. Start it with `--metrics`"
         )
-    text = await engine.call(lambda: render_metrics(model), needs_model=False)
+    window: ScrapeWindow = request.app.state.scrape_window
+    text = await engine.call(lambda: render_metrics(model, window), needs_model=False)
     return ASGIResponse(
         body=text.encode(),
         media_type="text/plain; version=0.0.4",  # Litestar adds the charset

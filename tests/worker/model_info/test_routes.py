@@ -72,3 +72,16 @@ def test_embeddings_count_as_prompt_work(models_dir: Path) -> None:
     assert families["llamacpp:prompt_tokens"] >= 4
     assert families["llamacpp:n_decode"] == 2
     assert families["llamacpp:tokens_predicted"] == 0
+
+
+def test_throughput_gauges_cover_the_window_since_the_last_scrape(models_dir: Path) -> None:
+    def gauges(url: str) -> dict[str, float]:
+        text = httpx.get(f"{url}/metrics").text
+        return {f.name: f.samples[0].value for f in text_string_to_metric_families(text)}
+
+    with worker(models_dir / "alpha.gguf", "--metrics") as child:
+        httpx.post(f"{child.url}/completion", json={"prompt": "hi", "n_predict": 8}, timeout=60)
+        first, second = gauges(child.url), gauges(child.url)
+    assert first["llamacpp:predicted_tokens_seconds"] > 0  # the generation since the start
+    assert second["llamacpp:predicted_tokens_seconds"] == 0  # nothing since the first scrape
+    assert second["llamacpp:tokens_predicted"] == 8  # the counters keep their totals
