@@ -23,6 +23,8 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--kv-unified", "-kvu"), 0),
     (("--no-kv-unified", "-no-kvu"), 0),
     (("--cache-reuse",), 1),
+    # Sampling runs on the CPU here; llama.cpp's own tests spell it with an underscore.
+    (("--backend-sampling", "-bs", "--backend_sampling"), 0),
     (("--swa-full",), 0),
     (("--chat-template-file",), 1),
     (("--reasoning", "-rea"), 1),
