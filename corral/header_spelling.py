@@ -15,7 +15,15 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = ["SpelledHeadersProtocol"]
 
-_SPELLINGS = ((b"\r\nprocess-start-time-unix:", b"\r\nProcess-Start-Time-Unix:"),)
+_SPELLINGS = tuple(
+    (b"\r\n" + name.lower() + b":", b"\r\n" + name + b":")
+    for name in (
+        b"Process-Start-Time-Unix",
+        b"Access-Control-Allow-Origin",
+        b"Access-Control-Allow-Methods",
+        b"Access-Control-Allow-Headers",
+    )
+)
 
 
 class _SpellingTransport:
