@@ -79,6 +79,12 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "else `~/.cache/corral/kv`)",
     "kv-cache-max": "Corral: most disk the saved KV caches of all models may take (`4G` "
     "default); least recently used go first",
+    "metrics": "serve the model's Prometheus `/metrics` (`llamacpp:*`; 501 without it)",
+    "context-shift": "when a generation fills the context, drop the older half of what follows "
+    "the kept prompt tokens and go on (off by default: the generation stops at the context's end; "
+    "a prompt with media always stops there, as llama-server with an mmproj)",
+    "keep": "prompt tokens a context shift keeps (after BOS); `-1` = the whole prompt; a request's "
+    "`n_keep` overrides it",
     "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it)",
     "pooling": "embedding pooling",
     "reranking": "serve `/v1/rerank`, `/rerank`, `/v1/reranking` and `/reranking` (501 without "

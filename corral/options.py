@@ -189,6 +189,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("kv-persist", "bool", negatives=("no-kv-persist",)),
     OptionSpec("kv-cache-dir", "str"),
     OptionSpec("kv-cache-max", "size"),
+    OptionSpec("metrics", "bool", spellings=("LLAMA_ARG_ENDPOINT_METRICS",)),
+    OptionSpec(
+        "context-shift",
+        "bool",
+        spellings=("LLAMA_ARG_CONTEXT_SHIFT",),
+        negatives=("no-context-shift",),
+    ),
+    # Tokens of the prompt a context shift keeps; -1: all of it.
+    OptionSpec("keep", "int", literals=("-1",), bound="non_negative"),
     OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
     OptionSpec(
         "pooling",

@@ -16,6 +16,7 @@ from corral.errors import exception_handlers
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from router.api import inference_routes, model_routes, stream_routes, webui_routes
 from router.api.access import access_routes
+from router.api.cors_proxy import cors_proxy_routes
 from router.api.downloads import download_routes
 from router.api.lora import lora_routes
 from router.api.runtime import RouterRuntime, load_catalogue, load_peers
@@ -29,7 +30,7 @@ from router.model_file_check import model_file_problem
 from router.model_state import ModelState
 from router.request_limits import body_limit_handlers
 from router.scheduler import Scheduler
-from router.security import ApiKeyAuth, build_cors_config
+from router.security import ApiKeyAuth
 from router.settings import ServeSettings
 from router.spare_workers import SpareWorkers
 from router.stall_watchdog import StallWatchdog
@@ -159,10 +160,10 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             *webui_routes,
             *access_routes,
             *tool_routes,
+            *cors_proxy_routes,
         ],
         exception_handlers=auth.exception_handlers(handlers),
         middleware=auth.middleware(),
-        cors_config=build_cors_config(settings.cors_origins),
         lifespan=[lifespan],
         state=State({"auth": auth, "tools": tools}),
         # Litestar checks Content-Length before reading and counts the bytes of a chunked

@@ -16,6 +16,7 @@ from router.corral_commands import CACHE_COMMANDS, run_cache_command
 from router.no_effect_flags import no_effect_given
 from router.serve_flags import serve_parser
 from router.settings import ServeSettings
+from router.single_model import cached_hub_file
 from router.tools.mcp_config import McpConfigError, load_mcp_servers
 from router.tools.toolbox import ToolChoiceError, choose_builtin_tools
 
@@ -69,10 +70,20 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
     if args.models_preset is not None and not Path(args.models_preset).is_file():
         parser.error(f"--models-preset {args.models_preset}: no such file")
     hf_repos = tuple(_flag_or_env(args.hf_repos, "LLAMA_ARG_HF_REPO"))
+    model_files: list[Path] = list(args.model_files)
+    if args.hf_file:
+        # As llama-server's --hf-file: that file of the one -hf repository, served as a file.
+        if len(hf_repos) != 1:
+            parser.error("--hf-file needs exactly one -hf REPO")
+        path = cached_hub_file(locate_cache_dir(os.environ), hf_repos[0], args.hf_file)
+        if path is None:
+            parser.error(f"--hf-file {args.hf_file}: not in the hub cache for {hf_repos[0]}")
+        model_files.append(path)
+        hf_repos = ()
     single = (
         args.models_dir is None
         and args.models_preset is None
-        and len(args.model_files) + len(hf_repos) == 1
+        and len(model_files) + len(hf_repos) == 1
     )
     tools = tuple(parse_list(args.tools or ""))
     try:
@@ -93,7 +104,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         host=args.host,
         port=args.port,
         models_dir=Path(args.models_dir) if args.models_dir else None,
-        model_files=args.model_files,
+        model_files=model_files,
         mmproj_file=Path(args.mmproj_file) if args.mmproj_file else None,
         models_max=args.models_max,
         models_spare=args.models_spare,
@@ -113,6 +124,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
         log_format=args.log_format,
         log_requests=args.log_requests,
+        ui_mcp_proxy=args.ui_mcp_proxy,
         max_body=max_body,
         single_model=single,
         aliases=tuple(parse_list(args.alias or "")),

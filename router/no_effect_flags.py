@@ -1,9 +1,9 @@
 """llama-server flags Corral accepts but does not implement yet.
 
-A single-model llama-server command line carries flags such as ``--metrics`` or ``--keep 256``;
-refusing them at startup would make Corral no drop-in. Each is parsed with its arity, so a
-value-taking flag consumes its value instead of leaving it to be read as something else, and the
-router logs one notice per flag saying that it has no effect here (docs/serving.md).
+A single-model llama-server command line carries flags such as ``--swa-full`` or
+``--cache-reuse 256``; refusing them at startup would make Corral no drop-in. Each is parsed with
+its arity, so a value-taking flag consumes its value instead of leaving it to be read as something
+else, and the router logs one notice per flag saying that it has no effect here (docs/serving.md).
 """
 
 from __future__ import annotations
@@ -19,14 +19,11 @@ __all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given"]
 NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--verbose", "-v", "--log-verbose"), 0),
     (("--verbosity", "-lv", "--log-verbosity"), 1),
-    (("--metrics",), 0),
     (("--props",), 0),
-    (("--context-shift",), 0),
-    (("--no-context-shift",), 0),
-    (("--keep",), 1),
     (("--cache-reuse",), 1),
+    # Sampling runs on the CPU here; llama.cpp's own tests spell it with an underscore.
+    (("--backend-sampling", "-bs", "--backend_sampling"), 0),
     (("--swa-full",), 0),
-    (("--hf-file", "-hff"), 1),
     (("--reasoning-effort",), 1),
     (("--reasoning-preserve",), 0),
     (("--spec-draft-p-split", "--draft-p-split"), 1),

@@ -18,9 +18,9 @@ import msgspec
 from litestar import Request, Response
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.types import ExceptionHandlersMap
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from corral.errors import ApiError, ErrorEnvelope, error_response
+from corral.header_spelling import SpelledHeadersProtocol
 
 __all__ = [
     "MAX_HEADER_BYTES",
@@ -58,7 +58,7 @@ def body_limit_handlers(max_body: int) -> ExceptionHandlersMap:
     return {RequestEntityTooLarge: too_large}
 
 
-class BoundedHttpToolsProtocol(HttpToolsProtocol):
+class BoundedHttpToolsProtocol(SpelledHeadersProtocol):
     """uvicorn's httptools protocol with a bound on the request line and the headers.
 
     httptools (llhttp) itself buffers headers of any size (megabytes were accepted), so the

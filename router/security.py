@@ -1,8 +1,8 @@
-"""API keys and CORS (docs/protocol.md §8): who may call the router, and from which web pages.
+"""API keys (docs/protocol.md §8): who may call the router.
 
-Where the key check sits in Litestar's stack matters. The CORS layer (``cors_config``) is the
-outermost wrapper, so every response, a 401 included, carries CORS headers, and preflights are
-answered before anything else runs. Inside it, app-level middleware only runs for requests that
+Where the key check sits matters. CORS (:mod:`router.cors`) wraps the whole app, so every
+response, a 401 included, carries CORS headers, and preflights are answered before anything
+else runs. Inside it, app-level middleware only runs for requests that
 matched a route; requests that did not (unknown path: 404, wrong method: 405) go straight to the
 exception handlers. So the check is made in two places with one predicate,
 :meth:`ApiKeyAuth.allows`: :class:`ApiKeyMiddleware` for matched routes, and handlers for routing
@@ -26,7 +26,6 @@ from typing import Any, Final
 
 import structlog
 from litestar import Request, Response
-from litestar.config.cors import CORSConfig
 from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException
 from litestar.middleware import ASGIMiddleware
@@ -38,14 +37,11 @@ from router.rate_limits import Clock, LimitExceeded, Limits
 from router.settings import ServeSettings
 
 __all__ = [
-    "CORS_ALLOWED_HEADERS",
-    "CORS_ALLOWED_METHODS",
     "PUBLIC_PATHS",
     "ApiKeyAuth",
     "ApiKeyMiddleware",
     "InvalidApiKey",
     "KeyForbidden",
-    "build_cors_config",
     "is_loopback_host",
     "is_public_path",
     "warn_if_exposed",
@@ -56,14 +52,6 @@ __all__ = [
 # reach a public route if the router itself would serve that route. A trailing "*" is a prefix
 # match, for the Web UI's assets. OPTIONS is always public (CORS preflights carry no credentials).
 PUBLIC_PATHS: Final = ("/", "/health", "/v1/health", "/assets/*")
-
-CORS_ALLOWED_METHODS: Final = ("GET", "POST", "DELETE", "OPTIONS")
-# Any header, as llama-server allows: browser SDKs add their own (OpenAI's sends x-stainless-*),
-# and the origin check, not the header list, is what keeps other sites out.
-CORS_ALLOWED_HEADERS: Final = ("*",)
-LOOPBACK_ORIGINS: Final = "localhost"
-# http(s)://localhost, 127.0.0.1 or [::1], any port. Matched against the whole Origin header.
-_LOOPBACK_ORIGIN_REGEX: Final = r"(?:https?://(?:localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?)"
 
 _log = structlog.get_logger("corral.security")
 
@@ -259,22 +247,6 @@ class ApiKeyMiddleware(ASGIMiddleware):
             limiter.release()
 
 
-def build_cors_config(origins: Sequence[str]) -> CORSConfig:
-    """``*`` allows any origin; ``localhost`` allows loopback origins only; others are literal.
-
-    Credentials are never allowed: keys travel in headers that a page sets itself, so browsers
-    need no credentialed CORS, and ``*`` can never be combined with credentials by mistake.
-    """
-    literal = [origin for origin in origins if origin != LOOPBACK_ORIGINS]
-    return CORSConfig(
-        allow_origins=literal,
-        allow_origin_regex=_LOOPBACK_ORIGIN_REGEX if LOOPBACK_ORIGINS in origins else None,
-        allow_methods=list(CORS_ALLOWED_METHODS),
-        allow_headers=list(CORS_ALLOWED_HEADERS),
-        allow_credentials=False,
-    )
-
-
 def is_loopback_host(host: str) -> bool:
     address = host.strip("[]")
     if address.lower() == "localhost":
@@ -286,7 +258,8 @@ def is_loopback_host(host: str) -> bool:
 
 
 def warn_if_exposed(settings: ServeSettings) -> None:
-    if not settings.api_keys and not is_loopback_host(settings.host):
+    hosts = [h.strip() for h in settings.host.split(",") if h.strip()]
+    if not settings.api_keys and not all(is_loopback_host(h) for h in hosts):
         _log.warning(
             "security: no API key is set and the router listens beyond loopback; anyone who "
             "can reach it can use and manage every model (set --api-key or --api-key-file)",

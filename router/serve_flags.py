@@ -105,6 +105,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "progress on stderr) when it is not in the hub cache; with `--offline` it must be there; "
         "a repository with a root `preset.ini` is served as that preset (remote preset)",
     ),
+    "hf_file": (
+        "",
+        "with one `-hf REPO`: serve this file of it (a path in the repository), as "
+        "llama-server; it must be in the hub cache",
+    ),
     "timeout": ("LLAMA_ARG_TIMEOUT", "longest silence (seconds) from a worker within one response"),
     "stall_timeout": (
         "CORRAL_STALL_TIMEOUT",
@@ -127,6 +132,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "no implicit downloads: `-hf` must name a cached model; an explicit `POST /models` "
         "still downloads, as in llama-server",
     ),
+    "ui_mcp_proxy": (
+        "LLAMA_ARG_UI_MCP_PROXY",
+        "serve llama-server's `/cors-proxy`, which fetches any http(s) URL for a caller (its "
+        "Web UI's MCP client): only where every caller is trusted; off: 403",
+    ),
     "hf_token": (
         "HF_TOKEN",
         "hub token for downloads (else `HF_TOKEN`, else `HUGGING_FACE_HUB_TOKEN`); given to "
@@ -136,8 +146,8 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     "alias": (
         "LLAMA_ARG_ALIAS",
         "single-model mode: names of the one model, comma-separated; as llama-server, the "
-        "first in sorted order is its id, the others and its file name its `aliases`; with "
-        "several models it has no effect (a preset's `alias` key names them)",
+        "first in sorted order is its id and all of them its `aliases`; with several models "
+        "it has no effect (a preset's `alias` key names them)",
     ),
     "tags": (
         "LLAMA_ARG_TAGS",
@@ -197,6 +207,7 @@ SERVE_METAVARS: dict[str, str] = {
     "max_body": "SIZE",
     "cors_origins": "LIST",
     "hf_repos": "ORG/REPO[:TAG]",
+    "hf_file": "FILE",
     "timeout": "SECONDS",
     "stall_timeout": "SECONDS",
     "load_timeout": "SECONDS",
@@ -310,6 +321,7 @@ def serve_parser() -> SuggestingParser:
         nargs=0,
         default=None,
     )
+    _add(models, "-hff", "--hf-file", dest="hf_file", default=None)
     _add(
         models,
         "--models-preset",
@@ -384,6 +396,14 @@ def serve_parser() -> SuggestingParser:
         "--mcp-servers-json",
         dest="mcp_servers_json",
         default=_env("LLAMA_ARG_MCP_SERVERS_JSON"),
+    )
+    _add(
+        security,
+        "--ui-mcp-proxy",
+        "--webui-mcp-proxy",
+        dest="ui_mcp_proxy",
+        action=argparse.BooleanOptionalAction,
+        default=_env_bool("LLAMA_ARG_UI_MCP_PROXY", False),
     )
     logging = parser.add_argument_group("logging")
     _add(

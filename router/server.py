@@ -25,6 +25,7 @@ from corral.sockets import bind_tcp
 from router.access_log import AccessLog
 from router.app import create_app
 from router.catalogue import CatalogueError
+from router.cors import CorsHeaders
 from router.hub_download import DownloadFailed, download_model
 from router.request_limits import BoundedHttpToolsProtocol
 from router.security import warn_if_exposed
@@ -109,20 +110,37 @@ def serve(settings: ServeSettings) -> None:
         raise SystemExit(1) from None
     # Bound here rather than by uvicorn so that `--port 0` works: the log says the real port.
     try:
-        sock = bind_tcp(settings.host, settings.port)
+        sockets = _listen(settings.host, settings.port)
     except OSError as exc:
         _log.error("cannot listen", host=settings.host, port=settings.port, error=str(exc))
         raise SystemExit(1) from None
-    port = sock.getsockname()[1]
     config = uvicorn.Config(
-        AccessLog(app) if settings.log_requests else app,
+        CorsHeaders(AccessLog(app) if settings.log_requests else app, settings.cors_origins),
         log_config=None,
         lifespan="on",
         http=BoundedHttpToolsProtocol,
         # Long streams would otherwise hold shutdown open indefinitely.
         timeout_graceful_shutdown=5,
     )
-    host = f"[{settings.host}]" if sock.family == socket.AF_INET6 else settings.host
-    _log.info("corral listening", url=f"http://{host}:{port}")
+    for sock in sockets:
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
+        _log.info("corral listening", url=f"http://{shown}:{port}")
     tools: ToolBox = app.state.tools
-    _RouterServer(config, tools).run(sockets=[sock])
+    _RouterServer(config, tools).run(sockets=sockets)
+
+
+def _listen(hosts: str, port: int) -> list[socket.socket]:
+    """One socket per address of ``--host`` (comma-separated, as llama-server takes it), all on
+    one port: with ``--port 0``, the port the first one got."""
+    sockets: list[socket.socket] = []
+    try:
+        for host in (h.strip() for h in hosts.split(",") if h.strip()):
+            sockets.append(bind_tcp(host, sockets[0].getsockname()[1] if sockets else port))
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    if not sockets:
+        raise OSError("--host names no address")
+    return sockets

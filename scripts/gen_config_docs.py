@@ -111,6 +111,9 @@ _WORKER_FIELDS: dict[str, str] = {
     "spec-synth-len": "speculative.synth_len",
     "spec-synth-rates": "speculative.synth_rates",
     "spec-ngram-simple-size-m": "speculative.ngram_size_m",
+    "metrics": "metrics",
+    "context-shift": "context_shift",
+    "keep": "keep",
 }
 # Defaults that depend on the machine, or read better as written than as the worker holds them.
 _WRITTEN_DEFAULTS = {
@@ -199,6 +202,12 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "the media marker of `/completion` prompts (default: random per worker, shown in "
         "`/props` as `media_marker`)",
     ),
+    EnvVar(
+        "AIP_MODE",
+        "workers",
+        "`PREDICTION`: serve Vertex AI's `POST /predict`, as llama-server (docs/api.md)",
+    ),
+    EnvVar("AIP_PREDICT_ROUTE", "workers", "the path of Vertex AI's predict route (`/predict`)"),
     EnvVar("CORRAL_STREAM_MAX_BYTES", "workers", "resumable stream ring size (default 4194304)"),
     EnvVar(
         "CORRAL_STREAM_TTL_SECONDS",

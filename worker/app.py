@@ -20,11 +20,13 @@ from worker.embeddings.rerank_routes import rerank_routes
 from worker.embeddings.routes import embedding_routes
 from worker.generation_pipeline import ContextError, context_error_response
 from worker.model_info.lora_routes import lora_routes
+from worker.model_info.prometheus_metrics import ScrapeWindow
 from worker.model_info.routes import model_info_routes
 from worker.model_info.slot_routes import slot_routes
 from worker.responses_api.routes import responses_routes
 from worker.state import WorkerState
 from worker.streams.routes import stream_routes
+from worker.vertex.routes import predict_route
 
 __all__ = ["create_worker_app"]
 
@@ -42,9 +44,10 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *model_info_routes,
             *slot_routes,
             *lora_routes,
+            *predict_route(),
         ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},
-        state=State({"worker": state}),
+        state=State({"worker": state, "scrape_window": ScrapeWindow()}),
         logging_config=None,
         # The router bounds what reaches a worker; it passes its own limit on (docs/protocol.md §8).
         request_max_body_size=max_body_from(os.environ),

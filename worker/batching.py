@@ -21,11 +21,13 @@ import structlog
 
 from worker.grammar_sampler import GrammarSampler
 from worker.llama_bindings import llama_cpp
+from worker.logit_bias import with_text_bias
 from worker.lora_adapters import AdapterScales, LoraAdapters
 from worker.media.projector import MediaPrompt
 from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
 from worker.speculative import DraftRequest, Speculator
 from worker.token_prefix import common_prefix
+from worker.token_probs import TokenProbs, token_probs
 
 __all__ = [
     "BatchEngine",
@@ -47,6 +49,7 @@ _NO_KV_ROOM = 1
 class Delta(NamedTuple):
     text: str
     token: int
+    probs: TokenProbs | None = None  # with the request's n_probs
 
 
 class Finished(NamedTuple):
@@ -56,6 +59,7 @@ class Finished(NamedTuple):
     cached_tokens: int
     predicted_tokens: int
     timings: dict[str, float]
+    truncated: bool = False  # the context filled up: shifted (--context-shift) or stopped
 
 
 class Failed(NamedTuple):
@@ -77,6 +81,11 @@ class Generation:
     ignore_eos: bool = False
     cache_prompt: bool = True
     lora: dict[int, float] | None = None  # the request's adapter scales; None: the global ones
+    context_shift: bool = False  # a full context drops old tokens instead of ending
+    n_keep: int = 0  # prompt tokens a shift keeps (after BOS); -1: the whole prompt
+    truncated: bool = False
+    n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
+    post_sampling_probs: bool = False
     cancelled: bool = False  # set from the event loop; read here once per step
     media: MediaPrompt | None = None  # a prompt with images or audio; ``prompt`` counts them
     # Progress, owned by the engine thread.
@@ -196,6 +205,8 @@ class BatchEngine:
                 self._vocab, generation.params.grammar, generation.params.grammar_triggers
             )
         generation.adapter_scales = self._adapters.scales_for(generation.lora)
+        if generation.params.text_bias:
+            generation.params = with_text_bias(generation.params, self._vocab)
         self.waiting.append(generation)
 
     def step(self) -> None:
@@ -293,6 +304,9 @@ class BatchEngine:
         last logits, before the next batch overwrites them. The other slots wait meanwhile."""
         generation.media = None
         generation.draftable = False
+        # Media embeddings sit at positions a shift cannot move (M-RoPE counts image rows): a
+        # full context ends the generation, as llama-server turns context shift off with an mmproj.
+        generation.context_shift = False
         try:
             generation.n_past = media.evaluate(self._ctx, slot.id, self._n_batch)
         except RuntimeError as exc:
@@ -313,7 +327,8 @@ class BatchEngine:
             and slot.generation.draftable
         ]
         # Room in the batch for each sequence's token and guesses, and in its context for the
-        # guesses and one more token; no guess past the token budget (as llama-server).
+        # guesses and one more token, so a context shift never lands among a step's guesses;
+        # no guess past the token budget (as llama-server).
         share = self._n_batch // max(len(generating), 1) - 1
         requests: list[DraftRequest] = []
         for slot in generating:
@@ -412,7 +427,7 @@ class BatchEngine:
             if i < len(draft) and speculator is not None:
                 kept = speculator.keeps(slot.id, i, draft[i], token)
                 token = draft[i] if kept else token
-            if not self._take(slot, generation, token):
+            if not self._take(slot, generation, token, generation.batch_index + i):
                 return  # finished: the next request in the slot drops the rest of the cache
             if not kept:
                 break
@@ -424,8 +439,9 @@ class BatchEngine:
         if draft:
             llama_cpp.llama_memory_seq_rm(self._memory, slot.id, generation.n_past, -1)
 
-    def _take(self, slot: _Slot, generation: Generation, token: int) -> bool:
-        """Emit a sampled token; False when it finished the generation."""
+    def _take(self, slot: _Slot, generation: Generation, token: int, index: int) -> bool:
+        """Emit a token sampled from the logits at batch ``index``; False when it finished the
+        generation."""
         if not generation.first_token:
             generation.first_token = time.perf_counter()
         if not generation.ignore_eos and llama_cpp.llama_vocab_is_eog(self._vocab, token):
@@ -435,11 +451,26 @@ class BatchEngine:
         generation.next_token = token
         text = generation.stop.feed(generation.text.feed(token_piece(self._vocab, token)))
         if text:
-            generation.emit(Delta(text, token))
+            probs = None
+            if generation.n_probs:
+                probs = token_probs(
+                    self._ctx,
+                    self._vocab,
+                    index,
+                    token,
+                    generation.n_probs,
+                    generation.params,
+                    generation.post_sampling_probs,
+                )
+            generation.emit(Delta(text, token, probs))
         budget_spent = generation.max_tokens is not None and (
             generation.generated >= generation.max_tokens
         )
         context_full = generation.n_past + 1 >= self.n_ctx_seq  # no room for the next token
+        if context_full and not budget_spent and generation.context_shift:
+            context_full = not self._shift_context(slot, generation)
+        if context_full:
+            generation.truncated = True
         if generation.stop.matched is not None:
             self._finish(slot, "stop")
         elif budget_spent or context_full:
@@ -447,6 +478,23 @@ class BatchEngine:
         else:
             return True
         return False
+
+    def _shift_context(self, slot: _Slot, generation: Generation) -> bool:
+        """Drop the older half of what follows the kept prompt, as llama-server's context
+        shift does; False when nothing can be dropped."""
+        add_bos = int(llama_cpp.llama_vocab_get_add_bos(self._vocab))
+        n_keep = len(generation.prompt) if generation.n_keep < 0 else generation.n_keep + add_bos
+        n_discard = (generation.n_past - n_keep) // 2
+        if n_discard <= 0:
+            return False
+        llama_cpp.llama_memory_seq_rm(self._memory, slot.id, n_keep, n_keep + n_discard)
+        llama_cpp.llama_memory_seq_add(
+            self._memory, slot.id, n_keep + n_discard, generation.n_past, -n_discard
+        )
+        del slot.tokens[n_keep : n_keep + n_discard]
+        generation.n_past -= n_discard
+        generation.truncated = True
+        return True
 
     def _finish(self, slot: _Slot, reason: str) -> None:
         generation = slot.generation
@@ -460,6 +508,9 @@ class BatchEngine:
         prompt_n = len(generation.prompt) - generation.cached
         prompt_ms = (first - generation.started) * 1000
         predicted_ms = (now - first) * 1000
+        # The first token comes with the prompt's last batch: the rate is over the decode steps
+        # after it, as llama-server's (server-common.h, n_gen_steps).
+        steps = max(generation.generated - 1, 0)
         timings = {
             "cache_n": generation.cached,
             "prompt_n": prompt_n,
@@ -468,12 +519,8 @@ class BatchEngine:
             "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
             "predicted_n": generation.generated,
             "predicted_ms": predicted_ms,
-            "predicted_per_token_ms": predicted_ms / generation.generated
-            if generation.generated
-            else 0.0,
-            "predicted_per_second": generation.generated * 1000 / predicted_ms
-            if predicted_ms
-            else 0.0,
+            "predicted_per_token_ms": predicted_ms / steps if steps else 0.0,
+            "predicted_per_second": steps * 1000 / predicted_ms if predicted_ms else 0.0,
         }
         if generation.draft_n:  # as llama-server: only when something was guessed
             timings["draft_n"] = generation.draft_n
@@ -493,6 +540,7 @@ class BatchEngine:
                 generation.cached,
                 generation.generated,
                 timings,
+                generation.truncated,
             )
         )
         self._release(slot)

@@ -35,3 +35,10 @@ class ChatRequest(SamplingFields, kw_only=True):
     max_tokens: TokenBudget | None = None
     max_completion_tokens: TokenBudget | None = None
     n_predict: TokenBudget | None = None
+    # OpenAI's token probabilities: reported through llama-server's n_probs (at least one).
+    logprobs: bool = False
+    top_logprobs: Annotated[int, Meta(ge=0, le=20)] | None = None
+
+    def __post_init__(self) -> None:
+        if self.logprobs and not self.n_probs:
+            self.n_probs = max(self.top_logprobs or 0, 1)

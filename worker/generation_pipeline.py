@@ -7,6 +7,7 @@ engine, and a :class:`~worker.response_shape.ResponseShape` words its events.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
@@ -22,6 +23,7 @@ from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine import Engine
 from worker.grammar_sampler import InvalidGrammar
 from worker.grammars import GrammarError, grammar_for
+from worker.logit_bias import parse_logit_bias
 from worker.media.projector import MediaPrompt
 from worker.model import LoadedModel
 from worker.reasoning_budget import ReasoningBudget
@@ -36,13 +38,15 @@ __all__ = [
     "answer",
     "context_error_response",
     "prepare_generation",
+    "sampling_params",
     "token_budget",
+    "whole_answer",
 ]
 
 MakeGeneration = Callable[[Callable[[GenerationEvent], None]], Generation]
 
 
-def _sampling(
+def sampling_params(
     model: LoadedModel,
     body: SamplingFields,
     tool_grammar: str | None = None,
@@ -50,16 +54,9 @@ def _sampling(
     reasoning_budget: ReasoningBudget | None = None,
 ) -> SamplingParams:
     settings = model.settings
-    bias: dict[int, float] = {}
-    if isinstance(body.logit_bias, dict):
-        try:
-            bias = {int(token): value for token, value in body.logit_bias.items()}
-        except ValueError:
-            raise ApiError(400, "logit_bias keys must be token ids") from None
-    elif body.logit_bias:
-        bias = {int(pair[0]): pair[1] for pair in body.logit_bias if len(pair) == 2}
-    if any(not 0 <= token < model.n_vocab for token in bias):
-        raise ApiError(400, "logit_bias has a token id outside the vocabulary")
+    bias, text_bias = parse_logit_bias(body.logit_bias, model.n_vocab)
+    if body.ignore_eos:  # as llama-server: end-of-generation tokens are never sampled
+        bias.update(dict.fromkeys(model.eog_tokens, -math.inf))
     seed = body.seed if body.seed is not None else settings.seed
     try:
         grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
@@ -85,6 +82,7 @@ def _sampling(
         frequency_penalty=body.frequency_penalty,
         seed=seed,
         logit_bias=bias,
+        text_bias=text_bias,
         grammar=grammar,
         grammar_triggers=triggers,
         reasoning_budget=reasoning_budget,
@@ -115,7 +113,9 @@ def _check_context(model: LoadedModel, prompt: list[int]) -> None:
             "exceed_context_size_error",
         )
         body = {**msgspec.to_builtins(error.envelope()), "n_prompt_tokens": len(prompt)}
+        # Both inside the error too, where llama-server puts them.
         body["error"]["n_ctx"] = n_ctx
+        body["error"]["n_prompt_tokens"] = len(prompt)
         raise ContextError(body)
 
 
@@ -147,7 +147,7 @@ def prepare_generation(
     is queued (:meth:`~worker.batching.BatchEngine.submit`); ``grammar_triggers`` make the tool
     grammar a lazy one.
     """
-    params = _sampling(model, body, tool_grammar, grammar_triggers, reasoning_budget)
+    params = sampling_params(model, body, tool_grammar, grammar_triggers, reasoning_budget)
     _check_context(model, prompt)
     stops = _stops(body.stop)
     lora = model.adapters.chosen(body.lora, "lora")
@@ -163,16 +163,23 @@ def prepare_generation(
             cache_prompt=body.cache_prompt,
             media=media,
             lora=lora,
+            context_shift=model.settings.context_shift,
+            n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
+            n_probs=body.n_probs,
+            post_sampling_probs=body.post_sampling_probs,
         )
 
     return make
 
 
-async def _collect(events: AsyncGenerator[GenerationEvent, None]) -> tuple[str, Finished]:
+async def _collect(
+    shape: ResponseShape, events: AsyncGenerator[GenerationEvent, None]
+) -> tuple[str, Finished]:
     parts: list[str] = []
     async with aclosing(events):
         async for event in events:
             if isinstance(event, Delta):
+                shape.observe(event)
                 parts.append(event.text)
             elif isinstance(event, Finished):
                 return "".join(parts), event
@@ -190,6 +197,7 @@ async def _stream(
         event: GenerationEvent | None = first
         while event is not None:
             if isinstance(event, Delta):
+                shape.observe(event)
                 if chunk := shape.stream_chunk(event.text):
                     yield chunk
             elif isinstance(event, Finished):
@@ -201,6 +209,18 @@ async def _stream(
             event = await anext(events, None)
     finally:
         await events.aclose()
+
+
+async def whole_answer(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, make: MakeGeneration
+) -> dict[str, Any]:
+    """The generation's answer as one JSON value in ``shape`` (several prompts: one each)."""
+    try:
+        events = engine.generate(make)
+        text, finished = await until_disconnected(request, _collect(shape, events))
+    except InvalidGrammar as exc:
+        raise ApiError(400, f"invalid grammar: {exc}") from None
+    return shape.whole(text, finished)
 
 
 async def answer(
@@ -216,10 +236,9 @@ async def answer(
 async def _answer(
     request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
 ) -> ASGIResponse:
-    events = engine.generate(make)
     if not stream:
-        text, finished = await until_disconnected(request, _collect(events))
-        return json_response(shape.whole(text, finished))
+        return json_response(await whole_answer(request, engine, shape, make))
+    events = engine.generate(make)
     conversation = request.headers.get("x-conversation-id")
     # The first event decides the status: a failure before any token is a proper JSON error.
     # A resumable session's client may leave at any time without stopping anything.

@@ -16,6 +16,7 @@ import uvicorn
 
 from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
+from corral.header_spelling import SpelledHeadersProtocol
 from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
 from worker.app import create_worker_app
 from worker.engine import Engine
@@ -74,6 +75,7 @@ class WorkerLifecycle:
                 log_config=None,
                 lifespan="off",
                 ws="none",  # no websocket routes; "auto" would import websockets (2 MiB)
+                http=SpelledHeadersProtocol,
                 timeout_graceful_shutdown=5,
                 # The router's idle connections expire first, so none is reused as the worker
                 # closes it.

@@ -22,6 +22,7 @@ from worker.llama_model import LlamaModel
 from worker.lora_adapters import LoraAdapters
 from worker.media.content import Modalities
 from worker.media.projector import Projector
+from worker.prompt_inputs import Tokenize
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
 from worker.speculative import Speculator
@@ -72,6 +73,10 @@ class LoadedModel:
             _log.warning("model has no chat template, using chatml", model=settings.alias)
         # Answered while asleep without waking (``/props``, ``/v1/models``), as upstream does.
         self.snapshot = self._describe()
+        # End-of-generation tokens, which `ignore_eos` bans as llama-server does (by bias).
+        self.eog_tokens = tuple(
+            t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self.vocab, t)
+        )
         self.sleeping = False
 
     def _load(self, on_progress: Callable[[float], None]) -> None:
@@ -222,6 +227,7 @@ class LoadedModel:
     def _describe(self) -> dict[str, Any]:
         return {
             "id": self.settings.alias,
+            "aliases": list(self.settings.aliases),
             "object": "model",
             "owned_by": "llamacpp",
             "meta": {
@@ -321,7 +327,8 @@ class LoadedModel:
         tokens += self.tokenize(document, add_special=False, parse_special=False)
         return tokens + ([eos] if add_eos else [])
 
-    def text_prompt(self, prompt: str | list[int]) -> list[int]:
-        if isinstance(prompt, list):
-            return prompt
-        return self.tokenize(prompt, add_special=bool(self.model.add_bos_token()))
+    def prompt_tokenizer(self) -> Tokenize:
+        """Tokenize as llama-server does raw prompts: BOS (if the model wants one) only where
+        asked, special tokens parsed."""
+        add_bos = bool(self.model.add_bos_token())
+        return lambda text, first: self.tokenize(text, add_special=first and add_bos)

@@ -8,7 +8,8 @@ from typing import Any
 
 import msgspec
 
-from worker.batching import Finished
+from corral.llama_build import llama_build_info
+from worker.batching import Delta, Finished
 
 __all__ = ["ResponseShape", "openai_accounting", "sse"]
 
@@ -40,6 +41,8 @@ class ResponseShape:
     whose stream is not one ``data:`` event per value overrides the ``stream_*`` methods.
     """
 
+    # OpenAI's system_fingerprint: llama-server's build info, ``b<build>-<commit>``.
+    fingerprint = llama_build_info()
     done_marker = True  # OpenAI streams end with `data: [DONE]`; llama-server's own do not
     # Set by run_chat before generation starts: Anthropic's stream announces it in its first event,
     # long before the Finished event that carries the counts.
@@ -49,6 +52,10 @@ class ResponseShape:
         self.model = model
         self.id = f"{prefix}-{uuid.uuid4().hex}"
         self.created = int(time.time())
+
+    def observe(self, delta: Delta) -> None:
+        """Sees every piece before it is worded, streamed or not: a shape that reports tokens
+        or their probabilities records them here."""
 
     def opening(self) -> dict[str, Any] | None:
         return None

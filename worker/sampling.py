@@ -35,6 +35,7 @@ class SamplingParams:
     frequency_penalty: float = 0.0
     seed: int = -1
     logit_bias: dict[int, float] = field(default_factory=dict)
+    text_bias: tuple[tuple[str, float], ...] = ()  # by text, tokenized as the request is queued
     grammar: str | None = None  # GBNF, from `grammar`, `json_schema` or `response_format`
     grammar_triggers: tuple[str, ...] = ()  # patterns a lazy (tool-call) grammar waits for
     reasoning_budget: ReasoningBudget | None = None  # --reasoning-budget, as tokens to watch

@@ -34,7 +34,11 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     stop: str | list[str] | None = None
     ignore_eos: bool = False
     cache_prompt: bool = True
-    logit_bias: dict[str, float] | list[list[float]] | None = None
+    # Keys and list entries are token ids or strings (worker.logit_bias); false bans a token.
+    logit_bias: dict[str, float | bool] | list[list[Any]] | None = None
+    n_probs: Annotated[int, Meta(ge=0)] = 0
+    n_keep: Annotated[int, Meta(ge=-1)] | None = None  # a context shift keeps this much prompt
+    post_sampling_probs: bool = False
     grammar: str | None = None
     json_schema: dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None

@@ -25,6 +25,7 @@ __all__ = [
     "WorkerSettings",
     "default_kv_cache_dir",
     "parse_worker_args",
+    "worker_flags",
 ]
 
 # llama-server's automatic slots (--parallel -1, its default): four, sharing one KV cache.
@@ -44,7 +45,8 @@ def default_kv_cache_dir(env: Mapping[str, str]) -> Path:
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
     model: Path
-    alias: str
+    alias: str  # the model's id: the first of its names in sorted order, as llama-server's
+    aliases: tuple[str, ...] = ()  # every --alias name (a comma list, as llama-server takes)
     host: str = "127.0.0.1"
     port: int = 0
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
@@ -85,6 +87,9 @@ class WorkerSettings:
     lora: tuple[tuple[str, float], ...] = ()  # adapter files and their scales, ids in order
     lora_init_without_apply: bool = False
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
+    metrics: bool = False  # /metrics answers 501 without it, as llama-server's --metrics
+    context_shift: bool = False
+    keep: int = 0  # prompt tokens a context shift keeps; -1: all
     ignored: dict[str, str] = field(default_factory=dict)
 
 
@@ -142,18 +147,32 @@ def _threads(value: str | None) -> int:
     return int(value) if int(value) > 0 else os.cpu_count() or 1
 
 
-def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
-    parser.add_argument("-a", "--alias", help="model id to report (default: file stem)")
+    parser.add_argument(
+        "-a", "--alias", help="model id to report, or a comma list of names (default: file stem)"
+    )
     parser.add_argument("-mm", "--mmproj", type=Path, help="multimodal projector GGUF")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
     add_model_flags(parser)
+    return parser
+
+
+def worker_flags() -> frozenset[str]:
+    """Every flag spelling the worker accepts, so that a llama-server command line can be
+    narrowed to the worker's (scripts/run_llama_server_tests.py)."""
+    return frozenset(_parser()._option_string_actions)
+
+
+def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
+    parser = _parser()
     args = parser.parse_args(argv)
     # A worker reads only its flags: the router renders every option explicitly.
     options = model_options_from(args, parser, env={})
     model: Path = args.model
+    names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
 
     def number(name: str, default: float) -> float:
         return float(options[name]) if name in options else default
@@ -171,7 +190,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     auto_slots = parallel <= 0
     return WorkerSettings(
         model=model,
-        alias=args.alias or model.stem,
+        alias=min(names) if names else model.stem,
+        aliases=tuple(sorted(set(names))),
         host=args.host,
         port=args.port,
         ctx_size=int(number("ctx-size", 0)),
@@ -216,5 +236,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         lora=_lora_files(options),
         lora_init_without_apply=options.get("lora-init-without-apply", "false") == "true",
         speculative=speculative_settings(options),
+        metrics=options.get("metrics", "false") == "true",
+        context_shift=options.get("context-shift", "false") == "true",
+        keep=int(number("keep", 0)),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

@@ -25,9 +25,11 @@ __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"
 
 PROXIED_POST = [
     "/completion", "/completions", "/v1/completions", "/chat/completions", "/v1/chat/completions",
-    "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/infill", "/embedding",
+    "/chat/completions/input_tokens", "/v1/chat/completions/input_tokens", "/v1/messages",
+    "/v1/messages/count_tokens", "/v1/responses", "/responses", "/v1/responses/input_tokens",
+    "/responses/input_tokens", "/infill", "/embedding",
     "/embeddings", "/v1/embeddings", "/rerank", "/v1/rerank", "/reranking", "/v1/reranking",
-    "/tokenize", "/detokenize", "/apply-template",
+    "/tokenize", "/detokenize", "/apply-template", "/predict",
 ]  # fmt: skip
 PROXIED_GET = ["/slots", "/lora-adapters"]
 
@@ -111,10 +113,11 @@ async def proxy_get(
 async def metrics(
     request: Request[Any, Any, Any], model: FromQuery[str | None] = None
 ) -> ASGIResponse:
-    """The router's own metrics; ``?model=X`` proxies to that worker's ``llamacpp:*`` metrics."""
-    if model is not None:
-        return await forward_to_model(request, model, None)
+    """The router's own metrics; ``?model=X`` proxies to that worker's ``llamacpp:*`` metrics,
+    and so does single-model mode, as llama-server with one model answers with its own."""
     rt = runtime(request)
+    if model is not None or rt.settings.single_model:
+        return await forward_to_model(request, model, None)
     return ASGIResponse(
         body=render_metrics(rt.pool, rt.scheduler, rt.requests, rt.peers.stats()).encode(),
         media_type="text/plain; version=0.0.4; charset=utf-8",

@@ -137,6 +137,11 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     listing: dict[str, Any] = {"object": "list", "data": sorted(data, key=lambda e: str(e["id"]))}
     if rt.settings.single_model and len(models) == 1:
         listing["models"] = ollama_models(next(iter(models.values())).entry)
+        if rt.settings.aliases:
+            # As llama-server: every --alias, the id included. Any other name reaches the
+            # model too (single_model_target), the file's own among them.
+            for entry in data:
+                entry["aliases"] = sorted(set(rt.settings.aliases))
     return listing
 
 

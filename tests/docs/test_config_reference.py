@@ -146,6 +146,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
         "mcp_servers",
         (McpServerConfig("s", "srv"),),
     ),
+    "LLAMA_ARG_UI_MCP_PROXY": ("1", "ui_mcp_proxy", True),
 }
 
 

@@ -141,7 +141,7 @@ def test_alias_and_tags_come_from_llama_arg_variables(
 
 def test_no_effect_flags_consume_their_values_and_are_noted_once() -> None:
     settings = parse_serve_args(
-        ["--keep", "-1", "-v", "--cache-reuse", "256", "--metrics", "--verbose", "-c", "256"]
+        ["--cache-reuse", "-1", "-v", "--swa-full", "--verbose", "-c", "256"]
     )
-    assert settings.no_effect_flags == ("--keep", "--verbose", "--cache-reuse", "--metrics")
+    assert settings.no_effect_flags == ("--cache-reuse", "--verbose", "--swa-full")
     assert settings.model_options["ctx-size"] == "256"  # read after them, not swallowed

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.router_process import RouterProcess
+from tests.support.router_process import RouterProcess, running_router
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 
@@ -44,8 +46,10 @@ def test_metrics_move_when_requests_are_served(router: RouterProcess) -> None:
     assert after[("corral_active_requests", alpha)] == 0
 
 
-def test_model_metrics_are_proxied_to_the_worker(router: RouterProcess) -> None:
-    response = router.client.get("/metrics", params={"model": "alpha"})
+def test_model_metrics_are_proxied_to_the_worker(models_dir: Path) -> None:
+    # As llama-server's children, a worker answers /metrics only with --metrics (else 501).
+    with running_router(["--models-dir", str(models_dir), "--metrics"]) as router:
+        response = router.client.get("/metrics", params={"model": "alpha"})
     assert response.status_code == 200
     names = {family.name for family in text_string_to_metric_families(response.text)}
     assert "llamacpp:tokens_predicted" in names  # the parser drops the _total suffix

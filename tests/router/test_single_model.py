@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
@@ -66,7 +67,8 @@ def test_the_model_is_listed_alone_named_by_its_first_alias(single: RouterProces
     for path in ("/v1/models", "/models"):
         data = single.client.get(path).json()["data"]
         assert [entry["id"] for entry in data] == ["small"]
-        assert data[0]["aliases"] == ["alpha", "tiny"]  # the file's stem stays a name
+        # As llama-server: every --alias, the id included (the file's stem still reaches it).
+        assert data[0]["aliases"] == ["small", "tiny"]
         assert data[0]["tags"] == ["t1", "t2"]
     # llama-server's Ollama-style list beside the OpenAI one.
     ollama = single.client.get("/v1/models").json()["models"]
@@ -81,7 +83,7 @@ def test_a_hub_model_alone_is_the_single_model(models_dir: Path, tmp_path: Path)
     args = ["-hf", f"{REPO}:Q8_0", "--alias", "chat", "--offline"]
     with running_router(args, {"HF_HUB_CACHE": str(cache)}) as router:
         data = router.client.get("/v1/models").json()["data"]
-        assert [(e["id"], e["aliases"]) for e in data] == [("chat", [f"{REPO}:Q8_0"])]
+        assert [(e["id"], e["aliases"]) for e in data] == [("chat", ["chat"])]
         reply = router.client.post(
             "/v1/completions", json={"model": "x", "prompt": "a", "max_tokens": 2}
         )
@@ -125,3 +127,45 @@ def test_every_no_effect_flag_starts_and_is_noted_once(models_dir: Path) -> None
         assert router.client.get("/health").status_code == 200
         noted = [r["flag"] for r in router.records if r.get("event") == NOTICE]
         assert noted == [spellings[0] for spellings, _ in NO_EFFECT_FLAGS]
+
+
+def test_metrics_are_the_models_own_and_only_with_metrics(models_dir: Path) -> None:
+    # As llama-server with one model: /metrics is its llamacpp:* text, 501 without --metrics.
+    model = ["-m", str(models_dir / "alpha.gguf")]
+    with running_router(model) as router:
+        assert router.client.get("/metrics").status_code == 501
+    with running_router([*model, "--metrics"]) as router:
+        response = router.client.get("/metrics")
+        assert response.status_code == 200
+        assert "llamacpp:n_decode_total" in response.text
+        assert "Process-Start-Time-Unix" in response.headers
+
+
+def test_it_listens_on_every_address_of_host(models_dir: Path) -> None:
+    args = ["-m", str(models_dir / "alpha.gguf"), "--host", "127.0.0.1,::1"]
+    with running_router(args) as router:
+        urls = [r["url"] for r in router.records if r.get("event") == "corral listening"]
+        assert [url.rsplit(":", 1)[0] for url in urls] == ["http://127.0.0.1", "http://[::1]"]
+        assert len({url.rsplit(":", 1)[1] for url in urls}) == 1  # one port for both
+        for url in urls:
+            assert httpx.get(f"{url}/health", timeout=30).status_code == 200
+
+
+def test_hf_file_serves_that_file_of_the_repository(models_dir: Path, tmp_path: Path) -> None:
+    # As llama-server's --hf-file: one repository holding several models, one picked by path.
+    cache = tmp_path / "hub"
+    lay_out(
+        cache,
+        {
+            "bert/ggml-model-f16.gguf": (models_dir / "alpha.gguf").read_bytes(),
+            "jina/ggml-model-f16.gguf": (models_dir / "beta.gguf").read_bytes(),
+        },
+        repo="ggml-org/models",
+    )
+    args = ["-hf", "ggml-org/models", "--hf-file", "jina/ggml-model-f16.gguf", "--alias", "j"]
+    with running_router([*args, "--offline"], {"HF_HUB_CACHE": str(cache)}) as router:
+        data = router.client.get("/v1/models").json()["data"]
+        assert [entry["id"] for entry in data] == ["j"]
+        props = router.client.get("/props").json()
+        assert props["chat_template"] != ""  # beta has none of its own: ChatML, as the worker says
+        assert "<|im_start|>" in props["chat_template"]

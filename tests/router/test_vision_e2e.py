@@ -96,7 +96,7 @@ def test_mmproj_flag_pairs_with_the_m_model(seer_files: tuple[Path, Path]) -> No
         reply = _chat(r, "anything", image=True)
         assert reply.status_code == 200, reply.text
         props = r.client.get("/props").json()
-        assert props["modalities"] == {"vision": True, "audio": False}
+        assert props["modalities"] == {"vision": True, "video": False, "audio": False}
 
 
 def test_a_missing_mmproj_file_stops_startup(seer_files: tuple[Path, Path], tmp_path: Path) -> None:

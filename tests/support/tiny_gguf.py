@@ -101,6 +101,7 @@ def write_tiny_gguf(
     user_tokens: tuple[str, ...] = (),
     attention_gain: float = 1.0,
     words: str = WORDS,
+    pooling: str | None = None,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -116,6 +117,8 @@ def write_tiny_gguf(
     ``logit_bias``.
     Other ``words`` (space-separated) make another vocabulary, such as a
     draft model llama-server would refuse for the default one.
+    ``pooling`` (``mean``, ``cls``, ``last``...) sets the pooling type
+    embedding models declare, which llama-server needs before it serves ``/v1/embeddings``.
     """
     tokens, scores, types = _vocab(words)
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -140,6 +143,8 @@ def write_tiny_gguf(
     writer.add_head_count_kv(_N_HEAD_KV)
     writer.add_rope_dimension_count(_HEAD_DIM)
     writer.add_layer_norm_rms_eps(1e-5)
+    if pooling is not None:
+        writer.add_pooling_type(gguf.PoolingType[pooling.upper()])
     writer.add_vocab_size(len(tokens))
 
     writer.add_tokenizer_model("llama")

@@ -42,7 +42,7 @@ TOOL_HISTORY: list[dict[str, Any]] = [
 @pytest.fixture(scope="module")
 def client(models_dir: Path) -> Iterator[httpx.Client]:
     with (
-        worker(models_dir / "alpha.gguf", "--ctx-size", "2048") as child,
+        worker(models_dir / "alpha.gguf", "--ctx-size", "2048", "--metrics") as child,
         httpx.Client(base_url=child.url, timeout=120) as http,
     ):
         yield http

@@ -99,9 +99,10 @@ def _nothing_pending(fd: int) -> bool:
 
 
 def test_idle_worker_sleeps_and_wakes_on_demand(alpha: Path) -> None:
-    with worker(alpha, "--sleep-idle-seconds", "1") as child:
+    with worker(alpha, "--sleep-idle-seconds", "1", "--metrics") as child:
         asleep = child.read_until("sleeping")
         assert asleep.payload == {}
+        assert httpx.get(f"{child.url}/props").json()["is_sleeping"] is True
         # Snapshots must not wake it: any wake-up would be reported before the answer.
         for path in ("/health", "/props", "/v1/models", "/metrics", "/slots"):
             assert httpx.get(f"{child.url}{path}").status_code == 200

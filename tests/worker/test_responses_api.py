@@ -57,7 +57,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(models_dir: Path) -> Iterator[Server]:
-    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048") as child:
+    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048", "--metrics") as child:
         yield Server(child.url)
 
 

@@ -82,3 +82,29 @@ def test_lora_flags_repeat_and_number_plain_adapters_first() -> None:
     assert settings.lora == (("a.gguf", 1.0), ("b.gguf", 1.0), ("c.gguf", 1.0), ("s.gguf", 0.5))
     assert settings.lora_init_without_apply is False
     assert parse_worker_args(["-m", "m.gguf", "--lora-init-without-apply"]).lora_init_without_apply
+
+
+def test_a_comma_list_of_aliases_names_the_model_by_the_first_in_order() -> None:
+    # As llama-server's --alias: every name is listed, the id is the first in sorted order.
+    settings = parse_worker_args(["--model", "m.gguf", "--alias", "tinyllama-2,fim,code"])
+    assert (settings.alias, settings.aliases) == ("code", ("code", "fim", "tinyllama-2"))
+    assert parse_worker_args(["--model", "dir/m.gguf"]).alias == "m"
+
+
+def test_llama_server_switches_become_settings() -> None:
+    settings = parse_worker_args(
+        ["--model", "m.gguf", "--metrics", "--no-slots", "--context-shift", "--keep", "-1"]
+    )
+    assert (settings.metrics, settings.endpoint_slots, settings.context_shift, settings.keep) == (
+        True,
+        False,
+        True,
+        -1,
+    )
+    defaults = parse_worker_args(["--model", "m.gguf"])
+    assert (defaults.metrics, defaults.endpoint_slots, defaults.context_shift, defaults.keep) == (
+        False,
+        True,
+        False,
+        0,
+    )

@@ -1,8 +1,9 @@
 """Answers in Anthropic's Messages shape: one message, or its stream of named events.
 
 Usage counts: ``input_tokens`` is the whole prompt, cached or not, so it always equals
-``/v1/messages/count_tokens`` (llama-server instead moves the reused prefix into
-``cache_read_input_tokens``, which the stream's first event cannot know yet).
+``/v1/messages/count_tokens``; ``cache_read_input_tokens`` says how many of them were reused
+from the prompt cache (llama-server instead takes the reused prefix out of ``input_tokens``,
+which the stream's first event cannot know yet).
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ def _stop(finished: Finished, used_tool: bool) -> tuple[str, str | None]:
     if finished.stop_word is not None:
         return "stop_sequence", finished.stop_word
     return "end_turn", None
+
+
+def _usage(finished: Finished) -> dict[str, int]:
+    return {
+        "input_tokens": finished.prompt_tokens,
+        "output_tokens": finished.predicted_tokens,
+        "cache_read_input_tokens": finished.cached_tokens,
+    }
 
 
 class MessagesShape(ResponseShape):
@@ -66,14 +75,14 @@ class MessagesShape(ResponseShape):
         if parsed.content:
             blocks.append({"type": "text", "text": parsed.content})
         blocks.extend(_tool_use(call) for call in parsed.tool_calls)
-        usage = {
-            "input_tokens": finished.prompt_tokens,
-            "output_tokens": finished.predicted_tokens,
-        }
-        return self._message(blocks, _stop(finished, bool(parsed.tool_calls)), usage)
+        return self._message(blocks, _stop(finished, bool(parsed.tool_calls)), _usage(finished))
 
     def stream_opening(self) -> bytes:
-        usage = {"input_tokens": self.prompt_tokens, "output_tokens": 0}
+        usage = {
+            "input_tokens": self.prompt_tokens,
+            "output_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
         message = self._message([], (None, None), usage)
         return sse({"type": "message_start", "message": message}, "message_start")
 
@@ -116,11 +125,10 @@ class MessagesShape(ResponseShape):
         if self._open is not None:
             parts.append(_block_stop(self._index))
         reason, sequence = _stop(finished, bool(self._stream.sent.tool_calls))
-        usage = {"input_tokens": finished.prompt_tokens, "output_tokens": finished.predicted_tokens}
         delta = {
             "type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": sequence},
-            "usage": usage,
+            "usage": _usage(finished),
         }
         parts.append(sse(delta, "message_delta"))
         parts.append(sse({"type": "message_stop"}, "message_stop"))

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.batching import Finished
+from worker.batching import Delta, Finished
 from worker.chat_formats import MessageDelta, OutputParser, OutputStream, ParsedMessage
 from worker.response_shape import ResponseShape, openai_accounting, sse
+from worker.token_probs import TokenProb, TokenProbs, log_prob
 
-__all__ = ["ChatShape"]
+__all__ = ["ChatShape", "logprobs_json"]
 
 
 def _finish(finished: Finished, message: ParsedMessage) -> str:
@@ -37,19 +38,46 @@ def _delta(delta: MessageDelta) -> dict[str, Any]:
     return body
 
 
+def _logprob(prob: TokenProb) -> dict[str, Any]:
+    return {
+        "token": prob.piece.decode("utf-8", "replace"),
+        "logprob": log_prob(prob),
+        "bytes": list(prob.piece),
+    }
+
+
+def logprobs_json(probs: TokenProbs) -> dict[str, Any]:
+    """One entry of OpenAI's ``logprobs.content``."""
+    return {**_logprob(probs.chosen), "top_logprobs": [_logprob(p) for p in probs.top]}
+
+
 class ChatShape(ResponseShape):
     def __init__(self, model: str, parser: OutputParser) -> None:
         super().__init__(model, "chatcmpl")
         self._parser = parser
         self._stream = OutputStream(self._parser)
+        self._logprobs: list[dict[str, Any]] = []
+        self._last: Delta | None = None
+
+    def observe(self, delta: Delta) -> None:
+        self._last = delta
+        if delta.probs is not None:
+            self._logprobs.append(logprobs_json(delta.probs))
 
     def _chunk(self, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        last = self._last
+        logprobs = None
+        if "content" in delta and last is not None and last.probs is not None:
+            logprobs = {"content": [logprobs_json(last.probs)]}
         return {
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            "system_fingerprint": self.fingerprint,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+            ],
         }
 
     def opening(self) -> dict[str, Any]:
@@ -83,11 +111,12 @@ class ChatShape(ResponseShape):
             "object": "chat.completion",
             "created": self.created,
             "model": self.model,
+            "system_fingerprint": self.fingerprint,
             "choices": [
                 {
                     "index": 0,
                     "message": message,
-                    "logprobs": None,
+                    "logprobs": {"content": self._logprobs} if self._logprobs else None,
                     "finish_reason": _finish(finished, parsed),
                 }
             ],

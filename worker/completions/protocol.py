@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from worker.sampling_fields import SamplingFields, TokenBudget
@@ -27,7 +29,8 @@ class MultimodalPrompt(msgspec.Struct):
 class CompletionRequest(SamplingFields, kw_only=True):
     """OpenAI ``/v1/completions``."""
 
-    prompt: str | list[int] | MultimodalPrompt
+    # Any of llama-server's prompt shapes (worker.prompt_inputs), told apart there.
+    prompt: str | list[Any] | dict[str, Any]
     max_tokens: TokenBudget | None = None
     n_predict: TokenBudget | None = None
     echo: bool = False
@@ -36,13 +39,15 @@ class CompletionRequest(SamplingFields, kw_only=True):
 class NativeCompletionRequest(SamplingFields, kw_only=True):
     """llama-server's own ``/completion``."""
 
-    prompt: str | list[int] | MultimodalPrompt
+    prompt: str | list[Any] | dict[str, Any]
     n_predict: TokenBudget | None = None
     max_tokens: TokenBudget | None = None
+    return_tokens: bool = False  # the generated token ids in the answer's `tokens`
+    response_fields: list[str] = msgspec.field(default_factory=list)  # only these, by a/b path
 
 
 class InfillChunk(msgspec.Struct):
-    text: str = ""
+    text: str  # required, as llama-server requires it: a chunk without text is a 400
     filename: str = "tmp"
 
 

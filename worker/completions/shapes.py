@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from worker.batching import Finished
+from worker.batching import Delta, Finished
 from worker.response_shape import ResponseShape, openai_accounting
+from worker.token_probs import TokenProb, TokenProbs, log_prob
 
-__all__ = ["NativeShape", "TextShape"]
+__all__ = ["NativeOptions", "NativeShape", "TextShape", "probabilities_json"]
 
 
 class TextShape(ResponseShape):
@@ -22,6 +24,7 @@ class TextShape(ResponseShape):
             "object": "text_completion",
             "created": self.created,
             "model": self.model,
+            "system_fingerprint": self.fingerprint,
             "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}],
         }
 
@@ -41,35 +44,115 @@ class TextShape(ResponseShape):
         }
 
 
+def _entry(prob: TokenProb, post: bool) -> dict[str, Any]:
+    value = {"prob": prob.prob} if post else {"logprob": log_prob(prob)}
+    return {
+        "id": prob.token,
+        "token": prob.piece.decode("utf-8", "replace"),
+        "bytes": list(prob.piece),
+        **value,
+    }
+
+
+def probabilities_json(probs: TokenProbs) -> dict[str, Any]:
+    """One token's entry of llama-server's ``completion_probabilities``."""
+    post = probs.post_sampling
+    top = [_entry(p, post) for p in probs.top]
+    return {**_entry(probs.chosen, post), ("top_probs" if post else "top_logprobs"): top}
+
+
+@dataclass(frozen=True, slots=True)
+class NativeOptions:
+    """What a ``/completion`` request asked to see besides the text."""
+
+    prompt_text: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)  # generation_settings
+    return_tokens: bool = False
+    response_fields: tuple[str, ...] = ()
+    index: int = 0
+
+
+def _nested(paths: tuple[str, ...], body: dict[str, Any]) -> dict[str, Any]:
+    """``response_fields``: only these values, keyed by their ``a/b`` paths (upstream's
+    ``json_get_nested_values``); a path that is not there is left out."""
+    picked: dict[str, Any] = {}
+    for path in paths:
+        value: Any = body
+        for key in path.split("/"):
+            if not isinstance(value, dict) or key not in value:
+                break
+            value = value[key]
+        else:
+            picked[path] = value
+    return picked
+
+
 class NativeShape(ResponseShape):
     """llama-server's own ``/completion``."""
 
     done_marker = False
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, options: NativeOptions | None = None) -> None:
         super().__init__(model, "cmpl")
+        self.options = options or NativeOptions()
+        self._tokens: list[int] = []
+        self._probs: list[dict[str, Any]] = []
+        self._last: Delta | None = None
+        self._new_line = False
+
+    def observe(self, delta: Delta) -> None:
+        self._last = delta
+        self._new_line |= "\n" in delta.text
+        if delta.token >= 0:
+            self._tokens.append(delta.token)
+        if delta.probs is not None:
+            self._probs.append(probabilities_json(delta.probs))
 
     def chunk(self, text: str) -> dict[str, Any] | None:
-        return {"content": text, "stop": False, "id_slot": 0, "index": 0}
+        last = self._last
+        body: dict[str, Any] = {
+            "content": text,
+            "tokens": [last.token] if last is not None and last.token >= 0 else [],
+            "stop": False,
+            "id_slot": 0,
+            "index": self.options.index,
+        }
+        if last is not None and last.probs is not None:
+            body["completion_probabilities"] = [probabilities_json(last.probs)]
+        return body
 
     def closing(self, finished: Finished) -> dict[str, Any]:
-        return self.whole("", finished)
+        return self._final("", finished, streamed=True)
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
+        return self._final(text, finished, streamed=False)
+
+    def _final(self, text: str, finished: Finished, *, streamed: bool) -> dict[str, Any]:
         if finished.stop_word is not None:
             stop_type = "word"
         else:
             stop_type = "limit" if finished.reason == "length" else "eos"
-        return {
+        options = self.options
+        body: dict[str, Any] = {
+            "index": options.index,
             "content": text,
-            "stop": True,
+            "tokens": self._tokens if options.return_tokens and not streamed else [],
             "id_slot": 0,
-            "index": 0,
+            "stop": True,
             "model": self.model,
-            "stop_type": stop_type,
-            "stopping_word": finished.stop_word or "",
             "tokens_predicted": finished.predicted_tokens,
             "tokens_evaluated": finished.prompt_tokens,
+            "generation_settings": options.settings,
+            "prompt": options.prompt_text,
+            "has_new_line": self._new_line,
+            "truncated": finished.truncated,
+            "stop_type": stop_type,
+            "stopping_word": finished.stop_word or "",
             "tokens_cached": finished.cached_tokens,
             "timings": finished.timings,
         }
+        if self._probs and not streamed:
+            body["completion_probabilities"] = self._probs
+        if options.response_fields:
+            return _nested(options.response_fields, body)
+        return body

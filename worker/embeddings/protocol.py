@@ -9,9 +9,9 @@ from msgspec import Meta
 
 __all__ = ["Input", "NativeEmbeddingRequest", "OpenAIEmbeddingRequest", "RerankRequest"]
 
-# One string, several strings, one tokenized input or several: msgspec unions take only one list
-# type, so the routes tell the shapes apart (worker.embeddings.routes._inputs).
-Input = str | list[Any]
+# Any of llama-server's prompt shapes (worker.prompt_inputs), told apart there: msgspec unions
+# take only one list type.
+Input = str | list[Any] | dict[str, Any]
 
 
 class OpenAIEmbeddingRequest(msgspec.Struct, kw_only=True):

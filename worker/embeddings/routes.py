@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import time
 from typing import Any
 
 from litestar import post
@@ -17,47 +18,38 @@ from worker.embedding_context import normalized
 from worker.embeddings.protocol import Input, NativeEmbeddingRequest, OpenAIEmbeddingRequest
 from worker.engine import Engine
 from worker.model import LoadedModel
+from worker.prompt_inputs import PromptError, tokenize_prompts
 from worker.state import AnyRequest, loaded
 
 __all__ = ["embedding_routes"]
 
 
-def _is_tokens(value: Any) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(t, int) and not isinstance(t, bool) for t in value
-    )
-
-
-def _inputs(value: Input, field: str) -> list[str | list[int]]:
-    if isinstance(value, str):
-        return [value]
-    if not value:
-        raise ApiError(400, f"{field} is empty")
-    if _is_tokens(value):
-        return [value]  # one tokenized input
-    if all(isinstance(item, str) or _is_tokens(item) for item in value):
-        return list(value)
-    raise ApiError(400, f"{field} must be a string, a list of strings or of token lists")
-
-
 async def _embed(
-    engine: Engine, model: LoadedModel, inputs: list[str | list[int]]
+    engine: Engine, model: LoadedModel, inputs: Input, field: str
 ) -> tuple[list[list[list[float]]], int]:
     """Each input's vectors, and how many tokens they took in all."""
     if not model.settings.embeddings:
         raise ApiError(501, "This server does not support embeddings. Start it with `--embeddings`")
 
     def run() -> tuple[list[list[list[float]]], int]:
+        prompts = tokenize_prompts(inputs, model.prompt_tokenizer(), content_parts=True)
+        if not all(prompts):
+            raise PromptError("Input content cannot be empty")
         embedder = model.embedder()
-        vectors, used = [], 0
-        for item in inputs:
-            tokens = item if isinstance(item, list) else model.text_prompt(item)
-            used += len(tokens)
-            vectors.append(embedder.embed(tokens))
+        started = time.perf_counter()
+        vectors = [embedder.embed(tokens) for tokens in prompts]
+        used = sum(len(tokens) for tokens in prompts)
+        # As llama-server's: an embedding samples nothing, but its prompt is decoded work.
+        metrics = model.metrics
+        metrics.prompt_tokens += used
+        metrics.prompt_seconds += time.perf_counter() - started
+        metrics.n_decode += len(prompts)
         return vectors, used
 
     try:
         return await engine.call(run)
+    except PromptError as exc:
+        raise ApiError(400, f"{field}: {exc}") from None
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
 
@@ -77,7 +69,7 @@ async def openai_embeddings(request: AnyRequest) -> dict[str, Any]:
         raise ApiError(400, "encoding_format must be 'float' or 'base64'")
     if model.settings.pooling == "none":
         raise ApiError(400, "pooling 'none' gives one vector per token; use /embedding")
-    vectors, used = await _embed(engine, model, _inputs(body.input, "input"))
+    vectors, used = await _embed(engine, model, body.input, "input")
     return {
         "object": "list",
         "model": model.settings.alias,
@@ -95,7 +87,7 @@ async def native_embedding(request: AnyRequest) -> list[dict[str, Any]]:
     body = decode_body(await request.body(), NativeEmbeddingRequest)
     if body.embd_normalize not in (-1, 2):
         raise ApiError(400, "embd_normalize: only -1 (none) and 2 (Euclidean) are supported")
-    vectors, _ = await _embed(engine, model, _inputs(body.content, "content"))
+    vectors, _ = await _embed(engine, model, body.content, "content")
     if body.embd_normalize == 2:
         vectors = [[normalized(v) for v in per_input] for per_input in vectors]
     return [{"index": i, "embedding": per_input} for i, per_input in enumerate(vectors)]

@@ -2,18 +2,43 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from corral.prometheus import prometheus_family
 from worker.model import LoadedModel
 
-__all__ = ["render_metrics"]
+__all__ = ["ScrapeWindow", "render_metrics"]
 
 
-def render_metrics(model: LoadedModel) -> str:
+@dataclass
+class ScrapeWindow:
+    """The totals at the last scrape: as llama-server's, the throughput gauges cover the
+    window between two scrapes, so a quiet (or sleeping) model reads 0, not its history."""
+
+    prompt_tokens: int = 0
+    prompt_seconds: float = 0.0
+    tokens_predicted: int = 0
+    tokens_predicted_seconds: float = 0.0
+
+
+def render_metrics(model: LoadedModel, window: ScrapeWindow) -> str:
+    """The ``llamacpp:*`` text; moves ``window`` on to now (engine thread only)."""
     m = model.metrics
     busy = sum(1 for slot in model.batcher.slots if slot.generation is not None)
 
     def rate(tokens: float, seconds: float) -> float:
-        return tokens / seconds if seconds else 0.0
+        return tokens / seconds if seconds > 0 else 0.0
+
+    prompt_rate = rate(
+        m.prompt_tokens - window.prompt_tokens, m.prompt_seconds - window.prompt_seconds
+    )
+    predicted_rate = rate(
+        m.tokens_predicted - window.tokens_predicted,
+        m.tokens_predicted_seconds - window.tokens_predicted_seconds,
+    )
+    window.prompt_tokens, window.prompt_seconds = m.prompt_tokens, m.prompt_seconds
+    window.tokens_predicted = m.tokens_predicted
+    window.tokens_predicted_seconds = m.tokens_predicted_seconds
 
     counters = [
         (
@@ -33,7 +58,12 @@ def render_metrics(model: LoadedModel) -> str:
             "Total time spent generating tokens",
             m.tokens_predicted_seconds,
         ),
-        ("n_decode_total", "Total number of llama_decode() calls", m.n_decode),
+        (
+            "n_decode_total",
+            "Total number of llama_decode() calls, excluding speculative decoding and "
+            "multimodal decoding",
+            m.n_decode,
+        ),
         ("n_tokens_max", "Largest observed sequence length (prompt + generation)", m.n_tokens_max),
         (
             "spec_decode_num_draft_tokens_total",
@@ -52,10 +82,9 @@ def render_metrics(model: LoadedModel) -> str:
         ),
     ]
     gauges = [
-        ("prompt_tokens_seconds", "Average prompt throughput in tokens/s",
-         rate(m.prompt_tokens, m.prompt_seconds)),
+        ("prompt_tokens_seconds", "Average prompt throughput in tokens/s", prompt_rate),
         ("predicted_tokens_seconds", "Average generation throughput in tokens/s",
-         rate(m.tokens_predicted, m.tokens_predicted_seconds)),
+         predicted_rate),
         ("requests_processing", "Number of requests processing", busy),
         ("requests_deferred", "Number of requests deferred", len(model.batcher.waiting)),
         ("n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call",

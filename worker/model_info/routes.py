@@ -9,10 +9,9 @@ from litestar import get, post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError, decode_body
-from corral.llama_build import corral_version, llama_build_info
 from worker.chat_templates import TemplateRenderError
-from worker.media.projector import media_marker
-from worker.model_info.prometheus_metrics import render_metrics
+from worker.model_info.prometheus_metrics import ScrapeWindow, render_metrics
+from worker.model_info.props import props_body
 from worker.model_info.protocol import ApplyTemplateRequest, DetokenizeRequest, TokenizeRequest
 from worker.state import AnyRequest, WorkerState, loaded
 
@@ -72,9 +71,20 @@ async def apply_template(request: AnyRequest) -> dict[str, str]:
 
 @get("/metrics")
 async def metrics(request: AnyRequest) -> ASGIResponse:
+    state: WorkerState = request.app.state.worker
     engine, model = loaded(request)
-    text = await engine.call(lambda: render_metrics(model), needs_model=False)
-    return ASGIResponse(body=text.encode(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    if not state.settings.metrics:
+        raise ApiError(
+            501, "This server does not support metrics endpoint. Start it with `--metrics`"
+        )
+    window: ScrapeWindow = request.app.state.scrape_window
+    text = await engine.call(lambda: render_metrics(model, window), needs_model=False)
+    return ASGIResponse(
+        body=text.encode(),
+        media_type="text/plain; version=0.0.4",  # Litestar adds the charset
+        # llama-server's header: Prometheus clients derive process uptime from it.
+        headers={"Process-Start-Time-Unix": str(int(state.started))},
+    )
 
 
 @get("/health")
@@ -88,21 +98,7 @@ async def health(request: AnyRequest) -> dict[str, Any]:
 @get("/props")
 async def props(request: AnyRequest) -> dict[str, Any]:
     _, model = loaded(request)
-    settings = model.settings
-    return {
-        "model_alias": settings.alias,
-        "model_path": str(settings.model),
-        "total_slots": settings.parallel,
-        **model.template.props(),
-        "default_generation_settings": {
-            "n_ctx": model.batcher.n_ctx_seq,
-            "params": {"temperature": settings.temperature, "n_predict": settings.n_predict},
-        },
-        "modalities": {"vision": model.modalities.vision, "audio": model.modalities.audio},
-        "media_marker": media_marker(),
-        "build_info": llama_build_info(),
-        "corral_version": corral_version(),
-    }
+    return props_body(model)
 
 
 @get(["/v1/models", "/models"])

@@ -14,6 +14,7 @@ from litestar import get, post
 from litestar.params import FromQuery
 
 from corral.errors import ApiError
+from worker.generation_settings import generation_settings
 from worker.model import LoadedModel
 from worker.slot_files import erase_slot, restore_slot, save_slot, slot_index, valid_filename
 from worker.state import AnyRequest, loaded
@@ -41,27 +42,21 @@ def _describe(model: LoadedModel) -> tuple[list[dict[str, Any]], int]:
         if last is not None:
             params = last.params
             remaining = -1 if last.max_tokens is None else last.max_tokens - last.generated
+            budget = -1 if last.max_tokens is None else last.max_tokens
             view |= {
                 "id_task": slot.id_task,
                 "n_prompt_tokens": len(slot.tokens),  # upstream: what its cache holds
                 "n_prompt_tokens_processed": len(last.prompt) - last.cached,
                 "n_prompt_tokens_cache": last.cached,
-                "params": {
-                    "seed": params.seed,
-                    "temperature": params.temperature,
-                    "top_k": params.top_k,
-                    "top_p": params.top_p,
-                    "min_p": params.min_p,
-                    "typical_p": params.typical_p,
-                    "repeat_last_n": params.repeat_last_n,
-                    "repeat_penalty": params.repeat_penalty,
-                    "presence_penalty": params.presence_penalty,
-                    "frequency_penalty": params.frequency_penalty,
-                    "max_tokens": -1 if last.max_tokens is None else last.max_tokens,
-                    "n_predict": -1 if last.max_tokens is None else last.max_tokens,
-                    "ignore_eos": last.ignore_eos,
-                    "lora": [],
-                },
+                "params": generation_settings(
+                    params,
+                    n_predict=budget,
+                    n_keep=last.n_keep,
+                    stops=last.stops,
+                    ignore_eos=last.ignore_eos,
+                    n_probs=last.n_probs,
+                )
+                | {"lora": []},
                 "next_token": [
                     {
                         "has_next_token": slot.generation is not None,

@@ -20,12 +20,14 @@ on every Corral route, rather than Responses' ``error`` event; the OpenAI client
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import post
 from litestar.response.base import ASGIResponse
 
 from corral.errors import decode_body
 from worker.chat_formats import OutputParser
-from worker.chat_pipeline import run_chat
+from worker.chat_pipeline import count_prompt_tokens, run_chat
 from worker.response_shape import ResponseShape
 from worker.responses_api.protocol import ResponsesRequest
 from worker.responses_api.shapes import ResponsesShape
@@ -35,7 +37,7 @@ from worker.state import AnyRequest
 __all__ = ["responses_routes"]
 
 
-@post("/v1/responses", status_code=200)
+@post(["/v1/responses", "/responses"], status_code=200)
 async def responses(request: AnyRequest) -> ASGIResponse:
     body = decode_body(await request.body(), ResponsesRequest)
     echo = echoed_fields(body)
@@ -46,4 +48,12 @@ async def responses(request: AnyRequest) -> ASGIResponse:
     return await run_chat(request, to_chat_request(body), shape)
 
 
-responses_routes = [responses]
+@post(["/v1/responses/input_tokens", "/responses/input_tokens"], status_code=200)
+async def responses_input_tokens(request: AnyRequest) -> dict[str, Any]:
+    """How many prompt tokens the response would take, as llama-server counts them."""
+    body = decode_body(await request.body(), ResponsesRequest)
+    n_tokens = await count_prompt_tokens(request, to_chat_request(body))
+    return {"input_tokens": n_tokens, "object": "response.input_tokens"}
+
+
+responses_routes = [responses, responses_input_tokens]

@@ -35,7 +35,8 @@ def test_the_whole_message_and_its_stop_reason(
     assert body["content"] == [{"type": "text", "text": "Hi"}]
     assert (body["stop_reason"], body["stop_sequence"]) == expected
     # The whole prompt, cached or not, so it always equals count_tokens.
-    assert body["usage"] == {"input_tokens": 7, "output_tokens": 3}
+    # The whole prompt, and how much of it the cache held.
+    assert body["usage"] == {"input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": 2}
 
 
 def test_an_empty_answer_has_no_content_blocks() -> None:
@@ -59,11 +60,12 @@ def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
     ]
     assert all(name == data["type"] for name, data in events)
     start = events[0][1]["message"]
-    assert start["usage"] == {"input_tokens": 7, "output_tokens": 0}
+    assert start["usage"] == {"input_tokens": 7, "output_tokens": 0, "cache_read_input_tokens": 0}
     assert (start["content"], start["stop_reason"]) == ([], None)
     assert [data["delta"]["text"] for _, data in events[2:4]] == ["He", "llo"]
     assert events[5][1]["delta"] == {"stop_reason": "end_turn", "stop_sequence": None}
-    assert events[5][1]["usage"] == {"input_tokens": 7, "output_tokens": 3}
+    usage = {"input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": 2}
+    assert events[5][1]["usage"] == usage
 
 
 def test_a_stream_without_text_opens_no_block() -> None:

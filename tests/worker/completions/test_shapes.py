@@ -43,7 +43,8 @@ def test_native_stream_has_no_done_marker() -> None:
     shape = NativeShape("m")
     stream = shape.stream_chunk("x") + shape.stream_closing(finished())
     events = [data for _, data in sse_events(stream)]
-    assert events[0] == {"content": "x", "stop": False, "id_slot": 0, "index": 0}
+    # No token was observed for this piece, so it names none (llama-server: its token ids).
+    assert events[0] == {"content": "x", "tokens": [], "stop": False, "id_slot": 0, "index": 0}
     assert events[-1]["stop"] is True
     assert events[-1]["content"] == ""
     assert len(events) == 2

@@ -46,7 +46,7 @@ def _audio_part(data: bytes) -> dict[str, Any]:
 
 def test_props_report_audio(listener: WorkerProcess) -> None:
     props = httpx.get(f"{listener.url}/props").json()
-    assert props["modalities"] == {"vision": False, "audio": True}
+    assert props["modalities"] == {"vision": False, "video": False, "audio": True}
 
 
 def test_an_input_audio_part_is_heard(listener: WorkerProcess) -> None:

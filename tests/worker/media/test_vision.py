@@ -63,7 +63,7 @@ def _ask(
 
 def test_props_report_vision_and_the_marker(vision: WorkerProcess) -> None:
     props = httpx.get(f"{vision.url}/props").json()
-    assert props["modalities"] == {"vision": True, "audio": False}
+    assert props["modalities"] == {"vision": True, "video": False, "audio": False}
     assert props["media_marker"] == MARKER
 
 
@@ -142,6 +142,9 @@ def test_completion_with_multimodal_data(vision: WorkerProcess) -> None:
     with_image = httpx.post(f"{vision.url}/completion", json=body, timeout=120).json()
     body["prompt"] = {"prompt_string": "What is this: \n"}
     without = httpx.post(f"{vision.url}/completion", json=body, timeout=120).json()
+    body["prompt"] = {"prompt_string": "What is this: \n", "multimodal_data": []}
+    no_media = httpx.post(f"{vision.url}/completion", json=body, timeout=120).json()
+    assert no_media["content"] == without["content"]
     # The text on each side of the marker is tokenized apart, as llama-server does.
     text_tokens = _count(vision, "What is this: ", add_special=True)
     text_tokens += _count(vision, "\n", add_special=False)
@@ -211,6 +214,7 @@ def test_media_to_a_text_only_model_is_400(models_dir: Path) -> None:
     with worker(models_dir / "alpha.gguf") as child:
         assert httpx.get(f"{child.url}/props").json()["modalities"] == {
             "vision": False,
+            "video": False,
             "audio": False,
         }
         body = {
@@ -302,3 +306,23 @@ def test_the_projector_sleeps_and_wakes_with_the_model(tmp_path: Path) -> None:
         child.read_until("ready")
     assert after.choices[0].message.content == before.choices[0].message.content
     assert after.usage.prompt_tokens == before.usage.prompt_tokens
+
+
+def test_a_prompt_with_media_stops_at_the_context_end_even_with_context_shift(
+    tmp_path: Path,
+) -> None:
+    # As llama-server, which turns context shift off with an mmproj: media positions stay put.
+    model, mmproj = _write_seer(tmp_path)
+    image = base64.b64encode(png_bytes(seed=1)).decode()
+    shift = ("--context-shift", "--parallel", "1", "--ctx-size", "256")
+    with worker(
+        model, "--mmproj", str(mmproj), *shift, env={"LLAMA_MEDIA_MARKER": MARKER}
+    ) as child:
+        body: dict[str, Any] = {"temperature": 0, "n_predict": 400, "ignore_eos": True}
+        prompt = {"prompt_string": f"What is this: {MARKER}\n", "multimodal_data": [image]}
+        url = f"{child.url}/completion"
+        with_image = httpx.post(url, json={**body, "prompt": prompt}, timeout=120).json()
+        text = httpx.post(url, json={**body, "prompt": "What is this:"}, timeout=120).json()
+    assert with_image["truncated"] is True
+    assert with_image["tokens_evaluated"] + with_image["tokens_predicted"] <= 256
+    assert text["tokens_predicted"] == 400  # the same worker shifts a text prompt

@@ -66,7 +66,7 @@ def _metric(url: str, name: str) -> float:
 def test_a_self_draft_guesses_right_every_time(models_dir: Path, plain: dict[str, str]) -> None:
     draft = models_dir / "alpha.gguf"
     guessed = 0
-    args = ("--model-draft", str(draft), "--spec-draft-n-max", "4", "-td", "1")
+    args = ("--model-draft", str(draft), "--spec-draft-n-max", "4", "-td", "1", "--metrics")
     with worker(draft, *args) as child:
         for prompt in PROMPTS:
             answer = _complete(child.url, prompt)
@@ -245,3 +245,20 @@ def test_a_sleeping_model_wakes_with_its_draft(models_dir: Path, plain: dict[str
         answer = _complete(child.url, PROMPTS[0])
     assert answer["content"] == plain[PROMPTS[0]]
     assert answer["timings"]["draft_n_accepted"] == answer["timings"]["draft_n"] > 0
+
+
+def test_a_context_shift_among_kept_guesses_writes_what_plain_decoding_writes(
+    tmp_path: Path,
+) -> None:
+    # Guesses stop short of the context's end, so the shift comes between guessing steps; the
+    # draft model then follows the shifted cache. The gain makes the answer depend on the
+    # context, so a cache out of step would show.
+    target = write_tiny_gguf(tmp_path / "seer.gguf", name="seer", attention_gain=10.0)
+    shift = ("--context-shift", "--keep", "2")
+    with worker(target, *shift) as child:
+        expected = _complete(child.url, PROMPTS[0], n_predict=400)
+    with worker(target, *shift, "-md", str(target)) as child:
+        answer = _complete(child.url, PROMPTS[0], n_predict=400)
+    assert expected["tokens_predicted"] == 400  # well past the 256-token context
+    assert (answer["content"], answer["truncated"]) == (expected["content"], True)
+    assert answer["timings"]["draft_n_accepted"] > 0
