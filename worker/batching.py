@@ -15,117 +15,27 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import structlog
 
+from worker.context_shift import shift_context
+from worker.generation import Delta, EngineMetrics, Failed, Finished, Generation
 from worker.grammar_sampler import GrammarSampler
 from worker.llama_bindings import llama_cpp
 from worker.logit_bias import with_text_bias
 from worker.lora_adapters import AdapterScales, LoraAdapters
-from worker.media.projector import MediaPrompt
-from worker.sampling import SamplingParams, StopMatcher, TextAssembler, build_sampler, token_piece
-from worker.speculative import DraftRequest, Speculator
+from worker.sampling import build_sampler, token_piece
+from worker.speculative import Speculator
+from worker.speculative.drafts import propose_drafts
 from worker.token_prefix import common_prefix
-from worker.token_probs import TokenProbs, token_probs
+from worker.token_probs import token_probs
 
-__all__ = [
-    "BatchEngine",
-    "Delta",
-    "EngineMetrics",
-    "Failed",
-    "Finished",
-    "Generation",
-    "GenerationEvent",
-    "Restore",
-    "common_prefix",
-]
+__all__ = ["BatchEngine", "Restore"]
 
 _log = structlog.get_logger("corral.worker.batching")
 # llama_decode: no room in the KV cache for the batch (include/llama.h).
 _NO_KV_ROOM = 1
-
-
-class Delta(NamedTuple):
-    text: str
-    token: int
-    probs: TokenProbs | None = None  # with the request's n_probs
-
-
-class Finished(NamedTuple):
-    reason: str  # "stop" (end of generation or a stop string) or "length"
-    stop_word: str | None
-    prompt_tokens: int
-    cached_tokens: int
-    predicted_tokens: int
-    timings: dict[str, float]
-    truncated: bool = False  # the context filled up: shifted (--context-shift) or stopped
-
-
-class Failed(NamedTuple):
-    message: str
-
-
-GenerationEvent = Delta | Finished | Failed
-
-
-@dataclass(eq=False)
-class Generation:
-    """One request's generation; ``emit`` receives its events on the engine thread."""
-
-    prompt: list[int]
-    params: SamplingParams
-    max_tokens: int | None  # None: until the context is full
-    emit: Callable[[GenerationEvent], None]
-    stops: list[str] = field(default_factory=list)
-    ignore_eos: bool = False
-    cache_prompt: bool = True
-    lora: dict[int, float] | None = None  # the request's adapter scales; None: the global ones
-    context_shift: bool = False  # a full context drops old tokens instead of ending
-    n_keep: int = 0  # prompt tokens a shift keeps (after BOS); -1: the whole prompt
-    truncated: bool = False
-    n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
-    post_sampling_probs: bool = False
-    cancelled: bool = False  # set from the event loop; read here once per step
-    media: MediaPrompt | None = None  # a prompt with images or audio; ``prompt`` counts them
-    # Progress, owned by the engine thread.
-    n_past: int = 0
-    pending: list[int] = field(default_factory=list)
-    generated: int = 0
-    cached: int = 0
-    next_token: int | None = None  # sampled, not yet decoded
-    adapter_scales: AdapterScales = ()  # fixed on submit
-    grammar: GrammarSampler | None = None  # parsed on submit, handed to the sampler on admit
-    sampler: Any = None
-    batch_index: int = -1
-    draft: list[int] = field(default_factory=list)  # guesses decoded after next_token
-    # Media positions hold no token a draft model or an n-gram could read (MEDIA_TOKEN).
-    draftable: bool = True
-    draft_n: int = 0  # guesses verified, and how many of them were kept
-    draft_accepted: int = 0
-    started: float = 0.0
-    first_token: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.text = TextAssembler()
-        self.stop = StopMatcher(self.stops)
-
-
-@dataclass
-class EngineMetrics:
-    """Counters behind the worker's ``llamacpp:*`` metrics, named as llama-server names them."""
-
-    prompt_tokens: int = 0
-    prompt_tokens_cached: int = 0
-    prompt_seconds: float = 0.0
-    tokens_predicted: int = 0
-    tokens_predicted_seconds: float = 0.0
-    n_decode: int = 0
-    n_busy_slots: int = 0
-    n_tokens_max: int = 0
-    draft_tokens: int = 0  # speculative decoding: tokens guessed, guesses kept, batches verified
-    draft_accepted: int = 0
-    drafts: int = 0
 
 
 # (seq, prompt, tokens the slot already reuses) → the tokens the sequence holds after loading a
@@ -215,7 +125,8 @@ class BatchEngine:
         self._admit()
         scales = self._scales_this_step()
         if self._speculator is not None:
-            self._propose_drafts(self._speculator)
+            sequences = [(slot.id, slot.tokens, slot.generation) for slot in self.slots]
+            propose_drafts(self._speculator, sequences, self._n_batch, self.n_ctx_seq)
         active = self._fill_batch(scales)
         if not active:
             return
@@ -297,52 +208,15 @@ class BatchEngine:
             if self._speculator is not None:
                 self._speculator.begin(slot.id, generation.params.seed)
             if generation.media is not None:
-                self._evaluate_media(slot, generation, generation.media)
-
-    def _evaluate_media(self, slot: _Slot, generation: Generation, media: MediaPrompt) -> None:
-        """Run a media prompt now, in libmtmd's own decodes, and sample its first token from the
-        last logits, before the next batch overwrites them. The other slots wait meanwhile."""
-        generation.media = None
-        generation.draftable = False
-        # Media embeddings sit at positions a shift cannot move (M-RoPE counts image rows): a
-        # full context ends the generation, as llama-server turns context shift off with an mmproj.
-        generation.context_shift = False
-        try:
-            generation.n_past = media.evaluate(self._ctx, slot.id, self._n_batch)
-        except RuntimeError as exc:
-            self._fail(slot, str(exc))
-            return
-        slot.tokens = list(generation.prompt)
-        generation.pending = []
-        generation.batch_index = -1  # the last logits
-        self._sample(slot, generation)
-
-    def _propose_drafts(self, speculator: Speculator) -> None:
-        """Guesses for every generating sequence, verified in this step's batch."""
-        generating = [
-            slot
-            for slot in self.slots
-            if slot.generation is not None
-            and slot.generation.next_token is not None
-            and slot.generation.draftable
-        ]
-        # Room in the batch for each sequence's token and guesses, and in its context for the
-        # guesses and one more token, so a context shift never lands among a step's guesses;
-        # no guess past the token budget (as llama-server).
-        share = self._n_batch // max(len(generating), 1) - 1
-        requests: list[DraftRequest] = []
-        for slot in generating:
-            generation = slot.generation
-            if generation is None or generation.next_token is None:
-                continue  # not generating: excluded above already
-            limit = min(share, self.n_ctx_seq - generation.n_past - 2)
-            if generation.max_tokens is not None:
-                limit = min(limit, generation.max_tokens - generation.generated - 1)
-            requests.append(DraftRequest(slot.id, slot.tokens, generation.next_token, limit))
-        for seq, draft in speculator.propose(requests).items():
-            generation = self.slots[seq].generation
-            if generation is not None:
-                generation.draft = draft
+                # Its first token comes from the last logits, before the next batch overwrites
+                # them; the other slots wait meanwhile.
+                try:
+                    generation.evaluate_media(self._ctx, slot.id, self._n_batch)
+                except RuntimeError as exc:
+                    self._fail(slot, str(exc))
+                    continue
+                slot.tokens = list(generation.prompt)
+                self._sample(slot, generation)
 
     def _add(self, index: int, token: int, pos: int, seq: int, logits: bool) -> None:
         batch = self._batch
@@ -468,7 +342,9 @@ class BatchEngine:
         )
         context_full = generation.n_past + 1 >= self.n_ctx_seq  # no room for the next token
         if context_full and not budget_spent and generation.context_shift:
-            context_full = not self._shift_context(slot, generation)
+            context_full = not shift_context(
+                self._memory, self._vocab, slot.id, slot.tokens, generation
+            )
         if context_full:
             generation.truncated = True
         if generation.stop.matched is not None:
@@ -479,23 +355,6 @@ class BatchEngine:
             return True
         return False
 
-    def _shift_context(self, slot: _Slot, generation: Generation) -> bool:
-        """Drop the older half of what follows the kept prompt, as llama-server's context
-        shift does; False when nothing can be dropped."""
-        add_bos = int(llama_cpp.llama_vocab_get_add_bos(self._vocab))
-        n_keep = len(generation.prompt) if generation.n_keep < 0 else generation.n_keep + add_bos
-        n_discard = (generation.n_past - n_keep) // 2
-        if n_discard <= 0:
-            return False
-        llama_cpp.llama_memory_seq_rm(self._memory, slot.id, n_keep, n_keep + n_discard)
-        llama_cpp.llama_memory_seq_add(
-            self._memory, slot.id, n_keep + n_discard, generation.n_past, -n_discard
-        )
-        del slot.tokens[n_keep : n_keep + n_discard]
-        generation.n_past -= n_discard
-        generation.truncated = True
-        return True
-
     def _finish(self, slot: _Slot, reason: str) -> None:
         generation = slot.generation
         assert generation is not None
@@ -503,35 +362,8 @@ class BatchEngine:
             tail = generation.stop.feed(generation.text.finish()) + generation.stop.flush()
             if tail:
                 generation.emit(Delta(tail, -1))
-        now = time.perf_counter()
-        first = generation.first_token or now
-        prompt_n = len(generation.prompt) - generation.cached
-        prompt_ms = (first - generation.started) * 1000
-        predicted_ms = (now - first) * 1000
-        # The first token comes with the prompt's last batch: the rate is over the decode steps
-        # after it, as llama-server's (server-common.h, n_gen_steps).
-        steps = max(generation.generated - 1, 0)
-        timings = {
-            "cache_n": generation.cached,
-            "prompt_n": prompt_n,
-            "prompt_ms": prompt_ms,
-            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
-            "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
-            "predicted_n": generation.generated,
-            "predicted_ms": predicted_ms,
-            "predicted_per_token_ms": predicted_ms / steps if steps else 0.0,
-            "predicted_per_second": steps * 1000 / predicted_ms if predicted_ms else 0.0,
-        }
-        if generation.draft_n:  # as llama-server: only when something was guessed
-            timings["draft_n"] = generation.draft_n
-            timings["draft_n_accepted"] = generation.draft_accepted
-        metrics = self.metrics
-        metrics.prompt_tokens += prompt_n
-        metrics.prompt_tokens_cached += generation.cached
-        metrics.prompt_seconds += prompt_ms / 1000
-        metrics.tokens_predicted += generation.generated
-        metrics.tokens_predicted_seconds += predicted_ms / 1000
-        metrics.n_tokens_max = max(metrics.n_tokens_max, generation.n_past)
+        timings = generation.timings(time.perf_counter())
+        self.metrics.count_finished(generation, timings)
         generation.emit(
             Finished(
                 reason,

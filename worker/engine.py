@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from worker.batching import Delta, Generation, GenerationEvent
+from worker.generation import Delta, Generation, GenerationEvent
 
 if TYPE_CHECKING:
     from worker.model import LoadedModel

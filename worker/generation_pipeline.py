@@ -19,8 +19,8 @@ from litestar.response.base import ASGIResponse
 from corral.disconnect import until_disconnected
 from corral.errors import ApiError, json_response, sse_error_event
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
-from worker.batching import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine import Engine
+from worker.generation import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.grammar_sampler import InvalidGrammar
 from worker.grammars import GrammarError, grammar_for
 from worker.logit_bias import parse_logit_bias

@@ -29,10 +29,10 @@ from typing import Any
 
 import structlog
 
-from worker.batching import common_prefix
 from worker.kv_key import CacheKey, cache_key
 from worker.llama_bindings import llama_cpp
 from worker.settings import WorkerSettings
+from worker.token_prefix import common_prefix
 
 __all__ = ["MIN_TOKENS", "KvStore", "open_kv_store"]
 

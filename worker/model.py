@@ -13,9 +13,10 @@ from typing import Any
 import structlog
 from llama_cpp._utils import suppress_stdout_stderr
 
-from worker.batching import BatchEngine, EngineMetrics
+from worker.batching import BatchEngine
 from worker.chat_templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 from worker.embedding_context import Embedder
+from worker.generation import EngineMetrics
 from worker.kv_store import open_kv_store
 from worker.llama_bindings import llama_cpp
 from worker.llama_model import LlamaModel

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from corral.llama_build import llama_build_info
-from worker.batching import Delta, Finished
+from worker.generation import Delta, Finished
 
 __all__ = ["ResponseShape", "openai_accounting", "sse"]
 

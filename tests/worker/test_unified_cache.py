@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.batching import Failed, Finished, Generation, GenerationEvent
+from worker.generation import Failed, Finished, Generation, GenerationEvent
 from worker.model import LoadedModel
 from worker.sampling import SamplingParams
 from worker.settings import parse_worker_args

@@ -12,8 +12,8 @@ import json
 import uuid
 from typing import Any
 
-from worker.batching import Finished
 from worker.chat_formats import MessageDelta, OutputParser, OutputStream, ToolCall
+from worker.generation import Finished
 from worker.response_shape import ResponseShape, sse
 
 __all__ = ["MessagesShape"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.batching import Delta, Finished
 from worker.chat_formats import MessageDelta, OutputParser, OutputStream, ParsedMessage
+from worker.generation import Delta, Finished
 from worker.response_shape import ResponseShape, openai_accounting, sse
 from worker.token_probs import TokenProb, TokenProbs, log_prob
 

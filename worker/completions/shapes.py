@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.batching import Delta, Finished
+from worker.generation import Delta, Finished
 from worker.response_shape import ResponseShape, openai_accounting
 from worker.token_probs import TokenProb, TokenProbs, log_prob
 
