@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import llama_cpp
 import pytest
-from llama_cpp._internals import LlamaModel
 
 from worker.grammar_sampler import GrammarSampler, InvalidGrammar
 from worker.sampling import SamplingParams, build_sampler
-
-
-@pytest.fixture(scope="module")
-def vocab(models_dir: Path) -> Iterator[Any]:
-    llama_cpp.llama_backend_init()
-    model = LlamaModel(
-        path_model=str(models_dir / "alpha.gguf"),
-        params=llama_cpp.llama_model_default_params(),
-        verbose=False,
-    )
-    yield model.vocab
-    model.close()  # type: ignore[no-untyped-call]
 
 
 def _address(pointer: Any) -> int | None:

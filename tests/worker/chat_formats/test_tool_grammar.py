@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import llama_cpp
 import pytest
-from llama_cpp._internals import LlamaModel
 
 from worker.chat_formats import ThinkingTags, families, tool_grammar
 from worker.chat_formats.family_grammars import family_grammar
@@ -36,18 +33,6 @@ TOOLS = [
     {"type": "function", "function": {"name": "now"}},
 ]
 SYNTAXES = list(families.__all__)
-
-
-@pytest.fixture(scope="module")
-def vocab(models_dir: Path) -> Iterator[Any]:
-    llama_cpp.llama_backend_init()
-    model = LlamaModel(
-        path_model=str(models_dir / "alpha.gguf"),
-        params=llama_cpp.llama_model_default_params(),
-        verbose=False,
-    )
-    yield model.vocab
-    model.close()  # type: ignore[no-untyped-call]
 
 
 @pytest.mark.parametrize("name", SYNTAXES)
