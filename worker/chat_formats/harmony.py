@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from worker.chat_formats.message import ParsedMessage, ToolCall
-from worker.chat_formats.scanning import MalformedToolCall, held_back
+from worker.chat_formats.scanning import MalformedToolCall, held_back, marked_segments
 
 __all__ = ["GPT_OSS", "HarmonySyntax"]
 
@@ -34,12 +34,8 @@ class HarmonySyntax:
 
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         message = ParsedMessage()
-        segments = text.split(_START)
-        for index, segment in enumerate(segments):
-            last = index == len(segments) - 1
-            if last and partial:
-                segment = segment[: held_back(segment, (_START,))]
-            self._segment(segment, partial and last, message)
+        for segment, open_ in marked_segments(text, _START, partial):
+            self._segment(segment, open_, message)
         return message
 
     def _segment(self, segment: str, open_: bool, message: ParsedMessage) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from worker.chat_formats.message import ParsedMessage
-from worker.chat_formats.scanning import MalformedToolCall, held_back
+from worker.chat_formats.scanning import MalformedToolCall, held_back, marked_segments
 from worker.chat_formats.xml_calls import XmlToolSyntax
 
 __all__ = ["MUSE_CALLS", "MUSE_GLIMMER", "MuseSyntax"]
@@ -53,12 +53,8 @@ class MuseSyntax:
 
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         message = ParsedMessage()
-        segments = text.split(START)
-        for index, segment in enumerate(segments):
-            last = index == len(segments) - 1
-            if last and partial:
-                segment = segment[: held_back(segment, (START,))]
-            self._segment(segment, partial and last, message)
+        for segment, open_ in marked_segments(text, START, partial):
+            self._segment(segment, open_, message)
         return message
 
     def _segment(self, segment: str, open_: bool, message: ParsedMessage) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ __all__ = [
     "MalformedToolCall",
     "held_back",
     "json_value",
+    "marked_segments",
     "may_open",
     "named_call_head",
 ]
@@ -34,6 +36,15 @@ def held_back(text: str, markers: tuple[str, ...]) -> int:
         if any(m.startswith(tail) and m != tail for m in markers):
             return start
     return len(text)
+
+
+def marked_segments(text: str, marker: str, partial: bool) -> Iterator[tuple[str, bool]]:
+    """``text`` split at ``marker``, each piece with whether it is still arriving (the last of a
+    partial text, which loses a tail that may begin the marker)."""
+    segments = text.split(marker)
+    for index, segment in enumerate(segments):
+        open_ = partial and index == len(segments) - 1
+        yield (segment[: held_back(segment, (marker,))] if open_ else segment), open_
 
 
 @dataclass(frozen=True, slots=True)
