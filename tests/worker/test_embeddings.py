@@ -60,8 +60,32 @@ def test_pooling_none_gives_one_vector_per_token(models_dir: Path) -> None:
         body = {"content": tokens["tokens"]}
         vectors = httpx.post(f"{child.url}/embedding", json=body).json()[0]["embedding"]
         assert len(vectors) == len(tokens["tokens"])
+        # As llama-server: per-token vectors are never normalised, whatever embd_normalize says.
+        assert all(_norm(vector) != pytest.approx(1.0, abs=1e-3) for vector in vectors)
+        # /embeddings is llama-server's native route too, not OpenAI's.
+        plural = httpx.post(f"{child.url}/embeddings", json={"input": tokens["tokens"]})
+        assert plural.status_code == 200
+        assert plural.json()[0]["embedding"] == vectors
         refused = httpx.post(f"{child.url}/v1/embeddings", json={"input": "the world"})
         assert refused.status_code == 400
+        assert "Pooling type 'none' is not OAI compatible" in refused.json()["error"]["message"]
+
+
+def test_content_instead_of_input_asks_for_the_native_shape(
+    embedding_worker: WorkerProcess,
+) -> None:
+    url = embedding_worker.url
+    native = httpx.post(f"{url}/v1/embeddings", json={"content": ["the world", "hi"]})
+    assert native.status_code == 200
+    assert [item["index"] for item in native.json()] == [0, 1]
+    assert len(native.json()[0]["embedding"][0]) == N_EMBD
+    openai_shape = httpx.post(f"{url}/embeddings", json={"input": "the world"}).json()
+    assert openai_shape[0]["embedding"][0] == pytest.approx(
+        native.json()[0]["embedding"][0], abs=1e-6
+    )
+    neither = httpx.post(f"{url}/v1/embeddings", json={"model": "alpha"})
+    assert neither.status_code == 400
+    assert neither.json()["error"]["message"] == '"input" or "content" must be provided'
 
 
 def test_embeddings_need_the_flag(models_dir: Path) -> None:

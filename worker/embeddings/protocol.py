@@ -7,21 +7,21 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-__all__ = ["Input", "NativeEmbeddingRequest", "OpenAIEmbeddingRequest", "RerankRequest"]
+__all__ = ["EmbeddingRequest", "Input", "RerankRequest"]
 
 # Any of llama-server's prompt shapes (worker.prompt_inputs), told apart there: msgspec unions
 # take only one list type.
 Input = str | list[Any] | dict[str, Any]
 
 
-class OpenAIEmbeddingRequest(msgspec.Struct, kw_only=True):
-    input: Input
+class EmbeddingRequest(msgspec.Struct, kw_only=True):
+    """Every embedding route's body, as llama-server reads it: ``input`` (OpenAI's) or, failing
+    that, ``content`` (llama-server's own, which also asks for its answer shape)."""
+
+    input: Input | msgspec.UnsetType = msgspec.UNSET
+    content: Input | msgspec.UnsetType = msgspec.UNSET
     model: str | None = None
     encoding_format: str = "float"
-
-
-class NativeEmbeddingRequest(msgspec.Struct, kw_only=True):
-    content: Input
     # llama-server's choice of norm: -1 none, 2 Euclidean (its default).
     embd_normalize: Annotated[int, Meta(ge=-1, le=2)] = 2
 

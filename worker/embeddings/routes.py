@@ -1,4 +1,4 @@
-"""Embedding routes: OpenAI's ``/v1/embeddings`` and llama-server's ``/embedding``.
+"""Embedding routes: OpenAI's ``/v1/embeddings``, llama-server's ``/embedding`` and ``/embeddings``.
 
 As upstream, they answer only when the worker runs with ``--embeddings``: a chat model's
 vectors are rarely what a client wants, so asking for them is explicit.
@@ -11,11 +11,12 @@ import struct
 import time
 from typing import Any
 
+import msgspec
 from litestar import post
 
 from corral.errors import ApiError, decode_body
 from worker.embedding_context import normalized
-from worker.embeddings.protocol import Input, NativeEmbeddingRequest, OpenAIEmbeddingRequest
+from worker.embeddings.protocol import EmbeddingRequest, Input
 from worker.engine import Engine
 from worker.model import LoadedModel
 from worker.prompt_inputs import PromptError, tokenize_prompts
@@ -28,8 +29,6 @@ async def _embed(
     engine: Engine, model: LoadedModel, inputs: Input, field: str
 ) -> tuple[list[list[list[float]]], int]:
     """Each input's vectors, and how many tokens they took in all."""
-    if not model.settings.embeddings:
-        raise ApiError(501, "This server does not support embeddings. Start it with `--embeddings`")
 
     def run() -> tuple[list[list[list[float]]], int]:
         prompts = tokenize_prompts(inputs, model.prompt_tokenizer(), content_parts=True)
@@ -54,43 +53,60 @@ async def _embed(
         raise ApiError(400, str(exc)) from None
 
 
-def _encode(vector: list[float], body: OpenAIEmbeddingRequest) -> list[float] | str:
-    if body.encoding_format == "float":
+def _encode(vector: list[float], encoding_format: str) -> list[float] | str:
+    if encoding_format == "float":
         return vector
     # OpenAI's base64 form, which its clients ask for by default: little-endian float32.
     return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
 
 
-@post(["/v1/embeddings", "/embeddings"], status_code=200)
-async def openai_embeddings(request: AnyRequest) -> dict[str, Any]:
+async def _answer(request: AnyRequest, openai_shape: bool) -> Any:
+    """llama-server's one embeddings handler behind all three paths: ``/v1/embeddings`` answers
+    OpenAI's shape unless the body gives ``content`` instead of ``input``; ``/embedding`` and
+    ``/embeddings`` answer llama-server's own list (server.cpp routes both to it)."""
     engine, model = loaded(request)
-    body = decode_body(await request.body(), OpenAIEmbeddingRequest)
+    if not model.settings.embeddings:
+        raise ApiError(501, "This server does not support embeddings. Start it with `--embeddings`")
+    if openai_shape and model.settings.pooling == "none":
+        raise ApiError(
+            400, "Pooling type 'none' is not OAI compatible. Please use a different pooling type"
+        )
+    body = decode_body(await request.body(), EmbeddingRequest)
+    if not isinstance(body.input, msgspec.UnsetType):
+        inputs, field = body.input, "input"
+    elif not isinstance(body.content, msgspec.UnsetType):
+        inputs, field, openai_shape = body.content, "content", False
+    else:
+        raise ApiError(400, '"input" or "content" must be provided')
     if body.encoding_format not in ("float", "base64"):
         raise ApiError(400, "encoding_format must be 'float' or 'base64'")
-    if model.settings.pooling == "none":
-        raise ApiError(400, "pooling 'none' gives one vector per token; use /embedding")
-    vectors, used = await _embed(engine, model, body.input, "input")
+    if body.embd_normalize not in (-1, 2):
+        raise ApiError(400, "embd_normalize: only -1 (none) and 2 (Euclidean) are supported")
+    vectors, used = await _embed(engine, model, inputs, field)
+    if body.embd_normalize == 2 and model.settings.pooling != "none":
+        # As upstream: only pooled vectors are normalised, per-token ones never.
+        vectors = [[normalized(v) for v in per_input] for per_input in vectors]
+    if not openai_shape:
+        return [{"index": i, "embedding": per_input} for i, per_input in enumerate(vectors)]
     return {
         "object": "list",
         "model": model.settings.alias,
         "data": [
-            {"object": "embedding", "index": i, "embedding": _encode(normalized(v[0]), body)}
+            {"object": "embedding", "index": i, "embedding": _encode(v[0], body.encoding_format)}
             for i, v in enumerate(vectors)
         ],
         "usage": {"prompt_tokens": used, "total_tokens": used},
     }
 
 
-@post("/embedding", status_code=200)
-async def native_embedding(request: AnyRequest) -> list[dict[str, Any]]:
-    engine, model = loaded(request)
-    body = decode_body(await request.body(), NativeEmbeddingRequest)
-    if body.embd_normalize not in (-1, 2):
-        raise ApiError(400, "embd_normalize: only -1 (none) and 2 (Euclidean) are supported")
-    vectors, _ = await _embed(engine, model, body.content, "content")
-    if body.embd_normalize == 2:
-        vectors = [[normalized(v) for v in per_input] for per_input in vectors]
-    return [{"index": i, "embedding": per_input} for i, per_input in enumerate(vectors)]
+@post("/v1/embeddings", status_code=200)
+async def openai_embeddings(request: AnyRequest) -> Any:
+    return await _answer(request, openai_shape=True)
+
+
+@post(["/embedding", "/embeddings"], status_code=200)
+async def native_embedding(request: AnyRequest) -> Any:
+    return await _answer(request, openai_shape=False)
 
 
 embedding_routes = [openai_embeddings, native_embedding]
