@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.hub_cache import lay_out  # noqa: E402
 from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
+from tests.support.tiny_lora import write_tiny_lora  # noqa: E402
 
 WORK = ROOT / "build" / "llama-server-tests"
 DEFAULT_LLAMA_CPP = Path(
@@ -76,6 +77,12 @@ STAND_INS: tuple[tuple[str, str, dict[str, object]], ...] = (
     ),
     ("ggml-org/tinygemma3-GGUF", "tinygemma3-Q8_0.gguf", {}),
 )
+
+# Files the tests fetch with ``download_file`` into their ``tmp/`` (which skips a file already
+# there): the draft model of test_speculative.py, with the stories stand-ins' vocabulary, and the
+# LoRA adapter of test_lora.py, made for the stories15M_MOE stand-in (STAND_INS' index 3).
+DOWNLOADED_DRAFT = "stories15M-q4_0.gguf"
+DOWNLOADED_LORA = ("moe_shakespeare15M.gguf", 3)
 
 # Where the tests' conftest imports from: switches off the download of every preset.
 _OFFLINE_PLUGIN = '''"""Stand-ins are already in LLAMA_CACHE (scripts/run_llama_server_tests.py)."""
@@ -162,7 +169,8 @@ def _ensure_test_venv() -> Path:
     return python
 
 
-def _write_stand_ins(cache: Path) -> None:
+def _write_stand_ins(cache: Path) -> Path:
+    """The hub cache of stand-ins; returns the folder of the stand-in files, by STAND_INS index."""
     by_repo: dict[str, dict[str, bytes]] = {}
     scratch = cache.parent / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
@@ -173,6 +181,17 @@ def _write_stand_ins(cache: Path) -> None:
     shutil.rmtree(cache, ignore_errors=True)
     for repo, files in by_repo.items():
         lay_out(cache, files, repo=repo)
+    return scratch
+
+
+def _write_downloads(tests: Path, scratch: Path) -> None:
+    """The tests' ``tmp/`` (upstream's checkout has it; --slot-save-path names it) with the
+    files their ``download_file`` would fetch."""
+    tmp = tests / "tmp"
+    tmp.mkdir()
+    write_tiny_gguf(tmp / DOWNLOADED_DRAFT, name=Path(DOWNLOADED_DRAFT).stem, seed=len(STAND_INS))
+    lora, base = DOWNLOADED_LORA
+    write_tiny_lora(tmp / lora, scratch / f"{base}.gguf")
 
 
 def _mirror(source: Path, target: Path, copied: tuple[str, ...]) -> Path:
@@ -266,8 +285,9 @@ def main() -> int:
     # Each run in a folder of its own, so that runs against two servers can go side by side.
     run = WORK / "runs" / name
     cache = run / "hub"
-    _write_stand_ins(cache)
+    scratch = _write_stand_ins(cache)
     tests = _copy_tests(args.llama_cpp, run)
+    _write_downloads(tests, scratch)
     results = WORK / "results"
     results.mkdir(parents=True, exist_ok=True)
     junit = results / f"{name}.xml"
