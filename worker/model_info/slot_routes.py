@@ -41,8 +41,12 @@ def _describe(model: LoadedModel) -> tuple[list[dict[str, Any]], int]:
         last = slot.last
         if last is not None:
             params = last.params
-            remaining = -1 if last.max_tokens is None else last.max_tokens - last.generated
             budget = -1 if last.max_tokens is None else last.max_tokens
+            # An idle slot's counters are reset as upstream's server_slot::reset() leaves them:
+            # the finished task's budget must not look like work still owed.
+            busy = slot.generation is not None
+            decoded = last.generated if busy else 0
+            remaining = budget - decoded if busy and budget != -1 else -1
             view |= {
                 "id_task": slot.id_task,
                 "n_prompt_tokens": len(slot.tokens),  # upstream: what its cache holds
@@ -59,10 +63,10 @@ def _describe(model: LoadedModel) -> tuple[list[dict[str, Any]], int]:
                 | {"lora": []},
                 "next_token": [
                     {
-                        "has_next_token": slot.generation is not None,
+                        "has_next_token": busy,
                         "has_new_line": False,
                         "n_remain": remaining,
-                        "n_decoded": last.generated,
+                        "n_decoded": decoded,
                     }
                 ],
             }
