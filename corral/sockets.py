@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 
-__all__ = ["WORKER_KEEP_ALIVE_SECONDS", "bind_tcp"]
+__all__ = ["WORKER_KEEP_ALIVE_SECONDS", "bind_hosts", "bind_tcp"]
 
 # How long a worker keeps an idle keep-alive connection from the router open. The router forgets
 # its idle connections well before that, so a request never races a worker closing its end.
@@ -29,3 +29,19 @@ def bind_tcp(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def bind_hosts(hosts: str, port: int) -> list[socket.socket]:
+    """One socket per address of ``hosts`` (comma-separated, as llama-server's ``--host``), all
+    on one port: with port 0, the port the first one got."""
+    sockets: list[socket.socket] = []
+    try:
+        for host in (h.strip() for h in hosts.split(",") if h.strip()):
+            sockets.append(bind_tcp(host, sockets[0].getsockname()[1] if sockets else port))
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    if not sockets:
+        raise OSError("--host names no address")
+    return sockets

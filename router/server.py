@@ -21,7 +21,7 @@ from corral.children.environment import MAX_BODY_ENV
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.remote_preset import cached_preset
 from corral.logs import configure_logging
-from corral.sockets import bind_tcp
+from corral.sockets import bind_hosts
 from router.access_log import AccessLog
 from router.app import create_app
 from router.catalogue import CatalogueError
@@ -110,7 +110,7 @@ def serve(settings: ServeSettings) -> None:
         raise SystemExit(1) from None
     # Bound here rather than by uvicorn so that `--port 0` works: the log says the real port.
     try:
-        sockets = _listen(settings.host, settings.port)
+        sockets = bind_hosts(settings.host, settings.port)
     except OSError as exc:
         _log.error("cannot listen", host=settings.host, port=settings.port, error=str(exc))
         raise SystemExit(1) from None
@@ -128,19 +128,3 @@ def serve(settings: ServeSettings) -> None:
         _log.info("corral listening", url=f"http://{shown}:{port}")
     tools: ToolBox = app.state.tools
     _RouterServer(config, tools).run(sockets=sockets)
-
-
-def _listen(hosts: str, port: int) -> list[socket.socket]:
-    """One socket per address of ``--host`` (comma-separated, as llama-server takes it), all on
-    one port: with ``--port 0``, the port the first one got."""
-    sockets: list[socket.socket] = []
-    try:
-        for host in (h.strip() for h in hosts.split(",") if h.strip()):
-            sockets.append(bind_tcp(host, sockets[0].getsockname()[1] if sockets else port))
-    except OSError:
-        for sock in sockets:
-            sock.close()
-        raise
-    if not sockets:
-        raise OSError("--host names no address")
-    return sockets

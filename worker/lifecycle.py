@@ -17,7 +17,7 @@ import uvicorn
 from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.header_spelling import SpelledHeadersProtocol
-from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
+from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_hosts
 from worker.app import create_worker_app
 from worker.engine import Engine
 from worker.model import LoadedModel
@@ -65,8 +65,10 @@ class WorkerLifecycle:
         self.settings = settings
         self._states = states
         self._loop = asyncio.get_running_loop()
-        self._sock = bind_tcp(settings.host, settings.port)
-        self.port: int = self._sock.getsockname()[1]
+        # A comma list of addresses, as llama-server's --host; the router gives one.
+        self._sockets = bind_hosts(settings.host, settings.port)
+        self.host: str = self._sockets[0].getsockname()[0]
+        self.port: int = self._sockets[0].getsockname()[1]
         self._engine = Engine()
         self.state = WorkerState(settings=settings, engine=self._engine)
         self._server = uvicorn.Server(
@@ -91,7 +93,7 @@ class WorkerLifecycle:
         lifeline.arm(on_exit_command=self._exit_command)
         for name, value in settings.ignored.items():
             _log.warning("option accepted but not supported yet", option=name, value=value)
-        _log.info("listening", host=settings.host, port=self.port, model=str(settings.model))
+        _log.info("listening", host=self.host, port=self.port, model=str(settings.model))
         self._engine.start(
             self._load,
             sleep_after=settings.sleep_idle_seconds,
@@ -100,7 +102,7 @@ class WorkerLifecycle:
         )
         sweeper = asyncio.create_task(self.state.sessions.sweep_forever())
         try:
-            await self._server.serve(sockets=[self._sock])
+            await self._server.serve(sockets=self._sockets)
         finally:
             sweeper.cancel()
             self._engine.stop()
@@ -128,7 +130,7 @@ class WorkerLifecycle:
 
     def _loaded(self, model: LoadedModel) -> None:
         self.state.model = model
-        self._states.send("ready", {**model.info(), "host": self.settings.host, "port": self.port})
+        self._states.send("ready", {**model.info(), "host": self.host, "port": self.port})
         _log.info("model loaded", model=self.settings.alias, port=self.port)
 
     def _on_sleep(self) -> None:  # on the engine thread

@@ -129,3 +129,12 @@ def test_the_body_limit_comes_from_the_environment(alpha: Path) -> None:
     assert refused.status_code == 413
     assert refused.json()["error"]["code"] == 413
     assert small.status_code == 200
+
+
+def test_it_listens_on_every_address_of_host(alpha: Path) -> None:
+    # As llama-server's --host: a comma list of addresses, all on one port.
+    with worker(alpha, "--host", "127.0.0.1,::1") as child:
+        ready = child.states[-1].payload
+        assert ready["host"] == "127.0.0.1"
+        for base in ("http://127.0.0.1", "http://[::1]"):
+            assert httpx.get(f"{base}:{ready['port']}/health", timeout=30).status_code == 200
