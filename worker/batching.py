@@ -26,6 +26,7 @@ from worker.llama_bindings import llama_cpp
 from worker.logit_bias import with_text_bias
 from worker.lora_adapters import AdapterScales, LoraAdapters
 from worker.sampling import build_sampler, token_piece
+from worker.slot_files import slot_index
 from worker.speculative import Speculator
 from worker.speculative.drafts import propose_drafts
 from worker.token_prefix import common_prefix
@@ -174,11 +175,18 @@ class BatchEngine:
             free = [slot for slot in self.slots if slot.generation is None]
             if not free:
                 return
-            generation = self.waiting.popleft()
+            generation = self.waiting[0]
+            # The slot the request named (wrapped around, as upstream; the queue waits while it
+            # is busy), else the free one whose cache shares the longest prefix with the prompt.
+            if generation.id_slot == -1:
+                slot = max(free, key=lambda s: _reusable(s, generation))
+            else:
+                slot = self.slots[slot_index(generation.id_slot, len(self.slots))]
+                if slot.generation is not None:
+                    return
+            self.waiting.popleft()
             generation.started = time.perf_counter()  # a restore below counts as prompt time
             prompt = generation.prompt
-            # The free slot whose cache shares the longest prefix with this prompt.
-            slot = max(free, key=lambda s: _reusable(s, generation))
             # libmtmd evaluates a media prompt whole, from position 0.
             reuse = generation.cache_prompt and generation.media is None
             # A saved cache carries no adapter scales: only a slot that has never run one
@@ -373,6 +381,7 @@ class BatchEngine:
                 generation.generated,
                 timings,
                 generation.truncated,
+                slot.id,
             )
         )
         self._release(slot)

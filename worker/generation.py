@@ -41,6 +41,7 @@ class Finished(NamedTuple):
     predicted_tokens: int
     timings: dict[str, float]
     truncated: bool = False  # the context filled up: shifted (--context-shift) or stopped
+    id_slot: int = 0  # the slot that ran it
 
 
 class Failed(NamedTuple):
@@ -61,6 +62,7 @@ class Generation:
     stops: list[str] = field(default_factory=list)
     ignore_eos: bool = False
     cache_prompt: bool = True
+    id_slot: int = -1  # the slot to run on (llama-server's id_slot); -1: the best free one
     lora: dict[int, float] | None = None  # the request's adapter scales; None: the global ones
     context_shift: bool = False  # a full context drops old tokens instead of ending
     n_keep: int = 0  # prompt tokens a shift keeps (after BOS); -1: the whole prompt

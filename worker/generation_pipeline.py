@@ -161,6 +161,7 @@ def prepare_generation(
             stops=stops,
             ignore_eos=body.ignore_eos,
             cache_prompt=body.cache_prompt,
+            id_slot=body.id_slot,
             media=media,
             lora=lora,
             context_shift=model.settings.context_shift,

@@ -34,6 +34,7 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     stop: str | list[str] | None = None
     ignore_eos: bool = False
     cache_prompt: bool = True
+    id_slot: int = -1  # run on this slot (wrapped around), waiting for it; -1: any
     # Keys and list entries are token ids or strings (worker.logit_bias); false bans a token.
     logit_bias: dict[str, float | bool] | list[list[Any]] | None = None
     n_probs: Annotated[int, Meta(ge=0)] = 0

@@ -210,3 +210,15 @@ def test_fail_on_no_slot_answers_503_while_every_slot_generates(model: Path) -> 
 )
 def test_filenames_are_checked_as_upstream_checks_them(name: str, valid: bool) -> None:
     assert valid_filename(name) is valid
+
+
+def test_id_slot_runs_the_request_on_that_slot(saving: WorkerProcess) -> None:
+    # As llama-server: the named slot runs it (3 wraps around to 1 of 2), so that slot's cache
+    # is the one a save writes.
+    for id_slot in (1, 3):
+        assert _complete(saving.url, FIRST, id_slot=id_slot)["id_slot"] == 1
+    slots = httpx.get(f"{saving.url}/slots").json()
+    assert ["id_task" in slot for slot in slots] == [False, True]
+    saved = _action(saving.url, "1?action=save", {"filename": "one.bin"}).json()
+    assert saved["n_saved"] > 0
+    assert _complete(saving.url, FIRST, id_slot=0)["id_slot"] == 0

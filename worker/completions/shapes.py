@@ -137,7 +137,7 @@ class NativeShape(ResponseShape):
             "index": options.index,
             "content": text,
             "tokens": self._tokens if options.return_tokens and not streamed else [],
-            "id_slot": 0,
+            "id_slot": finished.id_slot,
             "stop": True,
             "model": self.model,
             "tokens_predicted": finished.predicted_tokens,
