@@ -30,6 +30,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
+import tempfile
 import venv
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -37,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scripts.bootstrap import CACHE, LLAMA_CPP_VERSION  # noqa: E402
 from tests.support.hub_cache import lay_out  # noqa: E402
 from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
 from tests.support.tiny_lora import write_tiny_lora  # noqa: E402
@@ -250,8 +253,9 @@ def _free_port() -> int:
         return port
 
 
-def _summarise(junit: Path, outcome_file: Path) -> None:
-    """One line per test, ``passed``/``failed``/``skipped`` and its id, for diffing two runs."""
+def _summarise(junit: Path, outcome_file: Path) -> dict[str, str]:
+    """One line per test, ``passed``/``failed``/``skipped`` and its id, for diffing two runs;
+    returns the outcomes by test id."""
     lines: list[str] = []
     for case in ElementTree.parse(junit).getroot().iter("testcase"):
         test_id = f"{case.get('classname')}::{case.get('name')}"
@@ -267,35 +271,54 @@ def _summarise(junit: Path, outcome_file: Path) -> None:
         v: sum(line.startswith(v + " ") for line in lines) for v in ("passed", "failed", "skipped")
     }
     print(f"{outcome_file}: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    return {line.split(" ", 1)[1]: line.split(" ", 1)[0] for line in lines}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--server",
-        default="corral",
-        help="corral, worker, or the path of a llama-server binary (default: corral)",
-    )
-    parser.add_argument("--llama-cpp", type=Path, default=DEFAULT_LLAMA_CPP, help="llama.cpp tree")
-    parser.add_argument("--name", help="results name (default: from --server)")
-    parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
-    args = parser.parse_args()
+def llama_cpp_tree(given: Path | None) -> Path:
+    """The llama.cpp tree to take the tests from: ``given``, else the default one, else the
+    llama-cpp-python sdist bootstrap.py builds from (from PyPI, once; its tests and templates)."""
+    if given is not None or DEFAULT_LLAMA_CPP.is_dir():
+        return given or DEFAULT_LLAMA_CPP
+    tree = CACHE / f"llama_cpp_python-{LLAMA_CPP_VERSION}" / "vendor" / "llama.cpp"
+    if (tree / "tools" / "server" / "tests").is_dir():
+        return tree
+    with tempfile.TemporaryDirectory() as scratch:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+             ":all:", "--dest", scratch, f"llama-cpp-python=={LLAMA_CPP_VERSION}"],
+            check=True,
+        )  # fmt: skip
+        sdist = next(Path(scratch).glob("llama_cpp_python-*.tar.gz"))
+        wanted = tuple(
+            f"llama_cpp_python-{LLAMA_CPP_VERSION}/vendor/llama.cpp/{part}/"
+            for part in ("tools/server/tests", "models/templates")
+        )
+        with tarfile.open(sdist) as archive:
+            members = [m for m in archive.getmembers() if m.name.startswith(wanted)]
+            archive.extractall(CACHE, members=members, filter="data")
+    return tree
+
+
+def run_suite(
+    server: str, name: str, llama_cpp: Path, pytest_args: list[str]
+) -> tuple[int, dict[str, str]]:
+    """Run the tests against ``server``; pytest's exit code and each test's outcome by id."""
     python = _ensure_test_venv()
-    name = args.name or (args.server if args.server in ("corral", "worker") else "llama-server")
     # Each run in a folder of its own, so that runs against two servers can go side by side.
     run = WORK / "runs" / name
     cache = run / "hub"
     scratch = _write_stand_ins(cache)
-    tests = _copy_tests(args.llama_cpp, run)
+    tests = _copy_tests(llama_cpp, run)
     _write_downloads(tests, scratch)
     results = WORK / "results"
     results.mkdir(parents=True, exist_ok=True)
     junit = results / f"{name}.xml"
+    junit.unlink(missing_ok=True)
     env = {
         **os.environ,
         "LLAMA_CACHE": str(cache),
         "HF_HUB_OFFLINE": "1",
-        "LLAMA_SERVER_BIN_PATH": str(_server_binary(args.server)),
+        "LLAMA_SERVER_BIN_PATH": str(_server_binary(server)),
         "PORT": str(_free_port()),
         # This checkout's code, even where .venv's editable install points at another one.
         "PYTHONPATH": str(ROOT),
@@ -313,11 +336,27 @@ def main() -> int:
         f"--junitxml={junit}",
         f"--timeout={TEST_TIMEOUT_SECONDS}",
         "-q",
-        *(args.pytest_args or ["unit"]),
+        *(pytest_args or ["unit"]),
     ]
     code = subprocess.run(command, cwd=tests, env=env, check=False).returncode
-    if junit.exists():
-        _summarise(junit, results / f"{name}.txt")
+    if not junit.exists():
+        return code, {}
+    return code, _summarise(junit, results / f"{name}.txt")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--server",
+        default="corral",
+        help="corral, worker, or the path of a llama-server binary (default: corral)",
+    )
+    parser.add_argument("--llama-cpp", type=Path, help="llama.cpp tree")
+    parser.add_argument("--name", help="results name (default: from --server)")
+    parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
+    args = parser.parse_args()
+    name = args.name or (args.server if args.server in ("corral", "worker") else "llama-server")
+    code, _ = run_suite(args.server, name, llama_cpp_tree(args.llama_cpp), args.pytest_args)
     return code
 
 
