@@ -141,8 +141,11 @@ class BatchEngine:
             for slot in active:
                 self._fail(slot, f"llama_decode failed with code {code}")
             return
+        now = time.perf_counter()
         for slot in active:
             generation = slot.generation
+            if generation is not None and generation.generated == 0:
+                generation.report_progress(now)  # a prompt piece went in
             if generation is not None and generation.batch_index >= 0:
                 self._sample(slot, generation)
 
@@ -209,6 +212,7 @@ class BatchEngine:
             slot.adapter_scales = generation.adapter_scales
             generation.n_past = generation.cached = keep
             generation.pending = prompt[keep:]
+            generation.report_progress(time.perf_counter())
             generation.sampler = build_sampler(generation.params, generation.grammar, self._n_vocab)
             generation.grammar = None  # the chain owns it now
             slot.generation = slot.last = generation

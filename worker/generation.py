@@ -24,6 +24,7 @@ __all__ = [
     "Finished",
     "Generation",
     "GenerationEvent",
+    "Progress",
 ]
 
 
@@ -48,7 +49,18 @@ class Failed(NamedTuple):
     message: str
 
 
-GenerationEvent = Delta | Finished | Failed
+class Progress(NamedTuple):
+    """How much of the prompt is in (``return_progress``), as llama-server's ``prompt_progress``:
+    ``processed`` counts the cached tokens too."""
+
+    total: int
+    cache: int
+    processed: int
+    time_ms: float
+    timings: dict[str, float]
+
+
+GenerationEvent = Delta | Progress | Finished | Failed
 
 
 @dataclass(eq=False)
@@ -69,6 +81,7 @@ class Generation:
     truncated: bool = False
     n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
     post_sampling_probs: bool = False
+    return_progress: bool = False  # emit Progress as the prompt goes in
     cancelled: bool = False  # set from the event loop; read here once per step
     media: MediaPrompt | None = None  # a prompt with images or audio; ``prompt`` counts them
     # Progress, owned by the engine thread.
@@ -105,6 +118,26 @@ class Generation:
         self.n_past = media.evaluate(ctx, seq, n_batch)
         self.pending = []
         self.batch_index = -1  # the last logits
+
+    def report_progress(self, now: float) -> None:
+        """Emit :class:`Progress` when the request asked for it: once as its prompt starts
+        (nothing decoded yet), then after each batch that took a piece of it."""
+        if not self.return_progress:
+            return
+        prompt_n = self.n_past - self.cached
+        prompt_ms = (now - self.started) * 1000 if prompt_n else 0.0
+        timings = {
+            "cache_n": self.cached,
+            "prompt_n": prompt_n,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
+            "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
+            "predicted_n": 0,
+            "predicted_ms": 0.0,
+            "predicted_per_token_ms": 0.0,
+            "predicted_per_second": 0.0,
+        }
+        self.emit(Progress(len(self.prompt), self.cached, self.n_past, prompt_ms, timings))
 
     def timings(self, now: float) -> dict[str, float]:
         """llama-server's ``timings`` for a generation that finished at ``now``."""

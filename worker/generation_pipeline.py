@@ -20,7 +20,7 @@ from corral.disconnect import until_disconnected
 from corral.errors import ApiError, json_response, sse_error_event
 from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from worker.engine import Engine
-from worker.generation import Delta, Failed, Finished, Generation, GenerationEvent
+from worker.generation import Delta, Failed, Finished, Generation, GenerationEvent, Progress
 from worker.grammar_sampler import InvalidGrammar
 from worker.grammars import GrammarError, grammar_for
 from worker.logit_bias import parse_logit_bias
@@ -168,6 +168,7 @@ def prepare_generation(
             n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
             n_probs=body.n_probs,
             post_sampling_probs=body.post_sampling_probs,
+            return_progress=body.return_progress and body.stream,
         )
 
     return make
@@ -184,7 +185,7 @@ async def _collect(
                 parts.append(event.text)
             elif isinstance(event, Finished):
                 return "".join(parts), event
-            else:
+            elif isinstance(event, Failed):
                 raise ApiError(500, event.message)
     raise ApiError(500, "generation ended without a result")
 
@@ -200,6 +201,9 @@ async def _stream(
             if isinstance(event, Delta):
                 shape.observe(event)
                 if chunk := shape.stream_chunk(event.text):
+                    yield chunk
+            elif isinstance(event, Progress):
+                if chunk := shape.stream_progress(event):
                     yield chunk
             elif isinstance(event, Finished):
                 yield shape.stream_closing(event)

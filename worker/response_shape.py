@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from corral.llama_build import llama_build_info
-from worker.generation import Delta, Finished
+from worker.generation import Delta, Finished, Progress
 
 __all__ = ["ResponseShape", "openai_accounting", "sse"]
 
@@ -77,6 +77,10 @@ class ResponseShape:
     def stream_chunk(self, text: str) -> bytes:
         chunk = self.chunk(text)
         return sse(chunk) if chunk is not None else b""
+
+    def stream_progress(self, progress: Progress) -> bytes:
+        """The event for prompt progress (``return_progress``); none unless the API has one."""
+        return b""
 
     def stream_closing(self, finished: Finished) -> bytes:
         return sse(self.closing(finished)) + (b"data: [DONE]\n\n" if self.done_marker else b"")

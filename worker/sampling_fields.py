@@ -40,6 +40,7 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     n_probs: Annotated[int, Meta(ge=0)] = 0
     n_keep: Annotated[int, Meta(ge=-1)] | None = None  # a context shift keeps this much prompt
     post_sampling_probs: bool = False
+    return_progress: bool = False  # streams only: prompt_progress events as the prompt goes in
     grammar: str | None = None
     json_schema: dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None

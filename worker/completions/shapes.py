@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.generation import Delta, Finished
-from worker.response_shape import ResponseShape, openai_accounting
+from worker.generation import Delta, Finished, Progress
+from worker.response_shape import ResponseShape, openai_accounting, sse
 from worker.token_probs import TokenProb, TokenProbs, log_prob
 
 __all__ = ["NativeOptions", "NativeShape", "TextShape", "probabilities_json"]
@@ -123,6 +123,28 @@ class NativeShape(ResponseShape):
 
     def closing(self, finished: Finished) -> dict[str, Any]:
         return self._final("", finished, streamed=True)
+
+    def stream_progress(self, progress: Progress) -> bytes:
+        # llama-server's partial result with is_progress; its timings come only with
+        # timings_per_token there, always here (docs/api.md).
+        return sse(
+            {
+                "index": self.options.index,
+                "content": "",
+                "tokens": [],
+                "stop": False,
+                "id_slot": 0,
+                "tokens_predicted": 0,
+                "tokens_evaluated": progress.total,
+                "timings": progress.timings,
+                "prompt_progress": {
+                    "total": progress.total,
+                    "cache": progress.cache,
+                    "processed": progress.processed,
+                    "time_ms": progress.time_ms,
+                },
+            }
+        )
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
         return self._final(text, finished, streamed=False)

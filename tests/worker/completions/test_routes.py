@@ -131,3 +131,30 @@ def test_context_shift_goes_on_past_the_context(models_dir: Path) -> None:
     assert body["tokens_predicted"] == 400  # well past the 256-token context
     assert body["truncated"] is True
     assert body["generation_settings"]["n_keep"] == 2
+
+
+def test_return_progress_streams_the_prompt_going_in(models_dir: Path) -> None:
+    # As llama-server: a 0% event before any prompt token is decoded, then one per batch that
+    # takes a piece of the prompt (8 tokens here), then the tokens.
+    body = {"prompt": "the world " * 12, "n_predict": 2, "stream": True, "cache_prompt": False}
+    with worker(models_dir / "alpha.gguf", "--batch-size", "8") as child:
+        with httpx.stream("POST", f"{child.url}/completion", json=body, timeout=120) as plain:
+            assert not any("prompt_progress" in line for line in plain.iter_lines())
+        asked = {**body, "return_progress": True}
+        with httpx.stream("POST", f"{child.url}/completion", json=asked, timeout=120) as answer:
+            events = [json.loads(line[6:]) for line in answer.iter_lines() if line]
+        whole = httpx.post(f"{child.url}/completion", json={**asked, "stream": False})
+    progress = [event for event in events if "prompt_progress" in event]
+    processed = [event["prompt_progress"]["processed"] for event in progress]
+    total = progress[0]["prompt_progress"]["total"]
+    assert processed[0] == 0
+    assert processed == sorted(processed)
+    assert processed[-1] == total > 16  # several batches of 8
+    assert len(progress) == 1 + -(-total // 8)
+    assert progress[0]["timings"]["prompt_n"] == 0
+    assert progress[0]["timings"]["prompt_ms"] == 0.0
+    assert [event["timings"]["prompt_n"] for event in progress] == processed
+    # The tokens come after the prompt, and a whole answer has no progress in it.
+    assert events.index(progress[-1]) < next(i for i, e in enumerate(events) if e["content"])
+    assert whole.status_code == 200
+    assert "prompt_progress" not in whole.json()
