@@ -63,6 +63,23 @@ class Progress(NamedTuple):
 GenerationEvent = Delta | Progress | Finished | Failed
 
 
+def _timings(
+    cached: int, prompt_n: int, prompt_ms: float, predicted_n: int, predicted_ms: float, steps: int
+) -> dict[str, float]:
+    """llama-server's ``timings`` object; rates are over ``steps`` decode steps."""
+    return {
+        "cache_n": cached,
+        "prompt_n": prompt_n,
+        "prompt_ms": prompt_ms,
+        "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
+        "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
+        "predicted_n": predicted_n,
+        "predicted_ms": predicted_ms,
+        "predicted_per_token_ms": predicted_ms / steps if steps else 0.0,
+        "predicted_per_second": steps * 1000 / predicted_ms if predicted_ms else 0.0,
+    }
+
+
 @dataclass(eq=False)
 class Generation:
     """One request's generation; ``emit`` receives its events on the engine thread."""
@@ -126,17 +143,7 @@ class Generation:
             return
         prompt_n = self.n_past - self.cached
         prompt_ms = (now - self.started) * 1000 if prompt_n else 0.0
-        timings = {
-            "cache_n": self.cached,
-            "prompt_n": prompt_n,
-            "prompt_ms": prompt_ms,
-            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
-            "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
-            "predicted_n": 0,
-            "predicted_ms": 0.0,
-            "predicted_per_token_ms": 0.0,
-            "predicted_per_second": 0.0,
-        }
+        timings = _timings(self.cached, prompt_n, prompt_ms, 0, 0.0, 0)
         self.emit(Progress(len(self.prompt), self.cached, self.n_past, prompt_ms, timings))
 
     def timings(self, now: float) -> dict[str, float]:
@@ -148,17 +155,7 @@ class Generation:
         # The first token comes with the prompt's last batch: the rate is over the decode steps
         # after it, as llama-server's (server-common.h, n_gen_steps).
         steps = max(self.generated - 1, 0)
-        timings = {
-            "cache_n": self.cached,
-            "prompt_n": prompt_n,
-            "prompt_ms": prompt_ms,
-            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
-            "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
-            "predicted_n": self.generated,
-            "predicted_ms": predicted_ms,
-            "predicted_per_token_ms": predicted_ms / steps if steps else 0.0,
-            "predicted_per_second": steps * 1000 / predicted_ms if predicted_ms else 0.0,
-        }
+        timings = _timings(self.cached, prompt_n, prompt_ms, self.generated, predicted_ms, steps)
         if self.draft_n:  # as llama-server: only when something was guessed
             timings["draft_n"] = self.draft_n
             timings["draft_n_accepted"] = self.draft_accepted
