@@ -24,6 +24,11 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     # Sampling runs on the CPU here; llama.cpp's own tests spell it with an underscore.
     (("--backend-sampling", "-bs", "--backend_sampling"), 0),
     (("--swa-full",), 0),
+    # The prompt cache in host memory and its idle-slot handling (llama.cpp's
+    # test_kv_keep_only_active.py passes them); Corral keeps slot caches its own way.
+    (("--cache-ram", "-cram"), 1),
+    (("--cache-idle-slots",), 0),
+    (("--no-cache-idle-slots",), 0),
     (("--reasoning-effort",), 1),
     (("--reasoning-preserve",), 0),
     (("--spec-draft-p-split", "--draft-p-split"), 1),
