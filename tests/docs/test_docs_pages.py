@@ -26,6 +26,7 @@ PAGES = [
     "development",
     "benchmarks",
     "scaling",
+    "llama-server-tests",
 ]
 
 
