@@ -29,7 +29,7 @@ from corral.option_help import MODEL_OPTION_HELP
 from corral.options import OPTIONS, OptionSpec
 from router.corral_commands import _parser as _cache_commands_parser
 from router.no_effect_flags import NO_EFFECT_FLAGS
-from router.serve_flags import SERVE_FLAG_HELP, SERVE_METAVARS
+from router.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.serve_flags import serve_parser as _serve_parser
 from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
 
