@@ -8,12 +8,12 @@ depend on where the pieces break.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from worker.chat_formats import OutputParser, OutputStream, ParsedMessage
 
-__all__ = ["calls_of", "every_split", "streamed"]
+__all__ = ["assert_output_parses_to", "calls_of", "every_split", "streamed"]
 
 
 def every_split(text: str) -> list[list[str]]:
@@ -33,3 +33,20 @@ def streamed(parser: OutputParser, pieces: Iterable[str]) -> ParsedMessage:
 def calls_of(message: ParsedMessage) -> list[tuple[str, Any]]:
     """Each tool call as its name and its decoded arguments."""
     return [(call.name, json.loads(call.arguments)) for call in message.tool_calls]
+
+
+def assert_output_parses_to(
+    parser: OutputParser,
+    text: str,
+    *,
+    reasoning: str = "",
+    content: str = "",
+    calls: Sequence[tuple[str, Any]] = (),
+) -> None:
+    """The output gives this message whole, and streamed however :func:`every_split` cuts it."""
+    expected = (reasoning, content, list(calls))
+    whole = parser.whole(text)
+    assert (whole.reasoning, whole.content, calls_of(whole)) == expected, "whole"
+    for pieces in every_split(text):
+        sent = streamed(parser, pieces)
+        assert (sent.reasoning, sent.content, calls_of(sent)) == expected, pieces

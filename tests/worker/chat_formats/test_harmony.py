@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.output_splits import calls_of, every_split, streamed
+from tests.support.output_splits import assert_output_parses_to
 from worker.chat_formats import OutputParser, detect_format
 from worker.chat_formats.harmony import GPT_OSS, HarmonySyntax
 
@@ -29,11 +29,7 @@ def test_channels_whole_and_split_at_every_position(
     text: str, reasoning: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
     parser = OutputParser(tools=GPT_OSS)
-    whole = parser.whole(text)
-    assert (whole.reasoning, whole.content, calls_of(whole)) == (reasoning, content, calls)
-    for pieces in every_split(text):
-        sent = streamed(parser, pieces)
-        assert (sent.reasoning, sent.content, calls_of(sent)) == (reasoning, content, calls), pieces
+    assert_output_parses_to(parser, text, reasoning=reasoning, content=content, calls=calls)
 
 
 def test_reasoning_format_none_keeps_the_analysis_in_the_content() -> None:

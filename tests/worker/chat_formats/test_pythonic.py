@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.output_splits import calls_of, every_split, streamed
+from tests.support.output_splits import assert_output_parses_to
 from worker.chat_formats import OutputParser, ThinkingTags, detect_format
 from worker.chat_formats.pythonic import LFM2
 
@@ -30,11 +30,7 @@ CASES: list[tuple[str, str, list[tuple[str, Any]]]] = [
 def test_whole_and_split_at_every_position(
     text: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
-    whole = PARSER.whole(text)
-    assert (whole.content, calls_of(whole)) == (content, calls)
-    for pieces in every_split(text):
-        sent = streamed(PARSER, pieces)
-        assert (sent.content, calls_of(sent)) == (content, calls), pieces
+    assert_output_parses_to(PARSER, text, content=content, calls=calls)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.output_splits import calls_of, every_split, streamed
+from tests.support.output_splits import assert_output_parses_to
 from worker.chat_formats import OutputParser, detect_format
 from worker.chat_formats.recipients import FUNCTIONARY_V3_2
 
@@ -23,11 +23,7 @@ def test_recipients_whole_and_split_at_every_position(
     text: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
     parser = OutputParser(tools=FUNCTIONARY_V3_2)
-    whole = parser.whole(text)
-    assert (whole.content, calls_of(whole)) == (content, calls)
-    for pieces in every_split(text):
-        sent = streamed(parser, pieces)
-        assert (sent.content, calls_of(sent)) == (content, calls), pieces
+    assert_output_parses_to(parser, text, content=content, calls=calls)
 
 
 def test_bad_arguments_are_text_and_plain_text_stays_text() -> None:
