@@ -277,7 +277,7 @@ def _die(message: str) -> NoReturn:
 @contextmanager
 def _hermetic_environment() -> Iterator[None]:
     # Parsers read their defaults from the environment when built: show the code's defaults.
-    prefixes = ("LLAMA_", "HF_", "HUGGING")
+    prefixes = ("LLAMA_", "HF_", "HUGGING", "CORRAL_")
     clean = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     with mock.patch.dict(os.environ, clean, clear=True):
         yield
