@@ -57,7 +57,7 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag("server", ("--load-timeout",), "load_timeout", 600.0, float),
     _ServeFlag("server", ("--max-queue",), "max_queue", 512, int),
     _ServeFlag("models", ("--models-dir",), "models_dir", convert=Path),
-    _ServeFlag("models", ("-m", "--model"), "model_files", [], Path, "append"),
+    _ServeFlag("models", ("-m", "--model"), "model_files", [], convert=Path, action="append"),
     _ServeFlag(
         "models", ("-hf", "-hfr", "--hf-repo"), "hf_repos", action="append", reads_variable=False
     ),
@@ -119,7 +119,8 @@ def _default(flag: _ServeFlag) -> Any:
     # A missing description is caught by scripts/gen_config_docs.py (and its test), not here.
     variable = SERVE_FLAG_HELP.get(flag.dest, ("", ""))[0] if flag.reads_variable else ""
     if not variable:
-        return list(flag.default) if isinstance(flag.default, list) else flag.default  # unshared
+        # A fresh list per parser: an unused flag's namespace holds the default object itself.
+        return list(flag.default) if isinstance(flag.default, list) else flag.default
     if flag.off_variable and flag.off_variable in os.environ:
         return False
     if isinstance(flag.default, bool):
