@@ -32,7 +32,6 @@ __all__ = ["DEFAULT_PORT", "main", "rpc_server_parser"]
 DEFAULT_PORT = 50052  # llama.cpp's rpc-server default (tools/rpc/rpc-server.cpp)
 _STOP = {signal.SIGINT, signal.SIGTERM}
 _SERVER_RETURNED = signal.SIGUSR1
-_EXIT_REFUSED = 2  # argparse's status for a bad command line
 
 _log = structlog.get_logger("corral.rpc_server")
 
@@ -44,8 +43,15 @@ def rpc_server_parser() -> argparse.ArgumentParser:
         "through ggml's RPC server. The protocol has no authentication or encryption: run it "
         "on a trusted network only (docs/scaling.md).",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="IPv4 address to listen on")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="TCP port to listen on")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="IPv4 address to listen on (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="TCP port to listen on (default: %(default)s)",
+    )
     parser.add_argument(
         "-t", "--threads", type=int, help="CPU threads (default: the physical cores)"
     )
