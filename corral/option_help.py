@@ -42,6 +42,9 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "ubatch-size": "physical batch size (at most the logical one). Default 512, as llama-server "
     "(common/common.h `n_ubatch`)",
     "n-gpu-layers": "layers offloaded to the GPU of a GPU build; `auto`/`all` = every layer",
+    "rpc": "ggml RPC servers (`HOST:PORT`, comma-separated or the flag repeated) that take the "
+    "offloaded layers (`corral rpc-server` on the other machines; docs/scaling.md); with it, "
+    "`n-gpu-layers` defaults to `all`. Trusted networks only: the protocol has no authentication",
     "n-predict": "default token budget of a request; `-1` = up to the context",
     "parallel": "slots served together by continuous batching. Default `-1` (automatic), as "
     "llama-server (tools/server/server.cpp): 4 slots sharing one unified KV cache",

@@ -89,6 +89,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("ngl", "gpu-layers", "LLAMA_ARG_N_GPU_LAYERS"),
         literals=("auto", "all"),
     ),
+    # ggml RPC servers (HOST:PORT) whose devices take offloaded layers; the worker checks them.
+    OptionSpec("rpc", "list", spellings=("LLAMA_ARG_RPC",)),
     OptionSpec("n-predict", "int", spellings=("n", "predict", "LLAMA_ARG_N_PREDICT")),
     OptionSpec("parallel", "int", spellings=("np", "LLAMA_ARG_N_PARALLEL")),
     OptionSpec(

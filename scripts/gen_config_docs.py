@@ -31,6 +31,7 @@ from router.corral_commands import _parser as _cache_commands_parser
 from router.no_effect_flags import NO_EFFECT_FLAGS
 from router.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.serve_flags import serve_parser as _serve_parser
+from worker.rpc.server import rpc_server_parser
 from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
 
 __all__ = [
@@ -68,6 +69,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "batch-size": "batch_size",
     "ubatch-size": "ubatch_size",
     "n-gpu-layers": "n_gpu_layers",
+    "rpc": "rpc",
     "n-predict": "n_predict",
     "parallel": "parallel",
     "kv-unified": "kv_unified",
@@ -127,6 +129,7 @@ _DEFAULT_MEANS = {
     "threads": "the physical cores",
     "parallel": "`-1` (auto: 4 slots)",
     "kv-unified": "off; on with auto slots",
+    "n-gpu-layers": "`0`; `all` with `rpc`",
 }
 _NONE_MEANS = {
     "chat-template": "the GGUF's",
@@ -245,7 +248,8 @@ section > preset `[*]`**. Boolean values: `on|enabled|true|1|yes` and `off|disab
 
 Contents: [`corral serve`](#corral-serve) ·
 [per-model options](#per-model-options) · [`python -m worker`](#python--m-worker) ·
-[`corral pull/ls/rm/ps`](#corral-pulllsrmps) · [preset keys](#preset-keys) ·
+[`corral pull/ls/rm/ps`](#corral-pulllsrmps) · [`corral rpc-server`](#corral-rpc-server) ·
+[preset keys](#preset-keys) ·
 [environment variables](#environment-variables)
 """
 
@@ -419,7 +423,9 @@ def _values(spec: OptionSpec) -> str:
     if spec.kind == "size":
         return "size (`512M`, `8G`)"
     if spec.kind == "list":
-        return "files, comma-separated"
+        return (
+            "`HOST:PORT` items, comma-separated" if spec.name == "rpc" else "files, comma-separated"
+        )
     if spec.kind == "scaled-list":
         return "`FILE:SCALE` items, comma-separated"
     words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
@@ -589,6 +595,30 @@ def _cache_commands_section() -> list[str]:
     return lines
 
 
+_RPC_SERVER_HELP = {
+    "host": "IPv4 address to listen on; one that is not loopback needs `--allow-remote`",
+    "port": "TCP port to listen on (llama.cpp's rpc-server default)",
+    "threads": "CPU threads of the CPU device (default: the physical cores, as a worker's)",
+    "allow_remote": "listen on a non-loopback address: the RPC protocol has no authentication, "
+    "so only on a trusted network (docs/scaling.md)",
+}
+
+
+def _rpc_server_section() -> list[str]:
+    rows = _plain_rows(rpc_server_parser(), _RPC_SERVER_HELP, "corral rpc-server")
+    return [
+        "## `corral rpc-server`",
+        "",
+        "ggml's RPC server from the worker's llama.cpp build: offers this machine's devices "
+        "(its GPUs, else its CPU) to a worker elsewhere started with `--rpc HOST:PORT` "
+        "([scaling.md](scaling.md#one-model-across-machines-ggml-rpc)). It always warns that "
+        "the protocol has no authentication; SIGINT or SIGTERM stop it.",
+        "",
+        *_table(["flag", "default", "meaning"], rows),
+        "",
+    ]
+
+
 def _preset_section() -> list[str]:
     rows = []
     for spec in OPTIONS:
@@ -669,6 +699,7 @@ def render() -> str:
         *_model_options_section(),
         *_worker_section(),
         *_cache_commands_section(),
+        *_rpc_server_section(),
         *_preset_section(),
         *_environment_section(),
     ]

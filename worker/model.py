@@ -18,12 +18,14 @@ from worker.chat_templates import ChatTemplates, RenderRequest, TemplateChoice, 
 from worker.embedding_context import Embedder
 from worker.generation import EngineMetrics
 from worker.kv_store import open_kv_store
+from worker.layer_placement import LayerPlacement
 from worker.llama_bindings import llama_cpp
 from worker.llama_model import LlamaModel
 from worker.lora_adapters import LoraAdapters
 from worker.media.content import Modalities
 from worker.media.projector import Projector
 from worker.prompt_inputs import Tokenize
+from worker.rpc.devices import add_rpc_servers, rpc_device_labels
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
 from worker.speculative import Speculator
@@ -53,6 +55,7 @@ class LoadedModel:
         # Their global scales too; the adapters themselves are loaded again on wake.
         self.adapters = LoraAdapters(settings.lora, apply=not settings.lora_init_without_apply)
         llama_cpp.llama_backend_init()
+        add_rpc_servers(settings.rpc)  # before the load, which picks its devices
         self.kv_store = open_kv_store(settings)
         self._load(on_progress)
         self.template = ChatTemplates(
@@ -94,7 +97,9 @@ class LoadedModel:
         # Kept on self: ctypes would free the callback while llama.cpp still holds it.
         self._progress = llama_cpp.llama_progress_callback(progress)
         model_params.progress_callback = self._progress
-        self.model = LlamaModel(str(settings.model), model_params)
+        with LayerPlacement() as placement:
+            self.model = LlamaModel(str(settings.model), model_params)
+        self.devices = placement.devices(rpc_device_labels())
         self.vocab = self.model.vocab
         self.n_vocab = self.model.n_vocab()
         self.metadata = self.model.metadata()
@@ -244,6 +249,8 @@ class LoadedModel:
                 "chat_template": self.template.name,
                 # Corral's: what /props calls chat_template_caps, for the router's /models.
                 "chat_template_caps": self.template.props_caps(),
+                # Corral's: where the layers went (--rpc, GPU builds; docs/api.md).
+                "devices": self.devices,
             },
         }
 

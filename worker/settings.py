@@ -17,6 +17,7 @@ from typing import Any
 
 from corral.option_flags import add_model_flags, model_options_from
 from worker.cpu_threads import default_threads
+from worker.rpc.endpoints import Endpoint, parse_endpoints
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
 __all__ = [
@@ -55,6 +56,7 @@ class WorkerSettings:
     batch_size: int = 2048
     ubatch_size: int = 512
     n_gpu_layers: int = 0
+    rpc: tuple[Endpoint, ...] = ()  # RPC servers whose devices take offloaded layers
     n_predict: int = -1
     temperature: float = 0.8
     seed: int = -1
@@ -140,6 +142,13 @@ def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
     return (*plain, *scaled)
 
 
+def _rpc(value: str | None, parser: argparse.ArgumentParser) -> tuple[Endpoint, ...]:
+    try:
+        return parse_endpoints(value) if value is not None else ()
+    except ValueError as exc:
+        parser.error(f"--rpc: {exc}")
+
+
 def _threads(value: str | None) -> int:
     # As llama-server: unset is its math-core rule; 0 or less, every logical CPU.
     if value is None:
@@ -180,7 +189,10 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     slot_save_path = Path(options["slot-save-path"]) if "slot-save-path" in options else None
     if slot_save_path is not None and not slot_save_path.is_dir():
         parser.error(f"--slot-save-path: not a directory: {slot_save_path}")
-    gpu_layers = options.get("n-gpu-layers", "0")
+    rpc = _rpc(options.get("rpc"), parser)
+    # With RPC servers every layer goes to them unless told otherwise, as llama-server's default
+    # (-ngl auto) does when they fit; Corral's CPU-build default of 0 would leave them idle.
+    gpu_layers = options.get("n-gpu-layers", "all" if rpc else "0")
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
     reranking = options.get("reranking", "false") == "true"
@@ -199,6 +211,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         batch_size=int(number("batch-size", 2048)),
         ubatch_size=int(number("ubatch-size", 512)),
         n_gpu_layers=-1 if gpu_layers in ("auto", "all") else int(gpu_layers),
+        rpc=rpc,
         n_predict=int(number("n-predict", -1)),
         temperature=number("temp", 0.8),
         seed=int(number("seed", -1)),
