@@ -44,9 +44,10 @@ FAKE_TIMING_SECONDS = 2.0 if os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING") el
 def worker_argv(entry: CatalogueEntry) -> list[str]:
     # Workers serve loopback only, with no key (docs/protocol.md §8).
     projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
+    tags = ["--tags", ",".join(entry.tags)] if entry.tags else []
     return [
         *WORKER_COMMAND, "--model", str(entry.path), "--alias", entry.name,
-        *projector, "--host", "127.0.0.1", "--port", "0", *entry.worker_args(),
+        *projector, *tags, "--host", "127.0.0.1", "--port", "0", *entry.worker_args(),
     ]  # fmt: skip
 
 

@@ -56,6 +56,7 @@ _METAVARS: dict[str, str] = {**SERVE_METAVARS, "model": "FILE", "mmproj": "FILE"
 WORKER_FLAG_HELP: dict[str, str] = {
     "model": "GGUF file to serve (required)",
     "alias": "model id it reports (default: the file's stem)",
+    "tags": "informational tags, comma-separated, listed as the model's `tags` in `/models`",
     "mmproj": "multimodal projector to load with the model (the router passes the paired one)",
     "host": "listen address",
     "port": "listen port; `0` picks a free one and reports it",

@@ -47,6 +47,7 @@ class WorkerSettings:
     model: Path
     alias: str  # the model's id: the first of its names in sorted order, as llama-server's
     aliases: tuple[str, ...] = ()  # every --alias name (a comma list, as llama-server takes)
+    tags: tuple[str, ...] = ()  # --tags: informational, listed in /models as llama-server does
     host: str = "127.0.0.1"
     port: int = 0
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
@@ -153,6 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-a", "--alias", help="model id to report, or a comma list of names (default: file stem)"
     )
+    parser.add_argument("--tags", help="informational tags of the model, comma-separated")
     parser.add_argument("-mm", "--mmproj", type=Path, help="multimodal projector GGUF")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
@@ -192,6 +194,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         model=model,
         alias=min(names) if names else model.stem,
         aliases=tuple(sorted(set(names))),
+        tags=tuple(sorted({tag.strip() for tag in (args.tags or "").split(",")} - {""})),
         host=args.host,
         port=args.port,
         ctx_size=int(number("ctx-size", 0)),
