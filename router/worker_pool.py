@@ -62,8 +62,12 @@ class WorkerPool:
         timeout: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
         check_file: Callable[[Path], str | None] | None = None,
+        fake_timing: float = FAKE_TIMING_SECONDS,
     ) -> None:
         self.events = events or EventBus()
+        # Upstream's debug hold (FAKE_TIMING_SECONDS), or 0: upstream's router mode has it,
+        # a single-model llama-server does not.
+        self.fake_timing = fake_timing
         self.exit_listeners: list[Callable[[str], None]] = []  # called with a model's name
         self.changed = Broadcast()
         self._timeout = timeout
@@ -240,8 +244,8 @@ class WorkerPool:
 
     async def _run_worker(self, state: ModelState, supervisor: ChildSupervisor) -> None:
         _log.info("starting worker", model=state.name)
-        if FAKE_TIMING_SECONDS:
-            await anyio.sleep(FAKE_TIMING_SECONDS)
+        if self.fake_timing:
+            await anyio.sleep(self.fake_timing)
         self._settle_exit(state, await supervisor.run())
 
     def _on_state(self, state: ModelState, message: StateMessage, started: float) -> None:

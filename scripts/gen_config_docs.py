@@ -195,7 +195,7 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "LLAMA_SERVER_DEBUG_FAKE_TIMING",
         "corral serve",
         "non-empty: every load and every proxied request waits 2 s (deterministic client tests, "
-        "as upstream)",
+        "as upstream's router; not in single-model mode, as a single-model llama-server)",
     ),
     EnvVar(
         "LLAMA_MEDIA_MARKER",

@@ -169,3 +169,15 @@ def test_hf_file_serves_that_file_of_the_repository(models_dir: Path, tmp_path: 
         props = router.client.get("/props").json()
         assert props["chat_template"] != ""  # beta has none of its own: ChatML, as the worker says
         assert "<|im_start|>" in props["chat_template"]
+
+
+def test_a_request_wakes_the_sleeping_model_for_the_next(models_dir: Path) -> None:
+    # Upstream's debug hold (2 s per proxied request) is its router mode's; with it here, the
+    # /props after a wake would arrive past the 1 s idle limit and find the model asleep again.
+    args = ["-m", str(models_dir / "alpha.gguf"), "--sleep-idle-seconds", "1"]
+    with running_router(args, {"LLAMA_SERVER_DEBUG_FAKE_TIMING": "1"}) as router:
+        router.wait_for_log("model asleep: weights freed")
+        assert router.client.get("/props").json()["is_sleeping"] is True
+        woken = router.client.post("/completion", json={"prompt": "Once", "n_predict": 1})
+        assert woken.status_code == 200
+        assert router.client.get("/props").json()["is_sleeping"] is False
