@@ -7,6 +7,8 @@ See docs/protocol.md §8.
 - ``Access-Control-Allow-Origin`` goes on every answer, 401s and 404s included, when the
   request's ``Origin`` is allowed: ``*`` (the default) allows any origin, ``localhost`` the
   http(s) origins on localhost, 127.0.0.1 and [::1] (any port), other entries themselves.
+  As llama-server's default, ``*`` answers with the request's own ``Origin`` (``*`` for a
+  request without one); without credentials that grants exactly what ``*`` would.
 - A disallowed origin gets its answer without the header (a preflight still 200), as
   llama-server does, so the browser refuses the page access; the request itself is not refused.
 
@@ -55,10 +57,10 @@ class CorsPolicy:
 
     def allow_origin(self, origin: str | None) -> str | None:
         """The ``Access-Control-Allow-Origin`` value for a request from ``origin``, if any."""
-        if self._any:
-            return "*"
         if origin is None:
-            return None
+            return "*" if self._any else None
+        if self._any:
+            return origin
         if origin in self._literal or (self._loopback and _LOOPBACK_ORIGIN.fullmatch(origin)):
             return origin
         return None

@@ -19,7 +19,7 @@ PREFLIGHT = {
 @pytest.mark.parametrize(
     ("origins", "origin", "allowed"),
     [
-        (("*",), "https://any.example", "*"),
+        (("*",), "https://any.example", "https://any.example"),  # as llama-server's default
         (("*",), None, "*"),
         (("localhost",), "http://127.0.0.1:3000", "http://127.0.0.1:3000"),
         (("localhost",), "http://[::1]", "http://[::1]"),
