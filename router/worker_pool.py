@@ -22,6 +22,7 @@ from anyio.abc import TaskGroup
 
 from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_FAILED, StateMessage
+from corral.cors import NO_CORS
 from router.broadcast import Broadcast
 from router.catalogue import Catalogue, CatalogueEntry
 from router.catalogue_diff import carried_over, stale_models
@@ -42,12 +43,13 @@ FAKE_TIMING_SECONDS = 2.0 if os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING") el
 
 
 def worker_argv(entry: CatalogueEntry) -> list[str]:
-    # Workers serve loopback only, with no key (docs/protocol.md §8).
+    # Workers serve loopback only, with no key, and to no web page (docs/protocol.md §8).
     projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
     tags = ["--tags", ",".join(entry.tags)] if entry.tags else []
     return [
         *WORKER_COMMAND, "--model", str(entry.path), "--alias", entry.name,
-        *projector, *tags, "--host", "127.0.0.1", "--port", "0", *entry.worker_args(),
+        *projector, *tags, "--host", "127.0.0.1", "--port", "0", "--cors-origins", NO_CORS,
+        *entry.worker_args(),
     ]  # fmt: skip
 
 

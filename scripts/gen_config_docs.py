@@ -60,6 +60,10 @@ WORKER_FLAG_HELP: dict[str, str] = {
     "mmproj": "multimodal projector to load with the model (the router passes the paired one)",
     "host": "listen address",
     "port": "listen port; `0` picks a free one and reports it",
+    "api_key": "run alone: key(s) every request but `/health` needs, comma-separated, as "
+    "llama-server's (the router passes none)",
+    "cors_origins": "run alone: origins browsers may call from, as `corral serve --cors-origins`; "
+    "`none`: no CORS headers (what the router passes)",
 }
 
 # Per-model option → the WorkerSettings field its default is read from.

@@ -50,6 +50,9 @@ class WorkerSettings:
     tags: tuple[str, ...] = ()  # --tags: informational, listed in /models as llama-server does
     host: str = "127.0.0.1"
     port: int = 0
+    # Run alone as llama-server (worker/access.py); the router passes neither key nor origins.
+    api_keys: tuple[str, ...] = ()
+    cors_origins: tuple[str, ...] = ("*",)
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
     ctx_size: int = 0
     threads: int = 1
@@ -141,6 +144,10 @@ def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
     return (*plain, *scaled)
 
 
+def _comma_list(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
 def _threads(value: str | None) -> int:
     # As llama-server: unset is its math-core rule; 0 or less, every logical CPU.
     if value is None:
@@ -158,6 +165,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-mm", "--mmproj", type=Path, help="multimodal projector GGUF")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
+    parser.add_argument("--api-key", help="key(s) every request needs, comma-separated")
+    parser.add_argument("--cors-origins", default="*", help="origins browsers may call from")
     add_model_flags(parser)
     return parser
 
@@ -195,6 +204,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         alias=min(names) if names else model.stem,
         aliases=tuple(sorted(set(names))),
         tags=tuple(sorted({tag.strip() for tag in (args.tags or "").split(",")} - {""})),
+        api_keys=_comma_list(args.api_key or ""),
+        cors_origins=_comma_list(args.cors_origins),
         host=args.host,
         port=args.port,
         ctx_size=int(number("ctx-size", 0)),

@@ -1,4 +1,4 @@
-"""CORS as llama-server answers it (router.cors): the policy, and a real router's answers."""
+"""CORS as llama-server answers it (corral.cors): the policy, and a real router's answers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from router.cors import CorsPolicy
+from corral.cors import CorsPolicy
 from tests.support.router_process import RouterProcess, running_router
 
 PREFLIGHT = {

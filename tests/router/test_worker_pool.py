@@ -88,6 +88,12 @@ def test_a_models_tags_reach_its_worker() -> None:
     assert "--tags" not in worker_argv(_entry("b"))
 
 
+def test_workers_get_no_key_and_answer_no_web_page() -> None:
+    argv = worker_argv(_entry("a"))
+    assert argv[argv.index("--cors-origins") + 1] == "none"
+    assert "--api-key" not in argv
+
+
 def test_a_model_is_found_by_name_or_alias() -> None:
     entry = _entry("alpha", aliases=("a1",))
     catalogue = Catalogue({"alpha": entry})

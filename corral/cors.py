@@ -1,4 +1,5 @@
-"""CORS as llama-server answers it (``server-http.cpp``), around the whole app.
+"""CORS as llama-server answers it (``server-http.cpp``), around a whole app: the router's, or a
+worker's when it runs alone (docs/serving.md).
 
 See docs/protocol.md §8.
 
@@ -34,7 +35,7 @@ from litestar.types import (
     Send,
 )
 
-__all__ = ["CORS_ALLOWED_HEADERS", "CORS_ALLOWED_METHODS", "CorsHeaders", "CorsPolicy"]
+__all__ = ["CORS_ALLOWED_HEADERS", "CORS_ALLOWED_METHODS", "NO_CORS", "CorsHeaders", "CorsPolicy"]
 
 CORS_ALLOWED_METHODS: Final = "GET, POST, DELETE, OPTIONS"
 # Any header: browser SDKs add their own (OpenAI's sends x-stainless-*), and the origin check,
@@ -43,6 +44,8 @@ CORS_ALLOWED_METHODS: Final = "GET, POST, DELETE, OPTIONS"
 # a page sending its key would be refused.
 CORS_ALLOWED_HEADERS: Final = "*"
 LOOPBACK_ORIGINS: Final = "localhost"
+# A worker's --cors-origins under the router: no CORS at all, so no page reads a keyless worker.
+NO_CORS: Final = "none"
 # http(s)://localhost, 127.0.0.1 or [::1], any port. Matched against the whole Origin header.
 _LOOPBACK_ORIGIN: Final = re.compile(r"https?://(?:localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?")
 
