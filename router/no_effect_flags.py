@@ -24,6 +24,8 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     # Sampling runs on the CPU here; llama.cpp's own tests spell it with an underscore.
     (("--backend-sampling", "-bs", "--backend_sampling"), 0),
     (("--swa-full",), 0),
+    # Without it file:// media URLs are refused (400), which is what llama-server does too.
+    (("--media-path",), 1),
     (("--reasoning-effort",), 1),
     (("--reasoning-preserve",), 0),
     (("--spec-draft-p-split", "--draft-p-split"), 1),
