@@ -122,7 +122,7 @@ def test_anthropic_thinking_history_reaches_the_template(
     clients: dict[str, httpx.Client],
 ) -> None:
     # As llama-server: a thinking block becomes reasoning_content, which Qwen3 renders.
-    call = {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}}
+    call: dict[str, object] = {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}}
     result = {"type": "tool_result", "tool_use_id": "t1", "content": "main.py"}
     tool = {"name": "ls", "input_schema": {"type": "object"}}
 
@@ -137,7 +137,7 @@ def test_anthropic_thinking_history_reaches_the_template(
         assert response.status_code == 200, response.text
         return int(response.json()["input_tokens"])
 
-    thought = {"type": "thinking", "thinking": "Look at the layout first."}
+    thought: dict[str, object] = {"type": "thinking", "thinking": "Look at the layout first."}
     assert count([thought, call]) > count([call])
 
 

@@ -51,8 +51,8 @@ def test_one_token_has_no_generation_rate(models_dir: Path) -> None:
 
 def test_props_has_llama_servers_fields(models_dir: Path) -> None:
     args = ("--seed", "42", "--parallel", "2", "--ctx-size", "512", "--alias", "b,a")
-    args += ("--tags", "small, chat,,fim")
-    with worker(models_dir / "alpha.gguf", *args) as child:
+    tags = ("--tags", "small, chat,,fim")
+    with worker(models_dir / "alpha.gguf", *args, *tags) as child:
         props = httpx.get(f"{child.url}/props").json()
         slots = httpx.get(f"{child.url}/slots").json()
         listed = httpx.get(f"{child.url}/v1/models").json()["data"]
