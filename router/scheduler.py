@@ -69,6 +69,11 @@ class Scheduler:
         self.evictions = 0
         self.rejections = 0  # requests refused because the queue was full, for /metrics
 
+    @property
+    def fake_timing(self) -> float:
+        """Seconds each proxied request is held for upstream's deterministic tests, or 0."""
+        return self._pool.fake_timing
+
     def is_queued(self, name: str) -> bool:
         """Whether requests wait for this model to load."""
         return any(entry.name == name for entry in self._queue)

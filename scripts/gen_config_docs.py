@@ -57,9 +57,14 @@ _METAVARS: dict[str, str] = {**SERVE_METAVARS, "model": "FILE", "mmproj": "FILE"
 WORKER_FLAG_HELP: dict[str, str] = {
     "model": "GGUF file to serve (required)",
     "alias": "model id it reports (default: the file's stem)",
+    "tags": "informational tags, comma-separated, listed as the model's `tags` in `/models`",
     "mmproj": "multimodal projector to load with the model (the router passes the paired one)",
     "host": "listen address",
     "port": "listen port; `0` picks a free one and reports it",
+    "api_key": "run alone: key(s) every request but `/health` needs, comma-separated, as "
+    "llama-server's (the router passes none)",
+    "cors_origins": "run alone: origins browsers may call from, as `corral serve --cors-origins`; "
+    "`none`: no CORS headers (what the router passes)",
 }
 
 # Per-model option → the WorkerSettings field its default is read from.
@@ -197,7 +202,7 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "LLAMA_SERVER_DEBUG_FAKE_TIMING",
         "corral serve",
         "non-empty: every load and every proxied request waits 2 s (deterministic client tests, "
-        "as upstream)",
+        "as upstream's router; not in single-model mode, as a single-model llama-server)",
     ),
     EnvVar(
         "LLAMA_MEDIA_MARKER",

@@ -18,6 +18,7 @@ from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.header_spelling import SpelledHeadersProtocol
 from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
+from worker.access import with_access_rules
 from worker.app import create_worker_app
 from worker.engine import Engine
 from worker.model import LoadedModel
@@ -71,7 +72,9 @@ class WorkerLifecycle:
         self.state = WorkerState(settings=settings, engine=self._engine)
         self._server = uvicorn.Server(
             uvicorn.Config(
-                create_worker_app(self.state),
+                with_access_rules(
+                    create_worker_app(self.state), settings.api_keys, settings.cors_origins
+                ),
                 log_config=None,
                 lifespan="off",
                 ws="none",  # no websocket routes; "auto" would import websockets (2 MiB)

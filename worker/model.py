@@ -234,6 +234,7 @@ class LoadedModel:
         return {
             "id": self.settings.alias,
             "aliases": list(self.settings.aliases),
+            "tags": list(self.settings.tags),
             "object": "model",
             "owned_by": "llamacpp",
             "meta": {

@@ -48,8 +48,12 @@ class WorkerSettings:
     model: Path
     alias: str  # the model's id: the first of its names in sorted order, as llama-server's
     aliases: tuple[str, ...] = ()  # every --alias name (a comma list, as llama-server takes)
+    tags: tuple[str, ...] = ()  # --tags: informational, listed in /models as llama-server does
     host: str = "127.0.0.1"
     port: int = 0
+    # Run alone as llama-server (worker/access.py); the router passes neither key nor origins.
+    api_keys: tuple[str, ...] = ()
+    cors_origins: tuple[str, ...] = ("*",)
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
     ctx_size: int = 0
     threads: int = 1
@@ -149,6 +153,10 @@ def _rpc(value: str | None, parser: argparse.ArgumentParser) -> tuple[Endpoint, 
         parser.error(f"--rpc: {exc}")
 
 
+def _comma_list(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
 def _threads(value: str | None) -> int:
     # As llama-server: unset is its math-core rule; 0 or less, every logical CPU.
     if value is None:
@@ -162,9 +170,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-a", "--alias", help="model id to report, or a comma list of names (default: file stem)"
     )
+    parser.add_argument("--tags", help="informational tags of the model, comma-separated")
     parser.add_argument("-mm", "--mmproj", type=Path, help="multimodal projector GGUF")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
+    parser.add_argument("--api-key", help="key(s) every request needs, comma-separated")
+    parser.add_argument("--cors-origins", default="*", help="origins browsers may call from")
     add_model_flags(parser)
     return parser
 
@@ -204,6 +215,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         model=model,
         alias=min(names) if names else model.stem,
         aliases=tuple(sorted(set(names))),
+        tags=tuple(sorted({tag.strip() for tag in (args.tags or "").split(",")} - {""})),
+        api_keys=_comma_list(args.api_key or ""),
+        cors_origins=_comma_list(args.cors_origins),
         host=args.host,
         port=args.port,
         ctx_size=int(number("ctx-size", 0)),

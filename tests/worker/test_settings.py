@@ -91,6 +91,12 @@ def test_a_comma_list_of_aliases_names_the_model_by_the_first_in_order() -> None
     assert parse_worker_args(["--model", "dir/m.gguf"]).alias == "m"
 
 
+def test_tags_are_a_comma_list_kept_as_a_sorted_set() -> None:
+    settings = parse_worker_args(["--model", "m.gguf", "--tags", "small, chat,,small"])
+    assert settings.tags == ("chat", "small")
+    assert parse_worker_args(["--model", "m.gguf"]).tags == ()
+
+
 def test_llama_server_switches_become_settings() -> None:
     settings = parse_worker_args(
         ["--model", "m.gguf", "--metrics", "--no-slots", "--context-shift", "--keep", "-1"]

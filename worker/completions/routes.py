@@ -66,7 +66,7 @@ async def _several(
     )
 
 
-@post(["/v1/completions", "/completions"], status_code=200)
+@post("/v1/completions", status_code=200)
 async def completions(request: AnyRequest) -> ASGIResponse:
     engine, model = loaded(request)
     body = decode_body(await request.body(), CompletionRequest)
@@ -89,7 +89,9 @@ async def completions(request: AnyRequest) -> ASGIResponse:
     return json_response({**first, "choices": choices, "usage": usage})
 
 
-@post("/completion", status_code=200)
+# llama-server serves the unprefixed plural with its native handler too (server.cpp): only
+# /v1/completions answers in OpenAI's shape.
+@post(["/completion", "/completions"], status_code=200)
 async def native_completion(request: AnyRequest) -> ASGIResponse:
     engine, model = loaded(request)
     body = decode_body(await request.body(), NativeCompletionRequest)
