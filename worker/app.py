@@ -24,14 +24,16 @@ from worker.model_info.prometheus_metrics import ScrapeWindow
 from worker.model_info.routes import model_info_routes
 from worker.model_info.slot_routes import slot_routes
 from worker.responses_api.routes import responses_routes
-from worker.state import WorkerState
 from worker.streams.routes import stream_routes
 from worker.vertex.routes import predict_route
 
 __all__ = ["create_worker_app"]
 
 
-def create_worker_app(state: WorkerState) -> Litestar:
+def create_worker_app() -> Litestar:
+    """The app, without its :class:`~worker.state.WorkerState`: the caller sets
+    ``app.state.worker`` before serving, so that a spare worker can build it before it has a
+    model (docs/protocol.md §1, spare workers)."""
     return Litestar(
         route_handlers=[
             *chat_routes,
@@ -47,7 +49,7 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *predict_route(),
         ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},
-        state=State({"worker": state, "scrape_window": ScrapeWindow()}),
+        state=State({"scrape_window": ScrapeWindow()}),
         logging_config=None,
         # The router bounds what reaches a worker; it passes its own limit on (docs/protocol.md §8).
         request_max_body_size=max_body_from(os.environ),

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import structlog
 import uvicorn
+from litestar import Litestar
 
 from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
@@ -20,6 +21,7 @@ from corral.header_spelling import SpelledHeadersProtocol
 from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
 from worker.app import create_worker_app
 from worker.engine import Engine
+from worker.http_server import PromptServer
 from worker.model import LoadedModel
 from worker.settings import WorkerSettings
 from worker.state import WorkerState
@@ -61,7 +63,10 @@ class LoadProgress:
 class WorkerLifecycle:
     """Create it on the event loop that will serve; :meth:`serve` returns the exit code."""
 
-    def __init__(self, settings: WorkerSettings, states: StateWriter) -> None:
+    def __init__(
+        self, settings: WorkerSettings, states: StateWriter, app: Litestar | None = None
+    ) -> None:
+        """``app``: one :func:`create_worker_app` built ahead (a spare's), else built here."""
         self.settings = settings
         self._states = states
         self._loop = asyncio.get_running_loop()
@@ -69,9 +74,11 @@ class WorkerLifecycle:
         self.port: int = self._sock.getsockname()[1]
         self._engine = Engine()
         self.state = WorkerState(settings=settings, engine=self._engine)
-        self._server = uvicorn.Server(
+        app = app or create_worker_app()
+        app.state.worker = self.state
+        self._server = PromptServer(
             uvicorn.Config(
-                create_worker_app(self.state),
+                app,
                 log_config=None,
                 lifespan="off",
                 ws="none",  # no websocket routes; "auto" would import websockets (2 MiB)
@@ -109,7 +116,7 @@ class WorkerLifecycle:
     def stop(self, code: int) -> None:
         """Stop serving (event loop only); the first non-zero code is the exit code."""
         self._exit_code = self._exit_code or code
-        self._server.should_exit = True
+        self._server.request_exit()
 
     def _report_loading(self, value: float) -> None:
         self._states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": value})
