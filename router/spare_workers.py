@@ -5,8 +5,12 @@ docs/protocol.md §1 (spare workers). :class:`SpareWorkers` is a
 through any launcher, and when a warm spare is there (``python -m worker --spare``, imports
 done, no model) it is handed the worker's flags instead of a new process being started. The
 spare's supervisor never knows the difference. A replacement is started once the handed-over
-worker has loaded (or failed), so that it never competes with the load it was kept for; the
-spare lowers its own priority while it imports.
+worker has sent the first bytes of an answer (:meth:`SpareWorkers.answered`, which the router
+calls from the worker pool's answer listeners) or has exited, so that its start-up never
+competes with the load it was kept for, nor with the first prompt's processing (on 2 cores a
+Python start-up beside a load made the first token 0.2-0.4 s later); the spare lowers its own
+priority while it imports. A model loaded with nothing asking it (``POST /models/load``) keeps
+the spare unreplaced until it answers or exits.
 
 Spares are not models: they are not in the pool, so they are never listed, never counted by
 ``--models-max`` and never picked for eviction. With ``--models-memory-max`` they count at their
@@ -47,7 +51,7 @@ class _Spare:
         self.warm = False
         self.handed_over = False
         self._process = process
-        self._on_used = on_used  # called once, when the worker it became loaded or ended
+        self._on_used = on_used  # called once: the worker it became answered, or it ended
         self._used = False
         self._pending: deque[ChildLine] = deque()  # lines between the handover and pump()
         self._on_line: Callable[[ChildLine], None] | None = None
@@ -61,13 +65,11 @@ class _Spare:
             self._returncode = await self._process.pump(self._line)
         finally:
             self._exited.set()
-            self._used_now()
+            self.used_now()
         return self._returncode
 
     def _line(self, line: ChildLine) -> None:
         if self.handed_over:
-            if isinstance(line, StateMessage) and line.state in ("ready", "sleeping"):
-                self._used_now()
             if self._on_line is None:
                 self._pending.append(line)
             else:
@@ -78,7 +80,7 @@ class _Spare:
         elif isinstance(line, LogLine):
             relay_log_line(line.text, model="spare", source="worker", last_error=self._last_log)
 
-    def _used_now(self) -> None:
+    def used_now(self) -> None:
         if self.handed_over and not self._used:
             self._used = True
             self._on_used()
@@ -181,6 +183,12 @@ class SpareWorkers:
                 _log.error("spare workers keep failing; starting no more", code=code)
         _log.warning("spare worker exited; replacing it", code=code, pid=spare.pid)
         self.fill()
+
+    def answered(self, process: ChildProcess | None) -> None:
+        """A model's worker sent the first bytes of an answer: if a spare became that worker,
+        its replacement may start now."""
+        if isinstance(process, _Spare):
+            process.used_now()
 
     async def launch(self, argv: Sequence[str], env: Mapping[str, str]) -> ChildProcess:
         """A worker for ``argv``: a warm spare if one fits, else a new process."""

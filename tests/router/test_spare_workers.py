@@ -1,4 +1,5 @@
-"""Spare workers: handed the next load, replaced after it, never a model (router.spare_workers).
+"""Spare workers: handed the next load, replaced after its first answer, never a model
+(router.spare_workers).
 
 Order, not time: the fake launcher's children say when they are warm, loaded or dead.
 """
@@ -40,7 +41,7 @@ async def _warm_spare(h: Harness, name: str) -> FakeChild:
     return spare
 
 
-async def test_a_load_takes_the_warm_spare_and_a_new_one_starts_once_it_is_loaded() -> None:
+async def test_a_load_takes_the_warm_spare_and_a_new_one_starts_once_it_answered() -> None:
     async with harness(models_max=1, spares=1) as h:
         h.spares.fill()
         spare = await _warm_spare(h, "spare1")
@@ -60,6 +61,31 @@ async def test_a_load_takes_the_warm_spare_and_a_new_one_starts_once_it_is_loade
         assert process.pid == spare.pid
         assert h.launcher.launched == ["spare1", "spare2"]
         assert list(h.pool.models) == list("abcd")  # a spare is never a model
+
+
+async def test_the_replacement_waits_for_the_first_answer_not_the_load() -> None:
+    # Its start-up would compete with the first prompt's processing on the same cores.
+    async with harness(models_max=1, spares=1) as h:
+        h.spares.fill()
+        spare = await _warm_spare(h, "spare1")
+        acquired: list[ModelState] = []
+
+        async def acquire() -> None:
+            acquired.append(await h.scheduler.acquire("a"))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(acquire)
+            await _settled(lambda: bool(spare.loads))
+            spare.ready()
+        [state] = acquired  # loaded and handed to its request, which has no answer yet
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["spare1"]
+        h.scheduler.note_progress(state)  # the answer's first bytes
+        await h.launched("spare2")
+        h.scheduler.note_progress(state)  # later bytes start nothing more
+        h.scheduler.release(state)
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["spare1", "spare2"]
 
 
 async def test_without_a_warm_spare_a_load_starts_its_own_worker() -> None:
