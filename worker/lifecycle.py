@@ -19,7 +19,7 @@ from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.header_spelling import SpelledHeadersProtocol
 from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_tcp
-from worker.app import create_worker_app
+from worker.app import bind_worker_state, create_worker_app
 from worker.engine import Engine
 from worker.http_server import PromptServer
 from worker.model import LoadedModel
@@ -74,11 +74,11 @@ class WorkerLifecycle:
         self.port: int = self._sock.getsockname()[1]
         self._engine = Engine()
         self.state = WorkerState(settings=settings, engine=self._engine)
-        app = app or create_worker_app()
-        app.state.worker = self.state
+        self.app = app or create_worker_app()
+        bind_worker_state(self.app, self.state)
         self._server = PromptServer(
             uvicorn.Config(
-                app,
+                self.app,
                 log_config=None,
                 lifespan="off",
                 ws="none",  # no websocket routes; "auto" would import websockets (2 MiB)
@@ -90,12 +90,16 @@ class WorkerLifecycle:
             )
         )
         self._exit_code = EXIT_STOPPED
+        # The release command: once stopped, the process waits for its next model. An exit
+        # command wins, whichever came first.
+        self.released = False
+        self._exit_commanded = False
         self._progress = LoadProgress(self._report_loading)
 
     async def serve(self) -> int:
         """Load on the engine thread while serving; return once the server has stopped."""
         settings = self.settings
-        lifeline.arm(on_exit_command=self._exit_command)
+        lifeline.arm(on_exit_command=self._exit_command, on_release_command=self._release_command)
         for name, value in settings.ignored.items():
             _log.warning("option accepted but not supported yet", option=name, value=value)
         _log.info("listening", host=settings.host, port=self.port, model=str(settings.model))
@@ -151,4 +155,12 @@ class WorkerLifecycle:
         _log.info("model awake")
 
     def _exit_command(self) -> None:  # on the lifeline thread
-        self._loop.call_soon_threadsafe(self.stop, EXIT_STOPPED)
+        self._loop.call_soon_threadsafe(self._stop_by_router, False)
+
+    def _release_command(self) -> None:  # on the lifeline thread
+        self._loop.call_soon_threadsafe(self._stop_by_router, True)
+
+    def _stop_by_router(self, release: bool) -> None:
+        self._exit_commanded = self._exit_commanded or not release
+        self.released = not self._exit_commanded
+        self.stop(EXIT_STOPPED)

@@ -31,7 +31,7 @@ from corral.children.protocol import (
 if TYPE_CHECKING:
     from litestar import Litestar
 
-__all__ = ["SPARE_FLAG", "Handover", "wait_for_model"]
+__all__ = ["SPARE_FLAG", "Handover", "wait_for_model", "wait_for_next_model"]
 
 SPARE_FLAG = "--spare"
 _log = structlog.get_logger("corral.worker")
@@ -66,24 +66,44 @@ def _import_serving_code(states: StateWriter, made: _WarmUp) -> None:
     states.send(SPARE_STATE, {})
 
 
-def wait_for_model(states: StateWriter) -> Handover:
-    """Warm up, then block until the load command; return its worker flags and the app.
-
-    An exit command before it ends the process with code 0; stdin EOF kills it (the lifeline).
-    """
+def _armed() -> queue.SimpleQueue[LoadCommand | None]:
+    """The router's commands to a spare: a load command, or None for the exit command."""
     commands: queue.SimpleQueue[LoadCommand | None] = queue.SimpleQueue()
     if not lifeline.arm(on_exit_command=lambda: commands.put(None), on_load_command=commands.put):
         _log.error("a spare worker is started by a router (CORRAL_ROUTER_PID is not set)")
         sys.exit(EXIT_FAILED)
+    return commands
+
+
+def _load_command(commands: queue.SimpleQueue[LoadCommand | None]) -> list[str]:
+    """Block until the load command; return its worker flags.
+
+    An exit command before it ends the process with code 0; stdin EOF kills it (the lifeline).
+    """
+    command = commands.get()
+    if command is None:
+        sys.exit(EXIT_STOPPED)
+    return command.argv
+
+
+def wait_for_model(states: StateWriter) -> Handover:
+    """Warm up, then block until the load command; return its worker flags and the app."""
+    commands = _armed()
     made = _WarmUp()
     warm_up = threading.Thread(
         target=_import_serving_code, args=(states, made), name="spare-warm-up", daemon=True
     )
     warm_up.start()
-    command = commands.get()
-    if command is None:
-        sys.exit(EXIT_STOPPED)
+    argv = _load_command(commands)
     warm_up.join()
     if made.app is None:  # the warm-up failed; its traceback is in the log
         sys.exit(EXIT_FAILED)
-    return Handover(command.argv, made.app)
+    return Handover(argv, made.app)
+
+
+def wait_for_next_model(states: StateWriter) -> list[str]:
+    """A worker that released its model (the release command) is a spare again, with
+    everything imported and its app built: it says so and waits for its next model."""
+    commands = _armed()  # before the spare state: the load command may follow it at once
+    states.send(SPARE_STATE, {})
+    return _load_command(commands)

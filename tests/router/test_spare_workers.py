@@ -211,3 +211,78 @@ async def test_no_spare_starts_where_the_memory_budget_has_no_room_for_it() -> N
         h.spares.fill()
         await anyio.wait_all_tasks_blocked()
         assert h.launcher.launched == []
+
+
+async def test_an_evicted_worker_that_began_as_a_spare_is_released_for_the_next_load() -> None:
+    async with harness(models_max=1, spares=1) as h:
+        h.spares.fill()
+        first = await _warm_spare(h, "spare1")
+        await _load_through(h, first, "a")  # its answer starts spare2, still importing
+        await h.launched("spare2")
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.request, "b")  # one model at most: a goes
+            await _settled(lambda: "release command" in first.received)
+            assert first.received == ["load command", "release command"]
+            assert h.state("b").status is Status.UNLOADED  # a has not released its model yet
+            first.warm()  # released: a spare again
+            await _settled(lambda: len(first.loads) == 2)
+            first.ready()
+        assert h.state("a").status is Status.UNLOADED
+        assert not h.state("a").failed
+        assert [flags[3] for flags in first.loads] == ["a", "b"]
+        assert h.launcher.launched == ["spare1", "spare2"]  # no process started for b
+        process = h.state("b").process
+        assert process is not None
+        assert process.pid == first.pid
+
+
+async def test_an_evicted_worker_exits_when_enough_spares_are_warm() -> None:
+    async with harness(models_max=1, spares=1) as h:
+        h.spares.fill()
+        first = await _warm_spare(h, "spare1")
+        await _load_through(h, first, "a")
+        second = await _warm_spare(h, "spare2")
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.request, "b")
+            await _settled(lambda: bool(second.loads))
+            second.ready()
+        assert first.received == ["load command", "exit command"]
+
+
+async def test_a_spare_that_warms_up_beside_a_released_worker_is_one_too_many() -> None:
+    async with harness(models_max=1, spares=1) as h:
+        h.spares.fill()
+        first = await _warm_spare(h, "spare1")
+        await _load_through(h, first, "a")
+        await h.launched("spare2")
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.pool.stop, h.state("a"))  # an unload: nothing loads next
+            await _settled(lambda: "release command" in first.received)
+            first.warm()
+        assert h.spares.ready == 1
+        second = h.launcher.children["spare2"]
+        second.warm()
+        # The fresh one is kept: a released worker's heap has grown with its model's use.
+        await _settled(lambda: "exit command" in first.received)
+        assert first.received == ["load command", "release command", "exit command"]
+        assert second.received == []
+        assert h.spares.ready == 1
+
+
+async def test_a_worker_that_dies_while_releasing_is_replaced() -> None:
+    async with harness(models_max=0, spares=1) as h:
+        h.spares.fill()
+        first = await _warm_spare(h, "spare1")
+        await _load_through(h, first, "a")
+        await h.launched("spare2")
+        h.launcher.children["spare2"].crash(1)  # no spare warm: a's worker is wanted back
+        await h.launched("spare3")
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.pool.stop, h.state("a"))
+            await _settled(lambda: "release command" in first.received)
+            first.crash(-9)
+        assert h.state("a").status is Status.UNLOADED
+        h.launcher.children["spare3"].warm()
+        await _settled(lambda: h.spares.ready == 1)
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["spare1", "spare2", "spare3"]
