@@ -122,6 +122,7 @@ async def test_spares_never_count_as_models_nor_delay_an_eviction() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(h.request, "b")  # one model at most: a goes, b takes the spare
             await _settled(lambda: bool(second.loads))
+            # A spare is warm already: a's worker exits rather than being released.
             assert first.received == ["load command", "exit command"]
             assert h.state("a").status is Status.UNLOADED
             second.ready()
@@ -213,12 +214,18 @@ async def test_no_spare_starts_where_the_memory_budget_has_no_room_for_it() -> N
         assert h.launcher.launched == []
 
 
+async def _serving_a_from_a_spare(h: Harness) -> FakeChild:
+    """Model a served by spare1, whose answer has started spare2 (still importing)."""
+    h.spares.fill()
+    first = await _warm_spare(h, "spare1")
+    await _load_through(h, first, "a")
+    await h.launched("spare2")
+    return first
+
+
 async def test_an_evicted_worker_that_began_as_a_spare_is_released_for_the_next_load() -> None:
     async with harness(models_max=1, spares=1) as h:
-        h.spares.fill()
-        first = await _warm_spare(h, "spare1")
-        await _load_through(h, first, "a")  # its answer starts spare2, still importing
-        await h.launched("spare2")
+        first = await _serving_a_from_a_spare(h)
         async with anyio.create_task_group() as group:
             group.start_soon(h.request, "b")  # one model at most: a goes
             await _settled(lambda: "release command" in first.received)
@@ -236,25 +243,9 @@ async def test_an_evicted_worker_that_began_as_a_spare_is_released_for_the_next_
         assert process.pid == first.pid
 
 
-async def test_an_evicted_worker_exits_when_enough_spares_are_warm() -> None:
-    async with harness(models_max=1, spares=1) as h:
-        h.spares.fill()
-        first = await _warm_spare(h, "spare1")
-        await _load_through(h, first, "a")
-        second = await _warm_spare(h, "spare2")
-        async with anyio.create_task_group() as group:
-            group.start_soon(h.request, "b")
-            await _settled(lambda: bool(second.loads))
-            second.ready()
-        assert first.received == ["load command", "exit command"]
-
-
 async def test_a_spare_that_warms_up_beside_a_released_worker_is_one_too_many() -> None:
     async with harness(models_max=1, spares=1) as h:
-        h.spares.fill()
-        first = await _warm_spare(h, "spare1")
-        await _load_through(h, first, "a")
-        await h.launched("spare2")
+        first = await _serving_a_from_a_spare(h)
         async with anyio.create_task_group() as group:
             group.start_soon(h.pool.stop, h.state("a"))  # an unload: nothing loads next
             await _settled(lambda: "release command" in first.received)
@@ -271,10 +262,7 @@ async def test_a_spare_that_warms_up_beside_a_released_worker_is_one_too_many() 
 
 async def test_a_worker_that_dies_while_releasing_is_replaced() -> None:
     async with harness(models_max=0, spares=1) as h:
-        h.spares.fill()
-        first = await _warm_spare(h, "spare1")
-        await _load_through(h, first, "a")
-        await h.launched("spare2")
+        first = await _serving_a_from_a_spare(h)
         h.launcher.children["spare2"].crash(1)  # no spare warm: a's worker is wanted back
         await h.launched("spare3")
         async with anyio.create_task_group() as group:
