@@ -12,6 +12,13 @@ Python start-up beside a load made the first token 0.2-0.4 s later); the spare l
 priority while it imports. A model loaded with nothing asking it (``POST /models/load``) keeps
 the spare unreplaced until it answers or exits.
 
+A worker that began as a spare comes back as one when it is stopped while fewer than
+``count`` spares are warm: its stop sends the release command instead of the exit command
+(:meth:`_Spare.send_exit`), the worker closes its model as it would before exiting and says it
+is a spare again, and the model's supervisor sees its child end. In a swap the next model then
+loads in the process the evicted one leaves, where a spare started at the previous swap would
+still be importing.
+
 Spares are not models: they are not in the pool, so they are never listed, never counted by
 ``--models-max`` and never picked for eviction. With ``--models-memory-max`` they count at their
 measured size (:class:`~router.memory_budget.MemoryBudget`), and a spare is only started when
