@@ -135,6 +135,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             for entry in startup:
                 pool.start(pool.models[entry.name])
             pool.exit_listeners.append(lambda _: spares.fill())  # room may have come free
+            pool.answer_listeners.append(lambda state: spares.answered(state.process))
             spares.fill()
             group.start_soon(scheduler.unload_expired)
             group.start_soon(watchdog.run, group)

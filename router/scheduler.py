@@ -283,7 +283,7 @@ class Scheduler:
 
     def note_progress(self, state: ModelState) -> None:
         """The worker sent part of an answer: it is not stalled (see router.stall_watchdog)."""
-        self._pool.note_progress(state)
+        self._pool.note_answer(state)
 
     def touch(self, state: ModelState) -> None:
         """A request was sent to the model: it is now the most recently used."""

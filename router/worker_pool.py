@@ -71,6 +71,8 @@ class WorkerPool:
         # a single-model llama-server does not.
         self.fake_timing = fake_timing
         self.exit_listeners: list[Callable[[str], None]] = []  # called with a model's name
+        # Called with a model whose worker sent the first bytes of an answer since it started.
+        self.answer_listeners: list[Callable[[ModelState], None]] = []
         self.changed = Broadcast()
         self._timeout = timeout
         self._clock = clock
@@ -156,6 +158,16 @@ class WorkerPool:
         fields = self._writable(state)
         fields.last_progress = max(fields.last_progress, self._clock() if at is None else at)
 
+    def note_answer(self, state: ModelState) -> None:
+        """Bytes of an answer came from the worker: progress, and the first tells the answer
+        listeners that its load is over for the clients too (a spare may be replaced now)."""
+        self.note_progress(state)
+        fields = self._writable(state)
+        if not fields.answered:
+            fields.answered = True
+            for listener in self.answer_listeners:
+                listener(state)
+
     def note_memory(self, state: ModelState, measured: int) -> None:
         """Remember the most a model was seen to hold: what it is expected to need next time."""
         fields = self._writable(state)
@@ -182,6 +194,7 @@ class WorkerPool:
         fields.stop_requested = False
         fields.exit_code = fields.error = fields.meta = fields.progress = None
         fields.fault = fields.fault_message = None
+        fields.answered = False
         fields.last_used = fields.last_progress = started
         self._set_status(state, Status.LOADING)
         self.events.publish(state.name, "model_status", {"status": "loading"})
