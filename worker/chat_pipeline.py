@@ -19,8 +19,9 @@ from worker.chat_formats import OutputParser
 from worker.chat_output import OutputPlan, plan_output
 from worker.chat_request import ChatRequest
 from worker.chat_templates import TemplateRenderError
+from worker.choices import answer_all, completions_per_prompt
 from worker.engine import Engine
-from worker.generation_pipeline import answer, prepare_generation, token_budget
+from worker.generation_pipeline import prepare_generation, token_budget, verbose_answer
 from worker.media.chat_media import chat_media_prompt
 from worker.media.projector import MediaPrompt
 from worker.model import LoadedModel
@@ -97,18 +98,40 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
 
 
+def _check_continuation(body: ChatRequest) -> None:
+    """llama-server's rules for continuing the last message (server-common.cpp): it continues a
+    final assistant message, so two of them are a 400, and so is asking for a new turn too."""
+    continues = body.continue_final_message in (True, "content", "reasoning_content")
+    roles = [message.role for message in body.messages[-2:]]
+    if not continues and roles[-1] == "assistant":
+        if roles == ["assistant", "assistant"]:
+            raise ApiError(400, "Cannot have 2 or more assistant messages at the end of the list.")
+    elif continues and body.add_generation_prompt:
+        raise ApiError(
+            400, "Cannot set both add_generation_prompt and continue_final_message to true."
+        )
+
+
 async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) -> ASGIResponse:
     """A chat request, answered in the shape ``shape`` builds."""
+    _check_continuation(body)
     engine, model = loaded(request)
+    per_prompt = completions_per_prompt(body, len(model.batcher.slots))
     chat = await _chat_prompt(engine, model, body)
     plan = chat.plan
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
     make = prepare_generation(
         model, body, chat.tokens, budget, plan.grammar, plan.triggers, chat.thinking, chat.media
     )
-    reply = shape(model.settings.alias, plan.stream if body.stream else plan.whole)
-    reply.prompt_tokens = len(chat.tokens)
-    return await answer(request, engine, reply, body.stream, make)
+    parser = plan.stream if body.stream else plan.whole
+    include_usage = body.stream_options is not None and body.stream_options.include_usage
+    replies = [shape(model.settings.alias, parser) for _ in range(per_prompt)]
+    verbose = await verbose_answer(engine, model, body, chat.tokens, budget)
+    for reply in replies:
+        reply.prompt_tokens = len(chat.tokens)
+        reply.include_usage = include_usage
+        reply.verbose = verbose
+    return await answer_all(request, engine, [(r, make) for r in replies], body.stream, per_prompt)
 
 
 async def count_prompt_tokens(request: AnyRequest, body: ChatRequest) -> int:

@@ -2,11 +2,13 @@
 
 :class:`Generation` carries a request's prompt and settings in and its progress while
 :class:`~worker.batching.BatchEngine` runs it (docs/protocol.md §6); ``emit`` receives a
-:class:`Delta` per piece of text, then one :class:`Finished` or :class:`Failed`.
+:class:`Delta` per piece of text, then one :class:`Finished` or :class:`Failed`; with
+``return_progress``, a :class:`Progress` as the prompt starts and after each batch of it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -24,6 +26,7 @@ __all__ = [
     "Finished",
     "Generation",
     "GenerationEvent",
+    "Progress",
 ]
 
 
@@ -31,6 +34,17 @@ class Delta(NamedTuple):
     text: str
     token: int
     probs: TokenProbs | None = None  # with the request's n_probs
+    timings: dict[str, float] | None = None  # with the request's timings_per_token
+
+
+class Progress(NamedTuple):
+    """llama-server's ``prompt_progress``: prompt tokens in all, reused from the cache, and in
+    the KV cache so far (the reused ones included)."""
+
+    total: int
+    cache: int
+    processed: int
+    time_ms: int
 
 
 class Finished(NamedTuple):
@@ -47,7 +61,7 @@ class Failed(NamedTuple):
     message: str
 
 
-GenerationEvent = Delta | Finished | Failed
+GenerationEvent = Delta | Progress | Finished | Failed
 
 
 @dataclass(eq=False)
@@ -67,6 +81,8 @@ class Generation:
     truncated: bool = False
     n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
     post_sampling_probs: bool = False
+    return_progress: bool = False  # streamed: a Progress event per prompt batch
+    timings_per_token: bool = False  # every Delta carries the timings so far
     cancelled: bool = False  # set from the event loop; read here once per step
     media: MediaPrompt | None = None  # a prompt with images or audio; ``prompt`` counts them
     # Progress, owned by the engine thread.
@@ -103,6 +119,18 @@ class Generation:
         self.n_past = media.evaluate(ctx, seq, n_batch)
         self.pending = []
         self.batch_index = -1  # the last logits
+
+    def delta(self, text: str, token: int, probs: TokenProbs | None = None) -> Delta:
+        """The event for a piece of text, with the timings so far when they were asked for."""
+        timings = self.timings(time.perf_counter()) if self.timings_per_token else None
+        return Delta(text, token, probs, timings)
+
+    def report_progress(self) -> None:
+        """Emit where the prompt stands, while it is being read and the client asked to know
+        (``return_progress``); as llama-server, once as it starts and after each batch."""
+        if self.return_progress and not self.first_token:
+            elapsed_ms = int((time.perf_counter() - self.started) * 1000)
+            self.emit(Progress(len(self.prompt), self.cached, self.n_past, elapsed_ms))
 
     def timings(self, now: float) -> dict[str, float]:
         """llama-server's ``timings`` for a generation that finished at ``now``."""
