@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from worker.context_shift import shift_context
-from worker.generation import EngineMetrics, Failed, Finished, Generation
+from worker.generation import EngineMetrics, Failed, Generation
 from worker.grammar_sampler import GrammarSampler
 from worker.llama_bindings import llama_cpp
 from worker.logit_bias import with_text_bias
@@ -367,17 +367,7 @@ class BatchEngine:
                 generation.emit(generation.delta(tail, -1))
         timings = generation.timings(time.perf_counter())
         self.metrics.count_finished(generation, timings)
-        generation.emit(
-            Finished(
-                reason,
-                generation.stop.matched,
-                len(generation.prompt),
-                generation.cached,
-                generation.generated,
-                timings,
-                generation.truncated,
-            )
-        )
+        generation.emit(generation.finished(reason, timings))
         self._release(slot)
 
     def _fail(self, slot: _Slot, message: str) -> None:

@@ -132,6 +132,18 @@ class Generation:
             elapsed_ms = int((time.perf_counter() - self.started) * 1000)
             self.emit(Progress(len(self.prompt), self.cached, self.n_past, elapsed_ms))
 
+    def finished(self, reason: str, timings: dict[str, float]) -> Finished:
+        """The last event, ended for ``reason``, with the generation's :meth:`timings`."""
+        return Finished(
+            reason,
+            self.stop.matched,
+            len(self.prompt),
+            self.cached,
+            self.generated,
+            timings,
+            self.truncated,
+        )
+
     def timings(self, now: float) -> dict[str, float]:
         """llama-server's ``timings`` for a generation that finished at ``now``."""
         first = self.first_token or now
