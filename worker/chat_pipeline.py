@@ -8,6 +8,7 @@ API: each shape reads the output with the same :class:`~worker.chat_formats.Outp
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ import msgspec
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError
+from worker.chat_continuation import continuation, continued_tail
 from worker.chat_formats import OutputParser
 from worker.chat_output import OutputPlan, plan_output
 from worker.chat_request import ChatRequest
@@ -74,15 +76,24 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
     budget_message = body.reasoning_budget_message
     if budget_message is None:
         budget_message = model.settings.reasoning_budget_message
+    mode = continuation(body)
     media = await chat_media_prompt(engine, model, plan.messages, tools, kwargs)
 
     def render() -> _ChatPrompt:
-        request = template.request(plan.messages, tools, kwargs)
-        tokens = media.tokens if media is not None else model.chat_prompt(request)
+        if mode is None or media is not None:  # libmtmd renders a media prompt whole
+            request = template.request(plan.messages, tools, kwargs, body.add_generation_prompt)
+            tokens = media.tokens if media is not None else model.chat_prompt(request)
+            tail = template.generation_prompt(request) if tags is not None else ""
+        else:
+            request = template.request(plan.messages[:-1], tools, kwargs)
+            earlier = template.render(dataclasses.replace(request, add_generation_prompt=False))
+            gen = template.generation_prompt(request)
+            text, tail = continued_tail(gen, plan.messages[-1], mode, tags)
+            tokens = model.tokenize(earlier + text, add_special=True)
         if tags is None:
             return _ChatPrompt(tokens, plan, None, media)
         # What the prompt ends with says whether the answer starts inside the thinking.
-        read = plan.after_prompt(template.generation_prompt(request))
+        read = plan.after_prompt(tail)
         if budget < 0:
             return _ChatPrompt(tokens, read, None, media)
         start, end, message = (
@@ -98,23 +109,8 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
         raise ApiError(400, f"cannot apply the chat template: {exc}") from None
 
 
-def _check_continuation(body: ChatRequest) -> None:
-    """llama-server's rules for continuing the last message (server-common.cpp): it continues a
-    final assistant message, so two of them are a 400, and so is asking for a new turn too."""
-    continues = body.continue_final_message in (True, "content", "reasoning_content")
-    roles = [message.role for message in body.messages[-2:]]
-    if not continues and roles[-1] == "assistant":
-        if roles == ["assistant", "assistant"]:
-            raise ApiError(400, "Cannot have 2 or more assistant messages at the end of the list.")
-    elif continues and body.add_generation_prompt:
-        raise ApiError(
-            400, "Cannot set both add_generation_prompt and continue_final_message to true."
-        )
-
-
 async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) -> ASGIResponse:
     """A chat request, answered in the shape ``shape`` builds."""
-    _check_continuation(body)
     engine, model = loaded(request)
     per_prompt = completions_per_prompt(body, len(model.batcher.slots))
     chat = await _chat_prompt(engine, model, body)

@@ -35,8 +35,7 @@ class ChatRequest(SamplingFields, kw_only=True):
     max_tokens: TokenBudget | None = None
     max_completion_tokens: TokenBudget | None = None
     n_predict: TokenBudget | None = None
-    # Checked as llama-server checks them (worker.chat_pipeline); the prompt is rendered with a
-    # generation prompt whatever they say.
+    # Whether the answer continues the last message (worker.chat_continuation).
     add_generation_prompt: bool = True
     continue_final_message: bool | str | None = None
     # OpenAI's token probabilities: reported through llama-server's n_probs (at least one).
