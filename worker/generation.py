@@ -45,6 +45,7 @@ class Progress(NamedTuple):
     cache: int
     processed: int
     time_ms: int
+    timings: dict[str, float] | None = None  # with timings_per_token: the prompt's so far
 
 
 class Finished(NamedTuple):
@@ -129,8 +130,10 @@ class Generation:
         """Emit where the prompt stands, while it is being read and the client asked to know
         (``return_progress``); as llama-server, once as it starts and after each batch."""
         if self.return_progress and not self.first_token:
-            elapsed_ms = int((time.perf_counter() - self.started) * 1000)
-            self.emit(Progress(len(self.prompt), self.cached, self.n_past, elapsed_ms))
+            now = time.perf_counter()
+            timings = self.timings(now) if self.timings_per_token else None
+            elapsed_ms = int((now - self.started) * 1000)
+            self.emit(Progress(len(self.prompt), self.cached, self.n_past, elapsed_ms, timings))
 
     def finished(self, reason: str, timings: dict[str, float]) -> Finished:
         """The last event, ended for ``reason``, with the generation's :meth:`timings`."""
@@ -145,10 +148,13 @@ class Generation:
         )
 
     def timings(self, now: float) -> dict[str, float]:
-        """llama-server's ``timings`` for a generation that finished at ``now``."""
+        """llama-server's ``timings`` for a generation at ``now`` (finished, or not)."""
         first = self.first_token or now
         prompt_n = len(self.prompt) - self.cached
         prompt_ms = (first - self.started) * 1000
+        if not self.first_token:  # still reading the prompt: what has been read so far
+            prompt_n = self.n_past - self.cached
+            prompt_ms = prompt_ms if prompt_n else 0.0
         predicted_ms = (now - first) * 1000
         # The first token comes with the prompt's last batch: the rate is over the decode steps
         # after it, as llama-server's (server-common.h, n_gen_steps).

@@ -12,7 +12,13 @@ from corral.llama_build import llama_build_info
 from worker.generation import Delta, Finished, Progress
 from worker.native_answer import NativeAnswer, native_final
 
-__all__ = ["ResponseShape", "openai_accounting", "progress_json", "sse", "with_timings"]
+__all__ = [
+    "ResponseShape",
+    "openai_accounting",
+    "sse",
+    "with_progress",
+    "with_timings",
+]
 
 
 def _usage(finished: Finished) -> dict[str, Any]:
@@ -30,9 +36,18 @@ def sse(payload: Any, event: str | None = None) -> bytes:
     return head + b"data: " + msgspec.json.encode(payload) + b"\n\n"
 
 
-def progress_json(progress: Progress) -> dict[str, int]:
-    """llama-server's ``prompt_progress`` object."""
-    return progress._asdict()
+def with_progress(chunk: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """A chunk reporting ``progress`` (llama-server's ``prompt_progress``), with the timings so
+    far when they were asked for."""
+    chunk["prompt_progress"] = {
+        "total": progress.total,
+        "cache": progress.cache,
+        "processed": progress.processed,
+        "time_ms": progress.time_ms,
+    }
+    if progress.timings is not None:
+        chunk["timings"] = progress.timings
+    return chunk
 
 
 def with_timings(chunk: dict[str, Any], last: Delta | None) -> dict[str, Any]:

@@ -142,3 +142,17 @@ def test_include_usage_sends_the_usage_in_a_last_chunk_without_choices(
     assert "timings" in _extra(last)
     assert finish.choices[0].finish_reason is not None
     assert finish.usage is None
+
+
+def test_progress_reports_carry_the_prompts_timings_when_asked(child: WorkerProcess) -> None:
+    body = {"prompt": "once upon a time " * 8, "n_predict": 2, "stream": True,
+            "return_progress": True, "timings_per_token": True, "cache_prompt": False}  # fmt: skip
+    with httpx.stream("POST", f"{child.url}/completion", json=body) as response:
+        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    reports = [e for e in (json.loads(line[6:]) for line in lines) if "prompt_progress" in e]
+    timings = [report["timings"] for report in reports]
+    # Before any prompt token is read, nothing is timed; then the prompt read so far.
+    assert (timings[0]["prompt_n"], timings[0]["prompt_ms"]) == (0, 0.0)
+    assert [t["prompt_n"] for t in timings] == [r["prompt_progress"]["processed"] for r in reports]
+    assert [t["prompt_ms"] for t in timings] == sorted(t["prompt_ms"] for t in timings)
+    assert all(t["predicted_n"] == 0 and t["predicted_ms"] == 0.0 for t in timings)

@@ -13,8 +13,8 @@ from worker.generation import Delta, Finished, Progress
 from worker.response_shape import (
     ResponseShape,
     openai_accounting,
-    progress_json,
     sse,
+    with_progress,
     with_timings,
 )
 from worker.token_probs import TokenProb, TokenProbs, log_prob
@@ -96,7 +96,7 @@ class ChatShape(ResponseShape):
 
     def progress(self, progress: Progress) -> dict[str, Any]:
         # As llama-server: each report is an opening chunk carrying the prompt's progress.
-        return {**self.opening(), "prompt_progress": progress_json(progress)}
+        return with_progress(self.opening(), progress)
 
     def chunk(self, text: str) -> dict[str, Any] | None:
         delta = self._stream.feed(text)

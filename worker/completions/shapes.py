@@ -10,7 +10,7 @@ from worker.native_answer import NativeAnswer, native_final
 from worker.response_shape import (
     ResponseShape,
     openai_accounting,
-    progress_json,
+    with_progress,
     with_timings,
 )
 from worker.token_probs import TokenProb, TokenProbs, log_prob
@@ -43,7 +43,7 @@ class TextShape(ResponseShape):
         return with_timings(self._body(text, None), self._last)
 
     def progress(self, progress: Progress) -> dict[str, Any]:
-        return {**self._body("", None), "prompt_progress": progress_json(progress)}
+        return with_progress(self._body("", None), progress)
 
     def closing(self, finished: Finished) -> dict[str, Any]:
         return {
@@ -137,7 +137,7 @@ class NativeShape(ResponseShape):
         return with_timings(body, last)
 
     def progress(self, progress: Progress) -> dict[str, Any]:
-        return {
+        body = {
             "content": "",
             "tokens": [],
             "stop": False,
@@ -145,8 +145,8 @@ class NativeShape(ResponseShape):
             "index": self.index,
             "tokens_predicted": 0,
             "tokens_evaluated": progress.total,
-            "prompt_progress": progress_json(progress),
         }
+        return with_progress(body, progress)
 
     def closing(self, finished: Finished) -> dict[str, Any]:
         return self._final("", finished, streamed=True)
