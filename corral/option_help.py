@@ -83,6 +83,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "kv-cache-max": "Corral: most disk the saved KV caches of all models may take (`4G` "
     "default); least recently used go first",
     "metrics": "serve the model's Prometheus `/metrics` (`llamacpp:*`; 501 without it)",
+    "verbose": "whole answers carry llama-server's `__verbose` object (the prompt as text, "
+    "settings, counts); a request's `verbose` overrides it",
     "context-shift": "when a generation fills the context, drop the older half of what follows "
     "the kept prompt tokens and go on (off by default: the generation stops at the context's end; "
     "a prompt with media always stops there, as llama-server with an mmproj)",

@@ -170,6 +170,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     # Tokens of the prompt a context shift keeps; -1: all of it.
     OptionSpec("keep", "int", literals=("-1",), bound="non_negative"),
+    # Answers carry llama-server's __verbose debug object (a request's verbose overrides it).
+    OptionSpec("verbose", "bool", spellings=("v", "log-verbose")),
     OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
     OptionSpec(
         "pooling",

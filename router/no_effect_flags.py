@@ -17,7 +17,6 @@ __all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given"]
 # (spellings as llama-server's common/arg.cpp spells them, the first one named in the notice;
 # how many values the flag takes).
 NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
-    (("--verbose", "-v", "--log-verbose"), 0),
     (("--verbosity", "-lv", "--log-verbosity"), 1),
     (("--props",), 0),
     (("--cache-reuse",), 1),

@@ -120,6 +120,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "spec-ngram-simple-size-m": "speculative.ngram_size_m",
     "metrics": "metrics",
     "context-shift": "context_shift",
+    "verbose": "verbose",
     "keep": "keep",
 }
 # Defaults that depend on the machine, or read better as written than as the worker holds them.

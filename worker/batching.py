@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from worker.context_shift import shift_context
-from worker.generation import Delta, EngineMetrics, Failed, Finished, Generation
+from worker.generation import EngineMetrics, Failed, Generation
 from worker.grammar_sampler import GrammarSampler
 from worker.llama_bindings import llama_cpp
 from worker.logit_bias import with_text_bias
@@ -142,8 +142,10 @@ class BatchEngine:
             return
         for slot in active:
             generation = slot.generation
-            if generation is not None and generation.batch_index >= 0:
-                self._sample(slot, generation)
+            if generation is not None:
+                generation.report_progress()
+                if generation.batch_index >= 0:
+                    self._sample(slot, generation)
 
     def _forget_idle_caches(self) -> bool:
         """Free what idle slots keep cached; whether there was any.
@@ -201,6 +203,7 @@ class BatchEngine:
             slot.adapter_scales = generation.adapter_scales
             generation.n_past = generation.cached = keep
             generation.pending = prompt[keep:]
+            generation.report_progress()
             generation.sampler = build_sampler(generation.params, generation.grammar, self._n_vocab)
             generation.grammar = None  # the chain owns it now
             slot.generation = slot.last = generation
@@ -336,7 +339,7 @@ class BatchEngine:
                     generation.params,
                     generation.post_sampling_probs,
                 )
-            generation.emit(Delta(text, token, probs))
+            generation.emit(generation.delta(text, token, probs))
         budget_spent = generation.max_tokens is not None and (
             generation.generated >= generation.max_tokens
         )
@@ -361,20 +364,10 @@ class BatchEngine:
         if generation.stop.matched is None:
             tail = generation.stop.feed(generation.text.finish()) + generation.stop.flush()
             if tail:
-                generation.emit(Delta(tail, -1))
+                generation.emit(generation.delta(tail, -1))
         timings = generation.timings(time.perf_counter())
         self.metrics.count_finished(generation, timings)
-        generation.emit(
-            Finished(
-                reason,
-                generation.stop.matched,
-                len(generation.prompt),
-                generation.cached,
-                generation.generated,
-                timings,
-                generation.truncated,
-            )
-        )
+        generation.emit(generation.finished(reason, timings))
         self._release(slot)
 
     def _fail(self, slot: _Slot, message: str) -> None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from worker.generation import Delta, Generation, GenerationEvent
+from worker.generation import Failed, Finished, Generation, GenerationEvent
 
 if TYPE_CHECKING:
     from worker.model import LoadedModel
@@ -144,7 +144,7 @@ class Engine:
             while True:
                 event = await mailbox.get()
                 yield event
-                if not isinstance(event, Delta):  # Finished or Failed: the last event
+                if isinstance(event, Finished | Failed):  # the last event
                     return
         finally:
             generation.cancelled = True

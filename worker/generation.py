@@ -2,11 +2,13 @@
 
 :class:`Generation` carries a request's prompt and settings in and its progress while
 :class:`~worker.batching.BatchEngine` runs it (docs/protocol.md §6); ``emit`` receives a
-:class:`Delta` per piece of text, then one :class:`Finished` or :class:`Failed`.
+:class:`Delta` per piece of text, then one :class:`Finished` or :class:`Failed`; with
+``return_progress``, a :class:`Progress` as the prompt starts and after each batch of it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -24,6 +26,7 @@ __all__ = [
     "Finished",
     "Generation",
     "GenerationEvent",
+    "Progress",
 ]
 
 
@@ -31,6 +34,18 @@ class Delta(NamedTuple):
     text: str
     token: int
     probs: TokenProbs | None = None  # with the request's n_probs
+    timings: dict[str, float] | None = None  # with the request's timings_per_token
+
+
+class Progress(NamedTuple):
+    """llama-server's ``prompt_progress``: prompt tokens in all, reused from the cache, and in
+    the KV cache so far (the reused ones included)."""
+
+    total: int
+    cache: int
+    processed: int
+    time_ms: int
+    timings: dict[str, float] | None = None  # with timings_per_token: the prompt's so far
 
 
 class Finished(NamedTuple):
@@ -47,7 +62,7 @@ class Failed(NamedTuple):
     message: str
 
 
-GenerationEvent = Delta | Finished | Failed
+GenerationEvent = Delta | Progress | Finished | Failed
 
 
 @dataclass(eq=False)
@@ -67,6 +82,8 @@ class Generation:
     truncated: bool = False
     n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
     post_sampling_probs: bool = False
+    return_progress: bool = False  # streamed: a Progress event per prompt batch
+    timings_per_token: bool = False  # every Delta carries the timings so far
     cancelled: bool = False  # set from the event loop; read here once per step
     media: MediaPrompt | None = None  # a prompt with images or audio; ``prompt`` counts them
     # Progress, owned by the engine thread.
@@ -104,11 +121,40 @@ class Generation:
         self.pending = []
         self.batch_index = -1  # the last logits
 
+    def delta(self, text: str, token: int, probs: TokenProbs | None = None) -> Delta:
+        """The event for a piece of text, with the timings so far when they were asked for."""
+        timings = self.timings(time.perf_counter()) if self.timings_per_token else None
+        return Delta(text, token, probs, timings)
+
+    def report_progress(self) -> None:
+        """Emit where the prompt stands, while it is being read and the client asked to know
+        (``return_progress``); as llama-server, once as it starts and after each batch."""
+        if self.return_progress and not self.first_token:
+            now = time.perf_counter()
+            timings = self.timings(now) if self.timings_per_token else None
+            elapsed_ms = int((now - self.started) * 1000)
+            self.emit(Progress(len(self.prompt), self.cached, self.n_past, elapsed_ms, timings))
+
+    def finished(self, reason: str, timings: dict[str, float]) -> Finished:
+        """The last event, ended for ``reason``, with the generation's :meth:`timings`."""
+        return Finished(
+            reason,
+            self.stop.matched,
+            len(self.prompt),
+            self.cached,
+            self.generated,
+            timings,
+            self.truncated,
+        )
+
     def timings(self, now: float) -> dict[str, float]:
-        """llama-server's ``timings`` for a generation that finished at ``now``."""
+        """llama-server's ``timings`` for a generation at ``now`` (finished, or not)."""
         first = self.first_token or now
         prompt_n = len(self.prompt) - self.cached
         prompt_ms = (first - self.started) * 1000
+        if not self.first_token:  # still reading the prompt: what has been read so far
+            prompt_n = self.n_past - self.cached
+            prompt_ms = prompt_ms if prompt_n else 0.0
         predicted_ms = (now - first) * 1000
         # The first token comes with the prompt's last batch: the rate is over the decode steps
         # after it, as llama-server's (server-common.h, n_gen_steps).

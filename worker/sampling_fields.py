@@ -13,11 +13,15 @@ from msgspec import Meta
 
 from worker.lora_adapters import LoraChoice
 
-__all__ = ["Penalty", "Probability", "SamplingFields", "TokenBudget"]
+__all__ = ["Penalty", "Probability", "SamplingFields", "StreamOptions", "TokenBudget"]
 
 Probability = Annotated[float, Meta(ge=0.0, le=1.0)]
 Penalty = Annotated[float, Meta(ge=-2.0, le=2.0)]
 TokenBudget = Annotated[int, Meta(ge=-1)]
+
+
+class StreamOptions(msgspec.Struct):
+    include_usage: bool = False  # OpenAI's: a last chunk with the usage and no choices
 
 
 class SamplingFields(msgspec.Struct, kw_only=True):
@@ -44,4 +48,11 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     response_format: dict[str, Any] | None = None
     lora: list[LoraChoice] | None = None  # this request's LoRA adapter scales (docs/api.md)
     stream: bool = False
+    stream_options: StreamOptions | None = None
+    return_progress: bool = False  # streamed: prompt_progress chunks while the prompt is read
+    timings_per_token: bool = False  # streamed: timings in every chunk
+    # How many completions of each prompt: llama-server's n_cmpl, or OpenAI's n (docs/api.md).
+    n_cmpl: int | None = None
+    n: int | None = None
+    verbose: bool | None = None  # None: the worker's --verbose
     model: str | None = None

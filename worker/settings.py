@@ -95,6 +95,7 @@ class WorkerSettings:
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
     metrics: bool = False  # /metrics answers 501 without it, as llama-server's --metrics
     context_shift: bool = False
+    verbose: bool = False  # answers carry __verbose unless the request says otherwise
     keep: int = 0  # prompt tokens a context shift keeps; -1: all
     ignored: dict[str, str] = field(default_factory=dict)
 
@@ -265,6 +266,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         speculative=speculative_settings(options),
         metrics=options.get("metrics", "false") == "true",
         context_shift=options.get("context-shift", "false") == "true",
+        verbose=options.get("verbose", "false") == "true",
         keep=int(number("keep", 0)),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )
