@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 from pathlib import Path
 
 from bench.comparison import Target, print_comparison
-from bench.servers import DEFAULT_MODEL, corral_worker, llama_server, log
-from bench.streams import measure_streams
+from bench.servers import corral_worker, llama_server
+from bench.streams import add_stream_flags, measure_streams, worker_flags
 
 TARGETS = {
     "single_tok_s": Target(0.95),
@@ -28,24 +27,10 @@ TARGETS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     parser.add_argument("--llama-server", type=Path, help="llama-server binary to compare with")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--slots", type=int, default=8)
-    parser.add_argument("--ctx-size", type=int, default=8192)
-    parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="small numbers, for a smoke run")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_stream_flags(parser, slots=8, ctx_size=8192)
     args = parser.parse_args()
-    if args.quick:
-        args.max_tokens, args.rounds = 16, 1
-    log(
-        f"model {args.model.name}, {args.threads} threads, {args.slots} slots, "
-        f"ctx {args.ctx_size}, {args.max_tokens} tokens per stream"
-    )
-    flags = ["--threads", str(args.threads), "--parallel", str(args.slots)]
-    flags += ["--ctx-size", str(args.ctx_size)]
+    flags = worker_flags(args)
     results: dict[str, dict[str, float]] = {}
     with corral_worker(args.model, flags) as server:
         results["corral"] = asyncio.run(measure_streams(server.url, args.max_tokens, args.rounds))

@@ -21,6 +21,8 @@ from pathlib import Path
 import httpx
 
 from corral.children.protocol import LineSplitter, StateMessage, parse_line
+from worker.rpc.endpoints import Endpoint
+from worker.rpc.handshake import RpcServerUnavailable, say_hello
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -30,6 +32,7 @@ __all__ = [
     "corral_worker",
     "llama_server",
     "log",
+    "rpc_server",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,3 +127,29 @@ def llama_server(binary: Path, flags: Sequence[str]) -> Iterator[Server]:
     command = [str(binary), "--port", str(port), "--no-webui", *flags]
     with _serving(command, port, "llama-server") as server:
         yield server
+
+
+@contextmanager
+def rpc_server(threads: int) -> Iterator[str]:
+    """``corral rpc-server`` on loopback; yields its ``HOST:PORT`` once it answers HELLO."""
+    endpoint = Endpoint("127.0.0.1", _free_port())
+    command = [sys.executable, "-m", "router", "rpc-server", "--port", str(endpoint.port)]
+    process = subprocess.Popen(
+        [*command, "--threads", str(threads)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                say_hello(endpoint, timeout=5)
+                break
+            except RpcServerUnavailable:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield str(endpoint)
+    finally:
+        _stop(process)

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
-__all__ = ["PROMPT", "StreamResult", "measure_streams", "one_stream"]
+from bench.servers import DEFAULT_MODEL, log
+
+__all__ = [
+    "PROMPT",
+    "StreamResult",
+    "add_stream_flags",
+    "measure_streams",
+    "one_stream",
+    "worker_flags",
+]
 
 PROMPT = [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]
 
@@ -74,3 +86,27 @@ async def measure_streams(
             elapsed = time.perf_counter() - started
             figures[f"aggregate_{streams}_tok_s"] = sum(r.tokens for r in results) / elapsed
         return figures
+
+
+def add_stream_flags(parser: argparse.ArgumentParser, *, slots: int, ctx_size: int) -> None:
+    """The flags every engine benchmark takes: the model, how it runs and how it is measured."""
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--slots", type=int, default=slots)
+    parser.add_argument("--ctx-size", type=int, default=ctx_size)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="small numbers, for a smoke run")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+def worker_flags(args: argparse.Namespace) -> list[str]:
+    """The server flags those settings mean; ``--quick`` shortens the measurement."""
+    if args.quick:
+        args.max_tokens, args.rounds = 16, 1
+    log(
+        f"model {args.model.name}, {args.threads} threads, {args.slots} slots, "
+        f"ctx {args.ctx_size}, {args.max_tokens} tokens per stream"
+    )
+    flags = ["--threads", str(args.threads), "--parallel", str(args.slots)]
+    return [*flags, "--ctx-size", str(args.ctx_size)]

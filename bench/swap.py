@@ -150,9 +150,12 @@ class _Report:
 
 
 def _routers(
-    binary: Path | None, models_dir: Path, measure: Callable[[Server], Figures]
+    binary: Path | None,
+    models_dir: Path,
+    measure: Callable[[Server], Figures],
+    extra: list[str],
 ) -> dict[str, Figures]:
-    flags = ["--models-dir", str(models_dir), "--models-max", "1"]
+    flags = ["--models-dir", str(models_dir), "--models-max", "1", *extra]
     results: dict[str, Figures] = {}
     log("corral serve (spare worker)")
     with corral_router([*flags, "--models-spare", "1"]) as server:
@@ -175,6 +178,12 @@ def main() -> None:
     parser.add_argument("--swaps", type=int, default=8, help="ping-pong swaps per server")
     parser.add_argument("--settle", type=float, default=3.0, help="idle seconds between loads")
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="-t for both routers' models (default: each side's own); 1 keeps llama-server's "
+        "spinning threads out of the comparison on a machine loaded by other jobs",
+    )
     parser.add_argument("--quick", action="store_true", help="small numbers, for a smoke run")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(
@@ -185,6 +194,7 @@ def main() -> None:
         args.rounds, args.swaps, args.settle, args.max_tokens = 1, 2, 2.0, 16
     parts = set(args.only) or {"cold", "swap", "memory", "defaults"}
     binary: Path | None = args.llama_server
+    extra = [] if args.threads is None else ["--threads", str(args.threads)]
     model: Path = args.model.resolve()
     log(f"model {model.name}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     report = _Report(args.json)
@@ -199,12 +209,13 @@ def main() -> None:
                     binary,
                     models_dir,
                     lambda server: _cold_starts(server, args.rounds, args.settle),
+                    extra,
                 ),
             )
         if "swap" in parts:
             report.add(
                 "swap ping-pong",
-                _routers(binary, models_dir, lambda server: _ping_pong(server, args.swaps)),
+                _routers(binary, models_dir, lambda server: _ping_pong(server, args.swaps), extra),
             )
     if "memory" in parts:
         for label, flags in (("-c 4096 -np 4", MEMORY_FLAGS), ("defaults", [])):

@@ -19,6 +19,7 @@ __all__ = ["add_model_flags", "flag_spelling", "model_options_from"]
 
 WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.role == "worker")
 _ENV_PREFIXES = ("LLAMA_ARG_", "__PRESET_")
+_LIST_ITEMS = {"rpc": "HOST:PORT"}  # what a list's items are, where they are not files
 
 
 # Longer spellings llama-server also writes with one dash: its four-letter short options and
@@ -81,7 +82,9 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
                     )
         elif spec.kind in ("list", "scaled-list"):
             # Repeatable as upstream's --lora; the values are joined into one comma list.
-            metavar = "FILE:SCALE" if spec.kind == "scaled-list" else "FILE"
+            metavar = (
+                "FILE:SCALE" if spec.kind == "scaled-list" else _LIST_ITEMS.get(spec.name, "FILE")
+            )
             group.add_argument(
                 *flags, dest=_dest(spec), metavar=metavar, action="append", help=help_
             )

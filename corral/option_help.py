@@ -42,6 +42,9 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "ubatch-size": "physical batch size (at most the logical one). Default 512, as llama-server "
     "(common/common.h `n_ubatch`)",
     "n-gpu-layers": "layers offloaded to the GPU of a GPU build; `auto`/`all` = every layer",
+    "rpc": "ggml RPC servers (`HOST:PORT`, comma-separated or the flag repeated) that take the "
+    "offloaded layers (`corral rpc-server` on the other machines; docs/scaling.md); with it, "
+    "`n-gpu-layers` defaults to `all`. Trusted networks only: the protocol has no authentication",
     "n-predict": "default token budget of a request; `-1` = up to the context",
     "parallel": "slots served together by continuous batching. Default `-1` (automatic), as "
     "llama-server (tools/server/server.cpp): 4 slots sharing one unified KV cache",
@@ -80,6 +83,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "kv-cache-max": "Corral: most disk the saved KV caches of all models may take (`4G` "
     "default); least recently used go first",
     "metrics": "serve the model's Prometheus `/metrics` (`llamacpp:*`; 501 without it)",
+    "verbose": "whole answers carry llama-server's `__verbose` object (the prompt as text, "
+    "settings, counts); a request's `verbose` overrides it",
     "context-shift": "when a generation fills the context, drop the older half of what follows "
     "the kept prompt tokens and go on (off by default: the generation stops at the context's end; "
     "a prompt with media always stops there, as llama-server with an mmproj)",

@@ -35,7 +35,7 @@ from router.settings import ServeSettings
 from router.spare_workers import SpareWorkers
 from router.stall_watchdog import StallWatchdog
 from router.tools.toolbox import ToolBox, choose_builtin_tools
-from router.worker_pool import WorkerPool
+from router.worker_pool import FAKE_TIMING_SECONDS, WorkerPool
 
 __all__ = ["create_app"]
 
@@ -115,6 +115,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
                 task_group=group,
                 timeout=settings.timeout,
                 check_file=model_file_problem,
+                fake_timing=0.0 if settings.single_model else FAKE_TIMING_SECONDS,
             )
             scheduler = Scheduler(pool, settings.models_max, budget, max_queue=settings.max_queue)
             watchdog = StallWatchdog(
@@ -134,6 +135,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             for entry in startup:
                 pool.start(pool.models[entry.name])
             pool.exit_listeners.append(lambda _: spares.fill())  # room may have come free
+            pool.answer_listeners.append(lambda state: spares.answered(state.process))
             spares.fill()
             group.start_soon(scheduler.unload_expired)
             group.start_soon(watchdog.run, group)

@@ -159,7 +159,9 @@ class ChildSupervisor:
             returncode = await process.pump(self._on_line)
         last_words = self._last_log[0] if self._last_log else None
         reason = exit_reason(returncode)
-        if last_words:
+        # A clean exit's last line is shutdown chatter (llama.cpp's "~llama_context: ..."), not
+        # an explanation: the reason quotes it only for a failure (a code or a signal).
+        if last_words and returncode != 0:
             reason = f"{reason}: {last_words}"
         return ChildExit(returncode, reason, last_words)
 

@@ -158,6 +158,10 @@ def main(argv: list[str] | None = None) -> None:
     command, rest = argv[0], argv[1:]
     if command in CACHE_COMMANDS:
         sys.exit(run_cache_command(command, rest))
+    if command == "rpc-server":
+        # ggml's RPC server lives beside the worker's llama.cpp bindings (worker/rpc/server.py),
+        # which the router never imports: the command becomes that process, signals and all.
+        os.execv(sys.executable, [sys.executable, "-m", "worker.rpc", *rest])
     if command != "serve":
         unknown_command(command)
     from router.server import serve

@@ -18,6 +18,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from corral.children.protocol import (
     EXIT_COMMAND,
+    RELEASE_COMMAND,
     ChildLine,
     LineSplitter,
     encode_load,
@@ -41,6 +42,10 @@ class ChildProcess(Protocol):
 
     async def send_load(self, argv: Sequence[str]) -> None:
         """Hand a spare worker its model: the flags it is to serve with."""
+        ...
+
+    async def send_release(self) -> None:
+        """Ask a worker that began as a spare to stop serving its model and be a spare again."""
         ...
 
     def signal_group(self, sig: signal.Signals) -> None: ...
@@ -78,6 +83,9 @@ class _Subprocess:
 
     async def send_load(self, argv: Sequence[str]) -> None:
         await self._send(encode_load(list(argv)))
+
+    async def send_release(self) -> None:
+        await self._send(RELEASE_COMMAND + b"\n")
 
     async def _send(self, line: bytes) -> None:
         stdin = self._process.stdin

@@ -54,6 +54,7 @@ class ModelFields:
     # When the worker last showed it is working (docs/operations.md, Faults): a load message,
     # bytes of an answer, an answered liveness probe. The stall watchdog reads it.
     last_progress: float = 0.0
+    answered: bool = False  # its worker sent bytes of an answer since it was started
     # Why the router killed the worker ("stalled", "load_stalled") and what its requests are
     # told ("stalled: no progress for 60 s"), until its next start.
     fault: str | None = None

@@ -17,7 +17,6 @@ __all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given"]
 # (spellings as llama-server's common/arg.cpp spells them, the first one named in the notice;
 # how many values the flag takes).
 NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
-    (("--verbose", "-v", "--log-verbose"), 0),
     (("--verbosity", "-lv", "--log-verbosity"), 1),
     (("--props",), 0),
     (("--cache-reuse",), 1),
@@ -29,6 +28,14 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--cache-ram", "-cram"), 1),
     (("--cache-idle-slots",), 0),
     (("--no-cache-idle-slots",), 0),
+    # Without it file:// media URLs are refused (400), which is what llama-server does too.
+    (("--media-path",), 1),
+    # CORS is answered as docs/operations.md says: never with credentials, the headers a
+    # preflight asks for, llama-server's methods.
+    (("--cors-methods",), 1),
+    (("--cors-headers",), 1),
+    (("--cors-credentials",), 0),
+    (("--no-cors-credentials",), 0),
     (("--reasoning-effort",), 1),
     (("--reasoning-preserve",), 0),
     (("--spec-draft-p-split", "--draft-p-split"), 1),

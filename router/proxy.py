@@ -23,7 +23,6 @@ from router.model_state import ModelState
 from router.scheduler import Scheduler
 from router.scheduling_answers import scheduling_answered
 from router.worker_http import UpstreamError, UpstreamResponse
-from router.worker_pool import FAKE_TIMING_SECONDS
 
 __all__ = [
     "WHOLE_BELOW",
@@ -207,8 +206,8 @@ async def relay(
     if request.method == "POST":  # GETs (props, slots, metrics) do not make a model recent
         scheduler.touch(state)
     try:
-        if FAKE_TIMING_SECONDS:
-            await anyio.sleep(FAKE_TIMING_SECONDS)
+        if scheduler.fake_timing:
+            await anyio.sleep(scheduler.fake_timing)
         scope = request.scope
         target, headers = request_target(scope), request_headers(scope)
         sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)

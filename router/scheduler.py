@@ -69,6 +69,11 @@ class Scheduler:
         self.evictions = 0
         self.rejections = 0  # requests refused because the queue was full, for /metrics
 
+    @property
+    def fake_timing(self) -> float:
+        """Seconds each proxied request is held for upstream's deterministic tests, or 0."""
+        return self._pool.fake_timing
+
     def is_queued(self, name: str) -> bool:
         """Whether requests wait for this model to load."""
         return any(entry.name == name for entry in self._queue)
@@ -278,7 +283,7 @@ class Scheduler:
 
     def note_progress(self, state: ModelState) -> None:
         """The worker sent part of an answer: it is not stalled (see router.stall_watchdog)."""
-        self._pool.note_progress(state)
+        self._pool.note_answer(state)
 
     def touch(self, state: ModelState) -> None:
         """A request was sent to the model: it is now the most recently used."""

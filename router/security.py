@@ -1,6 +1,6 @@
 """API keys (docs/protocol.md §8): who may call the router.
 
-Where the key check sits matters. CORS (:mod:`router.cors`) wraps the whole app, so every
+Where the key check sits matters. CORS (:mod:`corral.cors`) wraps the whole app, so every
 response, a 401 included, carries CORS headers, and preflights are answered before anything
 else runs. Inside it, app-level middleware only runs for requests that
 matched a route; requests that did not (unknown path: 404, wrong method: 405) go straight to the
@@ -17,8 +17,6 @@ a 429), before the handler reads anything.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 import time
 from collections.abc import Iterable, Sequence
@@ -32,6 +30,7 @@ from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, ExceptionHandler, ExceptionHandlersMap, Receive, Scope, Send
 
 from corral.errors import ApiError, ErrorEnvelope, error_response
+from corral.key_check import KeyDigests, invalid_key_error, presented_keys
 from router.api_keys import ApiKey, KeyScope, needs_admin
 from router.rate_limits import Clock, LimitExceeded, Limits
 from router.settings import ServeSettings
@@ -55,9 +54,6 @@ PUBLIC_PATHS: Final = ("/", "/health", "/v1/health", "/assets/*")
 
 _log = structlog.get_logger("corral.security")
 
-_INVALID_KEY_MESSAGE: Final = "Invalid API Key"
-_BEARER: Final = b"bearer "
-
 
 class InvalidApiKey(Exception):
     """Raised by :class:`ApiKeyMiddleware`; rendered as the 401 of docs/protocol.md §8.
@@ -77,29 +73,8 @@ def is_public_path(path_template: str) -> bool:
     )
 
 
-def _digest(value: bytes) -> bytes:
-    # Comparing fixed-length digests keeps even a key's length out of the timing.
-    return hashlib.sha256(value).digest()
-
-
-def _presented_keys(headers: Iterable[tuple[bytes, bytes]]) -> list[bytes]:
-    presented: list[bytes] = []
-    for name, raw in headers:
-        header = name.lower()
-        value = raw.strip()
-        if header == b"authorization":
-            # The "Bearer " scheme is optional, as in llama-server.
-            if value[: len(_BEARER)].lower() == _BEARER:
-                value = value[len(_BEARER) :].strip()
-        elif header != b"x-api-key":
-            continue
-        if value:
-            presented.append(value)
-    return presented
-
-
 def _unauthorized() -> Response[ErrorEnvelope]:
-    envelope = ApiError(401, _INVALID_KEY_MESSAGE, "authentication_error").envelope()
+    envelope = invalid_key_error().envelope()
     return Response(envelope, status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
 
@@ -133,28 +108,19 @@ class ApiKeyAuth:
 
     def __init__(self, keys: Sequence[ApiKey], clock: Clock | None = None) -> None:
         self._keys = tuple(keys)
-        self._digests = tuple(_digest(key.secret.encode()) for key in keys)
+        self._digests = KeyDigests([key.secret for key in keys])
         self.limits = Limits(keys, clock or time.monotonic)
 
     @property
     def enabled(self) -> bool:
         return bool(self._digests)
 
-    def _match(self, presented: bytes) -> ApiKey | None:
-        candidate = _digest(presented)
-        found: ApiKey | None = None
-        for key, digest in zip(self._keys, self._digests, strict=True):
-            # No early exit: the time taken does not depend on which key matched.
-            if hmac.compare_digest(candidate, digest):
-                found = key
-        return found
-
     def identify(self, headers: Iterable[tuple[bytes, bytes]]) -> ApiKey | None:
         """The configured key a request carries, or None."""
-        for presented in _presented_keys(headers):
-            key = self._match(presented)
-            if key is not None:
-                return key
+        for presented in presented_keys(headers):
+            index = self._digests.match(presented)
+            if index is not None:
+                return self._keys[index]
         return None
 
     def _is_public(self, scope: Scope) -> bool:

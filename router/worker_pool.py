@@ -22,6 +22,7 @@ from anyio.abc import TaskGroup
 
 from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_FAILED, StateMessage
+from corral.cors import NO_CORS
 from router.broadcast import Broadcast
 from router.catalogue import Catalogue, CatalogueEntry
 from router.catalogue_diff import carried_over, stale_models
@@ -42,11 +43,13 @@ FAKE_TIMING_SECONDS = 2.0 if os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING") el
 
 
 def worker_argv(entry: CatalogueEntry) -> list[str]:
-    # Workers serve loopback only, with no key (docs/protocol.md §8).
+    # Workers serve loopback only, with no key, and to no web page (docs/protocol.md §8).
     projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
+    tags = ["--tags", ",".join(entry.tags)] if entry.tags else []
     return [
         *WORKER_COMMAND, "--model", str(entry.path), "--alias", entry.name,
-        *projector, "--host", "127.0.0.1", "--port", "0", *entry.worker_args(),
+        *projector, *tags, "--host", "127.0.0.1", "--port", "0", "--cors-origins", NO_CORS,
+        *entry.worker_args(),
     ]  # fmt: skip
 
 
@@ -61,9 +64,15 @@ class WorkerPool:
         timeout: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
         check_file: Callable[[Path], str | None] | None = None,
+        fake_timing: float = FAKE_TIMING_SECONDS,
     ) -> None:
         self.events = events or EventBus()
+        # Upstream's debug hold (FAKE_TIMING_SECONDS), or 0: upstream's router mode has it,
+        # a single-model llama-server does not.
+        self.fake_timing = fake_timing
         self.exit_listeners: list[Callable[[str], None]] = []  # called with a model's name
+        # Called with a model whose worker sent the first bytes of an answer since it started.
+        self.answer_listeners: list[Callable[[ModelState], None]] = []
         self.changed = Broadcast()
         self._timeout = timeout
         self._clock = clock
@@ -149,6 +158,16 @@ class WorkerPool:
         fields = self._writable(state)
         fields.last_progress = max(fields.last_progress, self._clock() if at is None else at)
 
+    def note_answer(self, state: ModelState) -> None:
+        """Bytes of an answer came from the worker: progress, and the first tells the answer
+        listeners that its load is over for the clients too (a spare may be replaced now)."""
+        self.note_progress(state)
+        fields = self._writable(state)
+        if not fields.answered:
+            fields.answered = True
+            for listener in self.answer_listeners:
+                listener(state)
+
     def note_memory(self, state: ModelState, measured: int) -> None:
         """Remember the most a model was seen to hold: what it is expected to need next time."""
         fields = self._writable(state)
@@ -175,6 +194,7 @@ class WorkerPool:
         fields.stop_requested = False
         fields.exit_code = fields.error = fields.meta = fields.progress = None
         fields.fault = fields.fault_message = None
+        fields.answered = False
         fields.last_used = fields.last_progress = started
         self._set_status(state, Status.LOADING)
         self.events.publish(state.name, "model_status", {"status": "loading"})
@@ -239,8 +259,8 @@ class WorkerPool:
 
     async def _run_worker(self, state: ModelState, supervisor: ChildSupervisor) -> None:
         _log.info("starting worker", model=state.name)
-        if FAKE_TIMING_SECONDS:
-            await anyio.sleep(FAKE_TIMING_SECONDS)
+        if self.fake_timing:
+            await anyio.sleep(self.fake_timing)
         self._settle_exit(state, await supervisor.run())
 
     def _on_state(self, state: ModelState, message: StateMessage, started: float) -> None:

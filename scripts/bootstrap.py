@@ -8,7 +8,8 @@ included. pip's own wheel cache cannot be used for this: it ignores ``CMAKE_ARGS
 
 The build targets this machine's CPU features *except AMX*: ggml's AMX kernels crash (SIGSEGV in
 ``ggml_backend_amx_mul_mat``) on virtual machines that report AMX, for Q4_0/Q4_1/Q8_0 models such
-as the default SmolLM2. ``CORRAL_CMAKE_ARGS`` adds options (e.g. ``-DGGML_CUDA=on``).
+as the default SmolLM2. The RPC backend (``GGML_RPC``) is always on. ``CORRAL_CMAKE_ARGS`` adds
+options (e.g. ``-DGGML_CUDA=on``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ _AVX512_BASE = {"avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"}
 
 
 def _cmake_args() -> list[str]:
-    args: list[str] = []
+    # The RPC backend is always built: `--rpc` and `corral rpc-server` need it (docs/scaling.md).
+    args: list[str] = ["-DGGML_RPC=ON"]
     cpuinfo = Path("/proc/cpuinfo")
     if platform.machine() in ("x86_64", "AMD64") and cpuinfo.exists():
         flags: set[str] = set()
@@ -56,7 +58,7 @@ def _cmake_args() -> list[str]:
             if line.startswith("flags"):
                 flags = set(line.split(":", 1)[1].split())
                 break
-        args = ["-DGGML_NATIVE=OFF"]
+        args += ["-DGGML_NATIVE=OFF"]
         args += [f"-D{option}=ON" for flag, option in _X86_FEATURES.items() if flag in flags]
         if flags >= _AVX512_BASE:
             args.append("-DGGML_AVX512=ON")

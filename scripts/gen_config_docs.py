@@ -29,8 +29,9 @@ from corral.option_help import MODEL_OPTION_HELP
 from corral.options import OPTIONS, OptionSpec
 from router.corral_commands import _parser as _cache_commands_parser
 from router.no_effect_flags import NO_EFFECT_FLAGS
-from router.serve_flags import SERVE_FLAG_HELP, SERVE_METAVARS
+from router.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.serve_flags import serve_parser as _serve_parser
+from worker.rpc.server import rpc_server_parser
 from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
 
 __all__ = [
@@ -56,9 +57,14 @@ _METAVARS: dict[str, str] = {**SERVE_METAVARS, "model": "FILE", "mmproj": "FILE"
 WORKER_FLAG_HELP: dict[str, str] = {
     "model": "GGUF file to serve (required)",
     "alias": "model id it reports (default: the file's stem)",
+    "tags": "informational tags, comma-separated, listed as the model's `tags` in `/models`",
     "mmproj": "multimodal projector to load with the model (the router passes the paired one)",
     "host": "listen address",
     "port": "listen port; `0` picks a free one and reports it",
+    "api_key": "run alone: key(s) every request but `/health` needs, comma-separated, as "
+    "llama-server's (the router passes none)",
+    "cors_origins": "run alone: origins browsers may call from, as `corral serve --cors-origins`; "
+    "`none`: no CORS headers (what the router passes)",
 }
 
 # Per-model option → the WorkerSettings field its default is read from.
@@ -68,6 +74,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "batch-size": "batch_size",
     "ubatch-size": "ubatch_size",
     "n-gpu-layers": "n_gpu_layers",
+    "rpc": "rpc",
     "n-predict": "n_predict",
     "parallel": "parallel",
     "kv-unified": "kv_unified",
@@ -113,6 +120,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "spec-ngram-simple-size-m": "speculative.ngram_size_m",
     "metrics": "metrics",
     "context-shift": "context_shift",
+    "verbose": "verbose",
     "keep": "keep",
 }
 # Defaults that depend on the machine, or read better as written than as the worker holds them.
@@ -127,6 +135,7 @@ _DEFAULT_MEANS = {
     "threads": "the physical cores",
     "parallel": "`-1` (auto: 4 slots)",
     "kv-unified": "off; on with auto slots",
+    "n-gpu-layers": "`0`; `all` with `rpc`",
 }
 _NONE_MEANS = {
     "chat-template": "the GGUF's",
@@ -194,7 +203,7 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "LLAMA_SERVER_DEBUG_FAKE_TIMING",
         "corral serve",
         "non-empty: every load and every proxied request waits 2 s (deterministic client tests, "
-        "as upstream)",
+        "as upstream's router; not in single-model mode, as a single-model llama-server)",
     ),
     EnvVar(
         "LLAMA_MEDIA_MARKER",
@@ -245,7 +254,8 @@ section > preset `[*]`**. Boolean values: `on|enabled|true|1|yes` and `off|disab
 
 Contents: [`corral serve`](#corral-serve) ·
 [per-model options](#per-model-options) · [`python -m worker`](#python--m-worker) ·
-[`corral pull/ls/rm/ps`](#corral-pulllsrmps) · [preset keys](#preset-keys) ·
+[`corral pull/ls/rm/ps`](#corral-pulllsrmps) · [`corral rpc-server`](#corral-rpc-server) ·
+[preset keys](#preset-keys) ·
 [environment variables](#environment-variables)
 """
 
@@ -277,7 +287,7 @@ def _die(message: str) -> NoReturn:
 @contextmanager
 def _hermetic_environment() -> Iterator[None]:
     # Parsers read their defaults from the environment when built: show the code's defaults.
-    prefixes = ("LLAMA_", "HF_", "HUGGING")
+    prefixes = ("LLAMA_", "HF_", "HUGGING", "CORRAL_")
     clean = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     with mock.patch.dict(os.environ, clean, clear=True):
         yield
@@ -419,7 +429,9 @@ def _values(spec: OptionSpec) -> str:
     if spec.kind == "size":
         return "size (`512M`, `8G`)"
     if spec.kind == "list":
-        return "files, comma-separated"
+        return (
+            "`HOST:PORT` items, comma-separated" if spec.name == "rpc" else "files, comma-separated"
+        )
     if spec.kind == "scaled-list":
         return "`FILE:SCALE` items, comma-separated"
     words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
@@ -589,6 +601,30 @@ def _cache_commands_section() -> list[str]:
     return lines
 
 
+_RPC_SERVER_HELP = {
+    "host": "IPv4 address to listen on; one that is not loopback needs `--allow-remote`",
+    "port": "TCP port to listen on (llama.cpp's rpc-server default)",
+    "threads": "CPU threads of the CPU device (default: the physical cores, as a worker's)",
+    "allow_remote": "listen on a non-loopback address: the RPC protocol has no authentication, "
+    "so only on a trusted network (docs/scaling.md)",
+}
+
+
+def _rpc_server_section() -> list[str]:
+    rows = _plain_rows(rpc_server_parser(), _RPC_SERVER_HELP, "corral rpc-server")
+    return [
+        "## `corral rpc-server`",
+        "",
+        "ggml's RPC server from the worker's llama.cpp build: offers this machine's devices "
+        "(its GPUs, else its CPU) to a worker elsewhere started with `--rpc HOST:PORT` "
+        "([scaling.md](scaling.md#one-model-across-machines-ggml-rpc)). It always warns that "
+        "the protocol has no authentication; SIGINT or SIGTERM stop it.",
+        "",
+        *_table(["flag", "default", "meaning"], rows),
+        "",
+    ]
+
+
 def _preset_section() -> list[str]:
     rows = []
     for spec in OPTIONS:
@@ -669,6 +705,7 @@ def render() -> str:
         *_model_options_section(),
         *_worker_section(),
         *_cache_commands_section(),
+        *_rpc_server_section(),
         *_preset_section(),
         *_environment_section(),
     ]

@@ -28,10 +28,13 @@ from worker.state import WorkerState
 from worker.streams.routes import stream_routes
 from worker.vertex.routes import predict_route
 
-__all__ = ["create_worker_app"]
+__all__ = ["bind_worker_state", "create_worker_app"]
 
 
-def create_worker_app(state: WorkerState) -> Litestar:
+def create_worker_app() -> Litestar:
+    """The app, without its model: :func:`bind_worker_state` gives it one before it serves, so
+    that a spare worker builds it before it has a model, and a worker that released its model
+    serves the next one with it (docs/protocol.md §1, spare workers)."""
     return Litestar(
         route_handlers=[
             *chat_routes,
@@ -47,10 +50,16 @@ def create_worker_app(state: WorkerState) -> Litestar:
             *predict_route(),
         ],
         exception_handlers={**exception_handlers, ContextError: context_error_response},
-        state=State({"worker": state, "scrape_window": ScrapeWindow()}),
+        state=State(),
         logging_config=None,
         # The router bounds what reaches a worker; it passes its own limit on (docs/protocol.md §8).
         request_max_body_size=max_body_from(os.environ),
         debug=False,
         openapi_config=None,  # no /schema: a worker serves the router, not a browser
     )
+
+
+def bind_worker_state(app: Litestar, state: WorkerState) -> None:
+    """The model ``app`` serves from now on, with a scrape window of its own."""
+    app.state.worker = state
+    app.state.scrape_window = ScrapeWindow()

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from worker.context_shift import shift_context
-from worker.generation import Delta, EngineMetrics, Failed, Finished, Generation
+from worker.generation import EngineMetrics, Failed, Generation
 from worker.grammar_sampler import GrammarSampler
 from worker.llama_bindings import llama_cpp
 from worker.logit_bias import with_text_bias
@@ -141,13 +141,12 @@ class BatchEngine:
             for slot in active:
                 self._fail(slot, f"llama_decode failed with code {code}")
             return
-        now = time.perf_counter()
         for slot in active:
             generation = slot.generation
-            if generation is not None and generation.generated == 0:
-                generation.report_progress(now)  # a prompt piece went in
-            if generation is not None and generation.batch_index >= 0:
-                self._sample(slot, generation)
+            if generation is not None:
+                generation.report_progress()
+                if generation.batch_index >= 0:
+                    self._sample(slot, generation)
 
     def _forget_idle_caches(self) -> bool:
         """Free what idle slots keep cached; whether there was any.
@@ -212,7 +211,7 @@ class BatchEngine:
             slot.adapter_scales = generation.adapter_scales
             generation.n_past = generation.cached = keep
             generation.pending = prompt[keep:]
-            generation.report_progress(time.perf_counter())
+            generation.report_progress()
             generation.sampler = build_sampler(generation.params, generation.grammar, self._n_vocab)
             generation.grammar = None  # the chain owns it now
             slot.generation = slot.last = generation
@@ -348,7 +347,7 @@ class BatchEngine:
                     generation.params,
                     generation.post_sampling_probs,
                 )
-            generation.emit(Delta(text, token, probs))
+            generation.emit(generation.delta(text, token, probs))
         budget_spent = generation.max_tokens is not None and (
             generation.generated >= generation.max_tokens
         )
@@ -373,21 +372,10 @@ class BatchEngine:
         if generation.stop.matched is None:
             tail = generation.stop.feed(generation.text.finish()) + generation.stop.flush()
             if tail:
-                generation.emit(Delta(tail, -1))
+                generation.emit(generation.delta(tail, -1))
         timings = generation.timings(time.perf_counter())
         self.metrics.count_finished(generation, timings)
-        generation.emit(
-            Finished(
-                reason,
-                generation.stop.matched,
-                len(generation.prompt),
-                generation.cached,
-                generation.generated,
-                timings,
-                generation.truncated,
-                slot.id,
-            )
-        )
+        generation.emit(generation.finished(reason, timings, slot.id))
         self._release(slot)
 
     def _fail(self, slot: _Slot, message: str) -> None:

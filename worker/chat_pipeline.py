@@ -8,6 +8,7 @@ API: each shape reads the output with the same :class:`~worker.chat_formats.Outp
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,12 +16,14 @@ import msgspec
 from litestar.response.base import ASGIResponse
 
 from corral.errors import ApiError
+from worker.chat_continuation import continuation, continued_tail
 from worker.chat_formats import OutputParser
 from worker.chat_output import OutputPlan, plan_output
 from worker.chat_request import ChatRequest
 from worker.chat_templates import TemplateRenderError
+from worker.choices import answer_all, completions_per_prompt
 from worker.engine import Engine
-from worker.generation_pipeline import answer, prepare_generation, token_budget
+from worker.generation_pipeline import prepare_generation, token_budget, verbose_answer
 from worker.media.chat_media import chat_media_prompt
 from worker.media.projector import MediaPrompt
 from worker.model import LoadedModel
@@ -73,15 +76,24 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
     budget_message = body.reasoning_budget_message
     if budget_message is None:
         budget_message = model.settings.reasoning_budget_message
+    mode = continuation(body)
     media = await chat_media_prompt(engine, model, plan.messages, tools, kwargs)
 
     def render() -> _ChatPrompt:
-        request = template.request(plan.messages, tools, kwargs)
-        tokens = media.tokens if media is not None else model.chat_prompt(request)
+        if mode is None or media is not None:  # libmtmd renders a media prompt whole
+            request = template.request(plan.messages, tools, kwargs, body.add_generation_prompt)
+            tokens = media.tokens if media is not None else model.chat_prompt(request)
+            tail = template.generation_prompt(request) if tags is not None else ""
+        else:
+            request = template.request(plan.messages[:-1], tools, kwargs)
+            earlier = template.render(dataclasses.replace(request, add_generation_prompt=False))
+            gen = template.generation_prompt(request)
+            text, tail = continued_tail(gen, plan.messages[-1], mode, tags)
+            tokens = model.tokenize(earlier + text, add_special=True)
         if tags is None:
             return _ChatPrompt(tokens, plan, None, media)
         # What the prompt ends with says whether the answer starts inside the thinking.
-        read = plan.after_prompt(template.generation_prompt(request))
+        read = plan.after_prompt(tail)
         if budget < 0:
             return _ChatPrompt(tokens, read, None, media)
         start, end, message = (
@@ -100,15 +112,22 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
 async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) -> ASGIResponse:
     """A chat request, answered in the shape ``shape`` builds."""
     engine, model = loaded(request)
+    per_prompt = completions_per_prompt(body, len(model.batcher.slots))
     chat = await _chat_prompt(engine, model, body)
     plan = chat.plan
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
     make = prepare_generation(
         model, body, chat.tokens, budget, plan.grammar, plan.triggers, chat.thinking, chat.media
     )
-    reply = shape(model.settings.alias, plan.stream if body.stream else plan.whole)
-    reply.prompt_tokens = len(chat.tokens)
-    return await answer(request, engine, reply, body.stream, make)
+    parser = plan.stream if body.stream else plan.whole
+    include_usage = body.stream_options is not None and body.stream_options.include_usage
+    replies = [shape(model.settings.alias, parser) for _ in range(per_prompt)]
+    verbose = await verbose_answer(engine, model, body, chat.tokens, budget)
+    for reply in replies:
+        reply.prompt_tokens = len(chat.tokens)
+        reply.include_usage = include_usage
+        reply.verbose = verbose
+    return await answer_all(request, engine, [(r, make) for r in replies], body.stream, per_prompt)
 
 
 async def count_prompt_tokens(request: AnyRequest, body: ChatRequest) -> int:

@@ -35,6 +35,9 @@ class ChatRequest(SamplingFields, kw_only=True):
     max_tokens: TokenBudget | None = None
     max_completion_tokens: TokenBudget | None = None
     n_predict: TokenBudget | None = None
+    # Whether the answer continues the last message (worker.chat_continuation).
+    add_generation_prompt: bool = True
+    continue_final_message: bool | str | None = None
     # OpenAI's token probabilities: reported through llama-server's n_probs (at least one).
     logprobs: bool = False
     top_logprobs: Annotated[int, Meta(ge=0, le=20)] | None = None

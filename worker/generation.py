@@ -2,11 +2,13 @@
 
 :class:`Generation` carries a request's prompt and settings in and its progress while
 :class:`~worker.batching.BatchEngine` runs it (docs/protocol.md §6); ``emit`` receives a
-:class:`Delta` per piece of text, then one :class:`Finished` or :class:`Failed`.
+:class:`Delta` per piece of text, then one :class:`Finished` or :class:`Failed`; with
+``return_progress``, a :class:`Progress` as the prompt starts and after each batch of it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -32,6 +34,18 @@ class Delta(NamedTuple):
     text: str
     token: int
     probs: TokenProbs | None = None  # with the request's n_probs
+    timings: dict[str, float] | None = None  # with the request's timings_per_token
+
+
+class Progress(NamedTuple):
+    """llama-server's ``prompt_progress``: prompt tokens in all, reused from the cache, and in
+    the KV cache so far (the reused ones included)."""
+
+    total: int
+    cache: int
+    processed: int
+    time_ms: int
+    timings: dict[str, float] | None = None  # with timings_per_token: the prompt's so far
 
 
 class Finished(NamedTuple):
@@ -49,35 +63,7 @@ class Failed(NamedTuple):
     message: str
 
 
-class Progress(NamedTuple):
-    """How much of the prompt is in (``return_progress``), as llama-server's ``prompt_progress``:
-    ``processed`` counts the cached tokens too."""
-
-    total: int
-    cache: int
-    processed: int
-    time_ms: float
-    timings: dict[str, float]
-
-
 GenerationEvent = Delta | Progress | Finished | Failed
-
-
-def _timings(
-    cached: int, prompt_n: int, prompt_ms: float, predicted_n: int, predicted_ms: float, steps: int
-) -> dict[str, float]:
-    """llama-server's ``timings`` object; rates are over ``steps`` decode steps."""
-    return {
-        "cache_n": cached,
-        "prompt_n": prompt_n,
-        "prompt_ms": prompt_ms,
-        "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
-        "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
-        "predicted_n": predicted_n,
-        "predicted_ms": predicted_ms,
-        "predicted_per_token_ms": predicted_ms / steps if steps else 0.0,
-        "predicted_per_second": steps * 1000 / predicted_ms if predicted_ms else 0.0,
-    }
 
 
 @dataclass(eq=False)
@@ -98,7 +84,8 @@ class Generation:
     truncated: bool = False
     n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
     post_sampling_probs: bool = False
-    return_progress: bool = False  # emit Progress as the prompt goes in
+    return_progress: bool = False  # streamed: a Progress event per prompt batch
+    timings_per_token: bool = False  # every Delta carries the timings so far
     cancelled: bool = False  # set from the event loop; read here once per step
     media: MediaPrompt | None = None  # a prompt with images or audio; ``prompt`` counts them
     # Progress, owned by the engine thread.
@@ -136,26 +123,56 @@ class Generation:
         self.pending = []
         self.batch_index = -1  # the last logits
 
-    def report_progress(self, now: float) -> None:
-        """Emit :class:`Progress` when the request asked for it: once as its prompt starts
-        (nothing decoded yet), then after each batch that took a piece of it."""
-        if not self.return_progress:
-            return
-        prompt_n = self.n_past - self.cached
-        prompt_ms = (now - self.started) * 1000 if prompt_n else 0.0
-        timings = _timings(self.cached, prompt_n, prompt_ms, 0, 0.0, 0)
-        self.emit(Progress(len(self.prompt), self.cached, self.n_past, prompt_ms, timings))
+    def delta(self, text: str, token: int, probs: TokenProbs | None = None) -> Delta:
+        """The event for a piece of text, with the timings so far when they were asked for."""
+        timings = self.timings(time.perf_counter()) if self.timings_per_token else None
+        return Delta(text, token, probs, timings)
+
+    def report_progress(self) -> None:
+        """Emit where the prompt stands, while it is being read and the client asked to know
+        (``return_progress``); as llama-server, once as it starts and after each batch."""
+        if self.return_progress and not self.first_token:
+            now = time.perf_counter()
+            timings = self.timings(now) if self.timings_per_token else None
+            elapsed_ms = int((now - self.started) * 1000)
+            self.emit(Progress(len(self.prompt), self.cached, self.n_past, elapsed_ms, timings))
+
+    def finished(self, reason: str, timings: dict[str, float], id_slot: int) -> Finished:
+        """The last event, ended for ``reason`` on slot ``id_slot``, with :meth:`timings`."""
+        return Finished(
+            reason,
+            self.stop.matched,
+            len(self.prompt),
+            self.cached,
+            self.generated,
+            timings,
+            self.truncated,
+            id_slot,
+        )
 
     def timings(self, now: float) -> dict[str, float]:
-        """llama-server's ``timings`` for a generation that finished at ``now``."""
+        """llama-server's ``timings`` for a generation at ``now`` (finished, or not)."""
         first = self.first_token or now
         prompt_n = len(self.prompt) - self.cached
         prompt_ms = (first - self.started) * 1000
+        if not self.first_token:  # still reading the prompt: what has been read so far
+            prompt_n = self.n_past - self.cached
+            prompt_ms = prompt_ms if prompt_n else 0.0
         predicted_ms = (now - first) * 1000
         # The first token comes with the prompt's last batch: the rate is over the decode steps
         # after it, as llama-server's (server-common.h, n_gen_steps).
         steps = max(self.generated - 1, 0)
-        timings = _timings(self.cached, prompt_n, prompt_ms, self.generated, predicted_ms, steps)
+        timings = {
+            "cache_n": self.cached,
+            "prompt_n": prompt_n,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
+            "prompt_per_second": prompt_n * 1000 / prompt_ms if prompt_ms else 0.0,
+            "predicted_n": self.generated,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": predicted_ms / steps if steps else 0.0,
+            "predicted_per_second": steps * 1000 / predicted_ms if predicted_ms else 0.0,
+        }
         if self.draft_n:  # as llama-server: only when something was guessed
             timings["draft_n"] = self.draft_n
             timings["draft_n_accepted"] = self.draft_accepted

@@ -26,6 +26,7 @@ from worker.grammars import GrammarError, grammar_for
 from worker.logit_bias import parse_logit_bias
 from worker.media.projector import MediaPrompt
 from worker.model import LoadedModel
+from worker.native_answer import NativeAnswer, request_settings
 from worker.reasoning_budget import ReasoningBudget
 from worker.response_shape import ResponseShape
 from worker.sampling import SamplingParams
@@ -37,9 +38,12 @@ __all__ = [
     "MakeGeneration",
     "answer",
     "context_error_response",
+    "open_stream",
     "prepare_generation",
     "sampling_params",
+    "stream_response",
     "token_budget",
+    "verbose_answer",
     "whole_answer",
 ]
 
@@ -93,6 +97,18 @@ def token_budget(model: LoadedModel, *requested: int | None) -> int | None:
     """The first token budget the client gave, else ``--n-predict``; -1 means to the context."""
     budget = next((value for value in requested if value is not None), model.settings.n_predict)
     return None if budget < 0 else budget
+
+
+async def verbose_answer(
+    engine: Engine, model: LoadedModel, body: SamplingFields, prompt: list[int], budget: int | None
+) -> NativeAnswer | None:
+    """What an OpenAI answer's ``__verbose`` needs, when the request (else ``--verbose``) asks
+    for it: the prompt as text and the settings it runs with."""
+    if not (model.settings.verbose if body.verbose is None else body.verbose):
+        return None
+    settings = request_settings(model, body, sampling_params(model, body), budget)
+    text = await engine.call(lambda: model.detokenize(prompt))
+    return NativeAnswer(model.settings.alias, text, settings)
 
 
 def _stops(stop: str | list[str] | None) -> list[str]:
@@ -168,7 +184,8 @@ def prepare_generation(
             n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
             n_probs=body.n_probs,
             post_sampling_probs=body.post_sampling_probs,
-            return_progress=body.return_progress and body.stream,
+            return_progress=body.stream and body.return_progress,
+            timings_per_token=body.stream and body.timings_per_token,
         )
 
     return make
@@ -192,7 +209,7 @@ async def _collect(
 
 async def _stream(
     shape: ResponseShape, first: GenerationEvent, events: AsyncGenerator[GenerationEvent, None]
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     try:
         if opening := shape.stream_opening():
             yield opening
@@ -225,7 +242,7 @@ async def whole_answer(
         text, finished = await until_disconnected(request, _collect(shape, events))
     except InvalidGrammar as exc:
         raise ApiError(400, f"invalid grammar: {exc}") from None
-    return shape.whole(text, finished)
+    return shape.answer(text, finished)
 
 
 async def answer(
@@ -243,17 +260,31 @@ async def _answer(
 ) -> ASGIResponse:
     if not stream:
         return json_response(await whole_answer(request, engine, shape, make))
+    return stream_response(request, await open_stream(request, engine, shape, make))
+
+
+async def open_stream(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, make: MakeGeneration
+) -> AsyncGenerator[bytes, None]:
+    """Start the generation and wait for its first event: a failure before any token is a
+    proper JSON error (raised here); after it, the stream's events in ``shape``."""
     events = engine.generate(make)
-    conversation = request.headers.get("x-conversation-id")
-    # The first event decides the status: a failure before any token is a proper JSON error.
     # A resumable session's client may leave at any time without stopping anything.
     waiting = anext(events)
-    first = await (waiting if conversation else until_disconnected(request, waiting))
+    first = await (waiting if _conversation(request) else until_disconnected(request, waiting))
     if isinstance(first, Failed):
         await events.aclose()
         raise ApiError(500, first.message)
-    chunks = _stream(shape, first, events)
-    if conversation:
+    return _stream(shape, first, events)
+
+
+def _conversation(request: AnyRequest) -> str | None:
+    return request.headers.get("x-conversation-id")
+
+
+def stream_response(request: AnyRequest, chunks: AsyncIterator[bytes]) -> ASGIResponse:
+    """The SSE response sending ``chunks``; kept for a resumable session when it has one."""
+    if conversation := _conversation(request):
         state: WorkerState = request.app.state.worker
         chunks = state.sessions.produce(conversation, chunks)
     return ClosingStreamingResponse(

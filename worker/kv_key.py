@@ -26,8 +26,11 @@ _NOT_IN_KEY = frozenset(
     {
         "model",  # replaced by the file's identity below
         "alias",
+        "tags",
         "host",
         "port",
+        "api_keys",  # a secret: never in a key written beside the caches
+        "cors_origins",
         "threads",
         "batch_size",
         "ubatch_size",

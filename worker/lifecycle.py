@@ -13,13 +13,16 @@ from collections.abc import Callable
 
 import structlog
 import uvicorn
+from litestar import Litestar
 
 from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.header_spelling import SpelledHeadersProtocol
 from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_hosts
-from worker.app import create_worker_app
+from worker.access import with_access_rules
+from worker.app import bind_worker_state, create_worker_app
 from worker.engine import Engine
+from worker.http_server import PromptServer
 from worker.model import LoadedModel
 from worker.settings import WorkerSettings
 from worker.state import WorkerState
@@ -61,7 +64,10 @@ class LoadProgress:
 class WorkerLifecycle:
     """Create it on the event loop that will serve; :meth:`serve` returns the exit code."""
 
-    def __init__(self, settings: WorkerSettings, states: StateWriter) -> None:
+    def __init__(
+        self, settings: WorkerSettings, states: StateWriter, app: Litestar | None = None
+    ) -> None:
+        """``app``: one :func:`create_worker_app` built ahead (a spare's), else built here."""
         self.settings = settings
         self._states = states
         self._loop = asyncio.get_running_loop()
@@ -71,9 +77,11 @@ class WorkerLifecycle:
         self.port: int = self._sockets[0].getsockname()[1]
         self._engine = Engine()
         self.state = WorkerState(settings=settings, engine=self._engine)
-        self._server = uvicorn.Server(
+        self.app = app or create_worker_app()
+        bind_worker_state(self.app, self.state)
+        self._server = PromptServer(
             uvicorn.Config(
-                create_worker_app(self.state),
+                with_access_rules(self.app, settings.api_keys, settings.cors_origins),
                 log_config=None,
                 lifespan="off",
                 ws="none",  # no websocket routes; "auto" would import websockets (2 MiB)
@@ -85,12 +93,16 @@ class WorkerLifecycle:
             )
         )
         self._exit_code = EXIT_STOPPED
+        # The release command: once stopped, the process waits for its next model. An exit
+        # command wins, whichever came first.
+        self.released = False
+        self._exit_commanded = False
         self._progress = LoadProgress(self._report_loading)
 
     async def serve(self) -> int:
         """Load on the engine thread while serving; return once the server has stopped."""
         settings = self.settings
-        lifeline.arm(on_exit_command=self._exit_command)
+        lifeline.arm(on_exit_command=self._exit_command, on_release_command=self._release_command)
         for name, value in settings.ignored.items():
             _log.warning("option accepted but not supported yet", option=name, value=value)
         _log.info("listening", host=self.host, port=self.port, model=str(settings.model))
@@ -111,7 +123,7 @@ class WorkerLifecycle:
     def stop(self, code: int) -> None:
         """Stop serving (event loop only); the first non-zero code is the exit code."""
         self._exit_code = self._exit_code or code
-        self._server.should_exit = True
+        self._server.request_exit()
 
     def _report_loading(self, value: float) -> None:
         self._states.send("loading", {"stages": _STAGES, "current": _STAGES[0], "value": value})
@@ -146,4 +158,12 @@ class WorkerLifecycle:
         _log.info("model awake")
 
     def _exit_command(self) -> None:  # on the lifeline thread
-        self._loop.call_soon_threadsafe(self.stop, EXIT_STOPPED)
+        self._loop.call_soon_threadsafe(self._stop_by_router, False)
+
+    def _release_command(self) -> None:  # on the lifeline thread
+        self._loop.call_soon_threadsafe(self._stop_by_router, True)
+
+    def _stop_by_router(self, release: bool) -> None:
+        self._exit_commanded = self._exit_commanded or not release
+        self.released = not self._exit_commanded
+        self.stop(EXIT_STOPPED)

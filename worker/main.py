@@ -8,24 +8,34 @@ llama_cpp) is imported when there is a model to serve, so that a spare worker
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from typing import TYPE_CHECKING
 
 import structlog
 
-from corral.children.protocol import EXIT_FAILED, StateWriter
+from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.logs import configure_logging
 from worker.settings import WorkerSettings, parse_worker_args
-from worker.spare import SPARE_FLAG, wait_for_model
+from worker.spare import SPARE_FLAG, wait_for_model, wait_for_next_model
+
+if TYPE_CHECKING:
+    from litestar import Litestar
 
 __all__ = ["main"]
 
 _log = structlog.get_logger("corral.worker")
 
 
-async def _serve(settings: WorkerSettings, states: StateWriter) -> int:
+async def _serve(
+    settings: WorkerSettings, states: StateWriter, app: Litestar | None
+) -> tuple[int, Litestar | None]:
+    """Serve the model; the exit code, and the app when the router took the process back."""
     from worker.lifecycle import WorkerLifecycle  # lazily: see the docstring
 
-    return await WorkerLifecycle(settings, states).serve()
+    lifecycle = WorkerLifecycle(settings, states, app)
+    code = await lifecycle.serve()
+    return code, lifecycle.app if lifecycle.released and code == EXIT_STOPPED else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -36,13 +46,29 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging()
     # llama.cpp's own log goes through this logger; below WARNING it narrates every tensor.
     logging.getLogger("llama-cpp-python").setLevel(logging.WARNING)
+    app = None
     if settings is None:
-        settings = parse_worker_args(wait_for_model(states))
-    if not settings.model.is_file():
-        _log.error("model file not found", model=str(settings.model))
-        sys.exit(EXIT_FAILED)
+        handover = wait_for_model(states)
+        settings, app = parse_worker_args(handover.argv), handover.app
     import uvloop  # lazily: see the docstring
 
-    # uvloop, as uvicorn itself would pick: on the default asyncio loop every answer from a
-    # socket handed to uvicorn stalled ~40 ms (a delayed ACK), /health included.
-    sys.exit(uvloop.run(_serve(settings, states)))
+    while True:
+        if not settings.model.is_file():
+            _log.error("model file not found", model=str(settings.model))
+            sys.exit(EXIT_FAILED)
+        # uvloop, as uvicorn itself would pick: on the default asyncio loop every answer from
+        # a socket handed to uvicorn stalled ~40 ms (a delayed ACK), /health included.
+        code, app = uvloop.run(_serve(settings, states, app))
+        if app is None:
+            break
+        # Released (docs/protocol.md §1): the model is closed, its caches saved; the process
+        # is a spare again, for the router's next load.
+        _log.info("model released", model=settings.alias)
+        settings = parse_worker_args(wait_for_next_model(states))
+    # Everything is saved and closed by now (the KV caches with the model). The interpreter's
+    # own teardown (every module, the llama.cpp libraries) takes 50-200 ms, and with
+    # --models-max 1 the next model waits for this process to be gone: skip it.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -6,9 +6,10 @@ at a time, while continuous batching needs a context with ``n_seq_max = --parall
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from llama_cpp._utils import suppress_stdout_stderr
@@ -18,12 +19,14 @@ from worker.chat_templates import ChatTemplates, RenderRequest, TemplateChoice, 
 from worker.embedding_context import Embedder
 from worker.generation import EngineMetrics
 from worker.kv_store import open_kv_store
+from worker.layer_placement import LayerPlacement
 from worker.llama_bindings import llama_cpp
 from worker.llama_model import LlamaModel
 from worker.lora_adapters import LoraAdapters
 from worker.media.content import Modalities
 from worker.media.projector import Projector
 from worker.prompt_inputs import Tokenize
+from worker.rpc.devices import add_rpc_servers, rpc_device_labels
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
 from worker.speculative import Speculator
@@ -44,6 +47,32 @@ _GGML_TYPES = {
     "q5_1": llama_cpp.GGML_TYPE_Q5_1,
 }
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
+T = TypeVar("T")
+
+
+def _beside(work: Callable[[], None], main: Callable[[], T]) -> T:
+    """``main()`` here while ``work()`` runs on a thread of its own; either's error is raised.
+
+    For Python work beside a long llama.cpp call, which releases the GIL: on a free core the
+    two overlap, on a busy one nothing is lost.
+    """
+    errors: list[Exception] = []
+
+    def run() -> None:
+        try:
+            work()
+        except Exception as exc:  # handed to the caller, below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name="llama-beside", daemon=True)
+    thread.start()
+    try:
+        result = main()
+    finally:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return result
 
 
 class LoadedModel:
@@ -53,8 +82,19 @@ class LoadedModel:
         # Their global scales too; the adapters themselves are loaded again on wake.
         self.adapters = LoraAdapters(settings.lora, apply=not settings.lora_init_without_apply)
         llama_cpp.llama_backend_init()
+        add_rpc_servers(settings.rpc)  # before the load, which picks its devices
         self.kv_store = open_kv_store(settings)
-        self._load(on_progress)
+        self._load(on_progress, beside_context=self._read_vocabulary)
+        if self.template.name == "chatml" and settings.chat_template is None:
+            _log.warning("model has no chat template, using chatml", model=settings.alias)
+        # Answered while asleep without waking (``/props``, ``/v1/models``), as upstream does.
+        self.snapshot = self._describe()
+        self.sleeping = False
+
+    def _read_vocabulary(self) -> None:
+        """The chat template and the end-of-generation tokens: the vocabulary's, read once
+        (20-60 ms of Python for a 50k-token vocabulary, beside the context's creation)."""
+        settings = self.settings
         self.template = ChatTemplates(
             TemplateChoice(
                 use_jinja=settings.jinja,
@@ -70,17 +110,17 @@ class LoadedModel:
             ),
             kwargs=settings.chat_template_kwargs,
         )
-        if self.template.name == "chatml" and settings.chat_template is None:
-            _log.warning("model has no chat template, using chatml", model=settings.alias)
-        # Answered while asleep without waking (``/props``, ``/v1/models``), as upstream does.
-        self.snapshot = self._describe()
         # End-of-generation tokens, which `ignore_eos` bans as llama-server does (by bias).
         self.eog_tokens = tuple(
             t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self.vocab, t)
         )
-        self.sleeping = False
 
-    def _load(self, on_progress: Callable[[float], None]) -> None:
+    def _load(
+        self,
+        on_progress: Callable[[float], None],
+        beside_context: Callable[[], None] | None = None,
+    ) -> None:
+        """The weights, then the context; ``beside_context`` runs while the context is made."""
         settings = self.settings
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = settings.n_gpu_layers
@@ -94,11 +134,17 @@ class LoadedModel:
         # Kept on self: ctypes would free the callback while llama.cpp still holds it.
         self._progress = llama_cpp.llama_progress_callback(progress)
         model_params.progress_callback = self._progress
-        self.model = LlamaModel(str(settings.model), model_params)
+        with LayerPlacement() as placement:
+            self.model = LlamaModel(str(settings.model), model_params)
+        self.devices = placement.devices(rpc_device_labels())
         self.vocab = self.model.vocab
         self.n_vocab = self.model.n_vocab()
         self.metadata = self.model.metadata()
-        self.ctx = self._new_context()
+        self.ctx = (
+            self._new_context()
+            if beside_context is None
+            else _beside(beside_context, self._new_context)
+        )
         self.projector = (
             Projector(
                 settings.mmproj,
@@ -229,6 +275,7 @@ class LoadedModel:
         return {
             "id": self.settings.alias,
             "aliases": list(self.settings.aliases),
+            "tags": list(self.settings.tags),
             "object": "model",
             "owned_by": "llamacpp",
             "meta": {
@@ -244,6 +291,8 @@ class LoadedModel:
                 "chat_template": self.template.name,
                 # Corral's: what /props calls chat_template_caps, for the router's /models.
                 "chat_template_caps": self.template.props_caps(),
+                # Corral's: where the layers went (--rpc, GPU builds; docs/api.md).
+                "devices": self.devices,
             },
         }
 

@@ -10,8 +10,15 @@ import msgspec
 
 from corral.llama_build import llama_build_info
 from worker.generation import Delta, Finished, Progress
+from worker.native_answer import NativeAnswer, native_final
 
-__all__ = ["ResponseShape", "openai_accounting", "sse"]
+__all__ = [
+    "ResponseShape",
+    "openai_accounting",
+    "sse",
+    "with_progress",
+    "with_timings",
+]
 
 
 def _usage(finished: Finished) -> dict[str, Any]:
@@ -27,6 +34,27 @@ def sse(payload: Any, event: str | None = None) -> bytes:
     """One server-sent event; ``event`` names it (Anthropic's and Responses' streams do)."""
     head = f"event: {event}\n".encode() if event else b""
     return head + b"data: " + msgspec.json.encode(payload) + b"\n\n"
+
+
+def with_progress(chunk: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """A chunk reporting ``progress`` (llama-server's ``prompt_progress``), with the timings so
+    far when they were asked for."""
+    chunk["prompt_progress"] = {
+        "total": progress.total,
+        "cache": progress.cache,
+        "processed": progress.processed,
+        "time_ms": progress.time_ms,
+    }
+    if progress.timings is not None:
+        chunk["timings"] = progress.timings
+    return chunk
+
+
+def with_timings(chunk: dict[str, Any], last: Delta | None) -> dict[str, Any]:
+    """A streamed chunk with the timings so far, when the request asked (timings_per_token)."""
+    if last is not None and last.timings is not None:
+        chunk["timings"] = last.timings
+    return chunk
 
 
 def openai_accounting(finished: Finished) -> dict[str, Any]:
@@ -47,11 +75,15 @@ class ResponseShape:
     # Set by run_chat before generation starts: Anthropic's stream announces it in its first event,
     # long before the Finished event that carries the counts.
     prompt_tokens = 0
+    # Set by the chat pipeline from ``stream_options``: the usage comes in a chunk of its own.
+    include_usage = False
 
     def __init__(self, model: str, prefix: str) -> None:
         self.model = model
         self.id = f"{prefix}-{uuid.uuid4().hex}"
         self.created = int(time.time())
+        self.index = 0  # which of the request's completions this one is (n, several prompts)
+        self.verbose: NativeAnswer | None = None  # set: the whole answer carries __verbose
 
     def observe(self, delta: Delta) -> None:
         """Sees every piece before it is worded, streamed or not: a shape that reports tokens
@@ -64,11 +96,24 @@ class ResponseShape:
         """The event for a piece of text, or None to hold it until the end."""
         raise NotImplementedError
 
+    def progress(self, progress: Progress) -> dict[str, Any] | None:
+        """The event for how far the prompt has been read (``return_progress``), or None for
+        an API that does not report it."""
+        return None
+
     def closing(self, finished: Finished) -> dict[str, Any]:
         raise NotImplementedError
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
         raise NotImplementedError
+
+    def answer(self, text: str, finished: Finished) -> dict[str, Any]:
+        """The whole answer, with llama-server's ``__verbose`` object when it was asked for."""
+        body = self.whole(text, finished)
+        if self.verbose is not None:
+            new_line = "\n" in text
+            body["__verbose"] = native_final(self.verbose, self.index, text, finished, [], new_line)
+        return body
 
     def stream_opening(self) -> bytes:
         opening = self.opening()
@@ -79,8 +124,8 @@ class ResponseShape:
         return sse(chunk) if chunk is not None else b""
 
     def stream_progress(self, progress: Progress) -> bytes:
-        """The event for prompt progress (``return_progress``); none unless the API has one."""
-        return b""
+        event = self.progress(progress)
+        return sse(event) if event is not None else b""
 
     def stream_closing(self, finished: Finished) -> bytes:
         return sse(self.closing(finished)) + (b"data: [DONE]\n\n" if self.done_marker else b"")

@@ -13,11 +13,15 @@ from msgspec import Meta
 
 from worker.lora_adapters import LoraChoice
 
-__all__ = ["Penalty", "Probability", "SamplingFields", "TokenBudget"]
+__all__ = ["Penalty", "Probability", "SamplingFields", "StreamOptions", "TokenBudget"]
 
 Probability = Annotated[float, Meta(ge=0.0, le=1.0)]
 Penalty = Annotated[float, Meta(ge=-2.0, le=2.0)]
 TokenBudget = Annotated[int, Meta(ge=-1)]
+
+
+class StreamOptions(msgspec.Struct):
+    include_usage: bool = False  # OpenAI's: a last chunk with the usage and no choices
 
 
 class SamplingFields(msgspec.Struct, kw_only=True):
@@ -40,10 +44,16 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     n_probs: Annotated[int, Meta(ge=0)] = 0
     n_keep: Annotated[int, Meta(ge=-1)] | None = None  # a context shift keeps this much prompt
     post_sampling_probs: bool = False
-    return_progress: bool = False  # streams only: prompt_progress events as the prompt goes in
     grammar: str | None = None
     json_schema: dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
     lora: list[LoraChoice] | None = None  # this request's LoRA adapter scales (docs/api.md)
     stream: bool = False
+    stream_options: StreamOptions | None = None
+    return_progress: bool = False  # streamed: prompt_progress chunks while the prompt is read
+    timings_per_token: bool = False  # streamed: timings in every chunk
+    # How many completions of each prompt: llama-server's n_cmpl, or OpenAI's n (docs/api.md).
+    n_cmpl: int | None = None
+    n: int | None = None
+    verbose: bool | None = None  # None: the worker's --verbose
     model: str | None = None

@@ -17,6 +17,7 @@ from typing import Any
 
 from corral.option_flags import add_model_flags, model_options_from
 from worker.cpu_threads import default_threads
+from worker.rpc.endpoints import Endpoint, parse_endpoints
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
 __all__ = [
@@ -47,14 +48,19 @@ class WorkerSettings:
     model: Path
     alias: str  # the model's id: the first of its names in sorted order, as llama-server's
     aliases: tuple[str, ...] = ()  # every --alias name (a comma list, as llama-server takes)
+    tags: tuple[str, ...] = ()  # --tags: informational, listed in /models as llama-server does
     host: str = "127.0.0.1"
     port: int = 0
+    # Run alone as llama-server (worker/access.py); the router passes neither key nor origins.
+    api_keys: tuple[str, ...] = ()
+    cors_origins: tuple[str, ...] = ("*",)
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
     ctx_size: int = 0
     threads: int = 1
     batch_size: int = 2048
     ubatch_size: int = 512
     n_gpu_layers: int = 0
+    rpc: tuple[Endpoint, ...] = ()  # RPC servers whose devices take offloaded layers
     n_predict: int = -1
     temperature: float = 0.8
     seed: int = -1
@@ -89,6 +95,7 @@ class WorkerSettings:
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
     metrics: bool = False  # /metrics answers 501 without it, as llama-server's --metrics
     context_shift: bool = False
+    verbose: bool = False  # answers carry __verbose unless the request says otherwise
     keep: int = 0  # prompt tokens a context shift keeps; -1: all
     ignored: dict[str, str] = field(default_factory=dict)
 
@@ -140,6 +147,17 @@ def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
     return (*plain, *scaled)
 
 
+def _rpc(value: str | None, parser: argparse.ArgumentParser) -> tuple[Endpoint, ...]:
+    try:
+        return parse_endpoints(value) if value is not None else ()
+    except ValueError as exc:
+        parser.error(f"--rpc: {exc}")
+
+
+def _comma_list(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
 def _threads(value: str | None) -> int:
     # As llama-server: unset is its math-core rule; 0 or less, every logical CPU.
     if value is None:
@@ -153,9 +171,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-a", "--alias", help="model id to report, or a comma list of names (default: file stem)"
     )
+    parser.add_argument("--tags", help="informational tags of the model, comma-separated")
     parser.add_argument("-mm", "--mmproj", type=Path, help="multimodal projector GGUF")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
+    parser.add_argument("--api-key", help="key(s) every request needs, comma-separated")
+    parser.add_argument("--cors-origins", default="*", help="origins browsers may call from")
     add_model_flags(parser)
     return parser
 
@@ -180,7 +201,10 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     slot_save_path = Path(options["slot-save-path"]) if "slot-save-path" in options else None
     if slot_save_path is not None and not slot_save_path.is_dir():
         parser.error(f"--slot-save-path: not a directory: {slot_save_path}")
-    gpu_layers = options.get("n-gpu-layers", "0")
+    rpc = _rpc(options.get("rpc"), parser)
+    # With RPC servers every layer goes to them unless told otherwise, as llama-server's default
+    # (-ngl auto) does when they fit; Corral's CPU-build default of 0 would leave them idle.
+    gpu_layers = options.get("n-gpu-layers", "all" if rpc else "0")
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
     reranking = options.get("reranking", "false") == "true"
@@ -192,6 +216,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         model=model,
         alias=min(names) if names else model.stem,
         aliases=tuple(sorted(set(names))),
+        tags=tuple(sorted({tag.strip() for tag in (args.tags or "").split(",")} - {""})),
+        api_keys=_comma_list(args.api_key or ""),
+        cors_origins=_comma_list(args.cors_origins),
         host=args.host,
         port=args.port,
         ctx_size=int(number("ctx-size", 0)),
@@ -199,6 +226,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         batch_size=int(number("batch-size", 2048)),
         ubatch_size=int(number("ubatch-size", 512)),
         n_gpu_layers=-1 if gpu_layers in ("auto", "all") else int(gpu_layers),
+        rpc=rpc,
         n_predict=int(number("n-predict", -1)),
         temperature=number("temp", 0.8),
         seed=int(number("seed", -1)),
@@ -238,6 +266,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         speculative=speculative_settings(options),
         metrics=options.get("metrics", "false") == "true",
         context_shift=options.get("context-shift", "false") == "true",
+        verbose=options.get("verbose", "false") == "true",
         keep=int(number("keep", 0)),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
     )

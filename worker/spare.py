@@ -15,6 +15,7 @@ import os
 import queue
 import sys
 import threading
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
 
@@ -27,7 +28,10 @@ from corral.children.protocol import (
     StateWriter,
 )
 
-__all__ = ["SPARE_FLAG", "wait_for_model"]
+if TYPE_CHECKING:
+    from litestar import Litestar
+
+__all__ = ["SPARE_FLAG", "Handover", "wait_for_model", "wait_for_next_model"]
 
 SPARE_FLAG = "--spare"
 _log = structlog.get_logger("corral.worker")
@@ -36,7 +40,18 @@ _NICENESS = 10  # added to the importing thread's: as `nice` does by default
 _SERVING_MODULES = ("uvloop", "worker.lifecycle")
 
 
-def _import_serving_code(states: StateWriter) -> None:
+class Handover(NamedTuple):
+    """The model a spare was handed, and what its warm-up made ready for it."""
+
+    argv: list[str]  # the worker flags of the load command
+    app: Litestar  # the worker's app, built before there was a model
+
+
+class _WarmUp:
+    app: Litestar | None = None
+
+
+def _import_serving_code(states: StateWriter, made: _WarmUp) -> None:
     # A thread inherits its creator's niceness for good, so nothing imported here may start
     # threads (numpy's OpenBLAS pool would: the worker does not import numpy).
     tid = threading.get_native_id()
@@ -44,24 +59,51 @@ def _import_serving_code(states: StateWriter) -> None:
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + _NICENESS)
     for name in _SERVING_MODULES:
         importlib.import_module(name)
+    # The app does not depend on the model's settings (they reach it with its state), so it is
+    # built here too: after the handover only the model's load is left.
+    app_module: Any = importlib.import_module("worker.app")
+    made.app = app_module.create_worker_app()
     states.send(SPARE_STATE, {})
 
 
-def wait_for_model(states: StateWriter) -> list[str]:
-    """Warm up, then block until the load command; return its worker flags.
-
-    An exit command before it ends the process with code 0; stdin EOF kills it (the lifeline).
-    """
+def _armed() -> queue.SimpleQueue[LoadCommand | None]:
+    """The router's commands to a spare: a load command, or None for the exit command."""
     commands: queue.SimpleQueue[LoadCommand | None] = queue.SimpleQueue()
     if not lifeline.arm(on_exit_command=lambda: commands.put(None), on_load_command=commands.put):
         _log.error("a spare worker is started by a router (CORRAL_ROUTER_PID is not set)")
         sys.exit(EXIT_FAILED)
-    warm_up = threading.Thread(
-        target=_import_serving_code, args=(states,), name="spare-warm-up", daemon=True
-    )
-    warm_up.start()
+    return commands
+
+
+def _load_command(commands: queue.SimpleQueue[LoadCommand | None]) -> list[str]:
+    """Block until the load command; return its worker flags.
+
+    An exit command before it ends the process with code 0; stdin EOF kills it (the lifeline).
+    """
     command = commands.get()
     if command is None:
         sys.exit(EXIT_STOPPED)
-    warm_up.join()
     return command.argv
+
+
+def wait_for_model(states: StateWriter) -> Handover:
+    """Warm up, then block until the load command; return its worker flags and the app."""
+    commands = _armed()
+    made = _WarmUp()
+    warm_up = threading.Thread(
+        target=_import_serving_code, args=(states, made), name="spare-warm-up", daemon=True
+    )
+    warm_up.start()
+    argv = _load_command(commands)
+    warm_up.join()
+    if made.app is None:  # the warm-up failed; its traceback is in the log
+        sys.exit(EXIT_FAILED)
+    return Handover(argv, made.app)
+
+
+def wait_for_next_model(states: StateWriter) -> list[str]:
+    """A worker that released its model (the release command) is a spare again, with
+    everything imported and its app built: it says so and waits for its next model."""
+    commands = _armed()  # before the spare state: the load command may follow it at once
+    states.send(SPARE_STATE, {})
+    return _load_command(commands)

@@ -24,6 +24,7 @@ from corral.children.environment import ROUTER_PID_ENV
 from corral.children.protocol import (
     EXIT_COMMAND,
     EXIT_FAILED,
+    RELEASE_COMMAND,
     LineSplitter,
     LoadCommand,
     parse_load,
@@ -57,6 +58,7 @@ class _Commands:
         self.armed = False
         self.on_exit: Callable[[], None] | None = None
         self.on_load: Callable[[LoadCommand], None] | None = None
+        self.on_release: Callable[[], None] | None = None
         self.exit_pending = False  # came while nobody handled it: for the next arm()
 
     def exit_command(self) -> None:
@@ -64,6 +66,14 @@ class _Commands:
             handler = self.on_exit
             self.exit_pending = handler is None
         if handler is not None:
+            handler()
+
+    def release_command(self) -> None:
+        with self.lock:
+            handler = self.on_release
+        if handler is None:  # nothing to release: the router wants the process stopped
+            self.exit_command()
+        else:
             handler()
 
     def load_command(self, command: LoadCommand) -> None:
@@ -86,6 +96,8 @@ def _watch_stdin() -> None:
         for line in splitter.feed(chunk):
             if line.strip() == EXIT_COMMAND:
                 _commands.exit_command()
+            elif line.strip() == RELEASE_COMMAND:
+                _commands.release_command()
             elif (load := parse_load(line)) is not None:
                 _commands.load_command(load)
     _die_now()
@@ -94,10 +106,12 @@ def _watch_stdin() -> None:
 def arm(
     on_exit_command: Callable[[], None],
     on_load_command: Callable[[LoadCommand], None] | None = None,
+    on_release_command: Callable[[], None] | None = None,
 ) -> bool:
     """Install both guards if a router launched us; returns whether it did.
 
-    Called again, it only replaces the handlers: the guards and the stdin thread stay.
+    Called again, it only replaces the handlers: the guards and the stdin thread stay. A
+    release command with no handler for it is an exit command.
     """
     router_pid = os.environ.get(ROUTER_PID_ENV)
     if not router_pid:
@@ -105,6 +119,7 @@ def arm(
     with _commands.lock:
         first, _commands.armed = not _commands.armed, True
         _commands.on_exit, _commands.on_load = on_exit_command, on_load_command
+        _commands.on_release = on_release_command
         pending, _commands.exit_pending = _commands.exit_pending, False
     if first:
         _set_parent_death_signal(int(router_pid))

@@ -18,6 +18,7 @@ __all__ = [
     "EXIT_STOPPED",
     "LOAD_PREFIX",
     "MAX_LINE_BYTES",
+    "RELEASE_COMMAND",
     "SPARE_STATE",
     "STATE_PREFIX",
     "ChildLine",
@@ -39,6 +40,9 @@ EXIT_COMMAND = b"cmd_router_to_child:exit"
 # the model it is to serve (``python -m worker --spare``).
 SPARE_STATE = "spare"
 LOAD_PREFIX = b"cmd_router_to_child:load:"
+# Corral's own: a worker that began as a spare is asked to stop serving its model and be a spare
+# again (it answers with the spare state), instead of exiting.
+RELEASE_COMMAND = b"cmd_router_to_child:release"
 # A child's exit code, as the router reads it: 0 when it was asked to stop (or had finished), 1
 # when it failed, with the reason in its last error log line. A signal death is the router's to
 # name (128 + signal).

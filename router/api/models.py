@@ -22,7 +22,7 @@ from router.api_keys import admin_only
 from router.catalogue import CatalogueError
 from router.events import ModelEvent
 from router.memory_budget import resident_memory
-from router.model_state import ModelState
+from router.model_state import ModelState, Status
 from router.scheduling_answers import scheduling_answered
 from router.single_model import ollama_models
 
@@ -32,7 +32,14 @@ AnyRequest = Request[Any, Any, Any]
 
 
 @get(["/health", "/v1/health"])
-async def health() -> dict[str, str]:
+async def health(request: AnyRequest) -> dict[str, str]:
+    rt = runtime(request)
+    # As llama-server with one model: 503 until it is loaded, so that what waits for a healthy
+    # server (a container's health check, a client's start-up loop) waits for the model.
+    if rt.settings.single_model and any(
+        state.status is Status.LOADING for state in rt.pool.models.values()
+    ):
+        raise ApiError(503, "Loading model", "unavailable_error")
     return {"status": "ok"}
 
 

@@ -46,6 +46,14 @@ def test_reference_is_what_the_generator_renders(reference: str) -> None:
     )
 
 
+@pytest.mark.parametrize("variable", ["LLAMA_ARG_PORT", "CORRAL_MAX_QUEUE"])
+def test_the_reference_does_not_depend_on_the_shells_variables(
+    reference: str, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.setenv(variable, "7")  # a default the parser would take from it
+    assert reference == gen_config_docs.render()
+
+
 def test_check_mode_fails_on_a_stale_reference(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -195,6 +203,7 @@ def test_documented_model_variables_really_set_every_models_options(
         "switch": "off",
         "choice": "",
         "choices": "",
+        "list": "10.0.0.2:50052",
     }
     for spec in WORKER_OPTIONS:
         env = next((s for s in spec.spellings if s.startswith("LLAMA_ARG_")), None)

@@ -6,7 +6,9 @@ with a zero stop timeout so each step follows the last at once: no test waits on
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -20,6 +22,7 @@ from router.child_supervisor import (
     ChildExit,
     ChildSupervisor,
 )
+from router.launcher import SubprocessLauncher
 from tests.support.fake_launcher import FakeChild, FakeLauncher
 
 pytestmark = pytest.mark.anyio
@@ -93,6 +96,44 @@ async def test_the_exit_reason_quotes_the_last_error_the_child_logged() -> None:
     assert (ended.returncode, ended.code) == (1, 1)
     assert ended.reason == "exited with code 1: bad magic in GGUF header"
     assert ended.last_words == "bad magic in GGUF header"
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        (0, "exited with code 0"),  # a clean exit's last line explains nothing
+        (3, "exited with code 3: ~llama_context: freeing the context"),
+    ],
+)
+async def test_the_exit_reason_quotes_a_real_childs_last_stderr_line_only_for_a_failure(
+    code: int, reason: str
+) -> None:
+    script = (
+        f"import sys; print('~llama_context: freeing the context', file=sys.stderr); exit({code})"
+    )
+    supervisor = ChildSupervisor(
+        SubprocessLauncher(),
+        [sys.executable, "-c", script],
+        dict(os.environ),
+        name="child",
+        source="worker",
+        on_state=lambda message: None,
+        stop_timeout=5.0,
+    )
+    with anyio.fail_after(30):
+        ended = await supervisor.run()
+    assert (ended.returncode, ended.reason) == (code, reason)
+    assert ended.last_words == "~llama_context: freeing the context"  # the owner may still use it
+
+
+async def test_a_signal_death_quotes_the_last_line_the_child_logged() -> None:
+    async with supervised() as s:
+        child = await s.child()
+        child.say(LogLine("ggml_abort: out of memory"))
+        await anyio.wait_all_tasks_blocked()
+        child.signal_group(signal.SIGABRT)
+    (ended,) = s.ended
+    assert ended.reason == "killed by SIGABRT: ggml_abort: out of memory"
 
 
 async def test_last_words_are_forgotten_once_the_child_got_past_them() -> None:

@@ -1,4 +1,4 @@
-"""CORS as llama-server answers it (router.cors): the policy, and a real router's answers."""
+"""CORS as llama-server answers it (corral.cors): the policy, and a real router's answers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from router.cors import CorsPolicy
+from corral.cors import CorsPolicy
 from tests.support.router_process import RouterProcess, running_router
 
 PREFLIGHT = {
@@ -19,7 +19,7 @@ PREFLIGHT = {
 @pytest.mark.parametrize(
     ("origins", "origin", "allowed"),
     [
-        (("*",), "https://any.example", "*"),
+        (("*",), "https://any.example", "https://any.example"),  # as llama-server's default
         (("*",), None, "*"),
         (("localhost",), "http://127.0.0.1:3000", "http://127.0.0.1:3000"),
         (("localhost",), "http://[::1]", "http://[::1]"),

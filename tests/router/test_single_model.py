@@ -124,6 +124,7 @@ def test_every_no_effect_flag_starts_and_is_noted_once(models_dir: Path) -> None
     # Each flag twice: a value-taking one must consume its value, else the next flag breaks.
     argv = _no_effect_argv() * 2
     with running_router(["-m", str(models_dir / "alpha.gguf"), *argv]) as router:
+        router.wait_for_log("model loaded")  # /health is 503 until then, as llama-server's
         assert router.client.get("/health").status_code == 200
         noted = [r["flag"] for r in router.records if r.get("event") == NOTICE]
         assert noted == [spellings[0] for spellings, _ in NO_EFFECT_FLAGS]
@@ -147,6 +148,7 @@ def test_it_listens_on_every_address_of_host(models_dir: Path) -> None:
         urls = [r["url"] for r in router.records if r.get("event") == "corral listening"]
         assert [url.rsplit(":", 1)[0] for url in urls] == ["http://127.0.0.1", "http://[::1]"]
         assert len({url.rsplit(":", 1)[1] for url in urls}) == 1  # one port for both
+        router.wait_for_log("model loaded")
         for url in urls:
             assert httpx.get(f"{url}/health", timeout=30).status_code == 200
 
@@ -169,3 +171,15 @@ def test_hf_file_serves_that_file_of_the_repository(models_dir: Path, tmp_path: 
         props = router.client.get("/props").json()
         assert props["chat_template"] != ""  # beta has none of its own: ChatML, as the worker says
         assert "<|im_start|>" in props["chat_template"]
+
+
+def test_a_request_wakes_the_sleeping_model_for_the_next(models_dir: Path) -> None:
+    # Upstream's debug hold (2 s per proxied request) is its router mode's; with it here, the
+    # /props after a wake would arrive past the 1 s idle limit and find the model asleep again.
+    args = ["-m", str(models_dir / "alpha.gguf"), "--sleep-idle-seconds", "1"]
+    with running_router(args, {"LLAMA_SERVER_DEBUG_FAKE_TIMING": "1"}) as router:
+        router.wait_for_log("model asleep: weights freed")
+        assert router.client.get("/props").json()["is_sleeping"] is True
+        woken = router.client.post("/completion", json={"prompt": "Once", "n_predict": 1})
+        assert woken.status_code == 200
+        assert router.client.get("/props").json()["is_sleeping"] is False

@@ -1,4 +1,5 @@
-"""Spare workers: handed the next load, replaced after it, never a model (router.spare_workers).
+"""Spare workers: handed the next load, replaced after its first answer, never a model
+(router.spare_workers).
 
 Order, not time: the fake launcher's children say when they are warm, loaded or dead.
 """
@@ -40,7 +41,7 @@ async def _warm_spare(h: Harness, name: str) -> FakeChild:
     return spare
 
 
-async def test_a_load_takes_the_warm_spare_and_a_new_one_starts_once_it_is_loaded() -> None:
+async def test_a_load_takes_the_warm_spare_and_a_new_one_starts_once_it_answered() -> None:
     async with harness(models_max=1, spares=1) as h:
         h.spares.fill()
         spare = await _warm_spare(h, "spare1")
@@ -60,6 +61,31 @@ async def test_a_load_takes_the_warm_spare_and_a_new_one_starts_once_it_is_loade
         assert process.pid == spare.pid
         assert h.launcher.launched == ["spare1", "spare2"]
         assert list(h.pool.models) == list("abcd")  # a spare is never a model
+
+
+async def test_the_replacement_waits_for_the_first_answer_not_the_load() -> None:
+    # Its start-up would compete with the first prompt's processing on the same cores.
+    async with harness(models_max=1, spares=1) as h:
+        h.spares.fill()
+        spare = await _warm_spare(h, "spare1")
+        acquired: list[ModelState] = []
+
+        async def acquire() -> None:
+            acquired.append(await h.scheduler.acquire("a"))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(acquire)
+            await _settled(lambda: bool(spare.loads))
+            spare.ready()
+        [state] = acquired  # loaded and handed to its request, which has no answer yet
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["spare1"]
+        h.scheduler.note_progress(state)  # the answer's first bytes
+        await h.launched("spare2")
+        h.scheduler.note_progress(state)  # later bytes start nothing more
+        h.scheduler.release(state)
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["spare1", "spare2"]
 
 
 async def test_without_a_warm_spare_a_load_starts_its_own_worker() -> None:
@@ -96,6 +122,7 @@ async def test_spares_never_count_as_models_nor_delay_an_eviction() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(h.request, "b")  # one model at most: a goes, b takes the spare
             await _settled(lambda: bool(second.loads))
+            # A spare is warm already: a's worker exits rather than being released.
             assert first.received == ["load command", "exit command"]
             assert h.state("a").status is Status.UNLOADED
             second.ready()
@@ -185,3 +212,65 @@ async def test_no_spare_starts_where_the_memory_budget_has_no_room_for_it() -> N
         h.spares.fill()
         await anyio.wait_all_tasks_blocked()
         assert h.launcher.launched == []
+
+
+async def _serving_a_from_a_spare(h: Harness) -> FakeChild:
+    """Model a served by spare1, whose answer has started spare2 (still importing)."""
+    h.spares.fill()
+    first = await _warm_spare(h, "spare1")
+    await _load_through(h, first, "a")
+    await h.launched("spare2")
+    return first
+
+
+async def test_an_evicted_worker_that_began_as_a_spare_is_released_for_the_next_load() -> None:
+    async with harness(models_max=1, spares=1) as h:
+        first = await _serving_a_from_a_spare(h)
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.request, "b")  # one model at most: a goes
+            await _settled(lambda: "release command" in first.received)
+            assert first.received == ["load command", "release command"]
+            assert h.state("b").status is Status.UNLOADED  # a has not released its model yet
+            first.warm()  # released: a spare again
+            await _settled(lambda: len(first.loads) == 2)
+            first.ready()
+        assert h.state("a").status is Status.UNLOADED
+        assert not h.state("a").failed
+        assert [flags[3] for flags in first.loads] == ["a", "b"]
+        assert h.launcher.launched == ["spare1", "spare2"]  # no process started for b
+        process = h.state("b").process
+        assert process is not None
+        assert process.pid == first.pid
+
+
+async def test_a_spare_that_warms_up_beside_a_released_worker_is_one_too_many() -> None:
+    async with harness(models_max=1, spares=1) as h:
+        first = await _serving_a_from_a_spare(h)
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.pool.stop, h.state("a"))  # an unload: nothing loads next
+            await _settled(lambda: "release command" in first.received)
+            first.warm()
+        assert h.spares.ready == 1
+        second = h.launcher.children["spare2"]
+        second.warm()
+        # The fresh one is kept: a released worker's heap has grown with its model's use.
+        await _settled(lambda: "exit command" in first.received)
+        assert first.received == ["load command", "release command", "exit command"]
+        assert second.received == []
+        assert h.spares.ready == 1
+
+
+async def test_a_worker_that_dies_while_releasing_is_replaced() -> None:
+    async with harness(models_max=0, spares=1) as h:
+        first = await _serving_a_from_a_spare(h)
+        h.launcher.children["spare2"].crash(1)  # no spare warm: a's worker is wanted back
+        await h.launched("spare3")
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.pool.stop, h.state("a"))
+            await _settled(lambda: "release command" in first.received)
+            first.crash(-9)
+        assert h.state("a").status is Status.UNLOADED
+        h.launcher.children["spare3"].warm()
+        await _settled(lambda: h.spares.ready == 1)
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["spare1", "spare2", "spare3"]

@@ -26,6 +26,7 @@ from router.scheduling_errors import (
     NoRoom,
     SchedulingError,
 )
+from router.worker_pool import worker_argv
 from tests.support.scheduling_harness import harness
 
 pytestmark = pytest.mark.anyio
@@ -78,6 +79,19 @@ async def test_a_view_stays_valid_after_a_reload_replaced_its_model() -> None:
         assert old.in_flight == 0
         assert h.state("a") is not old
         assert h.state("a").entry.ttl == 5.0
+
+
+def test_a_models_tags_reach_its_worker() -> None:
+    # The worker lists them in its own /models, as llama-server's --tags.
+    argv = worker_argv(_entry("a", tags=("chat", "small")))
+    assert argv[argv.index("--tags") + 1] == "chat,small"
+    assert "--tags" not in worker_argv(_entry("b"))
+
+
+def test_workers_get_no_key_and_answer_no_web_page() -> None:
+    argv = worker_argv(_entry("a"))
+    assert argv[argv.index("--cors-origins") + 1] == "none"
+    assert "--api-key" not in argv
 
 
 def test_a_model_is_found_by_name_or_alias() -> None:

@@ -68,6 +68,9 @@ class FakeChild:
         self.loads.append(list(argv))
         self.received.append("load command")
 
+    async def send_release(self) -> None:
+        self.received.append("release command")
+
     async def send_exit(self) -> None:
         self.exit_commands += 1
         self.received.append("exit command")

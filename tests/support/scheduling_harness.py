@@ -62,8 +62,9 @@ class Harness:
                 await self.launcher.spawned.wait()
 
     async def request(self, name: str) -> ModelState:
-        """What a proxied request does: acquire the model, use it, release it."""
+        """What a proxied request does: acquire the model, relay its answer, release it."""
         state = await self.scheduler.acquire(name)
+        self.scheduler.note_progress(state)
         self.scheduler.release(state)
         return state
 
@@ -109,6 +110,7 @@ async def harness(
             ),
         )
         pool = WorkerPool(catalogue, launcher=spare_workers, task_group=group, clock=clock)
+        pool.answer_listeners.append(lambda state: spare_workers.answered(state.process))
         try:
             scheduler = Scheduler(pool, models_max, memory, max_queue=max_queue, clock=clock)
             yield Harness(pool, scheduler, launcher, clock, spare_workers)

@@ -5,6 +5,7 @@ No Anthropic client is installed, so the wire format is checked by hand, event b
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.tiny_media import png_bytes
 from tests.support.worker_process import worker
 
 HI = [{"role": "user", "content": "hi"}]
@@ -218,9 +220,8 @@ def test_count_tokens_matches_a_real_request(client: httpx.Client) -> None:
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"messages": HI}, "max_tokens"),
+        ({"max_tokens": 4}, "messages"),
         ({"messages": HI, "max_tokens": 0}, "max_tokens"),
-        ({"messages": [], "max_tokens": 4}, "messages"),
         ({"messages": [{"role": "system", "content": "x"}], "max_tokens": 4}, "messages[0].role"),
         (
             {"messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}],
@@ -250,6 +251,38 @@ def test_malformed_requests_are_400_naming_the_field(
     error = response.json()["error"]
     assert (error["code"], error["type"]) == (400, "invalid_request_error")
     assert field in error["message"]
+
+
+def test_no_messages_are_answered_as_llama_server(client: httpx.Client) -> None:
+    # llama-server is permissive here: the template's empty conversation is the prompt.
+    body = _message(client, messages=[], max_tokens=2)
+    assert (body["type"], body["role"]) == ("message", "assistant")
+
+
+def test_an_image_in_a_tool_result_reaches_the_media_check(client: httpx.Client) -> None:
+    # The image is read, not dropped: this text-only model refuses it, naming the part.
+    png = base64.b64encode(png_bytes()).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1",
+              "content": [{"type": "text", "text": "File: a.png"}, image]}  # fmt: skip
+    messages = [*TOOL_HISTORY[:2], {"role": "user", "content": [result]}]
+    response = client.post("/v1/messages", json={"max_tokens": 4, "messages": messages})
+    assert response.status_code == 400
+    assert "image input is not supported" in response.json()["error"]["message"]
+
+
+def test_thinking_history_and_the_thinking_parameter_are_accepted(client: httpx.Client) -> None:
+    history = [
+        TOOL_HISTORY[0],
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "Check it."},
+                                          *TOOL_HISTORY[1]["content"]]},
+        TOOL_HISTORY[2],
+    ]  # fmt: skip
+    thinking = {"type": "enabled", "budget_tokens": 50}
+    body = _message(client, messages=history, max_tokens=2, thinking=thinking)
+    assert body["type"] == "message"
+    counted = client.post("/v1/messages/count_tokens", json={"messages": history})
+    assert counted.status_code == 200, counted.text
 
 
 def test_count_tokens_rejects_malformed_requests(client: httpx.Client) -> None:

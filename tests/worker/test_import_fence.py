@@ -1,7 +1,7 @@
 """A worker keeps out of its process what only rare requests need (docs/benchmarks.md, Swaps).
 
 The modules a ``python -m worker`` has imported are read from inside it: a ``sitecustomize`` on
-its ``PYTHONPATH`` writes them out as the interpreter exits, after the worker has served a chat
+its ``PYTHONPATH`` writes them out as the process exits, after the worker has served a chat
 request and been stopped as the router stops it.
 """
 
@@ -30,14 +30,21 @@ _KEPT_OUT = (
     "websockets",
 )
 
+# The worker ends with os._exit (worker/main.py), past atexit: the file is written there.
 _SITECUSTOMIZE = """
-import atexit, os, sys
+import os, sys
 
 def _write_modules():
     with open(os.environ["CORRAL_TEST_MODULES_FILE"], "w") as out:
         out.write("\\n".join(name for name, module in sys.modules.items() if module is not None))
 
-atexit.register(_write_modules)
+_exit = os._exit
+
+def _exit_after_writing(code):
+    _write_modules()
+    _exit(code)
+
+os._exit = _exit_after_writing
 """
 
 

@@ -91,6 +91,12 @@ def test_a_comma_list_of_aliases_names_the_model_by_the_first_in_order() -> None
     assert parse_worker_args(["--model", "dir/m.gguf"]).alias == "m"
 
 
+def test_tags_are_a_comma_list_kept_as_a_sorted_set() -> None:
+    settings = parse_worker_args(["--model", "m.gguf", "--tags", "small, chat,,small"])
+    assert settings.tags == ("chat", "small")
+    assert parse_worker_args(["--model", "m.gguf"]).tags == ()
+
+
 def test_llama_server_switches_become_settings() -> None:
     settings = parse_worker_args(
         ["--model", "m.gguf", "--metrics", "--no-slots", "--context-shift", "--keep", "-1"]
@@ -108,3 +114,11 @@ def test_llama_server_switches_become_settings() -> None:
         False,
         0,
     )
+
+
+def test_rpc_servers_take_every_layer_unless_told_otherwise() -> None:
+    settings = parse_worker_args(["-m", "m.gguf", "--rpc", "10.0.0.2:50052", "--rpc", "h:1,h:1"])
+    assert [str(endpoint) for endpoint in settings.rpc] == ["10.0.0.2:50052", "h:1"]
+    assert settings.n_gpu_layers == -1  # all, as llama-server's default when they fit
+    assert parse_worker_args(["-m", "m.gguf", "--rpc", "h:1", "-ngl", "2"]).n_gpu_layers == 2
+    assert parse_worker_args(["-m", "m.gguf"]).n_gpu_layers == 0

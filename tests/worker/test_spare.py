@@ -10,7 +10,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from corral.children.protocol import EXIT_COMMAND, EXIT_FAILED, EXIT_STOPPED, SPARE_STATE
+from corral.children.protocol import (
+    EXIT_COMMAND,
+    EXIT_FAILED,
+    EXIT_STOPPED,
+    RELEASE_COMMAND,
+    SPARE_STATE,
+)
 from tests.support.worker_process import WorkerProcess
 
 
@@ -47,6 +53,30 @@ def test_a_spare_serves_the_model_it_is_handed(spare: WorkerProcess, models_dir:
         # Only the warm-up ran at a lower priority: every thread serving now runs at ours.
         assert set(_thread_niceness(spare.process.pid).values()) == {os.nice(0)}
         spare.send(EXIT_COMMAND + b"\n")  # the exit command now stops the worker it became
+        assert spare.process.wait(timeout=30) == EXIT_STOPPED
+    finally:
+        spare.close()
+
+
+def test_a_released_worker_is_a_spare_again_and_serves_its_next_model(
+    spare: WorkerProcess, models_dir: Path
+) -> None:
+    chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+    try:
+        spare.hand_over(models_dir / "alpha.gguf", "--alias", "first")
+        first_url = spare.url
+        assert httpx.post(f"{first_url}/v1/chat/completions", json=chat).json()["model"] == "first"
+        spare.send(RELEASE_COMMAND + b"\n")
+        spare.read_until(SPARE_STATE)  # the model is closed and its port with it
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{first_url}/health")
+        assert spare.process.poll() is None
+        spare.hand_over(models_dir / "beta.gguf", "--alias", "second")
+        assert spare.states[-1].payload["id"] == "second"
+        reply = httpx.post(f"{spare.url}/v1/chat/completions", json=chat)
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["model"] == "second"
+        spare.send(EXIT_COMMAND + b"\n")
         assert spare.process.wait(timeout=30) == EXIT_STOPPED
     finally:
         spare.close()

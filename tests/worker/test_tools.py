@@ -21,7 +21,11 @@ WEATHER = {
 TIME = {"type": "function", "function": {"name": "time"}}
 
 
-@pytest.mark.parametrize(("tools", "choice"), [(None, "auto"), ([], "auto"), ([WEATHER], "none")])
+# "required" with no tools is a plain answer, as llama-server answers it (200, no tool call).
+@pytest.mark.parametrize(
+    ("tools", "choice"),
+    [(None, "auto"), ([], "auto"), ([WEATHER], "none"), (None, "required"), ([], "required")],
+)
 def test_no_tools_or_choice_none_is_no_plan(
     tools: list[dict[str, Any]] | None, choice: str
 ) -> None:

@@ -18,7 +18,10 @@ __all__ = [
     "Message",
     "MessagesRequest",
     "NoneChoice",
+    "RedactedThinkingBlock",
     "TextBlock",
+    "Thinking",
+    "ThinkingBlock",
     "Tool",
     "ToolChoice",
     "ToolNameChoice",
@@ -37,15 +40,9 @@ class ToolUseBlock(msgspec.Struct, tag_field="type", tag="tool_use"):
     input: dict[str, Any]
 
 
-class ToolResultBlock(msgspec.Struct, tag_field="type", tag="tool_result"):
-    tool_use_id: str
-    content: str | list[TextBlock] = ""
-    is_error: bool = False
-
-
 class ImageSource(msgspec.Struct, kw_only=True):
     type: Literal["base64", "url"]
-    media_type: str = ""
+    media_type: str = "image/jpeg"  # llama-server's default when a base64 source names none
     data: str = ""
     url: str = ""
 
@@ -54,7 +51,28 @@ class ImageBlock(msgspec.Struct, tag_field="type", tag="image"):
     source: ImageSource
 
 
-Block = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock
+class ToolResultBlock(msgspec.Struct, tag_field="type", tag="tool_result"):
+    tool_use_id: str
+    content: str | list[TextBlock | ImageBlock] = ""
+    is_error: bool = False
+
+
+class ThinkingBlock(msgspec.Struct, tag_field="type", tag="thinking"):
+    """An earlier answer's thinking, sent back in the history (extended thinking)."""
+
+    thinking: str
+    signature: str = ""
+
+
+class RedactedThinkingBlock(msgspec.Struct, tag_field="type", tag="redacted_thinking"):
+    """Thinking Anthropic's API encrypted: accepted in the history, unreadable to any model."""
+
+    data: str = ""
+
+
+Block = (
+    TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock
+)
 
 
 class Message(msgspec.Struct):
@@ -90,15 +108,25 @@ class NoneChoice(msgspec.Struct, tag_field="type", tag="none"):
 ToolChoice = AutoChoice | AnyChoice | ToolNameChoice | NoneChoice
 
 
+class Thinking(msgspec.Struct, kw_only=True):
+    """The request's ``thinking``: ``enabled`` with a token budget, or ``disabled``."""
+
+    type: str
+    budget_tokens: Annotated[int, msgspec.Meta(ge=0)] = 10000  # llama-server's default
+
+
 class MessagesRequest(SamplingFields, kw_only=True):
     """``POST /v1/messages``; ``SamplingFields`` brings llama-server's extras, as upstream."""
 
-    messages: Annotated[list[Message], msgspec.Meta(min_length=1)]
-    max_tokens: Annotated[int, msgspec.Meta(ge=1)]
+    # Required but permissive, as llama-server: no messages renders the template's empty
+    # conversation, no max_tokens is 4096.
+    messages: list[Message]
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 4096
     system: str | list[TextBlock] | None = None
     stop_sequences: list[str] | None = None
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
+    thinking: Thinking | None = None
 
 
 class CountTokensRequest(MessagesRequest, kw_only=True):

@@ -3,12 +3,13 @@
 A request is translated into a :class:`~worker.chat_request.ChatRequest` and answered by the one
 chat pipeline; :class:`~worker.anthropic.shapes.MessagesShape` words the answer the Anthropic way.
 
-Supported: ``system`` (string or text blocks); ``messages`` with ``text``, ``tool_use`` and
-``tool_result`` blocks; ``max_tokens``, ``stop_sequences``, ``temperature``, ``top_p``,
-``top_k``, ``stream``; custom ``tools`` and every ``tool_choice`` type (by Corral's constrained
-JSON tool mode, :mod:`worker.tools`). llama-server's own sampling fields (``ignore_eos``,
-``cache_prompt``, ``seed``, ``min_p``, …) are accepted as well, as upstream does. Not supported
-(400 naming the field): image and document blocks, server tools (``web_search``, …). ``thinking``,
+Supported (docs/api.md): ``system`` (string or text blocks); ``messages`` with ``text``,
+``image``, ``tool_use``, ``tool_result`` (text and images) and ``thinking`` blocks;
+``max_tokens``, ``stop_sequences``, ``temperature``, ``top_p``, ``top_k``, ``stream``,
+``thinking`` (its budget); custom ``tools`` and every ``tool_choice`` type (by Corral's
+constrained JSON tool mode, :mod:`worker.tools`). llama-server's own sampling fields
+(``ignore_eos``, ``cache_prompt``, ``seed``, ``min_p``, …) are accepted as well, as upstream
+does. Not supported (400 naming the field): document blocks, server tools (``web_search``, …).
 ``metadata`` and ``cache_control`` are ignored; the model's own thinking comes back as
 ``thinking`` blocks (docs/tool-calls.md).
 

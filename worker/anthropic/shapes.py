@@ -93,9 +93,19 @@ class MessagesShape(ResponseShape):
         """Close the open block unless it is already a ``kind`` one, and open ``block``."""
         if self._open == kind and kind != "tool_use":
             return b""
-        closing = _block_stop(self._index) if self._open is not None else b""
+        closing = self._close()
         self._open, self._index = kind, self._index + 1
         return closing + _block_start(self._index, block)
+
+    def _close(self) -> bytes:
+        """The open block's end; a thinking block's is preceded by its (empty) signature, which
+        Anthropic's clients expect before it closes (there is nothing here to sign it with)."""
+        if self._open is None:
+            return b""
+        signature = b""
+        if self._open == "thinking":
+            signature = self._delta({"type": "signature_delta", "signature": ""})
+        return signature + _block_stop(self._index)
 
     def _delta(self, delta: dict[str, Any]) -> bytes:
         event = {"type": "content_block_delta", "index": self._index, "delta": delta}
@@ -121,9 +131,7 @@ class MessagesShape(ResponseShape):
         return b"".join(parts)
 
     def stream_closing(self, finished: Finished) -> bytes:
-        parts = [self._events(self._stream.finish())]
-        if self._open is not None:
-            parts.append(_block_stop(self._index))
+        parts = [self._events(self._stream.finish()), self._close()]
         reason, sequence = _stop(finished, bool(self._stream.sent.tool_calls))
         delta = {
             "type": "message_delta",

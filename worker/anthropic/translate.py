@@ -1,7 +1,9 @@
 """Anthropic's Messages request, translated into the chat pipeline's :class:`ChatRequest`.
 
 Tool traffic becomes OpenAI's form (``tool_calls`` on assistant turns, ``tool`` messages for
-results) so the chat pipeline's tool mode (:mod:`worker.tools`) runs Anthropic's tools too.
+results) so the chat pipeline's tool mode (:mod:`worker.tools`) runs Anthropic's tools too;
+``thinking`` blocks of earlier answers become the turn's ``reasoning_content``, which templates
+that show past thinking render, as llama-server's conversion does.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from worker.anthropic.protocol import (
     ImageBlock,
     MessagesRequest,
     NoneChoice,
+    RedactedThinkingBlock,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -36,11 +40,21 @@ def _tool_call(block: ToolUseBlock) -> dict[str, Any]:
 
 
 def _tool_message(block: ToolResultBlock) -> ChatMessage:
-    text = _text(block.content)
     # The model only sees text: an error flag it cannot see would make a failure read as data.
-    if block.is_error:
-        text = f"Error: {text}"
-    return ChatMessage("tool", text, tool_call_id=block.tool_use_id)
+    error = "Error: " if block.is_error else ""
+    content = block.content
+    if isinstance(content, str):
+        return ChatMessage("tool", error + content, tool_call_id=block.tool_use_id)
+    if not any(isinstance(b, ImageBlock) for b in content):
+        text = "".join(b.text for b in content if isinstance(b, TextBlock))
+        return ChatMessage("tool", error + text, tool_call_id=block.tool_use_id)
+    # With images, OpenAI's multimodal parts, each where it stood (as llama-server converts).
+    parts = [{"type": "text", "text": error}] if error else []
+    parts += [
+        _image_part(b) if isinstance(b, ImageBlock) else {"type": "text", "text": b.text}
+        for b in content
+    ]
+    return ChatMessage("tool", parts, tool_call_id=block.tool_use_id)
 
 
 def _image_part(block: ImageBlock) -> dict[str, Any]:
@@ -67,10 +81,17 @@ def _chat_messages(body: MessagesRequest) -> list[ChatMessage]:
             continue
         text: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
+        thinking: list[str] = []
         for j, block in enumerate(message.content):
             where = f"messages[{i}].content[{j}]"
             if isinstance(block, TextBlock):
                 text.append({"type": "text", "text": block.text})
+            elif isinstance(block, ThinkingBlock | RedactedThinkingBlock):
+                if message.role != "assistant":
+                    raise ApiError(400, f"{where}: thinking blocks belong in assistant messages")
+                # Redacted thinking is encrypted by Anthropic's API: no model here can read it.
+                if isinstance(block, ThinkingBlock):
+                    thinking.append(block.thinking)
             elif isinstance(block, ImageBlock):
                 if message.role != "user":
                     raise ApiError(400, f"{where}: image blocks belong in user messages")
@@ -89,7 +110,12 @@ def _chat_messages(body: MessagesRequest) -> list[ChatMessage]:
                 chat.append(_tool_message(block))
         if message.role == "assistant":
             reply = "".join(part["text"] for part in text) or None
-            chat.append(ChatMessage("assistant", reply, tool_calls=calls or None))
+            reasoning = "".join(thinking) or None
+            chat.append(
+                ChatMessage(
+                    "assistant", reply, tool_calls=calls or None, reasoning_content=reasoning
+                )
+            )
         elif text or not message.content:
             chat.append(ChatMessage("user", _user_content(text)))
     return chat
@@ -127,6 +153,10 @@ def to_chat_request(body: MessagesRequest) -> ChatRequest:
     sampling["stop"] = [*(body.stop_sequences or []), *stops]
     tools, tool_choice = _tools(body)
     single = getattr(body.tool_choice, "disable_parallel_tool_use", False)
+    # Extended thinking's budget is llama-server's thinking budget; "disabled" (or no
+    # ``thinking``) leaves the model's and the worker's defaults alone, as llama-server does.
+    if body.thinking is not None and body.thinking.type == "enabled":
+        sampling["thinking_budget_tokens"] = body.thinking.budget_tokens
     return ChatRequest(
         **sampling,
         messages=_chat_messages(body),

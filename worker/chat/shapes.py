@@ -9,8 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from worker.chat_formats import MessageDelta, OutputParser, OutputStream, ParsedMessage
-from worker.generation import Delta, Finished
-from worker.response_shape import ResponseShape, openai_accounting, sse
+from worker.generation import Delta, Finished, Progress
+from worker.response_shape import (
+    ResponseShape,
+    openai_accounting,
+    sse,
+    with_progress,
+    with_timings,
+)
 from worker.token_probs import TokenProb, TokenProbs, log_prob
 
 __all__ = ["ChatShape", "logprobs_json"]
@@ -70,33 +76,50 @@ class ChatShape(ResponseShape):
         if "content" in delta and last is not None and last.probs is not None:
             logprobs = {"content": [logprobs_json(last.probs)]}
         return {
+            **self._envelope(),
+            "choices": [
+                {"index": self.index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+            ],
+        }
+
+    def _envelope(self) -> dict[str, Any]:
+        return {
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
             "system_fingerprint": self.fingerprint,
-            "choices": [
-                {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
-            ],
         }
 
     def opening(self) -> dict[str, Any]:
         return self._chunk({"role": "assistant", "content": None}, None)
 
+    def progress(self, progress: Progress) -> dict[str, Any]:
+        # As llama-server: each report is an opening chunk carrying the prompt's progress.
+        return with_progress(self.opening(), progress)
+
     def chunk(self, text: str) -> dict[str, Any] | None:
         delta = self._stream.feed(text)
-        return self._chunk(_delta(delta), None) if delta else None
+        if not delta:
+            return None
+        return with_timings(self._chunk(_delta(delta), None), self._last)
 
     def stream_closing(self, finished: Finished) -> bytes:
         rest = self._stream.finish()
         last = sse(self._chunk(_delta(rest), None)) if rest else b""
+        if self.include_usage:  # the finish reason first; closing() is then the usage's chunk
+            last += sse(self._finish_chunk(finished))
         return last + super().stream_closing(finished)
 
+    def _finish_chunk(self, finished: Finished) -> dict[str, Any]:
+        return self._chunk({}, _finish(finished, self._stream.sent))
+
     def closing(self, finished: Finished) -> dict[str, Any]:
-        return {
-            **self._chunk({}, _finish(finished, self._stream.sent)),
-            **openai_accounting(finished),
-        }
+        if not self.include_usage:
+            return {**self._finish_chunk(finished), **openai_accounting(finished)}
+        # OpenAI's stream_options.include_usage: the usage in a last chunk with no choices,
+        # which llama-server gives the timings too.
+        return {**self._envelope(), "choices": [], **openai_accounting(finished)}
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
         parsed = self._parser.whole(text)
@@ -114,7 +137,7 @@ class ChatShape(ResponseShape):
             "system_fingerprint": self.fingerprint,
             "choices": [
                 {
-                    "index": 0,
+                    "index": self.index,
                     "message": message,
                     "logprobs": {"content": self._logprobs} if self._logprobs else None,
                     "finish_reason": _finish(finished, parsed),

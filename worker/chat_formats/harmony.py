@@ -12,12 +12,16 @@ frames every answer, so it is read whether or not the request has tools.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from worker.chat_formats.message import ParsedMessage, ToolCall
-from worker.chat_formats.scanning import MalformedToolCall, held_back, marked_segments
+from worker.chat_formats.scanning import (
+    MalformedToolCall,
+    arguments_object,
+    held_back,
+    marked_segments,
+)
 
 __all__ = ["GPT_OSS", "HarmonySyntax"]
 
@@ -71,12 +75,7 @@ class HarmonySyntax:
     def _call(name: str, body: str, complete: bool, message: ParsedMessage) -> None:
         arguments = body.strip()
         if complete:
-            try:
-                value = json.loads(arguments)
-            except ValueError:
-                raise MalformedToolCall("tool-call arguments are not JSON") from None
-            if not isinstance(value, dict):
-                raise MalformedToolCall("tool-call arguments must be a JSON object")
+            arguments_object(arguments)  # checked; sent as the model wrote it
         message.tool_calls.append(ToolCall(name, arguments))
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from worker.chat_formats.message import ParsedMessage, ToolCall
 from worker.chat_formats.scanning import (
     MalformedToolCall,
+    arguments_object,
     held_back,
     json_value,
     may_open,
@@ -207,10 +208,7 @@ class JsonToolSyntax:
             raise MalformedToolCall("a tool call has no function name")
         arguments = value.get(args_key, {}) if args_key else {}
         if isinstance(arguments, str):  # some models write the arguments as a JSON string
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                raise MalformedToolCall("tool-call arguments are not JSON") from None
+            arguments = arguments_object(arguments)
         if not isinstance(arguments, dict):
             raise MalformedToolCall("tool-call arguments must be a JSON object")
         if head is not None and isinstance(value.get(args_key or ""), dict):

@@ -13,11 +13,10 @@ that follows. The format frames every answer, so it is read whether or not the r
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from worker.chat_formats.message import ParsedMessage, ToolCall
-from worker.chat_formats.scanning import MalformedToolCall, held_back
+from worker.chat_formats.scanning import MalformedToolCall, arguments_object, held_back
 
 __all__ = ["FUNCTIONARY_V3_2", "RecipientSyntax"]
 
@@ -48,12 +47,7 @@ class RecipientSyntax:
                 continue
             arguments = body.strip()
             if not (last and partial):
-                try:
-                    value = json.loads(arguments)
-                except ValueError:
-                    raise MalformedToolCall("tool-call arguments are not JSON") from None
-                if not isinstance(value, dict):
-                    raise MalformedToolCall("tool-call arguments must be a JSON object")
+                arguments_object(arguments)  # checked; sent as the model wrote it
             message.tool_calls.append(ToolCall(recipient.strip(), arguments))
         return message
 

@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "JsonValue",
     "MalformedToolCall",
+    "arguments_object",
     "held_back",
     "json_value",
     "marked_segments",
@@ -27,6 +28,17 @@ _DECODER = json.JSONDecoder()
 
 class MalformedToolCall(ValueError):
     """The model opened a tool call it did not write out correctly; its text becomes content."""
+
+
+def arguments_object(text: str) -> dict[str, Any]:
+    """A call's complete arguments, which must be one JSON object, else MalformedToolCall."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise MalformedToolCall("tool-call arguments are not JSON") from None
+    if not isinstance(value, dict):
+        raise MalformedToolCall("tool-call arguments must be a JSON object")
+    return value
 
 
 def held_back(text: str, markers: tuple[str, ...]) -> int:

@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worker.generation import Delta, Finished, Progress
-from worker.response_shape import ResponseShape, openai_accounting, sse
+from worker.native_answer import NativeAnswer, native_final
+from worker.response_shape import (
+    ResponseShape,
+    openai_accounting,
+    with_progress,
+    with_timings,
+)
 from worker.token_probs import TokenProb, TokenProbs, log_prob
 
 __all__ = ["NativeOptions", "NativeShape", "TextShape", "probabilities_json"]
@@ -17,19 +23,27 @@ class TextShape(ResponseShape):
 
     def __init__(self, model: str) -> None:
         super().__init__(model, "cmpl")
+        self._last: Delta | None = None
+
+    def observe(self, delta: Delta) -> None:
+        self._last = delta
 
     def _body(self, text: str, finish: str | None) -> dict[str, Any]:
+        choice = {"index": self.index, "text": text, "logprobs": None, "finish_reason": finish}
         return {
             "id": self.id,
             "object": "text_completion",
             "created": self.created,
             "model": self.model,
             "system_fingerprint": self.fingerprint,
-            "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}],
+            "choices": [choice],
         }
 
     def chunk(self, text: str) -> dict[str, Any] | None:
-        return self._body(text, None)
+        return with_timings(self._body(text, None), self._last)
+
+    def progress(self, progress: Progress) -> dict[str, Any]:
+        return with_progress(self._body("", None), progress)
 
     def closing(self, finished: Finished) -> dict[str, Any]:
         return {
@@ -95,6 +109,7 @@ class NativeShape(ResponseShape):
     def __init__(self, model: str, options: NativeOptions | None = None) -> None:
         super().__init__(model, "cmpl")
         self.options = options or NativeOptions()
+        self.index = self.options.index
         self._tokens: list[int] = []
         self._probs: list[dict[str, Any]] = []
         self._last: Delta | None = None
@@ -115,64 +130,35 @@ class NativeShape(ResponseShape):
             "tokens": [last.token] if last is not None and last.token >= 0 else [],
             "stop": False,
             "id_slot": 0,
-            "index": self.options.index,
+            "index": self.index,
         }
         if last is not None and last.probs is not None:
             body["completion_probabilities"] = [probabilities_json(last.probs)]
-        return body
+        return with_timings(body, last)
+
+    def progress(self, progress: Progress) -> dict[str, Any]:
+        body = {
+            "content": "",
+            "tokens": [],
+            "stop": False,
+            "id_slot": 0,
+            "index": self.index,
+            "tokens_predicted": 0,
+            "tokens_evaluated": progress.total,
+        }
+        return with_progress(body, progress)
 
     def closing(self, finished: Finished) -> dict[str, Any]:
         return self._final("", finished, streamed=True)
-
-    def stream_progress(self, progress: Progress) -> bytes:
-        # llama-server's partial result with is_progress; its timings come only with
-        # timings_per_token there, always here (docs/api.md).
-        return sse(
-            {
-                "index": self.options.index,
-                "content": "",
-                "tokens": [],
-                "stop": False,
-                "id_slot": 0,
-                "tokens_predicted": 0,
-                "tokens_evaluated": progress.total,
-                "timings": progress.timings,
-                "prompt_progress": {
-                    "total": progress.total,
-                    "cache": progress.cache,
-                    "processed": progress.processed,
-                    "time_ms": progress.time_ms,
-                },
-            }
-        )
 
     def whole(self, text: str, finished: Finished) -> dict[str, Any]:
         return self._final(text, finished, streamed=False)
 
     def _final(self, text: str, finished: Finished, *, streamed: bool) -> dict[str, Any]:
-        if finished.stop_word is not None:
-            stop_type = "word"
-        else:
-            stop_type = "limit" if finished.reason == "length" else "eos"
         options = self.options
-        body: dict[str, Any] = {
-            "index": options.index,
-            "content": text,
-            "tokens": self._tokens if options.return_tokens and not streamed else [],
-            "id_slot": finished.id_slot,
-            "stop": True,
-            "model": self.model,
-            "tokens_predicted": finished.predicted_tokens,
-            "tokens_evaluated": finished.prompt_tokens,
-            "generation_settings": options.settings,
-            "prompt": options.prompt_text,
-            "has_new_line": self._new_line,
-            "truncated": finished.truncated,
-            "stop_type": stop_type,
-            "stopping_word": finished.stop_word or "",
-            "tokens_cached": finished.cached_tokens,
-            "timings": finished.timings,
-        }
+        answer = NativeAnswer(self.model, options.prompt_text, options.settings)
+        tokens = self._tokens if options.return_tokens and not streamed else []
+        body = native_final(answer, self.index, text, finished, tokens, self._new_line)
         if self._probs and not streamed:
             body["completion_probabilities"] = self._probs
         if options.response_fields:

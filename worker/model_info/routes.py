@@ -87,7 +87,7 @@ async def metrics(request: AnyRequest) -> ASGIResponse:
     )
 
 
-@get("/health")
+@get(["/health", "/v1/health"])  # both, as llama-server
 async def health(request: AnyRequest) -> dict[str, Any]:
     engine, _ = loaded(request)
     # Answered by the event loop, so a frozen process fails it by not answering; a wedged

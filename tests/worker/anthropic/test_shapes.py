@@ -105,15 +105,34 @@ def test_thinking_text_and_tool_use_blocks_stream_in_order() -> None:
     assert [block["type"] for block in starts] == ["thinking", "text", "tool_use"]
     assert (starts[2]["name"], starts[2]["input"]) == ("weather", {})
     deltas: dict[int, str] = {}
+    signed: list[int] = []
     for name, data in events:
         if name == "content_block_delta":
             delta = data["delta"]
+            if delta["type"] == "signature_delta":
+                signed.append(data["index"])
+                continue
             piece = delta.get("thinking") or delta.get("text") or delta.get("partial_json")
             deltas[data["index"]] = deltas.get(data["index"], "") + piece
     assert deltas == {0: "Hmm.", 1: "Let me check.", 2: '{"city": "Oslo"}'}
     stops = [data["index"] for name, data in events if name == "content_block_stop"]
     assert stops == [0, 1, 2]
+    # As Anthropic's API (and llama-server): the thinking block is signed just before it closes.
+    assert signed == [0]
+    names = [name for name, _ in events]
+    first_stop = names.index("content_block_stop")
+    assert events[first_stop - 1][1]["delta"] == {"type": "signature_delta", "signature": ""}
     assert events[-2][1]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_a_thinking_block_left_open_is_signed_when_the_stream_ends() -> None:
+    shape = MessagesShape("m", HERMES_THINKING)
+    stream = shape.stream_opening() + shape.stream_chunk("<think>Hmm")
+    events = sse_events(stream + shape.stream_closing(finished()))
+    names = [name for name, _ in events]
+    assert names[-4:] == ["content_block_delta", "content_block_stop", "message_delta",
+                          "message_stop"]  # fmt: skip
+    assert events[-4][1]["delta"]["type"] == "signature_delta"
 
 
 def test_a_whole_native_answer_has_a_thinking_block() -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from worker.chat_formats import OutputParser, OutputStream, ThinkingTags
+from tests.support.output_splits import assert_output_parses_to
+from worker.chat_formats import OutputParser, ThinkingTags
 from worker.chat_formats.gemma4 import GEMMA4
 
 PARSER = OutputParser(tools=GEMMA4, thinking=ThinkingTags("<|channel>thought", "<channel|>"))
@@ -27,23 +27,11 @@ CASES: list[tuple[str, str, str, list[tuple[str, Any]]]] = [
 ]  # fmt: skip
 
 
-def _calls(message: Any) -> list[tuple[str, Any]]:
-    return [(c.name, json.loads(c.arguments)) for c in message.tool_calls]
-
-
 @pytest.mark.parametrize(("text", "reasoning", "content", "calls"), CASES)
 def test_whole_and_split_at_every_position(
     text: str, reasoning: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
-    whole = PARSER.whole(text)
-    assert (whole.reasoning, whole.content, _calls(whole)) == (reasoning, content, calls)
-    for pieces in [[text[:cut], text[cut:]] for cut in range(len(text) + 1)] + [list(text)]:
-        stream = OutputStream(PARSER)
-        for piece in pieces:
-            stream.feed(piece)
-        stream.finish()
-        sent = stream.sent
-        assert (sent.reasoning, sent.content, _calls(sent)) == (reasoning, content, calls), pieces
+    assert_output_parses_to(PARSER, text, reasoning=reasoning, content=content, calls=calls)
 
 
 @pytest.mark.parametrize(

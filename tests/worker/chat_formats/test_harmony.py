@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from worker.chat_formats import OutputParser, OutputStream, detect_format
+from tests.support.output_splits import assert_output_parses_to
+from worker.chat_formats import OutputParser, detect_format
 from worker.chat_formats.harmony import GPT_OSS, HarmonySyntax
 
 THOUGHTS = "<|channel|>analysis<|message|>I'm\nthinking<|end|>"
@@ -24,30 +24,12 @@ CASES: list[tuple[str, str, str, list[tuple[str, Any]]]] = [
 ]  # fmt: skip
 
 
-def _seen(parser: OutputParser, pieces: list[str]) -> tuple[str, str, list[tuple[str, Any]]]:
-    stream = OutputStream(parser)
-    for piece in pieces:
-        stream.feed(piece)
-    stream.finish()
-    sent = stream.sent
-    return (
-        sent.reasoning,
-        sent.content,
-        [(c.name, json.loads(c.arguments)) for c in sent.tool_calls],
-    )
-
-
 @pytest.mark.parametrize(("text", "reasoning", "content", "calls"), CASES)
 def test_channels_whole_and_split_at_every_position(
     text: str, reasoning: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
     parser = OutputParser(tools=GPT_OSS)
-    whole = parser.whole(text)
-    got = [(c.name, json.loads(c.arguments)) for c in whole.tool_calls]
-    assert (whole.reasoning, whole.content, got) == (reasoning, content, calls)
-    for cut in range(len(text) + 1):
-        assert _seen(parser, [text[:cut], text[cut:]]) == (reasoning, content, calls), cut
-    assert _seen(parser, list(text)) == (reasoning, content, calls)
+    assert_output_parses_to(parser, text, reasoning=reasoning, content=content, calls=calls)
 
 
 def test_reasoning_format_none_keeps_the_analysis_in_the_content() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.output_splits import assert_output_parses_to
 from worker.chat_formats import OutputParser, OutputStream, detect_format
 from worker.chat_formats.python_tag import PythonTagSyntax
 
@@ -50,16 +51,7 @@ CASES: list[tuple[str, str, list[tuple[str, Any]]]] = [
 def test_whole_and_split_at_every_position(
     text: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
-    for pieces in [[text]] + [[text[:cut], text[cut:]] for cut in range(len(text) + 1)]:
-        stream = OutputStream(PARSER)
-        for piece in pieces:
-            stream.feed(piece)
-        stream.finish()
-        got = [(c.name, json.loads(c.arguments)) for c in stream.sent.tool_calls]
-        assert (stream.sent.content, got) == (content, calls), pieces
-    whole = PARSER.whole(text)
-    got = [(c.name, json.loads(c.arguments)) for c in whole.tool_calls]
-    assert (whole.content, got) == (content, calls)
+    assert_output_parses_to(PARSER, text, content=content, calls=calls)
 
 
 @pytest.mark.parametrize(

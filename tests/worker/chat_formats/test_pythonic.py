@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from worker.chat_formats import OutputParser, OutputStream, ThinkingTags, detect_format
+from tests.support.output_splits import assert_output_parses_to
+from worker.chat_formats import OutputParser, ThinkingTags, detect_format
 from worker.chat_formats.pythonic import LFM2
 
 PARSER = OutputParser(tools=LFM2, thinking=ThinkingTags())
@@ -30,18 +30,7 @@ CASES: list[tuple[str, str, list[tuple[str, Any]]]] = [
 def test_whole_and_split_at_every_position(
     text: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
-    for pieces in [[text]] + [[text[:cut], text[cut:]] for cut in range(len(text) + 1)]:
-        stream = OutputStream(PARSER)
-        for piece in pieces:
-            stream.feed(piece)
-        stream.finish()
-        got = [(c.name, json.loads(c.arguments)) for c in stream.sent.tool_calls]
-        assert (stream.sent.content, got) == (content, calls), pieces
-    whole = PARSER.whole(text)
-    assert (whole.content, [(c.name, json.loads(c.arguments)) for c in whole.tool_calls]) == (
-        content,
-        calls,
-    )
+    assert_output_parses_to(PARSER, text, content=content, calls=calls)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.output_splits import assert_output_parses_to
 from worker.chat_formats import OutputParser, OutputStream, ThinkingTags, detect_format
 from worker.chat_formats.families import HERMES
 
@@ -24,14 +25,7 @@ def test_thinking_is_split_whole_and_at_every_split(
     text: str, opened: bool, reasoning: str, content: str
 ) -> None:
     parser = OutputParser(thinking=THINK, thinking_open=opened)
-    whole = parser.whole(text)
-    assert (whole.reasoning, whole.content) == (reasoning, content)
-    for cut in range(len(text) + 1):
-        stream = OutputStream(parser)
-        stream.feed(text[:cut])
-        stream.feed(text[cut:])
-        stream.finish()
-        assert (stream.sent.reasoning, stream.sent.content) == (reasoning, content), cut
+    assert_output_parses_to(parser, text, reasoning=reasoning, content=content)
 
 
 def test_thinking_streams_as_reasoning_before_the_answer() -> None:
@@ -86,11 +80,4 @@ def test_command_r7b_response_markers_are_not_content(
 ) -> None:
     found = detect_format(R7B)
     parser = OutputParser(thinking=found.thinking, content_markers=found.content_markers)
-    whole = parser.whole(text)
-    assert (whole.reasoning, whole.content) == (reasoning, content)
-    for cut in range(len(text) + 1):
-        stream = OutputStream(parser)
-        stream.feed(text[:cut])
-        stream.feed(text[cut:])
-        stream.finish()
-        assert (stream.sent.reasoning, stream.sent.content) == (reasoning, content), cut
+    assert_output_parses_to(parser, text, reasoning=reasoning, content=content)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from worker.chat_formats import OutputParser, OutputStream, detect_format
+from tests.support.output_splits import assert_output_parses_to
+from worker.chat_formats import OutputParser, detect_format
 from worker.chat_formats.recipients import FUNCTIONARY_V3_2
 
 CASES: list[tuple[str, str, list[tuple[str, Any]]]] = [
@@ -23,18 +23,7 @@ def test_recipients_whole_and_split_at_every_position(
     text: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
     parser = OutputParser(tools=FUNCTIONARY_V3_2)
-    whole = parser.whole(text)
-    assert (whole.content, [(c.name, json.loads(c.arguments)) for c in whole.tool_calls]) == (
-        content,
-        calls,
-    )
-    for pieces in [[text[:cut], text[cut:]] for cut in range(len(text) + 1)] + [list(text)]:
-        stream = OutputStream(parser)
-        for piece in pieces:
-            stream.feed(piece)
-        stream.finish()
-        got = [(c.name, json.loads(c.arguments)) for c in stream.sent.tool_calls]
-        assert (stream.sent.content, got) == (content, calls), pieces
+    assert_output_parses_to(parser, text, content=content, calls=calls)
 
 
 def test_bad_arguments_are_text_and_plain_text_stays_text() -> None:

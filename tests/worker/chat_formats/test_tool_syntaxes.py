@@ -7,11 +7,11 @@ and each call's argument pieces must add up to its final arguments.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
+from tests.support.output_splits import calls_of, every_split
 from worker.chat_formats import OutputParser, OutputStream, ParsedMessage, detect_format
 from worker.chat_formats import families as f
 from worker.chat_formats.detection import NativeSyntax
@@ -174,10 +174,6 @@ def _parser(syntax: NativeSyntax) -> OutputParser:
     return OutputParser(tools=tools)
 
 
-def _calls(message: ParsedMessage) -> list[tuple[str, Any]]:
-    return [(call.name, json.loads(call.arguments)) for call in message.tool_calls]
-
-
 def _streamed(parser: OutputParser, pieces: list[str]) -> tuple[ParsedMessage, dict[int, str]]:
     """The message a client ends up with, and each call's argument pieces joined."""
     stream = OutputStream(parser)
@@ -195,7 +191,7 @@ def test_a_whole_output(
     syntax: NativeSyntax, text: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
     message = _parser(syntax).whole(text)
-    assert (message.content, _calls(message)) == (content, calls)
+    assert (message.content, calls_of(message)) == (content, calls)
     assert all(call.id for call in message.tool_calls)
 
 
@@ -205,10 +201,9 @@ def test_streamed_split_at_every_position(
     syntax: NativeSyntax, text: str, content: str, calls: list[tuple[str, Any]]
 ) -> None:
     parser = _parser(syntax)
-    splits = [[text[:cut], text[cut:]] for cut in range(len(text) + 1)] + [list(text)]
-    for pieces in splits:
+    for pieces in every_split(text):
         sent, joined = _streamed(parser, pieces)
-        assert (sent.content, _calls(sent)) == (content, calls), pieces
+        assert (sent.content, calls_of(sent)) == (content, calls), pieces
         assert [joined[i] for i in range(len(calls))] == [c.arguments for c in sent.tool_calls]
 
 
@@ -256,7 +251,7 @@ def test_a_model_written_call_id_is_kept() -> None:
     assert _parser(f.SOLAR_OPEN).whole(text).tool_calls[0].id == "call_7"
 
 
-def test_a_kimi_k3_answer_splits_into_thinking_response_and_calls() -> None:
+def test_a_kimi_k3_answer_splits_into_thinking_response_andcalls_of() -> None:
     chat_format = detect_format("<|open|>message<|sep|><|close|>message<|sep|><|end_of_msg|>")
     assert chat_format.tools is not None
     assert chat_format.thinking is not None
@@ -268,7 +263,7 @@ def test_a_kimi_k3_answer_splits_into_thinking_response_and_calls() -> None:
         "<|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>"
     )
     for message in (parser.whole(text), _streamed(parser, list(text))[0]):
-        assert (message.reasoning, message.content, _calls(message)) == (
+        assert (message.reasoning, message.content, calls_of(message)) == (
             "Look it up.",
             "Checking.",
             [("now", {})],

@@ -118,6 +118,29 @@ def test_enable_thinking_follows_the_request_s_kwargs(clients: dict[str, httpx.C
     assert apply({"enable_thinking": "no"}).status_code == 400
 
 
+def test_anthropic_thinking_history_reaches_the_template(
+    clients: dict[str, httpx.Client],
+) -> None:
+    # As llama-server: a thinking block becomes reasoning_content, which Qwen3 renders.
+    call: dict[str, object] = {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "main.py"}
+    tool = {"name": "ls", "input_schema": {"type": "object"}}
+
+    def count(assistant: list[dict[str, object]]) -> int:
+        messages = [
+            {"role": "user", "content": "Fix the bug"},
+            {"role": "assistant", "content": assistant},
+            {"role": "user", "content": [result]},
+        ]
+        body = {"messages": messages, "tools": [tool]}
+        response = clients["Qwen-Qwen3-0.6B"].post("/v1/messages/count_tokens", json=body)
+        assert response.status_code == 200, response.text
+        return int(response.json()["input_tokens"])
+
+    thought: dict[str, object] = {"type": "thinking", "thinking": "Look at the layout first."}
+    assert count([thought, call]) > count([call])
+
+
 def test_template_flags(tmp_path: Path) -> None:
     model = write_tiny_gguf(tmp_path / "m.gguf")
     template = tmp_path / "t.jinja"

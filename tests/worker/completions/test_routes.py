@@ -40,6 +40,17 @@ def test_the_answer_carries_llama_servers_fields(client: httpx.Client) -> None:
     assert _complete(client, prompt="hello")["tokens"] == []  # only when asked
 
 
+def test_only_the_v1_route_answers_in_openais_shape(client: httpx.Client) -> None:
+    # llama-server serves /completions with its native handler, /v1/completions with OpenAI's.
+    native = client.post("/completions", json={"prompt": "hello", "n_predict": 2}).json()
+    assert native["tokens_predicted"] == 2
+    assert isinstance(native["content"], str)
+    assert "choices" not in native
+    oai = client.post("/v1/completions", json={"prompt": "hello", "max_tokens": 2}).json()
+    assert oai["object"] == "text_completion"
+    assert "content" not in oai
+
+
 def test_response_fields_keep_only_those_paths(client: httpx.Client) -> None:
     fields = ["content", "generation_settings/n_predict", "no/such"]
     body = _complete(client, prompt="hello", response_fields=fields)

@@ -51,11 +51,13 @@ def test_one_token_has_no_generation_rate(models_dir: Path) -> None:
 
 def test_props_has_llama_servers_fields(models_dir: Path) -> None:
     args = ("--seed", "42", "--parallel", "2", "--ctx-size", "512", "--alias", "b,a")
-    with worker(models_dir / "alpha.gguf", *args) as child:
+    tags = ("--tags", "small, chat,,fim")
+    with worker(models_dir / "alpha.gguf", *args, *tags) as child:
         props = httpx.get(f"{child.url}/props").json()
         slots = httpx.get(f"{child.url}/slots").json()
         listed = httpx.get(f"{child.url}/v1/models").json()["data"]
     assert [(m["id"], m["aliases"]) for m in listed] == [("a", ["a", "b"])]
+    assert listed[0]["tags"] == ["chat", "fim", "small"]  # llama-server's --tags, a sorted set
     assert props["is_sleeping"] is False
     assert props["default_generation_settings"]["params"]["seed"] == 42
     assert props["default_generation_settings"]["n_ctx"] == 256  # 512 over two slots

@@ -1,4 +1,5 @@
-"""CORS as llama-server answers it (``server-http.cpp``), around the whole app.
+"""CORS as llama-server answers it (``server-http.cpp``), around a whole app: the router's, or a
+worker's when it runs alone (docs/serving.md).
 
 See docs/protocol.md §8.
 
@@ -7,6 +8,8 @@ See docs/protocol.md §8.
 - ``Access-Control-Allow-Origin`` goes on every answer, 401s and 404s included, when the
   request's ``Origin`` is allowed: ``*`` (the default) allows any origin, ``localhost`` the
   http(s) origins on localhost, 127.0.0.1 and [::1] (any port), other entries themselves.
+  As llama-server's default, ``*`` answers with the request's own ``Origin`` (``*`` for a
+  request without one); without credentials that grants exactly what ``*`` would.
 - A disallowed origin gets its answer without the header (a preflight still 200), as
   llama-server does, so the browser refuses the page access; the request itself is not refused.
 
@@ -32,7 +35,7 @@ from litestar.types import (
     Send,
 )
 
-__all__ = ["CORS_ALLOWED_HEADERS", "CORS_ALLOWED_METHODS", "CorsHeaders", "CorsPolicy"]
+__all__ = ["CORS_ALLOWED_HEADERS", "CORS_ALLOWED_METHODS", "NO_CORS", "CorsHeaders", "CorsPolicy"]
 
 CORS_ALLOWED_METHODS: Final = "GET, POST, DELETE, OPTIONS"
 # Any header: browser SDKs add their own (OpenAI's sends x-stainless-*), and the origin check,
@@ -41,6 +44,8 @@ CORS_ALLOWED_METHODS: Final = "GET, POST, DELETE, OPTIONS"
 # a page sending its key would be refused.
 CORS_ALLOWED_HEADERS: Final = "*"
 LOOPBACK_ORIGINS: Final = "localhost"
+# A worker's --cors-origins under the router: no CORS at all, so no page reads a keyless worker.
+NO_CORS: Final = "none"
 # http(s)://localhost, 127.0.0.1 or [::1], any port. Matched against the whole Origin header.
 _LOOPBACK_ORIGIN: Final = re.compile(r"https?://(?:localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?")
 
@@ -55,10 +60,10 @@ class CorsPolicy:
 
     def allow_origin(self, origin: str | None) -> str | None:
         """The ``Access-Control-Allow-Origin`` value for a request from ``origin``, if any."""
-        if self._any:
-            return "*"
         if origin is None:
-            return None
+            return "*" if self._any else None
+        if self._any:
+            return origin
         if origin in self._literal or (self._loopback and _LOOPBACK_ORIGIN.fullmatch(origin)):
             return origin
         return None

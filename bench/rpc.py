@@ -1,0 +1,53 @@
+"""ggml RPC on loopback against the same worker local: ``python -m bench.rpc [--quick]``.
+
+One GGUF, one run: a worker handing every layer to a ``corral rpc-server`` on 127.0.0.1
+(``--rpc``) and a worker computing every layer itself, both running, measured in turn (ABBA)
+with bench/streams.py's streams (single-stream decode tokens/s, time to first token, aggregate
+tokens/s with 4 streams). No target: loopback is not a network, so this shows the protocol's
+own cost (every token's graph and activations cross a socket); over a real network latency
+adds to it. A measurement, not a test: it exits 0 whatever the figures."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+
+from bench.comparison import print_comparison
+from bench.servers import corral_worker, log, rpc_server
+from bench.streams import add_stream_flags, measure_streams, worker_flags
+
+# ABBA: both workers run all along, measured in turn, so a drift in the machine's load falls on
+# both alike; each figure is the mean of its two turns.
+_ORDER = ("rpc-loopback", "local", "local", "rpc-loopback")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    add_stream_flags(parser, slots=4, ctx_size=4096)
+    args = parser.parse_args()
+    flags = worker_flags(args)
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in _ORDER}
+    with (
+        rpc_server(args.threads) as endpoint,
+        corral_worker(args.model, [*flags, "--rpc", endpoint]) as remote,
+        corral_worker(args.model, flags) as local,
+    ):
+        urls = {"rpc-loopback": remote.url, "local": local.url}
+        for name in _ORDER:
+            log(f"{name} ...")
+            figures = measure_streams(urls[name], args.max_tokens, args.rounds, concurrent=(4,))
+            runs[name].append(asyncio.run(figures))
+    results = {
+        name: {metric: statistics.mean(run[metric] for run in done) for metric in done[0]}
+        for name, done in runs.items()
+    }
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print_comparison(results, targets={})
+
+
+if __name__ == "__main__":
+    main()
