@@ -151,7 +151,8 @@ def test_return_progress_streams_the_prompt_going_in(models_dir: Path) -> None:
     with worker(models_dir / "alpha.gguf", "--batch-size", "8") as child:
         with httpx.stream("POST", f"{child.url}/completion", json=body, timeout=120) as plain:
             assert not any("prompt_progress" in line for line in plain.iter_lines())
-        asked = {**body, "return_progress": True}
+        # llama-server puts timings on progress events only with timings_per_token.
+        asked = {**body, "return_progress": True, "timings_per_token": True}
         with httpx.stream("POST", f"{child.url}/completion", json=asked, timeout=120) as answer:
             events = [json.loads(line[6:]) for line in answer.iter_lines() if line]
         whole = httpx.post(f"{child.url}/completion", json={**asked, "stream": False})
