@@ -28,6 +28,8 @@ def _asked(value: bool | str | None) -> bool:
 def continuation(body: ChatRequest) -> Continuation | None:
     """Whether the answer continues the last message, and in what; 400 where llama-server
     refuses the request."""
+    if not body.messages:  # Anthropic's empty conversation (llama-server accepts it)
+        return None
     explicit = _asked(body.continue_final_message)
     add_generation_prompt = body.add_generation_prompt
     last = body.messages[-1]
