@@ -190,6 +190,8 @@ def main() -> None:
         "--only", choices=("cold", "swap", "memory", "defaults"), action="append", default=[]
     )
     args = parser.parse_args()
+    if not args.model.is_file():  # else every model would be missing from the routers' lists
+        parser.error(f"{args.model} not found: run `python3 scripts/bootstrap.py --default-model`")
     if args.quick:
         args.rounds, args.swaps, args.settle, args.max_tokens = 1, 2, 2.0, 16
     parts = set(args.only) or {"cold", "swap", "memory", "defaults"}
