@@ -605,6 +605,8 @@ _RPC_SERVER_HELP = {
     "host": "IPv4 address to listen on; one that is not loopback needs `--allow-remote`",
     "port": "TCP port to listen on (llama.cpp's rpc-server default)",
     "threads": "CPU threads of the CPU device (default: the physical cores, as a worker's)",
+    "mem": "accepted with a warning and no effect: this llama.cpp's RPC server takes no memory "
+    "figure, each device offers its own free memory (docs/scaling.md)",
     "allow_remote": "listen on a non-loopback address: the RPC protocol has no authentication, "
     "so only on a trusted network (docs/scaling.md)",
 }

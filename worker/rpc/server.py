@@ -25,6 +25,7 @@ import threading
 import structlog
 
 from corral.logs import configure_logging
+from corral.option_values import parse_size
 from worker.cpu_threads import default_threads
 
 __all__ = ["DEFAULT_PORT", "main", "rpc_server_parser"]
@@ -56,6 +57,12 @@ def rpc_server_parser() -> argparse.ArgumentParser:
         "-t", "--threads", type=int, help="CPU threads (default: the physical cores)"
     )
     parser.add_argument(
+        "--mem",
+        metavar="SIZE",
+        help="accepted for the issue's and older llama.cpp's command lines, with a warning: "
+        "this ggml's server offers each device's own free memory (docs/scaling.md)",
+    )
+    parser.add_argument(
         "--allow-remote",
         action="store_true",
         help="allow a non-loopback --host (anyone who can reach it can use this machine)",
@@ -78,6 +85,11 @@ def _check_address(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         parser.error(f"--port {args.port}: expected 1 to 65535")
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads {args.threads}: expected at least 1")
+    if args.mem is not None:
+        try:
+            parse_size(args.mem)
+        except ValueError as error:
+            parser.error(f"--mem: {error}")
     # Refused here with the reason: ggml would only print "Failed to create server socket".
     probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ggml's own socket
@@ -116,6 +128,13 @@ def main(argv: list[str] | None = None) -> None:
         "address can run code on these devices and read their memory; use a trusted network",
         endpoint=endpoint,
     )
+    if args.mem is not None:
+        # ggml_backend_rpc_start_server (ggml-rpc.h) takes no memory figure in this llama.cpp.
+        _log.warning(
+            "--mem has no effect: this ggml's RPC server offers each device's own free memory; "
+            "limit what a model puts here with n-gpu-layers on the serving side",
+            mem=args.mem,
+        )
     # Only now: the parser alone (--help, scripts/gen_config_docs.py) needs no llama.cpp.
     from worker import ggml_backends
 

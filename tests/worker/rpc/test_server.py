@@ -59,6 +59,18 @@ def test_it_serves_warns_and_stops_cleanly_on_sigterm() -> None:
         say_hello(server.endpoint, timeout=10)
 
 
+def test_mem_is_accepted_with_a_warning_and_a_bad_size_refused() -> None:
+    with rpc_server("--threads", "1", "--mem", "2G") as server:
+        assert say_hello(server.endpoint, timeout=10)[0] == PROTOCOL_MAJOR
+        assert server.stop() == 0
+        assert server.process.stderr is not None
+        log = server.process.stderr.read().decode()
+    assert "--mem has no effect" in log
+    done = _run("--mem", "lots")
+    assert done.returncode == 2
+    assert "--mem: expected a size such as 512M or 8G, got 'lots'" in done.stderr
+
+
 def test_sigint_stops_it_too() -> None:
     with rpc_server() as server:
         server.process.send_signal(signal.SIGINT)
