@@ -263,3 +263,37 @@ def test_malformed_requests_are_400_naming_the_field(
 def test_client_sees_errors_as_bad_requests(server: Server) -> None:
     with pytest.raises(openai.BadRequestError, match="previous_response_id"):
         server.create(input="hi", previous_response_id="resp_1")
+
+
+def test_stream_reports_prompt_progress_and_timings_as_llama_server(server: Server) -> None:
+    # llama-server's telemetry on /responses streams: prompt_progress on extra
+    # response.in_progress events, timings on every text delta (timings_per_token) and on the
+    # last event.
+    body = {
+        "model": "alpha",
+        "input": "This is a test " * 10,
+        "max_output_tokens": 4,
+        "stream": True,
+        "return_progress": True,
+        "timings_per_token": True,
+        **GREEDY,
+    }
+    with httpx.stream("POST", f"{server.url}/v1/responses", json=body, timeout=120) as answer:
+        events = [json.loads(line[6:]) for line in answer.iter_lines() if line.startswith("data:")]
+    progress = [event for event in events if "prompt_progress" in event]
+    assert progress
+    assert all(event["type"] == "response.in_progress" for event in progress)
+    processed = [event["prompt_progress"]["processed"] for event in progress]
+    assert processed == sorted(processed)
+    assert processed[-1] == progress[0]["prompt_progress"]["total"] > 0
+    deltas = [event for event in events if event["type"] == "response.output_text.delta"]
+    assert deltas
+    assert all("predicted_per_second" in event["timings"] for event in deltas)
+    assert "prompt_per_second" in events[-1]["timings"]
+    assert [event["sequence_number"] for event in events] == list(range(len(events)))
+    # Without the two flags, neither appears (the final event keeps its timings).
+    plain = {**body, "return_progress": False, "timings_per_token": False}
+    with httpx.stream("POST", f"{server.url}/v1/responses", json=plain, timeout=120) as answer:
+        quiet = [json.loads(line[6:]) for line in answer.iter_lines() if line.startswith("data:")]
+    assert not any("prompt_progress" in event for event in quiet)
+    assert not any("timings" in event for event in quiet[:-1])

@@ -10,8 +10,8 @@ import uuid
 from typing import Any
 
 from worker.chat_formats import MessageDelta, OutputParser, OutputStream, ToolCall
-from worker.generation import Finished
-from worker.response_shape import ResponseShape, sse
+from worker.generation import Delta, Finished, Progress
+from worker.response_shape import ResponseShape, sse, with_progress, with_timings
 
 __all__ = ["ResponsesShape"]
 
@@ -50,6 +50,7 @@ class ResponsesShape(ResponseShape):
         self._items: list[dict[str, Any]] = []  # streamed items, the last one maybe still open
         self._open = False
         self._calls_seen = 0
+        self._last: Delta | None = None  # the latest piece, for timings_per_token
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         data = {"type": kind, "sequence_number": self._sequence, **fields}
@@ -92,8 +93,16 @@ class ResponsesShape(ResponseShape):
             events += self._start(_message(f"msg_{_hex()}", "", "in_progress"))
         return events
 
+    def observe(self, delta: Delta) -> None:
+        self._last = delta
+
     def stream_chunk(self, text: str) -> bytes:
         return self._events(self._stream.feed(text))
+
+    def stream_progress(self, progress: Progress) -> bytes:
+        # As llama-server: prompt progress rides on further response.in_progress events.
+        started = self._response("in_progress", [], None)
+        return self._event("response.in_progress", response=started, **with_progress({}, progress))
 
     def stream_closing(self, finished: Finished) -> bytes:
         events = self._events(self._stream.finish())
@@ -103,7 +112,9 @@ class ResponsesShape(ResponseShape):
         events += self._close(status)
         terminal = "response.incomplete" if status == "incomplete" else "response.completed"
         return events + self._event(
-            terminal, response=self._response(status, self._items, finished)
+            terminal,
+            response=self._response(status, self._items, finished),
+            timings=finished.timings,
         )
 
     def _events(self, delta: MessageDelta) -> bytes:
@@ -117,7 +128,8 @@ class ResponsesShape(ResponseShape):
         if delta.content:
             events += self._into("message", lambda: _message(f"msg_{_hex()}", "", "in_progress"))
             events += self._event(
-                "response.output_text.delta", **self._ids(), delta=delta.content, logprobs=[]
+                "response.output_text.delta",
+                **with_timings({**self._ids(), "delta": delta.content, "logprobs": []}, self._last),
             )
             self._items[-1]["content"][0]["text"] += delta.content
         for index, call in delta.tool_calls:
