@@ -12,6 +12,12 @@ Optional packages, each installed for something else and picked up only because 
   (no ``/schema``); the package is registered bare, so ``import yaml`` succeeds and none of
   its parser and emitter modules load.
 
+- Two standard-library modules imported at start-up for what a worker never does: ``pdb``
+  (Litestar's default debugger for ``pdb_on_exception``, off here) and ``logging.config``
+  (uvicorn's ``log_config``, ``None`` here); with them go ``bdb``, ``cmd``, ``code``,
+  ``logging.handlers`` and ``socketserver``, 0.7 MiB. Each is registered as an empty module
+  whose attributes name this fence, should a later caller reach for one.
+
 A ``None`` in ``sys.modules`` makes an import raise ``ImportError``, which each of them treats
 as "not installed". And uvicorn's CLI: the package's ``__init__`` imports ``uvicorn.main``
 (click, the reload and multiprocess supervisors) for ``uvicorn.run``; a worker uses only
@@ -31,9 +37,10 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["FENCED_MODULES", "bare_package", "fence_unused_modules"]
+__all__ = ["FENCED_MODULES", "STAND_IN_MODULES", "bare_package", "fence_unused_modules"]
 
 FENCED_MODULES = ("rich", "pydantic", "attr", "attrs", "watchfiles", "greenlet")
+STAND_IN_MODULES = ("pdb", "logging.config")
 _UVICORN_NAMES = {"Config": "uvicorn.config", "Server": "uvicorn.server"}
 
 
@@ -57,9 +64,22 @@ def _uvicorn_attribute(name: str) -> Any:
     return getattr(importlib.import_module(_UVICORN_NAMES[name]), name)
 
 
+def _stand_in(name: str) -> types.ModuleType:
+    module = types.ModuleType(name, f"{name} is not loaded in a worker (worker/import_fence.py)")
+
+    def missing(attribute: str) -> Any:
+        raise AttributeError(f"{name}.{attribute}: {name} is not loaded in a worker")
+
+    module.__getattr__ = missing  # type: ignore[method-assign]
+    return module
+
+
 def fence_unused_modules() -> None:
     for name in FENCED_MODULES:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+    for name in STAND_IN_MODULES:
+        if name not in sys.modules:
+            sys.modules[name] = _stand_in(name)
     if "yaml" not in sys.modules:
         bare_package("yaml", "PyYAML's name alone: a worker serves no OpenAPI YAML")
     if "uvicorn" not in sys.modules:

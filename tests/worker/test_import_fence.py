@@ -17,9 +17,14 @@ from worker.import_fence import FENCED_MODULES
 
 # Optional packages no worker imports (worker/import_fence.py), uvicorn's CLI, and what only a
 # rare request or setting needs: numpy (a draft model, a spent reasoning budget), libmtmd
-# (--mmproj), httpx (media by URL), websockets; PyYAML's modules (its bare package stays).
+# (--mmproj), httpx (media by URL), websockets; PyYAML's modules (its bare package stays); what
+# the real pdb and logging.config would bring (their stand-ins stay).
 _KEPT_OUT = (
     *FENCED_MODULES,
+    "bdb",
+    "cmd",
+    "logging.handlers",
+    "socketserver",
     "yaml.loader",
     "yaml.dumper",
     "numpy",
