@@ -10,7 +10,8 @@ Four measurements, each side by side with llama-server when ``--llama-server PAT
   time to the first token of each, which includes the eviction and the load;
 - **memory**: one model, ``-c 4096 -np 4`` and then the defaults, after one answered request:
   the worker's RSS, PSS and USS against llama-server's (and a spare worker's);
-- **defaults**: no tuning flags on either side, single stream and 4 concurrent streams.
+- **defaults**: no tuning flags on either side, single stream and 4 concurrent streams; both
+  servers up at once and measured in turn (ABBA).
 
 A measurement, not a test: it exits 0 whatever the figures. Run it on a quiet machine.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -130,6 +132,26 @@ def _spare_memory() -> Figures:
         process.wait()
 
 
+def _defaults(model: Path, binary: Path | None, max_tokens: int) -> dict[str, Figures]:
+    """Both servers up at once, measured in turn (ABBA), each figure the mean of its turns: a
+    drift in the machine's load falls on both alike, where one after the other it decided the
+    single-stream ratio (docs/benchmarks.md)."""
+    with contextlib.ExitStack() as stack:
+        urls = {"corral": stack.enter_context(corral_worker(model)).url}
+        if binary is not None:
+            server = stack.enter_context(llama_server(binary, ["--model", str(model)]))
+            urls["llama-server"] = server.url
+        order = ["corral", "llama-server", "llama-server", "corral"] if binary else ["corral"]
+        turns: dict[str, list[Figures]] = {name: [] for name in urls}
+        for name in order:
+            figures = measure_streams(urls[name], max_tokens, 3, (4,))
+            turns[name].append(asyncio.run(figures))
+    return {
+        name: {metric: statistics.mean(turn[metric] for turn in done) for metric in done[0]}
+        for name, done in turns.items()
+    }
+
+
 class _Report:
     """Each table printed as soon as it is measured (a long run may be cut short), or JSON."""
 
@@ -230,15 +252,7 @@ def main() -> None:
             report.add(f"memory, {label}", results)
         report.add("memory, a spare worker", {"corral": _spare_memory()})
     if "defaults" in parts:
-        results = {}
-        with corral_worker(model) as server:
-            results["corral"] = asyncio.run(measure_streams(server.url, args.max_tokens, 3, (4,)))
-        if binary is not None:
-            with llama_server(binary, ["--model", str(model)]) as server:
-                results["llama-server"] = asyncio.run(
-                    measure_streams(server.url, args.max_tokens, 3, (4,))
-                )
-        report.add("defaults, no tuning flags", results)
+        report.add("defaults, no tuning flags", _defaults(model, binary, args.max_tokens))
     log(f"load average after: {os.getloadavg()[0]:.2f}")
     report.close()
 
