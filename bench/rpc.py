@@ -10,16 +10,13 @@ adds to it. A measurement, not a test: it exits 0 whatever the figures."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import statistics
 
 from bench.comparison import print_comparison
-from bench.servers import corral_worker, log, rpc_server
-from bench.streams import add_stream_flags, measure_streams, worker_flags
+from bench.servers import corral_worker, rpc_server
+from bench.streams import add_stream_flags, measure_in_turn, worker_flags
 
-# ABBA: both workers run all along, measured in turn, so a drift in the machine's load falls on
-# both alike; each figure is the mean of its two turns.
+# ABBA (bench/streams.py, measure_in_turn).
 _ORDER = ("rpc-loopback", "local", "local", "rpc-loopback")
 
 
@@ -28,21 +25,13 @@ def main() -> None:
     add_stream_flags(parser, slots=4, ctx_size=4096)
     args = parser.parse_args()
     flags = worker_flags(args)
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in _ORDER}
     with (
         rpc_server(args.threads) as endpoint,
         corral_worker(args.model, [*flags, "--rpc", endpoint]) as remote,
         corral_worker(args.model, flags) as local,
     ):
         urls = {"rpc-loopback": remote.url, "local": local.url}
-        for name in _ORDER:
-            log(f"{name} ...")
-            figures = measure_streams(urls[name], args.max_tokens, args.rounds, concurrent=(4,))
-            runs[name].append(asyncio.run(figures))
-    results = {
-        name: {metric: statistics.mean(run[metric] for run in done) for metric in done[0]}
-        for name, done in runs.items()
-    }
+        results = measure_in_turn(urls, _ORDER, args.max_tokens, args.rounds)
     if args.json:
         print(json.dumps(results, indent=2))
         return

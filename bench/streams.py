@@ -20,6 +20,7 @@ __all__ = [
     "PROMPT",
     "StreamResult",
     "add_stream_flags",
+    "measure_in_turn",
     "measure_streams",
     "one_stream",
     "worker_flags",
@@ -86,6 +87,22 @@ async def measure_streams(
             elapsed = time.perf_counter() - started
             figures[f"aggregate_{streams}_tok_s"] = sum(r.tokens for r in results) / elapsed
         return figures
+
+
+def measure_in_turn(
+    urls: dict[str, str], order: Sequence[str], max_tokens: int, rounds: int
+) -> dict[str, dict[str, float]]:
+    """:func:`measure_streams` (and 4 concurrent) for servers that run all along, each at its
+    turns in ``order`` (ABBA: a drift in the machine's load falls on both alike); each figure is
+    the mean of its server's turns."""
+    turns: dict[str, list[dict[str, float]]] = {name: [] for name in urls}
+    for name in order:
+        log(f"{name} ...")
+        turns[name].append(asyncio.run(measure_streams(urls[name], max_tokens, rounds, (4,))))
+    return {
+        name: {metric: statistics.mean(turn[metric] for turn in done) for metric in done[0]}
+        for name, done in turns.items()
+    }
 
 
 def add_stream_flags(parser: argparse.ArgumentParser, *, slots: int, ctx_size: int) -> None:

@@ -44,7 +44,7 @@ from bench.servers import (
     llama_server,
     log,
 )
-from bench.streams import measure_streams, one_stream
+from bench.streams import measure_in_turn, one_stream
 from corral.children.environment import ROUTER_PID_ENV
 from corral.children.protocol import SPARE_STATE, LineSplitter, StateMessage, parse_line
 
@@ -133,23 +133,15 @@ def _spare_memory() -> Figures:
 
 
 def _defaults(model: Path, binary: Path | None, max_tokens: int) -> dict[str, Figures]:
-    """Both servers up at once, measured in turn (ABBA), each figure the mean of its turns: a
-    drift in the machine's load falls on both alike, where one after the other it decided the
-    single-stream ratio (docs/benchmarks.md)."""
+    """Both servers up at once, measured in turn (ABBA): one after the other, the load's drift
+    decided the single-stream ratio (docs/benchmarks.md)."""
     with contextlib.ExitStack() as stack:
         urls = {"corral": stack.enter_context(corral_worker(model)).url}
         if binary is not None:
             server = stack.enter_context(llama_server(binary, ["--model", str(model)]))
             urls["llama-server"] = server.url
         order = ["corral", "llama-server", "llama-server", "corral"] if binary else ["corral"]
-        turns: dict[str, list[Figures]] = {name: [] for name in urls}
-        for name in order:
-            figures = measure_streams(urls[name], max_tokens, 3, (4,))
-            turns[name].append(asyncio.run(figures))
-    return {
-        name: {metric: statistics.mean(turn[metric] for turn in done) for metric in done[0]}
-        for name, done in turns.items()
-    }
+        return measure_in_turn(urls, order, max_tokens, 3)
 
 
 class _Report:
