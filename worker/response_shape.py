@@ -84,10 +84,12 @@ class ResponseShape:
         self.created = int(time.time())
         self.index = 0  # which of the request's completions this one is (n, several prompts)
         self.verbose: NativeAnswer | None = None  # set: the whole answer carries __verbose
+        self.last: Delta | None = None  # the latest piece: its token, probabilities, timings
 
     def observe(self, delta: Delta) -> None:
-        """Sees every piece before it is worded, streamed or not: a shape that reports tokens
-        or their probabilities records them here."""
+        """Sees every piece before it is worded, streamed or not; a shape that reports tokens
+        or their probabilities over the whole answer records them here too."""
+        self.last = delta
 
     def opening(self) -> dict[str, Any] | None:
         return None

@@ -63,15 +63,14 @@ class ChatShape(ResponseShape):
         self._parser = parser
         self._stream = OutputStream(self._parser)
         self._logprobs: list[dict[str, Any]] = []
-        self._last: Delta | None = None
 
     def observe(self, delta: Delta) -> None:
-        self._last = delta
+        super().observe(delta)
         if delta.probs is not None:
             self._logprobs.append(logprobs_json(delta.probs))
 
     def _chunk(self, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
-        last = self._last
+        last = self.last
         logprobs = None
         if "content" in delta and last is not None and last.probs is not None:
             logprobs = {"content": [logprobs_json(last.probs)]}
@@ -102,7 +101,7 @@ class ChatShape(ResponseShape):
         delta = self._stream.feed(text)
         if not delta:
             return None
-        return with_timings(self._chunk(_delta(delta), None), self._last)
+        return with_timings(self._chunk(_delta(delta), None), self.last)
 
     def stream_closing(self, finished: Finished) -> bytes:
         rest = self._stream.finish()

@@ -23,10 +23,6 @@ class TextShape(ResponseShape):
 
     def __init__(self, model: str) -> None:
         super().__init__(model, "cmpl")
-        self._last: Delta | None = None
-
-    def observe(self, delta: Delta) -> None:
-        self._last = delta
 
     def _body(self, text: str, finish: str | None) -> dict[str, Any]:
         choice = {"index": self.index, "text": text, "logprobs": None, "finish_reason": finish}
@@ -40,7 +36,7 @@ class TextShape(ResponseShape):
         }
 
     def chunk(self, text: str) -> dict[str, Any] | None:
-        return with_timings(self._body(text, None), self._last)
+        return with_timings(self._body(text, None), self.last)
 
     def progress(self, progress: Progress) -> dict[str, Any]:
         return with_progress(self._body("", None), progress)
@@ -112,11 +108,10 @@ class NativeShape(ResponseShape):
         self.index = self.options.index
         self._tokens: list[int] = []
         self._probs: list[dict[str, Any]] = []
-        self._last: Delta | None = None
         self._new_line = False
 
     def observe(self, delta: Delta) -> None:
-        self._last = delta
+        super().observe(delta)
         self._new_line |= "\n" in delta.text
         if delta.token >= 0:
             self._tokens.append(delta.token)
@@ -124,7 +119,7 @@ class NativeShape(ResponseShape):
             self._probs.append(probabilities_json(delta.probs))
 
     def chunk(self, text: str) -> dict[str, Any] | None:
-        last = self._last
+        last = self.last
         body: dict[str, Any] = {
             "content": text,
             "tokens": [last.token] if last is not None and last.token >= 0 else [],

@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from worker.chat_formats import MessageDelta, OutputParser, OutputStream, ToolCall
-from worker.generation import Delta, Finished, Progress
+from worker.generation import Finished, Progress
 from worker.response_shape import ResponseShape, sse, with_progress, with_timings
 
 __all__ = ["ResponsesShape"]
@@ -50,7 +50,6 @@ class ResponsesShape(ResponseShape):
         self._items: list[dict[str, Any]] = []  # streamed items, the last one maybe still open
         self._open = False
         self._calls_seen = 0
-        self._last: Delta | None = None  # the latest piece, for timings_per_token
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         data = {"type": kind, "sequence_number": self._sequence, **fields}
@@ -93,9 +92,6 @@ class ResponsesShape(ResponseShape):
             events += self._start(_message(f"msg_{_hex()}", "", "in_progress"))
         return events
 
-    def observe(self, delta: Delta) -> None:
-        self._last = delta
-
     def stream_chunk(self, text: str) -> bytes:
         return self._events(self._stream.feed(text))
 
@@ -129,7 +125,7 @@ class ResponsesShape(ResponseShape):
             events += self._into("message", lambda: _message(f"msg_{_hex()}", "", "in_progress"))
             events += self._event(
                 "response.output_text.delta",
-                **with_timings({**self._ids(), "delta": delta.content, "logprobs": []}, self._last),
+                **with_timings({**self._ids(), "delta": delta.content, "logprobs": []}, self.last),
             )
             self._items[-1]["content"][0]["text"] += delta.content
         for index, call in delta.tool_calls:
