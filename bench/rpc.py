@@ -16,9 +16,6 @@ from bench.comparison import print_comparison
 from bench.servers import corral_worker, rpc_server
 from bench.streams import add_stream_flags, measure_in_turn, worker_flags
 
-# ABBA (bench/streams.py, measure_in_turn).
-_ORDER = ("rpc-loopback", "local", "local", "rpc-loopback")
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -31,7 +28,7 @@ def main() -> None:
         corral_worker(args.model, flags) as local,
     ):
         urls = {"rpc-loopback": remote.url, "local": local.url}
-        results = measure_in_turn(urls, _ORDER, args.max_tokens, args.rounds)
+        results = measure_in_turn(urls, args.max_tokens, args.rounds)
     if args.json:
         print(json.dumps(results, indent=2))
         return

@@ -90,17 +90,21 @@ async def measure_streams(
 
 
 def measure_in_turn(
-    urls: dict[str, str], order: Sequence[str], max_tokens: int, rounds: int
+    urls: dict[str, str], max_tokens: int, rounds: int, blocks: int = 1
 ) -> dict[str, dict[str, float]]:
     """:func:`measure_streams` (and 4 concurrent) for servers that run all along, each at its
-    turns in ``order`` (ABBA: a drift in the machine's load falls on both alike); each figure is
-    the mean of its server's turns."""
+    turns of ``blocks`` ABBA blocks (A, B: ``urls``' order), so that a drift in the machine's
+    speed falls on both alike; each figure is the median of its server's turns.
+
+    One block is not enough to tell a few per cent: on 2 cores one stream's rate moved by 15 %
+    within minutes, and single streams by ±5 % from one to the next (docs/benchmarks.md).
+    """
     turns: dict[str, list[dict[str, float]]] = {name: [] for name in urls}
-    for name in order:
+    for name in [*urls, *reversed(urls)] * blocks:
         log(f"{name} ...")
         turns[name].append(asyncio.run(measure_streams(urls[name], max_tokens, rounds, (4,))))
     return {
-        name: {metric: statistics.mean(turn[metric] for turn in done) for metric in done[0]}
+        name: {metric: statistics.median(turn[metric] for turn in done) for metric in done[0]}
         for name, done in turns.items()
     }
 

@@ -11,7 +11,7 @@ Four measurements, each side by side with llama-server when ``--llama-server PAT
 - **memory**: one model, ``-c 4096 -np 4`` and then the defaults, after one answered request:
   the worker's RSS, PSS and USS against llama-server's (and a spare worker's);
 - **defaults**: no tuning flags on either side, single stream and 4 concurrent streams; both
-  servers up at once and measured in turn (ABBA).
+  servers up at once and measured in turn (``--blocks`` ABBA blocks, each figure a median).
 
 A measurement, not a test: it exits 0 whatever the figures. Run it on a quiet machine.
 """
@@ -132,16 +132,15 @@ def _spare_memory() -> Figures:
         process.wait()
 
 
-def _defaults(model: Path, binary: Path | None, max_tokens: int) -> dict[str, Figures]:
-    """Both servers up at once, measured in turn (ABBA): one after the other, the load's drift
-    decided the single-stream ratio (docs/benchmarks.md)."""
+def _defaults(model: Path, binary: Path | None, max_tokens: int, blocks: int) -> dict[str, Figures]:
+    """Both servers up at once, measured in turn (ABBA blocks): one after the other, the load's
+    drift decided the single-stream ratio (docs/benchmarks.md)."""
     with contextlib.ExitStack() as stack:
         urls = {"corral": stack.enter_context(corral_worker(model)).url}
         if binary is not None:
             server = stack.enter_context(llama_server(binary, ["--model", str(model)]))
             urls["llama-server"] = server.url
-        order = ["corral", "llama-server", "llama-server", "corral"] if binary else ["corral"]
-        return measure_in_turn(urls, order, max_tokens, 3)
+        return measure_in_turn(urls, max_tokens, 2, blocks)
 
 
 class _Report:
@@ -198,6 +197,12 @@ def main() -> None:
         help="-t for both routers' models (default: each side's own); 1 keeps llama-server's "
         "spinning threads out of the comparison on a machine loaded by other jobs",
     )
+    parser.add_argument(
+        "--blocks",
+        type=int,
+        default=4,
+        help="ABBA blocks of the defaults part (each turn: two single streams and four at once)",
+    )
     parser.add_argument("--quick", action="store_true", help="small numbers, for a smoke run")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(
@@ -207,7 +212,7 @@ def main() -> None:
     if not args.model.is_file():  # else every model would be missing from the routers' lists
         parser.error(f"{args.model} not found: run `python3 scripts/bootstrap.py --default-model`")
     if args.quick:
-        args.rounds, args.swaps, args.settle, args.max_tokens = 1, 2, 2.0, 16
+        args.rounds, args.swaps, args.settle, args.max_tokens, args.blocks = 1, 2, 2.0, 16, 1
     parts = set(args.only) or {"cold", "swap", "memory", "defaults"}
     binary: Path | None = args.llama_server
     extra = [] if args.threads is None else ["--threads", str(args.threads)]
@@ -244,7 +249,8 @@ def main() -> None:
             report.add(f"memory, {label}", results)
         report.add("memory, a spare worker", {"corral": _spare_memory()})
     if "defaults" in parts:
-        report.add("defaults, no tuning flags", _defaults(model, binary, args.max_tokens))
+        defaults = _defaults(model, binary, args.max_tokens, args.blocks)
+        report.add("defaults, no tuning flags", defaults)
     log(f"load average after: {os.getloadavg()[0]:.2f}")
     report.close()
 
