@@ -24,7 +24,7 @@ _LIST_ITEMS = {"rpc": "HOST:PORT"}  # what a list's items are, where they are no
 
 # Longer spellings llama-server also writes with one dash: its four-letter short options and
 # -no-kvu.
-_ONE_DASH = frozenset({"hfrd", "ngld", "no-kvu"})
+_ONE_DASH = frozenset({"cram", "hfrd", "ngld", "no-kvu"})
 
 
 def flag_spelling(spelling: str) -> str:

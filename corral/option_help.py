@@ -76,6 +76,12 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "the next request wakes the model; `-1` = never",
     "slots": "serve `GET /slots` (`no-slots`: 501)",
     "slot-save-path": "folder for `POST /slots/{id}?action=save|restore` files (without it: 501)",
+    "cache-ram": "most host memory (MiB) the copies of slot caches may take (`-1`: no cap, "
+    "`0`: none, and idle slots keep their caches); a prompt that shares more with a copy than "
+    "with its slot's cache gets the copy back. Default 8192, as llama-server",
+    "cache-idle-slots": "with one KV cache shared by the slots (automatic slots, "
+    "`--kv-unified`), move the idle slots' caches to those copies each time a generation starts, "
+    "so that no stream reads past their cells (needs `--cache-ram`)",
     "kv-persist": "Corral: save each slot's KV cache when the worker stops gracefully "
     "(eviction, ttl, unload) or sleeps, and restore it for a prompt that extends it",
     "kv-cache-dir": "Corral: where saved KV caches go (default `$XDG_CACHE_HOME/corral/kv`, "

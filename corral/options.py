@@ -157,6 +157,20 @@ OPTIONS: tuple[OptionSpec, ...] = (
         negatives=("no-slots", "LLAMA_ARG_NO_ENDPOINT_SLOTS"),
     ),
     OptionSpec("slot-save-path", "str"),
+    # Copies of slot caches in host memory, in MiB; -1: no cap, 0: none (worker/prompt_cache.py).
+    OptionSpec(
+        "cache-ram",
+        "int",
+        spellings=("cram", "LLAMA_ARG_CACHE_RAM"),
+        bound="non_negative",
+        literals=("-1",),
+    ),
+    OptionSpec(
+        "cache-idle-slots",
+        "bool",
+        spellings=("LLAMA_ARG_CACHE_IDLE_SLOTS",),
+        negatives=("no-cache-idle-slots",),
+    ),
     # Corral's own: slot caches kept across stops and sleeps (docs/serving.md).
     OptionSpec("kv-persist", "bool", negatives=("no-kv-persist",)),
     OptionSpec("kv-cache-dir", "str"),

@@ -23,11 +23,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     # Sampling runs on the CPU here; llama.cpp's own tests spell it with an underscore.
     (("--backend-sampling", "-bs", "--backend_sampling"), 0),
     (("--swa-full",), 0),
-    # The prompt cache in host memory and its idle-slot handling (llama.cpp's
-    # test_kv_keep_only_active.py passes them); Corral keeps slot caches its own way.
-    (("--cache-ram", "-cram"), 1),
-    (("--cache-idle-slots",), 0),
-    (("--no-cache-idle-slots",), 0),
     # Without it file:// media URLs are refused (400), which is what llama-server does too.
     (("--media-path",), 1),
     # CORS is answered as docs/operations.md says: never with credentials, the headers a

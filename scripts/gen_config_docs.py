@@ -101,6 +101,8 @@ _WORKER_FIELDS: dict[str, str] = {
     "mmproj-offload": "mmproj_offload",
     "slots": "endpoint_slots",
     "slot-save-path": "slot_save_path",
+    "cache-ram": "cache_ram_mib",
+    "cache-idle-slots": "cache_idle_slots",
     "kv-persist": "kv_persist",
     "lora": "lora",
     "lora-scaled": "lora",

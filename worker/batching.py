@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -26,42 +24,17 @@ from worker.llama_bindings import llama_cpp
 from worker.logit_bias import with_text_bias
 from worker.lora_adapters import AdapterScales, LoraAdapters
 from worker.sampling import build_sampler, token_piece
+from worker.slot_cache import Slot, SlotCaches, reusable
 from worker.slot_files import slot_index
 from worker.speculative import Speculator
 from worker.speculative.drafts import propose_drafts
-from worker.token_prefix import common_prefix
 from worker.token_probs import token_probs
 
-__all__ = ["BatchEngine", "Restore"]
+__all__ = ["BatchEngine"]
 
 _log = structlog.get_logger("corral.worker.batching")
 # llama_decode: no room in the KV cache for the batch (include/llama.h).
 _NO_KV_ROOM = 1
-
-
-# (seq, prompt, tokens the slot already reuses) → the tokens the sequence holds after loading a
-# saved cache into it, or None when nothing was loaded (worker/kv_store.py).
-Restore = Callable[[int, list[int], int], list[int] | None]
-
-
-@dataclass
-class _Slot:
-    id: int
-    tokens: list[int] = field(default_factory=list)  # what its KV cache holds
-    adapter_scales: AdapterScales = ()  # the LoRA scales that cache was computed with
-    generation: Generation | None = None
-    last: Generation | None = None  # the latest generation it ran, for ``/slots``
-    id_task: int = -1  # which admitted generation that was, counted from 0
-
-
-def _reusable(slot: _Slot, generation: Generation) -> int:
-    """How many cached tokens of ``slot`` can serve ``generation``'s prompt.
-
-    None of them when the cache was computed under other LoRA adapter scales.
-    """
-    if slot.adapter_scales != generation.adapter_scales:
-        return 0
-    return common_prefix(slot.tokens, generation.prompt)
 
 
 class BatchEngine:
@@ -74,18 +47,18 @@ class BatchEngine:
         n_batch: int,
         metrics: EngineMetrics | None = None,
         adapters: LoraAdapters | None = None,
-        restore: Restore | None = None,
         speculator: Speculator | None = None,
+        caches: SlotCaches | None = None,
     ) -> None:
         self._ctx = ctx
-        self._restore = restore
+        self._caches = caches or SlotCaches(ctx)
         self._speculator = speculator
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._vocab = vocab
         self._n_vocab = n_vocab
         self._n_batch = n_batch
         self.n_ctx_seq = llama_cpp.llama_n_ctx_seq(ctx)
-        self.slots = [_Slot(i) for i in range(n_parallel)]
+        self.slots = [Slot(i) for i in range(n_parallel)]
         self.waiting: deque[Generation] = deque()
         self.metrics = metrics or EngineMetrics()
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
@@ -133,7 +106,11 @@ class BatchEngine:
             return
         self._adapters.apply(self._ctx, scales)
         code = llama_cpp.llama_decode(self._ctx, self._batch)
-        if code == _NO_KV_ROOM and self._forget_idle_caches():
+        # With a unified KV cache (llama-server's automatic slots) the slots share one pool, so
+        # the prompts idle slots keep can leave a busy one no room; as llama-server, they give
+        # way. llama.cpp finds room for a whole batch before it decodes any of it, so the batch
+        # can simply be decoded again.
+        if code == _NO_KV_ROOM and self._caches.set_idle_aside(self.slots):
             code = llama_cpp.llama_decode(self._ctx, self._batch)
         self.metrics.n_decode += 1
         self.metrics.n_busy_slots += len(active)
@@ -148,20 +125,6 @@ class BatchEngine:
                 if generation.batch_index >= 0:
                     self._sample(slot, generation)
 
-    def _forget_idle_caches(self) -> bool:
-        """Free what idle slots keep cached; whether there was any.
-
-        With a unified KV cache (llama-server's automatic slots) the slots share one pool, so
-        the prompts idle slots keep for reuse can leave a busy one no room; as llama-server,
-        they give way. llama.cpp finds room for a whole batch before it decodes any of it, so
-        the batch can simply be decoded again.
-        """
-        idle = [slot for slot in self.slots if slot.generation is None and slot.tokens]
-        for slot in idle:
-            llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
-            slot.tokens = []
-        return bool(idle)
-
     def _drop_cancelled(self) -> None:
         for generation in self.waiting:
             if generation.cancelled:
@@ -173,6 +136,12 @@ class BatchEngine:
                 self._release(slot)
 
     def _admit(self) -> None:
+        admitted = bool(self.waiting)
+        self._admit_waiting()
+        if admitted:
+            self._caches.started(self.slots)
+
+    def _admit_waiting(self) -> None:
         while self.waiting:
             free = [slot for slot in self.slots if slot.generation is None]
             if not free:
@@ -181,36 +150,16 @@ class BatchEngine:
             # The slot the request named (wrapped around, as upstream; the queue waits while it
             # is busy), else the free one whose cache shares the longest prefix with the prompt.
             if generation.id_slot == -1:
-                slot = max(free, key=lambda s: _reusable(s, generation))
+                slot = max(free, key=lambda s: reusable(s, generation))
             else:
                 slot = self.slots[slot_index(generation.id_slot, len(self.slots))]
                 if slot.generation is not None:
                     return
             self.waiting.popleft()
             generation.started = time.perf_counter()  # a restore below counts as prompt time
-            prompt = generation.prompt
-            # libmtmd evaluates a media prompt whole, from position 0.
-            reuse = generation.cache_prompt and generation.media is None
-            # A saved cache carries no adapter scales: only a slot that has never run one
-            # (scales ``()``) takes it, for a generation that runs none either.
-            if (
-                reuse
-                and self._restore is not None
-                and slot.adapter_scales == generation.adapter_scales == ()
-            ):
-                restored = self._restore(slot.id, prompt, _reusable(slot, generation))
-                if restored is not None:
-                    slot.tokens = restored
-            keep = _reusable(slot, generation) if reuse else 0
-            keep = min(keep, len(prompt) - 1)  # the last prompt token must be decoded for logits
-            if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
-                # Recurrent models cannot drop part of a sequence: start it over.
-                llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
-                keep = 0
-            slot.tokens = prompt[:keep]
-            slot.adapter_scales = generation.adapter_scales
+            keep = self._caches.start(slot, generation)
             generation.n_past = generation.cached = keep
-            generation.pending = prompt[keep:]
+            generation.pending = generation.prompt[keep:]
             generation.report_progress()
             generation.sampler = build_sampler(generation.params, generation.grammar, self._n_vocab)
             generation.grammar = None  # the chain owns it now
@@ -247,13 +196,13 @@ class BatchEngine:
         assert chosen.generation is not None
         return chosen.generation.adapter_scales
 
-    def _fill_batch(self, scales: AdapterScales) -> list[_Slot]:
+    def _fill_batch(self, scales: AdapterScales) -> list[Slot]:
         """One token per generating sequence first, then prompt chunks in the room left.
 
         Only sequences decoded with ``scales`` take part; the others wait for their turn.
         """
         n = 0
-        active: list[_Slot] = []
+        active: list[Slot] = []
         for slot in self.slots:
             generation = slot.generation
             if generation is None:
@@ -296,7 +245,7 @@ class BatchEngine:
         self._batch.n_tokens = n
         return active
 
-    def _sample(self, slot: _Slot, generation: Generation) -> None:
+    def _sample(self, slot: Slot, generation: Generation) -> None:
         """Sample the sequence's next token; with guesses, keep them while the sampler agrees.
 
         A kept guess is already in the KV cache, so the next position's logits are in the batch
@@ -324,7 +273,7 @@ class BatchEngine:
         if draft:
             llama_cpp.llama_memory_seq_rm(self._memory, slot.id, generation.n_past, -1)
 
-    def _take(self, slot: _Slot, generation: Generation, token: int, index: int) -> bool:
+    def _take(self, slot: Slot, generation: Generation, token: int, index: int) -> bool:
         """Emit a token sampled from the logits at batch ``index``; False when it finished the
         generation."""
         if not generation.first_token:
@@ -366,7 +315,7 @@ class BatchEngine:
             return True
         return False
 
-    def _finish(self, slot: _Slot, reason: str) -> None:
+    def _finish(self, slot: Slot, reason: str) -> None:
         generation = slot.generation
         assert generation is not None
         if generation.stop.matched is None:
@@ -378,7 +327,7 @@ class BatchEngine:
         generation.emit(generation.finished(reason, timings, slot.id))
         self._release(slot)
 
-    def _fail(self, slot: _Slot, message: str) -> None:
+    def _fail(self, slot: Slot, message: str) -> None:
         generation = slot.generation
         assert generation is not None
         generation.emit(Failed(message))
@@ -392,7 +341,7 @@ class BatchEngine:
             generation.grammar.free()
             generation.grammar = None
 
-    def _release(self, slot: _Slot) -> None:
+    def _release(self, slot: Slot) -> None:
         generation = slot.generation
         if generation is not None and generation.sampler is not None:
             llama_cpp.llama_sampler_free(generation.sampler)

@@ -23,7 +23,8 @@ import struct
 import time
 import zlib
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ import structlog
 
 from worker.kv_key import CacheKey, cache_key
 from worker.llama_bindings import llama_cpp
+from worker.prompt_cache import SetAside
 from worker.settings import WorkerSettings
 from worker.token_prefix import common_prefix
 
@@ -157,8 +159,14 @@ class KvStore:
         _log.info("kv cache restored", slot=seq, tokens=len(tokens), path=str(path))
         return list(tokens)
 
-    def save(self, ctx: Any, slots: Iterable[tuple[int, list[int]]]) -> None:
-        """Write each slot's cache (``(seq, tokens)``), then prune to the size cap.
+    def save(
+        self,
+        ctx: Any,
+        slots: Iterable[tuple[int, list[int]]],
+        copies: Iterable[SetAside] = (),
+    ) -> None:
+        """Write each slot's cache (``(seq, tokens)``) and each copy set aside from one
+        (worker/prompt_cache.py), then prune to the size cap.
 
         Never raises: a cache that cannot be written (disk full, read-only folder) is skipped
         with a warning.
@@ -166,29 +174,33 @@ class KvStore:
         wrote = False
         for seq, tokens in slots:
             if len(tokens) >= MIN_TOKENS:
-                wrote = self._save_one(ctx, seq, list(tokens)) or wrote
+                wrote = self._save_one(list(tokens), partial(_slot_state, ctx, seq), seq) or wrote
+        for copy in copies:
+            if len(copy.tokens) >= MIN_TOKENS:
+                wrote = self._save_one(copy.tokens, partial(_copied_state, copy)) or wrote
         if wrote:
             self.prune()
 
-    def _save_one(self, ctx: Any, seq: int, tokens: list[int]) -> bool:
+    def _save_one(self, tokens: list[int], read: Callable[[], Any], seq: int = -1) -> bool:
+        """Write ``tokens`` and the state ``read()`` gives (None: it could not be copied)."""
         path = self.directory / _file_name(tokens)
         if path in self._saved and self._saved[path] == tokens and path.exists():
             os.utime(path)  # the same cache, used again: only its age changes
             return False
-        size = llama_cpp.llama_state_seq_get_size(ctx, seq)
-        total = _HEADER.size + 4 * len(tokens) + size
-        if total > self._max_bytes:
-            _log.warning("kv cache not saved: larger than --kv-cache-max", slot=seq, bytes=total)
-            return False
         temp = self.directory / f".{path.name}.{os.getpid()}.tmp"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            if shutil.disk_usage(self.directory).free < total:
-                raise OSError("not enough free disk space")
-            state = (ctypes.c_uint8 * size)()
-            if llama_cpp.llama_state_seq_get_data(ctx, state, size, seq) != size:
+            state = read()
+            if state is None:
                 _log.warning("kv cache not saved: llama.cpp could not copy it", slot=seq)
                 return False
+            total = _HEADER.size + 4 * len(tokens) + len(state)
+            if total > self._max_bytes:
+                _log.warning("kv cache not saved: over --kv-cache-max", slot=seq, bytes=total)
+                return False
+            if shutil.disk_usage(self.directory).free < total:
+                raise OSError("not enough free disk space")
+            size = len(state)
             token_bytes = _token_bytes(tokens)
             crc = zlib.crc32(state, zlib.crc32(token_bytes))
             header = _HEADER.pack(_MAGIC, _VERSION, self._digest, len(tokens), size, crc)
@@ -235,6 +247,17 @@ class KvStore:
             total -= size
             self._saved.pop(path, None)
             _log.info("kv cache pruned", path=str(path), bytes=size)
+
+
+def _copied_state(copy: SetAside) -> Any:
+    return copy.state
+
+
+def _slot_state(ctx: Any, seq: int) -> Any:
+    """A copy of the state of ``seq`` (a ctypes byte array), or None when llama.cpp fails."""
+    size = llama_cpp.llama_state_seq_get_size(ctx, seq)
+    state = (ctypes.c_uint8 * size)()
+    return state if llama_cpp.llama_state_seq_get_data(ctx, state, size, seq) == size else None
 
 
 def open_kv_store(settings: WorkerSettings) -> KvStore | None:

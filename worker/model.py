@@ -25,10 +25,12 @@ from worker.llama_model import LlamaModel
 from worker.lora_adapters import LoraAdapters
 from worker.media.content import Modalities
 from worker.media.projector import Projector
+from worker.prompt_cache import PromptCache
 from worker.prompt_inputs import Tokenize
 from worker.rpc.devices import add_rpc_servers, rpc_device_labels
 from worker.sampling import token_piece
 from worker.settings import WorkerSettings
+from worker.slot_cache import SlotCaches
 from worker.speculative import Speculator
 
 __all__ = ["LoadedModel"]
@@ -171,6 +173,11 @@ class LoadedModel:
             llama_cpp.llama_free(self.ctx)
             self.model.close()
             raise
+        # llama-server's: --cache-ram 0 turns the cache off, and with it the idle slots' clearing.
+        cache_ram = settings.cache_ram_mib
+        self.prompt_cache = (
+            PromptCache(self.ctx, None if cache_ram < 0 else cache_ram << 20) if cache_ram else None
+        )
         self.batcher = BatchEngine(
             self.ctx,
             self.vocab,
@@ -179,8 +186,13 @@ class LoadedModel:
             settings.batch_size,
             self.metrics,
             self.adapters,
-            restore=None if store is None else partial(store.restore, self.ctx),
             speculator=self.speculator,
+            caches=SlotCaches(
+                self.ctx,
+                restore=None if store is None else partial(store.restore, self.ctx),
+                prompt_cache=self.prompt_cache,
+                idle_aside=settings.kv_unified and settings.cache_idle_slots,
+            ),
         )
 
     def embedder(self) -> Embedder:
@@ -245,7 +257,7 @@ class LoadedModel:
             # Caches computed under LoRA adapters are never restored (worker/batching.py).
             slots = [(s.id, s.tokens) for s in self.batcher.slots if s.adapter_scales == ()]
             try:
-                self.kv_store.save(self.ctx, slots)
+                self.kv_store.save(self.ctx, slots, self.prompt_cache or ())
             except Exception:  # a cache is worth less than a clean stop
                 _log.exception("kv caches not saved")
         if self._embedder is not None:

@@ -87,6 +87,8 @@ class WorkerSettings:
     mmproj_offload: bool = True
     endpoint_slots: bool = True  # GET /slots; --no-slots answers 501, as upstream
     slot_save_path: Path | None = None  # POST /slots/{id}: no path, no save/restore (501)
+    cache_ram_mib: int = 8192  # copies of slot caches in host memory; -1: no cap, 0: none
+    cache_idle_slots: bool = True  # with a unified cache, idle slots' caches go to those copies
     kv_persist: bool = True  # save slot caches on a graceful stop or sleep (worker/kv_store.py)
     kv_cache_dir: Path = Path("kv-cache")
     kv_cache_max: int = DEFAULT_KV_CACHE_MAX
@@ -256,6 +258,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         mmproj_offload=options.get("mmproj-offload", "true") == "true",
         endpoint_slots=options.get("slots", "true") == "true",
         slot_save_path=slot_save_path,
+        cache_ram_mib=int(number("cache-ram", 8192)),
+        cache_idle_slots=options.get("cache-idle-slots", "true") == "true",
         kv_persist=options.get("kv-persist", "true") == "true",
         kv_cache_dir=Path(options["kv-cache-dir"])
         if "kv-cache-dir" in options

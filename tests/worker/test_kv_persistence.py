@@ -30,8 +30,8 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_gguf(tmp_path_factory.mktemp("kv-model") / "kv.gguf")
 
 
-def _complete(url: str, prompt: str) -> dict[str, Any]:
-    body = {"prompt": prompt, "n_predict": 8, "temperature": 0, "ignore_eos": True}
+def _complete(url: str, prompt: str, **extra: Any) -> dict[str, Any]:
+    body = {"prompt": prompt, "n_predict": 8, "temperature": 0, "ignore_eos": True, **extra}
     answer = httpx.post(f"{url}/completion", json=body, timeout=60)
     assert answer.status_code == 200, answer.text
     result: dict[str, Any] = answer.json()
@@ -64,6 +64,21 @@ def test_a_cache_saved_at_stop_is_restored_and_gives_the_same_tokens(
     with worker(model, "--kv-cache-dir", str(tmp_path)) as process:
         resumed = _complete(process.url, SECOND)
     assert resumed["timings"]["cache_n"] > 0
+    assert resumed["timings"]["cache_n"] == reference["timings"]["cache_n"]
+    assert resumed["content"] == reference["content"]
+
+
+def test_a_cache_set_aside_in_memory_is_saved_at_stop_too(model: Path, tmp_path: Path) -> None:
+    reference = _uninterrupted(model)
+    with worker(model, "--kv-cache-dir", str(tmp_path)) as process:
+        _complete(process.url, FIRST, id_slot=0)
+        # Automatic slots share one cache: as OTHER starts, FIRST's idle slot is copied to
+        # host memory and cleared (worker/prompt_cache.py); the stop saves the copy as well.
+        _complete(process.url, OTHER, id_slot=1)
+        assert process.stop() == 0
+    assert len(_saved(tmp_path)) == 2
+    with worker(model, "--kv-cache-dir", str(tmp_path)) as process:
+        resumed = _complete(process.url, SECOND)
     assert resumed["timings"]["cache_n"] == reference["timings"]["cache_n"]
     assert resumed["content"] == reference["content"]
 
