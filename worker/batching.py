@@ -136,9 +136,9 @@ class BatchEngine:
                 self._release(slot)
 
     def _admit(self) -> None:
-        admitted = bool(self.waiting)
+        admitted = self._admitted
         self._admit_waiting()
-        if admitted:
+        if self._admitted != admitted:
             self._caches.started(self.slots)
 
     def _admit_waiting(self) -> None:

@@ -254,16 +254,22 @@ class LoadedModel:
 
     def close(self) -> None:
         if self.kv_store is not None:  # before the caches go with the context
-            # Caches computed under LoRA adapters are never restored (worker/batching.py).
+            # Caches computed under LoRA adapters are never restored (worker/slot_cache.py).
             slots = [(s.id, s.tokens) for s in self.batcher.slots if s.adapter_scales == ()]
+            # The newest copies in memory too, as many as there are slots: saving all of them
+            # (up to --cache-ram) could hold a stop up for as long as writing gigabytes takes.
+            copies = list(self.prompt_cache or ())
+            copies = copies[max(len(copies) - len(self.batcher.slots), 0) :]
             try:
-                self.kv_store.save(self.ctx, slots, self.prompt_cache or ())
+                self.kv_store.save(self.ctx, slots, copies)
             except Exception:  # a cache is worth less than a clean stop
                 _log.exception("kv caches not saved")
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None
         self.batcher.close()
+        if self.prompt_cache is not None:  # copies of caches the context held: gone with it
+            self.prompt_cache.clear()
         if self.projector is not None:
             self.projector.close()
         if self.speculator is not None:

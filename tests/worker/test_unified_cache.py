@@ -161,3 +161,28 @@ def test_idle_slots_give_their_cache_up_to_a_request_that_needs_the_room(
         assert isinstance(end, Finished), end
         assert end.cached_tokens == 100
         assert _cached(model) == _in_context(model) == [0, 181, 0, 0]
+
+
+def test_sleep_frees_the_copies(model: LoadedModel) -> None:
+    _run(model, FIRST, SECOND)
+    _run(model, THIRD)
+    assert model.prompt_cache is not None
+    assert len(list(model.prompt_cache)) == 2
+    model.sleep()
+    assert list(model.prompt_cache) == []
+    model.wake(lambda value: None)
+
+
+def test_a_stop_saves_the_newest_copies_as_many_as_there_are_slots(
+    models_dir: Path, tmp_path: Path
+) -> None:
+    prompts = [[200 + 10 * n + i % 7 for i in range(30)] for n in range(6)]
+    with _loaded(models_dir, "--kv-persist", "--kv-cache-dir", str(tmp_path)) as model:
+        for prompt in prompts:  # each one takes slot 0, and the one before becomes a copy
+            _run(model, prompt)
+        assert model.prompt_cache is not None
+        assert [copy.tokens[:30] for copy in model.prompt_cache] == prompts[:5]
+        assert model.kv_store is not None
+        store = model.kv_store
+    saved = sorted(tokens[:30] for tokens in store.saved.values())
+    assert saved == sorted(prompts[1:])  # four copies and slot 0's own: the oldest is not
