@@ -174,33 +174,38 @@ class KvStore:
         wrote = False
         for seq, tokens in slots:
             if len(tokens) >= MIN_TOKENS:
-                wrote = self._save_one(list(tokens), partial(_slot_state, ctx, seq), seq) or wrote
+                size = llama_cpp.llama_state_seq_get_size(ctx, seq)
+                read = partial(_slot_state, ctx, seq, size)
+                wrote = self._save_one(list(tokens), size, read, seq) or wrote
         for copy in copies:
             if len(copy.tokens) >= MIN_TOKENS:
-                wrote = self._save_one(copy.tokens, partial(_copied_state, copy)) or wrote
+                read = partial(_copied_state, copy)
+                wrote = self._save_one(copy.tokens, copy.size, read) or wrote
         if wrote:
             self.prune()
 
-    def _save_one(self, tokens: list[int], read: Callable[[], Any], seq: int = -1) -> bool:
-        """Write ``tokens`` and the state ``read()`` gives (None: it could not be copied)."""
+    def _save_one(
+        self, tokens: list[int], size: int, read: Callable[[], Any], seq: int = -1
+    ) -> bool:
+        """Write ``tokens`` and the ``size`` bytes of state ``read()`` gives (None: it could
+        not be copied)."""
         path = self.directory / _file_name(tokens)
         if path in self._saved and self._saved[path] == tokens and path.exists():
             os.utime(path)  # the same cache, used again: only its age changes
             return False
+        total = _HEADER.size + 4 * len(tokens) + size
+        if total > self._max_bytes:
+            _log.warning("kv cache not saved: larger than --kv-cache-max", slot=seq, bytes=total)
+            return False
         temp = self.directory / f".{path.name}.{os.getpid()}.tmp"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
+            if shutil.disk_usage(self.directory).free < total:
+                raise OSError("not enough free disk space")
             state = read()
             if state is None:
                 _log.warning("kv cache not saved: llama.cpp could not copy it", slot=seq)
                 return False
-            total = _HEADER.size + 4 * len(tokens) + len(state)
-            if total > self._max_bytes:
-                _log.warning("kv cache not saved: over --kv-cache-max", slot=seq, bytes=total)
-                return False
-            if shutil.disk_usage(self.directory).free < total:
-                raise OSError("not enough free disk space")
-            size = len(state)
             token_bytes = _token_bytes(tokens)
             crc = zlib.crc32(state, zlib.crc32(token_bytes))
             header = _HEADER.pack(_MAGIC, _VERSION, self._digest, len(tokens), size, crc)
@@ -253,9 +258,9 @@ def _copied_state(copy: SetAside) -> Any:
     return copy.state
 
 
-def _slot_state(ctx: Any, seq: int) -> Any:
-    """A copy of the state of ``seq`` (a ctypes byte array), or None when llama.cpp fails."""
-    size = llama_cpp.llama_state_seq_get_size(ctx, seq)
+def _slot_state(ctx: Any, seq: int, size: int) -> Any:
+    """A copy of the ``size`` bytes of state of ``seq`` (a ctypes byte array), or None when
+    llama.cpp fails."""
     state = (ctypes.c_uint8 * size)()
     return state if llama_cpp.llama_state_seq_get_data(ctx, state, size, seq) == size else None
 
