@@ -32,7 +32,7 @@ import structlog
 
 from worker.kv_key import CacheKey, cache_key
 from worker.llama_bindings import llama_cpp
-from worker.prompt_cache import SetAside
+from worker.prompt_cache import SetAside, seq_state
 from worker.settings import WorkerSettings
 from worker.token_prefix import common_prefix
 
@@ -175,7 +175,7 @@ class KvStore:
         for seq, tokens in slots:
             if len(tokens) >= MIN_TOKENS:
                 size = llama_cpp.llama_state_seq_get_size(ctx, seq)
-                read = partial(_slot_state, ctx, seq, size)
+                read = partial(seq_state, ctx, seq, size)
                 wrote = self._save_one(list(tokens), size, read, seq) or wrote
         for copy in copies:
             if len(copy.tokens) >= MIN_TOKENS:
@@ -256,13 +256,6 @@ class KvStore:
 
 def _copied_state(copy: SetAside) -> Any:
     return copy.state
-
-
-def _slot_state(ctx: Any, seq: int, size: int) -> Any:
-    """A copy of the ``size`` bytes of state of ``seq`` (a ctypes byte array), or None when
-    llama.cpp fails."""
-    state = (ctypes.c_uint8 * size)()
-    return state if llama_cpp.llama_state_seq_get_data(ctx, state, size, seq) == size else None
 
 
 def open_kv_store(settings: WorkerSettings) -> KvStore | None:

@@ -24,12 +24,19 @@ import structlog
 from worker.llama_bindings import llama_cpp
 from worker.token_prefix import common_prefix
 
-__all__ = ["PromptCache", "SetAside"]
+__all__ = ["PromptCache", "SetAside", "seq_state"]
 
 _log = structlog.get_logger("corral.worker.prompt_cache")
 # llama-server's rule (server_prompt_cache::load): a copy is not taken when the prompt would
 # keep less than a quarter of it; taking it moves it out of the cache, and the rest is lost.
 _MIN_KEPT = 0.25
+
+
+def seq_state(ctx: Any, seq: int, size: int) -> Any:
+    """A copy of the ``size`` bytes of state of ``seq`` (a ctypes byte array), or None when
+    llama.cpp fails."""
+    state = (ctypes.c_uint8 * size)()
+    return state if llama_cpp.llama_state_seq_get_data(ctx, state, size, seq) == size else None
 
 
 @dataclass
@@ -68,8 +75,8 @@ class PromptCache:
         self._copies = [c for c in self._copies if common_prefix(c.tokens, tokens) < len(c.tokens)]
         while self._copies and self._max_bytes is not None and self.size + size > self._max_bytes:
             self._copies.pop(0)
-        state = (ctypes.c_uint8 * size)()
-        if llama_cpp.llama_state_seq_get_data(self._ctx, state, size, seq) != size:
+        state = seq_state(self._ctx, seq, size)
+        if state is None:
             _log.warning("slot cache not kept: llama.cpp could not copy it", slot=seq)
             return
         self._copies.append(SetAside(list(tokens), state))
