@@ -70,17 +70,21 @@ class SlotCaches:
         prompt = generation.prompt
         # libmtmd evaluates a media prompt whole, from position 0.
         reuse = generation.cache_prompt and generation.media is None
-        overwritten = (reusable(slot, generation) if reuse else 0) < len(slot.tokens)
-        if overwritten and self._prompt_cache is not None and slot.adapter_scales == ():
-            self._prompt_cache.keep(slot.id, slot.tokens)  # as llama-server: not lost
+        reused = reusable(slot, generation) if reuse else 0
+        if (
+            reused < len(slot.tokens)
+            and self._prompt_cache is not None
+            and slot.adapter_scales == ()
+        ):
+            self._prompt_cache.keep(slot.id, slot.tokens)  # about to be overwritten: not lost
         if reuse and slot.adapter_scales == generation.adapter_scales == ():
             for restore in self._restores:  # the copies in memory, then the saved files
-                restored = restore(slot.id, prompt, reusable(slot, generation))
+                restored = restore(slot.id, prompt, reused)
                 if restored is not None:
                     slot.tokens = restored
+                    reused = reusable(slot, generation)
                     break
-        keep = reusable(slot, generation) if reuse else 0
-        keep = min(keep, len(prompt) - 1)  # the last prompt token must be decoded for logits
+        keep = min(reused, len(prompt) - 1)  # the last prompt token must be decoded for logits
         if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
             # Recurrent models cannot drop part of a sequence: start it over.
             llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
