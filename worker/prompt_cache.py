@@ -73,8 +73,9 @@ class PromptCache:
             _log.warning("slot cache not kept: larger than --cache-ram", slot=seq, bytes=size)
             return
         self._copies = [c for c in self._copies if common_prefix(c.tokens, tokens) < len(c.tokens)]
-        while self._copies and self._max_bytes is not None and self.size + size > self._max_bytes:
-            self._copies.pop(0)
+        held = self.size
+        while self._copies and self._max_bytes is not None and held + size > self._max_bytes:
+            held -= self._copies.pop(0).size
         state = seq_state(self._ctx, seq, size)
         if state is None:
             _log.warning("slot cache not kept: llama.cpp could not copy it", slot=seq)
