@@ -12,30 +12,30 @@ import structlog
 from litestar import Litestar
 from litestar.datastructures import State
 
-from corral.errors import exception_handlers
+from corral.http.errors import exception_handlers
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from router.api import inference_routes, model_routes, stream_routes, webui_routes
 from router.api.access import access_routes
 from router.api.cors_proxy import cors_proxy_routes
 from router.api.downloads import download_routes
 from router.api.lora import lora_routes
+from router.api.metrics import RequestCounter
 from router.api.runtime import RouterRuntime, load_catalogue, load_peers
 from router.api.tools import tool_routes
-from router.catalogue import Catalogue, CatalogueEntry, CatalogueError
-from router.download_jobs import DownloadJobs
-from router.launcher import SubprocessLauncher, WorkerLauncher
-from router.memory_budget import MemoryBudget
-from router.metrics import RequestCounter
-from router.model_file_check import model_file_problem
-from router.model_state import ModelState
-from router.request_limits import body_limit_handlers
-from router.scheduler import Scheduler
-from router.security import ApiKeyAuth
+from router.catalogue.catalogue import Catalogue, CatalogueEntry, CatalogueError
+from router.catalogue.file_check import model_file_problem
+from router.scheduling.scheduler import Scheduler
+from router.security.guard import ApiKeyAuth
+from router.security.request_limits import body_limit_handlers
 from router.settings import ServeSettings
-from router.spare_workers import SpareWorkers
-from router.stall_watchdog import StallWatchdog
 from router.tools.toolbox import ToolBox, choose_builtin_tools
-from router.worker_pool import FAKE_TIMING_SECONDS, WorkerPool
+from router.workers.download_jobs import DownloadJobs
+from router.workers.launcher import SubprocessLauncher, WorkerLauncher
+from router.workers.memory_budget import MemoryBudget
+from router.workers.model_state import ModelState
+from router.workers.pool import FAKE_TIMING_SECONDS, WorkerPool
+from router.workers.spares import SpareWorkers
+from router.workers.stall_watchdog import StallWatchdog
 
 __all__ = ["create_app"]
 

@@ -18,17 +18,17 @@ import structlog
 import uvicorn
 
 from corral.children.environment import MAX_BODY_ENV
-from corral.cors import CorsHeaders
+from corral.http.cors import CorsHeaders
+from corral.http.sockets import bind_hosts
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.remote_preset import cached_preset
 from corral.logs import configure_logging
-from corral.sockets import bind_hosts
-from router.access_log import AccessLog
 from router.app import create_app
-from router.catalogue import CatalogueError
-from router.hub_download import DownloadFailed, download_model
-from router.request_limits import BoundedHttpToolsProtocol
-from router.security import warn_if_exposed
+from router.catalogue.catalogue import CatalogueError
+from router.cli.hub_download import DownloadFailed, download_model
+from router.observe.access_log import AccessLog
+from router.security.guard import warn_if_exposed
+from router.security.request_limits import BoundedHttpToolsProtocol
 from router.settings import ServeSettings
 from router.tools.toolbox import ToolBox
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from router.api_keys import ApiKey
+from router.security.api_keys import ApiKey
 from router.tools.mcp_config import McpServerConfig
 
 __all__ = ["ServeSettings"]
@@ -20,7 +20,7 @@ class ServeSettings:
     mmproj_file: Path | None = None  # the -m models' projector (--mmproj)
     models_max: int = 4
     models_memory_max: int = 0  # bytes the running models may hold; 0: no limit
-    models_spare: int = 1  # spare workers kept warm for the next load (router.spare_workers)
+    models_spare: int = 1  # spare workers kept warm for the next load (router.workers.spares)
     models_autoload: bool = True
     models_preset: Path | None = None
     hf_repos: tuple[str, ...] = ()  # hub-cache models to load at startup ("org/repo[:TAG]")
@@ -55,5 +55,6 @@ class ServeSettings:
     tools_root: Path | None = None
     tools_allow_exec: bool = False
     mcp_servers: tuple[McpServerConfig, ...] = ()
-    # llama-server flags given that Corral accepts without implementing (router.no_effect_flags).
+    # llama-server flags given that Corral accepts without implementing
+    # (router.cli.no_effect_flags).
     no_effect_flags: tuple[str, ...] = ()

@@ -1,4 +1,4 @@
-"""Write router/llama_server_keys.py: every preset key llama-server accepts.
+"""Write router/catalogue/llama_server_keys.py: every preset key llama-server accepts.
 
     .venv/bin/python scripts/gen_llama_server_keys.py PATH/TO/llama.cpp/common/arg.cpp
 

@@ -5,8 +5,8 @@ template: NAME") or works the format out by rendering the template with sample m
 "differential autoparser", whose findings it logs: the tool-call markers, the reasoning tags
 …). For every ``models/templates/*.jinja`` this builds the tiny test GGUF with the template,
 starts a real ``llama-server`` with debug logging, asks ``/apply-template`` a conversation with
-tools, and writes what the log says to ``tests/worker/chat_formats/llama_server_formats.json``;
-``tests/worker/chat_formats/test_template_formats.py`` checks Corral tells the same format.
+tools, and writes what the log says to ``tests/worker/chat/formats/llama_server_formats.json``;
+``tests/worker/chat/formats/test_template_formats.py`` checks Corral tells the same format.
 
     .venv/bin/python scripts/record_chat_formats.py \
         --llama-server /work/llama/build/bin/llama-server \
@@ -104,7 +104,7 @@ def main() -> None:
     parser.add_argument(
         "--out",
         type=pathlib.Path,
-        default=ROOT / "tests/worker/chat_formats/llama_server_formats.json",
+        default=ROOT / "tests/worker/chat/formats/llama_server_formats.json",
     )
     args = parser.parse_args()
     records = {}

@@ -3,7 +3,7 @@
 For every ``models/templates/*.jinja`` of the vendored llama.cpp, build the tiny test GGUF with
 that template embedded, start a real ``llama-server`` on it and ask it four conversations
 (docs/templates.md). The answers, refusals included, and the template's capabilities from
-``/props`` are written to ``tests/worker/template_goldens/``; ``tests/worker/chat_templates/``
+``/props`` are written to ``tests/worker/template_goldens/``; ``tests/worker/templates/``
 renders the same cases through Corral and compares them byte for byte.
 
     .venv/bin/python scripts/record_template_goldens.py \

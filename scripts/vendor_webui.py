@@ -1,4 +1,4 @@
-"""Fetch the Web UI's third-party files from the npm registry into ``router/webui/assets/vendor/``.
+"""Fetch the Web UI's third-party files from the npm registry into ``webui/assets/vendor/``.
 
 Run with any Python 3.11+ and npm: ``python3 scripts/vendor_webui.py``. Each package is taken
 with ``npm pack NAME@VERSION`` (a tarball from the registry; nothing is installed, no scripts
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Final
 
 ROOT: Final = Path(__file__).resolve().parent.parent
-VENDOR_DIR: Final = ROOT / "router" / "webui" / "assets" / "vendor"
+VENDOR_DIR: Final = ROOT / "webui" / "assets" / "vendor"
 MANIFEST: Final = VENDOR_DIR / "manifest.json"
 
 # package -> (version, {file inside the package: file name in vendor/})

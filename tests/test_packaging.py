@@ -22,8 +22,8 @@ from tests.support.router_process import running_router
 from tests.support.tiny_gguf import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("corral", "router", "worker", "downloads")
-WEBUI = ROOT / "router" / "webui"
+PACKAGES = ("corral", "router", "worker", "downloads", "webui")
+WEBUI = ROOT / "webui"
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
 def test_the_wheel_carries_the_packages_and_every_web_ui_file(installed: Installed) -> None:
     names = set(zipfile.ZipFile(installed.wheel).namelist())
-    webui_files = {path.relative_to(ROOT).as_posix() for path in WEBUI.rglob("*") if path.is_file()}
-    assert "router/webui/index.html" in webui_files
+    webui_files = {
+        path.relative_to(ROOT).as_posix()
+        for path in WEBUI.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert "webui/index.html" in webui_files
     assert webui_files <= names
     assert {f"{package}/__init__.py" for package in PACKAGES} <= names
 
@@ -84,7 +88,7 @@ def test_the_installed_packages_are_the_wheels_not_the_checkouts(
     found = subprocess.run(
         [installed.python, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    assert Path(found.stdout.strip()) == installed.site_packages / "router" / "webui"
+    assert Path(found.stdout.strip()) == installed.site_packages / "webui"
 
 
 def test_the_installed_router_serves_the_web_ui(installed: Installed, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-from worker.import_fence import fence_unused_modules
-from worker.openmp_spin import bound_openmp_spinning
+from worker.host.import_fence import fence_unused_modules
+from worker.host.openmp_spin import bound_openmp_spinning
 
 # ggml's OpenMP threads spin between two decodes, and how long decides this worker's speed.
 bound_openmp_spinning()

@@ -12,21 +12,21 @@ from litestar import Litestar
 from litestar.datastructures import State
 
 from corral.children.environment import max_body_from
-from corral.errors import exception_handlers
-from worker.anthropic.routes import anthropic_routes
-from worker.chat.routes import chat_routes
-from worker.completions.routes import completion_routes
-from worker.embeddings.rerank_routes import rerank_routes
-from worker.embeddings.routes import embedding_routes
-from worker.generation_pipeline import ContextError, context_error_response
-from worker.model_info.lora_routes import lora_routes
-from worker.model_info.prometheus_metrics import ScrapeWindow
-from worker.model_info.routes import model_info_routes
-from worker.model_info.slot_routes import slot_routes
-from worker.responses_api.routes import responses_routes
+from corral.http.errors import exception_handlers
+from worker.answer.generation_pipeline import ContextError, context_error_response
+from worker.api.anthropic.routes import anthropic_routes
+from worker.api.chat.routes import chat_routes
+from worker.api.completions.routes import completion_routes
+from worker.api.embeddings.rerank_routes import rerank_routes
+from worker.api.embeddings.routes import embedding_routes
+from worker.api.model_info.lora_routes import lora_routes
+from worker.api.model_info.prometheus_metrics import ScrapeWindow
+from worker.api.model_info.routes import model_info_routes
+from worker.api.model_info.slot_routes import slot_routes
+from worker.api.responses.routes import responses_routes
+from worker.api.streams.routes import stream_routes
+from worker.api.vertex.routes import predict_route
 from worker.state import WorkerState
-from worker.streams.routes import stream_routes
-from worker.vertex.routes import predict_route
 
 __all__ = ["bind_worker_state", "create_worker_app"]
 

@@ -17,13 +17,13 @@ from litestar import Litestar
 
 from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
-from corral.header_spelling import SpelledHeadersProtocol
-from corral.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_hosts
-from worker.access import with_access_rules
+from corral.http.header_spelling import SpelledHeadersProtocol
+from corral.http.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_hosts
 from worker.app import bind_worker_state, create_worker_app
-from worker.engine import Engine
-from worker.http_server import PromptServer
-from worker.model import LoadedModel
+from worker.engine.engine import Engine
+from worker.engine.model import LoadedModel
+from worker.host.access import with_access_rules
+from worker.host.http_server import PromptServer
 from worker.settings import WorkerSettings
 from worker.state import WorkerState
 

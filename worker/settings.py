@@ -1,6 +1,6 @@
 """Command-line settings of a worker, spelled like llama-server's flags.
 
-The per-model flags come from the router's option table (:mod:`corral.option_flags`), so every
+The per-model flags come from the router's option table (:mod:`corral.options.flags`), so every
 option a preset can set is accepted here. Options the worker cannot honour yet are logged at
 startup rather than silently ignored.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from corral.option_flags import add_model_flags, model_options_from
-from worker.cpu_threads import default_threads
+from corral.options.flags import add_model_flags, model_options_from
+from worker.host.cpu_threads import default_threads
 from worker.rpc.endpoints import Endpoint, parse_endpoints
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
@@ -51,7 +51,7 @@ class WorkerSettings:
     tags: tuple[str, ...] = ()  # --tags: informational, listed in /models as llama-server does
     host: str = "127.0.0.1"
     port: int = 0
-    # Run alone as llama-server (worker/access.py); the router passes neither key nor origins.
+    # Run alone as llama-server (worker/host/access.py); the router passes neither key nor origins.
     api_keys: tuple[str, ...] = ()
     cors_origins: tuple[str, ...] = ("*",)
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
@@ -89,7 +89,9 @@ class WorkerSettings:
     slot_save_path: Path | None = None  # POST /slots/{id}: no path, no save/restore (501)
     cache_ram_mib: int = 8192  # copies of slot caches in host memory; -1: no cap, 0: none
     cache_idle_slots: bool = True  # with a unified cache, idle slots' caches go to those copies
-    kv_persist: bool = True  # save slot caches on a graceful stop or sleep (worker/kv_store.py)
+    kv_persist: bool = (
+        True  # save slot caches on a graceful stop or sleep (worker/cache/kv_store.py)
+    )
     kv_cache_dir: Path = Path("kv-cache")
     kv_cache_max: int = DEFAULT_KV_CACHE_MAX
     lora: tuple[tuple[str, float], ...] = ()  # adapter files and their scales, ids in order

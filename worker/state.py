@@ -8,11 +8,11 @@ from typing import Any
 
 from litestar import Request
 
-from corral.errors import ApiError
-from worker.engine import Engine
-from worker.model import LoadedModel
+from corral.http.errors import ApiError
+from worker.answer.stream_sessions import StreamSessions, StreamSettings
+from worker.engine.engine import Engine
+from worker.engine.model import LoadedModel
 from worker.settings import WorkerSettings
-from worker.stream_sessions import StreamSessions, StreamSettings
 
 __all__ = ["AnyRequest", "WorkerState", "loaded"]
 

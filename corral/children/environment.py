@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from corral.options import parse_size
+from corral.options.table import parse_size
 
 __all__ = [
     "DEFAULT_MAX_BODY",

@@ -1,7 +1,8 @@
 """The scalar metadata and the layout of a GGUF file, read from its header without loading it.
 
 The router uses the metadata to estimate a model's context memory before the model first runs
-(see :mod:`router.memory_budget`), and the layout to refuse a truncated or corrupt file before
+(see :mod:`router.workers.memory_budget`), and the layout to refuse a truncated or corrupt file
+before
 starting a worker, saying what is wrong (llama.cpp's own message names neither). Arrays (the
 vocabulary, merges, …) are skipped, not read.
 Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md

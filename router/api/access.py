@@ -10,8 +10,8 @@ from typing import Any
 
 from litestar import Request, get
 
-from router.api_keys import KeyScope
-from router.security import ApiKeyAuth
+from router.security.api_keys import KeyScope
+from router.security.guard import ApiKeyAuth
 
 __all__ = ["access_routes"]
 

@@ -22,8 +22,8 @@ from litestar import Request, route
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
-from corral.errors import ApiError, json_response
-from corral.streaming import ClosingStreamingResponse
+from corral.http.errors import ApiError, json_response
+from corral.http.streaming import ClosingStreamingResponse
 from router.api.runtime import runtime
 
 __all__ = ["cors_proxy_routes"]

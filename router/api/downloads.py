@@ -14,12 +14,12 @@ import structlog
 from litestar import Request, delete, post
 from litestar.params import FromQuery
 
-from corral.errors import ApiError
+from corral.http.errors import ApiError
 from corral.hub.removal import NotInCache, remove_cached_model
 from router.api.models import model_in_body
 from router.api.runtime import RouterRuntime, runtime
-from router.api_keys import admin_only
-from router.catalogue import CatalogueError
+from router.catalogue.catalogue import CatalogueError
+from router.security.api_keys import admin_only
 
 __all__ = ["download_routes"]
 

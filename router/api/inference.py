@@ -12,13 +12,13 @@ from litestar import Request, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
-from corral.errors import ApiError, decode_body
+from corral.http.errors import ApiError, decode_body
+from router.api.metrics import render_metrics
 from router.api.runtime import RouterRuntime, runtime
-from router.api_keys import admin_only
-from router.metrics import render_metrics
-from router.peer_proxy import forward_to_peer
-from router.proxy import autoload_wanted, forward
-from router.scheduling_answers import scheduling_answered
+from router.relay.peer_proxy import forward_to_peer
+from router.relay.proxy import autoload_wanted, forward
+from router.scheduling.answers import scheduling_answered
+from router.security.api_keys import admin_only
 from router.single_model import single_model_target
 
 __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"]

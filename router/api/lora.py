@@ -15,7 +15,7 @@ from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from router.api.inference import forward_to_model
-from router.api_keys import admin_only
+from router.security.api_keys import admin_only
 
 __all__ = ["lora_routes"]
 

@@ -11,20 +11,20 @@ from litestar import Request, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
-from corral.errors import ApiError, decode_body, json_response
+from corral.http.errors import ApiError, decode_body, json_response
+from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
 from corral.hub.mmproj_inputs import input_modalities
 from corral.hub.sizes import files_size
 from corral.llama_build import corral_version, llama_build_info
-from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.inference import forward_to_model
 from router.api.runtime import RouterRuntime, runtime
-from router.api_keys import admin_only
-from router.catalogue import CatalogueError
-from router.events import ModelEvent
-from router.memory_budget import resident_memory
-from router.model_state import ModelState, Status
-from router.scheduling_answers import scheduling_answered
+from router.catalogue.catalogue import CatalogueError
+from router.observe.events import ModelEvent
+from router.scheduling.answers import scheduling_answered
+from router.security.api_keys import admin_only
 from router.single_model import ollama_models
+from router.workers.memory_budget import resident_memory
+from router.workers.model_state import ModelState, Status
 
 __all__ = ["model_in_body", "model_routes"]
 

@@ -8,17 +8,17 @@ from typing import Any
 import structlog
 from litestar import Request
 
-from router.catalogue import Catalogue, CatalogueError, build_catalogue
-from router.conversations import ConversationOwners
-from router.download_jobs import DownloadJobs
-from router.metrics import RequestCounter
-from router.peer_config import PeerConfig, load_peer_configs
-from router.peers import PeerSet
-from router.presets import PresetError
-from router.scheduler import Scheduler
+from router.api.metrics import RequestCounter
+from router.catalogue.catalogue import Catalogue, CatalogueError, build_catalogue
+from router.catalogue.presets import PresetError
+from router.relay.conversations import ConversationOwners
+from router.relay.peer_config import PeerConfig, load_peer_configs
+from router.relay.peers import PeerSet
+from router.scheduling.scheduler import Scheduler
 from router.settings import ServeSettings
 from router.single_model import single_model_catalogue
-from router.worker_pool import WorkerPool
+from router.workers.download_jobs import DownloadJobs
+from router.workers.pool import WorkerPool
 
 __all__ = ["RouterRuntime", "load_catalogue", "load_peers", "runtime"]
 

@@ -20,13 +20,13 @@ from litestar import Request, Response, delete, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
-from corral.errors import ApiError, decode_body
+from corral.http.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
-from router.model_state import ModelState, Status
-from router.peer_proxy import forward_to_peer
-from router.peers import PeerRoute
-from router.proxy import relay
-from router.worker_http import UpstreamError
+from router.relay.peer_proxy import forward_to_peer
+from router.relay.peers import PeerRoute
+from router.relay.proxy import relay
+from router.workers.model_state import ModelState, Status
+from router.workers.worker_http import UpstreamError
 
 __all__ = ["stream_routes"]
 

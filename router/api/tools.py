@@ -18,10 +18,10 @@ import structlog
 from litestar import Request, get, post
 from litestar.response.base import ASGIResponse
 
-from corral.errors import ApiError, decode_body, json_response
-from corral.streaming import SSE_HEADERS, ClosingStreamingResponse
-from router.api_keys import KeyScope
-from router.security import ApiKeyAuth
+from corral.http.errors import ApiError, decode_body, json_response
+from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
+from router.security.api_keys import KeyScope
+from router.security.guard import ApiKeyAuth
 from router.tools.confinement import OutsideRoot
 from router.tools.definitions import BadToolParams, Tool, ToolCall, ToolResult
 from router.tools.toolbox import ToolBox

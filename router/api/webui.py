@@ -1,8 +1,8 @@
 """The Web UI's files (docs/protocol.md §3): the page at ``/`` and ``/assets/…``, both public.
 
-The UI is plain files, no build step: ``router/webui/index.html`` and ES modules and CSS under
-``router/webui/assets/``. They are package data of ``router`` (``pyproject.toml``) and are found
-relative to this package, not to a checkout, so an installed wheel serves them too. Its
+The UI is plain files, no build step: ``webui/index.html`` and ES modules and CSS under
+``webui/assets/``, the top-level ``webui`` package's data (``pyproject.toml``), found where that
+package is installed, not in a checkout, so an installed wheel serves them too. Its
 client-side routes live in the URL's fragment (``/#/c/<id>``, ``/#/models``), so the page has
 exactly one address and the router needs no catch-all fallback: a fallback route would match
 unknown API paths too, and those must keep their JSON 404 (or the 401 a keyed router gives
@@ -21,11 +21,11 @@ from typing import Any, Final
 from litestar import Request, Response, get
 from litestar.params import FromPath
 
-from corral.errors import ApiError
+from corral.http.errors import ApiError
+from webui import WEBUI_DIR
 
 __all__ = ["ASSETS_DIR", "CONTENT_SECURITY_POLICY", "WEBUI_DIR", "webui_routes"]
 
-WEBUI_DIR: Final = Path(__file__).resolve().parents[1] / "webui"
 ASSETS_DIR: Final = WEBUI_DIR / "assets"
 
 # Litestar adds "; charset=utf-8" to text/* types itself.

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from corral.options import OPTIONS
-from router.catalogue import build_catalogue
-from router.presets import load_preset_file
+from corral.options.table import OPTIONS
+from router.catalogue.catalogue import build_catalogue
+from router.catalogue.presets import load_preset_file
 from tests.support.tiny_gguf import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[2]

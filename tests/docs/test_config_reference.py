@@ -10,10 +10,10 @@ import pytest
 
 from corral.children.environment import ROUTER_PID_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
-from corral.option_flags import WORKER_OPTIONS
-from corral.options import OPTIONS
-from router.api_keys import ApiKey, KeyScope
-from router.cli import parse_serve_args
+from corral.options.flags import WORKER_OPTIONS
+from corral.options.table import OPTIONS
+from router.cli.main import parse_serve_args
+from router.security.api_keys import ApiKey, KeyScope
 from router.tools.mcp_config import McpServerConfig
 from scripts import gen_config_docs
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from router.catalogue import DEFAULT_STOP_TIMEOUT
-from router.presets import load_preset_file
+from router.catalogue.catalogue import DEFAULT_STOP_TIMEOUT
+from router.catalogue.presets import load_preset_file
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "config" / "corral.service"

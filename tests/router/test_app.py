@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from router.app import create_app
-from router.catalogue import CatalogueError
+from router.catalogue.catalogue import CatalogueError
 from router.settings import ServeSettings
 
 

@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from router.no_effect_flags import NO_EFFECT_FLAGS
+from router.cli.no_effect_flags import NO_EFFECT_FLAGS
 from tests.support.hub_cache import REPO, lay_out
 from tests.support.router_process import RouterProcess, running_router
 

@@ -1,4 +1,5 @@
-"""An in-memory :class:`~router.launcher.WorkerLauncher`: the test decides when workers are ready.
+"""An in-memory :class:`~router.workers.launcher.WorkerLauncher`: the test decides when workers are
+ready.
 
 Scheduling rules are about order, not time; with this launcher a test drives every load and exit
 explicitly, so the rules are checked deterministically without processes or sleeps.

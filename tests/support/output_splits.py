@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from worker.chat_formats import OutputParser, OutputStream, ParsedMessage
+from worker.chat.formats import OutputParser, OutputStream, ParsedMessage
 
 __all__ = ["assert_output_parses_to", "calls_of", "every_split", "streamed"]
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import anyio
 
-from router.catalogue import Catalogue, CatalogueEntry
-from router.memory_budget import MemoryBudget
-from router.model_state import ModelState
-from router.scheduler import Scheduler
-from router.spare_workers import SpareWorkers
-from router.worker_pool import WorkerPool
+from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.scheduling.scheduler import Scheduler
+from router.workers.memory_budget import MemoryBudget
+from router.workers.model_state import ModelState
+from router.workers.pool import WorkerPool
+from router.workers.spares import SpareWorkers
 from tests.support.fake_clock import FakeClock
 from tests.support.fake_launcher import FakeLauncher
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from worker.llama_bindings import llama_cpp
-from worker.llama_model import LlamaModel
+from worker.engine.llama_model import LlamaModel
+from worker.host.llama_bindings import llama_cpp
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 from tests.support.tiny_gguf import CHATML_TEMPLATE
-from worker.chat_formats import OutputParser, ThinkingTags
-from worker.chat_formats.families import HERMES
-from worker.chat_output import plan_output
-from worker.generation import Finished
+from worker.chat.formats import OutputParser, ThinkingTags
+from worker.chat.formats.families import HERMES
+from worker.chat.output import plan_output
+from worker.engine.generation import Finished
 
 __all__ = ["GENERIC_TOOLS", "HERMES_THINKING", "NATIVE", "PLAIN", "finished", "sse_events"]
 

@@ -1,3 +1,2 @@
-"""OpenAI's chat completions (``/v1/chat/completions``), the chat pipeline's native API."""
-
-__all__: list[str] = []
+"""Chats: the one chat pipeline every chat-style API translates into, and each family's output
+syntax."""

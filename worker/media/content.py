@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from corral.errors import ApiError
+from corral.http.errors import ApiError
 from worker.media.formats import MediaKind, media_kind
 from worker.media.sources import decode_base64, read_media
 

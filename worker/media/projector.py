@@ -18,8 +18,8 @@ from typing import Any
 import structlog
 from llama_cpp._utils import suppress_stdout_stderr
 
-from corral.errors import ApiError
-from worker.llama_bindings import llama_cpp
+from corral.http.errors import ApiError
+from worker.host.llama_bindings import llama_cpp
 from worker.media.content import MediaFile, Modalities
 
 __all__ = ["MEDIA_TOKEN", "MediaPrompt", "Projector", "media_marker"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import binascii
 from base64 import b64decode
 
-from corral.errors import ApiError
+from corral.http.errors import ApiError
 
 __all__ = ["FETCH_MAX_BYTES", "FETCH_TIMEOUT_SECONDS", "decode_base64", "read_media"]
 

@@ -15,7 +15,7 @@ import threading
 
 import structlog
 
-from worker import ggml_backends
+from worker.host import ggml_backends
 from worker.rpc.endpoints import Endpoint
 from worker.rpc.handshake import say_hello
 

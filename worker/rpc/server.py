@@ -25,8 +25,8 @@ import threading
 import structlog
 
 from corral.logs import configure_logging
-from corral.option_values import parse_size
-from worker.cpu_threads import default_threads
+from corral.options.values import parse_size
+from worker.host.cpu_threads import default_threads
 
 __all__ = ["DEFAULT_PORT", "main", "rpc_server_parser"]
 
@@ -106,7 +106,7 @@ def _check_address(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
 
 def _served_devices() -> list[int]:
     """As llama.cpp's rpc-server chooses: the accelerators (GPUs), else the CPU."""
-    from worker import ggml_backends
+    from worker.host import ggml_backends
 
     found = ggml_backends.devices()
     chosen = [
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
             mem=args.mem,
         )
     # Only now: the parser alone (--help, scripts/gen_config_docs.py) needs no llama.cpp.
-    from worker import ggml_backends
+    from worker.host import ggml_backends
 
     try:
         start_server = ggml_backends.start_server_function()

@@ -17,10 +17,10 @@ from typing import Any, NamedTuple
 import structlog
 from llama_cpp._utils import suppress_stdout_stderr
 
-from worker.llama_bindings import llama_cpp
-from worker.llama_model import LlamaModel
+from worker.engine.llama_model import LlamaModel
+from worker.engine.token_prefix import common_prefix
+from worker.host.llama_bindings import llama_cpp
 from worker.speculative.vocab_check import vocab_mismatch
-from worker.token_prefix import common_prefix
 
 __all__ = ["DraftModel", "DraftRequest"]
 

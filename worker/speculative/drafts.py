@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from worker.generation import Generation
+from worker.engine.generation import Generation
 from worker.speculative.speculator import DraftRequest, Speculator
 
 __all__ = ["propose_drafts"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from corral.hub.cache_layout import locate_cache_dir
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
-from worker.llama_bindings import llama_cpp
+from worker.host.llama_bindings import llama_cpp
 from worker.speculative.draft_model import DraftModel, DraftRequest
 from worker.speculative.ngram import ngram_draft
 from worker.speculative.settings import SpeculativeSettings

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.llama_bindings import llama_cpp
+from worker.host.llama_bindings import llama_cpp
 
 __all__ = ["vocab_mismatch"]
 

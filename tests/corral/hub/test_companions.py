@@ -13,7 +13,7 @@ import pytest
 
 from corral.hub.cache_scan import scan_cache
 from corral.hub.companions import COMPANION_MARKERS, is_companion
-from router.catalogue import build_catalogue
+from router.catalogue.catalogue import build_catalogue
 from tests.support.hub_cache import add_snapshot
 
 # A file name as it is found in the wild for each marker. Its tag (Q8_0) differs from the real

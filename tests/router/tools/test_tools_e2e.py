@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from router.cli import parse_serve_args
+from router.cli.main import parse_serve_args
 from router.tools.toolbox import BUILTIN_TOOL_NAMES
 from tests.support.router_process import RouterProcess, running_router
 

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from corral.errors import ApiError
+from corral.http.errors import ApiError
 from tests.support.tiny_media import png_bytes
 from worker.media.sources import read_media
 

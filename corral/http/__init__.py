@@ -1,0 +1,1 @@
+"""HTTP pieces both servers share: the error JSON, CORS, keys, streams, sockets, header spelling."""

@@ -1,0 +1,1 @@
+"""The one table of per-model options: kinds and parsers of their values, flags, help."""

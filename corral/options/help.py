@@ -1,0 +1,131 @@
+"""What each per-model option means: one line per option of :data:`corral.options.table.OPTIONS`.
+
+One source for ``corral serve --help`` and docs/configuration.md (scripts/gen_config_docs.py),
+which stops when an option has no line here, so a new option cannot reach the code without
+reaching both. Written as Markdown (backticks); the terminal help drops the backticks.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MODEL_OPTION_HELP"]
+
+# Every option of OPTIONS, by canonical name.
+MODEL_OPTION_HELP: dict[str, str] = {
+    "model": "GGUF file of a model the section defines (relative paths: to the INI file)",
+    "mmproj": "multimodal projector file (images, audio; relative paths: to the INI file); "
+    "overrides the one found next to the model",
+    "mmproj-auto": "pair a model with the projector found beside it in the hub cache or "
+    "`--models-dir` (default on; an explicit `mmproj` is always used)",
+    "mmproj-offload": "run the projector on the GPU when there is one (default on)",
+    "hf-repo": "hub-cache model `org/repo[:TAG]` (must be downloaded already)",
+    "hf-file": "with `hf-repo`: the file inside the repository, instead of a tag",
+    "alias": "other names the model answers to, comma-separated",
+    "tags": "labels listed in `/models`, comma-separated",
+    "load-on-startup": "load when the router starts (first start only, not on reloads)",
+    "stop-timeout": "seconds between the exit command, SIGTERM and SIGKILL when stopping",
+    "dedup-cache-models": "hide the plain cache entry of the file this section serves (it "
+    "still answers to its name)",
+    "ttl": "Corral: unload after this many idle seconds",
+    "pin": "Corral: never evicted to make room for another model",
+    "memory": "Corral: what the model holds, for `--models-memory-max` (instead of measuring "
+    "its worker; declare GPU memory here)",
+    "tools": "Corral: the router's tools (built-in or `<server>_<tool>`, comma-separated, or "
+    "`all`) the Web UI offers this model; names the router does not offer are ignored",
+    "ctx-size": "context size in tokens (llama.cpp rounds it up to a multiple of 256); shared "
+    "evenly by the slots unless their KV cache is unified. Default `0`, as llama-server "
+    "(common/common.h `n_ctx = 0`): the model's training context for each slot",
+    "threads": "CPU threads. Default as llama-server (common/common.cpp "
+    "`common_cpu_get_num_math`): the physical cores (the performance cores of an Intel hybrid "
+    "CPU); `0` or less: every logical CPU",
+    "batch-size": "logical batch size: prompt tokens per decode. Default 2048, as llama-server "
+    "(common/common.h `n_batch`)",
+    "ubatch-size": "physical batch size (at most the logical one). Default 512, as llama-server "
+    "(common/common.h `n_ubatch`)",
+    "n-gpu-layers": "layers offloaded to the GPU of a GPU build; `auto`/`all` = every layer",
+    "rpc": "ggml RPC servers (`HOST:PORT`, comma-separated or the flag repeated) that take the "
+    "offloaded layers (`corral rpc-server` on the other machines; docs/scaling.md); with it, "
+    "`n-gpu-layers` defaults to `all`. Trusted networks only: the protocol has no authentication",
+    "n-predict": "default token budget of a request; `-1` = up to the context",
+    "parallel": "slots served together by continuous batching. Default `-1` (automatic), as "
+    "llama-server (tools/server/server.cpp): 4 slots sharing one unified KV cache",
+    "kv-unified": "one KV cache shared by all slots, each of which may use the whole context "
+    "(`-kvu`); default off, but always on with automatic slots, as llama-server",
+    "temp": "default temperature",
+    "seed": "default seed; `-1` = random",
+    "chat-template": "one of llama.cpp's built-in template names (`chatml`, `llama3`, `gemma`, "
+    "…) or Jinja text, instead of the GGUF's (docs/templates.md)",
+    "chat-template-file": "Jinja chat template read from this file, instead of the GGUF's",
+    "chat-template-kwargs": "JSON object of extra template variables, e.g. "
+    '`{"enable_thinking": false}`; a request\'s `chat_template_kwargs` win over it',
+    "jinja": "render chat templates with Jinja as llama-server does (default on); `no-jinja` = "
+    "llama.cpp's built-in templates only, no tools",
+    "reasoning": "thinking on or off for templates that switch it (`enable_thinking`); `auto` = "
+    "the template's default; `--chat-template-kwargs` wins",
+    "reasoning-format": "where thinking goes: `none` (left in the content), `deepseek` or "
+    "`auto` (`reasoning_content`), `deepseek-legacy` (both); see docs/tool-calls.md",
+    "reasoning-budget": "tokens of thinking before the end tag is forced: -1 unlimited, 0 none",
+    "reasoning-budget-message": "text forced before the end tag when the reasoning budget is "
+    "spent (a request's `reasoning_budget_message` wins)",
+    "mmap": "map the weights from the file (`no-mmap` = read them into memory)",
+    "mlock": "lock the weights in RAM (needs a memlock limit, e.g. `LimitMEMLOCK=infinity`)",
+    "flash-attn": "flash attention",
+    "cache-type-k": "KV cache type of K",
+    "cache-type-v": "KV cache type of V",
+    "rope-freq-base": "RoPE base frequency",
+    "sleep-idle-seconds": "free the weights after this many idle seconds (status `sleeping`); "
+    "the next request wakes the model; `-1` = never",
+    "slots": "serve `GET /slots` (`no-slots`: 501)",
+    "slot-save-path": "folder for `POST /slots/{id}?action=save|restore` files (without it: 501)",
+    "cache-ram": "most host memory (MiB) the copies of slot caches may take (`-1`: no cap, "
+    "`0`: none, and idle slots keep their caches); a prompt that shares more with a copy than "
+    "with its slot's cache gets the copy back. Default 8192, as llama-server",
+    "cache-idle-slots": "with one KV cache shared by the slots (automatic slots, "
+    "`--kv-unified`), move the idle slots' caches to those copies each time a generation starts, "
+    "so that no stream reads past their cells (needs `--cache-ram`)",
+    "kv-persist": "Corral: save each slot's KV cache when the worker stops gracefully "
+    "(eviction, ttl, unload) or sleeps, and restore it for a prompt that extends it",
+    "kv-cache-dir": "Corral: where saved KV caches go (default `$XDG_CACHE_HOME/corral/kv`, "
+    "else `~/.cache/corral/kv`)",
+    "kv-cache-max": "Corral: most disk the saved KV caches of all models may take (`4G` "
+    "default); least recently used go first",
+    "metrics": "serve the model's Prometheus `/metrics` (`llamacpp:*`; 501 without it)",
+    "verbose": "whole answers carry llama-server's `__verbose` object (the prompt as text, "
+    "settings, counts); a request's `verbose` overrides it",
+    "context-shift": "when a generation fills the context, drop the older half of what follows "
+    "the kept prompt tokens and go on (off by default: the generation stops at the context's end; "
+    "a prompt with media always stops there, as llama-server with an mmproj)",
+    "keep": "prompt tokens a context shift keeps (after BOS); `-1` = the whole prompt; a request's "
+    "`n_keep` overrides it",
+    "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it)",
+    "pooling": "embedding pooling",
+    "reranking": "serve `/v1/rerank`, `/rerank`, `/v1/reranking` and `/reranking` (501 without "
+    "it); implies `embeddings` and `pooling = rank`, whatever `pooling` says",
+    "webui": "accepted for llama-server presets; the worker logs that it does not act on it",
+    "lora": "LoRA adapter files applied at scale 1, comma-separated or the flag repeated; ids "
+    "count from 0 in this order, then `lora-scaled`'s (docs/api.md, LoRA adapters)",
+    "lora-scaled": "LoRA adapters with their scale, `FILE:SCALE`, comma-separated or the flag "
+    "repeated",
+    "lora-init-without-apply": "load the LoRA adapters at scale 0, to be applied by "
+    "`POST /lora-adapters` or a request's `lora` field",
+    "model-draft": "draft model GGUF for speculative decoding (relative paths in a preset: to "
+    "the INI file); with `spec-draft-hf`, the file inside that repository",
+    "spec-draft-hf": "draft model from the hub cache, `org/repo[:TAG]` (must be downloaded "
+    "already)",
+    "spec-type": "speculative decoding types, comma-separated: `draft-simple` (a draft model, "
+    "the default when one is given) and `ngram-simple` (prompt lookup) run; the others "
+    "llama-server names fail the load",
+    "spec-draft-n-max": "most tokens guessed per step",
+    "spec-draft-n-min": "fewest tokens a draft model's guess may have to be tried",
+    "spec-draft-p-min": "a draft model guesses only while its top candidate's probability is "
+    "at least this",
+    "ctx-size-draft": "the draft model's context size; `0` = the model's own `ctx-size`",
+    "spec-draft-ngl": "draft model layers offloaded to the GPU of a GPU build; `auto`/`all` = "
+    "every layer",
+    "spec-draft-threads": "CPU threads of the draft model; default: the model's",
+    "spec-synth-len": "benchmarks only: keep guesses at random for this mean accepted length "
+    "(counting the sampled token) instead of checking them; the text is not the model's",
+    "spec-synth-rates": "benchmarks only: keep guesses at random, at these comma-separated "
+    "rates per position (one per `spec-draft-n-max`, not increasing)",
+    "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
+    "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
+}

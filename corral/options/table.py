@@ -1,0 +1,322 @@
+"""The one table of per-model options: every spelling, kind and role of each option.
+
+:data:`OPTIONS` is the only place that knows an option's spellings (long, short, negative,
+``LLAMA_ARG_*``), its kind and whether it becomes a worker flag. The router's preset INI, its
+per-model CLI defaults, the worker-argument renderer, the worker's own flags
+(:mod:`corral.options.flags`) and the generated docs all go through it, so a key means the same
+thing wherever it is written. Values are normalised by :mod:`corral.options.values`, whose
+types and parsers are exported from here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from corral.options.values import (
+    OptionError,
+    OptionSpec,
+    normalise_value,
+    parse_bool,
+    parse_size,
+)
+from corral.suggest import did_you_mean
+
+__all__ = [
+    "OPTIONS",
+    "SPEC_TYPES",
+    "OptionError",
+    "OptionSpec",
+    "find_option",
+    "normalise_options",
+    "option_spec",
+    "parse_bool",
+    "parse_size",
+    "render_worker_args",
+]
+
+_IGNORED_KEYS = frozenset({"version"})  # reserved by upstream for future use
+_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+# Every type llama-server's --spec-type knows (common/speculative.cpp); the worker runs some of
+# them and refuses the others when it loads (docs/serving.md, speculative decoding).
+SPEC_TYPES = (
+    "none",
+    "draft-simple",
+    "draft-eagle3",
+    "draft-mtp",
+    "draft-dflash",
+    "draft-dspark",
+    "ngram-simple",
+    "ngram-map-k",
+    "ngram-map-k4v",
+    "ngram-mod",
+    "ngram-cache",
+)
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    # Which file and which names: never passed through, the catalogue entry carries them.
+    OptionSpec("model", "str", "model", ("m", "LLAMA_ARG_MODEL")),
+    OptionSpec("mmproj", "str", "model", ("mm", "LLAMA_ARG_MMPROJ")),
+    # Whether a projector found beside the model is used; a named ``mmproj`` always is.
+    OptionSpec(
+        "mmproj-auto",
+        "bool",
+        "model",
+        ("LLAMA_ARG_MMPROJ_AUTO",),
+        negatives=("no-mmproj", "no-mmproj-auto"),
+    ),
+    OptionSpec("hf-repo", "str", "model", ("hf", "hfr", "LLAMA_ARG_HF_REPO")),
+    OptionSpec("hf-file", "str", "model", ("hff", "LLAMA_ARG_HF_FILE")),
+    OptionSpec("alias", "str", "model", ("a", "LLAMA_ARG_ALIAS")),
+    OptionSpec("tags", "str", "model", ("LLAMA_ARG_TAGS",)),
+    # Upstream's preset-only keys, then Corral's own (ttl, pin).
+    OptionSpec("load-on-startup", "bool", "preset", ("__PRESET_LOAD_ON_STARTUP",)),
+    OptionSpec("stop-timeout", "float", "preset", ("__PRESET_STOP_TIMEOUT",), bound="non_negative"),
+    OptionSpec("dedup-cache-models", "bool", "preset", ("__PRESET_DEDUP_CACHE_MODELS",)),
+    OptionSpec("ttl", "float", "preset", bound="positive"),
+    OptionSpec("pin", "bool", "preset"),
+    OptionSpec("memory", "size", "preset"),
+    # The router's tools this model's chats are offered (docs/tools.md "Per-model tool sets").
+    OptionSpec("tools", "str", "preset"),
+    # Worker flags.
+    OptionSpec("ctx-size", "int", spellings=("c", "LLAMA_ARG_CTX_SIZE"), bound="non_negative"),
+    OptionSpec("threads", "int", spellings=("t", "LLAMA_ARG_THREADS")),
+    OptionSpec("batch-size", "int", spellings=("b", "LLAMA_ARG_BATCH"), bound="positive"),
+    OptionSpec("ubatch-size", "int", spellings=("ub", "LLAMA_ARG_UBATCH"), bound="positive"),
+    OptionSpec(
+        "n-gpu-layers",
+        "int",
+        spellings=("ngl", "gpu-layers", "LLAMA_ARG_N_GPU_LAYERS"),
+        literals=("auto", "all"),
+    ),
+    # ggml RPC servers (HOST:PORT) whose devices take offloaded layers; the worker checks them.
+    OptionSpec("rpc", "list", spellings=("LLAMA_ARG_RPC",)),
+    OptionSpec("n-predict", "int", spellings=("n", "predict", "LLAMA_ARG_N_PREDICT")),
+    OptionSpec("parallel", "int", spellings=("np", "LLAMA_ARG_N_PARALLEL")),
+    OptionSpec(
+        "kv-unified",
+        "bool",
+        spellings=("kvu", "LLAMA_ARG_KV_UNIFIED"),
+        negatives=("no-kv-unified", "no-kvu", "LLAMA_ARG_NO_KV_UNIFIED"),
+    ),
+    OptionSpec(
+        "temp", "float", spellings=("temperature", "LLAMA_ARG_TEMPERATURE"), bound="non_negative"
+    ),
+    OptionSpec("seed", "int", spellings=("s",)),
+    OptionSpec("chat-template", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE",)),
+    OptionSpec("chat-template-file", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_FILE",)),
+    OptionSpec("chat-template-kwargs", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_KWARGS",)),
+    OptionSpec(
+        "jinja",
+        "bool",
+        spellings=("LLAMA_ARG_JINJA",),
+        negatives=("no-jinja", "LLAMA_ARG_NO_JINJA"),
+    ),
+    OptionSpec("reasoning", "switch", spellings=("rea", "LLAMA_ARG_REASONING")),
+    OptionSpec(
+        "reasoning-format",
+        "choice",
+        spellings=("LLAMA_ARG_THINK",),
+        literals=("none", "deepseek", "deepseek-legacy", "auto"),
+    ),
+    # Upstream rejects anything below -1; -1 means no budget.
+    OptionSpec(
+        "reasoning-budget",
+        "int",
+        spellings=("LLAMA_ARG_THINK_BUDGET",),
+        bound="non_negative",
+        literals=("-1",),
+    ),
+    OptionSpec("reasoning-budget-message", "str", spellings=("LLAMA_ARG_THINK_BUDGET_MESSAGE",)),
+    OptionSpec(
+        "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
+    ),
+    OptionSpec("mlock", "bool", spellings=("LLAMA_ARG_MLOCK",)),
+    OptionSpec(
+        "mmproj-offload",
+        "bool",
+        spellings=("LLAMA_ARG_MMPROJ_OFFLOAD",),
+        negatives=("no-mmproj-offload",),
+    ),
+    OptionSpec("flash-attn", "switch", spellings=("fa", "LLAMA_ARG_FLASH_ATTN")),
+    OptionSpec(
+        "cache-type-k", "choice", spellings=("ctk", "LLAMA_ARG_CACHE_TYPE_K"), literals=_CACHE_TYPES
+    ),
+    OptionSpec(
+        "cache-type-v", "choice", spellings=("ctv", "LLAMA_ARG_CACHE_TYPE_V"), literals=_CACHE_TYPES
+    ),
+    OptionSpec(
+        "rope-freq-base", "float", spellings=("LLAMA_ARG_ROPE_FREQ_BASE",), bound="positive"
+    ),
+    # Upstream rejects 0 and anything below -1; -1 means never.
+    OptionSpec("sleep-idle-seconds", "int", bound="positive", literals=("-1",)),
+    OptionSpec(
+        "slots",
+        "bool",
+        spellings=("LLAMA_ARG_ENDPOINT_SLOTS",),
+        negatives=("no-slots", "LLAMA_ARG_NO_ENDPOINT_SLOTS"),
+    ),
+    OptionSpec("slot-save-path", "str"),
+    # Copies of slot caches in host memory, in MiB; -1: no cap, 0: none
+    # (worker/cache/prompt_cache.py).
+    OptionSpec(
+        "cache-ram",
+        "int",
+        spellings=("cram", "LLAMA_ARG_CACHE_RAM"),
+        bound="non_negative",
+        literals=("-1",),
+    ),
+    OptionSpec(
+        "cache-idle-slots",
+        "bool",
+        spellings=("LLAMA_ARG_CACHE_IDLE_SLOTS",),
+        negatives=("no-cache-idle-slots",),
+    ),
+    # Corral's own: slot caches kept across stops and sleeps (docs/serving.md).
+    OptionSpec("kv-persist", "bool", negatives=("no-kv-persist",)),
+    OptionSpec("kv-cache-dir", "str"),
+    OptionSpec("kv-cache-max", "size"),
+    OptionSpec("metrics", "bool", spellings=("LLAMA_ARG_ENDPOINT_METRICS",)),
+    OptionSpec(
+        "context-shift",
+        "bool",
+        spellings=("LLAMA_ARG_CONTEXT_SHIFT",),
+        negatives=("no-context-shift",),
+    ),
+    # Tokens of the prompt a context shift keeps; -1: all of it.
+    OptionSpec("keep", "int", literals=("-1",), bound="non_negative"),
+    # Answers carry llama-server's __verbose debug object (a request's verbose overrides it).
+    OptionSpec("verbose", "bool", spellings=("v", "log-verbose")),
+    OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
+    OptionSpec(
+        "pooling",
+        "choice",
+        spellings=("LLAMA_ARG_POOLING",),
+        literals=("none", "mean", "cls", "last", "rank"),
+    ),
+    OptionSpec("reranking", "bool", spellings=("rerank", "LLAMA_ARG_RERANKING")),
+    OptionSpec(
+        "webui",
+        "bool",
+        spellings=("ui", "LLAMA_ARG_UI"),
+        negatives=("no-webui", "no-ui", "LLAMA_ARG_NO_UI"),
+    ),
+    OptionSpec("lora", "list"),
+    OptionSpec("lora-scaled", "scaled-list"),
+    OptionSpec("lora-init-without-apply", "bool"),
+    # Speculative decoding. The router turns spec-draft-hf and relative model-draft paths into
+    # an absolute model-draft before a worker sees them (router/catalogue/draft_models.py).
+    OptionSpec(
+        "model-draft", "str", spellings=("md", "spec-draft-model", "LLAMA_ARG_SPEC_DRAFT_MODEL")
+    ),
+    OptionSpec(
+        "spec-draft-hf",
+        "str",
+        spellings=("hfd", "hfrd", "hf-repo-draft", "LLAMA_ARG_SPEC_DRAFT_HF_REPO"),
+    ),
+    OptionSpec("spec-type", "choices", spellings=("LLAMA_ARG_SPEC_TYPE",), literals=SPEC_TYPES),
+    # --draft, --draft-max and --draft-min are older llama-servers' names, which the current one
+    # refuses as removed; Corral keeps them as aliases so old command lines still work.
+    OptionSpec(
+        "spec-draft-n-max",
+        "int",
+        spellings=("draft", "draft-n", "draft-max", "LLAMA_ARG_SPEC_DRAFT_N_MAX"),
+        bound="non_negative",
+    ),
+    OptionSpec(
+        "spec-draft-n-min",
+        "int",
+        spellings=("draft-min", "draft-n-min", "LLAMA_ARG_SPEC_DRAFT_N_MIN"),
+        bound="non_negative",
+    ),
+    OptionSpec(
+        "spec-draft-p-min",
+        "float",
+        spellings=("draft-p-min", "LLAMA_ARG_SPEC_DRAFT_P_MIN"),
+        bound="non_negative",
+    ),
+    OptionSpec(
+        "ctx-size-draft", "int", spellings=("cd", "LLAMA_ARG_CTX_SIZE_DRAFT"), bound="non_negative"
+    ),
+    OptionSpec(
+        "spec-draft-ngl",
+        "int",
+        spellings=(
+            "ngld",
+            "gpu-layers-draft",
+            "n-gpu-layers-draft",
+            "LLAMA_ARG_N_GPU_LAYERS_DRAFT",
+        ),
+        literals=("auto", "all"),
+    ),
+    OptionSpec("spec-draft-threads", "int", spellings=("td", "threads-draft"), bound="positive"),
+    OptionSpec("spec-ngram-simple-size-n", "int", bound="positive"),
+    OptionSpec("spec-synth-len", "float", spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",)),
+    OptionSpec("spec-synth-rates", "str", spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",)),
+    OptionSpec("spec-ngram-simple-size-m", "int", bound="positive"),
+)
+
+_BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
+# Every spelling → (option, whether the spelling is a negative one).
+_BY_KEY: dict[str, tuple[OptionSpec, bool]] = {
+    key: (spec, negated)
+    for spec in OPTIONS
+    for negated, keys in ((False, (spec.name, *spec.spellings)), (True, spec.negatives))
+    for key in keys
+}
+
+
+def option_spec(name: str) -> OptionSpec:
+    """The option whose canonical name this is."""
+    return _BY_NAME[name]
+
+
+def find_option(key: str) -> tuple[OptionSpec, bool] | None:
+    """The option a key spells, and whether the spelling is a negative one (``no-mmap``)."""
+    return _BY_KEY.get(key.lstrip("-"))
+
+
+def normalise_options(pairs: Iterable[tuple[str, str]], *, where: str) -> dict[str, str]:
+    """``key = value`` pairs in any spelling → canonical name → normalised value.
+
+    ``where`` starts every message (e.g. ``"models.ini: section [foo]"``). Two spellings of one
+    option in the same place are an error rather than a silent last-one-wins.
+    """
+    options: dict[str, str] = {}
+    spelled_as: dict[str, str] = {}
+    for key, raw in pairs:
+        if key in _IGNORED_KEYS:
+            continue
+        found = find_option(key)
+        if found is None:
+            known = [k for k in _BY_KEY if not k.startswith(("LLAMA_ARG_", "__PRESET_"))]
+            raise OptionError(f"{where}: unknown key '{key}'{did_you_mean(key, known)}")
+        spec, negated = found
+        if spec.name in options:
+            first = spelled_as[spec.name]
+            raise OptionError(f"{where}: key '{key}' sets '{spec.name}' again (as '{first}' did)")
+        try:
+            options[spec.name] = normalise_value(spec, raw.strip(), negated=negated)
+        except ValueError as error:
+            raise OptionError(f"{where}: key '{key}': {error}") from None
+        spelled_as[spec.name] = key
+    return options
+
+
+def render_worker_args(options: Iterable[tuple[str, str]]) -> list[str]:
+    """Worker flags for the worker-role options: ``--ctx-size 2048``, ``--jinja``, ``--no-mmap``.
+
+    A false boolean without a negative flag is left out: the worker's default is already off.
+    """
+    args: list[str] = []
+    for name, value in options:
+        spec = _BY_NAME[name]
+        if spec.role != "worker":
+            continue
+        if spec.kind != "bool":
+            args += [f"--{name}", value]
+        elif value == "true":
+            args.append(f"--{name}")
+        elif spec.negatives:
+            args.append(f"--{spec.negatives[0]}")
+    return args

@@ -1,0 +1,169 @@
+"""The router's own Prometheus metrics (``GET /metrics``, docs/protocol.md §3).
+
+Rendered by hand in the text exposition format: a dozen series do not justify a dependency, and
+the tests parse the output with prometheus_client's own parser to keep it honest.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from corral.prometheus import escape_label, prometheus_family
+from router.relay.peers import PeerStats
+from router.scheduling.scheduler import Scheduler
+from router.workers.model_state import Status
+from router.workers.pool import WorkerPool
+
+__all__ = ["RequestCounter", "render_metrics"]
+
+
+class RequestCounter:
+    """Proxied requests by route and final status."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, int]] = Counter()
+
+    def count(self, route: str, status: int) -> None:
+        self.counts[(route, status)] += 1
+
+
+def _peer_lines(peers: Mapping[str, PeerStats]) -> list[str]:
+    named = sorted(peers.items())
+
+    def label(name: str) -> str:
+        return f'peer="{escape_label(name)}"'
+
+    lines = prometheus_family(
+        "corral_peer_requests_total",
+        "counter",
+        "Requests relayed to a peer that it answered, by the peer's HTTP status.",
+        (
+            (f'{{{label(name)},status="{status}"}}', count)
+            for name, stats in named
+            for status, count in sorted(stats.responses.items())
+        ),
+    )
+    lines += prometheus_family(
+        "corral_peer_errors_total",
+        "counter",
+        "Relays that failed: peer unreachable, cut mid-answer, or our key refused.",
+        ((f"{{{label(name)}}}", stats.errors) for name, stats in named),
+    )
+    lines += prometheus_family(
+        "corral_peer_response_seconds_total",
+        "counter",
+        "Time until a peer's answers began (status and headers), summed; divide by requests.",
+        ((f"{{{label(name)}}}", stats.seconds) for name, stats in named),
+    )
+    return lines
+
+
+def render_metrics(
+    pool: WorkerPool,
+    scheduler: Scheduler,
+    requests: RequestCounter,
+    peers: Mapping[str, PeerStats] | None = None,
+) -> str:
+    """The exposition text; reads only, so scraping never changes a scheduling decision."""
+    models = sorted(pool.models.items())
+
+    def per_model(value: str) -> str:
+        return f'{{model="{escape_label(value)}"}}'
+
+    lines = prometheus_family(
+        "corral_model_status",
+        "gauge",
+        "1 for the status each model is in.",
+        (
+            (
+                f'{{model="{escape_label(name)}",status="{status.value}"}}',
+                float(state.status is status),
+            )
+            for name, state in models
+            for status in Status
+        ),
+    )
+    lines += prometheus_family(
+        "corral_model_loads_total",
+        "counter",
+        "Completed model loads.",
+        ((per_model(name), state.loads) for name, state in models),
+    )
+    lines += prometheus_family(
+        "corral_model_load_seconds_total",
+        "counter",
+        "Time spent loading, summed.",
+        ((per_model(name), state.load_seconds_total) for name, state in models),
+    )
+    lines += prometheus_family(
+        "corral_model_failures_total",
+        "counter",
+        "Workers that failed or crashed.",
+        ((per_model(name), state.failures_total) for name, state in models),
+    )
+    lines += prometheus_family(
+        "corral_active_requests",
+        "gauge",
+        "Proxied requests in flight, streams included.",
+        ((per_model(name), state.in_flight) for name, state in models),
+    )
+    lines += prometheus_family(
+        "corral_evictions_total",
+        "counter",
+        "Idle models stopped to make room.",
+        [("", scheduler.evictions)],
+    )
+    lines += prometheus_family(
+        "corral_queue_depth",
+        "gauge",
+        "Requests waiting for a model to load.",
+        [("", scheduler.queue_depth)],
+    )
+    lines += prometheus_family(
+        "corral_queue_rejections_total",
+        "counter",
+        "Requests refused with 503 because --max-queue requests were waiting already.",
+        [("", scheduler.rejections)],
+    )
+    lines += prometheus_family(
+        "corral_queue_waits_total",
+        "counter",
+        "Requests that waited for a load.",
+        [("", scheduler.waits)],
+    )
+    lines += prometheus_family(
+        "corral_queue_wait_seconds_total",
+        "counter",
+        "Time requests spent waiting, summed.",
+        [("", scheduler.wait_seconds)],
+    )
+    if scheduler.memory is not None:
+        budget = scheduler.memory
+        lines += prometheus_family(
+            "corral_models_memory_max_bytes",
+            "gauge",
+            "The memory budget (--models-memory-max).",
+            [("", budget.limit)],
+        )
+        lines += prometheus_family(
+            "corral_model_memory_bytes",
+            "gauge",
+            "What each model counts for in the budget: held if running, else expected.",
+            (
+                (per_model(name), budget.held(state) if state.running else budget.expected(state))
+                for name, state in models
+            ),
+        )
+    lines += prometheus_family(
+        "corral_requests_total",
+        "counter",
+        "Proxied requests by route and HTTP status.",
+        (
+            (f'{{route="{escape_label(route)}",status="{status}"}}', count)
+            for (route, status), count in sorted(requests.counts.items())
+        ),
+    )
+    if peers:
+        lines += _peer_lines(peers)
+    return "\n".join(lines) + "\n"

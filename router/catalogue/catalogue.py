@@ -1,0 +1,354 @@
+"""Which models exist and how each one runs (docs/protocol.md §2).
+
+Sources, lowest first: the hub cache, ``--models-dir``, ``-m`` files, then the preset INI, whose
+sections override a model of the same name or define new ones. Options cascade
+``[*]`` < section < router command line, as upstream's ``load_models`` merges them. Every source
+yields the same :class:`CatalogueEntry`, so the worker pool never asks where a model came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from corral.hub.cache_scan import CachedModel, resolve_cached_model, scan_cache
+from corral.hub.companions import is_companion
+from corral.hub.mmproj import best_mmproj
+from corral.hub.names import canonical_tag
+from corral.hub.shards import is_first_shard, shard_paths, split_gguf_name
+from corral.options.table import OptionError, normalise_options, option_spec, render_worker_args
+from router.catalogue.draft_models import DraftError, absolute_draft, cached_draft
+from router.catalogue.presets import PresetFile, PresetSection, load_preset_file, render_ini
+
+__all__ = [
+    "Catalogue",
+    "CatalogueEntry",
+    "CatalogueError",
+    "Source",
+    "build_catalogue",
+]
+
+Source = Literal["models_dir", "cache", "preset"]
+DEFAULT_STOP_TIMEOUT = 10.0
+# Options that name a file or a model; from the router command line they belong to the
+# single-model invocation (``-m``), and under ``[*]`` they would give every model one file/name.
+_IDENTITY_KEYS = frozenset({"model", "mmproj", "hf-repo", "hf-file", "alias"})
+
+
+class CatalogueError(Exception):
+    """The model sources are inconsistent or malformed; the message says where."""
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueEntry:
+    name: str
+    path: Path
+    source: Source
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    options: tuple[tuple[str, str], ...] = ()  # worker options, canonical names, sorted by key
+    load_on_startup: bool = False
+    stop_timeout: float = DEFAULT_STOP_TIMEOUT
+    ttl: float | None = None
+    pin: bool = False
+    # The router's tools offered to this model's chats; None: all of them (docs/tools.md).
+    tools: tuple[str, ...] | None = None
+    memory: int | None = None  # Corral's own: bytes the model holds, declared (else measured)
+    mmproj: Path | None = None
+    # ``dedup-cache-models``: a cache model that a preset also serves is left out of listings
+    # but still answers to its name.
+    hidden: bool = False
+
+    def preset_text(self) -> str:
+        """The effective preset as one INI section, the way upstream shows it in ``/models``."""
+        keys = dict(self.options)
+        keys["model"] = str(self.path)
+        if self.mmproj is not None:
+            keys["mmproj"] = str(self.mmproj)
+        if self.aliases:
+            keys["alias"] = ",".join(self.aliases)
+        if self.tags:
+            keys["tags"] = ",".join(self.tags)
+        if self.load_on_startup:
+            keys["load-on-startup"] = "true"
+        if self.stop_timeout != DEFAULT_STOP_TIMEOUT:
+            keys["stop-timeout"] = _format_seconds(self.stop_timeout)
+        if self.ttl is not None:
+            keys["ttl"] = _format_seconds(self.ttl)
+        if self.pin:
+            keys["pin"] = "true"
+        if self.memory is not None:
+            keys["memory"] = str(self.memory)
+        if self.tools is not None:
+            keys["tools"] = ",".join(self.tools)
+        return render_ini(self.name, sorted(keys.items()))
+
+    def files(self) -> list[Path]:
+        """Every file the model loads: its shards, then its projector and its draft model."""
+        draft = dict(self.options).get("model-draft")
+        return [
+            *shard_paths(self.path),
+            *([self.mmproj] if self.mmproj is not None else []),
+            *([Path(draft)] if draft is not None else []),
+        ]
+
+    def worker_args(self) -> list[str]:
+        """The options as worker flags, e.g. ``["--ctx-size", "2048", "--no-mmap"]``."""
+        return render_worker_args(self.options)
+
+
+class Catalogue:
+    """Every model by canonical name, and the lookup by name or alias."""
+
+    def __init__(self, entries: Mapping[str, CatalogueEntry]) -> None:
+        self.entries: dict[str, CatalogueEntry] = dict(sorted(entries.items()))
+        self._owners: dict[str, str] = {name: name for name in self.entries}
+        for entry in self.entries.values():
+            for alias in entry.aliases:
+                other = self._owners.get(alias)
+                if other is not None:
+                    what = "the name of model" if other == alias else "an alias of model"
+                    raise CatalogueError(
+                        f"alias '{alias}' of model '{entry.name}' is also {what} '{other}'"
+                    )
+                self._owners[alias] = entry.name
+
+    def names(self) -> list[str]:
+        """Every name a request may use: canonical names and aliases."""
+        return list(self._owners)
+
+    def resolve(self, name: str) -> CatalogueEntry | None:
+        """The model a request names, by canonical name or alias (``repo:q8_0`` = ``repo:Q8_0``)."""
+        owner = self._owners.get(name)
+        if owner is None and ":" in name:
+            repo, _, tag = name.rpartition(":")
+            owner = self._owners.get(f"{repo}:{canonical_tag(tag)}")
+        return self.entries[owner] if owner is not None else None
+
+
+def _format_seconds(seconds: float) -> str:
+    return repr(seconds).removesuffix(".0")
+
+
+@dataclass(slots=True)
+class _Found:
+    """A model as a source found it, before presets and command-line options apply."""
+
+    name: str
+    path: Path
+    source: Source
+    mmproj: Path | None = None
+    load_on_startup: bool = False
+    options: dict[str, str] = field(default_factory=dict)  # from its preset section, if any
+
+
+def _names_a_model(path: Path) -> bool:
+    return not is_companion(path.name) and is_first_shard(path.name)
+
+
+def _scan_models_dir(models_dir: Path) -> list[_Found]:
+    if not models_dir.is_dir():
+        raise CatalogueError(f"--models-dir {models_dir}: not a directory")
+    found: list[_Found] = []
+    for child in sorted(models_dir.iterdir()):
+        if child.is_file() and child.suffix == ".gguf":
+            if _names_a_model(child):
+                found.append(_Found(child.stem, child, "models_dir"))
+        elif child.is_dir():
+            ggufs = sorted(child.glob("*.gguf"))
+            models = [p for p in ggufs if _names_a_model(p)]
+            if models:
+                model = PurePosixPath(models[0].name)
+                tag = split_gguf_name(model.name)[2]
+                mmproj = best_mmproj(model, tag, [PurePosixPath(p.name) for p in ggufs])
+                found.append(
+                    _Found(child.name, models[0], "models_dir", child / mmproj if mmproj else None)
+                )
+    return found
+
+
+def _add_found(models: dict[str, _Found], model: _Found) -> None:
+    other = models.get(model.name)
+    if other is not None and other.path.resolve() != model.path.resolve():
+        raise CatalogueError(f"model '{model.name}' appears twice: {other.path} and {model.path}")
+    if other is None or model.load_on_startup:  # the same file again via -m: it loads at startup
+        models[model.name] = model
+
+
+def _preset_path(preset: PresetFile, where: str, key: str, value: str) -> Path:
+    # Relative to the INI file, not the router's working directory, so a preset can travel
+    # with its models; absolute paths are the user's own configuration and are kept.
+    path = (preset.path.parent / Path(value).expanduser()).absolute()
+    if not path.is_file():
+        raise CatalogueError(f"{where}: key '{key}': no such file: {path}")
+    return path
+
+
+def _apply_section(
+    models: dict[str, _Found], preset: PresetFile, section: PresetSection, cached: list[CachedModel]
+) -> None:
+    where = f"{preset.path}: section [{section.name}]"
+    options = section.options
+    base = models.get(section.name)
+    model_value, repo_value = options.get("model"), options.get("hf-repo")
+    if model_value is not None and repo_value is not None:
+        raise CatalogueError(f"{where}: set either 'model' or 'hf-repo', not both")
+    if model_value is not None:  # another file: a projector found next to the old one is dropped
+        path, mmproj = _preset_path(preset, where, "model", model_value), None
+    elif repo_value is not None:
+        found = resolve_cached_model(cached, repo_value, options.get("hf-file"))
+        if found is None:
+            raise CatalogueError(
+                f"{where}: key 'hf-repo': '{repo_value}' is not in the hub cache"
+                " (download it first, e.g. with POST /models)"
+            )
+        path, mmproj = found.path, found.mmproj
+    elif base is not None:
+        path, mmproj = base.path, base.mmproj
+    else:
+        raise CatalogueError(
+            f"{where}: no model: set 'model' or 'hf-repo', or name the section after a"
+            " cache or --models-dir model"
+        )
+    if "mmproj" in options:
+        mmproj = _preset_path(preset, where, "mmproj", options["mmproj"])
+    startup = base.load_on_startup if base is not None else False
+    options = absolute_draft(options, preset.path.parent, where)
+    models[section.name] = _Found(section.name, path, "preset", mmproj, startup, options)
+
+
+def _mmproj_file(path: Path | None) -> Path | None:
+    if path is not None and not path.is_file():
+        raise CatalogueError(f"--mmproj {path}: no such file")
+    return path.resolve() if path is not None else None
+
+
+def _comma_list(value: str | None, *, exclude: str = "") -> tuple[str, ...]:
+    items = {item.strip() for item in (value or "").split(",")}
+    return tuple(sorted(item for item in items if item and item != exclude))
+
+
+def _tool_set(value: str | None) -> tuple[str, ...] | None:
+    """A ``tools`` preset value as names, in the order written; ``all`` (or no key) is None."""
+    if value is None:
+        return None
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    return None if "all" in names else tuple(dict.fromkeys(names))
+
+
+def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
+    """The entry for one model once ``[*]``, its section and the command line are merged."""
+    worker_options = tuple(
+        sorted((key, value) for key, value in options.items() if option_spec(key).role == "worker")
+    )
+    ttl, memory = options.get("ttl"), options.get("memory")
+    return CatalogueEntry(
+        name=model.name,
+        path=model.path,
+        source=model.source,
+        aliases=_comma_list(options.get("alias"), exclude=model.name),
+        tags=_comma_list(options.get("tags")),
+        options=worker_options,
+        load_on_startup=model.load_on_startup or options.get("load-on-startup") == "true",
+        stop_timeout=float(options.get("stop-timeout", DEFAULT_STOP_TIMEOUT)),
+        ttl=float(ttl) if ttl is not None else None,
+        pin=options.get("pin") == "true",
+        memory=int(memory) if memory is not None else None,
+        tools=_tool_set(options.get("tools")),
+        # ``no-mmproj`` turns off pairing with a found projector; a named one is still used.
+        mmproj=model.mmproj
+        if options.get("mmproj-auto") != "false" or "mmproj" in model.options
+        else None,
+    )
+
+
+def _hide_deduplicated(entries: dict[str, CatalogueEntry], dedup_paths: set[Path]) -> None:
+    """Upstream's ``dedup-cache-models``: a plain cache model whose file a preset serves too."""
+    for name, entry in entries.items():
+        if entry.source == "cache" and entry.path.resolve() in dedup_paths:
+            entries[name] = replace(entry, hidden=True)
+
+
+def _check_defaults(preset: PresetFile) -> None:
+    forbidden = sorted(_IDENTITY_KEYS & preset.defaults.keys())
+    if forbidden:
+        raise CatalogueError(
+            f"{preset.path}: section [*]: key '{forbidden[0]}' cannot be a default for every model"
+        )
+
+
+def build_catalogue(
+    *,
+    models_dir: Path | None,
+    model_files: list[Path],
+    preset_file: Path | None,
+    cache_dir: Path | None,
+    cli_options: dict[str, str],
+    mmproj_file: Path | None = None,
+) -> Catalogue:
+    """Every model from every source, with its options merged; raises :class:`CatalogueError`.
+
+    ``cli_options`` are the router's per-model flags (any spelling of
+    :data:`corral.options.table.OPTIONS`); file and name options among them are dropped, as upstream
+    strips them from the base preset. ``mmproj_file`` (``--mmproj``) is the projector of the
+    ``model_files`` (``-m``), as a single-model llama-server pairs them.
+    """
+    try:
+        cli = normalise_options(cli_options.items(), where="command line")
+        preset = load_preset_file(preset_file) if preset_file is not None else None
+    except OptionError as error:
+        raise CatalogueError(str(error)) from None
+    cli = {key: value for key, value in cli.items() if key not in _IDENTITY_KEYS}
+    try:
+        return _build(models_dir, model_files, mmproj_file, preset, cache_dir, cli)
+    except DraftError as error:
+        raise CatalogueError(str(error)) from None
+
+
+def _build(
+    models_dir: Path | None,
+    model_files: list[Path],
+    mmproj_file: Path | None,
+    preset: PresetFile | None,
+    cache_dir: Path | None,
+    cli: dict[str, str],
+) -> Catalogue:
+    cli = absolute_draft(cli, Path.cwd(), "command line")
+    cached = scan_cache(cache_dir) if cache_dir is not None else []
+    models: dict[str, _Found] = {}
+    for cached_model in cached:
+        _add_found(
+            models, _Found(cached_model.name, cached_model.path, "cache", cached_model.mmproj)
+        )
+    for found in _scan_models_dir(models_dir) if models_dir is not None else []:
+        _add_found(models, found)
+    for path in model_files:
+        if not path.is_file():
+            raise CatalogueError(f"-m {path}: no such file")
+        mmproj = _mmproj_file(mmproj_file)
+        explicit = {"mmproj": str(mmproj)} if mmproj is not None else {}
+        _add_found(
+            models,
+            _Found(path.stem, path.resolve(), "models_dir", mmproj, True, explicit),
+        )
+    defaults: Mapping[str, str] = {}
+    if preset is not None:
+        _check_defaults(preset)
+        where = f"{preset.path}: section [*]"
+        defaults = absolute_draft(preset.defaults, preset.path.parent, where)
+        for section in preset.sections.values():
+            _apply_section(models, preset, section, cached)
+    entries: dict[str, CatalogueEntry] = {}
+    dedup_paths: set[Path] = set()
+    for name, model in models.items():
+        options = cached_draft({**defaults, **model.options, **cli}, cached, f"model '{name}'")
+        entries[name] = _entry(model, options)
+        if model.source == "preset" and options.get("dedup-cache-models") == "true":
+            # As upstream: the draft's cache entry is hidden too.
+            dedup_paths.add(model.path.resolve())
+            if "model-draft" in options:
+                dedup_paths.add(Path(options["model-draft"]).resolve())
+    _hide_deduplicated(entries, dedup_paths)
+    return Catalogue(entries)

@@ -1,0 +1,1 @@
+"""The ``corral`` command: subcommands, ``corral serve``'s flags and their help."""

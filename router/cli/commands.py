@@ -1,0 +1,258 @@
+"""``corral pull``, ``corral ls``, ``corral rm`` and ``corral ps`` (docs/protocol.md §7).
+
+``pull`` and ``rm`` work on the hub cache directly, no router needed: ``pull`` runs the same
+download child a router starts for ``POST /models`` (:mod:`router.cli.hub_download`). ``ls`` lists
+what a router would serve from the same sources; ``ls``, ``ps`` and ``rm`` ask a running router,
+when one answers, for the models' status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from corral.hub.cache_layout import locate_cache_dir
+from corral.hub.cache_scan import resolve_cached_model, scan_cache
+from corral.hub.names import InvalidReference
+from corral.hub.removal import NotInCache, remove_cached_model
+from corral.hub.sizes import files_size, human_size
+from router.catalogue.catalogue import CatalogueError, build_catalogue
+from router.cli.help import COMMAND_SUMMARIES, SuggestingParser
+from router.cli.hub_download import DownloadFailed, download_model
+from router.cli.router_client import RouterUnavailable, default_router_url, fetch_models, router_key
+
+__all__ = ["CACHE_COMMANDS", "run_cache_command"]
+
+_RUNNING = ("loading", "loaded", "sleeping", "downloading")
+_SERVING = ("loading", "loaded", "sleeping")  # a worker has the file open
+
+
+def _pull(args: argparse.Namespace) -> int:
+    cache_dir = locate_cache_dir(os.environ)
+    token = args.hf_token or os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
+    try:
+        name = download_model(args.model, cache_dir, token=token, progress=sys.stderr)
+    except KeyboardInterrupt:
+        print("\ncorral pull: interrupted; the same command resumes it", file=sys.stderr)
+        return 130
+    except DownloadFailed as exc:
+        print(f"corral pull: {exc}", file=sys.stderr)
+        return 1
+    found = resolve_cached_model(scan_cache(cache_dir), name)
+    print(f"{name}: {found.path if found is not None else cache_dir}")
+    return 0
+
+
+def _router_models(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    """The ``/models`` entries of the router at ``--url``, when one answers; else ``None``."""
+    try:
+        return fetch_models(args.url, router_key(args.api_key), timeout=3)
+    except RouterUnavailable:
+        return None
+
+
+def _statuses(args: argparse.Namespace) -> dict[str, str] | None:
+    """Each model's status by id, when a router answers at ``--url``; else ``None``."""
+    models = _router_models(args)
+    return None if models is None else _status_by_id(models)
+
+
+def _status_by_id(models: list[dict[str, Any]]) -> dict[str, str]:
+    return {str(entry["id"]): str(entry.get("status", {}).get("value", "")) for entry in models}
+
+
+def _served_only(models: list[dict[str, Any]], listed: set[str]) -> list[list[str]]:
+    """Rows for what the router serves from sources this command was not told about (its own
+    ``--models-dir``, ``-m`` files): the router knows them, so ``ls`` shows them too."""
+    rows = []
+    for entry in models:
+        status = entry.get("status", {})
+        if entry["id"] in listed or status.get("value") == "downloading":
+            continue
+        preset = str(status.get("preset", ""))
+        path = next((line[8:] for line in preset.splitlines() if line.startswith("model = ")), "-")
+        size = human_size(int(entry["size"])) if "size" in entry else "-"
+        rows.append(
+            [
+                str(entry["id"]),
+                str(entry.get("source", "-")),
+                size,
+                str(status.get("value", "-")),
+                path,
+            ]
+        )
+    return rows
+
+
+def _ls(args: argparse.Namespace) -> int:
+    cache_dir = locate_cache_dir(os.environ)
+    try:
+        catalogue = build_catalogue(
+            models_dir=args.models_dir,
+            model_files=[],
+            preset_file=args.models_preset,
+            cache_dir=cache_dir,
+            cli_options={},
+        )
+    except CatalogueError as exc:
+        print(f"corral ls: {exc}", file=sys.stderr)
+        return 1
+    entries = [entry for entry in catalogue.entries.values() if not entry.hidden]
+    served = _router_models(args)
+    statuses = _status_by_id(served) if served is not None else None
+    header = ["MODEL", "SOURCE", "SIZE", *(["STATUS"] if statuses is not None else []), "PATH"]
+    rows = [header]
+    for entry in entries:
+        status = [statuses.get(entry.name, "-")] if statuses is not None else []
+        size = human_size(files_size(entry.files()))
+        rows.append([entry.name, entry.source, size, *status, str(entry.path)])
+    if served is not None:
+        rows += _served_only(served, {entry.name for entry in entries})
+    if len(rows) == 1:
+        print(
+            f"no models: the hub cache {cache_dir} is empty, and no router answers at "
+            f"{args.url}; --models-dir and --models-preset add others",
+            file=sys.stderr,
+        )
+        return 0
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    for row in rows:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            + "  "
+            + row[-1]
+        )
+    return 0
+
+
+def _confirmed(question: str) -> bool:
+    try:
+        answer = input(question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _rm(args: argparse.Namespace) -> int:
+    cache_dir = locate_cache_dir(os.environ)
+    statuses = _statuses(args)
+    status = (statuses or {}).get(args.model) or (statuses or {}).get(_canonical(args.model))
+    if status in _SERVING and not args.force:
+        print(
+            f"corral rm: the router at {args.url} is serving {args.model} ({status})",
+            file=sys.stderr,
+        )
+        if not sys.stdin.isatty():
+            print("corral rm: pass --force to delete it anyway", file=sys.stderr)
+            return 1
+        if not _confirmed("Delete its files anyway? [y/N] "):
+            print("corral rm: kept", file=sys.stderr)
+            return 1
+    try:
+        removed = remove_cached_model(cache_dir, args.model)
+    except (NotInCache, InvalidReference) as exc:
+        print(f"corral rm: {exc}", file=sys.stderr)
+        return 1
+    print(f"removed {args.model} ({len(removed)} files)")
+    return 0
+
+
+def _canonical(reference: str) -> str:
+    found = resolve_cached_model(scan_cache(locate_cache_dir(os.environ)), reference)
+    return found.name if found is not None else reference
+
+
+def _describe(entry: dict[str, Any]) -> str:
+    status = entry.get("status", {})
+    memory = entry.get("memory") or {}
+    if "rss" in memory:
+        return human_size(memory["rss"])
+    progress = status.get("progress") or {}
+    done = sum(item.get("done", 0) for item in progress.values())
+    total = sum(item.get("total", 0) for item in progress.values())
+    return f"{human_size(done)}/{human_size(total)}" if total else "-"
+
+
+def _ps(args: argparse.Namespace) -> int:
+    try:
+        models = fetch_models(args.url, router_key(args.api_key))
+    except RouterUnavailable as exc:
+        print(f"corral ps: {exc}", file=sys.stderr)
+        return 1
+    rows = [
+        (str(entry["id"]), str(entry["status"]["value"]), _describe(entry))
+        for entry in models
+        if entry.get("status", {}).get("value") in _RUNNING
+    ]
+    width = max([len("MODEL"), *(len(row[0]) for row in rows)])
+    print(f"{'MODEL':<{width}}  {'STATUS':<11}  MEMORY (RSS) / DOWNLOADED")
+    for name, status, detail in rows:
+        print(f"{name:<{width}}  {status:<11}  {detail}")
+    return 0
+
+
+def _add_router_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url",
+        default=default_router_url(),
+        help="the router's address (default from LLAMA_ARG_HOST/LLAMA_ARG_PORT: %(default)s)",
+    )
+    parser.add_argument("--api-key", default=None, help="key the router wants [LLAMA_API_KEY]")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = SuggestingParser(prog="corral")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str) -> argparse.ArgumentParser:
+        summary = COMMAND_SUMMARIES[name]
+        return commands.add_parser(
+            name, help=summary, description=summary[0].upper() + summary[1:] + "."
+        )
+
+    pull = command("pull")
+    pull.add_argument("model", help="org/repo[:TAG]; without a tag Q4_K_M, else Q8_0, else first")
+    pull.add_argument("-hft", "--hf-token", default=None, help="hub token [HF_TOKEN]")
+    ls = command("ls")
+    ls.add_argument(
+        "--models-dir",
+        type=Path,
+        default=os.environ.get("LLAMA_ARG_MODELS_DIR"),
+        help="also list this directory's models [LLAMA_ARG_MODELS_DIR]",
+    )
+    ls.add_argument(
+        "--models-preset",
+        type=Path,
+        default=os.environ.get("LLAMA_ARG_MODELS_PRESET"),
+        help="also list this preset file's models [LLAMA_ARG_MODELS_PRESET]",
+    )
+    _add_router_flags(ls)
+    rm = command("rm")
+    rm.add_argument("model", help="org/repo:TAG")
+    rm.add_argument(
+        "-f", "--force", action="store_true", help="delete even while a router serves it"
+    )
+    _add_router_flags(rm)
+    ps = command("ps")
+    _add_router_flags(ps)
+    return parser
+
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "pull": _pull,
+    "ls": _ls,
+    "rm": _rm,
+    "ps": _ps,
+}
+CACHE_COMMANDS = frozenset(_HANDLERS)
+
+
+def run_cache_command(command: str, argv: list[str]) -> int:
+    # Parsed by the command's own parser, so a mistyped flag is matched against its flags.
+    subparsers = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    args = subparsers.choices[command].parse_args(argv)
+    return _HANDLERS[command](args)

@@ -1,0 +1,1 @@
+"""What the router shows about itself: metrics, model events, the access log."""

@@ -1,0 +1,104 @@
+"""Relaying a request to the peer that answers for its model (docs/scaling.md).
+
+The same relay as to a local worker (router.relay.proxy): bytes through as they come, a client
+disconnect closes the peer connection, which stops the peer's generation (or, with
+``X-Conversation-Id``, leaves it running for replay on a Corral peer). What differs: the body's
+``model`` is renamed when the peer has a prefix, the router's own key is replaced by the peer's,
+and failures of the peer are 502s that name it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import msgspec
+from litestar import Request
+from litestar.response.base import ASGIResponse
+
+from corral.http.disconnect import until_disconnected
+from corral.http.errors import ApiError
+from router.observe.access_log import note_model
+from router.relay.peers import PeerRoute
+from router.relay.proxy import WHOLE_BELOW, RelayResponse, request_headers, request_target
+from router.workers.worker_http import UpstreamError
+
+__all__ = ["forward_to_peer"]
+
+# The peer's own refusal of our key is the operator's problem, not the client's: a 502 that
+# says so, rather than a 401 that would look like the client's key was wrong.
+_REFUSED = (401, 403)
+
+
+def _renamed_body(body: bytes, remote: str) -> bytes:
+    document = msgspec.json.decode(body)
+    if isinstance(document, dict):
+        document["model"] = remote
+    return msgspec.json.encode(document)
+
+
+def _renamed_target(target: bytes, remote: str) -> bytes:
+    path, _, query = target.partition(b"?")
+    pairs = [(k, remote if k == "model" else v) for k, v in parse_qsl(query.decode())]
+    return path + b"?" + urlencode(pairs).encode() if pairs else path
+
+
+def _refusal(peer_name: str, status: int, body: bytes) -> ApiError:
+    try:
+        reason = str(msgspec.json.decode(body)["error"]["message"])
+    except (msgspec.DecodeError, KeyError, TypeError):
+        reason = body.decode(errors="replace").strip()[:200]
+    return ApiError(
+        502,
+        f"peer '{peer_name}' refused the request with {status} ({reason or 'no reason given'});"
+        " check the peer's api-key in the preset",
+    )
+
+
+async def forward_to_peer(
+    request: Request[Any, Any, Any],
+    name: str,
+    route: PeerRoute,
+    body: bytes | None,
+    *,
+    detached: bool = False,
+) -> ASGIResponse:
+    """Send the request to the peer; ``detached`` as for a local worker
+    (router.relay.proxy.forward)."""
+    peer, stats = route.peer, route.peer.stats
+    note_model(name)
+    target = peer.config.base_path.encode() + request_target(request.scope)
+    if route.remote != name:
+        target = _renamed_target(target, route.remote)
+        if body:
+            body = _renamed_body(body, route.remote)
+    headers = request_headers(request.scope) + peer.auth_headers()
+    started = time.monotonic()
+    try:
+        sending = peer.client.request(
+            request.method, target, headers, body, whole_below=WHOLE_BELOW
+        )
+        upstream = await (sending if detached else until_disconnected(request, sending))
+    except UpstreamError as exc:
+        stats.errors += 1
+        raise ApiError(502, f"peer '{peer.name}' is unreachable: {exc}") from None
+    stats.seconds += time.monotonic() - started
+    stats.responses[upstream.status] += 1
+    if upstream.status in _REFUSED:
+        stats.errors += 1
+        try:
+            answer = await upstream.read()
+        except UpstreamError:
+            answer = b""
+        finally:
+            upstream.close()
+        raise _refusal(peer.name, upstream.status, answer)
+
+    def cut_error(exc: UpstreamError) -> ApiError:
+        stats.errors += 1
+        return ApiError(502, f"peer '{peer.name}' stopped while answering: {exc}")
+
+    return RelayResponse(
+        upstream, name, progress=lambda: None, done=lambda: None, cut_error=cut_error
+    )

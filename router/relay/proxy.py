@@ -1,0 +1,235 @@
+"""Forwarding a request to the worker that owns its model, and relaying the answer as it comes.
+
+Bodies go through byte for byte. Streams are relayed chunk by chunk with no buffering; a short
+answer that announces its length goes out whole. A client that disconnects cancels the relay,
+which closes the upstream connection, which makes the worker stop generating (docs/protocol.md §3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import structlog
+from litestar import Request
+from litestar.response.base import ASGIResponse
+from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
+
+from corral.http.disconnect import cancel_on_disconnect, until_disconnected
+from corral.http.errors import ApiError, sse_error_event
+from router.observe.access_log import note_model
+from router.scheduling.answers import scheduling_answered
+from router.scheduling.scheduler import Scheduler
+from router.workers.model_state import ModelState
+from router.workers.worker_http import UpstreamError, UpstreamResponse
+
+__all__ = [
+    "WHOLE_BELOW",
+    "RelayResponse",
+    "autoload_wanted",
+    "forward",
+    "relay",
+    "request_headers",
+    "request_target",
+]
+
+_log = structlog.get_logger("corral.proxy")
+_HOP_BY_HOP = {
+    b"connection",
+    b"keep-alive",
+    b"transfer-encoding",
+    b"content-length",
+    b"te",
+    b"upgrade",
+    b"proxy-connection",
+    b"host",
+}
+# Workers never see the router's credentials (docs/protocol.md §8); compression would defeat
+# streaming; the router has read the whole body already, so a worker has nothing to say to
+# "Expect: 100-continue".
+_REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding", b"expect"}
+# Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
+WHOLE_BELOW = 1 << 20
+# The router's own server adds these; CORS is the router's business, not a worker's.
+_RESPONSE_DROP = _HOP_BY_HOP | {b"server", b"date"}
+
+
+def request_target(scope: Scope) -> bytes:
+    path: bytes = scope.get("raw_path") or scope["path"].encode()
+    query: bytes = scope["query_string"]
+    return path + b"?" + query if query else path
+
+
+def request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+    # ASGI servers give header names in lower case.
+    return [(k, v) for k, v in scope["headers"] if k not in _REQUEST_DROP]
+
+
+def _response_headers(upstream: UpstreamResponse) -> list[tuple[bytes, bytes]]:
+    return [
+        (k, v)
+        for k, v in upstream.headers
+        if k not in _RESPONSE_DROP and not k.startswith(b"access-control-")
+    ]
+
+
+class RelayResponse(ASGIResponse):
+    """A worker's (or a peer's) answer passed on as it comes: its status, headers, body.
+
+    Whatever ends the relay (the last byte, a client disconnect, the worker going away), the
+    upstream answer is closed and the model released in ``finally``: an unfinished answer closes
+    its connection, which tells the worker to stop generating (docs/protocol.md §3). A stream
+    cut by the upstream ends with the SSE error event ``cut_error`` makes of the reason.
+    """
+
+    __slots__ = ("_cut_error", "_done", "_headers", "_name", "_progress", "_upstream")
+
+    def __init__(
+        self,
+        upstream: UpstreamResponse,
+        name: str,
+        *,
+        progress: Callable[[], None],
+        done: Callable[[], None],
+        cut_error: Callable[[UpstreamError], ApiError],
+    ) -> None:
+        super().__init__(status_code=upstream.status)
+        self._upstream = upstream
+        self._headers = _response_headers(upstream)
+        self._name = name
+        self._cut_error = cut_error
+        self._progress = progress  # every chunk tells the stall watchdog the worker works
+        self._done = done
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            if self._upstream.complete:  # most small answers: one body event, nothing to watch
+                body = await self._upstream.read()
+                await self._start(send, [(b"content-length", str(len(body)).encode())])
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+                return
+            await self._start(send, [])
+            # Litestar's own streaming responses watch for a disconnect the same way.
+            async with anyio.create_task_group() as group:
+                group.start_soon(cancel_on_disconnect, receive, group.cancel_scope)
+                await self._copy(send)
+                group.cancel_scope.cancel()
+        finally:
+            self._upstream.close()
+            self._done()
+
+    async def _start(self, send: Send, extra: list[tuple[bytes, bytes]]) -> None:
+        start: HTTPResponseStartEvent = {
+            "type": "http.response.start",
+            "status": self.status_code,
+            "headers": self._headers + extra,
+        }
+        await send(start)
+
+    async def _copy(self, send: Send) -> None:
+        try:
+            async for chunk in self._upstream.chunks():
+                self._progress()
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except UpstreamError as exc:
+            _log.warning("connection lost mid-response", model=self._name, error=str(exc))
+            if (self._upstream.header(b"content-type") or b"").startswith(b"text/event-stream"):
+                event = sse_error_event(self._cut_error(exc))
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _fault_error(state: ModelState) -> ApiError | None:
+    """What a request cut by the router's fault handling is told (a stall), if that is why."""
+    if state.fault_message is None:
+        return None
+    return ApiError(503, f"model '{state.entry.name}' {state.fault_message}")
+
+
+def autoload_wanted(request: Request[Any, Any, Any], default: bool) -> bool:
+    """``?autoload=`` overrides ``--models-autoload``: "true"/"1" load, anything else does not."""
+    value = request.query_params.get("autoload")
+    return default if value is None else value.lower() in ("true", "1")
+
+
+async def forward(
+    request: Request[Any, Any, Any],
+    scheduler: Scheduler,
+    state: ModelState,
+    body: bytes | None,
+    *,
+    autoload: bool,
+    still_wanted: Callable[[], bool] | None = None,
+) -> ASGIResponse:
+    """Load the model if needed and allowed, then relay the request to its worker.
+
+    ``still_wanted`` marks a resumable-session POST (docs/protocol.md §5): its client may leave
+    while the model loads and it is forwarded all the same, so the generation lands in the
+    session; a DELETE of the conversation meanwhile makes ``still_wanted()`` false and the
+    request fails.
+    """
+    name = state.entry.name
+    note_model(name)
+    if not autoload and not state.running:
+        raise ApiError(400, "model is not loaded")
+    detached = still_wanted is not None
+    # Most requests find their model ready: no waiting, so no need to watch for a disconnect.
+    with scheduling_answered():
+        ready = scheduler.acquire_if_ready(name)
+        if ready is not None:
+            state = ready
+        else:
+            waiting = scheduler.acquire(name)
+            state = await (waiting if detached else until_disconnected(request, waiting))
+    if still_wanted is not None and not still_wanted():
+        scheduler.release(state)
+        raise ApiError(400, "request cancelled by a stop while the model was loading")
+    return await relay(request, scheduler, state, body, detached=detached)
+
+
+async def relay(
+    request: Request[Any, Any, Any],
+    scheduler: Scheduler,
+    state: ModelState,
+    body: bytes | None,
+    *,
+    detached: bool = False,
+) -> ASGIResponse:
+    """Send the request to the worker of a model it is already counted busy on."""
+    name = state.entry.name
+    note_model(name)
+    client = state.client
+    if client is None:  # stopped between becoming ready and now
+        scheduler.release(state)
+        raise ApiError(503, f"model '{name}' is not running")
+    if request.method == "POST":  # GETs (props, slots, metrics) do not make a model recent
+        scheduler.touch(state)
+    try:
+        if scheduler.fake_timing:
+            await anyio.sleep(scheduler.fake_timing)
+        scope = request.scope
+        target, headers = request_target(scope), request_headers(scope)
+        sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
+        upstream = await (sending if detached else until_disconnected(request, sending))
+    except BaseException as exc:
+        scheduler.release(state)
+        if isinstance(exc, UpstreamError):
+            fault = _fault_error(state)
+            if fault is not None:
+                raise fault from None
+            raise ApiError(503, f"model '{name}' is unavailable: {exc}") from None
+        raise
+    scheduler.note_progress(state)  # the answer's head arrived: the worker works
+
+    def cut_error(_: UpstreamError) -> ApiError:
+        fault = _fault_error(state)
+        return fault or ApiError(500, f"model '{name}' stopped while answering")
+
+    return RelayResponse(
+        upstream,
+        name,
+        progress=lambda: scheduler.note_progress(state),
+        done=lambda: scheduler.release(state),
+        cut_error=cut_error,
+    )

@@ -1,0 +1,152 @@
+"""Corral's memory budget (``--models-memory-max``): how much the running models may hold.
+
+Beyond upstream's count (``--models-max``), a model is loaded only when what the running models
+hold plus what it will hold fits the budget; otherwise the scheduler evicts idle models, least
+recently used first, until it does. What a model holds is, in order of trust:
+
+- **declared**: the preset's ``memory`` key, for what the router cannot see (GPU memory, a
+  context that will grow), and for users who prefer a fixed figure;
+- **measured**: a running worker's resident memory; once a model has run, the most it was seen
+  to hold is what it is expected to need the next time;
+- **estimated**: before a model ever ran, the size of its files (weights and projector), its
+  KV cache (from the GGUF header and its ``ctx-size`` and cache types) and a worker process.
+
+A model alone is always allowed to load, even over the budget: otherwise it never could.
+Spare workers (``--models-spare``) count at their measured size, except those the coming models
+will take; one more is started only when it fits (:meth:`MemoryBudget.spare_fits`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+
+import psutil
+
+from corral.hub.gguf_header import GGUFError, read_gguf_metadata
+from corral.hub.sizes import files_size
+from router.catalogue.catalogue import CatalogueEntry
+from router.workers.model_state import ModelState, Status
+
+__all__ = [
+    "SPARE_WORKER_BYTES",
+    "WORKER_PROCESS_BYTES",
+    "MemoryBudget",
+    "process_rss",
+    "resident_memory",
+]
+
+
+def process_rss(pid: int) -> int | None:
+    """A process's resident set size, if it can be read."""
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.Error:  # exited since the status check, or not ours to read
+        return None
+
+
+def resident_memory(state: ModelState) -> int | None:
+    """The worker's resident set size, if it runs."""
+    process = state.process
+    return process_rss(process.pid) if process is not None else None
+
+
+# A worker before any weights (Python, llama.cpp, uvicorn): measured at about 85 MB.
+WORKER_PROCESS_BYTES = 96 << 20
+# A spare worker, everything imported and no model, before it was measured (47 MiB measured,
+# docs/benchmarks.md).
+SPARE_WORKER_BYTES = 64 << 20
+# Bytes per cached value for each --cache-type-k/-v (block formats: bytes per block / 32).
+_CACHE_TYPE_BYTES = {
+    "f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32,
+    "iq4_nl": 18 / 32, "q5_0": 22 / 32, "q5_1": 24 / 32,
+}  # fmt: skip
+
+
+def _context_size(entry: CatalogueEntry) -> int:
+    """The KV cache a model's context takes, from its header; 0 if the header says too little."""
+    try:
+        meta = read_gguf_metadata(entry.path, stop_at="tokenizer.")
+    except (OSError, GGUFError):
+        return 0
+    arch = meta.get("general.architecture")
+
+    def number(key: str, default: int = 0) -> int:
+        value = meta.get(f"{arch}.{key}", default)
+        return int(value) if isinstance(value, int | float) else default
+
+    layers, embd, heads = (
+        number("block_count"),
+        number("embedding_length"),
+        number("attention.head_count"),
+    )
+    if not (layers and embd and heads):
+        return 0
+    kv_heads = number("attention.head_count_kv", heads)
+    options = dict(entry.options)
+    # As the worker sizes it (worker/engine/model.py): the trained context per KV stream when unset.
+    parallel = int(options.get("parallel", "-1"))
+    unified = parallel <= 0 or options.get("kv-unified") == "true"
+    streams = 1 if unified else parallel
+    ctx = int(options.get("ctx-size", "0")) or number("context_length") * streams
+    per_key = number("attention.key_length", embd // heads) * kv_heads
+    per_value = number("attention.value_length", embd // heads) * kv_heads
+    key_bytes = _CACHE_TYPE_BYTES.get(options.get("cache-type-k", "f16"), 2.0)
+    value_bytes = _CACHE_TYPE_BYTES.get(options.get("cache-type-v", "f16"), 2.0)
+    return int(layers * ctx * (per_key * key_bytes + per_value * value_bytes))
+
+
+@functools.lru_cache(maxsize=256)
+def _estimate(entry: CatalogueEntry) -> int:
+    """What a model that never ran is expected to hold (cached: it reads its header)."""
+    # A missing shard fails the load, not this: it counts for nothing.
+    return files_size(entry.files()) + _context_size(entry) + WORKER_PROCESS_BYTES
+
+
+class MemoryBudget:
+    def __init__(
+        self,
+        limit: int,
+        measure: Callable[[ModelState], int | None] = resident_memory,
+        spares: Callable[[], list[int]] = list,
+    ) -> None:
+        self.limit = limit
+        self._measure = measure
+        self.spares = spares  # what each spare worker holds now
+
+    def measure(self, state: ModelState) -> int:
+        """What a running model holds right now (0 when that cannot be read).
+
+        Reading only: the scheduler remembers the peak through the worker pool, so rendering
+        ``/metrics`` never changes what the next scheduling decision sees.
+        """
+        return self._measure(state) or 0
+
+    def held(self, state: ModelState) -> int:
+        """What a running model holds now, or will hold once loading or waking is done."""
+        if state.entry.memory is not None:
+            return state.entry.memory
+        if state.status in (Status.LOADING, Status.SLEEPING):
+            # Half-loaded, or weights freed until the next request wakes it: what it measures
+            # now is not what it needs, nor a figure to remember.
+            return max(self.measure(state), self.expected(state))
+        return self.measure(state)
+
+    def expected(self, state: ModelState) -> int:
+        """What a model will hold once loaded."""
+        if state.entry.memory is not None:
+            return state.entry.memory
+        return state.peak_memory or _estimate(state.entry)
+
+    def fits(self, staying: Iterable[ModelState], coming: Iterable[ModelState]) -> bool:
+        """Whether ``coming`` can load next to ``staying`` (anything fits where nothing stays)."""
+        held = [self.held(state) for state in staying]
+        coming = list(coming)
+        # Each coming model takes a spare, whose memory is then part of what it holds.
+        spares = sum(sorted(self.spares())[len(coming) :])
+        return not held or sum(held) + spares + sum(map(self.expected, coming)) <= self.limit
+
+    def spare_fits(self, staying: Iterable[ModelState], spares_held: int) -> bool:
+        """Whether one more spare worker fits next to the running models and the spares."""
+        held = sum(self.held(state) for state in staying)
+        return held + spares_held + SPARE_WORKER_BYTES <= self.limit

@@ -1,0 +1,185 @@
+"""A model's runtime state (docs/protocol.md §4): written by the worker pool, read by all others.
+
+:class:`ModelFields` is the mutable record; only :class:`~router.workers.pool.WorkerPool` holds
+one and writes to it. Every other module sees a :class:`ModelState`, a read-only view of it, so
+a scheduling decision can never be undone by a stray assignment elsewhere.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from router.catalogue.catalogue import CatalogueEntry
+from router.workers.launcher import ChildProcess
+
+if TYPE_CHECKING:
+    from router.workers.child_supervisor import ChildSupervisor
+    from router.workers.worker_http import WorkerClient
+
+__all__ = ["ModelFields", "ModelState", "Status"]
+
+
+class Status(enum.StrEnum):
+    UNLOADED = "unloaded"
+    LOADING = "loading"
+    LOADED = "loaded"
+    SLEEPING = "sleeping"
+
+
+@dataclass
+class ModelFields:
+    entry: CatalogueEntry
+    args: list[str]
+    status: Status = Status.UNLOADED
+    supervisor: ChildSupervisor | None = None
+    client: WorkerClient | None = None
+    meta: dict[str, Any] | None = None
+    progress: dict[str, Any] | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    failures: int = 0  # consecutive failed loads, for the retry backoff
+    failed_at: float = 0.0
+    stop_requested: bool = False
+    load_seconds: float = 0.0
+    loads: int = 0
+    load_seconds_total: float = 0.0
+    failures_total: int = 0
+    in_flight: int = 0
+    last_used: float = 0.0
+    peak_memory: int = 0  # the most its worker was seen to hold, for the memory budget
+    # When the worker last showed it is working (docs/operations.md, Faults): a load message,
+    # bytes of an answer, an answered liveness probe. The stall watchdog reads it.
+    last_progress: float = 0.0
+    answered: bool = False  # its worker sent bytes of an answer since it was started
+    # Why the router killed the worker ("stalled", "load_stalled") and what its requests are
+    # told ("stalled: no progress for 60 s"), until its next start.
+    fault: str | None = None
+    fault_message: str | None = None
+    exited: anyio.Event = field(default_factory=anyio.Event)  # set while no worker runs
+
+    def __post_init__(self) -> None:
+        if self.status is Status.UNLOADED:
+            self.exited.set()
+
+
+class ModelState:
+    """A read-only view of one model's :class:`ModelFields`; the same view for its lifetime."""
+
+    __slots__ = ("__weakref__", "_fields")
+
+    def __init__(self, fields: ModelFields) -> None:
+        self._fields = fields
+
+    @classmethod
+    def unloaded(cls, entry: CatalogueEntry) -> ModelState:
+        """A model that never ran: what the memory budget expects of it, before anything runs."""
+        return cls(ModelFields(entry, []))
+
+    def __repr__(self) -> str:
+        return f"ModelState({self.name!r}, {self.status.value})"
+
+    @property
+    def entry(self) -> CatalogueEntry:
+        return self._fields.entry
+
+    @property
+    def name(self) -> str:
+        return self._fields.entry.name
+
+    @property
+    def args(self) -> list[str]:
+        return list(self._fields.args)
+
+    @property
+    def status(self) -> Status:
+        return self._fields.status
+
+    @property
+    def process(self) -> ChildProcess | None:
+        supervisor = self._fields.supervisor
+        return supervisor.process if supervisor is not None else None
+
+    @property
+    def client(self) -> WorkerClient | None:
+        return self._fields.client
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        return self._fields.meta
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._fields.exit_code
+
+    @property
+    def error(self) -> str | None:
+        return self._fields.error
+
+    @property
+    def failures(self) -> int:
+        return self._fields.failures
+
+    @property
+    def failed_at(self) -> float:
+        return self._fields.failed_at
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._fields.stop_requested
+
+    @property
+    def loads(self) -> int:
+        return self._fields.loads
+
+    @property
+    def load_seconds_total(self) -> float:
+        return self._fields.load_seconds_total
+
+    @property
+    def failures_total(self) -> int:
+        return self._fields.failures_total
+
+    @property
+    def in_flight(self) -> int:
+        return self._fields.in_flight
+
+    @property
+    def last_used(self) -> float:
+        return self._fields.last_used
+
+    @property
+    def peak_memory(self) -> int:
+        return self._fields.peak_memory
+
+    @property
+    def last_progress(self) -> float:
+        return self._fields.last_progress
+
+    @property
+    def fault(self) -> str | None:
+        return self._fields.fault
+
+    @property
+    def fault_message(self) -> str | None:
+        return self._fields.fault_message
+
+    @property
+    def failed(self) -> bool:
+        return self.status is Status.UNLOADED and bool(self.exit_code)
+
+    @property
+    def running(self) -> bool:
+        return self.status is not Status.UNLOADED
+
+    @property
+    def serving(self) -> bool:
+        """Loaded (or asleep, which a request wakes) and not on its way out."""
+        return self.status in (Status.LOADED, Status.SLEEPING) and not self.stop_requested
+
+    async def wait_exited(self) -> None:
+        """Until the current worker has exited (at once when none runs)."""
+        await self._fields.exited.wait()

@@ -1,0 +1,326 @@
+"""The model table and each model's state machine: the only writer of model state.
+
+docs/protocol.md §1 (worker processes), §2 (reloads), §4 (scheduling). One :class:`ModelState`
+per catalogue model; the scheduler decides, and asks the pool to start, stop, claim, release and
+touch models. A load runs in a task of the pool's own task group (not the request's), so a
+client that gives up never leaves a half-started worker behind; requests only wait on changes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from corral.children.environment import child_environment
+from corral.children.protocol import EXIT_FAILED, StateMessage
+from corral.http.cors import NO_CORS
+from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.observe.events import EventBus
+from router.workers.broadcast import Broadcast
+from router.workers.catalogue_diff import carried_over, stale_models
+from router.workers.child_supervisor import ChildExit, ChildSupervisor
+from router.workers.errors import AlreadyRunning
+from router.workers.launcher import WORKER_COMMAND, WorkerLauncher
+from router.workers.lookup import find_model
+from router.workers.model_state import ModelFields, ModelState, Status
+from router.workers.worker_http import WorkerClient
+
+__all__ = ["FAKE_TIMING_SECONDS", "WorkerPool", "worker_argv"]
+
+_log = structlog.get_logger("corral.registry")  # the name logs have always carried
+# Upstream's debug aid for deterministic scheduling tests (docs/protocol.md §4): when the
+# variable is set, every load and every proxied request is held for this long.
+FAKE_TIMING_SECONDS = 2.0 if os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING") else 0.0
+
+
+def worker_argv(entry: CatalogueEntry) -> list[str]:
+    # Workers serve loopback only, with no key, and to no web page (docs/protocol.md §8).
+    projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
+    tags = ["--tags", ",".join(entry.tags)] if entry.tags else []
+    return [
+        *WORKER_COMMAND, "--model", str(entry.path), "--alias", entry.name,
+        *projector, *tags, "--host", "127.0.0.1", "--port", "0", "--cors-origins", NO_CORS,
+        *entry.worker_args(),
+    ]  # fmt: skip
+
+
+class WorkerPool:
+    def __init__(
+        self,
+        catalogue: Catalogue,
+        *,
+        launcher: WorkerLauncher,
+        task_group: TaskGroup,
+        events: EventBus | None = None,
+        timeout: float = 3600.0,
+        clock: Callable[[], float] = time.monotonic,
+        check_file: Callable[[Path], str | None] | None = None,
+        fake_timing: float = FAKE_TIMING_SECONDS,
+    ) -> None:
+        self.events = events or EventBus()
+        # Upstream's debug hold (FAKE_TIMING_SECONDS), or 0: upstream's router mode has it,
+        # a single-model llama-server does not.
+        self.fake_timing = fake_timing
+        self.exit_listeners: list[Callable[[str], None]] = []  # called with a model's name
+        # Called with a model whose worker sent the first bytes of an answer since it started.
+        self.answer_listeners: list[Callable[[ModelState], None]] = []
+        self.changed = Broadcast()
+        self._timeout = timeout
+        self._clock = clock
+        # What is wrong with a model's file, asked before its worker starts (None: no check).
+        self._check_file = check_file
+        self._launcher = launcher
+        self._tasks = task_group
+        # Views handed out stay valid after a reload replaced them (a request may still hold one).
+        self._fields: weakref.WeakKeyDictionary[ModelState, ModelFields] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._catalogue = catalogue
+        self._models = {name: self._new_state(entry) for name, entry in catalogue.entries.items()}
+
+    def _new_state(self, entry: CatalogueEntry) -> ModelState:
+        fields = ModelFields(entry, worker_argv(entry))
+        state = ModelState(fields)
+        self._fields[state] = fields
+        return state
+
+    def _writable(self, state: ModelState) -> ModelFields:
+        return self._fields[state]
+
+    @property
+    def catalogue(self) -> Catalogue:
+        return self._catalogue
+
+    @property
+    def models(self) -> Mapping[str, ModelState]:
+        return MappingProxyType(self._models)
+
+    def get(self, name: str) -> ModelState:
+        """A model by name or alias; raises :class:`~router.workers.errors.ModelNotFound`."""
+        return find_model(self._catalogue, self._models, name)
+
+    async def reload(self, catalogue: Catalogue) -> None:
+        """Adopt a new catalogue (docs/protocol.md §2); see :mod:`router.workers.catalogue_diff`."""
+        async with anyio.create_task_group() as group:
+            for state in stale_models(self._models, catalogue):
+                group.start_soon(self.stop, state)
+        kept = carried_over(self._models, catalogue)
+        models: dict[str, ModelState] = {}
+        for name, entry in catalogue.entries.items():
+            previous = kept.get(name)
+            if previous is None:
+                previous = self._new_state(entry)
+            elif not previous.running:
+                fields = self._writable(previous)
+                # A reload clears the failed mark.
+                fields.exit_code = fields.error = fields.fault = fields.fault_message = None
+            models[name] = previous
+        self._catalogue, self._models = catalogue, models
+        self.events.publish("*", "models_reload")
+        self.changed.notify()
+
+    # --- what the scheduler and the proxy ask for ---------------------------------------------
+
+    def claim(self, state: ModelState) -> bool:
+        """Count a request on a model that serves now; False (nothing counted) if it does not.
+
+        A claimed model is never evicted until it is released.
+        """
+        if not state.serving:
+            return False
+        fields = self._writable(state)
+        if fields.in_flight == 0:  # an idle model owed no progress: the stall clock starts now
+            fields.last_progress = self._clock()
+        fields.in_flight += 1
+        return True
+
+    def release(self, state: ModelState) -> None:
+        self._writable(state).in_flight -= 1
+
+    def touch(self, state: ModelState) -> None:
+        """The model was just used: least recently used is evicted first."""
+        self._writable(state).last_used = self._clock()
+
+    def note_progress(self, state: ModelState, at: float | None = None) -> None:
+        """The worker showed it is working (answer bytes, a liveness probe answered).
+
+        ``at`` is when, if earlier than now: a probe tells when the engine last moved.
+        """
+        fields = self._writable(state)
+        fields.last_progress = max(fields.last_progress, self._clock() if at is None else at)
+
+    def note_answer(self, state: ModelState) -> None:
+        """Bytes of an answer came from the worker: progress, and the first tells the answer
+        listeners that its load is over for the clients too (a spare may be replaced now)."""
+        self.note_progress(state)
+        fields = self._writable(state)
+        if not fields.answered:
+            fields.answered = True
+            for listener in self.answer_listeners:
+                listener(state)
+
+    def note_memory(self, state: ModelState, measured: int) -> None:
+        """Remember the most a model was seen to hold: what it is expected to need next time."""
+        fields = self._writable(state)
+        fields.peak_memory = max(fields.peak_memory, measured)
+
+    def start(self, state: ModelState) -> None:
+        """Spawn the worker; returns at once, the load goes on in the pool's task group."""
+        if state.running:
+            raise AlreadyRunning(state.name)
+        fields = self._writable(state)
+        started = self._clock()
+        supervisor = ChildSupervisor(
+            self._launcher,
+            fields.args,
+            child_environment(),
+            name=state.name,
+            source="worker",
+            on_state=lambda message: self._on_state(state, message, started),
+            stop_timeout=state.entry.stop_timeout,
+            check=self._file_check(state.entry.path),
+        )
+        fields.exited = anyio.Event()
+        fields.supervisor = supervisor
+        fields.stop_requested = False
+        fields.exit_code = fields.error = fields.meta = fields.progress = None
+        fields.fault = fields.fault_message = None
+        fields.answered = False
+        fields.last_used = fields.last_progress = started
+        self._set_status(state, Status.LOADING)
+        self.events.publish(state.name, "model_status", {"status": "loading"})
+        self._tasks.start_soon(self._run_worker, state, supervisor)
+
+    def _file_check(self, path: Path) -> Callable[[], str | None] | None:
+        check = self._check_file
+        return None if check is None else lambda: check(path)
+
+    def request_stop(self, state: ModelState) -> None:
+        """Mark the model stopping now (the scheduler counts on that); stop it in the background."""
+        if state.running and not state.stop_requested:
+            self._writable(state).stop_requested = True
+            self.changed.notify()
+            self._tasks.start_soon(self.stop, state)
+
+    def kill_faulty(self, state: ModelState, fault: str, message: str) -> None:
+        """End a worker that stopped making progress: a failure, unlike :meth:`request_stop`.
+
+        Its in-flight answers are cut at once (the proxy tells their clients ``message``), then
+        the process gets SIGTERM and, after its stop timeout, SIGKILL. The model then shows
+        failed with ``fault`` as its reason and loads again on the next request.
+        """
+        if not state.running or state.stop_requested:
+            return
+        fields = self._writable(state)
+        fields.fault, fields.fault_message, fields.stop_requested = fault, message, True
+        _log.error("killing a worker that stopped making progress", model=state.name, fault=fault)
+        if fields.client is not None:
+            fields.client.abort()
+        self.changed.notify()
+        if fields.supervisor is not None:
+            self._tasks.start_soon(fields.supervisor.terminate)
+
+    async def stop(self, state: ModelState) -> None:
+        """Stop the worker by escalation (see :meth:`ChildSupervisor.stop`) and wait for it.
+
+        A model still loading is killed at once: there is nothing to finish.
+        """
+        if not state.running:
+            return
+        fields = self._writable(state)
+        fields.stop_requested = True
+        self.changed.notify()
+        exited, supervisor = fields.exited, fields.supervisor
+        if supervisor is not None:
+            await supervisor.stop(at_once=state.status is Status.LOADING)
+        await exited.wait()  # the pool's own bookkeeping of the exit is done too
+
+    async def stop_all(self) -> None:
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as group:
+                for state in self._models.values():
+                    group.start_soon(self.stop, state)
+
+    # --- the state machine ---------------------------------------------------------------------
+
+    def _set_status(self, state: ModelState, status: Status, **data: Any) -> None:
+        self._writable(state).status = status
+        self.events.publish(state.name, "status_change", {"status": status.value, **data})
+        self.changed.notify()
+
+    async def _run_worker(self, state: ModelState, supervisor: ChildSupervisor) -> None:
+        _log.info("starting worker", model=state.name)
+        if self.fake_timing:
+            await anyio.sleep(self.fake_timing)
+        self._settle_exit(state, await supervisor.run())
+
+    def _on_state(self, state: ModelState, message: StateMessage, started: float) -> None:
+        fields = self._writable(state)
+        fields.last_progress = self._clock()  # any state message shows the worker is alive
+        if message.state == "loading":
+            fields.progress = message.payload
+            self._set_status(state, Status.LOADING, progress=message.payload)
+        elif message.state == "ready":
+            info: dict[str, Any] = {}
+            if message.payload:  # a wake from sleep sends {}
+                info = dict(message.payload)
+                host, port = info.pop("host", "127.0.0.1"), info.pop("port")
+                fields.meta = info.get("meta", {})
+                fields.client = WorkerClient(str(host), int(port), self._timeout)
+                fields.load_seconds = self._clock() - started
+                fields.loads += 1
+                fields.load_seconds_total += fields.load_seconds
+                _log.info("model loaded", model=state.name, seconds=round(fields.load_seconds, 3))
+            if fields.supervisor is not None:
+                fields.supervisor.forget_last_words()
+            fields.failures = 0
+            self._set_status(state, Status.LOADED, **({"info": info} if info else {}))
+        elif message.state == "sleeping":
+            self._set_status(state, Status.SLEEPING)
+        else:
+            _log.warning("unknown state from worker", model=state.name, state=message.state)
+
+    def _settle_exit(self, state: ModelState, ended: ChildExit) -> None:
+        fields = self._writable(state)
+        returncode = ended.returncode
+        reason = ended.reason
+        if ended.launch_error is not None:
+            reason = f"cannot start worker: {ended.launch_error}"
+        fault = fields.fault
+        expected = fields.stop_requested and fault is None
+        fields.supervisor = None
+        if fault is not None:  # killed by the router for a fault: a failure whatever its code
+            fields.exit_code = ended.code or EXIT_FAILED
+            fields.error = reason = f"{fields.fault_message} ({reason})"
+        else:
+            fields.exit_code = None if expected else ended.code or None
+            fields.error = None if expected or not returncode else reason
+        if fields.exit_code:
+            fields.failures += 1
+            fields.failures_total += 1
+            fields.failed_at = self._clock()
+        if fields.client is not None:
+            self._tasks.start_soon(fields.client.aclose)
+            fields.client = None
+        fields.exited.set()
+        for listener in self.exit_listeners:
+            listener(state.name)
+        # The reason travels with the event (beyond upstream), so a client need not refetch.
+        failure = {"error": fields.error} if fields.exit_code and fields.error else {}
+        if fields.exit_code:  # as /models says it: why it failed
+            failure["reason"] = fault or "crashed"
+        self._set_status(state, Status.UNLOADED, exit_code=fields.exit_code or 0, **failure)
+        if ended.refused:  # no worker ran: say what is wrong with the file, once
+            _log.error("model file is unusable", model=state.name, error=reason)
+            return
+        log = _log.info if expected or not returncode else _log.error
+        log("worker exited", model=state.name, code=returncode, reason=reason)

@@ -1,0 +1,81 @@
+"""``corral --help``, ``corral serve --help`` and the answers to a typo, through a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from corral.options.flags import WORKER_OPTIONS
+from router.cli.help import COMMAND_SUMMARIES
+
+
+def corral(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLAMA_", "CORRAL_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "router", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_corral_help_describes_every_command_in_one_line() -> None:
+    done = corral("--help")
+    assert done.returncode == 0
+    for command, summary in COMMAND_SUMMARIES.items():
+        assert any(line.split() == [command, *summary.split()] for line in done.stdout.splitlines())
+
+
+def test_serve_help_groups_every_flag_with_its_meaning_and_default() -> None:
+    done = corral("serve", "--help")
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())  # argparse wraps lines; compare words
+    headings = ["server:", "models:", "security:", "logging:", "per-model options:"]
+    positions = [done.stdout.index(f"\n{heading}\n") for heading in headings]
+    assert positions == sorted(positions)
+    assert (
+        "--port PORT listen port; 0 picks a free one (the log says which) (default: 8080)" in text
+    )
+    assert "--models-max N models loading" in text
+    assert "(default: 4) [LLAMA_ARG_MODELS_MAX]" in text
+    assert "--log-requests, --no-log-requests one line per request" in text
+    assert "--ctx-size INT, -c INT context size in tokens" in text
+    # The negative spellings argparse hides are listed with their option.
+    assert "; off: --no-mmap [LLAMA_ARG_MMAP]" in text
+    assert "; off: --no-webui, --no-ui [LLAMA_ARG_UI]" in text
+    for spec in WORKER_OPTIONS:
+        assert f"--{spec.name}" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "hint"),
+    [
+        (("serve", "--prot", "1"), "unrecognized arguments: --prot 1", "did you mean --port?"),
+        (("serve", "--ctx-sise", "8"), "unrecognized arguments: --ctx-sise 8", "--ctx-size?"),
+        (("pull", "--hf-tokn", "t", "a/b"), "unrecognized arguments: --hf-tokn", "--hf-token?"),
+        (("sevre",), "unknown command 'sevre'", "did you mean 'serve'?"),
+        (("lss",), "unknown command 'lss'", "did you mean 'ls'?"),
+    ],
+)
+def test_a_typo_gets_the_error_and_a_suggestion_in_three_lines(
+    args: tuple[str, ...], error: str, hint: str
+) -> None:
+    done = corral(*args)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) <= 3, done.stderr
+    assert error in lines[0]
+    assert hint in done.stderr
+    assert "usage:" not in done.stderr
+
+
+def test_a_typo_with_nothing_close_gets_no_suggestion() -> None:
+    done = corral("serve", "--zzzzzz")
+    assert done.returncode == 2
+    assert "did you mean" not in done.stderr
+    assert len(done.stderr.splitlines()) == 2

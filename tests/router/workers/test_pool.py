@@ -1,0 +1,149 @@
+"""The worker pool: the one writer of model state, its claims, and the pieces it delegates to.
+
+The table is read through read-only views; reload diffs and name lookups are plain functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from corral.http.errors import ApiError
+from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.scheduling.answers import api_error, scheduling_answered
+from router.workers.catalogue_diff import carried_over, stale_models
+from router.workers.errors import (
+    AlreadyRunning,
+    LoadFailed,
+    LoadInterrupted,
+    ModelNotFound,
+    NoRoom,
+    SchedulingError,
+)
+from router.workers.lookup import find_model
+from router.workers.model_state import ModelState, Status
+from router.workers.pool import worker_argv
+from tests.support.scheduling_harness import harness
+
+pytestmark = pytest.mark.anyio
+
+
+def _entry(name: str, **settings: Any) -> CatalogueEntry:
+    return replace(CatalogueEntry(name, Path(f"/models/{name}.gguf"), "models_dir"), **settings)
+
+
+async def test_model_state_is_read_only_outside_the_pool() -> None:
+    async with harness(models_max=0) as h:
+        a = h.state("a")
+        with pytest.raises(AttributeError):
+            a.in_flight = 1  # type: ignore[misc]
+        with pytest.raises(AttributeError):
+            a.status = Status.LOADED  # type: ignore[misc]
+
+
+async def test_only_a_serving_model_can_be_claimed() -> None:
+    async with harness(models_max=0) as h:
+        a = h.state("a")
+        assert not h.pool.claim(a)  # unloaded: claiming never loads
+        assert a.in_flight == 0
+        await h.load("a")
+        assert h.pool.claim(a)
+        assert h.pool.claim(a)
+        assert a.in_flight == 2
+        h.pool.release(a)
+        assert a.in_flight == 1
+        h.pool.request_stop(a)
+        assert a.stop_requested  # marked at once, before the worker has exited
+        assert not h.pool.claim(a)
+
+
+async def test_touch_stamps_the_pool_clock() -> None:
+    async with harness(models_max=0) as h:
+        a = await h.load("a")
+        h.clock.now = 1234.5
+        h.pool.touch(a)
+        assert a.last_used == 1234.5
+
+
+async def test_a_view_stays_valid_after_a_reload_replaced_its_model() -> None:
+    async with harness(models_max=0) as h:
+        old = await h.load("a")
+        assert h.pool.claim(old)
+        await h.pool.reload(Catalogue({"a": _entry("a", ttl=5.0)}))
+        assert old.status is Status.UNLOADED  # new settings: the old worker was stopped
+        h.pool.release(old)  # a request that held the old model still finishes cleanly
+        assert old.in_flight == 0
+        assert h.state("a") is not old
+        assert h.state("a").entry.ttl == 5.0
+
+
+def test_a_models_tags_reach_its_worker() -> None:
+    # The worker lists them in its own /models, as llama-server's --tags.
+    argv = worker_argv(_entry("a", tags=("chat", "small")))
+    assert argv[argv.index("--tags") + 1] == "chat,small"
+    assert "--tags" not in worker_argv(_entry("b"))
+
+
+def test_workers_get_no_key_and_answer_no_web_page() -> None:
+    argv = worker_argv(_entry("a"))
+    assert argv[argv.index("--cors-origins") + 1] == "none"
+    assert "--api-key" not in argv
+
+
+def test_a_model_is_found_by_name_or_alias() -> None:
+    entry = _entry("alpha", aliases=("a1",))
+    catalogue = Catalogue({"alpha": entry})
+    state = ModelState.unloaded(entry)
+    models = {"alpha": state}
+    assert find_model(catalogue, models, "alpha") is state
+    assert find_model(catalogue, models, "a1") is state
+    with pytest.raises(ModelNotFound) as caught:
+        find_model(catalogue, models, "beta")
+    assert caught.value.model == "beta"
+
+
+async def test_the_reload_diff_stops_running_models_whose_entry_changed_or_vanished() -> None:
+    async with harness(models_max=0, names="abc") as h:
+        a, b = await h.load("a"), await h.load("b")
+        c = h.state("c")  # not running: never in the way
+        catalogue = Catalogue({"a": a.entry, "b": replace(b.entry, ttl=1.0), "d": _entry("d")})
+        assert stale_models(h.pool.models, catalogue) == [b]
+        assert carried_over(h.pool.models, catalogue) == {"a": a}
+        assert c not in carried_over(h.pool.models, catalogue).values()
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "message"),
+    [
+        (ModelNotFound("m"), 404, "model 'm' not found"),
+        (AlreadyRunning("m"), 400, "model is already running"),
+        (NoRoom("m"), 500, "model limit reached, try again later"),
+        (LoadFailed("m", "exited with code 1: boom"), 500, "model 'm' failed to load: exited "
+         "with code 1: boom"),
+        (LoadInterrupted("m"), 503, "model 'm' was stopped before it finished loading"),
+    ],
+)  # fmt: skip
+def test_scheduling_refusals_are_answered_as_before_the_split(
+    error: SchedulingError, status: int, message: str
+) -> None:
+    answer = api_error(error)
+    assert (answer.status, answer.message) == (status, message)
+    with pytest.raises(ApiError) as caught, scheduling_answered():
+        raise error
+    assert (caught.value.status, caught.value.message) == (status, message)
+
+
+async def test_a_stopped_model_can_be_waited_for() -> None:
+    async with harness(models_max=0) as h:
+        a = h.state("a")
+        with anyio.fail_after(5):
+            await a.wait_exited()  # never ran: nothing to wait for
+        await h.load("a")
+        h.pool.request_stop(a)
+        with anyio.fail_after(5):
+            await a.wait_exited()
+        assert a.status is Status.UNLOADED

@@ -1,0 +1,74 @@
+"""A worker run alone as llama-server: ``--api-key`` and CORS (worker/host/access.py), for real."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.worker_process import WorkerProcess, worker
+
+PREFLIGHT = {
+    "Origin": "http://web.mydomain.fr",
+    "Access-Control-Request-Method": "POST",
+    "Access-Control-Request-Headers": "Authorization",
+}
+PROMPT = {"prompt": "Once", "n_predict": 1}
+
+
+@pytest.fixture(scope="module")
+def keyed(models_dir: Path) -> Iterator[WorkerProcess]:
+    with worker(models_dir / "alpha.gguf", "--api-key", "k1, k2") as child:
+        yield child
+
+
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer nope"}, {"X-Api-Key": "k1x"}, {"Authorization": ""}]
+)
+def test_a_request_without_a_valid_key_is_401(
+    keyed: WorkerProcess, headers: dict[str, str]
+) -> None:
+    for path in ("/completions", "/no/such/route"):
+        response = httpx.post(f"{keyed.url}{path}", json=PROMPT, headers=headers)
+        assert response.status_code == 401
+        assert response.json()["error"] == {
+            "code": 401,
+            "message": "Invalid API Key",
+            "type": "authentication_error",
+        }
+
+
+@pytest.mark.parametrize(
+    "headers", [{"Authorization": "Bearer k2"}, {"Authorization": "k1"}, {"X-Api-Key": "k1"}]
+)
+def test_any_of_the_keys_in_either_header_is_let_in(
+    keyed: WorkerProcess, headers: dict[str, str]
+) -> None:
+    response = httpx.post(f"{keyed.url}/completions", json=PROMPT, headers=headers, timeout=60)
+    assert response.status_code == 200, response.text
+    assert "content" in response.json()
+
+
+def test_health_and_preflights_need_no_key(keyed: WorkerProcess) -> None:
+    assert httpx.get(f"{keyed.url}/health").status_code == 200
+    assert httpx.get(f"{keyed.url}/v1/health").status_code == 200
+    preflight = httpx.options(f"{keyed.url}/completions", headers=PREFLIGHT)
+    # As llama-server's default --cors-origins "*": the page's own origin, answered 200.
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] == "http://web.mydomain.fr"
+    assert preflight.headers["access-control-allow-methods"] == "GET, POST, DELETE, OPTIONS"
+    refused = httpx.get(f"{keyed.url}/props", headers={"Origin": "http://web.mydomain.fr"})
+    assert refused.status_code == 401
+    assert refused.headers["access-control-allow-origin"] == "http://web.mydomain.fr"
+
+
+def test_the_routers_workers_answer_no_page(models_dir: Path) -> None:
+    # The router passes --cors-origins none: a keyless loopback worker no browser may read.
+    with worker(models_dir / "alpha.gguf", "--cors-origins", "none") as child:
+        preflight = httpx.options(f"{child.url}/completions", headers=PREFLIGHT)
+        props = httpx.get(f"{child.url}/props", headers={"Origin": "http://web.mydomain.fr"})
+    assert "access-control-allow-origin" not in preflight.headers
+    assert props.status_code == 200
+    assert "access-control-allow-origin" not in props.headers

@@ -1,0 +1,294 @@
+"""From a validated request to an answer: sampling, budget, context check, then whole or streamed.
+
+Every generating route goes through here (the chat pipeline, the raw-prompt completions): the
+request's fields become :class:`~worker.sampling.chain.SamplingParams`, the generation is queued on
+the
+engine, and a :class:`~worker.answer.response_shape.ResponseShape` words its events.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Any
+
+import msgspec
+from litestar import Response
+from litestar.response.base import ASGIResponse
+
+from corral.http.disconnect import until_disconnected
+from corral.http.errors import ApiError, json_response, sse_error_event
+from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
+from worker.answer.native_answer import NativeAnswer, request_settings
+from worker.answer.response_shape import ResponseShape
+from worker.answer.sampling_fields import SamplingFields
+from worker.engine.engine import Engine
+from worker.engine.generation import Delta, Failed, Finished, Generation, GenerationEvent, Progress
+from worker.engine.model import LoadedModel
+from worker.media.projector import MediaPrompt
+from worker.sampling.chain import SamplingParams
+from worker.sampling.grammar_sampler import InvalidGrammar
+from worker.sampling.grammars import GrammarError, grammar_for
+from worker.sampling.logit_bias import parse_logit_bias
+from worker.sampling.reasoning_budget import ReasoningBudget
+from worker.state import AnyRequest, WorkerState
+
+__all__ = [
+    "ContextError",
+    "MakeGeneration",
+    "answer",
+    "context_error_response",
+    "open_stream",
+    "prepare_generation",
+    "sampling_params",
+    "stream_response",
+    "token_budget",
+    "verbose_answer",
+    "whole_answer",
+]
+
+MakeGeneration = Callable[[Callable[[GenerationEvent], None]], Generation]
+
+
+def sampling_params(
+    model: LoadedModel,
+    body: SamplingFields,
+    tool_grammar: str | None = None,
+    triggers: tuple[str, ...] = (),
+    reasoning_budget: ReasoningBudget | None = None,
+) -> SamplingParams:
+    settings = model.settings
+    bias, text_bias = parse_logit_bias(body.logit_bias, model.n_vocab)
+    if body.ignore_eos:  # as llama-server: end-of-generation tokens are never sampled
+        bias.update(dict.fromkeys(model.eog_tokens, -math.inf))
+    seed = body.seed if body.seed is not None else settings.seed
+    try:
+        grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
+    except GrammarError as exc:
+        raise ApiError(400, str(exc)) from None
+    if tool_grammar is not None:
+        if grammar is not None:
+            raise ApiError(
+                400, "tools cannot be combined with grammar, json_schema or response_format"
+            )
+        grammar = tool_grammar
+    else:
+        triggers = ()
+    return SamplingParams(
+        temperature=settings.temperature if body.temperature is None else body.temperature,
+        top_k=body.top_k,
+        top_p=body.top_p,
+        min_p=body.min_p,
+        typical_p=body.typical_p,
+        repeat_penalty=body.repeat_penalty,
+        repeat_last_n=body.repeat_last_n,
+        presence_penalty=body.presence_penalty,
+        frequency_penalty=body.frequency_penalty,
+        seed=seed,
+        logit_bias=bias,
+        text_bias=text_bias,
+        grammar=grammar,
+        grammar_triggers=triggers,
+        reasoning_budget=reasoning_budget,
+    )
+
+
+def token_budget(model: LoadedModel, *requested: int | None) -> int | None:
+    """The first token budget the client gave, else ``--n-predict``; -1 means to the context."""
+    budget = next((value for value in requested if value is not None), model.settings.n_predict)
+    return None if budget < 0 else budget
+
+
+async def verbose_answer(
+    engine: Engine, model: LoadedModel, body: SamplingFields, prompt: list[int], budget: int | None
+) -> NativeAnswer | None:
+    """What an OpenAI answer's ``__verbose`` needs, when the request (else ``--verbose``) asks
+    for it: the prompt as text and the settings it runs with."""
+    if not (model.settings.verbose if body.verbose is None else body.verbose):
+        return None
+    settings = request_settings(model, body, sampling_params(model, body), budget)
+    text = await engine.call(lambda: model.detokenize(prompt))
+    return NativeAnswer(model.settings.alias, text, settings)
+
+
+def _stops(stop: str | list[str] | None) -> list[str]:
+    if stop is None:
+        return []
+    return [stop] if isinstance(stop, str) else list(stop)
+
+
+def _check_context(model: LoadedModel, prompt: list[int]) -> None:
+    n_ctx = model.batcher.n_ctx_seq
+    if not prompt:
+        raise ApiError(400, "the prompt is empty")
+    if len(prompt) >= n_ctx:
+        error = ApiError(
+            400,
+            f"request ({len(prompt)} tokens) exceeds the available context size ({n_ctx} "
+            "tokens), try increasing it",
+            "exceed_context_size_error",
+        )
+        body = {**msgspec.to_builtins(error.envelope()), "n_prompt_tokens": len(prompt)}
+        # Both inside the error too, where llama-server puts them.
+        body["error"]["n_ctx"] = n_ctx
+        body["error"]["n_prompt_tokens"] = len(prompt)
+        raise ContextError(body)
+
+
+class ContextError(ApiError):
+    """llama-server adds the sizes to this one error, so clients can shorten their prompt."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(400, body["error"]["message"], "exceed_context_size_error")
+        self.body = body
+
+
+def context_error_response(request: AnyRequest, exc: ContextError) -> Response[dict[str, Any]]:
+    return Response(exc.body, status_code=400)
+
+
+def prepare_generation(
+    model: LoadedModel,
+    body: SamplingFields,
+    prompt: list[int],
+    max_tokens: int | None,
+    tool_grammar: str | None = None,
+    grammar_triggers: tuple[str, ...] = (),
+    reasoning_budget: ReasoningBudget | None = None,
+    media: MediaPrompt | None = None,
+) -> MakeGeneration:
+    """Check the request against the model and return how to build its generation.
+
+    The grammar is only turned into GBNF text here; llama.cpp parses it once, as the generation
+    is queued (:meth:`~worker.engine.batching.BatchEngine.submit`); ``grammar_triggers`` make the
+    tool
+    grammar a lazy one.
+    """
+    params = sampling_params(model, body, tool_grammar, grammar_triggers, reasoning_budget)
+    _check_context(model, prompt)
+    stops = _stops(body.stop)
+    lora = model.adapters.chosen(body.lora, "lora")
+
+    def make(emit: Callable[[GenerationEvent], None]) -> Generation:
+        return Generation(
+            prompt=prompt,
+            params=params,
+            max_tokens=max_tokens,
+            emit=emit,
+            stops=stops,
+            ignore_eos=body.ignore_eos,
+            cache_prompt=body.cache_prompt,
+            id_slot=body.id_slot,
+            media=media,
+            lora=lora,
+            context_shift=model.settings.context_shift,
+            n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
+            n_probs=body.n_probs,
+            post_sampling_probs=body.post_sampling_probs,
+            return_progress=body.stream and body.return_progress,
+            timings_per_token=body.stream and body.timings_per_token,
+        )
+
+    return make
+
+
+async def _collect(
+    shape: ResponseShape, events: AsyncGenerator[GenerationEvent, None]
+) -> tuple[str, Finished]:
+    parts: list[str] = []
+    async with aclosing(events):
+        async for event in events:
+            if isinstance(event, Delta):
+                shape.observe(event)
+                parts.append(event.text)
+            elif isinstance(event, Finished):
+                return "".join(parts), event
+            elif isinstance(event, Failed):
+                raise ApiError(500, event.message)
+    raise ApiError(500, "generation ended without a result")
+
+
+async def _stream(
+    shape: ResponseShape, first: GenerationEvent, events: AsyncGenerator[GenerationEvent, None]
+) -> AsyncGenerator[bytes, None]:
+    try:
+        if opening := shape.stream_opening():
+            yield opening
+        event: GenerationEvent | None = first
+        while event is not None:
+            if isinstance(event, Delta):
+                shape.observe(event)
+                if chunk := shape.stream_chunk(event.text):
+                    yield chunk
+            elif isinstance(event, Progress):
+                if chunk := shape.stream_progress(event):
+                    yield chunk
+            elif isinstance(event, Finished):
+                yield shape.stream_closing(event)
+                return
+            elif isinstance(event, Failed):
+                yield sse_error_event(ApiError(500, event.message))
+                return
+            event = await anext(events, None)
+    finally:
+        await events.aclose()
+
+
+async def whole_answer(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, make: MakeGeneration
+) -> dict[str, Any]:
+    """The generation's answer as one JSON value in ``shape`` (several prompts: one each)."""
+    try:
+        events = engine.generate(make)
+        text, finished = await until_disconnected(request, _collect(shape, events))
+    except InvalidGrammar as exc:
+        raise ApiError(400, f"invalid grammar: {exc}") from None
+    return shape.answer(text, finished)
+
+
+async def answer(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
+) -> ASGIResponse:
+    """Run the generation and answer in ``shape``: one JSON body, or a stream of events."""
+    try:
+        return await _answer(request, engine, shape, stream, make)
+    except InvalidGrammar as exc:  # raised as the generation is queued, before any byte is sent
+        raise ApiError(400, f"invalid grammar: {exc}") from None
+
+
+async def _answer(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
+) -> ASGIResponse:
+    if not stream:
+        return json_response(await whole_answer(request, engine, shape, make))
+    return stream_response(request, await open_stream(request, engine, shape, make))
+
+
+async def open_stream(
+    request: AnyRequest, engine: Engine, shape: ResponseShape, make: MakeGeneration
+) -> AsyncGenerator[bytes, None]:
+    """Start the generation and wait for its first event: a failure before any token is a
+    proper JSON error (raised here); after it, the stream's events in ``shape``."""
+    events = engine.generate(make)
+    # A resumable session's client may leave at any time without stopping anything.
+    waiting = anext(events)
+    first = await (waiting if _conversation(request) else until_disconnected(request, waiting))
+    if isinstance(first, Failed):
+        await events.aclose()
+        raise ApiError(500, first.message)
+    return _stream(shape, first, events)
+
+
+def _conversation(request: AnyRequest) -> str | None:
+    return request.headers.get("x-conversation-id")
+
+
+def stream_response(request: AnyRequest, chunks: AsyncIterator[bytes]) -> ASGIResponse:
+    """The SSE response sending ``chunks``; kept for a resumable session when it has one."""
+    if conversation := _conversation(request):
+        state: WorkerState = request.app.state.worker
+        chunks = state.sessions.produce(conversation, chunks)
+    return ClosingStreamingResponse(
+        iterator=chunks, media_type="text/event-stream", headers=SSE_HEADERS
+    )

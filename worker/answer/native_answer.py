@@ -1,0 +1,77 @@
+"""llama-server's own final answer body, and its ``__verbose`` copy in OpenAI answers.
+
+``/completion`` answers with it (:class:`~worker.api.completions.shapes.NativeShape`); with
+``--verbose``, or a request's ``verbose: true``, llama-server adds the same object to a whole
+OpenAI answer as ``__verbose``, so a client can see the prompt as the template rendered it and
+the settings the request ran with (docs/api.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from worker.answer.sampling_fields import SamplingFields
+from worker.engine.generation import Finished
+from worker.engine.model import LoadedModel
+from worker.sampling.chain import SamplingParams
+from worker.sampling.generation_settings import generation_settings
+
+__all__ = ["NativeAnswer", "native_final", "request_settings"]
+
+
+def request_settings(
+    model: LoadedModel, body: SamplingFields, params: SamplingParams, budget: int | None
+) -> dict[str, Any]:
+    """The ``generation_settings`` a request runs with."""
+    return generation_settings(
+        params,
+        n_predict=-1 if budget is None else budget,
+        n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
+        stops=[body.stop] if isinstance(body.stop, str) else list(body.stop or []),
+        ignore_eos=body.ignore_eos,
+        stream=body.stream,
+        n_probs=body.n_probs,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NativeAnswer:
+    """What the final body says besides the generation's own counts."""
+
+    model: str
+    prompt_text: str  # the prompt as text, as llama-server reports it
+    settings: dict[str, Any]  # generation_settings
+
+
+def native_final(
+    answer: NativeAnswer,
+    index: int,
+    text: str,
+    finished: Finished,
+    tokens: list[int],
+    has_new_line: bool,
+) -> dict[str, Any]:
+    """llama-server's final ``/completion`` body (server-task.cpp, ``to_json_non_oaicompat``)."""
+    if finished.stop_word is not None:
+        stop_type = "word"
+    else:
+        stop_type = "limit" if finished.reason == "length" else "eos"
+    return {
+        "index": index,
+        "content": text,
+        "tokens": tokens,
+        "id_slot": finished.id_slot,
+        "stop": True,
+        "model": answer.model,
+        "tokens_predicted": finished.predicted_tokens,
+        "tokens_evaluated": finished.prompt_tokens,
+        "generation_settings": answer.settings,
+        "prompt": answer.prompt_text,
+        "has_new_line": has_new_line,
+        "truncated": finished.truncated,
+        "stop_type": stop_type,
+        "stopping_word": finished.stop_word or "",
+        "tokens_cached": finished.cached_tokens,
+        "timings": finished.timings,
+    }

@@ -1,0 +1,1 @@
+"""One folder per API (as vLLM's entrypoints): protocol types, translation, shapes, routes."""

@@ -1,0 +1,97 @@
+"""The worker's ``/metrics`` text: llama-server's ``llamacpp:*`` families from engine counters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from corral.prometheus import prometheus_family
+from worker.engine.model import LoadedModel
+
+__all__ = ["ScrapeWindow", "render_metrics"]
+
+
+@dataclass
+class ScrapeWindow:
+    """The totals at the last scrape: as llama-server's, the throughput gauges cover the
+    window between two scrapes, so a quiet (or sleeping) model reads 0, not its history."""
+
+    prompt_tokens: int = 0
+    prompt_seconds: float = 0.0
+    tokens_predicted: int = 0
+    tokens_predicted_seconds: float = 0.0
+
+
+def render_metrics(model: LoadedModel, window: ScrapeWindow) -> str:
+    """The ``llamacpp:*`` text; moves ``window`` on to now (engine thread only)."""
+    m = model.metrics
+    busy = sum(1 for slot in model.batcher.slots if slot.generation is not None)
+
+    def rate(tokens: float, seconds: float) -> float:
+        return tokens / seconds if seconds > 0 else 0.0
+
+    prompt_rate = rate(
+        m.prompt_tokens - window.prompt_tokens, m.prompt_seconds - window.prompt_seconds
+    )
+    predicted_rate = rate(
+        m.tokens_predicted - window.tokens_predicted,
+        m.tokens_predicted_seconds - window.tokens_predicted_seconds,
+    )
+    window.prompt_tokens, window.prompt_seconds = m.prompt_tokens, m.prompt_seconds
+    window.tokens_predicted = m.tokens_predicted
+    window.tokens_predicted_seconds = m.tokens_predicted_seconds
+
+    counters = [
+        (
+            "prompt_tokens_total",
+            "Number of prompt tokens processed, excluding cached tokens",
+            m.prompt_tokens,
+        ),
+        (
+            "prompt_tokens_cached_total",
+            "Number of prompt tokens reused from the cache",
+            m.prompt_tokens_cached,
+        ),
+        ("prompt_seconds_total", "Total time spent processing prompts", m.prompt_seconds),
+        ("tokens_predicted_total", "Number of generation tokens processed", m.tokens_predicted),
+        (
+            "tokens_predicted_seconds_total",
+            "Total time spent generating tokens",
+            m.tokens_predicted_seconds,
+        ),
+        (
+            "n_decode_total",
+            "Total number of llama_decode() calls, excluding speculative decoding and "
+            "multimodal decoding",
+            m.n_decode,
+        ),
+        ("n_tokens_max", "Largest observed sequence length (prompt + generation)", m.n_tokens_max),
+        (
+            "spec_decode_num_draft_tokens_total",
+            "Speculative: Total draft tokens generated",
+            m.draft_tokens,
+        ),
+        (
+            "spec_decode_num_accepted_tokens_total",
+            "Speculative: Total draft tokens accepted by the target model",
+            m.draft_accepted,
+        ),
+        (
+            "spec_decode_num_drafts_total",
+            "Speculative: Total speculative decoding verification steps",
+            m.drafts,
+        ),
+    ]
+    gauges = [
+        ("prompt_tokens_seconds", "Average prompt throughput in tokens/s", prompt_rate),
+        ("predicted_tokens_seconds", "Average generation throughput in tokens/s",
+         predicted_rate),
+        ("requests_processing", "Number of requests processing", busy),
+        ("requests_deferred", "Number of requests deferred", len(model.batcher.waiting)),
+        ("n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call",
+         m.n_busy_slots / max(m.n_decode, 1)),
+    ]  # fmt: skip
+    lines: list[str] = []
+    for kind, items in (("counter", counters), ("gauge", gauges)):
+        for name, help_, value in items:
+            lines += prometheus_family(f"llamacpp:{name}", kind, help_, [("", float(value))])
+    return "\n".join(lines) + "\n"

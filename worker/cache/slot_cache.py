@@ -1,0 +1,112 @@
+"""What each slot's KV cache holds, and where a prompt's start comes from: the slot's own cache,
+a copy set aside in host memory (:mod:`worker.cache.prompt_cache`) or a file an earlier worker saved
+(:mod:`worker.cache.kv_store`). Only the engine thread calls into this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.cache.prompt_cache import PromptCache
+from worker.engine.generation import Generation
+from worker.engine.lora_adapters import AdapterScales
+from worker.engine.token_prefix import common_prefix
+from worker.host.llama_bindings import llama_cpp
+
+__all__ = ["Restore", "Slot", "SlotCaches", "reusable"]
+
+# (seq, prompt, tokens the slot already reuses) → the tokens the sequence holds after loading a
+# saved cache into it, or None when nothing was loaded.
+Restore = Callable[[int, list[int], int], list[int] | None]
+
+
+@dataclass
+class Slot:
+    id: int
+    tokens: list[int] = field(default_factory=list)  # what its KV cache holds
+    adapter_scales: AdapterScales = ()  # the LoRA scales that cache was computed with
+    generation: Generation | None = None
+    last: Generation | None = None  # the latest generation it ran, for ``/slots``
+    id_task: int = -1  # which admitted generation that was, counted from 0
+
+
+def reusable(slot: Slot, generation: Generation) -> int:
+    """How many cached tokens of ``slot`` can serve ``generation``'s prompt.
+
+    None of them when the cache was computed under other LoRA adapter scales.
+    """
+    if slot.adapter_scales != generation.adapter_scales:
+        return 0
+    return common_prefix(slot.tokens, generation.prompt)
+
+
+class SlotCaches:
+    """The slots' caches in the context ``ctx``.
+
+    ``prompt_cache`` keeps a copy of a slot's cache that a prompt is about to overwrite and,
+    with ``idle_aside`` (a KV cache shared by the slots), of every idle slot's cache, cleared
+    once a generation has started. Copies are restored before ``restore``'s saved files are
+    tried. A copy or a saved cache carries no adapter scales: only a slot that has never run
+    one (scales ``()``) gives or takes one, for a generation that runs none either.
+    """
+
+    def __init__(
+        self,
+        ctx: Any,
+        restore: Restore | None = None,
+        prompt_cache: PromptCache | None = None,
+        idle_aside: bool = False,
+    ) -> None:
+        self._memory = llama_cpp.llama_get_memory(ctx)
+        self._prompt_cache = prompt_cache
+        self._idle_aside = idle_aside and prompt_cache is not None
+        self._restores: list[Restore] = [] if prompt_cache is None else [prompt_cache.restore]
+        self._restores += [] if restore is None else [restore]
+
+    def start(self, slot: Slot, generation: Generation) -> int:
+        """Ready ``slot``'s cache for ``generation``: how many prompt tokens it holds now."""
+        prompt = generation.prompt
+        # libmtmd evaluates a media prompt whole, from position 0.
+        reuse = generation.cache_prompt and generation.media is None
+        reused = reusable(slot, generation) if reuse else 0
+        if (
+            reused < len(slot.tokens)
+            and self._prompt_cache is not None
+            and slot.adapter_scales == ()
+        ):
+            self._prompt_cache.keep(slot.id, slot.tokens)  # about to be overwritten: not lost
+        if reuse and slot.adapter_scales == generation.adapter_scales == ():
+            for restore in self._restores:  # the copies in memory, then the saved files
+                restored = restore(slot.id, prompt, reused)
+                if restored is not None:
+                    slot.tokens = restored
+                    reused = reusable(slot, generation)
+                    break
+        keep = min(reused, len(prompt) - 1)  # the last prompt token must be decoded for logits
+        if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
+            # Recurrent models cannot drop part of a sequence: start it over.
+            llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
+            keep = 0
+        slot.tokens = prompt[:keep]
+        slot.adapter_scales = generation.adapter_scales
+        return keep
+
+    def started(self, slots: Iterable[Slot]) -> None:
+        """Generations have started in some of ``slots``: with ``idle_aside``, as llama-server
+        with a unified KV cache, the idle ones' caches go to copies, so that no stream's tokens
+        are computed against their cells (worker/cache/prompt_cache.py says what that costs)."""
+        if self._idle_aside:
+            self.set_idle_aside(slots)
+
+    def set_idle_aside(self, slots: Iterable[Slot]) -> bool:
+        """Free what idle slots hold, a copy of it in the prompt cache if there is one;
+        whether there was any."""
+        idle = [slot for slot in slots if slot.generation is None and slot.tokens]
+        for slot in idle:
+            if self._prompt_cache is not None and slot.adapter_scales == ():
+                self._prompt_cache.keep(slot.id, slot.tokens)
+            llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
+            slot.tokens = []
+        return bool(idle)

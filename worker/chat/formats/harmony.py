@@ -1,0 +1,82 @@
+"""gpt-oss's Harmony format: the answer as messages on channels, tool calls addressed to
+``functions.NAME`` (as llama.cpp's ``common_chat_params_init_gpt_oss`` reads it).
+
+    <|channel|>analysis<|message|>thinking<|end|>
+    <|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{…}
+    <|start|>assistant<|channel|>final<|message|>answer
+
+``analysis`` is the thinking, ``final`` and ``commentary`` the content, and a message with a
+``to=functions.f`` recipient (in its role or its channel header) a call of ``f``. The format
+frames every answer, so it is read whether or not the request has tools.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from worker.chat.formats.message import ParsedMessage, ToolCall
+from worker.chat.formats.scanning import (
+    MalformedToolCall,
+    arguments_object,
+    held_back,
+    marked_segments,
+)
+
+__all__ = ["GPT_OSS", "HarmonySyntax"]
+
+_START = "<|start|>assistant"
+_MESSAGE = "<|message|>"
+_ENDS = ("<|end|>", "<|call|>", "<|return|>")
+_RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
+_CHANNEL = re.compile(r"<\|channel\|>(\w+)")
+
+
+@dataclass(frozen=True, slots=True)
+class HarmonySyntax:
+    split_reasoning: bool = True  # False (reasoning_format none): analysis stays in content
+
+    def parse(self, text: str, partial: bool) -> ParsedMessage:
+        message = ParsedMessage()
+        for segment, open_ in marked_segments(text, _START, partial):
+            self._segment(segment, open_, message)
+        return message
+
+    def _segment(self, segment: str, open_: bool, message: ParsedMessage) -> None:
+        head, found, rest = segment.partition(_MESSAGE)
+        if not found:
+            if not open_ and segment.strip():
+                if not message.tool_calls and not message.content and _CHANNEL.search(head) is None:
+                    message.content += segment  # plain text, not Harmony at all
+                    return
+                raise MalformedToolCall("a Harmony message without <|message|>")
+            return
+        body, end = rest, ""
+        for marker in _ENDS:
+            if marker in body:
+                body, end = body.split(marker, 1)[0], marker
+                break
+        if not end and open_:
+            body = body[: held_back(body, _ENDS)]
+        recipient = _RECIPIENT.search(head)
+        if recipient is not None:
+            self._call(recipient.group(1), body, complete=bool(end) or not open_, message=message)
+            return
+        channel = _CHANNEL.search(head)
+        if channel is not None and channel.group(1) == "analysis":
+            if self.split_reasoning:
+                message.reasoning += body
+            else:
+                message.content += f"{head}{_MESSAGE}{body}{end}"
+            return
+        message.content += body
+
+    @staticmethod
+    def _call(name: str, body: str, complete: bool, message: ParsedMessage) -> None:
+        arguments = body.strip()
+        if complete:
+            arguments_object(arguments)  # checked; sent as the model wrote it
+        message.tool_calls.append(ToolCall(name, arguments))
+
+
+GPT_OSS = HarmonySyntax()

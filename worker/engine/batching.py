@@ -1,0 +1,349 @@
+"""Continuous batching: ``--parallel`` sequences in one llama context (docs/protocol.md §6).
+
+Every :meth:`BatchEngine.step` packs one token for each generating sequence and prompt chunks
+of the sequences still reading their prompt into a single ``llama_decode``, then samples each
+sequence with its own sampler chain. A sequence that finishes or is cancelled frees its slot at
+once and a waiting request takes the slot mid-flight. Each slot remembers the tokens in its KV
+cache, so a request that starts like an earlier one (a chat's next turn) only evaluates what is
+new. Sequences decoded with different LoRA adapter scales never share a step: the sets take
+turns (:mod:`worker.engine.lora_adapters`). Only the engine thread may call into this module.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+import structlog
+
+from worker.cache.slot_cache import Slot, SlotCaches, reusable
+from worker.cache.slot_files import slot_index
+from worker.engine.context_shift import shift_context
+from worker.engine.generation import EngineMetrics, Failed, Generation
+from worker.engine.lora_adapters import AdapterScales, LoraAdapters
+from worker.host.llama_bindings import llama_cpp
+from worker.sampling.chain import build_sampler, token_piece
+from worker.sampling.grammar_sampler import GrammarSampler
+from worker.sampling.logit_bias import with_text_bias
+from worker.sampling.token_probs import token_probs
+from worker.speculative import Speculator
+from worker.speculative.drafts import propose_drafts
+
+__all__ = ["BatchEngine"]
+
+_log = structlog.get_logger("corral.worker.batching")
+# llama_decode: no room in the KV cache for the batch (include/llama.h).
+_NO_KV_ROOM = 1
+
+
+class BatchEngine:
+    def __init__(
+        self,
+        ctx: Any,
+        vocab: Any,
+        n_vocab: int,
+        n_parallel: int,
+        n_batch: int,
+        metrics: EngineMetrics | None = None,
+        adapters: LoraAdapters | None = None,
+        speculator: Speculator | None = None,
+        caches: SlotCaches | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self._caches = caches or SlotCaches(ctx)
+        self._speculator = speculator
+        self._memory = llama_cpp.llama_get_memory(ctx)
+        self._vocab = vocab
+        self._n_vocab = n_vocab
+        self._n_batch = n_batch
+        self.n_ctx_seq = llama_cpp.llama_n_ctx_seq(ctx)
+        self.slots = [Slot(i) for i in range(n_parallel)]
+        self.waiting: deque[Generation] = deque()
+        self.metrics = metrics or EngineMetrics()
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._admitted = 0
+        self._adapters = adapters or LoraAdapters()
+        self._turn = -1  # the slot whose adapter scales the last step decoded with
+
+    def close(self) -> None:
+        for generation in self.waiting:
+            self._drop_grammar(generation)
+        for slot in self.slots:
+            if slot.generation is not None:
+                self._release(slot)
+        llama_cpp.llama_batch_free(self._batch)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting) or any(slot.generation for slot in self.slots)
+
+    def submit(self, generation: Generation) -> None:
+        """Queue ``generation``; :class:`InvalidGrammar` when its grammar does not parse.
+
+        The grammar is parsed here, once, against the vocabulary the model has now: the queue
+        is drained before the model can sleep, so that vocabulary outlives the grammar.
+        """
+        if generation.params.grammar:
+            generation.grammar = GrammarSampler(
+                self._vocab, generation.params.grammar, generation.params.grammar_triggers
+            )
+        generation.adapter_scales = self._adapters.scales_for(generation.lora)
+        if generation.params.text_bias:
+            generation.params = with_text_bias(generation.params, self._vocab)
+        self.waiting.append(generation)
+
+    def step(self) -> None:
+        """Admit, decode one batch, sample: one turn of the loop."""
+        self._drop_cancelled()
+        self._admit()
+        scales = self._scales_this_step()
+        if self._speculator is not None:
+            sequences = [(slot.id, slot.tokens, slot.generation) for slot in self.slots]
+            propose_drafts(self._speculator, sequences, self._n_batch, self.n_ctx_seq)
+        active = self._fill_batch(scales)
+        if not active:
+            return
+        self._adapters.apply(self._ctx, scales)
+        code = llama_cpp.llama_decode(self._ctx, self._batch)
+        # With a unified KV cache (llama-server's automatic slots) the slots share one pool, so
+        # the prompts idle slots keep can leave a busy one no room; as llama-server, they give
+        # way. llama.cpp finds room for a whole batch before it decodes any of it, so the batch
+        # can simply be decoded again.
+        if code == _NO_KV_ROOM and self._caches.set_idle_aside(self.slots):
+            code = llama_cpp.llama_decode(self._ctx, self._batch)
+        self.metrics.n_decode += 1
+        self.metrics.n_busy_slots += len(active)
+        if code != 0:
+            for slot in active:
+                self._fail(slot, f"llama_decode failed with code {code}")
+            return
+        for slot in active:
+            generation = slot.generation
+            if generation is not None:
+                generation.report_progress()
+                if generation.batch_index >= 0:
+                    self._sample(slot, generation)
+
+    def _drop_cancelled(self) -> None:
+        for generation in self.waiting:
+            if generation.cancelled:
+                self._drop_grammar(generation)
+        self.waiting = deque(g for g in self.waiting if not g.cancelled)
+        for slot in self.slots:
+            if slot.generation is not None and slot.generation.cancelled:
+                _log.info("generation cancelled", slot=slot.id, tokens=slot.generation.generated)
+                self._release(slot)
+
+    def _admit(self) -> None:
+        admitted = self._admitted
+        self._admit_waiting()
+        if self._admitted != admitted:
+            self._caches.started(self.slots)
+
+    def _admit_waiting(self) -> None:
+        while self.waiting:
+            free = [slot for slot in self.slots if slot.generation is None]
+            if not free:
+                return
+            generation = self.waiting[0]
+            # The slot the request named (wrapped around, as upstream; the queue waits while it
+            # is busy), else the free one whose cache shares the longest prefix with the prompt.
+            if generation.id_slot == -1:
+                slot = max(free, key=lambda s: reusable(s, generation))
+            else:
+                slot = self.slots[slot_index(generation.id_slot, len(self.slots))]
+                if slot.generation is not None:
+                    return
+            self.waiting.popleft()
+            generation.started = time.perf_counter()  # a restore below counts as prompt time
+            keep = self._caches.start(slot, generation)
+            generation.n_past = generation.cached = keep
+            generation.pending = generation.prompt[keep:]
+            generation.report_progress()
+            generation.sampler = build_sampler(generation.params, generation.grammar, self._n_vocab)
+            generation.grammar = None  # the chain owns it now
+            slot.generation = slot.last = generation
+            slot.id_task, self._admitted = self._admitted, self._admitted + 1
+            if self._speculator is not None:
+                self._speculator.begin(slot.id, generation.params.seed)
+            if generation.media is not None:
+                # Its first token comes from the last logits, before the next batch overwrites
+                # them; the other slots wait meanwhile.
+                try:
+                    generation.evaluate_media(self._ctx, slot.id, self._n_batch)
+                except RuntimeError as exc:
+                    self._fail(slot, str(exc))
+                    continue
+                slot.tokens = list(generation.prompt)
+                self._sample(slot, generation)
+
+    def _add(self, index: int, token: int, pos: int, seq: int, logits: bool) -> None:
+        batch = self._batch
+        batch.token[index] = token
+        batch.pos[index] = pos
+        batch.n_seq_id[index] = 1
+        batch.seq_id[index][0] = seq
+        batch.logits[index] = logits
+
+    def _scales_this_step(self) -> AdapterScales:
+        """The adapter scales of the next busy slot after the last step's: sets take turns."""
+        busy = [slot for slot in self.slots if slot.generation is not None]
+        if not busy:
+            return ()
+        chosen = next((slot for slot in busy if slot.id > self._turn), busy[0])
+        self._turn = chosen.id
+        assert chosen.generation is not None
+        return chosen.generation.adapter_scales
+
+    def _fill_batch(self, scales: AdapterScales) -> list[Slot]:
+        """One token per generating sequence first, then prompt chunks in the room left.
+
+        Only sequences decoded with ``scales`` take part; the others wait for their turn.
+        """
+        n = 0
+        active: list[Slot] = []
+        for slot in self.slots:
+            generation = slot.generation
+            if generation is None:
+                continue
+            generation.batch_index = -1
+            if generation.adapter_scales != scales:
+                continue
+            if generation.next_token is not None:
+                self._add(n, generation.next_token, generation.n_past, slot.id, True)
+                slot.tokens.append(generation.next_token)
+                generation.n_past += 1
+                generation.next_token = None
+                generation.batch_index = n
+                n += 1
+                for i, guess in enumerate(generation.draft):
+                    self._add(n + i, guess, generation.n_past + i, slot.id, True)
+                n += len(generation.draft)
+                generation.draft_n += len(generation.draft)
+                self.metrics.draft_tokens += len(generation.draft)
+                self.metrics.drafts += bool(generation.draft)
+                active.append(slot)
+        for slot in self.slots:
+            generation = slot.generation
+            if generation is None or not generation.pending or n >= self._n_batch:
+                continue
+            if generation.adapter_scales != scales:
+                continue
+            chunk = generation.pending[: self._n_batch - n]
+            last = len(chunk) == len(generation.pending)
+            for i, token in enumerate(chunk):
+                is_last = last and i == len(chunk) - 1
+                self._add(n, token, generation.n_past + i, slot.id, is_last)
+                if is_last:
+                    generation.batch_index = n
+                n += 1
+            slot.tokens.extend(chunk)
+            generation.n_past += len(chunk)
+            generation.pending = generation.pending[len(chunk) :]
+            active.append(slot)
+        self._batch.n_tokens = n
+        return active
+
+    def _sample(self, slot: Slot, generation: Generation) -> None:
+        """Sample the sequence's next token; with guesses, keep them while the sampler agrees.
+
+        A kept guess is already in the KV cache, so the next position's logits are in the batch
+        too; the first disagreement is the next token, and the guesses after it are dropped.
+        """
+        draft, generation.draft = generation.draft, []
+        speculator = self._speculator
+        for i in range(len(draft) + 1):
+            token = llama_cpp.llama_sampler_sample(
+                generation.sampler, self._ctx, generation.batch_index + i
+            )
+            kept = False
+            if i < len(draft) and speculator is not None:
+                kept = speculator.keeps(slot.id, i, draft[i], token)
+                token = draft[i] if kept else token
+            if not self._take(slot, generation, token, generation.batch_index + i):
+                return  # finished: the next request in the slot drops the rest of the cache
+            if not kept:
+                break
+            generation.next_token = None
+            slot.tokens.append(token)
+            generation.n_past += 1
+            generation.draft_accepted += 1
+            self.metrics.draft_accepted += 1
+        if draft:
+            llama_cpp.llama_memory_seq_rm(self._memory, slot.id, generation.n_past, -1)
+
+    def _take(self, slot: Slot, generation: Generation, token: int, index: int) -> bool:
+        """Emit a token sampled from the logits at batch ``index``; False when it finished the
+        generation."""
+        if not generation.first_token:
+            generation.first_token = time.perf_counter()
+        if not generation.ignore_eos and llama_cpp.llama_vocab_is_eog(self._vocab, token):
+            self._finish(slot, "stop")
+            return False
+        generation.generated += 1
+        generation.next_token = token
+        text = generation.stop.feed(generation.text.feed(token_piece(self._vocab, token)))
+        if text:
+            probs = None
+            if generation.n_probs:
+                probs = token_probs(
+                    self._ctx,
+                    self._vocab,
+                    index,
+                    token,
+                    generation.n_probs,
+                    generation.params,
+                    generation.post_sampling_probs,
+                )
+            generation.emit(generation.delta(text, token, probs))
+        budget_spent = generation.max_tokens is not None and (
+            generation.generated >= generation.max_tokens
+        )
+        context_full = generation.n_past + 1 >= self.n_ctx_seq  # no room for the next token
+        if context_full and not budget_spent and generation.context_shift:
+            context_full = not shift_context(
+                self._memory, self._vocab, slot.id, slot.tokens, generation
+            )
+        if context_full:
+            generation.truncated = True
+        if generation.stop.matched is not None:
+            self._finish(slot, "stop")
+        elif budget_spent or context_full:
+            self._finish(slot, "length")
+        else:
+            return True
+        return False
+
+    def _finish(self, slot: Slot, reason: str) -> None:
+        generation = slot.generation
+        assert generation is not None
+        if generation.stop.matched is None:
+            tail = generation.stop.feed(generation.text.finish()) + generation.stop.flush()
+            if tail:
+                generation.emit(generation.delta(tail, -1))
+        timings = generation.timings(time.perf_counter())
+        self.metrics.count_finished(generation, timings)
+        generation.emit(generation.finished(reason, timings, slot.id))
+        self._release(slot)
+
+    def _fail(self, slot: Slot, message: str) -> None:
+        generation = slot.generation
+        assert generation is not None
+        generation.emit(Failed(message))
+        llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
+        slot.tokens = []
+        self._release(slot)
+
+    @staticmethod
+    def _drop_grammar(generation: Generation) -> None:
+        if generation.grammar is not None:
+            generation.grammar.free()
+            generation.grammar = None
+
+    def _release(self, slot: Slot) -> None:
+        generation = slot.generation
+        if generation is not None and generation.sampler is not None:
+            llama_cpp.llama_sampler_free(generation.sampler)
+            generation.sampler = None
+        slot.generation = None

@@ -1,0 +1,402 @@
+"""One loaded GGUF: the model, its batching context, its chat template (engine thread only).
+
+Built on llama-cpp-python's low-level API: the high-level ``Llama`` object serves one sequence
+at a time, while continuous batching needs a context with ``n_seq_max = --parallel``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
+
+import structlog
+from llama_cpp._utils import suppress_stdout_stderr
+
+from worker.cache.kv_store import open_kv_store
+from worker.cache.prompt_cache import PromptCache
+from worker.cache.slot_cache import SlotCaches
+from worker.engine.batching import BatchEngine
+from worker.engine.embedding_context import Embedder
+from worker.engine.generation import EngineMetrics
+from worker.engine.llama_model import LlamaModel
+from worker.engine.lora_adapters import LoraAdapters
+from worker.engine.prompt_inputs import Tokenize
+from worker.host.layer_placement import LayerPlacement
+from worker.host.llama_bindings import llama_cpp
+from worker.media.content import Modalities
+from worker.media.projector import Projector
+from worker.rpc.devices import add_rpc_servers, rpc_device_labels
+from worker.sampling.chain import token_piece
+from worker.settings import WorkerSettings
+from worker.speculative import Speculator
+from worker.templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
+
+__all__ = ["LoadedModel"]
+
+_log = structlog.get_logger("corral.worker.model")
+# KV cache types by their llama-server names (``--cache-type-k q8_0``).
+_GGML_TYPES = {
+    "f32": llama_cpp.GGML_TYPE_F32,
+    "f16": llama_cpp.GGML_TYPE_F16,
+    "bf16": 30,  # GGML_TYPE_BF16 in ggml.h; the Python bindings do not export it
+    "q8_0": llama_cpp.GGML_TYPE_Q8_0,
+    "q4_0": llama_cpp.GGML_TYPE_Q4_0,
+    "q4_1": llama_cpp.GGML_TYPE_Q4_1,
+    "iq4_nl": llama_cpp.GGML_TYPE_IQ4_NL,
+    "q5_0": llama_cpp.GGML_TYPE_Q5_0,
+    "q5_1": llama_cpp.GGML_TYPE_Q5_1,
+}
+_FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
+T = TypeVar("T")
+
+
+def _beside(work: Callable[[], None], main: Callable[[], T]) -> T:
+    """``main()`` here while ``work()`` runs on a thread of its own; either's error is raised.
+
+    For Python work beside a long llama.cpp call, which releases the GIL: on a free core the
+    two overlap, on a busy one nothing is lost.
+    """
+    errors: list[Exception] = []
+
+    def run() -> None:
+        try:
+            work()
+        except Exception as exc:  # handed to the caller, below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name="llama-beside", daemon=True)
+    thread.start()
+    try:
+        result = main()
+    finally:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return result
+
+
+class LoadedModel:
+    def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
+        self.settings = settings
+        self.metrics = EngineMetrics()  # kept across sleeps, like the process's other counters
+        # Their global scales too; the adapters themselves are loaded again on wake.
+        self.adapters = LoraAdapters(settings.lora, apply=not settings.lora_init_without_apply)
+        llama_cpp.llama_backend_init()
+        add_rpc_servers(settings.rpc)  # before the load, which picks its devices
+        self.kv_store = open_kv_store(settings)
+        self._load(on_progress, beside_context=self._read_vocabulary)
+        if self.template.name == "chatml" and settings.chat_template is None:
+            _log.warning("model has no chat template, using chatml", model=settings.alias)
+        # Answered while asleep without waking (``/props``, ``/v1/models``), as upstream does.
+        self.snapshot = self._describe()
+        self.sleeping = False
+
+    def _read_vocabulary(self) -> None:
+        """The chat template and the end-of-generation tokens: the vocabulary's, read once
+        (20-60 ms of Python for a 50k-token vocabulary, beside the context's creation)."""
+        settings = self.settings
+        self.template = ChatTemplates(
+            TemplateChoice(
+                use_jinja=settings.jinja,
+                override=settings.chat_template,
+                gguf_default=self.metadata.get("tokenizer.chat_template"),
+                gguf_tool_use=self.metadata.get("tokenizer.chat_template.tool_use"),
+            ),
+            VocabTokens(
+                bos_token=self._special_text(llama_cpp.llama_vocab_bos(self.vocab)),
+                eos_token=self._special_text(llama_cpp.llama_vocab_eos(self.vocab)),
+                add_bos=bool(llama_cpp.llama_vocab_get_add_bos(self.vocab)),
+                add_eos=bool(llama_cpp.llama_vocab_get_add_eos(self.vocab)),
+            ),
+            kwargs=settings.chat_template_kwargs,
+        )
+        # End-of-generation tokens, which `ignore_eos` bans as llama-server does (by bias).
+        self.eog_tokens = tuple(
+            t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self.vocab, t)
+        )
+
+    def _load(
+        self,
+        on_progress: Callable[[float], None],
+        beside_context: Callable[[], None] | None = None,
+    ) -> None:
+        """The weights, then the context; ``beside_context`` runs while the context is made."""
+        settings = self.settings
+        model_params = llama_cpp.llama_model_default_params()
+        model_params.n_gpu_layers = settings.n_gpu_layers
+        model_params.use_mmap = settings.use_mmap
+        model_params.use_mlock = settings.use_mlock
+
+        def progress(value: float, _: Any) -> bool:
+            on_progress(value)
+            return True  # keep loading
+
+        # Kept on self: ctypes would free the callback while llama.cpp still holds it.
+        self._progress = llama_cpp.llama_progress_callback(progress)
+        model_params.progress_callback = self._progress
+        with LayerPlacement() as placement:
+            self.model = LlamaModel(str(settings.model), model_params)
+        self.devices = placement.devices(rpc_device_labels())
+        self.vocab = self.model.vocab
+        self.n_vocab = self.model.n_vocab()
+        self.metadata = self.model.metadata()
+        self.ctx = (
+            self._new_context()
+            if beside_context is None
+            else _beside(beside_context, self._new_context)
+        )
+        self.projector = (
+            Projector(
+                settings.mmproj,
+                self.model.model,
+                use_gpu=settings.mmproj_offload,
+                threads=self._threads,
+            )
+            if settings.mmproj is not None
+            else None
+        )
+        self.adapters.load(self.model.model)
+        self._embedder: Embedder | None = None
+        store = self.kv_store
+        try:
+            self.speculator = Speculator.load(
+                settings.speculative,
+                target_vocab=self.vocab,
+                n_ctx=self.n_ctx,
+                n_seq=settings.parallel,
+                n_batch=settings.batch_size,
+                threads=self._threads,
+            )
+        except Exception:
+            llama_cpp.llama_free(self.ctx)
+            self.model.close()
+            raise
+        # llama-server's: --cache-ram 0 turns the cache off, and with it the idle slots' clearing.
+        cache_ram = settings.cache_ram_mib
+        self.prompt_cache = (
+            PromptCache(self.ctx, None if cache_ram < 0 else cache_ram << 20) if cache_ram else None
+        )
+        self.batcher = BatchEngine(
+            self.ctx,
+            self.vocab,
+            self.n_vocab,
+            settings.parallel,
+            settings.batch_size,
+            self.metrics,
+            self.adapters,
+            speculator=self.speculator,
+            caches=SlotCaches(
+                self.ctx,
+                restore=None if store is None else partial(store.restore, self.ctx),
+                prompt_cache=self.prompt_cache,
+                idle_aside=settings.kv_unified and settings.cache_idle_slots,
+            ),
+        )
+
+    def embedder(self) -> Embedder:
+        """The embeddings context, made on first use (``--embeddings`` only)."""
+        if self._embedder is None:
+            self._embedder = Embedder(
+                self.model.model, self.batcher.n_ctx_seq, self._threads, self.settings.pooling
+            )
+        return self._embedder
+
+    def sleep(self) -> None:
+        """Free the weights and the KV cache; :meth:`wake` loads them again."""
+        self.close()
+        for slot in self.batcher.slots:  # their caches went with the context
+            slot.tokens = []
+        self.sleeping = True
+
+    def wake(self, on_progress: Callable[[float], None]) -> None:
+        self._load(on_progress)
+        self.sleeping = False
+
+    @property
+    def _threads(self) -> int:
+        return self.settings.threads
+
+    def _special_text(self, token: int) -> str:
+        return (
+            token_piece(self.vocab, token, special=True).decode("utf-8", "replace")
+            if (token >= 0)
+            else ""
+        )
+
+    def _new_context(self) -> Any:
+        settings = self.settings
+        params = llama_cpp.llama_context_default_params()
+        streams = 1 if settings.kv_unified else settings.parallel
+        # 0 is the trained context for each slot, as llama-server sizes it (common/fit.cpp:
+        # n_ctx_train times the KV streams); a given -c is shared out evenly between the
+        # slots unless they share one unified cache.
+        params.n_ctx = settings.ctx_size or self.model.n_ctx_train() * streams
+        params.n_batch = settings.batch_size
+        params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
+        params.n_seq_max = settings.parallel
+        params.kv_unified = settings.kv_unified
+        params.n_threads = params.n_threads_batch = self._threads
+        params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
+        if settings.rope_freq_base > 0:
+            params.rope_freq_base = settings.rope_freq_base
+        for name, value in (("type_k", settings.cache_type_k), ("type_v", settings.cache_type_v)):
+            if value is not None:
+                setattr(params, name, _GGML_TYPES[value])
+        # llama.cpp narrates context creation on stderr past its log callback; llama-cpp-python
+        # silences it the same way. The protocol's private stdout is not affected.
+        with suppress_stdout_stderr(disable=False):
+            ctx = llama_cpp.llama_init_from_model(self.model.model, params)
+        if ctx is None:
+            raise ValueError("failed to create the llama context (out of memory?)")
+        return ctx
+
+    def close(self) -> None:
+        if self.kv_store is not None:  # before the caches go with the context
+            # Caches computed under LoRA adapters are never restored (worker/cache/slot_cache.py).
+            slots = [(s.id, s.tokens) for s in self.batcher.slots if s.adapter_scales == ()]
+            # The newest copies in memory too, as many as there are slots: saving all of them
+            # (up to --cache-ram) could hold a stop up for as long as writing gigabytes takes.
+            copies = list(self.prompt_cache or ())
+            copies = copies[max(len(copies) - len(self.batcher.slots), 0) :]
+            try:
+                self.kv_store.save(self.ctx, slots, copies)
+            except Exception:  # a cache is worth less than a clean stop
+                _log.exception("kv caches not saved")
+        if self._embedder is not None:
+            self._embedder.close()
+            self._embedder = None
+        self.batcher.close()
+        if self.prompt_cache is not None:  # copies of caches the context held: gone with it
+            self.prompt_cache.clear()
+        if self.projector is not None:
+            self.projector.close()
+        if self.speculator is not None:
+            self.speculator.close()
+        llama_cpp.llama_free(self.ctx)
+        self.model.close()
+
+    @property
+    def modalities(self) -> Modalities:
+        """What the projector reads besides text (nothing without ``--mmproj``)."""
+        return self.projector.modalities if self.projector is not None else Modalities()
+
+    @property
+    def n_ctx(self) -> int:
+        return int(llama_cpp.llama_n_ctx(self.ctx))
+
+    def info(self) -> dict[str, Any]:
+        return self.snapshot
+
+    def _describe(self) -> dict[str, Any]:
+        return {
+            "id": self.settings.alias,
+            "aliases": list(self.settings.aliases),
+            "tags": list(self.settings.tags),
+            "object": "model",
+            "owned_by": "llamacpp",
+            "meta": {
+                "vocab_type": self.model.vocab_type(),
+                "n_vocab": self.n_vocab,
+                "n_ctx": self.n_ctx,
+                "n_ctx_slot": self.batcher.n_ctx_seq,
+                "n_ctx_train": self.model.n_ctx_train(),
+                "n_embd": self.model.n_embd(),
+                "n_params": self.model.n_params(),
+                "size": self.model.size(),
+                "n_parallel": self.settings.parallel,
+                "chat_template": self.template.name,
+                # Corral's: what /props calls chat_template_caps, for the router's /models.
+                "chat_template_caps": self.template.props_caps(),
+                # Corral's: where the layers went (--rpc, GPU builds; docs/api.md).
+                "devices": self.devices,
+            },
+        }
+
+    def tokenize(self, text: str, *, add_special: bool, parse_special: bool = True) -> list[int]:
+        tokens: list[int] = self.model.tokenize(text.encode(), add_special, parse_special)
+        return tokens
+
+    def piece(self, token: int, special: bool = True) -> bytes:
+        return token_piece(self.vocab, token, special)
+
+    def detokenize(self, tokens: list[int]) -> str:
+        bad = [token for token in tokens if not 0 <= token < self.n_vocab]
+        if bad:
+            raise ValueError(f"token id {bad[0]} is out of range (vocabulary has {self.n_vocab})")
+        return b"".join(self.piece(token) for token in tokens).decode("utf-8", "replace")
+
+    def chat_prompt(self, request: RenderRequest) -> list[int]:
+        # As llama-server: the rendered prompt has lost the template's leading BOS text, and
+        # tokenizing adds BOS when the vocabulary asks for it, so the model gets it once.
+        return self.tokenize(self.template.render(request), add_special=True)
+
+    def infill_prompt(
+        self, prefix: str, suffix: str, prompt: str, extra: list[tuple[str, str]]
+    ) -> list[int]:
+        """llama-server's fill-in-the-middle layout; ``ValueError`` for models without FIM.
+
+        [extra files] [BOS] FIM_PRE prefix prompt FIM_SUF suffix FIM_MID, extra files being
+        FIM_SEP filename text each when the model has a separator token.
+        """
+        vocab = self.vocab
+        pre, suf, mid = (
+            llama_cpp.llama_vocab_fim_pre(vocab),
+            llama_cpp.llama_vocab_fim_suf(vocab),
+            llama_cpp.llama_vocab_fim_mid(vocab),
+        )
+        missing = [name for name, token in (("prefix", pre), ("suffix", suf), ("middle", mid))
+                   if token < 0]  # fmt: skip
+        if missing:
+            raise ValueError(
+                f"Infill is not supported by this model: no {', '.join(missing)} token"
+            )
+
+        def plain(text: str) -> list[int]:
+            return self.tokenize(text, add_special=False, parse_special=False)
+
+        sep = llama_cpp.llama_vocab_fim_sep(vocab)
+        tokens: list[int] = []
+        for filename, text in extra:
+            tokens += (
+                [sep, *plain(f"{filename}\n")] if sep >= 0 else plain("\n\n--- snippet ---\n\n")
+            )
+            tokens += plain(text)
+        if self.model.add_bos_token():
+            tokens.append(self.model.token_bos())
+        return [*tokens, pre, *plain(prefix), *plain(prompt), suf, *plain(suffix), mid]
+
+    def rerank_prompt(self, query: str, document: str) -> list[int]:
+        """llama-server's reranking input for one document.
+
+        The GGUF's ``rerank`` template when it has one (``{query}`` and ``{document}`` filled
+        in, special tokens parsed, none added); otherwise the cross-encoder layout
+        [BOS] query [EOS] [SEP] document [EOS], each marker where the vocabulary asks for it.
+        """
+        template = llama_cpp.llama_model_chat_template(self.model.model, b"rerank")
+        if template is not None:
+            text = template.decode("utf-8", "replace")
+            text = text.replace("{query}", query).replace("{document}", document)
+            return self.tokenize(text, add_special=False, parse_special=True)
+        vocab = self.vocab
+        eos = llama_cpp.llama_vocab_eos(vocab)
+        if eos == llama_cpp.LLAMA_TOKEN_NULL:
+            eos = llama_cpp.llama_vocab_sep(vocab)
+        add_eos = llama_cpp.llama_vocab_get_add_eos(vocab)
+        tokens = (
+            [llama_cpp.llama_vocab_bos(vocab)] if llama_cpp.llama_vocab_get_add_bos(vocab) else []
+        )
+        tokens += self.tokenize(query, add_special=False, parse_special=False)
+        tokens += [eos] if add_eos else []
+        tokens += (
+            [llama_cpp.llama_vocab_sep(vocab)] if llama_cpp.llama_vocab_get_add_sep(vocab) else []
+        )
+        tokens += self.tokenize(document, add_special=False, parse_special=False)
+        return tokens + ([eos] if add_eos else [])
+
+    def prompt_tokenizer(self) -> Tokenize:
+        """Tokenize as llama-server does raw prompts: BOS (if the model wants one) only where
+        asked, special tokens parsed."""
+        add_bos = bool(self.model.add_bos_token())
+        return lambda text, first: self.tokenize(text, add_special=first and add_bos)

@@ -1,0 +1,1 @@
+"""Sampling: the sampler chain, grammars, logit bias, token probabilities, the reasoning budget."""

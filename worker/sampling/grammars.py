@@ -1,0 +1,60 @@
+"""Structured output: ``grammar``, ``json_schema`` and ``response_format`` become one GBNF grammar.
+
+llama.cpp constrains sampling with GBNF; JSON Schemas are converted by llama-cpp-python's port
+of llama.cpp's own converter, so the same schema means the same grammar as in llama-server.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from worker.host.llama_bindings import llama_grammar
+
+# llama-cpp-python's, through the bindings that skip its package's heavy __init__.
+JSON_GBNF = llama_grammar.JSON_GBNF
+json_schema_to_gbnf = llama_grammar.json_schema_to_gbnf
+
+__all__ = ["GrammarError", "grammar_for"]
+
+
+class GrammarError(ValueError):
+    """The request's grammar or schema cannot be used; the message names the field."""
+
+
+def _from_schema(schema: Any, field: str) -> str:
+    if not isinstance(schema, dict):
+        raise GrammarError(f"{field} must be a JSON Schema object")
+    try:
+        gbnf: str = json_schema_to_gbnf(json.dumps(schema))
+        return gbnf
+    except Exception as exc:  # the converter raises bare exceptions for unsupported schemas
+        raise GrammarError(f"{field} cannot be converted to a grammar: {exc}") from None
+
+
+def grammar_for(
+    grammar: str | None, json_schema: Any, response_format: dict[str, Any] | None
+) -> str | None:
+    """The one grammar a request asks for, or None; more than one is a client error."""
+    wanted: list[tuple[str, str]] = []
+    if grammar:
+        wanted.append(("grammar", grammar))
+    if json_schema is not None:
+        wanted.append(("json_schema", _from_schema(json_schema, "json_schema")))
+    if response_format is not None:
+        kind = response_format.get("type")
+        if kind == "json_object":
+            schema = response_format.get("schema")
+            gbnf = JSON_GBNF if schema is None else _from_schema(schema, "response_format.schema")
+            wanted.append(("response_format", gbnf))
+        elif kind == "json_schema":
+            spec = response_format.get("json_schema") or {}
+            schema = spec.get("schema") if isinstance(spec, dict) else None
+            wanted.append(("response_format", _from_schema(schema, "response_format.json_schema")))
+        elif kind != "text":
+            raise GrammarError("response_format.type must be one of text, json_object, json_schema")
+    if len(wanted) > 1:
+        raise GrammarError(
+            f"give only one of grammar, json_schema, response_format (got {len(wanted)})"
+        )
+    return wanted[0][1] if wanted else None
