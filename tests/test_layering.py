@@ -4,7 +4,8 @@ They run as separate processes and speak only the child protocol and loopback HT
 from one into another would drag a process's code (and its start-up cost and state) into the
 others. The import-linter contracts in ``pyproject.toml`` enforce this in ``test.sh``; the AST scan
 here says the same thing with a failure that names the file and line, and the last test proves the
-contracts themselves fail on a cross import rather than pass vacuously.
+contracts themselves fail on a cross import rather than pass vacuously. The layers contracts inside
+each process (docs/architecture.md, Code map) are shown to bite the same way.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import ast
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PROCESSES = ("router", "worker", "downloads")
 CORE = "corral"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+WORKER_LAYERS = "worker: api > chat > answer > engine > sampling > host"
+ROUTER_LAYERS = "router: api > relay, security > scheduling > workers > catalogue > observe"
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -76,7 +80,7 @@ def test_the_scan_finds_relative_and_absolute_cross_imports(tmp_path: Path) -> N
         (tmp_path / package).mkdir()
         (tmp_path / package / "__init__.py").write_text("")
     (tmp_path / "worker" / "ok.py").write_text("from corral import errors\nfrom . import ok\n")
-    (tmp_path / "worker" / "bad.py").write_text("import router.cli\n")
+    (tmp_path / "worker" / "bad.py").write_text("import router.cli.main\n")
     (tmp_path / "corral" / "bad.py").write_text("from downloads import runner\n")
     (tmp_path / "router" / "sub").mkdir()
     (tmp_path / "router" / "sub" / "__init__.py").write_text("from ...worker import app\n")
@@ -84,8 +88,22 @@ def test_the_scan_finds_relative_and_absolute_cross_imports(tmp_path: Path) -> N
     assert cross_imports(tmp_path) == [
         "corral/bad.py:1: corral imports downloads",
         "router/sub/__init__.py:1: router imports worker",
-        "worker/bad.py:1: worker imports router.cli",
+        "worker/bad.py:1: worker imports router.cli.main",
     ]
+
+
+def _layer_packages() -> list[str]:
+    """Every package the layers contracts of pyproject.toml name, e.g. ``worker.engine``."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages: list[str] = []
+    for contract in config["tool"]["importlinter"]["contracts"]:
+        if contract["type"] != "layers":
+            continue
+        for container in contract["containers"]:
+            for layer in contract["layers"]:
+                names = layer.replace("|", ":").split(":")
+                packages += [f"{container}.{name.strip()}" for name in names]
+    return packages
 
 
 @pytest.mark.parametrize(
@@ -93,18 +111,37 @@ def test_the_scan_finds_relative_and_absolute_cross_imports(tmp_path: Path) -> N
     [
         ("worker", "router", "router, worker and downloads never import one another"),
         ("corral", "downloads", "corral imports none of router, worker, downloads"),
+        ("worker.engine", "worker.api", "worker: api > chat > answer > engine > sampling > host"),
+        (
+            "worker.sampling",
+            "worker.chat",
+            "worker: api > chat > answer > engine > sampling > host",
+        ),
+        (
+            "router.workers",
+            "router.relay",
+            "router: api > relay, security > scheduling > workers > catalogue > observe",
+        ),
+        (
+            "router.catalogue",
+            "router.scheduling",
+            "router: api > relay, security > scheduling > workers > catalogue > observe",
+        ),
     ],
 )
 def test_the_import_linter_contracts_break_on_a_cross_import(
     tmp_path: Path, importer: str, imported: str, contract: str
 ) -> None:
-    # The contracts are pyproject.toml's own, run against four stand-in packages in which one
-    # module makes the cross import: lint-imports must exit non-zero and name the contract.
-    for package in (CORE, *PROCESSES):
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text("")
-        (tmp_path / package / "core_user.py").write_text("import corral\n")
-    (tmp_path / importer / "bad.py").write_text(f"import {imported}\n")
+    # The contracts are pyproject.toml's own, run against stand-in packages (the four processes'
+    # and every layer the layers contracts name) in which one module makes the forbidden import:
+    # lint-imports must exit non-zero and name the contract.
+    for package in (CORE, *PROCESSES, *_layer_packages()):
+        folder = tmp_path.joinpath(*package.split("."))
+        folder.mkdir(exist_ok=True)
+        (folder / "__init__.py").write_text("")
+        (folder / "core_user.py").write_text("import corral\n")
+    bad = tmp_path.joinpath(*importer.split(".")) / "bad.py"
+    bad.write_text(f"import {imported}\n")
     config = tmp_path / "pyproject.toml"
     shutil.copyfile(ROOT / "pyproject.toml", config)
 
@@ -123,8 +160,8 @@ def test_the_import_linter_contracts_break_on_a_cross_import(
     assert f"{contract} BROKEN" in result.stdout
     assert f"{importer}.bad -> {imported}" in result.stdout
 
-    (tmp_path / importer / "bad.py").unlink()
-    shutil.rmtree(tmp_path / importer / "__pycache__", ignore_errors=True)
+    bad.unlink()
+    shutil.rmtree(bad.parent / "__pycache__", ignore_errors=True)
     result = lint()
     assert result.returncode == 0, result.stdout
 
