@@ -64,6 +64,7 @@ class Router:
         self.url = ""
         self.worker_ports: dict[str, int] = {}
         self.tail: deque[str] = deque(maxlen=30)  # for error messages; the log keeps draining
+        self.failed_exits: list[dict[str, Any]] = []  # "worker exited" logged as an error
         self._changed = threading.Condition()
         threading.Thread(target=self._read_log, daemon=True).start()
         with self._changed:
@@ -86,6 +87,8 @@ class Router:
                     self.url = str(record["url"])
                 elif record.get("event") == "listening" and record.get("source") == "worker":
                     self.worker_ports[str(record["model"])] = int(record["port"])
+                elif record.get("event") == "worker exited" and record.get("level") == "error":
+                    self.failed_exits.append(record)
                 self._changed.notify_all()
         with self._changed:
             self._changed.notify_all()

@@ -10,14 +10,17 @@ now and then a download of a tiny repository followed by its removal.
 Every ``--sample-seconds`` the router's RSS, open file descriptors, threads and child processes
 are sampled; the end prints each one's least-squares slope per hour with its first and last
 values, the counts of what was done, and whether every worker and download child is gone once
-the router has stopped. Everything talks to 127.0.0.1; every loop is bounded. A measurement,
-not a test: it exits 1 only when a process was left behind.
+the router has stopped. Every error is explained by its cause (``bench/soak_causes.py``): each
+answer that is not a 2xx, each SSE error event and each worker exit the router logs as an error;
+the report counts them per cause. Everything talks to 127.0.0.1; every loop is bounded. A
+measurement, not a test: it exits 1 when an error is unexplained or a process was left behind.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import statistics
@@ -34,6 +37,7 @@ import httpx
 import psutil
 
 from bench.proxy_overhead import Router, log
+from bench.soak_causes import classify
 from tests.support.fake_hub import FakeHub
 from tests.support.tiny_gguf import write_tiny_gguf
 
@@ -64,16 +68,37 @@ class Sample:
     children: int
 
 
+# An answer's status (or the name of the httpx error, or "sse" for an SSE error event in a 200)
+# and its error message ("" when it has none).
+Outcome = tuple[int | str, str]
+UNEXPLAINED_SHOWN = 10  # examples the report prints
+
+
 @dataclass
 class Tally:
     done: Counter[str] = field(default_factory=Counter)
     statuses: Counter[str] = field(default_factory=Counter)
+    causes: Counter[str] = field(default_factory=Counter)
+    unexplained: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def count(self, action: str, status: int | str) -> None:
+    def count(self, action: str, *answers: tuple[str, Outcome]) -> None:
+        """One action done, with each answer it got as (what was asked, its outcome)."""
         with self.lock:
             self.done[action] += 1
-            self.statuses[f"{action}:{status}"] += 1
+            for kind, outcome in answers:
+                self.explain(kind, outcome)
+
+    def explain(self, kind: str, outcome: Outcome) -> None:
+        status, message = outcome
+        self.statuses[f"{kind}:{status}"] += 1
+        if isinstance(status, int) and 200 <= status < 300:
+            return
+        cause = classify(kind, status, message)
+        if cause is not None:
+            self.causes[cause.name] += 1
+        else:
+            self.unexplained.append(f"{kind}:{status} {message}")
 
 
 def _chat(model: str, stream: bool = True) -> dict[str, object]:
@@ -85,25 +110,43 @@ def _chat(model: str, stream: bool = True) -> dict[str, object]:
     }
 
 
-def _stream(client: httpx.Client, model: str, events: int | None, conversation: str = "") -> int:
-    """POST a chat stream; read ``events`` SSE chunks (None: all) and drop the connection."""
+def _error_message(body: bytes) -> str:
+    try:
+        return str(json.loads(body)["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return body[:200].decode(errors="replace")
+
+
+def _read(answer: httpx.Response, events: int | None) -> Outcome:
+    """Read ``events`` SSE lines (None: all) of an answer, watching for an error event."""
+    if not answer.is_success:
+        return answer.status_code, _error_message(answer.read())
+    for index, line in enumerate(answer.iter_lines()):
+        if line.startswith('data: {"error"'):
+            return "sse", _error_message(line.removeprefix("data: ").encode())
+        if events is not None and index >= events:
+            break
+    return answer.status_code, ""
+
+
+def _stream(
+    client: httpx.Client, model: str, events: int | None, conversation: str = ""
+) -> Outcome:
+    """POST a chat stream; read ``events`` SSE lines (None: all) and drop the connection."""
     headers = {"X-Conversation-Id": conversation} if conversation else {}
     with client.stream("POST", "/v1/chat/completions", json=_chat(model), headers=headers) as r:
-        for index, _ in enumerate(r.iter_lines()):
-            if events is not None and index >= events:
-                break
-        return r.status_code
+        return _read(r, events)
 
 
-def _resume(client: httpx.Client, model: str, conversation: str) -> int:
-    _stream(client, model, 1, conversation)
-    with client.stream("GET", "/v1/stream", params={"conv_id": conversation, "from": 0}) as r:
-        for _ in r.iter_bytes():
-            pass
-        return r.status_code
+def _resume(client: httpx.Client, model: str, conversation: str) -> list[tuple[str, Outcome]]:
+    """A session stream dropped after its first line, then replayed: both answers count."""
+    posted = _stream(client, model, 1, conversation)
+    params: dict[str, str | int] = {"conv_id": conversation, "from": 0}
+    with client.stream("GET", "/v1/stream", params=params) as r:
+        return [("resume", posted), ("replay", _read(r, None))]
 
 
-def _bad_body(client: httpx.Client, rng: random.Random) -> int:
+def _bad_body(client: httpx.Client, rng: random.Random) -> Outcome:
     kind = rng.choice(["json", "model", "size"])
     if kind == "json":
         body = b'{"model": "soak-a", "messages": ['
@@ -111,7 +154,8 @@ def _bad_body(client: httpx.Client, rng: random.Random) -> int:
         body = b'{"model": "no-such-model", "messages": []}'
     else:
         body = b" " * (MAX_BODY + 1)
-    return client.post("/v1/chat/completions", content=body).status_code
+    answer = client.post("/v1/chat/completions", content=body)
+    return answer.status_code, _error_message(answer.content)
 
 
 def _worker(url: str, seed: int, deadline: float, tally: Tally, stop: threading.Event) -> None:
@@ -123,29 +167,29 @@ def _worker(url: str, seed: int, deadline: float, tally: Tally, stop: threading.
         while time.monotonic() < deadline and not stop.is_set():
             action = rng.choices(names, weights)[0]
             model = rng.choice(MODELS)
-            status: int | str
+            answers: list[tuple[str, Outcome]]
             try:
                 if action == "stream":
-                    status = _stream(client, model, None)
+                    answers = [(action, _stream(client, model, None))]
                 elif action == "cancel":
-                    status = _stream(client, model, 1)
+                    answers = [(action, _stream(client, model, 1))]
                 elif action == "resume":
                     serial += 1
-                    status = _resume(client, model, f"soak-{seed}-{serial}")
+                    answers = _resume(client, model, f"soak-{seed}-{serial}")
                 elif action == "bad_body":
-                    status = _bad_body(client, rng)
+                    answers = [(action, _bad_body(client, rng))]
                 else:
                     answer = client.post("/models/unload", json={"model": model})
-                    status = answer.status_code
+                    answers = [(action, (answer.status_code, _error_message(answer.content)))]
             except httpx.HTTPError as exc:
-                status = type(exc).__name__
-            tally.count(action, status)
+                answers = [(action, (type(exc).__name__, str(exc)))]
+            tally.count(action, *answers)
 
 
 def _download_once(client: httpx.Client, tally: Tally) -> None:
     started = client.post("/models", json={"model": DOWNLOADED})
     if started.status_code != 200:
-        tally.count("download", started.status_code)
+        tally.count("download", ("download", (started.status_code, started.text[:200])))
         return
     status: int | str = "timeout"
     for _ in range(DOWNLOAD_WAIT_POLLS):
@@ -159,7 +203,7 @@ def _download_once(client: httpx.Client, tally: Tally) -> None:
             status = client.delete("/models", params={"model": DOWNLOADED}).status_code
             break
         time.sleep(0.2)
-    tally.count("download", status)
+    tally.count("download", ("download", (status, "")))
 
 
 def _downloader(url: str, deadline: float, tally: Tally, stop: threading.Event) -> None:
@@ -168,7 +212,7 @@ def _downloader(url: str, deadline: float, tally: Tally, stop: threading.Event) 
             try:
                 _download_once(client, tally)
             except httpx.HTTPError as exc:
-                tally.count("download", type(exc).__name__)
+                tally.count("download", ("download", (type(exc).__name__, str(exc))))
             stop.wait(min(DOWNLOAD_EVERY_SECONDS, max(0.0, deadline - time.monotonic())))
 
 
@@ -210,6 +254,12 @@ def report(samples: list[Sample], tally: Tally, minutes: float, left: list[int])
         )
     print("done: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.done.items())))
     print("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.statuses.items())))
+    print("errors by cause:")
+    for cause, count in tally.causes.most_common():
+        print(f"{count:>8}  {cause}")
+    print(f"{len(tally.unexplained):>8}  unexplained")
+    for example in tally.unexplained[:UNEXPLAINED_SHOWN]:
+        print(f"          {example}")
     print(f"processes left after the router stopped: {left or 'none'}")
 
 
@@ -263,8 +313,10 @@ def main(argv: list[str] | None = None) -> None:
                 thread.join(timeout=REQUEST_TIMEOUT)
             left = router.stop()
             left += [pid for pid in seen if psutil.pid_exists(pid) and _alive(pid)]
+            for record in router.failed_exits:  # graceful exits are logged at info
+                tally.explain("worker_exit", (str(record.get("code")), str(record.get("reason"))))
     report(samples, tally, args.minutes, sorted(set(left)))
-    sys.exit(1 if left else 0)
+    sys.exit(1 if left or tally.unexplained else 0)
 
 
 def _alive(pid: int) -> bool:

@@ -68,21 +68,22 @@ async def _forward_to(
         return await forward_to_peer(request, name, peer, body, detached=resumable)
     with scheduling_answered():
         state = rt.pool.get(name)
-    still_wanted = None
+    session = None
     if conversation and resumable:
-        ticket = rt.conversations.claim(conversation, state.entry.name)
-
-        def still_wanted() -> bool:
-            return rt.conversations.holds(conversation, ticket)
-
-    return await forward(
-        request,
-        rt.scheduler,
-        state,
-        body,
-        autoload=autoload_wanted(request, rt.settings.models_autoload),
-        still_wanted=still_wanted,
-    )
+        session = rt.conversations.claim(conversation, state.entry.name)
+    try:
+        return await forward(
+            request,
+            rt.scheduler,
+            state,
+            body,
+            autoload=autoload_wanted(request, rt.settings.models_autoload),
+            session=session,
+        )
+    except ApiError as exc:
+        if session is not None:  # replays are told why the session never started
+            session.fail(exc.message)
+        raise
 
 
 @post(PROXIED_POST, status_code=200)

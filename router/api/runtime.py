@@ -57,7 +57,7 @@ class RouterRuntime:
     peers: PeerSet = field(default_factory=PeerSet)
 
     def __post_init__(self) -> None:
-        self.pool.exit_listeners.append(self.conversations.forget_model)
+        self.pool.exit_listeners.append(self.conversations.worker_exited)
 
     async def reload(self) -> None:
         """Re-read the model sources (``?reload=1``, SIGHUP, a finished download) and list the

@@ -3,8 +3,10 @@
 Each goes to the worker that owns the conversation, found in the map filled when the
 conversation's POST was routed.
 
-None of them ever loads a model. While the owner is loading (or queued to load) a replay is
-told to retry (503); a DELETE meanwhile withdraws the parked request.
+None of them ever loads a model. A replay of a session whose POST still waits for its model's
+load is told to retry (503): that load will answer the POST. A replay of a session that is gone
+with its worker (the worker stopped or is stopping) is told so (404 with the reason), never to
+retry. A DELETE withdraws a parked POST.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
+from router.relay.conversations import stop_reason
 from router.relay.peer_proxy import forward_to_peer
 from router.relay.peers import PeerRoute
 from router.relay.proxy import relay
-from router.workers.model_state import ModelState, Status
+from router.workers.model_state import Status
 from router.workers.worker_http import UpstreamError
 
 __all__ = ["stream_routes"]
@@ -45,11 +48,6 @@ def _conversation(conv_id: str | None) -> str:
     if not conv_id:
         raise ApiError(400, "Missing conversation id in path")
     return conv_id
-
-
-def _owner(rt: RouterRuntime, conversation: str) -> ModelState | None:
-    model = rt.conversations.owner(conversation)
-    return rt.pool.models.get(model) if model is not None else None
 
 
 def _peer_owner(rt: RouterRuntime, conversation: str) -> tuple[str, PeerRoute] | None:
@@ -74,10 +72,6 @@ def _exchange(rt: RouterRuntime, model: str) -> Exchange | None:
     return client.exchange
 
 
-def _loading(rt: RouterRuntime, state: ModelState) -> bool:
-    return state.status is Status.LOADING or rt.scheduler.is_queued(state.entry.name)
-
-
 @get("/v1/stream")
 async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> ASGIResponse:
     rt = runtime(request)
@@ -85,13 +79,16 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
     remote = _peer_owner(rt, conversation)
     if remote is not None:
         return await forward_to_peer(request, *remote, None)
-    state = _owner(rt, conversation)
-    if state is None:
+    claim = rt.conversations.find(conversation)
+    if claim is not None and claim.ended is not None:
+        raise ApiError(404, f"Stream not found: {claim.ended}")
+    state = rt.pool.models.get(claim.model) if claim is not None else None
+    if claim is None or state is None:
         raise ApiError(404, "Stream not found or expired")
-    if not rt.scheduler.hold(state):
-        if _loading(rt, state):
-            raise ApiError(503, "Stream owner model is loading, retry later")
-        raise ApiError(404, "Stream not found or expired")
+    if not claim.attached:  # its POST waits for the model's load, which will answer it
+        raise ApiError(503, "Stream owner model is loading, retry later")
+    if not rt.scheduler.hold(state):  # its worker is on its way out, with the session
+        raise ApiError(404, f"Stream not found: {stop_reason(state)}")
     return await relay(request, rt.scheduler, state, None)
 
 

@@ -19,6 +19,7 @@ from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 from corral.http.disconnect import cancel_on_disconnect, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
+from router.relay.conversations import Claim
 from router.scheduling.answers import scheduling_answered
 from router.scheduling.scheduler import Scheduler
 from router.workers.model_state import ModelState
@@ -160,20 +161,20 @@ async def forward(
     body: bytes | None,
     *,
     autoload: bool,
-    still_wanted: Callable[[], bool] | None = None,
+    session: Claim | None = None,
 ) -> ASGIResponse:
     """Load the model if needed and allowed, then relay the request to its worker.
 
-    ``still_wanted`` marks a resumable-session POST (docs/protocol.md §5): its client may leave
+    ``session`` marks a resumable-session POST (docs/protocol.md §5): its client may leave
     while the model loads and it is forwarded all the same, so the generation lands in the
-    session; a DELETE of the conversation meanwhile makes ``still_wanted()`` false and the
-    request fails.
+    session. Only a DELETE of the conversation meanwhile withdraws it, and the request fails;
+    a worker that stops while it waits does not, as the next load answers it.
     """
     name = state.entry.name
     note_model(name)
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
-    detached = still_wanted is not None
+    detached = session is not None
     # Most requests find their model ready: no waiting, so no need to watch for a disconnect.
     with scheduling_answered():
         ready = scheduler.acquire_if_ready(name)
@@ -182,10 +183,10 @@ async def forward(
         else:
             waiting = scheduler.acquire(name)
             state = await (waiting if detached else until_disconnected(request, waiting))
-    if still_wanted is not None and not still_wanted():
+    if session is not None and not session.live():
         scheduler.release(state)
-        raise ApiError(400, "request cancelled by a stop while the model was loading")
-    return await relay(request, scheduler, state, body, detached=detached)
+        raise ApiError(400, "request cancelled by DELETE /v1/stream while the model was loading")
+    return await relay(request, scheduler, state, body, session=session)
 
 
 async def relay(
@@ -194,15 +195,22 @@ async def relay(
     state: ModelState,
     body: bytes | None,
     *,
-    detached: bool = False,
+    session: Claim | None = None,
 ) -> ASGIResponse:
-    """Send the request to the worker of a model it is already counted busy on."""
+    """Send the request to the worker of a model it is already counted busy on.
+
+    A ``session`` POST goes on even if its client leaves, and becomes the session of this
+    worker: attached with no await between the check that the worker runs and the send, so
+    the worker's exit (which ends its attached sessions) is either before both or after both.
+    """
     name = state.entry.name
     note_model(name)
     client = state.client
     if client is None:  # stopped between becoming ready and now
         scheduler.release(state)
         raise ApiError(503, f"model '{name}' is not running")
+    if session is not None:
+        session.attach()
     if request.method == "POST":  # GETs (props, slots, metrics) do not make a model recent
         scheduler.touch(state)
     try:
@@ -211,7 +219,7 @@ async def relay(
         scope = request.scope
         target, headers = request_target(scope), request_headers(scope)
         sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
-        upstream = await (sending if detached else until_disconnected(request, sending))
+        upstream = await (sending if session is not None else until_disconnected(request, sending))
     except BaseException as exc:
         scheduler.release(state)
         if isinstance(exc, UpstreamError):

@@ -74,10 +74,6 @@ class Scheduler:
         """Seconds each proxied request is held for upstream's deterministic tests, or 0."""
         return self._pool.fake_timing
 
-    def is_queued(self, name: str) -> bool:
-        """Whether requests wait for this model to load."""
-        return any(entry.name == name for entry in self._queue)
-
     @property
     def queue_depth(self) -> int:
         return sum(entry.waiters for entry in self._queue)

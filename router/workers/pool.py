@@ -70,7 +70,7 @@ class WorkerPool:
         # Upstream's debug hold (FAKE_TIMING_SECONDS), or 0: upstream's router mode has it,
         # a single-model llama-server does not.
         self.fake_timing = fake_timing
-        self.exit_listeners: list[Callable[[str], None]] = []  # called with a model's name
+        self.exit_listeners: list[Callable[[ModelState], None]] = []  # each worker's exit
         # Called with a model whose worker sent the first bytes of an answer since it started.
         self.answer_listeners: list[Callable[[ModelState], None]] = []
         self.changed = Broadcast()
@@ -313,7 +313,7 @@ class WorkerPool:
             fields.client = None
         fields.exited.set()
         for listener in self.exit_listeners:
-            listener(state.name)
+            listener(state)
         # The reason travels with the event (beyond upstream), so a client need not refetch.
         failure = {"error": fields.error} if fields.exit_code and fields.error else {}
         if fields.exit_code:  # as /models says it: why it failed

@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,14 +18,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests.support.chat_streams import long_answer, stream_body, wait_queued
 from tests.support.router_process import RouterProcess, running_router
-
-CHAT = [{"role": "user", "content": "hi"}]
-
-
-def _body(model: str, max_tokens: int) -> dict[str, Any]:
-    return {"model": model, "messages": CHAT, "max_tokens": max_tokens, "stream": True,
-            "ignore_eos": True}  # fmt: skip
 
 
 @pytest.fixture
@@ -37,38 +29,11 @@ def one_slot(models_dir: Path) -> Iterator[RouterProcess]:
         yield router
 
 
-@contextmanager
-def busy_alpha(router: RouterProcess) -> Iterator[None]:
-    """alpha generates until the block ends: nothing can evict it meanwhile."""
-    with router.client.stream("POST", "/v1/chat/completions", json=_body("alpha", 30_000)) as s:
-        lines = s.iter_lines()
-        next(line for line in lines if '"content":"' in line)
-        yield
-
-
-def _queued(router: RouterProcess) -> float:
-    text = router.client.get("/metrics").text
-    return float(next(line.split()[1] for line in text.splitlines()
-                      if line.startswith("corral_queue_depth")))  # fmt: skip
-
-
-def _until(condition: Callable[[], bool], what: str) -> None:
-    """Wait for a state the router reports but does not announce."""
-    deadline = time.monotonic() + 60
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
-
-
-def _wait_queued(router: RouterProcess) -> None:
-    _until(lambda: _queued(router) >= 1, "a request to queue for beta")
-
-
 def test_replay_lookup_and_stop_through_the_router(router: RouterProcess) -> None:
     conv = "chat-1::alpha"
     headers = {"X-Conversation-Id": conv}
     with router.client.stream(
-        "POST", "/v1/chat/completions", json=_body("alpha", 20), headers=headers
+        "POST", "/v1/chat/completions", json=stream_body("alpha", 20), headers=headers
     ) as response:
         received = b"".join(response.iter_raw())
     replay = router.client.get("/v1/stream", params={"conv_id": conv, "from": 0})
@@ -96,16 +61,18 @@ def test_replay_during_a_load_is_503_and_a_stop_cancels_the_parked_request(
     router = one_slot
     conv = "chat-2::beta"
     outcome: dict[str, httpx.Response] = {}
-    with busy_alpha(router):
+    with long_answer(router, "alpha"):
 
         def post() -> None:
             outcome["post"] = router.client.post(
-                "/v1/chat/completions", json=_body("beta", 5), headers={"X-Conversation-Id": conv}
+                "/v1/chat/completions",
+                json=stream_body("beta", 5),
+                headers={"X-Conversation-Id": conv},
             )
 
         poster = threading.Thread(target=post)
         poster.start()
-        _wait_queued(router)
+        wait_queued(router)
         waiting = router.client.get("/v1/stream", params={"conv_id": conv})
         assert waiting.status_code == 503
         assert waiting.json()["error"]["type"] == "unavailable_error"
@@ -135,9 +102,9 @@ def _raw_post(url: str, body: dict[str, Any], headers: dict[str, str]) -> socket
 def test_session_survives_a_client_that_vanished_during_the_load(one_slot: RouterProcess) -> None:
     router = one_slot
     conv = "chat-3::beta"
-    with busy_alpha(router):
-        sock = _raw_post(router.url, _body("beta", 8), {"X-Conversation-Id": conv})
-        _wait_queued(router)
+    with long_answer(router, "alpha"):
+        sock = _raw_post(router.url, stream_body("beta", 8), {"X-Conversation-Id": conv})
+        wait_queued(router)
         sock.close()  # the browser reloaded while beta was waiting for its slot
     # alpha went idle when its stream closed: beta loads, and the POST still reaches it.
     while not router.client.post("/v1/streams/lookup", json={"conversation_ids": [conv]}).json():
@@ -151,11 +118,16 @@ def test_session_survives_a_client_that_vanished_during_the_load(one_slot: Route
 def test_unloading_the_owner_forgets_its_conversations(router: RouterProcess) -> None:
     conv = "chat-4"
     with router.client.stream(
-        "POST", "/v1/chat/completions", json=_body("alpha", 3), headers={"X-Conversation-Id": conv}
+        "POST",
+        "/v1/chat/completions",
+        json=stream_body("alpha", 3),
+        headers={"X-Conversation-Id": conv},
     ) as response:
         b"".join(response.iter_raw())
     assert router.client.get("/v1/stream", params={"conv_id": conv}).status_code == 200
     assert router.client.post("/models/unload", json={"model": "alpha"}).status_code == 200
     router.wait_for_log("worker exited", model="alpha")
-    assert router.client.get("/v1/stream", params={"conv_id": conv}).status_code == 404
+    gone = router.client.get("/v1/stream", params={"conv_id": conv})
+    assert gone.status_code == 404
+    assert gone.json()["error"]["message"] == "Stream not found: model 'alpha' stopped"
     assert router.models()["alpha"]["status"]["value"] == "unloaded"  # a replay loads nothing
