@@ -24,6 +24,7 @@ from router.api.runtime import RouterRuntime, load_catalogue, load_peers
 from router.api.tools import tool_routes
 from router.catalogue.catalogue import Catalogue, CatalogueEntry, CatalogueError
 from router.catalogue.file_check import model_file_problem
+from router.scheduling.leases import release_leases
 from router.scheduling.scheduler import Scheduler
 from router.security.guard import ApiKeyAuth
 from router.security.request_limits import body_limit_handlers
@@ -165,7 +166,8 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             *cors_proxy_routes,
         ],
         exception_handlers=auth.exception_handlers(handlers),
-        middleware=auth.middleware(),
+        # Outermost: leases on models end with their request, whatever ends it.
+        middleware=[release_leases, *auth.middleware()],
         lifespan=[lifespan],
         state=State({"auth": auth, "tools": tools}),
         # Litestar checks Content-Length before reading and counts the bytes of a chunked

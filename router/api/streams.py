@@ -87,7 +87,8 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
         raise ApiError(404, "Stream not found or expired")
     if not claim.attached:  # its POST waits for the model's load, which will answer it
         raise ApiError(503, "Stream owner model is loading, retry later")
-    if not rt.scheduler.hold(state):  # its worker is on its way out, with the session
+    # A lease for this request, never a load; None: its worker is on its way out, with the session.
+    if rt.scheduler.hold(state, request.scope) is None:
         raise ApiError(404, f"Stream not found: {stop_reason(state)}")
     return await relay(request, rt.scheduler, state, None)
 

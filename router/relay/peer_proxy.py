@@ -99,6 +99,4 @@ async def forward_to_peer(
         stats.errors += 1
         return ApiError(502, f"peer '{peer.name}' stopped while answering: {exc}")
 
-    return RelayResponse(
-        upstream, name, progress=lambda: None, done=lambda: None, cut_error=cut_error
-    )
+    return RelayResponse(upstream, name, progress=lambda: None, cut_error=cut_error)

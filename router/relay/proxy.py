@@ -79,12 +79,13 @@ class RelayResponse(ASGIResponse):
     """A worker's (or a peer's) answer passed on as it comes: its status, headers, body.
 
     Whatever ends the relay (the last byte, a client disconnect, the worker going away), the
-    upstream answer is closed and the model released in ``finally``: an unfinished answer closes
-    its connection, which tells the worker to stop generating (docs/protocol.md §3). A stream
+    upstream answer is closed in ``finally``: an unfinished answer closes its connection, which
+    tells the worker to stop generating (docs/protocol.md §3). The model's lease ends with the
+    request, just after (router/scheduling/leases.py). A stream
     cut by the upstream ends with the SSE error event ``cut_error`` makes of the reason.
     """
 
-    __slots__ = ("_cut_error", "_done", "_headers", "_name", "_progress", "_upstream")
+    __slots__ = ("_cut_error", "_headers", "_name", "_progress", "_upstream")
 
     def __init__(
         self,
@@ -92,7 +93,6 @@ class RelayResponse(ASGIResponse):
         name: str,
         *,
         progress: Callable[[], None],
-        done: Callable[[], None],
         cut_error: Callable[[UpstreamError], ApiError],
     ) -> None:
         super().__init__(status_code=upstream.status)
@@ -101,7 +101,6 @@ class RelayResponse(ASGIResponse):
         self._name = name
         self._cut_error = cut_error
         self._progress = progress  # every chunk tells the stall watchdog the worker works
-        self._done = done
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -118,7 +117,6 @@ class RelayResponse(ASGIResponse):
                 group.cancel_scope.cancel()
         finally:
             self._upstream.close()
-            self._done()
 
     async def _start(self, send: Send, extra: list[tuple[bytes, bytes]]) -> None:
         start: HTTPResponseStartEvent = {
@@ -174,19 +172,18 @@ async def forward(
     note_model(name)
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
-    detached = session is not None
+    # The lease is the request's until it ends (router/scheduling/leases.py): every return
+    # and raise below gives it back, with no release here.
+    scope = request.scope
     # Most requests find their model ready: no waiting, so no need to watch for a disconnect.
     with scheduling_answered():
-        ready = scheduler.acquire_if_ready(name)
-        if ready is not None:
-            state = ready
-        else:
-            waiting = scheduler.acquire(name)
-            state = await (waiting if detached else until_disconnected(request, waiting))
+        lease = scheduler.acquire_if_ready(name, scope)
+        if lease is None:
+            waiting = scheduler.acquire(name, scope)
+            lease = await (waiting if session is not None else until_disconnected(request, waiting))
     if session is not None and not session.live():
-        scheduler.release(state)
         raise ApiError(400, "request cancelled by DELETE /v1/stream while the model was loading")
-    return await relay(request, scheduler, state, body, session=session)
+    return await relay(request, scheduler, lease.state, body, session=session)
 
 
 async def relay(
@@ -197,7 +194,8 @@ async def relay(
     *,
     session: Claim | None = None,
 ) -> ASGIResponse:
-    """Send the request to the worker of a model it is already counted busy on.
+    """Send the request to the worker of a model it holds a lease on (given back when the
+    request ends, router/scheduling/leases.py).
 
     A ``session`` POST goes on even if its client leaves, and becomes the session of this
     worker: attached with no await between the check that the worker runs and the send, so
@@ -207,7 +205,6 @@ async def relay(
     note_model(name)
     client = state.client
     if client is None:  # stopped between becoming ready and now
-        scheduler.release(state)
         raise ApiError(503, f"model '{name}' is not running")
     if session is not None:
         session.attach()
@@ -220,14 +217,11 @@ async def relay(
         target, headers = request_target(scope), request_headers(scope)
         sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
         upstream = await (sending if session is not None else until_disconnected(request, sending))
-    except BaseException as exc:
-        scheduler.release(state)
-        if isinstance(exc, UpstreamError):
-            fault = _fault_error(state)
-            if fault is not None:
-                raise fault from None
-            raise ApiError(503, f"model '{name}' is unavailable: {exc}") from None
-        raise
+    except UpstreamError as exc:
+        fault = _fault_error(state)
+        if fault is not None:
+            raise fault from None
+        raise ApiError(503, f"model '{name}' is unavailable: {exc}") from None
     scheduler.note_progress(state)  # the answer's head arrived: the worker works
 
     def cut_error(_: UpstreamError) -> ApiError:
@@ -238,6 +232,5 @@ async def relay(
         upstream,
         name,
         progress=lambda: scheduler.note_progress(state),
-        done=lambda: scheduler.release(state),
         cut_error=cut_error,
     )

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import anyio
 import structlog
 
+from router.scheduling.leases import Lease, RequestScope, bind
 from router.workers.errors import (
     AlreadyRunning,
     LoadFailed,
@@ -78,18 +79,19 @@ class Scheduler:
     def queue_depth(self) -> int:
         return sum(entry.waiters for entry in self._queue)
 
-    def acquire_if_ready(self, name: str) -> ModelState | None:
+    def acquire_if_ready(self, name: str, request: RequestScope) -> Lease | None:
         """The fast path of :meth:`acquire`: the model serves now, so nothing waits."""
-        state = self._pool.get(name)
-        return state if self._pool.claim(state) else None
+        return self.hold(self._pool.get(name), request)
 
-    async def acquire(self, name: str) -> ModelState:
-        """Return the model once it serves, loading it (and evicting others) as needed.
+    async def acquire(self, name: str, request: RequestScope) -> Lease:
+        """A lease on the model once it serves, loading it (and evicting others) as needed.
 
         The request is counted busy on the model before it leaves the queue, so nobody can evict
-        the model between its load and its use; the caller must :meth:`release` it.
+        the model between its load and its use. The lease is bound to ``request`` at that
+        moment and given back when the request ends (:mod:`router.scheduling.leases`), even if
+        the request is cancelled before its handler sees the lease.
         """
-        ready = self.acquire_if_ready(name)
+        ready = self.acquire_if_ready(name, request)
         if ready is not None:
             return ready
         if 0 < self._max_queue <= self.queue_depth:
@@ -100,21 +102,22 @@ class Scheduler:
         entry = self._join(name)
         started = time.monotonic()  # real time, not the clock: a metric, never a decision
         try:
-            return await self._wait_for(name, entry)
+            return await self._wait_for(name, entry, request)
         finally:
             self._leave(entry)
             self.waits += 1
             self.wait_seconds += time.monotonic() - started
 
-    async def _wait_for(self, name: str, entry: _Entry) -> ModelState:
+    async def _wait_for(self, name: str, entry: _Entry, request: RequestScope) -> Lease:
         changed = self._pool.changed
         saw_loading = False
         while True:
             # Looked up each time: a reload may give the model new settings (a new state) or
             # remove it, which is ModelNotFound as for any unknown model.
             state = self._pool.get(name)
-            if self._pool.claim(state):  # counted busy before it leaves the queue
-                return state
+            lease = self.hold(state, request)  # counted busy before it leaves the queue
+            if lease is not None:
+                return lease
             if state.status is Status.LOADING and not state.stop_requested:
                 saw_loading = entry.claimed = True
             elif state.status is Status.UNLOADED:
@@ -269,13 +272,15 @@ class Scheduler:
             self.unload_expired_now()
             await anyio.sleep(_TTL_CHECK_SECONDS)
 
-    def hold(self, state: ModelState) -> bool:
-        """Count a request on a model that is running now, without ever loading it.
+    def hold(self, state: ModelState, request: RequestScope) -> Lease | None:
+        """A lease on a model that is running now, without ever loading it; None if it is not.
 
-        For replays of resumable streams: they follow a worker's session, and must neither
-        start a worker nor let the model be evicted under them. False if it is not running.
+        Also for replays of resumable streams: they follow a worker's session, and must neither
+        start a worker nor let the model be evicted under them.
         """
-        return self._pool.claim(state)
+        if not self._pool.claim(state):
+            return None
+        return bind(request, Lease(state, self._release))
 
     def note_progress(self, state: ModelState) -> None:
         """The worker sent part of an answer: it is not stalled (see
@@ -286,8 +291,8 @@ class Scheduler:
         """A request was sent to the model: it is now the most recently used."""
         self._pool.touch(state)
 
-    def release(self, state: ModelState) -> None:
-        """A request acquired with :meth:`acquire` finished: the model may be evictable now."""
+    def _release(self, state: ModelState) -> None:
+        """A lease ended (its request did): the model may be evictable now."""
         self._pool.release(state)
         self._observe(state)  # after use is when a model holds the most
         if state.in_flight == 0:

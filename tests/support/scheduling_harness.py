@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
 from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState
@@ -32,13 +33,20 @@ class Harness:
     ) -> None:
         self.pool, self.scheduler, self.launcher, self.clock = pool, scheduler, launcher, clock
         self.spares = spares
+        self._leases: dict[str, list[Lease]] = {}  # what busy() took, per model
 
     def state(self, name: str) -> ModelState:
         return self.pool.models[name]
 
     def busy(self, state: ModelState) -> None:
-        """A request is being served by this model."""
-        assert self.pool.claim(state)
+        """A request is being served by this model, until :meth:`done`."""
+        lease = self.scheduler.hold(state, {})
+        assert lease is not None
+        self._leases.setdefault(state.name, []).append(lease)
+
+    def done(self, state: ModelState) -> None:
+        """The oldest request marked :meth:`busy` on this model ended: its lease goes back."""
+        self._leases[state.name].pop(0).release()
 
     def used_at(self, state: ModelState, when: float) -> None:
         """The model was last used at ``when`` on the fake clock."""
@@ -62,11 +70,12 @@ class Harness:
                 await self.launcher.spawned.wait()
 
     async def request(self, name: str) -> ModelState:
-        """What a proxied request does: acquire the model, relay its answer, release it."""
-        state = await self.scheduler.acquire(name)
-        self.scheduler.note_progress(state)
-        self.scheduler.release(state)
-        return state
+        """What a proxied request does: acquire the model, relay its answer, end (its lease
+        goes back)."""
+        lease = await self.scheduler.acquire(name, {})
+        self.scheduler.note_progress(lease.state)
+        lease.release()
+        return lease.state
 
     async def load(self, name: str) -> ModelState:
         """Bring a model up through the scheduler, as a request would."""

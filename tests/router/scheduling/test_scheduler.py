@@ -76,7 +76,7 @@ async def test_busy_model_is_never_evicted() -> None:
         assert a.status is Status.LOADED
         assert h.launcher.launched == ["a"]
 
-        h.scheduler.release(a)  # now idle: the queue may take its place
+        h.done(a)  # now idle: the queue may take its place
         await h.launched("b")
         assert h.state("a").status is Status.UNLOADED
         h.launcher.children["b"].ready()
@@ -91,7 +91,7 @@ async def test_disconnect_while_queued_evicts_nothing() -> None:
         await h.until(lambda: h.scheduler.queue_depth == 1)
         waiting.cancel()
         await h.until(lambda: h.scheduler.queue_depth == 0)
-        h.scheduler.release(a)
+        h.done(a)
         assert not a.stop_requested
         assert a.status is Status.LOADED
         assert h.launcher.launched == ["a"]
@@ -134,9 +134,9 @@ async def test_fresh_model_is_not_evicted_before_its_waiters_are_served() -> Non
         got: dict[str, bool] = {}
 
         async def request(name: str) -> None:
-            state = await h.scheduler.acquire(name)
-            got[name] = state.stop_requested  # must be a usable model when handed over
-            h.scheduler.release(state)
+            lease = await h.scheduler.acquire(name, {})
+            got[name] = lease.state.stop_requested  # must be a usable model when handed over
+            lease.release()
 
         group.start_soon(request, "b")
         await h.launched("b")
@@ -213,7 +213,7 @@ async def test_explicit_load_evicts_and_refuses_when_everything_is_busy() -> Non
         h.busy(a)
         with pytest.raises(NoRoom):
             await h.scheduler.load_now("b")
-        h.pool.release(a)
+        h.done(a)
         async with anyio.create_task_group() as group:
             group.start_soon(h.scheduler.load_now, "b")
             await h.launched("b")
@@ -264,7 +264,7 @@ async def test_busy_model_outlives_its_ttl() -> None:
         h.clock.advance(3600.0)  # many ttls pass; none may stop a busy model
         assert h.scheduler.unload_expired_now() == []
         assert not a.stop_requested
-        h.scheduler.release(a)
+        h.done(a)
         assert h.scheduler.unload_expired_now() == [a]
 
 
@@ -309,7 +309,7 @@ async def test_a_reload_that_removes_a_queued_model_fails_its_waiters_and_evicts
                 await h.until(lambda: h.scheduler.queue_depth == 1)
                 await h.pool.reload(Catalogue({"a": a.entry}))
         assert [f.model for f in failures] == ["b"]
-        h.scheduler.release(a)  # ticks: nothing is queued any more
+        h.done(a)  # ticks: nothing is queued any more
         assert a.status is Status.LOADED
         assert not a.stop_requested
         assert h.scheduler.queue_depth == 0
@@ -330,7 +330,7 @@ async def test_a_queued_request_follows_its_model_to_new_settings_after_a_reload
                 await h.until(lambda: h.scheduler.queue_depth == 1)
                 b_entry = replace(h.state("b").entry, ttl=60.0)
                 await h.pool.reload(Catalogue({"a": a.entry, "b": b_entry}))
-                h.scheduler.release(a)  # a goes idle and makes room
+                h.done(a)  # a goes idle and makes room
                 await h.launched("b")
                 h.launcher.children["b"].ready()
         assert served == [h.state("b")]

@@ -51,7 +51,7 @@ async def test_a_busy_model_is_never_evicted_to_free_memory() -> None:
             h.scheduler.tick()
             assert not a.stop_requested
             assert h.launcher.launched == ["a"]
-            h.scheduler.release(a)  # a goes idle: now it may make room
+            h.done(a)  # a goes idle: now it may make room
             await h.launched("b")
             h.launcher.children["b"].ready()
         assert a.status is Status.UNLOADED

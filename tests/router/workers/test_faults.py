@@ -120,7 +120,7 @@ async def test_a_busy_worker_without_progress_is_killed_and_loads_again() -> Non
         assert unloaded.data["reason"] == "stalled"
         assert status["retry_after"] == 0.5  # its first failure: the shortest backoff
 
-        h.scheduler.release(a)  # the cut relay lets go of it
+        h.done(a)  # the cut relay lets go of it
         h.advance(0.5)
         async with anyio.create_task_group() as group:
             group.start_soon(h.request, "a")
@@ -260,7 +260,7 @@ async def test_requests_beyond_max_queue_are_refused_with_retry_after() -> None:
         await h.until(lambda: h.scheduler.queue_depth == 2)
 
         with pytest.raises(QueueFull) as refused:
-            await h.scheduler.acquire("c")
+            await h.scheduler.acquire("c", {})
         assert h.scheduler.rejections == 1
         assert h.scheduler.queue_depth == 2
         assert "c" not in h.launcher.launched

@@ -14,6 +14,7 @@ import anyio.lowlevel
 import pytest
 
 from router.catalogue.catalogue import CatalogueEntry
+from router.scheduling.leases import Lease
 from router.workers.errors import LoadFailed
 from router.workers.memory_budget import SPARE_WORKER_BYTES, MemoryBudget
 from router.workers.model_state import ModelFields, ModelState, Status
@@ -68,22 +69,23 @@ async def test_the_replacement_waits_for_the_first_answer_not_the_load() -> None
     async with harness(models_max=1, spares=1) as h:
         h.spares.fill()
         spare = await _warm_spare(h, "spare1")
-        acquired: list[ModelState] = []
+        acquired: list[Lease] = []
 
         async def acquire() -> None:
-            acquired.append(await h.scheduler.acquire("a"))
+            acquired.append(await h.scheduler.acquire("a", {}))
 
         async with anyio.create_task_group() as group:
             group.start_soon(acquire)
             await _settled(lambda: bool(spare.loads))
             spare.ready()
-        [state] = acquired  # loaded and handed to its request, which has no answer yet
+        [lease] = acquired  # loaded and handed to its request, which has no answer yet
+        state = lease.state
         await anyio.wait_all_tasks_blocked()
         assert h.launcher.launched == ["spare1"]
         h.scheduler.note_progress(state)  # the answer's first bytes
         await h.launched("spare2")
         h.scheduler.note_progress(state)  # later bytes start nothing more
-        h.scheduler.release(state)
+        lease.release()
         await anyio.wait_all_tasks_blocked()
         assert h.launcher.launched == ["spare1", "spare2"]
 
@@ -152,7 +154,7 @@ async def test_a_handed_over_worker_that_fails_is_the_model_failing() -> None:
 
         async def load() -> None:
             with pytest.raises(LoadFailed):
-                await h.scheduler.acquire("a")
+                await h.scheduler.acquire("a", {})
 
         async with anyio.create_task_group() as group:
             group.start_soon(load)
