@@ -20,7 +20,7 @@ import pytest
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
-GOLDENS = Path(__file__).parent / "template_goldens"
+GOLDENS = Path(__file__).parents[1] / "template_goldens"
 SEARCH: dict[str, Any] = {
     "type": "function",
     "function": {
