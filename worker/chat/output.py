@@ -4,7 +4,8 @@ The model's chat template says which format it speaks (:func:`~worker.chat.forma
 A template with a tool-call syntax of its own gets it parsed back out of the output, under a
 lazy grammar that keeps the calls well formed; a template without one gets Corral's generic
 JSON tool mode (:mod:`worker.chat.json_tools`). Thinking is split off as ``reasoning_content`` per
-``--reasoning-format`` or the request's ``reasoning_format`` (docs/tool-calls.md).
+``--reasoning-format`` or the request's ``reasoning_format`` (docs/tool-calls.md). A family is
+known here only through :class:`~worker.chat.formats.NativeSyntax`, whatever its shape.
 """
 
 from __future__ import annotations
@@ -23,15 +24,7 @@ from worker.chat.formats import (
     ToolCall,
     ToolSyntax,
     detect_format,
-    tool_grammar,
 )
-from worker.chat.formats.family_grammars import family_grammar
-from worker.chat.formats.harmony import HarmonySyntax
-from worker.chat.formats.json_calls import JsonToolSyntax
-from worker.chat.formats.muse import MuseSyntax
-from worker.chat.formats.python_tag import PythonTagSyntax
-from worker.chat.formats.recipients import RecipientSyntax
-from worker.chat.formats.xml_calls import XmlToolSyntax
 from worker.chat.json_tools import ToolPlan, chosen_tools, plan_tools
 from worker.sampling.grammars import GrammarError
 
@@ -86,12 +79,7 @@ def _native_grammar(
 ) -> tuple[str, tuple[str, ...]]:
     chosen = [{"type": "function", "function": f} for f in functions.values()]
     try:
-        if isinstance(native, JsonToolSyntax | XmlToolSyntax | PythonTagSyntax):
-            built = tool_grammar(
-                native, chosen, lazy=not required, parallel=parallel, thinking=thinking
-            )
-        else:
-            built = family_grammar(native, chosen, lazy=not required, parallel=parallel)
+        built = native.grammar(chosen, lazy=not required, parallel=parallel, thinking=thinking)
     except Exception as exc:  # the schema converter raises bare exceptions
         raise ApiError(400, f"tools cannot be converted to a grammar: {exc}") from None
     return built.gbnf, built.triggers
@@ -117,37 +105,30 @@ def plan_output(
     chat_format = detect_format(template_source)
     legacy = reasoning_format == "deepseek-legacy"
     thinking = chat_format.thinking if reasoning_format != "none" else None
-    syntax: ToolSyntax | None = None
-    # These frame every answer, so they are read with or without tools.
-    if isinstance(chat_format.tools, HarmonySyntax):
-        syntax = HarmonySyntax(split_reasoning=reasoning_format != "none")
-    elif isinstance(chat_format.tools, MuseSyntax):
-        syntax = MuseSyntax(split_reasoning=reasoning_format != "none")
-    elif isinstance(chat_format.tools, RecipientSyntax):
-        syntax = chat_format.tools
+    own = chat_format.tools
+    if own is not None:
+        own = own.with_reasoning(reasoning_format != "none")
+    # A syntax that frames every answer (gpt-oss's channels…) is read with or without tools.
+    syntax: ToolSyntax | None = own if own is not None and own.frames_answer else None
     grammar: str | None = None
     triggers: tuple[str, ...] = ()
+    generic = False
     if tools and tool_choice != "none":
-        native_syntax = chat_format.tools if native else None
+        told = own if native else None
         try:
             functions, required = chosen_tools(tools, tool_choice)
-            plan = plan_tools(tools, tool_choice) if native_syntax is None else None
+            plan = plan_tools(tools, tool_choice) if told is None else None
         except GrammarError as exc:
             raise ApiError(400, str(exc)) from None
         if plan is not None:
             messages, grammar, syntax = plan.prepare(messages), plan.grammar, _GenericSyntax(plan)
-        elif native_syntax is not None:
-            told = native_syntax
-            if isinstance(native_syntax, XmlToolSyntax | PythonTagSyntax):
-                told = native_syntax.with_tools(tools)
-            if isinstance(syntax, MuseSyntax):
-                syntax = syntax.with_tools(tools)
-            syntax = syntax or told  # gpt-oss and Muse Glimmer keep their reasoning split
+            generic = True
+        elif told is not None:
+            syntax = told = told.with_tools(tools)
             grammar, triggers = _native_grammar(
                 told, functions, required, parallel_tool_calls, chat_format.thinking
             )
     markers = chat_format.content_markers
     whole = OutputParser(syntax, thinking, reasoning_in_content=legacy, content_markers=markers)
     stream = OutputParser(syntax, None if legacy else thinking, content_markers=markers)
-    generic = isinstance(syntax, _GenericSyntax)
     return OutputPlan(chat_format, messages, grammar, triggers, whole, stream, generic)

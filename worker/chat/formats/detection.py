@@ -12,28 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from worker.chat.formats import families
-from worker.chat.formats.gemma4 import GEMMA4, Gemma4Syntax
-from worker.chat.formats.harmony import GPT_OSS, HarmonySyntax
-from worker.chat.formats.json_calls import JsonToolSyntax
-from worker.chat.formats.muse import MUSE_GLIMMER, MuseSyntax
+from worker.chat.formats.gemma4 import GEMMA4
+from worker.chat.formats.harmony import GPT_OSS
+from worker.chat.formats.muse import MUSE_GLIMMER
 from worker.chat.formats.python_tag import PythonTagSyntax
-from worker.chat.formats.pythonic import LFM2, PythonicSyntax
+from worker.chat.formats.pythonic import LFM2
 from worker.chat.formats.reasoning import ThinkingTags
-from worker.chat.formats.recipients import FUNCTIONARY_V3_2, RecipientSyntax
-from worker.chat.formats.xml_calls import XmlToolSyntax
+from worker.chat.formats.recipients import FUNCTIONARY_V3_2
+from worker.chat.formats.syntax import NativeSyntax
 
-__all__ = ["FORMATS", "ChatFormat", "NativeSyntax", "detect_format"]
-
-NativeSyntax = (
-    JsonToolSyntax
-    | XmlToolSyntax
-    | HarmonySyntax
-    | RecipientSyntax
-    | Gemma4Syntax
-    | PythonicSyntax
-    | PythonTagSyntax
-    | MuseSyntax
-)
+__all__ = ["FORMATS", "ChatFormat", "detect_format"]
 
 _COHERE_THINKING = ThinkingTags("<|START_THINKING|>", "<|END_THINKING|>")
 _THINKING = (ThinkingTags(), ThinkingTags("[THINK]", "[/THINK]"))

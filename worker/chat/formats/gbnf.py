@@ -9,7 +9,10 @@ from typing import Any
 from llama_cpp.llama_grammar import SchemaConverter
 
 __all__ = [
+    "GAP_RULE",
     "ToolGrammar",
+    "argument_rules",
+    "choice",
     "functions",
     "literal",
     "regex_escape",
@@ -17,6 +20,9 @@ __all__ = [
     "text_without",
 ]
 
+# llama.cpp's "space" (json-schema-to-grammar.cpp's SPACE_RULE): a bounded run, so a model
+# cannot pad a call forever. Named apart: llama-cpp-python's converter defines its own "space".
+GAP_RULE = 'gap ::= | " " | "\\n"{1,2} [ \\t]{0,20}'
 # Characters a trigger must escape in llama.cpp's (ECMAScript) regular expressions.
 _REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
 # llama-cpp-python's converter is untyped; its three methods used here are visit,
@@ -34,6 +40,11 @@ def literal(text: str) -> str:
     """``text`` as a GBNF string literal."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
+
+
+def choice(calls: list[str]) -> str:
+    """One of ``calls``, each a GBNF sequence."""
+    return " | ".join(f"( {call} )" for call in calls)
 
 
 def _class(char: str) -> str:
@@ -66,3 +77,12 @@ def functions(tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
         (t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
         for t in tools
     ]
+
+
+def argument_rules(converter: Any, tools: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each tool's name and the rule ``converter`` makes of its parameters' schema."""
+    rules = []
+    for index, (name, parameters) in enumerate(functions(tools)):
+        schema = converter.resolve_refs(parameters, f"tool-{index}")
+        rules.append((name, converter.visit(schema, f"tool-{index}-args")))
+    return rules

@@ -4,7 +4,9 @@
 The arguments are Gemma's own notation, not JSON: keys are bare, strings are quoted with
 ``<|"|>``, numbers, booleans, ``null``, arrays and nested dicts are as in JSON. They are
 converted to a JSON object. A call is given to a stream by name as soon as it opens and its
-arguments once it closes (a prefix of converted notation is not a prefix of the JSON).
+arguments once it closes (a prefix of converted notation is not a prefix of the JSON). The
+grammar, triggered by ``<|tool_call>``, holds the arguments to Gemma's notation, not to the
+tool's schema, as llama.cpp's does.
 """
 
 from __future__ import annotations
@@ -13,12 +15,32 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from worker.chat.formats.gbnf import (
+    GAP_RULE,
+    ToolGrammar,
+    choice,
+    functions,
+    literal,
+    regex_escape,
+    text_without,
+)
 from worker.chat.formats.message import ParsedMessage, ToolCall
+from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import MalformedToolCall, held_back
+from worker.chat.formats.syntax import NativeSyntax
 
 __all__ = ["GEMMA4", "Gemma4Syntax"]
 
 _OPEN, _CLOSE, _QUOTE = "<|tool_call>call:", "<tool_call|>", '<|"|>'
+_GRAMMAR_VALUES = (
+    'gemma4-string ::= "<|\\"|>" ([^<] | "<" [^|])* "<|\\"|>"',
+    'gemma4-number ::= "-"? [0-9]+ ("." [0-9]+)? ([eE] [-+]? [0-9]+)?',
+    'gemma4-kv ::= [^:}]+ ":" gap gemma4-value',
+    'gemma4-dict ::= "{" gap ("}" | gemma4-kv ("," gap gemma4-kv)* gap "}")',
+    'gemma4-array ::= "[" gap ("]" | gemma4-value ("," gap gemma4-value)* gap "]")',
+    "gemma4-value ::= gemma4-string | gemma4-dict | gemma4-array | gemma4-number"
+    ' | "true" | "false" | "null"',
+)
 
 
 class _Reader:
@@ -116,7 +138,27 @@ def gemma_arguments(notation: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Gemma4Syntax:
+class Gemma4Syntax(NativeSyntax):
+    def grammar(
+        self,
+        tools: list[dict[str, Any]],
+        *,
+        lazy: bool,
+        parallel: bool,
+        thinking: ThinkingTags | None = None,
+    ) -> ToolGrammar:
+        calls = [f'"<|tool_call>call:" {literal(name)} gemma4-dict "<tool_call|>"'
+                 for name, _ in functions(tools)]  # fmt: skip
+        repeat = " tool-call*" if parallel else ""
+        rules = [GAP_RULE, *_GRAMMAR_VALUES, f"tool-call ::= {choice(calls)}"]
+        if lazy:
+            return ToolGrammar(
+                "\n".join([*rules, f"root ::= tool-call{repeat}"]), (regex_escape("<|tool_call>"),)
+            )
+        thought = f'("<|channel>thought" {text_without("<channel|>")} "<channel|>")?'
+        root = f'root ::= "<|turn>model\\n"? {thought} tool-call{repeat}'
+        return ToolGrammar("\n".join([*rules, root]), ())
+
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         start = text.find(_OPEN)
         if start < 0:

@@ -7,21 +7,35 @@
 
 ``analysis`` is the thinking, ``final`` and ``commentary`` the content, and a message with a
 ``to=functions.f`` recipient (in its role or its channel header) a call of ``f``. The format
-frames every answer, so it is read whether or not the request has tools.
+frames every answer, so it is read whether or not the request has tools. Its grammar is
+llama.cpp's (``common/parsers/gpt_oss.cpp``): one call per answer, the arguments held to the
+tool's schema; with ``required``, thinking and preamble messages may come first.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
+from worker.chat.formats.gbnf import (
+    GAP_RULE,
+    ToolGrammar,
+    argument_rules,
+    choice,
+    literal,
+    schema_converter,
+    text_without,
+)
 from worker.chat.formats.message import ParsedMessage, ToolCall
+from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import (
     MalformedToolCall,
     arguments_object,
     held_back,
     marked_segments,
 )
+from worker.chat.formats.syntax import NativeSyntax
 
 __all__ = ["GPT_OSS", "HarmonySyntax"]
 
@@ -30,11 +44,55 @@ _MESSAGE = "<|message|>"
 _ENDS = ("<|end|>", "<|call|>", "<|return|>")
 _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 _CHANNEL = re.compile(r"<\|channel\|>(\w+)")
+# llama.cpp's triggers, the first two for a call at the very start of the answer.
+_TRIGGERS = (
+    r"^\s+to$",
+    r"^<\|channel\|>(?:commentary|analysis)\s+to=functions$",
+    r"<\|start\|>assistant(\s+to)",
+    r"<\|start\|>assistant(<\|channel\|>(?:commentary|analysis)\s+to)",
+)
 
 
 @dataclass(frozen=True, slots=True)
-class HarmonySyntax:
+class HarmonySyntax(NativeSyntax):
     split_reasoning: bool = True  # False (reasoning_format none): analysis stays in content
+    frames_answer: ClassVar[bool] = True
+
+    def with_reasoning(self, split: bool) -> HarmonySyntax:
+        return replace(self, split_reasoning=split)
+
+    def grammar(
+        self,
+        tools: list[dict[str, Any]],
+        *,
+        lazy: bool,
+        parallel: bool,
+        thinking: ThinkingTags | None = None,
+    ) -> ToolGrammar:
+        converter = schema_converter()
+        calls = []
+        for name, args in argument_rules(converter, tools):
+            recipient = literal(f" to=functions.{name}")
+            calls.append(f'{recipient} channel constraint "<|message|>" {args}')
+            calls.append(f'channel {recipient} constraint "<|message|>" {args}')
+        rules = [
+            converter.format_grammar(),
+            GAP_RULE,
+            'channel ::= "<|channel|>" ("commentary" | "analysis")',
+            'constraint ::= (gap "<|constrain|>"? [A-Za-z0-9_-]+)?',
+            f"tool-call ::= {choice(calls)}",
+        ]
+        if lazy:  # gpt-oss makes one call per answer, whatever ``parallel`` says
+            return ToolGrammar("\n".join([*rules, "root ::= tool-call"]), _TRIGGERS)
+        # Thinking and preambles may come first, each its own message, as llama.cpp allows.
+        rules += [
+            f"message-text ::= {text_without('<|end|>')}",
+            'stray ::= ("<|channel|>commentary" " to=assistant"?)?',
+            'analysis ::= stray "<|channel|>analysis<|message|>" message-text "<|end|>"',
+            'preamble ::= "<|channel|>commentary<|message|>" message-text "<|end|>"',
+            'root ::= ((analysis | preamble) "<|start|>assistant")* tool-call',
+        ]
+        return ToolGrammar("\n".join(rules), ())
 
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         message = ParsedMessage()

@@ -5,6 +5,8 @@ Each is described by data (:class:`JsonToolSyntax`): the literal that opens the 
 either a JSON array of call objects after it, or a run of calls that each open with a pattern
 (capturing the function name when the format puts it outside the JSON) and close with a literal.
 Argument text is kept as the model wrote it, so streamed pieces add up to the final arguments.
+The grammar holds each call to its tool's JSON Schema, with the rules of llama-cpp-python's port
+of llama.cpp's schema converter.
 """
 
 from __future__ import annotations
@@ -12,8 +14,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from worker.chat.formats.gbnf import (
+    ToolGrammar,
+    functions,
+    literal,
+    regex_escape,
+    schema_converter,
+)
 from worker.chat.formats.message import ParsedMessage, ToolCall
+from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import (
     MalformedToolCall,
     arguments_object,
@@ -22,6 +33,8 @@ from worker.chat.formats.scanning import (
     may_open,
     named_call_head,
 )
+from worker.chat.formats.syntax import NativeSyntax
+from worker.chat.formats.tool_grammar import ToolSection
 
 __all__ = ["JsonToolSyntax"]
 
@@ -42,7 +55,7 @@ def _skip_space(text: str, pos: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class JsonToolSyntax:
+class JsonToolSyntax(NativeSyntax):
     trigger: str  # the literal every tool-call section starts with
     consume_trigger: bool = True  # False: the trigger is the start of each call's own head
     # Regex opening each call (groups ``name`` and ``id`` when the format writes them there);
@@ -62,6 +75,65 @@ class JsonToolSyntax:
     @property
     def markers(self) -> tuple[str, ...]:
         return (self.trigger,)
+
+    def grammar(
+        self,
+        tools: list[dict[str, Any]],
+        *,
+        lazy: bool,
+        parallel: bool,
+        thinking: ThinkingTags | None = None,
+    ) -> ToolGrammar:
+        converter = self.schema_converter()
+        calls = self.call_rules(tools, converter)
+        return self.section().grammar(
+            converter.format_grammar(), calls, lazy=lazy, parallel=parallel, thinking=thinking
+        )
+
+    def schema_converter(self) -> Any:
+        """The converter for the calls' JSON, which collects the rules the calls use."""
+        # Keys in the order the models write them: the id first for Command R7B, last for Mistral.
+        keys = [self.name_keys[0], self.args_keys[0]]
+        if self.id_key:
+            keys.insert(0 if self.id_key != "id" else 2, self.id_key)
+        return schema_converter({key: index for index, key in enumerate(keys)})
+
+    def call_rules(self, tools: list[dict[str, Any]], converter: Any) -> list[str]:
+        """Each tool's call, as GBNF."""
+        calls: list[str] = []
+        named = "(?P<name>" in (self.call_head or "")
+        tail = literal(self.write_tail) if self.write_tail else ""
+        for index, (name, parameters) in enumerate(functions(tools)):
+            schema = converter.resolve_refs(parameters, f"tool-{index}")
+            if named:
+                args = converter.visit(schema, f"tool-{index}-args")
+                head = literal(self.write_head.replace("{name}", name))
+                calls.append(f"{head} {args} {tail}".strip())
+                continue
+            properties: dict[str, Any] = {self.name_keys[0]: {"const": name},
+                                          self.args_keys[0]: schema}  # fmt: skip
+            if self.name_is_key:
+                properties = {name: schema}
+            if self.id_key == "id":  # Mistral Nemo's nine-character call ids
+                properties["id"] = {"type": "string", "pattern": "^[a-zA-Z0-9]{9}$"}
+            elif self.id_key:
+                properties[self.id_key] = {"type": "string"}
+            call = {"type": "object", "properties": properties, "required": list(properties)}
+            body = converter.visit(call, f"tool-{index}-call")
+            head = literal(self.write_head) if self.write_head else ""
+            calls.append(f"{head} {body} {tail}".strip())
+        return calls
+
+    def section(self, *more_triggers: str) -> ToolSection:
+        """Where the calls sit; ``more_triggers`` also start a lazy grammar (Llama 3.x's
+        built-in tools)."""
+        trigger = regex_escape(self.trigger)
+        if self.at_start:
+            trigger = rf"^\s*({trigger})"
+        opening = self.trigger if self.consume_trigger else ""
+        return ToolSection(
+            opening, self.section_end, self.call_head is None, (trigger, *more_triggers)
+        )
 
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         start = text.find(self.trigger)

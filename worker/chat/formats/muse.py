@@ -10,21 +10,25 @@ llama.cpp's ``common_chat_params_init_muse_glimmer`` reads it)::
 ``self`` is the thinking, ``user`` (or no recipient) the content, any other recipient a
 message holding tool calls. The prompt ends with ``<|start|>assistant``, so the answer starts
 with the first message's recipient. The format frames every answer, so it is read whether or
-not the request has tools.
+not the request has tools. Its grammar is triggered by a message to a recipient other than
+``self`` or ``user``, as llama.cpp's; with ``required`` thinking messages may come first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
+from worker.chat.formats.gbnf import GAP_RULE, ToolGrammar, choice, functions, literal, text_without
 from worker.chat.formats.message import ParsedMessage
+from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import MalformedToolCall, held_back, marked_segments
+from worker.chat.formats.syntax import NativeSyntax
 from worker.chat.formats.xml_calls import XmlToolSyntax
 
 __all__ = ["MUSE_CALLS", "MUSE_GLIMMER", "MuseSyntax"]
 
-START = "<|start|>assistant"
+_START = "<|start|>assistant"
 _MESSAGE = "<|message|>"
 _ENDS = ("<|eom|>", "<|eot|>")
 MUSE_CALLS = XmlToolSyntax(
@@ -41,19 +45,59 @@ MUSE_CALLS = XmlToolSyntax(
     section_end="</atem:function_calls>",
     trim_values=False,
 )
+# llama.cpp's trigger: a message to a recipient other than self or user.
+_TRIGGER = (
+    r"(?:^|<\|start\|>assistant)( to=(?!self<\|message\|>)(?!user<\|message\|>)[^<]*?"
+    r"<\|message\|>)"
+)
 
 
 @dataclass(frozen=True, slots=True)
-class MuseSyntax:
+class MuseSyntax(NativeSyntax):
     calls: XmlToolSyntax = MUSE_CALLS
     split_reasoning: bool = True  # False (reasoning_format none): the thinking stays in content
+    frames_answer: ClassVar[bool] = True
 
     def with_tools(self, tools: list[dict[str, Any]]) -> MuseSyntax:
         return replace(self, calls=self.calls.with_tools(tools))
 
+    def with_reasoning(self, split: bool) -> MuseSyntax:
+        return replace(self, split_reasoning=split)
+
+    def grammar(
+        self,
+        tools: list[dict[str, Any]],
+        *,
+        lazy: bool,
+        parallel: bool,
+        thinking: ThinkingTags | None = None,
+    ) -> ToolGrammar:
+        calls = []
+        for name, parameters in functions(tools):
+            params = " | ".join(
+                f"{literal(self.calls.write_param.replace('{key}', key))} muse-value "
+                '"</atem:parameter>"'
+                for key in parameters.get("properties") or {}
+            )
+            body = f"(( {params} ) gap)* " if params else ""
+            head = f'"<atem:invoke name=\\"" {literal(name)} "\\">" gap'
+            calls.append(
+                f'" to=" [^<]* "<|message|><atem:function_calls>" gap {head} {body}'
+                '"</atem:invoke>" gap "</atem:function_calls>"'
+            )
+        repeat = f' ("<|eom|>" {literal(_START)} tool-call)*' if parallel else ""
+        rules = [GAP_RULE, 'muse-value ::= ([^<] | "<" [^/])*', f"tool-call ::= {choice(calls)}"]
+        if lazy:
+            return ToolGrammar("\n".join([*rules, f"root ::= tool-call{repeat}"]), (_TRIGGER,))
+        thinking_message = (
+            f'" to=self<|message|>" {text_without("<|eom|>")} "<|eom|>" {literal(_START)}'
+        )
+        root = f"root ::= ({thinking_message})* tool-call{repeat}"
+        return ToolGrammar("\n".join([*rules, root]), ())
+
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         message = ParsedMessage()
-        for segment, open_ in marked_segments(text, START, partial):
+        for segment, open_ in marked_segments(text, _START, partial):
             self._segment(segment, open_, message)
         return message
 

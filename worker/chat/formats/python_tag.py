@@ -8,7 +8,8 @@
 A built-in call is one of the request's tools named as Meta's built-ins are
 (:data:`BUILTIN_TOOLS`) with keyword arguments whose values are JSON. Text after the tag that is
 not such a call is code for the request's ``python``/``code_interpreter`` tool, when it has one.
-Built-in calls are only recognised whole, so a stream gets them when the answer ends.
+Built-in calls are only recognised whole, so a stream gets them when the answer ends. The
+grammar adds the built-in calls, as llama.cpp's wrote them, to the custom tools' JSON calls.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from worker.chat.formats.gbnf import ToolGrammar, functions, literal, regex_escape
 from worker.chat.formats.json_calls import JsonToolSyntax
 from worker.chat.formats.message import ParsedMessage, ToolCall
+from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import MalformedToolCall, held_back, json_value
+from worker.chat.formats.syntax import NativeSyntax
 
 __all__ = ["BUILTIN_TOOLS", "CODE_TOOLS", "PYTHON_TAG", "PythonTagSyntax"]
 
@@ -66,14 +70,49 @@ def _builtin_call(text: str, names: frozenset[str]) -> ToolCall | None:
     return ToolCall(head[1], json.dumps(arguments, ensure_ascii=False))
 
 
+def _builtin_calls(
+    builtin: frozenset[str], tools: list[dict[str, Any]], converter: Any
+) -> list[str]:
+    """``<|python_tag|>name.call(k=v, …)`` for the request's built-in tools, each argument a
+    JSON value of its schema, as llama.cpp's grammar writes them."""
+    calls: list[str] = []
+    for index, (name, parameters) in enumerate(functions(tools)):
+        if name not in builtin:
+            continue
+        schema = converter.resolve_refs(parameters, f"builtin-{index}")
+        properties = schema.get("properties") or {BUILTIN_TOOLS[name]: {"type": "string"}}
+        args = ' ", " '.join(
+            f"{literal(key + '=')} {converter.visit(value, f'builtin-{index}-{key}')}"
+            for key, value in properties.items()
+        )
+        calls.append(f"{literal(PYTHON_TAG + name + '.call(')} {args} {literal(')')}")
+    return calls
+
+
 @dataclass(frozen=True, slots=True)
-class PythonTagSyntax:
+class PythonTagSyntax(NativeSyntax):
     custom: JsonToolSyntax  # how the custom tools are called
     builtin: frozenset[str] = frozenset()  # the request's tools that are Meta's built-ins
 
-    @property
-    def trigger(self) -> str:
-        return PYTHON_TAG
+    def grammar(
+        self,
+        tools: list[dict[str, Any]],
+        *,
+        lazy: bool,
+        parallel: bool,
+        thinking: ThinkingTags | None = None,
+    ) -> ToolGrammar:
+        converter = self.custom.schema_converter()
+        calls = self.custom.call_rules(tools, converter)
+        builtin = _builtin_calls(self.builtin, tools, converter)
+        section = self.custom.section(*((regex_escape(PYTHON_TAG),) if builtin else ()))
+        return section.grammar(
+            converter.format_grammar(),
+            [*calls, *builtin],
+            lazy=lazy,
+            parallel=parallel,
+            thinking=thinking,
+        )
 
     def with_tools(self, tools: list[dict[str, Any]]) -> PythonTagSyntax:
         names = {str((t.get("function") or {}).get("name")) for t in tools}

@@ -4,7 +4,9 @@
 
 The list is read with Python's own parser (:mod:`ast`, nothing is evaluated): keyword
 arguments become the JSON object, with Python's and JSON's literals (``True``/``true``,
-``None``/``null``) both accepted. A stream gets the calls once their list closes.
+``None``/``null``) both accepted. A stream gets the calls once their list closes. The grammar,
+triggered by the list's opening marker, allows only the tool's parameters as keywords: a
+``string`` parameter takes a quoted string, others any Python or JSON literal.
 """
 
 from __future__ import annotations
@@ -14,12 +16,33 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from worker.chat.formats.gbnf import (
+    GAP_RULE,
+    ToolGrammar,
+    choice,
+    functions,
+    literal,
+    regex_escape,
+    text_without,
+)
 from worker.chat.formats.message import ParsedMessage, ToolCall
+from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import MalformedToolCall, held_back
+from worker.chat.formats.syntax import NativeSyntax
 
 __all__ = ["LFM2", "PythonicSyntax"]
 
 _JSON_NAMES = {"true": True, "false": False, "null": None}
+_GRAMMAR_VALUES = (
+    'py-string ::= "\\"" ([^"\\\\] | "\\\\" [^\\n])* "\\""'
+    ' | "\'" ([^\'\\\\] | "\\\\" [^\\n])* "\'"',
+    'py-number ::= "-"? [0-9]+ ("." [0-9]+)? ([eE] [-+]? [0-9]+)?',
+    'py-dict ::= "{" gap ("}" | py-kv ("," gap py-kv)* gap "}")',
+    'py-kv ::= py-string gap ":" gap py-value',
+    'py-list ::= "[" gap ("]" | py-value ("," gap py-value)* gap "]")',
+    "py-value ::= py-dict | py-list | py-string | py-number"
+    ' | "True" | "False" | "None" | "true" | "false" | "null"',
+)
 
 
 def _value(node: ast.expr) -> Any:
@@ -64,9 +87,37 @@ def _calls(source: str) -> list[ToolCall]:
 
 
 @dataclass(frozen=True, slots=True)
-class PythonicSyntax:
+class PythonicSyntax(NativeSyntax):
     trigger: str = "<|tool_call_start|>"
     end: str = "<|tool_call_end|>"
+
+    def grammar(
+        self,
+        tools: list[dict[str, Any]],
+        *,
+        lazy: bool,
+        parallel: bool,
+        thinking: ThinkingTags | None = None,
+    ) -> ToolGrammar:
+        calls = []
+        for name, parameters in functions(tools):
+            properties = parameters.get("properties") or {}
+            args = " | ".join(
+                f"{literal(key + '=')} "
+                + ("py-string" if isinstance(s, dict) and s.get("type") == "string" else "py-value")
+                for key, s in properties.items()
+            )
+            body = f'( {args} ) ("," gap ( {args} ))*' if args else ""
+            calls.append(f'{literal(name + "(")} gap {body} gap ")"')
+        repeat = ' ("," gap tool-call)*' if parallel else ""
+        section = f'{literal(self.trigger)} "[" gap tool-call{repeat} gap "]" {literal(self.end)}'
+        rules = [GAP_RULE, *_GRAMMAR_VALUES, f"tool-call ::= {choice(calls)}"]
+        if lazy:
+            return ToolGrammar(
+                "\n".join([*rules, f"root ::= {section}"]), (regex_escape(self.trigger),)
+            )
+        before = text_without(self.trigger)  # thinking and text may come first, as in llama.cpp
+        return ToolGrammar("\n".join([*rules, f"root ::= {before} {section}"]), ())
 
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         message = ParsedMessage()

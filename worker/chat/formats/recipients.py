@@ -9,14 +9,28 @@ The prompt ends with ``>>>``, so the answer starts with a recipient line::
 
 ``all`` is the content; any other recipient is a call of that function, its arguments the JSON
 that follows. The format frames every answer, so it is read whether or not the request has tools.
+Its grammar is triggered by a recipient line naming a function and holds the arguments to the
+tool's schema; with ``required`` an ``all`` message may come first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from worker.chat.formats.gbnf import (
+    ToolGrammar,
+    argument_rules,
+    choice,
+    literal,
+    regex_escape,
+    schema_converter,
+    text_without,
+)
 from worker.chat.formats.message import ParsedMessage, ToolCall
+from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import MalformedToolCall, arguments_object, held_back
+from worker.chat.formats.syntax import NativeSyntax
 
 __all__ = ["FUNCTIONARY_V3_2", "RecipientSyntax"]
 
@@ -24,8 +38,32 @@ _NEXT = ">>>"
 
 
 @dataclass(frozen=True, slots=True)
-class RecipientSyntax:
+class RecipientSyntax(NativeSyntax):
     everyone: str = "all"  # the recipient whose messages are content
+    frames_answer: ClassVar[bool] = True
+
+    def grammar(
+        self,
+        tools: list[dict[str, Any]],
+        *,
+        lazy: bool,
+        parallel: bool,
+        thinking: ThinkingTags | None = None,
+    ) -> ToolGrammar:
+        converter = schema_converter()
+        calls = [
+            f"{literal(name + chr(10))} {args}" for name, args in argument_rules(converter, tools)
+        ]
+        repeat = f' ("{_NEXT}" tool-call)*' if parallel else ""
+        rules = [converter.format_grammar(), f"tool-call ::= {choice(calls)}"]
+        if lazy:
+            # A call opens the answer (the prompt ends with ">>>") or follows ">>>" later.
+            everyone = regex_escape(self.everyone)
+            triggers = (rf"^(?!{everyone}\n)([\w.-]+\n)", rf"(>>>)(?!{everyone}\n)[\w.-]+\n")
+            root = f'root ::= "{_NEXT}"? tool-call{repeat}'
+            return ToolGrammar("\n".join([*rules, root]), triggers)
+        content = f'{literal(self.everyone + chr(10))} {text_without(_NEXT)} "{_NEXT}"'
+        return ToolGrammar("\n".join([*rules, f"root ::= ({content})? tool-call{repeat}"]), ())
 
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         message = ParsedMessage()

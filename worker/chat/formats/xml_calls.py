@@ -3,6 +3,7 @@
 The arguments are rebuilt as a JSON object. A parameter whose schema says string is a JSON
 string; any other value is read as JSON when it parses, else kept as a string (llama.cpp does
 the same). While streaming, a string value is sent as it grows, so pieces add up to the object.
+The grammar allows any text without ``</`` as a value rather than each parameter's schema.
 """
 
 from __future__ import annotations
@@ -12,10 +13,17 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from worker.chat.formats.gbnf import ToolGrammar, functions, literal, regex_escape
 from worker.chat.formats.message import ParsedMessage, ToolCall
+from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import MalformedToolCall, held_back, may_open
+from worker.chat.formats.syntax import NativeSyntax
+from worker.chat.formats.tool_grammar import ToolSection
 
 __all__ = ["XmlToolSyntax"]
+
+# An XML argument value: any text that does not close a tag.
+_XML_VALUE = 'xml-value ::= ([^<] | "<" [^/])*'
 
 
 def _dump(value: Any) -> str:
@@ -41,12 +49,18 @@ def _trim(raw: str) -> str:
     return raw[:-1] if raw.endswith("\n") else raw
 
 
+def _param(written: str, key: str, schema: Any) -> str:
+    """A parameter's opening tag; ``{string}`` says whether the schema makes it a string."""
+    is_string = isinstance(schema, dict) and schema.get("type") == "string"
+    return written.replace("{key}", key).replace("{string}", str(is_string).lower())
+
+
 class _Cut(Exception):
     """The text ends inside the tool calls (a partial stream)."""
 
 
 @dataclass(frozen=True, slots=True)
-class XmlToolSyntax:
+class XmlToolSyntax(NativeSyntax):
     trigger: str  # the literal every tool-call section starts with
     call_open: str  # regex for one call's opening (after whitespace), group ``name``
     call_close: str
@@ -80,6 +94,29 @@ class XmlToolSyntax:
                 if isinstance(schema, dict) and schema.get("type") == "string"
             )
         return replace(self, string_params=strings)
+
+    def grammar(
+        self,
+        tools: list[dict[str, Any]],
+        *,
+        lazy: bool,
+        parallel: bool,
+        thinking: ThinkingTags | None = None,
+    ) -> ToolGrammar:
+        calls: list[str] = []
+        for name, parameters in functions(tools):
+            properties = parameters.get("properties") or {}
+            params = " | ".join(
+                f"{literal(_param(self.write_param, key, schema))} xml-value "
+                f"{literal(_param(self.write_param_end, key, schema))}"
+                for key, schema in properties.items()
+            )
+            head = literal(self.write_head.replace("{name}", name))
+            body = f"({params})* " if params else ""
+            calls.append(f"{head} {body}{literal(self.write_tail)}")
+        opening = self.trigger if self.consume_trigger else ""
+        section = ToolSection(opening, self.section_end, False, (regex_escape(self.trigger),))
+        return section.grammar(_XML_VALUE, calls, lazy=lazy, parallel=parallel, thinking=thinking)
 
     def parse(self, text: str, partial: bool) -> ParsedMessage:
         start = text.find(self.trigger)

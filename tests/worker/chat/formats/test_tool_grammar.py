@@ -8,8 +8,7 @@ from typing import Any
 import llama_cpp
 import pytest
 
-from worker.chat.formats import ThinkingTags, families, tool_grammar
-from worker.chat.formats.family_grammars import family_grammar
+from worker.chat.formats import ThinkingTags, families
 from worker.chat.formats.gemma4 import GEMMA4
 from worker.chat.formats.harmony import GPT_OSS
 from worker.chat.formats.muse import MUSE_GLIMMER
@@ -38,7 +37,7 @@ SYNTAXES = list(families.__all__)
 @pytest.mark.parametrize("name", SYNTAXES)
 @pytest.mark.parametrize("lazy", [True, False])
 def test_the_grammar_parses_in_llama_cpp(vocab: Any, name: str, lazy: bool) -> None:
-    grammar = tool_grammar(getattr(families, name), TOOLS, lazy=lazy, parallel=True)
+    grammar = getattr(families, name).grammar(TOOLS, lazy=lazy, parallel=True)
     assert bool(grammar.triggers) is lazy
     GrammarSampler(vocab, grammar.gbnf, grammar.triggers).free()
 
@@ -46,8 +45,7 @@ def test_the_grammar_parses_in_llama_cpp(vocab: Any, name: str, lazy: bool) -> N
 @pytest.mark.parametrize("name", SYNTAXES)
 def test_an_eager_grammar_lets_a_thinking_model_think_first(vocab: Any, name: str) -> None:
     tags = ThinkingTags("[THINK]", "[/THINK]") if name == "MISTRAL" else ThinkingTags()
-    grammar = tool_grammar(getattr(families, name), TOOLS, lazy=False, parallel=False,
-                           thinking=tags)  # fmt: skip
+    grammar = getattr(families, name).grammar(TOOLS, lazy=False, parallel=False, thinking=tags)
     assert grammar.gbnf.splitlines()[-1].startswith(f"root ::= ({_gbnf(tags.start)}? thought")
     GrammarSampler(vocab, grammar.gbnf, grammar.triggers).free()
 
@@ -57,19 +55,17 @@ def _gbnf(text: str) -> str:
 
 
 def test_the_grammar_names_only_the_given_tools() -> None:
-    grammar = tool_grammar(families.HERMES, TOOLS[1:], lazy=True, parallel=False)
+    grammar = families.HERMES.grammar(TOOLS[1:], lazy=True, parallel=False)
     assert '"\\"now\\""' in grammar.gbnf
     assert "get_weather" not in grammar.gbnf
     assert grammar.gbnf.endswith("root ::= tool-call")  # one call only
 
 
 def test_triggers_are_escaped_regular_expressions() -> None:
-    assert tool_grammar(families.GRANITE, TOOLS, lazy=True, parallel=True).triggers == (
+    assert families.GRANITE.grammar(TOOLS, lazy=True, parallel=True).triggers == (
         r"<\|tool_call\|>",
     )
-    assert tool_grammar(families.LLAMA_3_JSON, TOOLS, lazy=True, parallel=True).triggers == (
-        r"^\s*(\{)",
-    )
+    assert families.LLAMA_3_JSON.grammar(TOOLS, lazy=True, parallel=True).triggers == (r"^\s*(\{)",)
 
 
 @pytest.mark.parametrize("lazy", [True, False])
@@ -80,7 +76,7 @@ def test_llama_3_builtin_calls_follow_the_python_tag(vocab: Any, lazy: bool) -> 
         {"type": "function", "function": {"name": "brave_search", "parameters": search}},
     ]
     syntax = PythonTagSyntax(families.LLAMA_3_JSON).with_tools(tools)
-    grammar = tool_grammar(syntax, tools, lazy=lazy, parallel=False)
+    grammar = syntax.grammar(tools, lazy=lazy, parallel=False)
     assert '"<|python_tag|>brave_search.call(" "query=" ' in grammar.gbnf
     assert grammar.triggers == ((r"^\s*(\{)", r"<\|python_tag\|>") if lazy else ())
     GrammarSampler(vocab, grammar.gbnf, grammar.triggers).free()
@@ -161,8 +157,8 @@ FAMILIES: dict[str, tuple[Any, str, str, str]] = {
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_grammars_hold_calls_to_the_tools(vocab: Any, family: str) -> None:
     syntax, auto, required, wrong = FAMILIES[family]
-    lazy = family_grammar(syntax, TOOLS, lazy=True, parallel=True)
-    eager = family_grammar(syntax, TOOLS, lazy=False, parallel=True)
+    lazy = syntax.grammar(TOOLS, lazy=True, parallel=True)
+    eager = syntax.grammar(TOOLS, lazy=False, parallel=True)
     assert lazy.triggers
     assert eager.triggers == ()
     assert _accepts(vocab, lazy.gbnf, lazy.triggers, auto)
@@ -173,14 +169,14 @@ def test_family_grammars_hold_calls_to_the_tools(vocab: Any, family: str) -> Non
 
 
 def test_one_call_only_without_parallel_tool_calls(vocab: Any) -> None:
-    grammar = family_grammar(LFM2, TOOLS, lazy=False, parallel=False)
+    grammar = LFM2.grammar(TOOLS, lazy=False, parallel=False)
     one = "<|tool_call_start|>[now()]<|tool_call_end|>"
     assert _accepts(vocab, grammar.gbnf, (), one)
     assert not _accepts(vocab, grammar.gbnf, (), one.replace("now()", "now(), now()"))
 
 
 def test_minimax_m3_closes_each_parameter_by_its_name(vocab: Any) -> None:
-    grammar = tool_grammar(families.MINIMAX_M3, TOOLS, lazy=True, parallel=False)
+    grammar = families.MINIMAX_M3.grammar(TOOLS, lazy=True, parallel=False)
     call = (
         'Sure.]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">'
         "]<]minimax[>[<city>Oslo]<]minimax[>[</city>]<]minimax[>[</invoke>\n"

@@ -12,9 +12,14 @@ from typing import Any
 import pytest
 
 from tests.support.output_splits import calls_of, every_split
-from worker.chat.formats import OutputParser, OutputStream, ParsedMessage, detect_format
+from worker.chat.formats import (
+    NativeSyntax,
+    OutputParser,
+    OutputStream,
+    ParsedMessage,
+    detect_format,
+)
 from worker.chat.formats import families as f
-from worker.chat.formats.detection import NativeSyntax
 
 WEATHER_TOOLS = [
     {
