@@ -166,6 +166,73 @@ def test_the_import_linter_contracts_break_on_a_cross_import(
     assert result.returncode == 0, result.stdout
 
 
+def import_cycles(root: Path) -> list[list[str]]:
+    """Groups of modules under ``root`` that import one another in a circle (annotations-only
+    imports included: a circle of types is still a circle a reader has to untangle)."""
+    modules = {
+        _module_name(path, root): path
+        for package in (CORE, *PROCESSES)
+        for path in sorted((root / package).rglob("*.py"))
+    }
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                # "from package import module" imports the module, not the package's own names.
+                named = {f"{node.module}.{alias.name}" for alias in node.names}
+                targets |= named & modules.keys() or {node.module}
+        graph[module] = {target for target in targets if target in modules} - {module}
+    # Tarjan's strongly connected components: each of more than one module is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(circles)
+
+
+def test_no_modules_import_one_another_in_a_circle() -> None:
+    # A circle makes the layers inside a folder meaningless (the engine's batching -> slot
+    # files -> model -> batching was one): what depends on what must read one way.
+    assert import_cycles(ROOT) == []
+
+
+def test_the_cycle_scan_finds_a_circle(tmp_path: Path) -> None:
+    for package in (CORE, *PROCESSES):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "worker" / "a.py").write_text("from worker.b import thing\n")
+    (tmp_path / "worker" / "b.py").write_text("from worker import c\n")
+    (tmp_path / "worker" / "c.py").write_text("import worker.a\n")
+    (tmp_path / "worker" / "d.py").write_text("import worker.a\n")  # on the circle's edge
+    assert import_cycles(tmp_path) == [["worker.a", "worker.b", "worker.c"]]
+
+
 def test_test_modules_share_helpers_only_through_tests_support() -> None:
     # Importing a helper from another test module runs that module's tests' fixtures and imports
     # too, and ties two suites together: shared helpers live in tests/support/ instead.

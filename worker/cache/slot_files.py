@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from corral.http.errors import ApiError
+from worker.engine.batching import slot_index
 from worker.host.llama_bindings import llama_cpp
 
 if TYPE_CHECKING:
     from worker.engine.model import LoadedModel
 
-__all__ = ["erase_slot", "restore_slot", "save_slot", "slot_index", "valid_filename"]
+__all__ = ["erase_slot", "restore_slot", "save_slot", "valid_filename"]
 
 _PACKED_VERSION = 1
 _MAX_FILENAME_BYTES = 255
@@ -45,12 +46,6 @@ def valid_filename(name: str) -> bool:
     if name[0] == " " or name[-1] in " .":
         return False
     return ".." not in name and name != "."
-
-
-def slot_index(id_slot: int, n_slots: int) -> int:
-    """Which slot an id names: upstream wraps it around (``id_slot % slots.size()``, in C's
-    unsigned arithmetic, so -1 is the last slot of two)."""
-    return (id_slot % (1 << 64)) % n_slots
 
 
 def _slot(model: LoadedModel, id_slot: int) -> Any:

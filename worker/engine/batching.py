@@ -18,7 +18,6 @@ from typing import Any
 import structlog
 
 from worker.cache.slot_cache import Slot, SlotCaches, reusable
-from worker.cache.slot_files import slot_index
 from worker.engine.context_shift import shift_context
 from worker.engine.generation import EngineMetrics, Failed, Generation
 from worker.engine.lora_adapters import AdapterScales, LoraAdapters
@@ -30,11 +29,17 @@ from worker.sampling.token_probs import token_probs
 from worker.speculative import Speculator
 from worker.speculative.drafts import propose_drafts
 
-__all__ = ["BatchEngine"]
+__all__ = ["BatchEngine", "slot_index"]
 
 _log = structlog.get_logger("corral.worker.batching")
 # llama_decode: no room in the KV cache for the batch (include/llama.h).
 _NO_KV_ROOM = 1
+
+
+def slot_index(id_slot: int, n_slots: int) -> int:
+    """Which slot an id names: upstream wraps it around (``id_slot % slots.size()``, in C's
+    unsigned arithmetic, so -1 is the last slot of two)."""
+    return (id_slot % (1 << 64)) % n_slots
 
 
 class BatchEngine:

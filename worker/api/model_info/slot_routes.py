@@ -14,7 +14,8 @@ from litestar import get, post
 from litestar.params import FromQuery
 
 from corral.http.errors import ApiError
-from worker.cache.slot_files import erase_slot, restore_slot, save_slot, slot_index, valid_filename
+from worker.cache.slot_files import erase_slot, restore_slot, save_slot, valid_filename
+from worker.engine.batching import slot_index
 from worker.engine.model import LoadedModel
 from worker.sampling.generation_settings import generation_settings
 from worker.state import AnyRequest, loaded
