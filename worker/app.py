@@ -13,7 +13,7 @@ from litestar.datastructures import State
 
 from corral.children.environment import max_body_from
 from corral.http.errors import exception_handlers
-from worker.answer.generation_pipeline import ContextError, context_error_response
+from worker.answer.generation_request import ContextError, context_error_response
 from worker.api.anthropic.routes import anthropic_routes
 from worker.api.chat.routes import chat_routes
 from worker.api.completions.routes import completion_routes

@@ -8,16 +8,16 @@ the settings the request ran with (docs/api.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from worker.answer.answer_context import AnswerContext
 from worker.answer.sampling_fields import SamplingFields
 from worker.engine.generation import Finished
 from worker.engine.model import LoadedModel
 from worker.sampling.chain import SamplingParams
 from worker.sampling.generation_settings import generation_settings
 
-__all__ = ["NativeAnswer", "native_final", "request_settings"]
+__all__ = ["native_final", "request_settings"]
 
 
 def request_settings(
@@ -35,39 +35,29 @@ def request_settings(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class NativeAnswer:
-    """What the final body says besides the generation's own counts."""
-
-    model: str
-    prompt_text: str  # the prompt as text, as llama-server reports it
-    settings: dict[str, Any]  # generation_settings
-
-
 def native_final(
-    answer: NativeAnswer,
-    index: int,
-    text: str,
-    finished: Finished,
-    tokens: list[int],
-    has_new_line: bool,
+    context: AnswerContext, text: str, finished: Finished, tokens: list[int], has_new_line: bool
 ) -> dict[str, Any]:
-    """llama-server's final ``/completion`` body (server-task.cpp, ``to_json_non_oaicompat``)."""
+    """llama-server's final ``/completion`` body (server-task.cpp, ``to_json_non_oaicompat``).
+
+    A route that renders no prompt text (``/infill``) shows an empty prompt and no settings.
+    """
+    rendered = context.rendered
     if finished.stop_word is not None:
         stop_type = "word"
     else:
         stop_type = "limit" if finished.reason == "length" else "eos"
     return {
-        "index": index,
+        "index": context.index,
         "content": text,
         "tokens": tokens,
         "id_slot": finished.id_slot,
         "stop": True,
-        "model": answer.model,
+        "model": context.model,
         "tokens_predicted": finished.predicted_tokens,
         "tokens_evaluated": finished.prompt_tokens,
-        "generation_settings": answer.settings,
-        "prompt": answer.prompt_text,
+        "generation_settings": {} if rendered is None else rendered.settings,
+        "prompt": "" if rendered is None else rendered.text,
         "has_new_line": has_new_line,
         "truncated": finished.truncated,
         "stop_type": stop_type,

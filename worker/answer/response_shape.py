@@ -1,24 +1,32 @@
-"""How an API words a generation: the :class:`ResponseShape` base every API folder fills in."""
+"""How an API words a generation: the :class:`ResponseShape` base every API folder fills in.
+
+A shape is built with everything it needs to know (an
+:class:`~worker.answer.answer_context.AnswerContext`) and afterwards only sees the generation's
+events; docs/architecture.md (Code map, ``answer/``).
+"""
 
 from __future__ import annotations
 
-import time
-import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
 from corral.llama_build import llama_build_info
-from worker.answer.native_answer import NativeAnswer, native_final
+from worker.answer.answer_context import AnswerContext
+from worker.answer.native_answer import native_final
 from worker.engine.generation import Delta, Finished, Progress
 
 __all__ = [
+    "DONE",
     "ResponseShape",
     "openai_accounting",
     "sse",
     "with_progress",
     "with_timings",
 ]
+
+
+DONE = b"data: [DONE]\n\n"  # how an OpenAI stream ends, after its last completion's events
 
 
 def _usage(finished: Finished) -> dict[str, Any]:
@@ -72,18 +80,13 @@ class ResponseShape:
     # OpenAI's system_fingerprint: llama-server's build info, ``b<build>-<commit>``.
     fingerprint = llama_build_info()
     done_marker = True  # OpenAI streams end with `data: [DONE]`; llama-server's own do not
-    # Set by run_chat before generation starts: Anthropic's stream announces it in its first event,
-    # long before the Finished event that carries the counts.
-    prompt_tokens = 0
-    # Set by the chat pipeline from ``stream_options``: the usage comes in a chunk of its own.
-    include_usage = False
+    # How the API spells an answer's id: its prefix, then this many of the context's digits.
+    id_prefix: ClassVar[str]
+    id_digits: ClassVar[int] = 32
 
-    def __init__(self, model: str, prefix: str) -> None:
-        self.model = model
-        self.id = f"{prefix}-{uuid.uuid4().hex}"
-        self.created = int(time.time())
-        self.index = 0  # which of the request's completions this one is (n, several prompts)
-        self.verbose: NativeAnswer | None = None  # set: the whole answer carries __verbose
+    def __init__(self, context: AnswerContext) -> None:
+        self.context = context
+        self.id = self.id_prefix + context.id[: self.id_digits]
         self.last: Delta | None = None  # the latest piece: its token, probabilities, timings
 
     def observe(self, delta: Delta) -> None:
@@ -112,9 +115,8 @@ class ResponseShape:
     def answer(self, text: str, finished: Finished) -> dict[str, Any]:
         """The whole answer, with llama-server's ``__verbose`` object when it was asked for."""
         body = self.whole(text, finished)
-        if self.verbose is not None:
-            new_line = "\n" in text
-            body["__verbose"] = native_final(self.verbose, self.index, text, finished, [], new_line)
+        if self.context.rendered is not None:
+            body["__verbose"] = native_final(self.context, text, finished, [], "\n" in text)
         return body
 
     def stream_opening(self) -> bytes:
@@ -130,4 +132,6 @@ class ResponseShape:
         return sse(event) if event is not None else b""
 
     def stream_closing(self, finished: Finished) -> bytes:
-        return sse(self.closing(finished)) + (b"data: [DONE]\n\n" if self.done_marker else b"")
+        # Several completions share one stream: the pipeline ends it once, after them all.
+        last = self.done_marker and self.context.choices == 1
+        return sse(self.closing(finished)) + (DONE if last else b"")

@@ -16,8 +16,9 @@ import msgspec
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError
-from worker.answer.choices import answer_all, completions_per_prompt
-from worker.answer.generation_pipeline import prepare_generation, token_budget, verbose_answer
+from worker.answer.answer_context import AnswerContext
+from worker.answer.generation_request import prepare_generation, token_budget, verbose_prompt
+from worker.answer.pipeline import PromptJob, answer, completions_per_prompt
 from worker.answer.response_shape import ResponseShape
 from worker.chat.continuation import continuation, continued_tail
 from worker.chat.formats import OutputParser
@@ -33,8 +34,9 @@ from worker.templates import TemplateRenderError
 
 __all__ = ["ShapeFactory", "count_prompt_tokens", "run_chat"]
 
-ShapeFactory = Callable[[str, OutputParser], ResponseShape]
-"""Builds an API's answer shape from the model's alias and how to read the output."""
+ShapeFactory = Callable[[AnswerContext, OutputParser], ResponseShape]
+"""Builds an API's answer shape for one completion, from its context and how to read the
+output."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +123,12 @@ async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) 
     )
     parser = plan.stream if body.stream else plan.whole
     include_usage = body.stream_options is not None and body.stream_options.include_usage
-    replies = [shape(model.settings.alias, parser) for _ in range(per_prompt)]
-    verbose = await verbose_answer(engine, model, body, chat.tokens, budget)
-    for reply in replies:
-        reply.prompt_tokens = len(chat.tokens)
-        reply.include_usage = include_usage
-        reply.verbose = verbose
-    return await answer_all(request, engine, [(r, make) for r in replies], body.stream, per_prompt)
+    context = AnswerContext(model.settings.alias, include_usage=include_usage)
+    rendered = await verbose_prompt(engine, model, body, chat.tokens, budget)
+    job = PromptJob(make, len(chat.tokens), rendered)
+    return await answer(
+        request, engine, context, lambda c: shape(c, parser), [job], per_prompt, body.stream
+    )
 
 
 async def count_prompt_tokens(request: AnyRequest, body: ChatRequest) -> int:

@@ -110,3 +110,15 @@ def test_streamed_completion_choices_end_with_one_done(child: WorkerProcess) -> 
     events = [json.loads(line[6:]) for line in lines[:-1]]
     finished = [e["choices"][0]["index"] for e in events if e["choices"][0]["finish_reason"]]
     assert sorted(finished) == [0, 1]
+
+
+def test_an_invalid_grammar_is_a_400_however_many_completions_stream(
+    child: WorkerProcess,
+) -> None:
+    """llama.cpp refuses the grammar as each generation is queued, before any byte is sent."""
+    for n in (1, 2):
+        body = {"messages": HELLO, "n": n, "stream": True, "grammar": "root ::= ("}
+        response = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=60)
+        assert response.status_code == 400, n
+        message = response.json()["error"]["message"]
+        assert message == "invalid grammar: the grammar does not parse"

@@ -9,9 +9,9 @@ which the stream's first event cannot know yet).
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
+from worker.answer.answer_context import AnswerContext
 from worker.answer.response_shape import ResponseShape, sse
 from worker.chat.formats import MessageDelta, OutputParser, OutputStream, ToolCall
 from worker.engine.generation import Finished
@@ -41,9 +41,10 @@ def _usage(finished: Finished) -> dict[str, int]:
 class MessagesShape(ResponseShape):
     """``/v1/messages``: thinking, text and ``tool_use`` blocks, from one output reading."""
 
-    def __init__(self, model: str, parser: OutputParser) -> None:
-        super().__init__(model, "msg")
-        self.id = f"msg_{uuid.uuid4().hex[:24]}"
+    id_prefix, id_digits = "msg_", 24
+
+    def __init__(self, context: AnswerContext, parser: OutputParser) -> None:
+        super().__init__(context)
         self._parser = parser
         self._stream = OutputStream(parser)
         self._open: str | None = None  # the kind of the streamed block now open
@@ -60,7 +61,7 @@ class MessagesShape(ResponseShape):
             "id": self.id,
             "type": "message",
             "role": "assistant",
-            "model": self.model,
+            "model": self.context.model,
             "content": content,
             "stop_reason": stop[0],
             "stop_sequence": stop[1],
@@ -79,7 +80,7 @@ class MessagesShape(ResponseShape):
 
     def stream_opening(self) -> bytes:
         usage = {
-            "input_tokens": self.prompt_tokens,
+            "input_tokens": self.context.prompt_tokens,
             "output_tokens": 0,
             "cache_read_input_tokens": 0,
         }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from worker.answer.answer_context import AnswerContext
 from worker.answer.response_shape import (
     ResponseShape,
     openai_accounting,
@@ -58,8 +59,10 @@ def logprobs_json(probs: TokenProbs) -> dict[str, Any]:
 
 
 class ChatShape(ResponseShape):
-    def __init__(self, model: str, parser: OutputParser) -> None:
-        super().__init__(model, "chatcmpl")
+    id_prefix = "chatcmpl-"
+
+    def __init__(self, context: AnswerContext, parser: OutputParser) -> None:
+        super().__init__(context)
         self._parser = parser
         self._stream = OutputStream(self._parser)
         self._logprobs: list[dict[str, Any]] = []
@@ -77,7 +80,12 @@ class ChatShape(ResponseShape):
         return {
             **self._envelope(),
             "choices": [
-                {"index": self.index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+                {
+                    "index": self.context.index,
+                    "delta": delta,
+                    "logprobs": logprobs,
+                    "finish_reason": finish,
+                }
             ],
         }
 
@@ -85,8 +93,8 @@ class ChatShape(ResponseShape):
         return {
             "id": self.id,
             "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
+            "created": self.context.created,
+            "model": self.context.model,
             "system_fingerprint": self.fingerprint,
         }
 
@@ -106,7 +114,8 @@ class ChatShape(ResponseShape):
     def stream_closing(self, finished: Finished) -> bytes:
         rest = self._stream.finish()
         last = sse(self._chunk(_delta(rest), None)) if rest else b""
-        if self.include_usage:  # the finish reason first; closing() is then the usage's chunk
+        # With include_usage the finish reason comes first; closing() is then the usage's chunk.
+        if self.context.include_usage:
             last += sse(self._finish_chunk(finished))
         return last + super().stream_closing(finished)
 
@@ -114,7 +123,7 @@ class ChatShape(ResponseShape):
         return self._chunk({}, _finish(finished, self._stream.sent))
 
     def closing(self, finished: Finished) -> dict[str, Any]:
-        if not self.include_usage:
+        if not self.context.include_usage:
             return {**self._finish_chunk(finished), **openai_accounting(finished)}
         # OpenAI's stream_options.include_usage: the usage in a last chunk with no choices,
         # which llama-server gives the timings too.
@@ -131,12 +140,12 @@ class ChatShape(ResponseShape):
         return {
             "id": self.id,
             "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
+            "created": self.context.created,
+            "model": self.context.model,
             "system_fingerprint": self.fingerprint,
             "choices": [
                 {
-                    "index": self.index,
+                    "index": self.context.index,
                     "message": message,
                     "logprobs": {"content": self._logprobs} if self._logprobs else None,
                     "finish_reason": _finish(finished, parsed),

@@ -6,17 +6,15 @@ from litestar import post
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
-from worker.answer.choices import answer_all, completions_per_prompt
-from worker.answer.generation_pipeline import (
-    MakeGeneration,
-    answer,
+from worker.answer.answer_context import AnswerContext, RenderedPrompt
+from worker.answer.generation_request import (
     prepare_generation,
     sampling_params,
     token_budget,
-    verbose_answer,
+    verbose_prompt,
 )
 from worker.answer.native_answer import request_settings
-from worker.answer.response_shape import ResponseShape
+from worker.answer.pipeline import PromptJob, answer, completions_per_prompt
 from worker.api.completions.media_prompt import completion_prompts
 from worker.api.completions.protocol import (
     CompletionRequest,
@@ -25,28 +23,10 @@ from worker.api.completions.protocol import (
 )
 from worker.api.completions.shapes import NativeOptions, NativeShape, TextShape
 from worker.engine.model import LoadedModel
-from worker.sampling.chain import SamplingParams
 from worker.sampling.logit_bias import with_text_bias
 from worker.state import AnyRequest, loaded
 
 __all__ = ["completion_routes"]
-
-
-def _native_options(
-    model: LoadedModel,
-    body: NativeCompletionRequest,
-    params: SamplingParams,
-    prompt_text: str,
-    budget: int | None,
-    index: int,
-) -> NativeOptions:
-    return NativeOptions(
-        prompt_text=prompt_text,
-        settings=request_settings(model, body, params, budget),
-        return_tokens=body.return_tokens,
-        response_fields=tuple(body.response_fields),
-        index=index,
-    )
 
 
 def _n_parallel(model: LoadedModel) -> int:
@@ -62,15 +42,13 @@ async def completions(request: AnyRequest) -> ASGIResponse:
     per_prompt = completions_per_prompt(body, _n_parallel(model))
     prompts = await completion_prompts(engine, model, body.prompt)
     budget = token_budget(model, body.max_tokens, body.n_predict)
-    work: list[tuple[ResponseShape, MakeGeneration]] = []
+    jobs: list[PromptJob] = []
     for prompt in prompts:
         make = prepare_generation(model, body, prompt.tokens, budget, media=prompt.media)
-        verbose = await verbose_answer(engine, model, body, prompt.tokens, budget)
-        for _ in range(per_prompt):
-            shape = TextShape(model.settings.alias)
-            shape.verbose = verbose
-            work.append((shape, make))
-    return await answer_all(request, engine, work, body.stream, per_prompt)
+        rendered = await verbose_prompt(engine, model, body, prompt.tokens, budget)
+        jobs.append(PromptJob(make, len(prompt.tokens), rendered))
+    context = AnswerContext(model.settings.alias)
+    return await answer(request, engine, context, TextShape, jobs, per_prompt, body.stream)
 
 
 # llama-server serves the unprefixed plural with its native handler too (server.cpp): only
@@ -91,12 +69,26 @@ async def native_completion(request: AnyRequest) -> ASGIResponse:
     # The settings as they will run: text biases as the tokens they ban.
     unresolved = sampling_params(model, body)
     params = await engine.call(lambda: with_text_bias(unresolved, model.vocab))
-    work: list[tuple[ResponseShape, MakeGeneration]] = []
-    for prompt, text in zip(prompts, texts, strict=True):
-        make = prepare_generation(model, body, prompt.tokens, budget, media=prompt.media)
-        options = _native_options(model, body, params, text, budget, len(work))
-        work += [(NativeShape(model.settings.alias, options), make) for _ in range(per_prompt)]
-    return await answer_all(request, engine, work, body.stream, per_prompt)
+    settings = request_settings(model, body, params, budget)
+    jobs = [
+        PromptJob(
+            prepare_generation(model, body, prompt.tokens, budget, media=prompt.media),
+            len(prompt.tokens),
+            RenderedPrompt(text, settings),
+        )
+        for prompt, text in zip(prompts, texts, strict=True)
+    ]
+    options = NativeOptions(body.return_tokens, tuple(body.response_fields))
+    context = AnswerContext(model.settings.alias)
+    return await answer(
+        request,
+        engine,
+        context,
+        lambda c: NativeShape(c, options),
+        jobs,
+        per_prompt,
+        body.stream,
+    )
 
 
 @post("/infill", status_code=200)
@@ -113,8 +105,9 @@ async def infill(request: AnyRequest) -> ASGIResponse:
     make = prepare_generation(
         model, body, prompt, token_budget(model, body.n_predict, body.max_tokens)
     )
-    shape = NativeShape(model.settings.alias)
-    return await answer(request, engine, shape, body.stream, make)
+    job = PromptJob(make, len(prompt))
+    context = AnswerContext(model.settings.alias)
+    return await answer(request, engine, context, NativeShape, [job], 1, body.stream)
 
 
 completion_routes = [completions, native_completion, infill]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from worker.answer.native_answer import NativeAnswer, native_final
+from worker.answer.answer_context import AnswerContext
+from worker.answer.native_answer import native_final
 from worker.answer.response_shape import (
     ResponseShape,
     openai_accounting,
@@ -21,16 +22,20 @@ __all__ = ["NativeOptions", "NativeShape", "TextShape", "probabilities_json"]
 class TextShape(ResponseShape):
     """OpenAI ``/v1/completions``."""
 
-    def __init__(self, model: str) -> None:
-        super().__init__(model, "cmpl")
+    id_prefix = "cmpl-"
 
     def _body(self, text: str, finish: str | None) -> dict[str, Any]:
-        choice = {"index": self.index, "text": text, "logprobs": None, "finish_reason": finish}
+        choice = {
+            "index": self.context.index,
+            "text": text,
+            "logprobs": None,
+            "finish_reason": finish,
+        }
         return {
             "id": self.id,
             "object": "text_completion",
-            "created": self.created,
-            "model": self.model,
+            "created": self.context.created,
+            "model": self.context.model,
             "system_fingerprint": self.fingerprint,
             "choices": [choice],
         }
@@ -73,13 +78,10 @@ def probabilities_json(probs: TokenProbs) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class NativeOptions:
-    """What a ``/completion`` request asked to see besides the text."""
+    """What a ``/completion`` request asked to see besides the text and the prompt."""
 
-    prompt_text: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)  # generation_settings
     return_tokens: bool = False
     response_fields: tuple[str, ...] = ()
-    index: int = 0
 
 
 def _nested(paths: tuple[str, ...], body: dict[str, Any]) -> dict[str, Any]:
@@ -101,11 +103,11 @@ class NativeShape(ResponseShape):
     """llama-server's own ``/completion``."""
 
     done_marker = False
+    id_prefix = "cmpl-"
 
-    def __init__(self, model: str, options: NativeOptions | None = None) -> None:
-        super().__init__(model, "cmpl")
+    def __init__(self, context: AnswerContext, options: NativeOptions | None = None) -> None:
+        super().__init__(context)
         self.options = options or NativeOptions()
-        self.index = self.options.index
         self._tokens: list[int] = []
         self._probs: list[dict[str, Any]] = []
         self._new_line = False
@@ -125,7 +127,7 @@ class NativeShape(ResponseShape):
             "tokens": [last.token] if last is not None and last.token >= 0 else [],
             "stop": False,
             "id_slot": 0,
-            "index": self.index,
+            "index": self.context.index,
         }
         if last is not None and last.probs is not None:
             body["completion_probabilities"] = [probabilities_json(last.probs)]
@@ -137,11 +139,16 @@ class NativeShape(ResponseShape):
             "tokens": [],
             "stop": False,
             "id_slot": 0,
-            "index": self.index,
+            "index": self.context.index,
             "tokens_predicted": 0,
             "tokens_evaluated": progress.total,
         }
         return with_progress(body, progress)
+
+    def answer(self, text: str, finished: Finished) -> dict[str, Any]:
+        # This body is the one ``__verbose`` copies into OpenAI answers: it shows the rendered
+        # prompt itself, and never carries a copy of itself.
+        return self.whole(text, finished)
 
     def closing(self, finished: Finished) -> dict[str, Any]:
         return self._final("", finished, streamed=True)
@@ -151,9 +158,8 @@ class NativeShape(ResponseShape):
 
     def _final(self, text: str, finished: Finished, *, streamed: bool) -> dict[str, Any]:
         options = self.options
-        answer = NativeAnswer(self.model, options.prompt_text, options.settings)
         tokens = self._tokens if options.return_tokens and not streamed else []
-        body = native_final(answer, self.index, text, finished, tokens, self._new_line)
+        body = native_final(self.context, text, finished, tokens, self._new_line)
         if self._probs and not streamed:
             body["completion_probabilities"] = self._probs
         if options.response_fields:

@@ -26,6 +26,7 @@ from litestar import post
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import decode_body
+from worker.answer.answer_context import AnswerContext
 from worker.answer.response_shape import ResponseShape
 from worker.api.responses.protocol import ResponsesRequest
 from worker.api.responses.shapes import ResponsesShape
@@ -42,8 +43,8 @@ async def responses(request: AnyRequest) -> ASGIResponse:
     body = decode_body(await request.body(), ResponsesRequest)
     echo = echoed_fields(body)
 
-    def shape(alias: str, parser: OutputParser) -> ResponseShape:
-        return ResponsesShape(alias, parser, echo)
+    def shape(context: AnswerContext, parser: OutputParser) -> ResponseShape:
+        return ResponsesShape(context, parser, echo)
 
     return await run_chat(request, to_chat_request(body), shape)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from worker.answer.answer_context import AnswerContext
 from worker.answer.response_shape import ResponseShape, sse, with_progress, with_timings
 from worker.chat.formats import MessageDelta, OutputParser, OutputStream, ToolCall
 from worker.engine.generation import Finished, Progress
@@ -40,9 +41,10 @@ class ResponsesShape(ResponseShape):
     ``echo`` holds the request fields that every response object repeats (tools, temperature…).
     """
 
-    def __init__(self, model: str, parser: OutputParser, echo: dict[str, Any]) -> None:
-        super().__init__(model, "resp")
-        self.id = f"resp_{_hex()}"
+    id_prefix, id_digits = "resp_", 24
+
+    def __init__(self, context: AnswerContext, parser: OutputParser, echo: dict[str, Any]) -> None:
+        super().__init__(context)
         self._parser = parser
         self._stream = OutputStream(parser)
         self._echo = echo
@@ -63,11 +65,11 @@ class ResponsesShape(ResponseShape):
         return {
             "id": self.id,
             "object": "response",
-            "created_at": self.created,
+            "created_at": self.context.created,
             "status": status,
             "error": None,
             "incomplete_details": incomplete,
-            "model": self.model,
+            "model": self.context.model,
             "output": output,
             "usage": _usage(finished) if finished is not None else None,
             **self._echo,

@@ -13,6 +13,7 @@ from tests.worker.shapes_support import (
     finished,
     sse_events,
 )
+from worker.answer.answer_context import AnswerContext
 from worker.api.anthropic.shapes import MessagesShape
 
 TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}'
@@ -29,7 +30,7 @@ TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}
 def test_the_whole_message_and_its_stop_reason(
     reason: str, stop_word: str | None, expected: tuple[str, str | None]
 ) -> None:
-    shape = MessagesShape("m", PLAIN)
+    shape = MessagesShape(AnswerContext("m"), PLAIN)
     body = shape.whole("Hi", finished(reason, stop_word))
     assert body["id"].startswith("msg_")
     assert (body["type"], body["role"], body["model"]) == ("message", "assistant", "m")
@@ -41,12 +42,11 @@ def test_the_whole_message_and_its_stop_reason(
 
 
 def test_an_empty_answer_has_no_content_blocks() -> None:
-    assert MessagesShape("m", PLAIN).whole("", finished())["content"] == []
+    assert MessagesShape(AnswerContext("m"), PLAIN).whole("", finished())["content"] == []
 
 
 def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
-    shape = MessagesShape("m", PLAIN)
-    shape.prompt_tokens = 7
+    shape = MessagesShape(AnswerContext("m", prompt_tokens=7), PLAIN)
     stream = shape.stream_opening() + shape.stream_chunk("He") + shape.stream_chunk("")
     stream += shape.stream_chunk("llo") + shape.stream_closing(finished())
     events = sse_events(stream)
@@ -70,13 +70,13 @@ def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
 
 
 def test_a_stream_without_text_opens_no_block() -> None:
-    shape = MessagesShape("m", PLAIN)
+    shape = MessagesShape(AnswerContext("m"), PLAIN)
     events = sse_events(shape.stream_opening() + shape.stream_closing(finished()))
     assert [name for name, _ in events] == ["message_start", "message_delta", "message_stop"]
 
 
 def test_a_tool_call_is_held_then_streamed_as_a_tool_use_block() -> None:
-    shape = MessagesShape("m", GENERIC_TOOLS)
+    shape = MessagesShape(AnswerContext("m"), GENERIC_TOOLS)
     assert shape.stream_chunk(TOOL_ANSWER) == b""
     events = sse_events(shape.stream_closing(finished()))
     names = [name for name, _ in events]
@@ -89,7 +89,7 @@ def test_a_tool_call_is_held_then_streamed_as_a_tool_use_block() -> None:
 
 
 def test_a_whole_tool_use_answer() -> None:
-    body = MessagesShape("m", GENERIC_TOOLS).whole(TOOL_ANSWER, finished())
+    body = MessagesShape(AnswerContext("m"), GENERIC_TOOLS).whole(TOOL_ANSWER, finished())
     (block,) = body["content"]
     assert (block["type"], block["name"], block["input"]) == ("tool_use", "weather",
                                                               {"city": "Oslo"})  # fmt: skip
@@ -97,7 +97,7 @@ def test_a_whole_tool_use_answer() -> None:
 
 
 def test_thinking_text_and_tool_use_blocks_stream_in_order() -> None:
-    shape = MessagesShape("m", HERMES_THINKING)
+    shape = MessagesShape(AnswerContext("m"), HERMES_THINKING)
     stream = shape.stream_opening() + b"".join(
         shape.stream_chunk(NATIVE[i : i + 6]) for i in range(0, len(NATIVE), 6)
     )
@@ -127,7 +127,7 @@ def test_thinking_text_and_tool_use_blocks_stream_in_order() -> None:
 
 
 def test_a_thinking_block_left_open_is_signed_when_the_stream_ends() -> None:
-    shape = MessagesShape("m", HERMES_THINKING)
+    shape = MessagesShape(AnswerContext("m"), HERMES_THINKING)
     stream = shape.stream_opening() + shape.stream_chunk("<think>Hmm")
     events = sse_events(stream + shape.stream_closing(finished()))
     names = [name for name, _ in events]
@@ -137,7 +137,7 @@ def test_a_thinking_block_left_open_is_signed_when_the_stream_ends() -> None:
 
 
 def test_a_whole_native_answer_has_a_thinking_block() -> None:
-    body = MessagesShape("m", HERMES_THINKING).whole(NATIVE, finished())
+    body = MessagesShape(AnswerContext("m"), HERMES_THINKING).whole(NATIVE, finished())
     assert [block["type"] for block in body["content"]] == ["thinking", "text", "tool_use"]
     assert body["content"][0]["thinking"] == "Hmm."
     assert body["content"][2]["input"] == {"city": "Oslo"}

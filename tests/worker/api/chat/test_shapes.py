@@ -12,6 +12,7 @@ from tests.worker.shapes_support import (
     finished,
     sse_events,
 )
+from worker.answer.answer_context import AnswerContext
 from worker.api.chat.shapes import ChatShape
 
 USAGE = {
@@ -24,7 +25,7 @@ TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}
 
 
 def test_the_whole_answer() -> None:
-    shape = ChatShape("m", PLAIN)
+    shape = ChatShape(AnswerContext("m"), PLAIN)
     body = shape.whole("Hello", finished("length"))
     assert body["id"] == shape.id
     assert body["id"].startswith("chatcmpl-")
@@ -42,7 +43,7 @@ def test_the_whole_answer() -> None:
 
 
 def test_the_stream_opens_with_the_role_and_ends_with_done() -> None:
-    shape = ChatShape("m", PLAIN)
+    shape = ChatShape(AnswerContext("m"), PLAIN)
     stream = shape.stream_opening() + shape.stream_chunk("Hel") + shape.stream_chunk("lo")
     stream += shape.stream_closing(finished())
     events = [data for _, data in sse_events(stream)]
@@ -58,7 +59,7 @@ def test_the_stream_opens_with_the_role_and_ends_with_done() -> None:
 
 
 def test_a_generic_tool_call_is_held_then_sent_as_tool_calls() -> None:
-    shape = ChatShape("m", GENERIC_TOOLS)
+    shape = ChatShape(AnswerContext("m"), GENERIC_TOOLS)
     assert shape.stream_chunk(TOOL_ANSWER[:10]) == b""
     assert shape.stream_chunk(TOOL_ANSWER[10:]) == b""
     calls, closing = [data for _, data in sse_events(shape.stream_closing(finished()))][:2]
@@ -82,7 +83,8 @@ def test_native_reasoning_content_and_tool_calls_stream_as_openai_does() -> None
         '"arguments": {"city": "Oslo"}}\n</tool_call>'
     )
     deltas = _deltas(
-        ChatShape("m", HERMES_THINKING), [text[i : i + 7] for i in range(0, len(text), 7)]
+        ChatShape(AnswerContext("m"), HERMES_THINKING),
+        [text[i : i + 7] for i in range(0, len(text), 7)],
     )
     reasoning = "".join(d.get("reasoning_content", "") for d in deltas)
     content = "".join(d.get("content", "") for d in deltas)
@@ -99,7 +101,7 @@ def test_native_reasoning_content_and_tool_calls_stream_as_openai_does() -> None
 
 def test_a_whole_native_answer_has_reasoning_and_tool_calls() -> None:
     text = '<think>Hmm.</think><tool_call>{"name": "weather", "arguments": {}}</tool_call>'
-    body = ChatShape("m", HERMES_THINKING).whole(text, finished())
+    body = ChatShape(AnswerContext("m"), HERMES_THINKING).whole(text, finished())
     message = body["choices"][0]["message"]
     assert (message["content"], message["reasoning_content"]) == (None, "Hmm.")
     assert message["tool_calls"][0]["function"] == {"name": "weather", "arguments": "{}"}
@@ -108,16 +110,16 @@ def test_a_whole_native_answer_has_reasoning_and_tool_calls() -> None:
 
 def test_a_malformed_native_tool_call_is_returned_as_text() -> None:
     text = '<tool_call>{"name": "weather", "arguments": {"city": </tool_call>'
-    body = ChatShape("m", HERMES_THINKING).whole(text, finished())
+    body = ChatShape(AnswerContext("m"), HERMES_THINKING).whole(text, finished())
     assert body["choices"][0]["message"] == {"role": "assistant", "content": text}
     assert body["choices"][0]["finish_reason"] == "stop"
-    deltas = _deltas(ChatShape("m", HERMES_THINKING), [text[:5], text[5:]])
+    deltas = _deltas(ChatShape(AnswerContext("m"), HERMES_THINKING), [text[:5], text[5:]])
     assert "".join(d.get("content", "") for d in deltas) == text
     assert not any("tool_calls" in d for d in deltas)
 
 
 def test_a_whole_tool_call_answer() -> None:
-    body = ChatShape("m", GENERIC_TOOLS).whole(TOOL_ANSWER, finished())
+    body = ChatShape(AnswerContext("m"), GENERIC_TOOLS).whole(TOOL_ANSWER, finished())
     message = body["choices"][0]["message"]
     assert message["content"] is None
     assert message["tool_calls"][0]["function"]["name"] == "weather"
@@ -125,11 +127,11 @@ def test_a_whole_tool_call_answer() -> None:
 
 
 def test_a_direct_response_with_tools_is_plain_content() -> None:
-    body = ChatShape("m", GENERIC_TOOLS).whole('{"response": "Sunny."}', finished())
+    body = ChatShape(AnswerContext("m"), GENERIC_TOOLS).whole('{"response": "Sunny."}', finished())
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "Sunny."}
     assert body["choices"][0]["finish_reason"] == "stop"
 
 
 def test_a_budget_cut_keeps_length_even_with_tools() -> None:
-    body = ChatShape("m", GENERIC_TOOLS).whole(TOOL_ANSWER, finished("length"))
+    body = ChatShape(AnswerContext("m"), GENERIC_TOOLS).whole(TOOL_ANSWER, finished("length"))
     assert body["choices"][0]["finish_reason"] == "length"

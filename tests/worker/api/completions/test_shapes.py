@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from tests.worker.shapes_support import finished, sse_events
+from worker.answer.answer_context import AnswerContext
 from worker.api.completions.shapes import NativeShape, TextShape
 
 
 def test_openai_text_completion_whole_and_streamed() -> None:
-    shape = TextShape("m")
+    shape = TextShape(AnswerContext("m"))
     body = shape.whole("abc", finished())
     assert (body["object"], body["model"]) == ("text_completion", "m")
     assert body["id"].startswith("cmpl-")
@@ -33,7 +34,7 @@ def test_openai_text_completion_whole_and_streamed() -> None:
 def test_native_completion_says_why_it_stopped(
     reason: str, stop_word: str | None, stop_type: str
 ) -> None:
-    body = NativeShape("m").whole("abc", finished(reason, stop_word))
+    body = NativeShape(AnswerContext("m")).whole("abc", finished(reason, stop_word))
     assert body["stop_type"] == stop_type
     assert body["stopping_word"] == (stop_word or "")
     assert (body["content"], body["stop"], body["model"]) == ("abc", True, "m")
@@ -41,7 +42,7 @@ def test_native_completion_says_why_it_stopped(
 
 
 def test_native_stream_has_no_done_marker() -> None:
-    shape = NativeShape("m")
+    shape = NativeShape(AnswerContext("m"))
     stream = shape.stream_chunk("x") + shape.stream_closing(finished())
     events = [data for _, data in sse_events(stream)]
     # No token was observed for this piece, so it names none (llama-server: its token ids).

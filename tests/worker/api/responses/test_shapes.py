@@ -12,6 +12,7 @@ from tests.worker.shapes_support import (
     finished,
     sse_events,
 )
+from worker.answer.answer_context import AnswerContext
 from worker.api.responses.shapes import ResponsesShape
 
 ECHO: dict[str, Any] = {"instructions": None, "temperature": 0.5, "tools": []}
@@ -19,7 +20,7 @@ TOOL_ANSWER = '{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}
 
 
 def test_the_whole_response_repeats_the_request_and_counts_tokens() -> None:
-    shape = ResponsesShape("m", PLAIN, ECHO)
+    shape = ResponsesShape(AnswerContext("m"), PLAIN, ECHO)
     body = shape.whole("Hi", finished())
     assert body["id"].startswith("resp_")
     assert (body["object"], body["status"], body["model"]) == ("response", "completed", "m")
@@ -40,13 +41,13 @@ def test_the_whole_response_repeats_the_request_and_counts_tokens() -> None:
 
 
 def test_a_budget_cut_is_incomplete() -> None:
-    body = ResponsesShape("m", PLAIN, ECHO).whole("Hi", finished("length"))
+    body = ResponsesShape(AnswerContext("m"), PLAIN, ECHO).whole("Hi", finished("length"))
     assert body["status"] == "incomplete"
     assert body["incomplete_details"] == {"reason": "max_output_tokens"}
 
 
 def test_a_text_stream_numbers_its_events_and_completes() -> None:
-    shape = ResponsesShape("m", PLAIN, ECHO)
+    shape = ResponsesShape(AnswerContext("m"), PLAIN, ECHO)
     stream = shape.stream_opening() + shape.stream_chunk("He") + shape.stream_chunk("llo")
     stream += shape.stream_closing(finished())
     events = sse_events(stream)
@@ -70,13 +71,13 @@ def test_a_text_stream_numbers_its_events_and_completes() -> None:
 
 
 def test_a_cut_stream_ends_incomplete() -> None:
-    shape = ResponsesShape("m", PLAIN, ECHO)
+    shape = ResponsesShape(AnswerContext("m"), PLAIN, ECHO)
     stream = shape.stream_opening() + shape.stream_closing(finished("length"))
     assert sse_events(stream)[-1][0] == "response.incomplete"
 
 
 def test_a_tool_call_is_held_then_streamed_as_a_function_call() -> None:
-    shape = ResponsesShape("m", GENERIC_TOOLS, ECHO)
+    shape = ResponsesShape(AnswerContext("m"), GENERIC_TOOLS, ECHO)
     opening = sse_events(shape.stream_opening())
     assert [name for name, _ in opening] == ["response.created", "response.in_progress"]
     assert shape.stream_chunk(TOOL_ANSWER) == b""
@@ -97,7 +98,7 @@ def test_a_tool_call_is_held_then_streamed_as_a_function_call() -> None:
 
 
 def test_a_direct_response_with_tools_is_a_message() -> None:
-    shape = ResponsesShape("m", GENERIC_TOOLS, ECHO)
+    shape = ResponsesShape(AnswerContext("m"), GENERIC_TOOLS, ECHO)
     shape.stream_opening()
     shape.stream_chunk('{"response": "Sunny."}')
     events = sse_events(shape.stream_closing(finished()))
@@ -108,7 +109,7 @@ def test_a_direct_response_with_tools_is_a_message() -> None:
 
 
 def test_reasoning_message_and_function_call_items_stream_in_order() -> None:
-    shape = ResponsesShape("m", HERMES_THINKING, ECHO)
+    shape = ResponsesShape(AnswerContext("m"), HERMES_THINKING, ECHO)
     stream = shape.stream_opening() + b"".join(
         shape.stream_chunk(NATIVE[i : i + 6]) for i in range(0, len(NATIVE), 6)
     )
@@ -130,7 +131,7 @@ def test_reasoning_message_and_function_call_items_stream_in_order() -> None:
 
 
 def test_a_whole_native_answer_has_the_same_items() -> None:
-    body = ResponsesShape("m", HERMES_THINKING, ECHO).whole(NATIVE, finished())
+    body = ResponsesShape(AnswerContext("m"), HERMES_THINKING, ECHO).whole(NATIVE, finished())
     output = body["output"]
     assert [item["type"] for item in output] == ["reasoning", "message", "function_call"]
     assert output[0]["content"][0]["text"] == "Hmm."

@@ -1,51 +1,41 @@
-"""From a validated request to an answer: sampling, budget, context check, then whole or streamed.
+"""From a validated request to a generation: sampling, budget, context check.
 
-Every generating route goes through here (the chat pipeline, the raw-prompt completions): the
-request's fields become :class:`~worker.sampling.chain.SamplingParams`, the generation is queued on
-the
-engine, and a :class:`~worker.answer.response_shape.ResponseShape` words its events.
+The request's fields become :class:`~worker.sampling.chain.SamplingParams` and a
+:data:`MakeGeneration` that queues it on the engine; the answer pipeline
+(:mod:`worker.answer.pipeline`) runs it. docs/architecture.md (Code map, ``answer/``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import aclosing
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 from litestar import Response
-from litestar.response.base import ASGIResponse
 
-from corral.http.disconnect import until_disconnected
-from corral.http.errors import ApiError, json_response, sse_error_event
-from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
-from worker.answer.native_answer import NativeAnswer, request_settings
-from worker.answer.response_shape import ResponseShape
+from corral.http.errors import ApiError
+from worker.answer.answer_context import RenderedPrompt
+from worker.answer.native_answer import request_settings
 from worker.answer.sampling_fields import SamplingFields
 from worker.engine.engine import Engine
-from worker.engine.generation import Delta, Failed, Finished, Generation, GenerationEvent, Progress
+from worker.engine.generation import Generation, GenerationEvent
 from worker.engine.model import LoadedModel
 from worker.media.projector import MediaPrompt
 from worker.sampling.chain import SamplingParams
-from worker.sampling.grammar_sampler import InvalidGrammar
 from worker.sampling.grammars import GrammarError, grammar_for
 from worker.sampling.logit_bias import parse_logit_bias
 from worker.sampling.reasoning_budget import ReasoningBudget
-from worker.state import AnyRequest, WorkerState
+from worker.state import AnyRequest
 
 __all__ = [
     "ContextError",
     "MakeGeneration",
-    "answer",
     "context_error_response",
-    "open_stream",
     "prepare_generation",
     "sampling_params",
-    "stream_response",
     "token_budget",
-    "verbose_answer",
-    "whole_answer",
+    "verbose_prompt",
 ]
 
 MakeGeneration = Callable[[Callable[[GenerationEvent], None]], Generation]
@@ -100,16 +90,16 @@ def token_budget(model: LoadedModel, *requested: int | None) -> int | None:
     return None if budget < 0 else budget
 
 
-async def verbose_answer(
+async def verbose_prompt(
     engine: Engine, model: LoadedModel, body: SamplingFields, prompt: list[int], budget: int | None
-) -> NativeAnswer | None:
+) -> RenderedPrompt | None:
     """What an OpenAI answer's ``__verbose`` needs, when the request (else ``--verbose``) asks
     for it: the prompt as text and the settings it runs with."""
     if not (model.settings.verbose if body.verbose is None else body.verbose):
         return None
     settings = request_settings(model, body, sampling_params(model, body), budget)
     text = await engine.call(lambda: model.detokenize(prompt))
-    return NativeAnswer(model.settings.alias, text, settings)
+    return RenderedPrompt(text, settings)
 
 
 def _stops(stop: str | list[str] | None) -> list[str]:
@@ -162,8 +152,7 @@ def prepare_generation(
 
     The grammar is only turned into GBNF text here; llama.cpp parses it once, as the generation
     is queued (:meth:`~worker.engine.batching.BatchEngine.submit`); ``grammar_triggers`` make the
-    tool
-    grammar a lazy one.
+    tool grammar a lazy one.
     """
     params = sampling_params(model, body, tool_grammar, grammar_triggers, reasoning_budget)
     _check_context(model, prompt)
@@ -191,104 +180,3 @@ def prepare_generation(
         )
 
     return make
-
-
-async def _collect(
-    shape: ResponseShape, events: AsyncGenerator[GenerationEvent, None]
-) -> tuple[str, Finished]:
-    parts: list[str] = []
-    async with aclosing(events):
-        async for event in events:
-            if isinstance(event, Delta):
-                shape.observe(event)
-                parts.append(event.text)
-            elif isinstance(event, Finished):
-                return "".join(parts), event
-            elif isinstance(event, Failed):
-                raise ApiError(500, event.message)
-    raise ApiError(500, "generation ended without a result")
-
-
-async def _stream(
-    shape: ResponseShape, first: GenerationEvent, events: AsyncGenerator[GenerationEvent, None]
-) -> AsyncGenerator[bytes, None]:
-    try:
-        if opening := shape.stream_opening():
-            yield opening
-        event: GenerationEvent | None = first
-        while event is not None:
-            if isinstance(event, Delta):
-                shape.observe(event)
-                if chunk := shape.stream_chunk(event.text):
-                    yield chunk
-            elif isinstance(event, Progress):
-                if chunk := shape.stream_progress(event):
-                    yield chunk
-            elif isinstance(event, Finished):
-                yield shape.stream_closing(event)
-                return
-            elif isinstance(event, Failed):
-                yield sse_error_event(ApiError(500, event.message))
-                return
-            event = await anext(events, None)
-    finally:
-        await events.aclose()
-
-
-async def whole_answer(
-    request: AnyRequest, engine: Engine, shape: ResponseShape, make: MakeGeneration
-) -> dict[str, Any]:
-    """The generation's answer as one JSON value in ``shape`` (several prompts: one each)."""
-    try:
-        events = engine.generate(make)
-        text, finished = await until_disconnected(request, _collect(shape, events))
-    except InvalidGrammar as exc:
-        raise ApiError(400, f"invalid grammar: {exc}") from None
-    return shape.answer(text, finished)
-
-
-async def answer(
-    request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
-) -> ASGIResponse:
-    """Run the generation and answer in ``shape``: one JSON body, or a stream of events."""
-    try:
-        return await _answer(request, engine, shape, stream, make)
-    except InvalidGrammar as exc:  # raised as the generation is queued, before any byte is sent
-        raise ApiError(400, f"invalid grammar: {exc}") from None
-
-
-async def _answer(
-    request: AnyRequest, engine: Engine, shape: ResponseShape, stream: bool, make: MakeGeneration
-) -> ASGIResponse:
-    if not stream:
-        return json_response(await whole_answer(request, engine, shape, make))
-    return stream_response(request, await open_stream(request, engine, shape, make))
-
-
-async def open_stream(
-    request: AnyRequest, engine: Engine, shape: ResponseShape, make: MakeGeneration
-) -> AsyncGenerator[bytes, None]:
-    """Start the generation and wait for its first event: a failure before any token is a
-    proper JSON error (raised here); after it, the stream's events in ``shape``."""
-    events = engine.generate(make)
-    # A resumable session's client may leave at any time without stopping anything.
-    waiting = anext(events)
-    first = await (waiting if _conversation(request) else until_disconnected(request, waiting))
-    if isinstance(first, Failed):
-        await events.aclose()
-        raise ApiError(500, first.message)
-    return _stream(shape, first, events)
-
-
-def _conversation(request: AnyRequest) -> str | None:
-    return request.headers.get("x-conversation-id")
-
-
-def stream_response(request: AnyRequest, chunks: AsyncIterator[bytes]) -> ASGIResponse:
-    """The SSE response sending ``chunks``; kept for a resumable session when it has one."""
-    if conversation := _conversation(request):
-        state: WorkerState = request.app.state.worker
-        chunks = state.sessions.produce(conversation, chunks)
-    return ClosingStreamingResponse(
-        iterator=chunks, media_type="text/event-stream", headers=SSE_HEADERS
-    )
