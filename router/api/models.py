@@ -19,6 +19,7 @@ from corral.llama_build import corral_version, llama_build_info
 from router.api.inference import forward_to_model
 from router.api.runtime import RouterRuntime, runtime
 from router.catalogue.catalogue import CatalogueError
+from router.catalogue.listing import ListingStatus, ModelListing
 from router.observe.events import ModelEvent
 from router.scheduling.answers import scheduling_answered
 from router.security.api_keys import admin_only
@@ -66,58 +67,49 @@ async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASG
     )
 
 
-def _status(state: ModelState, retry_after: float) -> dict[str, Any]:
-    status: dict[str, Any] = {
-        "value": state.status.value,
-        "args": state.args,
-        "preset": state.entry.preset_text(),
-    }
+def _status(state: ModelState, retry_after: float) -> ListingStatus:
+    status = ListingStatus(
+        value=state.status.value, args=state.args, preset=state.entry.preset_text()
+    )
     if state.failed:
-        status.update(failed=True, exit_code=state.exit_code, error=state.error)
+        status.failed, status.exit_code, status.error = True, state.exit_code, state.error
         # Corral's own: why the router killed it ("stalled", "load_stalled"), else it crashed;
         # and how long the crash-loop backoff keeps it from loading again.
-        status.update(reason=state.fault or "crashed", retry_after=round(retry_after, 3))
+        status.reason, status.retry_after = state.fault or "crashed", round(retry_after, 3)
     return status
 
 
-def _modalities(state: ModelState) -> dict[str, Any]:
-    """Upstream's ``architecture``, and Corral's ``capabilities`` words, which clients (the
-    Web UI) check before offering to attach an image."""
-    inputs = input_modalities(state.entry.mmproj)
+def _capabilities(inputs: list[str]) -> list[str]:
+    """Corral's ``capabilities`` words, which clients (the Web UI) check before offering to
+    attach an image."""
     capabilities = ["completion"] + (["multimodal"] if len(inputs) > 1 else [])
-    capabilities += [{"image": "vision", "audio": "audio"}[kind] for kind in inputs[1:]]
-    return {
-        "architecture": {"input_modalities": inputs, "output_modalities": ["text"]},
-        "capabilities": capabilities,
-    }
+    return capabilities + [{"image": "vision", "audio": "audio"}[kind] for kind in inputs[1:]]
 
 
-def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "id": state.entry.name,
-        "aliases": list(state.entry.aliases),
-        "tags": list(state.entry.tags),
-        "object": "model",
-        "owned_by": "llamacpp",
-        "created": created,
-        "status": _status(state, retry_after),
-        "source": state.entry.source,
-        "can_remove": state.entry.source == "cache",
-        # Corral's own: how the scheduler treats the model.
-        "pinned": state.entry.pin,
-        "ttl": state.entry.ttl,
-        # Corral's own: the router's tools offered to this model (null: all), docs/tools.md.
-        "tools": list(state.entry.tools) if state.entry.tools is not None else None,
-        # Corral's own: the size of its files, so a client can show it before a first load.
-        "size": files_size(state.entry.files()),
-        **_modalities(state),
-    }
+def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> ModelListing:
+    inputs = input_modalities(state.entry.mmproj)
+    entry = ModelListing(
+        id=state.entry.name,
+        aliases=list(state.entry.aliases),
+        tags=list(state.entry.tags),
+        owned_by="llamacpp",
+        created=created,
+        status=_status(state, retry_after),
+        source=state.entry.source,
+        can_remove=state.entry.source == "cache",
+        pinned=state.entry.pin,
+        ttl=state.entry.ttl,
+        tools=list(state.entry.tools) if state.entry.tools is not None else None,
+        size=files_size(state.entry.files()),
+        architecture={"input_modalities": inputs, "output_modalities": ["text"]},
+        capabilities=_capabilities(inputs),
+    )
     if state.running and state.meta is not None:
-        entry["meta"] = state.meta
+        entry.meta = state.meta
     if state.running and state.process is not None:
-        # Corral's own: the worker's resident memory (one /proc read, cheap enough per listing).
+        # The worker's resident memory (one /proc read, cheap enough per listing).
         rss = resident_memory(state)
-        entry["memory"] = {"rss": rss} if rss is not None else None
+        entry.memory = {"rss": rss} if rss is not None else None
     return entry
 
 
@@ -126,7 +118,7 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     rt = runtime(request)
     if reload:
         try:
-            await rt.reload()
+            await rt.reloader.reload()
         except CatalogueError as exc:
             raise ApiError(500, f"reload failed: {exc}") from None
     created = int(time.time())
@@ -141,14 +133,15 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     data += rt.peers.listing(created, lambda name: catalogue.resolve(name) is not None)
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
-    listing: dict[str, Any] = {"object": "list", "data": sorted(data, key=lambda e: str(e["id"]))}
+    data.sort(key=lambda entry: entry.id)
+    listing: dict[str, Any] = {"object": "list", "data": data}
     if rt.settings.single_model and len(models) == 1:
         listing["models"] = ollama_models(next(iter(models.values())).entry)
         if rt.settings.aliases:
             # As llama-server: every --alias, the id included. Any other name reaches the
             # model too (single_model_target), the file's own among them.
             for entry in data:
-                entry["aliases"] = sorted(set(rt.settings.aliases))
+                entry.aliases = sorted(set(rt.settings.aliases))
     return listing
 
 

@@ -20,6 +20,7 @@ import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
+from router.catalogue.listing import ListingStatus, ModelListing
 from router.relay.peer_config import PeerConfig
 from router.workers.worker_http import UpstreamError, WorkerClient
 
@@ -196,9 +197,9 @@ class PeerSet:
                 return PeerRoute(peer, remote)
         return None
 
-    def listing(self, created: int, is_local: Callable[[str], bool]) -> list[dict[str, Any]]:
+    def listing(self, created: int, is_local: Callable[[str], bool]) -> list[ModelListing]:
         """``/models`` entries for every name a peer answers for."""
-        entries: dict[str, dict[str, Any]] = {}
+        entries: dict[str, ModelListing] = {}
         for peer in self.peers:
             for remote in peer.remote_names():
                 name = peer.config.prefix + remote
@@ -218,20 +219,17 @@ async def _in_scope(scope: anyio.CancelScope, run: Callable[[float], Any], secon
         await run(seconds)
 
 
-def _entry(peer: Peer, name: str, remote: str, created: int) -> dict[str, Any]:
-    status: dict[str, Any] = {"value": "remote", "peer": peer.name, "url": peer.config.url}
+def _entry(peer: Peer, name: str, remote: str, created: int) -> ModelListing:
+    status = ListingStatus(value="remote", peer=peer.name, url=peer.config.url)
     if peer.error is not None:
-        status["error"] = peer.error
-    return {
-        "id": name,
-        "aliases": [],
-        "tags": [],
-        "object": "model",
-        "owned_by": peer.name,
-        "created": created,
-        "status": status,
-        "source": "peer",
-        "can_remove": False,
-        "peer": peer.name,
-        "remote_id": remote,
-    }
+        status.error = peer.error
+    return ModelListing(
+        id=name,
+        owned_by=peer.name,
+        created=created,
+        status=status,
+        source="peer",
+        can_remove=False,
+        peer=peer.name,
+        remote_id=remote,
+    )

@@ -34,6 +34,7 @@ from corral.children.protocol import StateMessage
 from corral.http.errors import ApiError
 from corral.hub.names import InvalidReference, parse_reference
 from corral.hub.removal import sweep_stale_partials
+from router.catalogue.listing import ListingStatus, ModelListing
 from router.workers.child_supervisor import ChildExit, ChildSupervisor
 from router.workers.launcher import SubprocessLauncher
 from router.workers.pool import WorkerPool
@@ -80,27 +81,24 @@ class DownloadJob:
     def error(self) -> str | None:
         return self.outcome.error if self.outcome is not None else None
 
-    def list_entry(self, created: int) -> dict[str, Any]:
+    def list_entry(self, created: int) -> ModelListing:
         """The ``GET /models`` entry, shaped like a model's."""
-        status: dict[str, Any] = {"value": self.status.value, "args": self.args}
+        status = ListingStatus(value=self.status.value, args=self.args)
         if self.progress:
-            status["progress"] = self.progress
+            status.progress = self.progress
         if self.error is not None:
-            status.update(failed=True, error=self.error)
-        return {
-            "id": self.name,
-            "aliases": [],
-            "tags": [],
-            "object": "model",
-            "owned_by": "llamacpp",
-            "created": created,
-            "status": status,
-            "source": "cache",
-            "can_remove": True,
-            "pinned": False,
-            "ttl": None,
-            "tools": None,
-        }
+            status.failed, status.error = True, self.error
+        return ModelListing(
+            id=self.name,
+            owned_by="llamacpp",
+            created=created,
+            status=status,
+            source="cache",
+            can_remove=True,
+            pinned=False,
+            ttl=None,
+            tools=None,
+        )
 
 
 class DownloadJobs:

@@ -112,13 +112,13 @@ async def test_a_busy_worker_without_progress_is_killed_and_loads_again() -> Non
         assert a.error is not None
         assert a.error.startswith("stalled: no progress for 60 s")
         status = _status(a, h.scheduler.retry_after(a))
-        assert status["failed"] is True
-        assert status["reason"] == "stalled"
+        assert status.failed is True
+        assert status.reason == "stalled"
         unloaded = (await events.next_batch(0))[-1]
         assert unloaded.data is not None
         assert unloaded.data["status"] == "unloaded"
         assert unloaded.data["reason"] == "stalled"
-        assert status["retry_after"] == 0.5  # its first failure: the shortest backoff
+        assert status.retry_after == 0.5  # its first failure: the shortest backoff
 
         h.done(a)  # the cut relay lets go of it
         h.advance(0.5)
@@ -300,8 +300,8 @@ async def test_a_crash_looping_model_starts_no_process_during_its_backoff() -> N
             assert isinstance(errors[-1], LoadFailed)
             assert h.scheduler.retry_after(a) == backoff
             status = _status(a, h.scheduler.retry_after(a))
-            assert status["reason"] == "crashed"
-            assert status["retry_after"] == backoff
+            assert status.reason == "crashed"
+            assert status.retry_after == backoff
 
             # A request during the backoff waits; the clock is held just short of its end.
             group.start_soon(_request, h, "a", errors)
