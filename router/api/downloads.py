@@ -59,7 +59,7 @@ async def _remove_cache_model(rt: RouterRuntime, name: str) -> None:
         removed = []  # gone already (removed by hand, or by another router)
     _log.info("model removed", model=entry.name, files=[str(path) for path in removed])
     try:
-        await rt.reload()
+        await rt.reloader.reload()
     except CatalogueError as exc:  # e.g. a preset section still names the removed model
         _log.error("reload after a removal failed", model=entry.name, error=str(exc))
     rt.pool.events.publish(entry.name, "model_remove")

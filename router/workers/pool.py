@@ -12,6 +12,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -25,6 +26,7 @@ from corral.children.protocol import EXIT_FAILED, StateMessage
 from corral.http.cors import NO_CORS
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.observe.events import EventBus
+from router.observe.topics import Topic
 from router.workers.broadcast import Broadcast
 from router.workers.catalogue_diff import carried_over, stale_models
 from router.workers.child_supervisor import ChildExit, ChildSupervisor
@@ -34,7 +36,13 @@ from router.workers.lookup import find_model
 from router.workers.model_state import ModelFields, ModelState, Status
 from router.workers.worker_http import WorkerClient
 
-__all__ = ["FAKE_TIMING_SECONDS", "WorkerPool", "worker_argv"]
+__all__ = [
+    "FAKE_TIMING_SECONDS",
+    "WorkerAnswered",
+    "WorkerExited",
+    "WorkerPool",
+    "worker_argv",
+]
 
 _log = structlog.get_logger("corral.registry")  # the name logs have always carried
 # Upstream's debug aid for deterministic scheduling tests (docs/protocol.md §4): when the
@@ -51,6 +59,20 @@ def worker_argv(entry: CatalogueEntry) -> list[str]:
         *projector, *tags, "--host", "127.0.0.1", "--port", "0", "--cors-origins", NO_CORS,
         *entry.worker_args(),
     ]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerExited:
+    """A model's worker ended, for whatever reason; its state says why."""
+
+    state: ModelState
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerAnswered:
+    """A model's worker sent the first bytes of an answer since it started."""
+
+    state: ModelState
 
 
 class WorkerPool:
@@ -70,9 +92,8 @@ class WorkerPool:
         # Upstream's debug hold (FAKE_TIMING_SECONDS), or 0: upstream's router mode has it,
         # a single-model llama-server does not.
         self.fake_timing = fake_timing
-        self.exit_listeners: list[Callable[[ModelState], None]] = []  # each worker's exit
-        # Called with a model whose worker sent the first bytes of an answer since it started.
-        self.answer_listeners: list[Callable[[ModelState], None]] = []
+        self.exited: Topic[WorkerExited] = Topic()  # each worker's exit, after the bookkeeping
+        self.answered: Topic[WorkerAnswered] = Topic()  # the first answer bytes since a start
         self.changed = Broadcast()
         self._timeout = timeout
         self._clock = clock
@@ -159,14 +180,13 @@ class WorkerPool:
         fields.last_progress = max(fields.last_progress, self._clock() if at is None else at)
 
     def note_answer(self, state: ModelState) -> None:
-        """Bytes of an answer came from the worker: progress, and the first tells the answer
-        listeners that its load is over for the clients too (a spare may be replaced now)."""
+        """Bytes of an answer came from the worker: progress, and the first tells
+        :attr:`answered` that its load is over for the clients too (a spare may be replaced)."""
         self.note_progress(state)
         fields = self._writable(state)
         if not fields.answered:
             fields.answered = True
-            for listener in self.answer_listeners:
-                listener(state)
+            self.answered.publish(WorkerAnswered(state))
 
     def note_memory(self, state: ModelState, measured: int) -> None:
         """Remember the most a model was seen to hold: what it is expected to need next time."""
@@ -312,8 +332,7 @@ class WorkerPool:
             self._tasks.start_soon(fields.client.aclose)
             fields.client = None
         fields.exited.set()
-        for listener in self.exit_listeners:
-            listener(state)
+        self.exited.publish(WorkerExited(state))
         # The reason travels with the event (beyond upstream), so a client need not refetch.
         failure = {"error": fields.error} if fields.exit_code and fields.error else {}
         if fields.exit_code:  # as /models says it: why it failed

@@ -40,7 +40,8 @@ from corral.children.environment import child_environment
 from corral.children.protocol import SPARE_STATE, ChildLine, LogLine, StateMessage
 from router.workers.child_logs import relay_log_line
 from router.workers.launcher import WORKER_COMMAND, ChildProcess, WorkerLauncher
-from router.workers.memory_budget import process_rss
+from router.workers.memory_budget import MemoryBudget, process_rss
+from router.workers.pool import WorkerPool
 
 __all__ = ["SPARE_ARGV", "SpareWorkers"]
 
@@ -149,20 +150,30 @@ class SpareWorkers:
         launcher: WorkerLauncher,
         count: int,
         task_group: TaskGroup,
-        *,
-        room: Callable[[int], bool] = lambda held: True,
     ) -> None:
         self._launcher = launcher
         self._count = count
         self._tasks = task_group
         # Whether one more spare fits the memory budget, given what the spares hold now.
-        self._room = room
+        self._room: Callable[[int], bool] = lambda held: True
         self._spares: list[_Spare] = []
         self._starting = 0
         self._returning = 0  # workers asked to release their model and come back as spares
         self._failures = 0  # spares that died before they were warm, in a row
         self._closed = False
         self._env = child_environment()
+
+    def attach(self, pool: WorkerPool, budget: MemoryBudget | None) -> None:
+        """Serve ``pool``: a spare that became one of its workers is replaced after that
+        worker's first answer, and with a memory budget a spare starts only if it fits next to
+        the pool's running models. The two measure each other (the budget counts what the
+        spares hold), so they are tied here, once both exist."""
+        pool.answered.subscribe(lambda event: self.answered(event.state.process))
+        if budget is not None:
+            budget.spares = self.held
+            self._room = lambda held: budget.spare_fits(
+                [state for state in pool.models.values() if state.running], held
+            )
 
     @property
     def ready(self) -> int:

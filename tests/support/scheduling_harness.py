@@ -109,17 +109,9 @@ async def harness(
     )
     launcher, clock = FakeLauncher(), FakeClock()
     async with anyio.create_task_group() as group:
-        spare_workers = SpareWorkers(
-            launcher,
-            spares,
-            group,
-            room=lambda held: (
-                memory is None
-                or memory.spare_fits([s for s in pool.models.values() if s.running], held)
-            ),
-        )
+        spare_workers = SpareWorkers(launcher, spares, group)
         pool = WorkerPool(catalogue, launcher=spare_workers, task_group=group, clock=clock)
-        pool.answer_listeners.append(lambda state: spare_workers.answered(state.process))
+        spare_workers.attach(pool, memory)
         try:
             scheduler = Scheduler(pool, models_max, memory, max_queue=max_queue, clock=clock)
             yield Harness(pool, scheduler, launcher, clock, spare_workers)

@@ -1,0 +1,103 @@
+"""The router's services, built in dependency order and told about each other by typed events.
+
+Order: the spares (the pool launches through them), the pool, the scheduler over it, the
+watchdog, the peers, the reloader, the downloads (a finished one reloads), the conversation
+owners. Then the subscriptions, each one line: who wants to know what (router/observe/topics.py).
+Startup checks happen before any of this (router/startup.py); the app only holds the result
+(router/app.py).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import structlog
+
+from router.api.metrics import RequestCounter
+from router.api.runtime import RouterRuntime
+from router.catalogue.catalogue import CatalogueError
+from router.catalogue.file_check import model_file_problem
+from router.relay.conversations import ConversationOwners
+from router.relay.peers import PeerSet
+from router.reloads import Reloader
+from router.scheduling.scheduler import Scheduler
+from router.settings import ServeSettings
+from router.startup import StartupPlan
+from router.tools.toolbox import ToolBox
+from router.workers.download_jobs import DownloadJobs
+from router.workers.launcher import SubprocessLauncher, WorkerLauncher
+from router.workers.pool import FAKE_TIMING_SECONDS, WorkerPool
+from router.workers.spares import SpareWorkers
+from router.workers.stall_watchdog import StallWatchdog
+
+__all__ = ["running_services"]
+
+_log = structlog.get_logger("corral.router")
+
+
+@asynccontextmanager
+async def running_services(
+    settings: ServeSettings,
+    plan: StartupPlan,
+    tools: ToolBox,
+    launcher: WorkerLauncher | None = None,
+) -> AsyncIterator[RouterRuntime]:
+    """Every service running for as long as the block lasts; on the way out the workers and
+    downloads are stopped and the peers closed."""
+    async with tools.running(), anyio.create_task_group() as group:
+        spares = SpareWorkers(launcher or SubprocessLauncher(), settings.models_spare, group)
+        pool = WorkerPool(
+            plan.catalogue,
+            launcher=spares,
+            task_group=group,
+            timeout=settings.timeout,
+            check_file=model_file_problem,
+            fake_timing=0.0 if settings.single_model else FAKE_TIMING_SECONDS,
+        )
+        scheduler = Scheduler(pool, settings.models_max, plan.budget, max_queue=settings.max_queue)
+        watchdog = StallWatchdog(
+            pool, stall_timeout=settings.stall_timeout, load_timeout=settings.load_timeout
+        )
+        peers = PeerSet()
+        reloader = Reloader(settings, pool, peers)
+        downloads = DownloadJobs(pool, settings=settings, task_group=group, reload=reloader.reload)
+        conversations = ConversationOwners()
+
+        spares.attach(pool, plan.budget)
+        pool.exited.subscribe(lambda event: conversations.worker_exited(event.state))
+        pool.exited.subscribe(lambda _: spares.fill())  # room may have come free
+        reloader.reloaded.subscribe(lambda _: downloads.forget_finished())  # as upstream
+
+        _log.info("models available", models=sorted(plan.catalogue.entries))
+        peers.start(group, plan.peers)  # listed in the background: never in the way
+        for entry in plan.startup:
+            pool.start(pool.models[entry.name])
+        spares.fill()
+        group.start_soon(scheduler.unload_expired)
+        group.start_soon(watchdog.run, group)
+        group.start_soon(_reload_on_sighup, reloader)
+        group.start_soon(downloads.sweep_stale_partials)
+        runtime = RouterRuntime(
+            settings, pool, scheduler, RequestCounter(), downloads, reloader, conversations, peers
+        )
+        try:
+            yield runtime
+        finally:
+            spares.close()
+            await downloads.cancel_all()
+            await pool.stop_all()
+            await peers.aclose()
+            group.cancel_scope.cancel()
+
+
+async def _reload_on_sighup(reloader: Reloader) -> None:
+    """SIGHUP only enqueues a reload; reloads run here, one at a time."""
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            try:
+                await reloader.reload()
+            except CatalogueError as exc:  # keep serving the old catalogue
+                _log.error("reload failed, keeping the current models", error=str(exc))

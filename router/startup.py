@@ -1,0 +1,89 @@
+"""What the router checks before it serves: every model source reads, and what is to load at
+startup fits (docs/serving.md). A bad catalogue, a startup set beyond ``--models-max`` or
+``--models-memory-max``, an ``--hf-repo`` not in the cache: each is a ``CatalogueError`` that
+stops ``corral serve`` with its reason before a port is bound or a child started."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from corral.hub.cache_scan import resolve_cached_model, scan_cache
+from router.catalogue.catalogue import Catalogue, CatalogueEntry, CatalogueError, build_catalogue
+from router.catalogue.presets import PresetError
+from router.relay.peer_config import PeerConfig, load_peer_configs
+from router.settings import ServeSettings
+from router.single_model import single_model_catalogue
+from router.workers.memory_budget import MemoryBudget
+from router.workers.model_state import ModelState
+
+__all__ = ["StartupPlan", "load_catalogue", "load_peers", "plan_startup"]
+
+
+@dataclass(frozen=True, slots=True)
+class StartupPlan:
+    """What the services start from: the sources as read, and the models to load at once."""
+
+    catalogue: Catalogue
+    peers: tuple[PeerConfig, ...]
+    startup: tuple[CatalogueEntry, ...]
+    budget: MemoryBudget | None  # --models-memory-max, if set
+
+
+def load_catalogue(settings: ServeSettings) -> Catalogue:
+    """Read every model source the settings name; raises ``CatalogueError``."""
+    catalogue = build_catalogue(
+        models_dir=settings.models_dir,
+        model_files=settings.model_files,
+        mmproj_file=settings.mmproj_file,
+        preset_file=settings.models_preset,
+        cache_dir=settings.cache_dir,
+        cli_options=settings.model_options,
+    )
+    return single_model_catalogue(catalogue, settings)
+
+
+def load_peers(settings: ServeSettings) -> tuple[PeerConfig, ...]:
+    """The preset's ``[peer NAME]`` sections; raises ``CatalogueError`` as a bad model would."""
+    try:
+        return load_peer_configs(settings.models_preset)
+    except PresetError as error:
+        raise CatalogueError(str(error)) from None
+
+
+def plan_startup(settings: ServeSettings) -> StartupPlan:
+    """Read the sources and check the startup set; raises ``CatalogueError``."""
+    catalogue = load_catalogue(settings)
+    peers = load_peers(settings)
+    startup = [e for e in catalogue.entries.values() if e.load_on_startup]
+    startup += [_cached_entry(catalogue, settings, reference) for reference in settings.hf_repos]
+    if 0 < settings.models_max < len(startup):
+        raise CatalogueError(
+            f"{len(startup)} models are to load on startup but --models-max is "
+            f"{settings.models_max}"
+        )
+    memory = settings.models_memory_max
+    budget = MemoryBudget(memory) if memory > 0 else None
+    if budget is not None and len(startup) > 1:  # one model alone may exceed the budget
+        needed = sum(budget.expected(ModelState.unloaded(entry)) for entry in startup)
+        if needed > budget.limit:
+            raise CatalogueError(
+                f"{len(startup)} models are to load on startup, expected to hold "
+                f"{needed >> 20} MiB, but --models-memory-max is {budget.limit >> 20} MiB"
+            )
+    return StartupPlan(catalogue, peers, tuple(startup), budget)
+
+
+def _cached_entry(catalogue: Catalogue, settings: ServeSettings, reference: str) -> CatalogueEntry:
+    """``--hf-repo org/repo[:TAG]``: in the hub cache (``serve`` downloaded it if it could)."""
+    cached = None
+    if settings.cache_dir is not None:
+        cached = resolve_cached_model(scan_cache(settings.cache_dir), reference)
+    # By alias: in single-model mode an --alias renames the model (router.single_model).
+    entry = catalogue.resolve(cached.name) if cached is not None else None
+    if entry is None:
+        why = "--offline forbids downloading it" if settings.offline else "it was not downloaded"
+        raise CatalogueError(
+            f"--hf-repo {reference}: not in the hub cache ({settings.cache_dir}); {why} "
+            f"(corral pull {reference} fetches it)"
+        )
+    return entry
