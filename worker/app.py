@@ -19,6 +19,7 @@ from worker.api.chat.routes import chat_routes
 from worker.api.completions.routes import completion_routes
 from worker.api.embeddings.rerank_routes import rerank_routes
 from worker.api.embeddings.routes import embedding_routes
+from worker.api.errors import engine_error_response
 from worker.api.model_info.lora_routes import lora_routes
 from worker.api.model_info.prometheus_metrics import ScrapeWindow
 from worker.api.model_info.routes import model_info_routes
@@ -26,6 +27,7 @@ from worker.api.model_info.slot_routes import slot_routes
 from worker.api.responses.routes import responses_routes
 from worker.api.streams.routes import stream_routes
 from worker.api.vertex.routes import predict_route
+from worker.host.errors import EngineError
 from worker.state import WorkerState
 
 __all__ = ["bind_worker_state", "create_worker_app"]
@@ -49,7 +51,11 @@ def create_worker_app() -> Litestar:
             *lora_routes,
             *predict_route(),
         ],
-        exception_handlers={**exception_handlers, ContextError: context_error_response},
+        exception_handlers={
+            **exception_handlers,
+            ContextError: context_error_response,
+            EngineError: engine_error_response,
+        },
         state=State(),
         logging_config=None,
         # The router bounds what reaches a worker; it passes its own limit on (docs/protocol.md §8).

@@ -14,8 +14,8 @@ import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from corral.http.errors import ApiError
 from worker.engine.batching import slot_index
+from worker.host.errors import EngineFailure, InvalidInput
 from worker.host.llama_bindings import llama_cpp
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def save_slot(model: LoadedModel, id_slot: int, folder: Path, filename: str) -> 
     path = str(folder / filename).encode()
     written = llama_cpp.llama_state_seq_save_file(model.ctx, path, slot.id, array, len(packed))
     if written == 0:
-        raise ApiError(500, "Unable to save slot")
+        raise EngineFailure("Unable to save slot")
     return {
         "id_slot": id_slot,
         "filename": filename,
@@ -118,7 +118,7 @@ def restore_slot(model: LoadedModel, id_slot: int, folder: Path, filename: str) 
     except ValueError as exc:
         llama_cpp.llama_memory_seq_rm(memory, slot.id, -1, -1)
         slot.tokens = []
-        raise ApiError(400, f"Unable to restore slot: {exc}") from None
+        raise InvalidInput(f"Unable to restore slot: {exc}") from None
     slot.tokens = tokens
     return {
         "id_slot": id_slot,

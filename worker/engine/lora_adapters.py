@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from corral.http.errors import ApiError
+from worker.host.errors import InvalidInput
 from worker.host.llama_bindings import llama_cpp
 
 __all__ = ["AdapterScales", "LoraAdapters", "LoraChoice"]
@@ -98,8 +98,8 @@ class LoraAdapters:
                 have = (
                     f"ids 0 to {len(self.paths) - 1}" if self.paths else "no LoRA adapters loaded"
                 )
-                raise ApiError(
-                    400, f"{field}[{index}].id: no LoRA adapter with id {choice.id} ({have})"
+                raise InvalidInput(
+                    f"{field}[{index}].id: no LoRA adapter with id {choice.id} ({have})"
                 )
             scales[choice.id] = choice.scale
         return scales

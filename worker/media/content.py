@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from corral.http.errors import ApiError
+from worker.host.errors import InvalidInput
 from worker.media.formats import MediaKind, media_kind
 from worker.media.sources import decode_base64, read_media
 
@@ -37,14 +37,14 @@ class MediaFile(NamedTuple):
     field: str  # where the request gave it, for error messages
 
 
-def _unsupported(field: str, kind: MediaKind) -> ApiError:
-    return ApiError(400, f"{field}: {kind} input is not supported - {_NO_PROJECTOR_HINT}")
+def _unsupported(field: str, kind: MediaKind) -> InvalidInput:
+    return InvalidInput(f"{field}: {kind} input is not supported - {_NO_PROJECTOR_HINT}")
 
 
 def _checked(data: bytes, field: str, modalities: Modalities) -> MediaFile:
     kind = media_kind(data)
     if kind is None:
-        raise ApiError(400, f"{field}: not a supported image (PNG, JPEG, GIF, BMP) or audio file")
+        raise InvalidInput(f"{field}: not a supported image (PNG, JPEG, GIF, BMP) or audio file")
     if not modalities.allows(kind):
         raise _unsupported(field, kind)
     return MediaFile(data, field)
@@ -91,8 +91,7 @@ async def take_message_media(
 def take_prompt_media(data: list[str], modalities: Modalities) -> list[MediaFile]:
     """``/completion``'s ``multimodal_data``: base64 files, one per marker in the prompt."""
     if not (modalities.vision or modalities.audio):
-        raise ApiError(
-            400,
+        raise InvalidInput(
             "prompt.multimodal_data: multimodal data provided, but the model does not support "
             f"multimodal requests - {_NO_PROJECTOR_HINT}",
         )
@@ -100,6 +99,6 @@ def take_prompt_media(data: list[str], modalities: Modalities) -> list[MediaFile
     for i, entry in enumerate(data):
         field = f"prompt.multimodal_data[{i}]"
         if entry.startswith(("http://", "https://", "data:")):  # base64 only, as upstream
-            raise ApiError(400, f"{field}: expected base64 data")
+            raise InvalidInput(f"{field}: expected base64 data")
         files.append(_checked(decode_base64(entry, field), field, modalities))
     return files

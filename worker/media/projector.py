@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 from llama_cpp._utils import suppress_stdout_stderr
 
-from corral.http.errors import ApiError
+from worker.host.errors import InvalidInput
 from worker.host.llama_bindings import llama_cpp
 from worker.media.content import MediaFile, Modalities
 
@@ -129,7 +129,7 @@ class Projector:
             self.context, buffer, len(file.data), False
         )
         if not bitmap:
-            raise ApiError(400, f"{file.field}: failed to load the image or audio file")
+            raise InvalidInput(f"{file.field}: failed to load the image or audio file")
         return bitmap
 
     def tokenize(self, text: str, files: list[MediaFile], *, add_special: bool) -> MediaPrompt:
@@ -138,8 +138,7 @@ class Projector:
         mtmd_cpp = _mtmd()
         markers = text.count(media_marker())
         if markers != len(files):
-            raise ApiError(
-                400,
+            raise InvalidInput(
                 f"the prompt has {markers} media markers ({media_marker()}) for {len(files)} "
                 "media files",
             )
@@ -156,12 +155,12 @@ class Projector:
             )
             if code != 0:
                 mtmd_cpp.mtmd_input_chunks_free(chunks)
-                raise ApiError(400, f"failed to tokenize the prompt with its media (code {code})")
+                raise InvalidInput(f"failed to tokenize the prompt with its media (code {code})")
             prompt = MediaPrompt(self, chunks)
         finally:
             for bitmap in bitmaps:  # the chunks hold their own copy of each
                 mtmd_cpp.mtmd_bitmap_free(bitmap)
         if prompt.ends_with_media:
             # Media embeddings give no logits to sample the first token from.
-            raise ApiError(400, "the prompt must not end with a media marker: add text after it")
+            raise InvalidInput("the prompt must not end with a media marker: add text after it")
         return prompt

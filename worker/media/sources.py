@@ -10,7 +10,7 @@ from __future__ import annotations
 import binascii
 from base64 import b64decode
 
-from corral.http.errors import ApiError
+from worker.host.errors import InvalidInput
 
 __all__ = ["FETCH_MAX_BYTES", "FETCH_TIMEOUT_SECONDS", "decode_base64", "read_media"]
 
@@ -25,20 +25,20 @@ def decode_base64(text: str, field: str) -> bytes:
     try:
         data = b64decode("".join(text.split()), validate=True)
     except (binascii.Error, ValueError):
-        raise ApiError(400, f"{field}: invalid base64 data") from None
+        raise InvalidInput(f"{field}: invalid base64 data") from None
     if not data:
-        raise ApiError(400, f"{field}: the media data is empty")
+        raise InvalidInput(f"{field}: the media data is empty")
     return data
 
 
 def _data_uri(url: str, field: str) -> bytes:
     header, comma, payload = url.partition(",")
     if not comma:
-        raise ApiError(400, f"{field}: invalid data URI (no comma)")
+        raise InvalidInput(f"{field}: invalid data URI (no comma)")
     if not header.startswith(_DATA_KINDS):
-        raise ApiError(400, f"{field}: unsupported data URI type '{header[5:]}'")
+        raise InvalidInput(f"{field}: unsupported data URI type '{header[5:]}'")
     if not header.endswith(";base64"):
-        raise ApiError(400, f"{field}: data URIs must be base64 encoded")
+        raise InvalidInput(f"{field}: data URIs must be base64 encoded")
     return decode_base64(payload, field)
 
 
@@ -53,15 +53,15 @@ async def _fetch(url: str, field: str, max_bytes: int, wait_seconds: float) -> b
         ):
             status = response.status_code
             if not 200 <= status < 300:
-                raise ApiError(400, f"{field}: failed to download {url}: HTTP {status}")
+                raise InvalidInput(f"{field}: failed to download {url}: HTTP {status}")
             async for piece in response.aiter_bytes():
                 body += piece
                 if len(body) > max_bytes:
-                    raise ApiError(400, f"{field}: {url} is larger than {max_bytes} bytes")
+                    raise InvalidInput(f"{field}: {url} is larger than {max_bytes} bytes")
     except httpx.TimeoutException:
-        raise ApiError(400, f"{field}: {url} did not answer within {wait_seconds:g} s") from None
+        raise InvalidInput(f"{field}: {url} did not answer within {wait_seconds:g} s") from None
     except httpx.HTTPError as exc:
-        raise ApiError(400, f"{field}: failed to download {url}: {exc}") from None
+        raise InvalidInput(f"{field}: failed to download {url}: {exc}") from None
     return bytes(body)
 
 
@@ -76,11 +76,11 @@ async def read_media(
     every error message. ``max_bytes`` and ``wait_seconds`` bound a download (the wait applies
     to connecting and to each read)."""
     if not url:
-        raise ApiError(400, f"{field}: no media given")
+        raise InvalidInput(f"{field}: no media given")
     if url.startswith(("http://", "https://")):
         return await _fetch(url, field, max_bytes, wait_seconds)
     if url.startswith("file://"):
-        raise ApiError(400, f"{field}: file:// URLs are not allowed")
+        raise InvalidInput(f"{field}: file:// URLs are not allowed")
     if url.startswith("data:"):
         return _data_uri(url, field)
     return decode_base64(url, field)

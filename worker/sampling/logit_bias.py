@@ -12,7 +12,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from corral.http.errors import ApiError
+from worker.host.errors import InvalidInput
 from worker.host.llama_bindings import llama_cpp
 from worker.sampling.chain import SamplingParams
 
@@ -47,7 +47,7 @@ def parse_logit_bias(
             by_text.append((token, bias))
         elif isinstance(token, int) and not isinstance(token, bool):
             if not 0 <= token < n_vocab:
-                raise ApiError(400, f"logit_bias: token id {token} is outside the vocabulary")
+                raise InvalidInput(f"logit_bias: token id {token} is outside the vocabulary")
             biases[token] = bias
     return biases, tuple(by_text)
 
