@@ -13,6 +13,7 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-# The layering contracts in pyproject.toml: no imports between router, worker and downloads.
+# The layering contracts in pyproject.toml: no imports between router, worker and downloads,
+# and the layers inside each (docs/architecture.md, Code map).
 .venv/bin/lint-imports --no-logo
 exec .venv/bin/python -m pytest "$@"
