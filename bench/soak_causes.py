@@ -38,6 +38,8 @@ CAUSES = [
            r"^model is not running$"),
     _cause("the soak's own unload stopped the model's load", _GENERATIONS, 503,
            r"^model '[^']+' was stopped before it finished loading$"),
+    _cause("the soak's own unloads stopped the model twice as the request reached it",
+           _GENERATIONS, 503, r"^model '[^']+' was stopped before it took the request$"),
     _cause("replay after its worker stopped (evicted or unloaded): a stream lives in its "
            "worker", ("replay",), 404, r"^Stream not found: model '[^']+' stopped$"),
     _cause("replay of a session whose POST failed: the soak's unload stopped the load",

@@ -27,7 +27,7 @@ from router.api.runtime import RouterRuntime, runtime
 from router.relay.conversations import stop_reason
 from router.relay.peer_proxy import forward_to_peer
 from router.relay.peers import PeerRoute
-from router.relay.proxy import relay
+from router.relay.proxy import WorkerStopping, relay
 from router.workers.model_state import Status
 from router.workers.worker_http import UpstreamError
 
@@ -90,7 +90,10 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
     # A lease for this request, never a load; None: its worker is on its way out, with the session.
     if rt.scheduler.hold(state, request.scope) is None:
         raise ApiError(404, f"Stream not found: {stop_reason(state)}")
-    return await relay(request, rt.scheduler, state, None)
+    try:
+        return await relay(request, rt.scheduler, state, None)
+    except WorkerStopping:  # it began to stop as the replay reached it, with the session
+        raise ApiError(404, f"Stream not found: {stop_reason(state)}") from None
 
 
 @post("/v1/streams/lookup", status_code=200)

@@ -48,6 +48,11 @@ class Claim:
         """Its request is being sent to the model's worker: the session is that worker's now."""
         self.attached = True
 
+    def detach(self) -> None:
+        """Its request never reached that worker (it was stopping): the session will be the
+        next worker's, whatever that worker's exit said of it."""
+        self.attached, self.ended = False, None
+
     def fail(self, reason: str) -> None:
         """Its request failed before reaching a worker: no session will exist."""
         if self.live() and not self.attached:

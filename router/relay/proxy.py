@@ -21,6 +21,7 @@ from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
 from router.relay.conversations import Claim
 from router.scheduling.answers import scheduling_answered
+from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
 from router.workers.model_state import ModelState
 from router.workers.worker_http import UpstreamError, UpstreamResponse
@@ -28,6 +29,7 @@ from router.workers.worker_http import UpstreamError, UpstreamResponse
 __all__ = [
     "WHOLE_BELOW",
     "RelayResponse",
+    "WorkerStopping",
     "autoload_wanted",
     "forward",
     "relay",
@@ -172,18 +174,43 @@ async def forward(
     note_model(name)
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
-    # The lease is the request's until it ends (router/scheduling/leases.py): every return
-    # and raise below gives it back, with no release here.
-    scope = request.scope
+    tries = 2  # a second when the worker was stopping as the first reached it
+    while True:
+        lease = await _acquire(request, scheduler, name, detached=session is not None)
+        if session is not None and not session.live():
+            raise ApiError(
+                400, "request cancelled by DELETE /v1/stream while the model was loading"
+            )
+        try:
+            return await relay(request, scheduler, lease.state, body, session=session)
+        except WorkerStopping as stopping:
+            tries -= 1
+            if tries == 0 or not autoload:  # without autoload, nothing loads it again
+                raise ApiError(503, str(stopping)) from None
+            # Stopped (an unload, an eviction, a reload) between handing the model over and
+            # the worker taking the request, which it never saw: asked again, the scheduler
+            # waits for the stop and loads the model, as for a request a moment later.
+            lease.release()  # that worker is going: its lease is no use to the retry
+            if session is not None:
+                session.detach()
+
+
+async def _acquire(
+    request: Request[Any, Any, Any], scheduler: Scheduler, name: str, *, detached: bool
+) -> Lease:
+    """A lease on the model, loading it if needed. The lease is the request's until it ends
+    (router/scheduling/leases.py): whatever ends the request gives it back."""
     # Most requests find their model ready: no waiting, so no need to watch for a disconnect.
     with scheduling_answered():
-        lease = scheduler.acquire_if_ready(name, scope)
+        lease = scheduler.acquire_if_ready(name, request.scope)
         if lease is None:
-            waiting = scheduler.acquire(name, scope)
-            lease = await (waiting if session is not None else until_disconnected(request, waiting))
-    if session is not None and not session.live():
-        raise ApiError(400, "request cancelled by DELETE /v1/stream while the model was loading")
-    return await relay(request, scheduler, lease.state, body, session=session)
+            waiting = scheduler.acquire(name, request.scope)
+            lease = await (waiting if detached else until_disconnected(request, waiting))
+    return lease
+
+
+class WorkerStopping(Exception):
+    """The worker was being stopped and closed its connection before it took the request."""
 
 
 async def relay(
@@ -221,6 +248,8 @@ async def relay(
         fault = _fault_error(state)
         if fault is not None:
             raise fault from None
+        if state.stop_requested:
+            raise WorkerStopping(f"model '{name}' was stopped before it took the request") from None
         raise ApiError(503, f"model '{name}' is unavailable: {exc}") from None
     scheduler.note_progress(state)  # the answer's head arrived: the worker works
 
