@@ -10,7 +10,14 @@ from typing import Any
 
 from tests.support.router_process import RouterProcess
 
-__all__ = ["long_answer", "queue_depth", "stream_body", "until", "wait_queued"]
+__all__ = [
+    "active_requests",
+    "long_answer",
+    "queue_depth",
+    "stream_body",
+    "until",
+    "wait_queued",
+]
 
 CHAT = [{"role": "user", "content": "hi"}]
 
@@ -30,10 +37,19 @@ def long_answer(router: RouterProcess, model: str) -> Iterator[None]:
         yield
 
 
+def _gauge(router: RouterProcess, sample: str) -> float:
+    """One sample of the router's /metrics, by its name and labels as written there."""
+    lines = router.client.get("/metrics").text.splitlines()
+    return float(next(line.split()[1] for line in lines if line.startswith(sample)))
+
+
 def queue_depth(router: RouterProcess) -> float:
-    text = router.client.get("/metrics").text
-    return float(next(line.split()[1] for line in text.splitlines()
-                      if line.startswith("corral_queue_depth")))  # fmt: skip
+    return _gauge(router, "corral_queue_depth")
+
+
+def active_requests(router: RouterProcess, model: str) -> float:
+    """Requests holding a lease on ``model`` (router/scheduling/leases.py)."""
+    return _gauge(router, f'corral_active_requests{{model="{model}"}}')
 
 
 def until(condition: Callable[[], bool], what: str) -> None:

@@ -16,16 +16,10 @@ from pathlib import Path
 import httpx
 import psutil
 
-from tests.support.chat_streams import until
-from tests.support.router_process import RouterProcess, running_router
+from tests.support.chat_streams import active_requests, until
+from tests.support.router_process import running_router
 
 CHAT = {"model": "alpha", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
-
-
-def _active(router: RouterProcess) -> float:
-    lines = router.client.get("/metrics").text.splitlines()
-    prefix = 'corral_active_requests{model="alpha"}'
-    return float(next(line.split()[1] for line in lines if line.startswith(prefix)))
 
 
 def _alive(process: psutil.Process) -> bool:
@@ -55,7 +49,9 @@ def test_a_request_the_stopped_worker_never_read_is_answered_by_the_next_load(
 
         sender = threading.Thread(target=chat)
         sender.start()
-        until(lambda: _active(router) == 1, "the chat to be handed the frozen worker")
+        until(
+            lambda: active_requests(router, "alpha") == 1, "the chat to be handed the frozen worker"
+        )
         assert router.client.post("/models/unload", json={"model": "alpha"}).status_code == 200
         until(lambda: not _alive(worker), "the frozen worker to be killed")
         sender.join(timeout=120)

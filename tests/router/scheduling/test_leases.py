@@ -11,8 +11,8 @@ from litestar.testing import AsyncTestClient
 
 from corral.http.errors import ApiError, exception_handlers
 from router.scheduling.leases import release_all, release_leases
-from tests.support.chat_streams import long_answer, until
-from tests.support.router_process import RouterProcess, running_router
+from tests.support.chat_streams import active_requests, long_answer, until
+from tests.support.router_process import running_router
 from tests.support.scheduling_harness import harness
 
 
@@ -64,17 +64,13 @@ async def test_a_handler_that_fails_after_taking_a_lease_gives_it_back() -> None
         assert a.in_flight == 0
 
 
-def _active(router: RouterProcess, model: str) -> float:
-    prefix = f'corral_active_requests{{model="{model}"}}'
-    lines = router.client.get("/metrics").text.splitlines()
-    return float(next(line.split()[1] for line in lines if line.startswith(prefix)))
-
-
 def test_a_client_that_leaves_mid_stream_gives_its_claim_back(models_dir: Path) -> None:
     # A context of 32k: the answer is still being generated when the client leaves.
     with running_router(["--models-dir", str(models_dir), "--ctx-size", "32768"]) as router:
         with long_answer(router, "alpha"):
-            assert _active(router, "alpha") == 1
+            assert active_requests(router, "alpha") == 1
         # The connection closed mid-answer: the relay ends, and with its request the lease.
-        until(lambda: _active(router, "alpha") == 0, "the cancelled stream's claim to go back")
+        until(
+            lambda: active_requests(router, "alpha") == 0, "the cancelled stream's claim to go back"
+        )
         assert router.client.post("/models/unload", json={"model": "alpha"}).status_code == 200
