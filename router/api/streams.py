@@ -87,12 +87,13 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
         raise ApiError(404, "Stream not found or expired")
     if not claim.attached:  # its POST waits for the model's load, which will answer it
         raise ApiError(503, "Stream owner model is loading, retry later")
-    # A lease for this request, never a load; None: its worker is on its way out, with the session.
-    if rt.scheduler.hold(state, request.scope) is None:
-        raise ApiError(404, f"Stream not found: {stop_reason(state)}")
     try:
+        # A lease for this request, never a load. None, or a worker that began to stop as the
+        # replay reached it: the worker is on its way out, and the session with it.
+        if rt.scheduler.hold(state, request.scope) is None:
+            raise WorkerStopping
         return await relay(request, rt.scheduler, state, None)
-    except WorkerStopping:  # it began to stop as the replay reached it, with the session
+    except WorkerStopping:
         raise ApiError(404, f"Stream not found: {stop_reason(state)}") from None
 
 

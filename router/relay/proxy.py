@@ -83,8 +83,8 @@ class RelayResponse(ASGIResponse):
     Whatever ends the relay (the last byte, a client disconnect, the worker going away), the
     upstream answer is closed in ``finally``: an unfinished answer closes its connection, which
     tells the worker to stop generating (docs/protocol.md §3). The model's lease ends with the
-    request, just after (router/scheduling/leases.py). A stream
-    cut by the upstream ends with the SSE error event ``cut_error`` makes of the reason.
+    request, just after (router/scheduling/leases.py). A stream cut by the upstream ends with
+    the SSE error event ``cut_error`` makes of the reason.
     """
 
     __slots__ = ("_cut_error", "_headers", "_name", "_progress", "_upstream")
