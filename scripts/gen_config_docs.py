@@ -24,7 +24,7 @@ from unittest import mock
 
 from corral.children.environment import SECRET_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
-from corral.options.flags import WORKER_OPTIONS, flag_spelling
+from corral.options.flags import WORKER_OPTIONS, flag_spelling, option_flags
 from corral.options.help import MODEL_OPTION_HELP
 from corral.options.table import OPTIONS, OptionSpec
 from router.cli.commands import _parser as _cache_commands_parser
@@ -124,6 +124,21 @@ _WORKER_FIELDS: dict[str, str] = {
     "context-shift": "context_shift",
     "verbose": "verbose",
     "keep": "keep",
+    # GPU (issue 26)
+    "device": "gpu.devices",
+    "fit": "gpu.fit",
+    "fit-target": "gpu.fit_target_mib",
+    "fit-ctx": "gpu.fit_ctx",
+    "split-mode": "gpu.split_mode",
+    "tensor-split": "gpu.tensor_split",
+    "main-gpu": "gpu.main_gpu",
+    "override-tensor": "gpu.override_tensor",
+    "cpu-moe": "gpu.cpu_moe",
+    "n-cpu-moe": "gpu.n_cpu_moe",
+    "n-cpu-ffn": "gpu.n_cpu_ffn",
+    "kv-offload": "gpu.kv_offload",
+    "op-offload": "gpu.op_offload",
+    "spec-draft-device": "gpu.draft_devices",
 }
 # Defaults that depend on the machine, or read better as written than as the worker holds them.
 _WRITTEN_DEFAULTS = {
@@ -137,7 +152,9 @@ _DEFAULT_MEANS = {
     "threads": "the physical cores",
     "parallel": "`-1` (auto: 4 slots)",
     "kv-unified": "off; on with auto slots",
-    "n-gpu-layers": "`0`; `all` with `rpc`",
+    "n-gpu-layers": "`auto`",
+    "fit-target": "`1024`",
+    "tensor-split": "llama.cpp's (by free memory)",
 }
 _NONE_MEANS = {
     "chat-template": "the GGUF's",
@@ -148,6 +165,8 @@ _NONE_MEANS = {
     "pooling": "the model's",
     "slot-save-path": "none (slot actions answer 501)",
     "spec-draft-threads": "the model's",
+    "device": "every GPU",
+    "spec-draft-device": "the model's `device`",
 }
 
 
@@ -414,7 +433,7 @@ def _no_effect_section() -> list[str]:
 def _spellings(spec: OptionSpec) -> tuple[list[str], list[str]]:
     """(flag spellings, negative flag spellings) as the worker and ``corral serve`` take them."""
     env = ("LLAMA_ARG_", "__PRESET_")
-    flags = [f"--{spec.name}"] + [flag_spelling(s) for s in spec.spellings if not s.startswith(env)]
+    flags = option_flags(spec)
     negatives = [flag_spelling(s) for s in spec.negatives if not s.startswith(env)]
     return flags, negatives
 
@@ -430,10 +449,18 @@ def _values(spec: OptionSpec) -> str:
         return "comma-separated list of " + _code(spec.literals)
     if spec.kind == "size":
         return "size (`512M`, `8G`)"
+    if spec.kind == "on-off":
+        return "`on`, `off`"
+    if spec.kind == "numbers":
+        return "numbers ≥ 0, comma-separated"
     if spec.kind == "list":
-        return (
-            "`HOST:PORT` items, comma-separated" if spec.name == "rpc" else "files, comma-separated"
-        )
+        items = {
+            "rpc": "`HOST:PORT` items",
+            "device": "device names",
+            "spec-draft-device": "device names",
+            "override-tensor": "`PATTERN=TYPE` items",
+        }
+        return f"{items.get(spec.name, 'files')}, comma-separated"
     if spec.kind == "scaled-list":
         return "`FILE:SCALE` items, comma-separated"
     words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]

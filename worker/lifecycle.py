@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
+import msgspec
 import structlog
 import uvicorn
 from litestar import Litestar
@@ -142,7 +143,11 @@ class WorkerLifecycle:
 
     def _loaded(self, model: LoadedModel) -> None:
         self.state.model = model
-        self._states.send("ready", {**model.info(), "host": self.host, "port": self.port})
+        # docs/protocol.md §1, devices in ready: the GPUs as the load left them.
+        gpus = msgspec.to_builtins(model.gpu_devices)
+        self._states.send(
+            "ready", {**model.info(), "host": self.host, "port": self.port, "gpu_devices": gpus}
+        )
         _log.info("model loaded", model=self.settings.alias, port=self.port)
 
     def _on_sleep(self) -> None:  # on the engine thread

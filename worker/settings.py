@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.options.flags import add_model_flags, model_options_from
+from worker.devices.settings import GpuSettings, gpu_settings
 from worker.host.cpu_threads import default_threads
 from worker.rpc.endpoints import Endpoint, parse_endpoints
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
@@ -59,7 +60,7 @@ class WorkerSettings:
     threads: int = 1
     batch_size: int = 2048
     ubatch_size: int = 512
-    n_gpu_layers: int = 0
+    n_gpu_layers: int = -1  # as llama.cpp's common: -1 auto (the fit may lower it), -2 all
     rpc: tuple[Endpoint, ...] = ()  # RPC servers whose devices take offloaded layers
     n_predict: int = -1
     temperature: float = 0.8
@@ -97,6 +98,7 @@ class WorkerSettings:
     lora: tuple[tuple[str, float], ...] = ()  # adapter files and their scales, ids in order
     lora_init_without_apply: bool = False
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
+    gpu: GpuSettings = field(default_factory=GpuSettings)
     metrics: bool = False  # /metrics answers 501 without it, as llama-server's --metrics
     context_shift: bool = False
     verbose: bool = False  # answers carry __verbose unless the request says otherwise
@@ -162,6 +164,11 @@ def _comma_list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
+def _gpu_layers(value: str) -> int:
+    # llama.cpp's common numbers: the fit may lower -1 (auto) but never -2 (all) or a number.
+    return {"auto": -1, "all": -2}.get(value) or int(value)
+
+
 def _threads(value: str | None) -> int:
     # As llama-server: unset is its math-core rule; 0 or less, every logical CPU.
     if value is None:
@@ -206,9 +213,6 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     if slot_save_path is not None and not slot_save_path.is_dir():
         parser.error(f"--slot-save-path: not a directory: {slot_save_path}")
     rpc = _rpc(options.get("rpc"), parser)
-    # With RPC servers every layer goes to them unless told otherwise, as llama-server's default
-    # (-ngl auto) does when they fit; Corral's CPU-build default of 0 would leave them idle.
-    gpu_layers = options.get("n-gpu-layers", "all" if rpc else "0")
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
     reranking = options.get("reranking", "false") == "true"
@@ -229,7 +233,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         threads=_threads(options.get("threads")),
         batch_size=int(number("batch-size", 2048)),
         ubatch_size=int(number("ubatch-size", 512)),
-        n_gpu_layers=-1 if gpu_layers in ("auto", "all") else int(gpu_layers),
+        n_gpu_layers=_gpu_layers(options.get("n-gpu-layers", "auto")),
         rpc=rpc,
         n_predict=int(number("n-predict", -1)),
         temperature=number("temp", 0.8),
@@ -270,6 +274,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         lora=_lora_files(options),
         lora_init_without_apply=options.get("lora-init-without-apply", "false") == "true",
         speculative=speculative_settings(options),
+        gpu=gpu_settings(options),
         metrics=options.get("metrics", "false") == "true",
         context_shift=options.get("context-shift", "false") == "true",
         verbose=options.get("verbose", "false") == "true",

@@ -15,22 +15,38 @@ from collections.abc import Mapping
 from corral.options.help import MODEL_OPTION_HELP
 from corral.options.table import OPTIONS, OptionError, OptionSpec, normalise_options
 
-__all__ = ["add_model_flags", "flag_spelling", "model_options_from"]
+__all__ = ["add_model_flags", "flag_spelling", "model_options_from", "option_flags"]
 
 WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.role == "worker")
 _ENV_PREFIXES = ("LLAMA_ARG_", "__PRESET_")
-_LIST_ITEMS = {"rpc": "HOST:PORT"}  # what a list's items are, where they are not files
+# What a list's items are, where they are not files.
+_LIST_ITEMS = {
+    "rpc": "HOST:PORT",
+    "device": "DEV",
+    "spec-draft-device": "DEV",
+    "override-tensor": "PATTERN=TYPE",
+}
+_METAVARS = {"on-off": "on|off", "numbers": "N0,N1,..."}
 
 
-# Longer spellings llama-server also writes with one dash: its four-letter short options and
-# -no-kvu.
-_ONE_DASH = frozenset({"cram", "hfrd", "ngld", "no-kvu"})
+# Longer spellings llama-server also writes with one dash: its four- and five-letter short
+# options and -no-kvu; a name here (fit) is also a flag with one dash.
+_ONE_DASH = frozenset(
+    {"cram", "hfrd", "ngld", "no-kvu"}
+    | {"fit", "fitt", "fitc", "cmoe", "ncmoe", "ncffn", "nkvo", "devd"}  # GPU (issue 26)
+)
 
 
 def flag_spelling(spelling: str) -> str:
     """An option spelling as a flag: ``c`` → ``-c``, ``ctx-size`` → ``--ctx-size``."""
     # llama-server spells its short options with one dash, even the multi-letter ones (-ngl).
     return f"-{spelling}" if len(spelling) <= 3 or spelling in _ONE_DASH else f"--{spelling}"
+
+
+def option_flags(spec: OptionSpec) -> list[str]:
+    """An option's flags, long name first: ``--ctx-size -c``, ``--fit -fit``."""
+    flags = [f"--{spec.name}", *([f"-{spec.name}"] if spec.name in _ONE_DASH else [])]
+    return flags + [flag_spelling(s) for s in spec.spellings if not s.startswith(_ENV_PREFIXES)]
 
 
 def _dest(spec: OptionSpec) -> str:
@@ -58,9 +74,7 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
         "(docs/configuration.md lists each)",
     )
     for spec in WORKER_OPTIONS:
-        flags = [f"--{spec.name}"] + [
-            flag_spelling(s) for s in spec.spellings if not s.startswith(_ENV_PREFIXES)
-        ]
+        flags = option_flags(spec)
         help_ = _help(spec)
         if spec.kind == "bool":
             group.add_argument(
@@ -89,7 +103,11 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
                 *flags, dest=_dest(spec), metavar=metavar, action="append", help=help_
             )
         else:
-            metavar = "|".join(spec.literals) if spec.kind == "choice" else spec.kind.upper()
+            metavar = (
+                "|".join(spec.literals)
+                if spec.kind == "choice"
+                else _METAVARS.get(spec.kind, spec.kind.upper())
+            )
             group.add_argument(*flags, dest=_dest(spec), metavar=metavar, default=None, help=help_)
 
 

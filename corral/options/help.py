@@ -41,7 +41,9 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "(common/common.h `n_batch`)",
     "ubatch-size": "physical batch size (at most the logical one). Default 512, as llama-server "
     "(common/common.h `n_ubatch`)",
-    "n-gpu-layers": "layers offloaded to the GPU of a GPU build; `auto`/`all` = every layer",
+    "n-gpu-layers": "most layers kept in GPU memory: a number, `all`, or `auto` (the default, as "
+    "llama-server: every layer, fewer when `fit` finds they do not fit); a CPU build keeps "
+    "every layer on the CPU whatever it says",
     "rpc": "ggml RPC servers (`HOST:PORT`, comma-separated or the flag repeated) that take the "
     "offloaded layers (`corral rpc-server` on the other machines; docs/scaling.md); with it, "
     "`n-gpu-layers` defaults to `all`. Trusted networks only: the protocol has no authentication",
@@ -128,4 +130,31 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "rates per position (one per `spec-draft-n-max`, not increasing)",
     "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
     "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
+    # GPU (issue 26)
+    "device": "devices to offload to, comma-separated ggml names (`CUDA0,CUDA1`; `none` = "
+    "don't offload); `--list-devices` lists them. Default: every GPU",
+    "fit": "`on` (default, as llama-server): before loading, measure the model with llama.cpp's "
+    "own `--fit` (common/fit.cpp) and shrink what was left unset (the context toward `fit-ctx` "
+    "when `ctx-size` is unset, then the GPU layers when `n-gpu-layers` is unset) until each "
+    "device keeps its `fit-target` free; `off`: load as told",
+    "fit-target": "MiB each device keeps free when fitting, comma-separated per device (one "
+    "value: every device). Default 1024, as llama-server",
+    "fit-ctx": "smallest context `fit` may shrink an unset `ctx-size` to. Default 4096, as "
+    "llama-server",
+    "split-mode": "how a model spans several GPUs: `none` (one GPU, `main-gpu`), `layer` "
+    "(default: layers and KV split, pipelined), `row` (weights split by rows), `tensor` "
+    "(experimental)",
+    "tensor-split": "share of the model each GPU takes, comma-separated proportions (`3,1`)",
+    "main-gpu": "the GPU with `split-mode = none`, or the one for intermediate results and KV "
+    "with `row`. Default 0",
+    "override-tensor": "buffer type of the tensors whose names match, `PATTERN=TYPE` "
+    "comma-separated (`exps=CPU`)",
+    "cpu-moe": "keep every Mixture-of-Experts weight on the CPU",
+    "n-cpu-moe": "keep the Mixture-of-Experts weights of the first N layers on the CPU",
+    "n-cpu-ffn": "keep the dense feed-forward weights of the first N layers on the CPU (dense "
+    "models; MoE experts: `n-cpu-moe`)",
+    "kv-offload": "KV cache on the GPU with its layers (default on; `no-kv-offload`: in host "
+    "memory)",
+    "op-offload": "run host tensors' operations on the GPU (default on)",
+    "spec-draft-device": "devices the draft model offloads to, as `device` (default: the model's)",
 }

@@ -254,6 +254,35 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("spec-synth-len", "float", spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",)),
     OptionSpec("spec-synth-rates", "str", spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",)),
     OptionSpec("spec-ngram-simple-size-m", "int", bound="positive"),
+    # GPU (issue 26): llama-server's device flags, spelled as its common/arg.cpp spells them.
+    OptionSpec("device", "list", spellings=("dev", "LLAMA_ARG_DEVICE")),
+    OptionSpec("fit", "on-off", spellings=("LLAMA_ARG_FIT",)),
+    OptionSpec("fit-target", "numbers", spellings=("fitt", "LLAMA_ARG_FIT_TARGET")),
+    OptionSpec("fit-ctx", "int", spellings=("fitc", "LLAMA_ARG_FIT_CTX"), bound="non_negative"),
+    OptionSpec(
+        "split-mode",
+        "choice",
+        spellings=("sm", "LLAMA_ARG_SPLIT_MODE"),
+        literals=("none", "layer", "row", "tensor"),
+    ),
+    OptionSpec("tensor-split", "numbers", spellings=("ts", "LLAMA_ARG_TENSOR_SPLIT")),
+    OptionSpec("main-gpu", "int", spellings=("mg", "LLAMA_ARG_MAIN_GPU"), bound="non_negative"),
+    OptionSpec("override-tensor", "list", spellings=("ot", "LLAMA_ARG_OVERRIDE_TENSOR")),
+    OptionSpec("cpu-moe", "bool", spellings=("cmoe", "LLAMA_ARG_CPU_MOE")),
+    OptionSpec(
+        "n-cpu-moe", "int", spellings=("ncmoe", "LLAMA_ARG_N_CPU_MOE"), bound="non_negative"
+    ),
+    OptionSpec(
+        "n-cpu-ffn", "int", spellings=("ncffn", "LLAMA_ARG_N_CPU_FFN"), bound="non_negative"
+    ),
+    OptionSpec(
+        "kv-offload",
+        "bool",
+        spellings=("kvo", "LLAMA_ARG_KV_OFFLOAD"),
+        negatives=("no-kv-offload", "nkvo", "LLAMA_ARG_NO_KV_OFFLOAD"),
+    ),
+    OptionSpec("op-offload", "bool", negatives=("no-op-offload",)),
+    OptionSpec("spec-draft-device", "list", spellings=("devd", "device-draft")),
 )
 
 _BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}

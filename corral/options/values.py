@@ -24,9 +24,22 @@ __all__ = [
 # int/float/str as named; bool: on|off words; switch: on|off|auto (flash-attn); choice: one of
 # ``literals``; choices: a comma-separated list of them (``--spec-type``); size: bytes, with an
 # optional K/M/G/T suffix (powers of 1024); list: a comma list whose flag may be repeated
-# (--lora); scaled-list: the same of FILE:SCALE items (--lora-scaled).
+# (--lora); scaled-list: the same of FILE:SCALE items (--lora-scaled); on-off: a bool written
+# with its value, ``--fit on``; numbers: non-negative numbers split by commas or slashes, as
+# llama-server's --tensor-split and --fit-target.
 OptionKind = Literal[
-    "int", "float", "str", "bool", "switch", "choice", "choices", "size", "list", "scaled-list"
+    "int",
+    "float",
+    "str",
+    "bool",
+    "switch",
+    "choice",
+    "choices",
+    "size",
+    "list",
+    "scaled-list",
+    "on-off",
+    "numbers",
 ]
 # worker: rendered as a worker flag; model: shapes the catalogue entry (path, names);
 # preset: read by the router only (upstream's preset-only keys and Corral's own).
@@ -108,6 +121,16 @@ def _scaled_item(item: str) -> str:
     return f"{path}:{_format_float(number)}"
 
 
+def _number_item(item: str) -> str:
+    try:
+        number = float(item)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"expected numbers of at least 0 split by commas, got '{item}'")
+    return _format_float(number)
+
+
 def normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
     """The canonical text of a value; ``ValueError`` says what was expected."""
     if spec.kind == "list":
@@ -116,6 +139,10 @@ def normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
         return ",".join(_scaled_item(item) for item in _list_items(raw))
     if spec.kind == "bool":
         return "true" if parse_bool(raw) != negated else "false"
+    if spec.kind == "on-off":
+        return "on" if parse_bool(raw) != negated else "off"
+    if spec.kind == "numbers":
+        return ",".join(_number_item(item) for item in re.split(r"[,/]+", raw.strip()))
     if spec.kind == "switch":
         if raw.lower() in ("auto", "-1"):
             return "auto"

@@ -51,7 +51,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-draft-override-tensor", "-otd", "--override-tensor-draft"), 1),
     (("--spec-draft-cpu-moe", "-cmoed", "--cpu-moe-draft"), 0),
     (("--spec-draft-n-cpu-moe", "--spec-draft-ncmoe", "-ncmoed", "--n-cpu-moe-draft"), 1),
-    (("--spec-draft-device", "-devd", "--device-draft"), 1),
     (("--spec-draft-backend-sampling",), 0),
     (("--no-spec-draft-backend-sampling",), 0),
     (("--spec-ngram-simple-min-hits",), 1),

@@ -204,6 +204,8 @@ def test_documented_model_variables_really_set_every_models_options(
         "choice": "",
         "choices": "",
         "list": "10.0.0.2:50052",
+        "on-off": "off",
+        "numbers": "3,1",
     }
     for spec in WORKER_OPTIONS:
         env = next((s for s in spec.spellings if s.startswith("LLAMA_ARG_")), None)

@@ -119,6 +119,97 @@ def test_llama_server_switches_become_settings() -> None:
 def test_rpc_servers_take_every_layer_unless_told_otherwise() -> None:
     settings = parse_worker_args(["-m", "m.gguf", "--rpc", "10.0.0.2:50052", "--rpc", "h:1,h:1"])
     assert [str(endpoint) for endpoint in settings.rpc] == ["10.0.0.2:50052", "h:1"]
-    assert settings.n_gpu_layers == -1  # all, as llama-server's default when they fit
+    assert settings.n_gpu_layers == -1  # auto: all, as llama-server's default when they fit
     assert parse_worker_args(["-m", "m.gguf", "--rpc", "h:1", "-ngl", "2"]).n_gpu_layers == 2
-    assert parse_worker_args(["-m", "m.gguf"]).n_gpu_layers == 0
+
+
+def test_gpu_defaults_are_llama_servers() -> None:
+    settings = parse_worker_args(["--model", "m.gguf"])
+    assert settings.n_gpu_layers == -1  # auto: the fit may lower it
+    gpu = settings.gpu
+    assert (gpu.fit, gpu.fit_target_mib, gpu.fit_ctx) == (True, (1024,), 4096)
+    assert (gpu.devices, gpu.split_mode, gpu.main_gpu, gpu.tensor_split) == (None, "layer", 0, ())
+    assert (gpu.kv_offload, gpu.op_offload, gpu.cpu_moe) == (True, True, False)
+
+
+@pytest.mark.parametrize(("value", "layers"), [("auto", -1), ("all", -2), ("7", 7), ("0", 0)])
+def test_gpu_layers_keep_auto_apart_from_all(value: str, layers: int) -> None:
+    # llama.cpp's fit lowers only -1 (auto, the default); all and a number are the user's.
+    assert parse_worker_args(["--model", "m.gguf", "-ngl", value]).n_gpu_layers == layers
+
+
+def test_gpu_flags_as_llama_server_spells_them() -> None:
+    settings = parse_worker_args(
+        [
+            "-m",
+            "m.gguf",
+            "-fit",
+            "off",
+            "-fitt",
+            "512,2048",
+            "-fitc",
+            "8192",
+            "-sm",
+            "row",
+            "-ts",
+            "3/1",
+            "-mg",
+            "1",
+            "-ot",
+            "exps=CPU",
+            "-cmoe",
+            "-ncmoe",
+            "3",
+            "-ncffn",
+            "2",
+            "-nkvo",
+            "--no-op-offload",
+            "-dev",
+            "CUDA0,CUDA1",
+            "-devd",
+            "CUDA1",
+        ]
+    )
+    gpu = settings.gpu
+    assert (gpu.fit, gpu.fit_target_mib, gpu.fit_ctx) == (False, (512, 2048), 8192)
+    assert (gpu.split_mode, gpu.tensor_split, gpu.main_gpu) == ("row", (3.0, 1.0), 1)
+    assert (gpu.override_tensor, gpu.cpu_moe, gpu.n_cpu_moe, gpu.n_cpu_ffn) == (
+        ("exps=CPU",),
+        True,
+        3,
+        2,
+    )
+    assert (gpu.kv_offload, gpu.op_offload) == (False, False)
+    assert (gpu.devices, gpu.draft_devices) == (("CUDA0", "CUDA1"), ("CUDA1",))
+
+
+def test_long_gpu_spellings() -> None:
+    gpu = parse_worker_args(
+        [
+            "-m",
+            "m.gguf",
+            "--fit",
+            "on",
+            "--fit-target",
+            "256",
+            "--kv-offload",
+            "--op-offload",
+            "--cpu-moe",
+        ]
+    ).gpu
+    assert (gpu.fit, gpu.fit_target_mib, gpu.kv_offload, gpu.op_offload, gpu.cpu_moe) == (
+        True,
+        (256,),
+        True,
+        True,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["-fit", "maybe"], ["-sm", "diagonal"], ["-ts", "3,x"], ["-fitt", "-5"], ["-ncmoe", "-1"]],
+)
+def test_bad_gpu_values_stop_the_worker(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_worker_args(["-m", "m.gguf", *argv])

@@ -17,6 +17,7 @@ from llama_cpp._utils import suppress_stdout_stderr
 from worker.cache.kv_store import open_kv_store
 from worker.cache.prompt_cache import PromptCache
 from worker.cache.slot_cache import SlotCaches
+from worker.devices.inventory import gpu_devices
 from worker.engine.batching import BatchEngine
 from worker.engine.embedding_context import Embedder
 from worker.engine.generation import EngineMetrics
@@ -139,6 +140,7 @@ class LoadedModel:
         with LayerPlacement() as placement:
             self.model = LlamaModel(str(settings.model), model_params)
         self.devices = placement.devices(rpc_device_labels())
+        self.gpu_devices = gpu_devices()  # what the weights left free
         self.vocab = self.model.vocab
         self.n_vocab = self.model.n_vocab()
         self.metadata = self.model.metadata()

@@ -18,6 +18,9 @@ __all__ = [
     "DEVICE_TYPE_CPU",
     "RpcBackendMissing",
     "add_server",
+    "device_by_name",
+    "device_description",
+    "device_memory",
     "device_name",
     "devices",
     "ggml_logger",
@@ -42,6 +45,12 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "ggml_backend_dev_get": (ctypes.c_void_p, [ctypes.c_size_t]),
     "ggml_backend_dev_name": (ctypes.c_char_p, [ctypes.c_void_p]),
     "ggml_backend_dev_type": (ctypes.c_int, [ctypes.c_void_p]),
+    "ggml_backend_dev_description": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "ggml_backend_dev_memory": (
+        None,
+        [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)],
+    ),
+    "ggml_backend_dev_by_name": (ctypes.c_void_p, [ctypes.c_char_p]),
     "ggml_log_get": (
         None,
         [ctypes.POINTER(llama_cpp.llama_log_callback), ctypes.POINTER(ctypes.c_void_p)],
@@ -116,6 +125,23 @@ def devices() -> list[tuple[int, int]]:
 def device_name(device: int) -> str:
     name: bytes = _lib.ggml_backend_dev_name(device)
     return name.decode()
+
+
+def device_description(device: int) -> str:
+    text: bytes = _lib.ggml_backend_dev_description(device)
+    return text.decode(errors="replace")
+
+
+def device_memory(device: int) -> tuple[int, int]:
+    """(free, total) bytes, as the device reports them now."""
+    free, total = ctypes.c_size_t(), ctypes.c_size_t()
+    _lib.ggml_backend_dev_memory(device, ctypes.byref(free), ctypes.byref(total))
+    return free.value, total.value
+
+
+def device_by_name(name: str) -> int | None:
+    device: int | None = _lib.ggml_backend_dev_by_name(name.encode())
+    return device
 
 
 def start_server_function() -> Any:

@@ -72,6 +72,27 @@ def test_the_option_table_has_one_meaning_per_spelling() -> None:
         ("lora", " a.gguf , b.gguf,", ("lora", "a.gguf,b.gguf")),
         ("lora-scaled", "a.gguf:0.50,C:/b.gguf:1e0", ("lora-scaled", "a.gguf:0.5,C:/b.gguf:1")),
         ("lora-init-without-apply", "on", ("lora-init-without-apply", "true")),
+        # GPU (issue 26)
+        ("fit", "enabled", ("fit", "on")),
+        ("LLAMA_ARG_FIT", "0", ("fit", "off")),
+        ("fitt", "512/2048", ("fit-target", "512,2048")),
+        ("fit-target", "1024", ("fit-target", "1024")),
+        ("fitc", "8192", ("fit-ctx", "8192")),
+        ("sm", "ROW", ("split-mode", "row")),
+        ("ts", "3,1", ("tensor-split", "3,1")),
+        ("LLAMA_ARG_TENSOR_SPLIT", "0.75/0.25", ("tensor-split", "0.75,0.25")),
+        ("mg", "1", ("main-gpu", "1")),
+        ("dev", "CUDA0,CUDA1", ("device", "CUDA0,CUDA1")),
+        ("ot", "exps=CPU", ("override-tensor", "exps=CPU")),
+        ("cmoe", "on", ("cpu-moe", "true")),
+        ("ncmoe", "4", ("n-cpu-moe", "4")),
+        ("ncffn", "2", ("n-cpu-ffn", "2")),
+        ("kvo", "on", ("kv-offload", "true")),
+        ("nkvo", "true", ("kv-offload", "false")),
+        ("LLAMA_ARG_NO_KV_OFFLOAD", "1", ("kv-offload", "false")),
+        ("no-op-offload", "on", ("op-offload", "false")),
+        ("devd", "CUDA1", ("spec-draft-device", "CUDA1")),
+        ("device-draft", "none", ("spec-draft-device", "none")),
     ],
 )
 def test_spellings_and_values(key: str, value: str, expected: tuple[str, str]) -> None:
@@ -103,6 +124,11 @@ def test_spellings_and_values(key: str, value: str, expected: tuple[str, str]) -
         ("lora-scaled", "a.gguf:much", "expected FILE:SCALE, got 'a.gguf:much'"),
         ("lora-scaled", ":1", "expected FILE:SCALE, got ':1'"),
         ("lora-scaled", "a.gguf:inf", "expected FILE:SCALE"),
+        ("fit", "maybe", "key 'fit': expected on|off"),
+        ("fitt", "1024,lots", "key 'fitt': expected numbers of at least 0 split by commas"),
+        ("ts", "3,-1", "expected numbers of at least 0"),
+        ("sm", "diagonal", "key 'sm': expected one of none, layer, row, tensor"),
+        ("ncmoe", "-1", "expected a number of at least 0"),
     ],
 )
 def test_bad_values_name_the_key(key: str, value: str, message: str) -> None:
@@ -135,4 +161,15 @@ def test_render_worker_args() -> None:
         "--jinja",
         "--no-mmap",
         "--no-webui",
+    ]
+
+
+def test_gpu_options_render_as_worker_flags() -> None:
+    options = [("fit", "off"), ("fit-target", "512,2048"), ("kv-offload", "false")]
+    assert render_worker_args(options) == [
+        "--fit",
+        "off",
+        "--fit-target",
+        "512,2048",
+        "--no-kv-offload",
     ]
