@@ -147,14 +147,26 @@ class LoadedModel:
         self._progress = llama_cpp.llama_progress_callback(progress)
         model_params.progress_callback = self._progress
         new_context = partial(self._new_context, context_params)
-        with LayerPlacement() as placement:  # the model's and its context's buffers
-            self.model = LlamaModel(str(settings.model), model_params)
-            self.vocab = self.model.vocab
-            self.n_vocab = self.model.n_vocab()
-            self.metadata = self.model.metadata()
-            self.ctx = (
-                new_context() if beside_context is None else _beside(beside_context, new_context)
-            )
+        placement = LayerPlacement()  # the model's and its context's buffers
+        model: LlamaModel | None = None
+        try:
+            with placement:
+                self.model = model = LlamaModel(str(settings.model), model_params)
+                self.vocab = self.model.vocab
+                self.n_vocab = self.model.n_vocab()
+                self.metadata = self.model.metadata()
+                self.ctx = (
+                    new_context()
+                    if beside_context is None
+                    else _beside(beside_context, new_context)
+                )
+        except Exception:
+            if model is not None:
+                model.close()  # before the free memory is read
+            oom = placement.out_of_memory()
+            if oom is not None:  # the reason the router reads (docs/protocol.md §1)
+                raise MemoryError(oom.format()) from None
+            raise
         labels = rpc_device_labels()
         self.devices = placement.devices(labels)
         self.gpu_devices = gpu_devices(labels)  # what the model left free
