@@ -206,6 +206,7 @@ class LoadedModel:
                 n_seq=settings.parallel,
                 n_batch=settings.batch_size,
                 threads=self._threads,
+                gpu=settings.gpu,
             )
         except Exception:
             llama_cpp.llama_free(self.ctx)
