@@ -257,7 +257,19 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
     EnvVar(
         "CORRAL_CMAKE_ARGS",
         "scripts/bootstrap.py",
-        "extra CMake options for the llama-cpp-python build, e.g. `-DGGML_CUDA=on`",
+        "extra CMake options for the llama-cpp-python build (later ones win), e.g. "
+        "`-DCMAKE_CUDA_ARCHITECTURES=89`",
+    ),
+    EnvVar(
+        "CORRAL_GPU",
+        "scripts/bootstrap.py",
+        "`cuda`, `vulkan` or `cpu`: the GPU back-end to build, instead of its own choice (CUDA "
+        "with a CUDA toolkit and the NVIDIA driver, else the CPU)",
+    ),
+    EnvVar(
+        "CUDA_HOME",
+        "scripts/bootstrap.py",
+        "a CUDA toolkit whose `bin/nvcc` is not on `PATH` (docs/operations.md, GPUs)",
     ),
     EnvVar("PYTHON", "serve.sh, test.sh", "the Python that runs bootstrap (default `python3`)"),
 )
