@@ -271,7 +271,7 @@ class LoadedModel:
         return params
 
     def _new_context(self, params: Any) -> Any:
-        if params.n_ctx == 0:  # no fit ran (--fit off, no llama-common)
+        if params.n_ctx == 0:  # no fit ran (--fit off, no GPU, no llama-common)
             # The trained context for each slot, as llama-server sizes it (common/fit.cpp:
             # n_ctx_train times the KV streams); a given -c is shared out evenly between the
             # slots unless they share one unified cache.
