@@ -107,10 +107,37 @@ def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> ModelLi
     if state.running and state.meta is not None:
         entry.meta = state.meta
     if state.running and state.process is not None:
-        # The worker's resident memory (one /proc read, cheap enough per listing).
-        rss = resident_memory(state)
-        entry.memory = {"rss": rss} if rss is not None else None
+        # The worker's resident memory (one /proc read, cheap enough per listing), and what it
+        # reported holding on each GPU once loaded.
+        rss, on_gpus = resident_memory(state), state.gpu_bytes
+        memory: dict[str, Any] = {"rss": rss} if rss is not None else {}
+        if on_gpus:
+            memory |= {"vram": sum(on_gpus.values()), "devices": on_gpus}
+        entry.memory = memory or None
+    placement = state.placement
+    if state.running and placement is not None and placement.devices:
+        entry.placement = {
+            "devices": list(placement.devices),
+            "fits": placement.fits,
+            "needed": placement.needed,
+            "fit_target_mib": list(placement.fit_target_mib),
+        }
     return entry
+
+
+def _devices(rt: RouterRuntime) -> list[dict[str, Any]]:
+    """Every GPU the router sees, with its memory now (``devices`` of ``GET /models``)."""
+    planner = rt.scheduler.devices
+    return [
+        {
+            "name": device.name,
+            "description": device.description,
+            "total": device.total,
+            "free": device.free,
+            "used": device.used,
+        }
+        for device in (planner.inventory.devices() if planner is not None else [])
+    ]
 
 
 @get(["/models", "/v1/models"], opt=admin_only(when_query="reload"))
@@ -135,6 +162,9 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     data += [job.list_entry(created) for job in downloads if job.name not in models]
     data.sort(key=lambda entry: entry.id)
     listing: dict[str, Any] = {"object": "list", "data": data}
+    devices = _devices(rt)
+    if devices:  # Corral's own, beside the list: what each GPU holds now
+        listing["devices"] = devices
     if rt.settings.single_model and len(models) == 1:
         listing["models"] = ollama_models(next(iter(models.values())).entry)
         if rt.settings.aliases:
