@@ -89,9 +89,18 @@ def _option(entry: CatalogueEntry, key: str) -> str | None:
     return dict(entry.options).get(key)
 
 
-def _pinned(entry: CatalogueEntry) -> tuple[str, ...]:
+# A split the user chose names GPUs by their index among all of them (--main-gpu 1), so the router
+# neither narrows them with --device nor moves the model: it only checks the model fits.
+_USER_SPLIT = ("main-gpu", "tensor-split", "split-mode")
+
+
+def _pinned(entry: CatalogueEntry, devices: Iterable[str]) -> tuple[str, ...]:
+    """The devices the user chose for the model (``device``, or all with a split of theirs)."""
     value = _option(entry, "device") or ""
-    return tuple(name.strip() for name in value.split(",") if name.strip())
+    named = tuple(name.strip() for name in value.split(",") if name.strip())
+    if named or not any(_option(entry, key) is not None for key in _USER_SPLIT):
+        return named
+    return tuple(devices)
 
 
 def _margins(entry: CatalogueEntry) -> tuple[int, ...]:
@@ -109,7 +118,7 @@ def _margin(margins: Sequence[int], index: int) -> int:
 
 def on_gpu(entry: CatalogueEntry) -> bool:
     """Whether the model offloads anything: not ``device = none``, not ``n-gpu-layers = 0``."""
-    return _pinned(entry) != ("none",) and _option(entry, "n-gpu-layers") != "0"
+    return _option(entry, "device") != "none" and _option(entry, "n-gpu-layers") != "0"
 
 
 class DevicePlanner:
@@ -196,7 +205,7 @@ class DevicePlanner:
         rooms = self.rooms(devices, staying, running, _margins(gpu_coming[0].entry))
         occupied = any(self.held(state) for state in staying)
         for state in gpu_coming:
-            need, pinned = self.need(state), _pinned(state.entry)
+            need, pinned = self.need(state), _pinned(state.entry, rooms)
             chosen = choose_devices(need, rooms, pinned)
             if chosen is None:
                 if occupied:  # the device closest to fitting it, or the ones it is pinned to
@@ -218,7 +227,7 @@ class DevicePlanner:
         running = [other for other in models if other.running]
         margins = _margins(state.entry)
         rooms = self.rooms(devices, staying, running, margins)
-        need, pinned = self.need(state), _pinned(state.entry)
+        need, pinned = self.need(state), _pinned(state.entry, rooms)
         chosen = choose_devices(need, rooms, pinned)
         if chosen is None:
             chosen = pinned or tuple(rooms)

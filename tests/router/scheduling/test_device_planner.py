@@ -112,3 +112,11 @@ def test_a_user_set_context_is_kept_and_a_user_set_margin_counts() -> None:
     c = model("a", **{"fit-target": "4096"})
     (target,) = planner.place(c, [], [c]).fit_target_mib
     assert target == 4096  # alone in the catalogue: its own margin, nothing reserved
+
+
+def test_a_split_the_user_chose_is_checked_but_never_narrowed_with_a_device_flag() -> None:
+    planner = sizes({"a": 30 * G})
+    a = model("a", **{"main-gpu": "1", "split-mode": "none", "ctx-size": "4096"})
+    placement = planner.place(a, [], [a])
+    assert placement.devices == ("CUDA0", "CUDA1")
+    assert placement.worker_args() == []  # --main-gpu 1 counts among all the GPUs
