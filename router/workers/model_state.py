@@ -175,11 +175,11 @@ class ModelState:
 
     @property
     def gpu_bytes(self) -> dict[str, int]:
-        """Bytes per GPU the loaded worker reported it holds: weights, context and compute."""
+        """Bytes per local GPU the loaded worker reported it holds: weights, context, compute."""
         return {
             use.name: use.model_bytes + use.context_bytes + use.compute_bytes
             for use in self._fields.device_use
-            if use.name != "CPU"
+            if use.name != "CPU" and not use.name.startswith("RPC")  # another machine's
         }
 
     @property

@@ -7,6 +7,8 @@ Read through ggml's own registry (``ggml_backend_dev_memory``), so every back-en
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from corral.children.device_use import DeviceInfo
 from worker.host import ggml_backends
 
@@ -15,15 +17,17 @@ __all__ = ["gpu_devices", "list_devices_text"]
 _MIB = 1 << 20
 
 
-def gpu_devices() -> list[DeviceInfo]:
-    """Every non-CPU device with its free and total memory now."""
+def gpu_devices(labels: Mapping[str, str] | None = None) -> list[DeviceInfo]:
+    """Every non-CPU device with its free and total memory now; ``labels`` renames devices
+    (an RPC device's name gets its server's address, as in ``meta.devices``)."""
     found = []
     for device, kind in ggml_backends.devices():
         if kind != ggml_backends.DEVICE_TYPE_CPU:
             free, total = ggml_backends.device_memory(device)
+            name = ggml_backends.device_name(device)
             found.append(
                 DeviceInfo(
-                    name=ggml_backends.device_name(device),
+                    name=(labels or {}).get(name, name),
                     description=ggml_backends.device_description(device),
                     free=free,
                     total=total,

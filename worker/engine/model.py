@@ -17,7 +17,9 @@ from llama_cpp._utils import suppress_stdout_stderr
 from worker.cache.kv_store import open_kv_store
 from worker.cache.prompt_cache import PromptCache
 from worker.cache.slot_cache import SlotCaches
+from worker.devices.fit import fit_params, fit_report
 from worker.devices.inventory import gpu_devices
+from worker.devices.params import DeviceParams
 from worker.engine.batching import BatchEngine
 from worker.engine.embedding_context import Embedder
 from worker.engine.generation import EngineMetrics
@@ -87,6 +89,7 @@ class LoadedModel:
         llama_cpp.llama_backend_init()
         add_rpc_servers(settings.rpc)  # before the load, which picks its devices
         self.kv_store = open_kv_store(settings)
+        self._spill_told = False
         self._load(on_progress, beside_context=self._read_vocabulary)
         if self.template.name == "chatml" and settings.chat_template is None:
             _log.warning("model has no chat template, using chatml", model=settings.alias)
@@ -129,6 +132,12 @@ class LoadedModel:
         model_params.n_gpu_layers = settings.n_gpu_layers
         model_params.use_mmap = settings.use_mmap
         model_params.use_mlock = settings.use_mlock
+        context_params = self._context_params()
+        # Kept on self: the parameters point into its arrays.
+        self._device_params = DeviceParams(settings.gpu)
+        self._device_params.apply(model_params, context_params)
+        # As llama-server: --fit on shrinks what was left unset to the devices' free memory.
+        fit = fit_params(str(settings.model), model_params, context_params, self._device_params)
 
         def progress(value: float, _: Any) -> bool:
             on_progress(value)
@@ -137,18 +146,33 @@ class LoadedModel:
         # Kept on self: ctypes would free the callback while llama.cpp still holds it.
         self._progress = llama_cpp.llama_progress_callback(progress)
         model_params.progress_callback = self._progress
-        with LayerPlacement() as placement:
+        new_context = partial(self._new_context, context_params)
+        with LayerPlacement() as placement:  # the model's and its context's buffers
             self.model = LlamaModel(str(settings.model), model_params)
-        self.devices = placement.devices(rpc_device_labels())
-        self.gpu_devices = gpu_devices()  # what the weights left free
-        self.vocab = self.model.vocab
-        self.n_vocab = self.model.n_vocab()
-        self.metadata = self.model.metadata()
-        self.ctx = (
-            self._new_context()
-            if beside_context is None
-            else _beside(beside_context, self._new_context)
+            self.vocab = self.model.vocab
+            self.n_vocab = self.model.n_vocab()
+            self.metadata = self.model.metadata()
+            self.ctx = (
+                new_context() if beside_context is None else _beside(beside_context, new_context)
+            )
+        labels = rpc_device_labels()
+        self.devices = placement.devices(labels)
+        self.gpu_devices = gpu_devices(labels)  # what the model left free
+        self.fit_report = fit_report(
+            fit,
+            model_params.n_gpu_layers,
+            settings.n_gpu_layers,
+            self.devices,
+            len(self.gpu_devices) if settings.gpu.devices != ("none",) else 0,
         )
+        if self.fit_report["spilled_layers"] and not self._spill_told:
+            self._spill_told = True  # once, not again on every wake
+            _log.warning(
+                "model does not fit in GPU memory: some layers run on the CPU",
+                model=settings.alias,
+                cpu_layers=self.fit_report["spilled_layers"],
+                devices=self.devices,
+            )
         self.projector = (
             Projector(
                 settings.mmproj,
@@ -227,14 +251,11 @@ class LoadedModel:
             else ""
         )
 
-    def _new_context(self) -> Any:
+    def _context_params(self) -> Any:
+        """The context's parameters; ``n_ctx`` 0 (unset) is for the fit to choose."""
         settings = self.settings
         params = llama_cpp.llama_context_default_params()
-        streams = 1 if settings.kv_unified else settings.parallel
-        # 0 is the trained context for each slot, as llama-server sizes it (common/fit.cpp:
-        # n_ctx_train times the KV streams); a given -c is shared out evenly between the
-        # slots unless they share one unified cache.
-        params.n_ctx = settings.ctx_size or self.model.n_ctx_train() * streams
+        params.n_ctx = settings.ctx_size
         params.n_batch = settings.batch_size
         params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
         params.n_seq_max = settings.parallel
@@ -246,6 +267,15 @@ class LoadedModel:
         for name, value in (("type_k", settings.cache_type_k), ("type_v", settings.cache_type_v)):
             if value is not None:
                 setattr(params, name, _GGML_TYPES[value])
+        return params
+
+    def _new_context(self, params: Any) -> Any:
+        if params.n_ctx == 0:  # no fit ran (--fit off, no llama-common)
+            # The trained context for each slot, as llama-server sizes it (common/fit.cpp:
+            # n_ctx_train times the KV streams); a given -c is shared out evenly between the
+            # slots unless they share one unified cache.
+            streams = 1 if self.settings.kv_unified else self.settings.parallel
+            params.n_ctx = self.model.n_ctx_train() * streams
         # llama.cpp narrates context creation on stderr past its log callback; llama-cpp-python
         # silences it the same way. The protocol's private stdout is not affected.
         with suppress_stdout_stderr(disable=False):
@@ -313,6 +343,8 @@ class LoadedModel:
                 "chat_template_caps": self.template.props_caps(),
                 # Corral's: where the layers went (--rpc, GPU builds; docs/api.md).
                 "devices": self.devices,
+                # Corral's: what --fit decided (docs/api.md).
+                "fit": self.fit_report,
             },
         }
 

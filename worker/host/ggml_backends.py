@@ -18,10 +18,14 @@ __all__ = [
     "DEVICE_TYPE_CPU",
     "RpcBackendMissing",
     "add_server",
+    "buffer_type_name",
+    "cpu_buffer_type",
+    "device_buffer_type",
     "device_by_name",
     "device_description",
     "device_memory",
     "device_name",
+    "device_type",
     "devices",
     "ggml_logger",
     "register",
@@ -51,6 +55,9 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)],
     ),
     "ggml_backend_dev_by_name": (ctypes.c_void_p, [ctypes.c_char_p]),
+    "ggml_backend_dev_buffer_type": (ctypes.c_void_p, [ctypes.c_void_p]),
+    "ggml_backend_buft_name": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "ggml_backend_cpu_buffer_type": (ctypes.c_void_p, []),
     "ggml_log_get": (
         None,
         [ctypes.POINTER(llama_cpp.llama_log_callback), ctypes.POINTER(ctypes.c_void_p)],
@@ -142,6 +149,25 @@ def device_memory(device: int) -> tuple[int, int]:
 def device_by_name(name: str) -> int | None:
     device: int | None = _lib.ggml_backend_dev_by_name(name.encode())
     return device
+
+
+def device_type(device: int) -> int:
+    return int(_lib.ggml_backend_dev_type(device))
+
+
+def device_buffer_type(device: int) -> int | None:
+    buft: int | None = _lib.ggml_backend_dev_buffer_type(device)
+    return buft
+
+
+def buffer_type_name(buft: int) -> str:
+    name: bytes = _lib.ggml_backend_buft_name(buft)
+    return name.decode()
+
+
+def cpu_buffer_type() -> int:
+    buft: int = _lib.ggml_backend_cpu_buffer_type()
+    return buft
 
 
 def start_server_function() -> Any:

@@ -42,3 +42,16 @@ async def test_a_running_model_lists_its_bytes_per_gpu_and_its_placement() -> No
         stopped = msgspec.to_builtins(_entry(a, 0))
         assert "placement" not in stopped
         assert "memory" not in stopped
+
+
+async def test_an_rpc_servers_bytes_are_not_this_machines_vram() -> None:
+    devices = FakeDevices([Device("CUDA0", 24 * G, 24 * G)])
+    async with harness(0, names="a", devices=DevicePlanner(devices)) as h:
+        report = [
+            {"name": "CPU", "layers": 1, "model_bytes": G},
+            {"name": "RPC0[10.0.0.2:50052]", "layers": 20, "model_bytes": 3 * G},
+            {"name": "CUDA0", "layers": 10, "model_bytes": 2 * G},
+        ]
+        a = await h.load("a", report)
+        assert a.gpu_bytes == {"CUDA0": 2 * G}
+        assert msgspec.to_builtins(_entry(a, 0))["memory"]["vram"] == 2 * G

@@ -47,15 +47,22 @@ def _devices(child: WorkerProcess) -> list[dict[str, Any]]:
 def test_offloaded_layers_give_the_local_tokens(alpha: Path, server: RpcServer) -> None:
     with worker(alpha) as local:
         expected = _tokens(local)
-        assert _devices(local) == [{"name": "CPU", "layers": _LAYERS}]
+        [cpu] = _devices(local)
+        assert (cpu["name"], cpu["layers"]) == ("CPU", _LAYERS)
     assert len(expected) == _PROMPT["n_predict"]
     # No -ngl: with --rpc every layer goes to the servers unless told otherwise.
     with worker(alpha, "--rpc", str(server.endpoint)) as remote:
         devices = _devices(remote)
-        assert devices[0] == {"name": "CPU", "layers": 0}  # the input layer stays local
+        assert (devices[0]["name"], devices[0]["layers"]) == ("CPU", 0)  # the input layer
         assert len(devices) == 2
         assert devices[1]["name"].endswith(f"[{server.endpoint}]")
         assert devices[1]["layers"] == _LAYERS
+        # The weights' bytes went with the layers; the token embeddings stayed.
+        assert devices[1]["model_bytes"] > devices[0]["model_bytes"] > 0
+        assert devices[1]["context_bytes"] > 0  # the KV cache follows its layers
+        [gpu] = remote.states[-1].payload["gpu_devices"]
+        assert gpu["name"] == devices[1]["name"]
+        assert gpu["total"] >= gpu["free"] > 0
         assert _tokens(remote) == expected
 
 
