@@ -139,6 +139,13 @@ class DevicePlanner:
         """Bytes the model takes on the GPUs once loaded: measured before, else estimated."""
         return state.gpu_peak or self._estimate(state.entry, None)
 
+    def admit(self, state: ModelState) -> int:
+        """Bytes it must find free to load: with its context left to llama.cpp's fit (``ctx-size``
+        unset, fit on), what it needs at ``--fit-ctx``; the fit shrinks it to what it is given."""
+        if _option(state.entry, "ctx-size") is not None or _option(state.entry, "fit") == "off":
+            return self.need(state)
+        return min(self.need(state), self.least_need(state.entry))
+
     def least_need(self, entry: CatalogueEntry) -> int:
         """What it takes at ``--fit-ctx`` (its own context if it set one)."""
         if _option(entry, "ctx-size") is not None:
@@ -152,7 +159,8 @@ class DevicePlanner:
         placement = state.placement
         if placement is None or not placement.devices or not on_gpu(state.entry):
             return {}
-        return _spread(self.need(state), placement.devices, {d: 1 for d in placement.devices})
+        # Not loaded yet: what the router expected of it where it put it.
+        return _spread(placement.needed, placement.devices, {d: 1 for d in placement.devices})
 
     # --- room -------------------------------------------------------------------------------------
 
@@ -205,7 +213,7 @@ class DevicePlanner:
         rooms = self.rooms(devices, staying, running, _margins(gpu_coming[0].entry))
         occupied = any(self.held(state) for state in staying)
         for state in gpu_coming:
-            need, pinned = self.need(state), _pinned(state.entry, rooms)
+            need, pinned = self.admit(state), _pinned(state.entry, rooms)
             chosen = choose_devices(need, rooms, pinned)
             if chosen is None:
                 if occupied:  # the device closest to fitting it, or the ones it is pinned to
@@ -227,7 +235,7 @@ class DevicePlanner:
         running = [other for other in models if other.running]
         margins = _margins(state.entry)
         rooms = self.rooms(devices, staying, running, margins)
-        need, pinned = self.need(state), _pinned(state.entry, rooms)
+        need, pinned = self.admit(state), _pinned(state.entry, rooms)
         chosen = choose_devices(need, rooms, pinned)
         if chosen is None:
             chosen = pinned or tuple(rooms)
@@ -238,10 +246,11 @@ class DevicePlanner:
                 room_mib={name: max(room, 0) >> 20 for name, room in rooms.items()},
             )
             return Placement(chosen, fits=False, needed=need, pinned=bool(pinned))
-        targets: tuple[int, ...] = ()
-        if _option(state.entry, "ctx-size") is None:  # else the context is the user's: fit keeps it
-            targets = self._shares(state, chosen, devices, rooms, staying, models, margins)
-        return Placement(chosen, targets, needed=need, pinned=bool(pinned))
+        if _option(state.entry, "ctx-size") is not None:  # the user's context: fit keeps it
+            return Placement(chosen, needed=need, pinned=bool(pinned))
+        targets, share = self._shares(state, chosen, devices, rooms, staying, models, margins)
+        needed = min(self.need(state), share)  # the fit shrinks its context to the share
+        return Placement(chosen, targets, needed=needed, pinned=bool(pinned))
 
     def _shares(
         self,
@@ -252,8 +261,9 @@ class DevicePlanner:
         staying: Sequence[ModelState],
         models: Sequence[ModelState],
         margins: Sequence[int],
-    ) -> tuple[int, ...]:
-        """The ``--fit-target`` (MiB per chosen device) that leaves room for the models to come."""
+    ) -> tuple[tuple[int, ...], int]:
+        """The ``--fit-target`` (MiB per chosen device) that leaves room for the models to come,
+        and the bytes that leaves the model (its share)."""
         gpu_models = [m for m in models if on_gpu(m.entry)]
         kept = len(gpu_models) if self._models_max <= 0 else min(self._models_max, len(gpu_models))
         on_gpus = sum(1 for other in staying if self.held(other))
@@ -269,7 +279,8 @@ class DevicePlanner:
         share = max(self.least_need(state.entry), min(room - reserve, room // (here + 1)))
         leave = max(room - share, 0)
         index = {device.name: i for i, device in enumerate(devices)}
-        return tuple(
+        targets = tuple(
             (_margin(margins, index[name]) + leave * max(rooms[name], 0) // max(room, 1)) // MIB
             for name in chosen
         )
+        return targets, share

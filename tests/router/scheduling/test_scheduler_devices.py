@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from corral.children.device_use import OutOfMemory
+from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.answers import api_error
 from router.scheduling.device_planner import DevicePlanner
 from router.workers.devices import Device, FakeDevices
@@ -148,3 +149,20 @@ async def test_a_second_failure_for_memory_is_the_answer_naming_device_need_and_
         assert error.message == (
             "model 'a' does not fit on CUDA0: it needs 9216 MiB, 3072 MiB are free"
         )
+
+
+async def test_with_default_settings_the_first_model_leaves_room_for_the_second() -> None:
+    # Each 20 GiB at its trained context, 6 GiB at --fit-ctx; one 24 GiB GPU, two models kept.
+    def estimate(entry: CatalogueEntry, ctx: int | None) -> int:
+        return 20 * G if ctx is None else 6 * G
+
+    inventory = FakeDevices([Device("CUDA0", 24 * G, 24 * G)])
+    planner = DevicePlanner(inventory, models_max=2, estimate=estimate)
+    async with harness(2, names="ab", devices=planner) as h:
+        await h.load("a", on("CUDA0", 11 * G))  # its fit shrank the context to its share
+        args = h.state("a").args
+        first = int(args[args.index("--fit-target") + 1])
+        assert (24 * G) - first * (1 << 20) <= 24 * G - 1024 * (1 << 20) - 6 * G
+        b = await h.load("b", on("CUDA0", 11 * G))
+        assert (h.state("a").status, b.status) == (Status.LOADED, Status.LOADED)
+        assert h.scheduler.evictions == 0
