@@ -75,7 +75,7 @@ def _status(state: ModelState, retry_after: float) -> ListingStatus:
         status.failed, status.exit_code, status.error = True, state.exit_code, state.error
         # Corral's own: why the router killed it ("stalled", "load_stalled"), else it crashed;
         # and how long the crash-loop backoff keeps it from loading again.
-        status.reason, status.retry_after = state.fault or "crashed", round(retry_after, 3)
+        status.reason, status.retry_after = state.failure_reason, round(retry_after, 3)
     return status
 
 

@@ -203,6 +203,14 @@ class ModelState:
         return self._fields.fault_message
 
     @property
+    def failure_reason(self) -> str:
+        """Why its last run failed, as ``/models`` says it: the router's fault (``stalled``,
+        ``load_stalled``), ``out_of_memory`` on a device, else ``crashed``."""
+        if self.fault is not None:
+            return self.fault
+        return "out_of_memory" if self.out_of_memory is not None else "crashed"
+
+    @property
     def failed(self) -> bool:
         return self.status is Status.UNLOADED and bool(self.exit_code)
 

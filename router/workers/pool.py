@@ -367,7 +367,7 @@ class WorkerPool:
         # The reason travels with the event (beyond upstream), so a client need not refetch.
         failure = {"error": fields.error} if fields.exit_code and fields.error else {}
         if fields.exit_code:  # as /models says it: why it failed
-            failure["reason"] = fault or "crashed"
+            failure["reason"] = state.failure_reason
         self._set_status(state, Status.UNLOADED, exit_code=fields.exit_code or 0, **failure)
         if ended.refused:  # no worker ran: say what is wrong with the file, once
             _log.error("model file is unusable", model=state.name, error=reason)

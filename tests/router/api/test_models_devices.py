@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from corral.children.device_use import OutOfMemory
 from router.api.models import _entry
 from router.scheduling.device_planner import DevicePlanner
 from router.workers.devices import Device, FakeDevices
@@ -55,3 +56,19 @@ async def test_an_rpc_servers_bytes_are_not_this_machines_vram() -> None:
         a = await h.load("a", report)
         assert a.gpu_bytes == {"CUDA0": 2 * G}
         assert msgspec.to_builtins(_entry(a, 0))["memory"]["vram"] == 2 * G
+
+
+async def test_a_load_out_of_gpu_memory_says_so_as_its_reason() -> None:
+    async with harness(0, names="ab") as h:
+        a, b = h.state("a"), h.state("b")
+        h.pool.start(a)
+        h.pool.start(b)
+        await h.launched("a")
+        await h.launched("b")
+        h.launcher.children["a"].crash(1, OutOfMemory("CUDA0", 9 * G, 3 * G).format())
+        h.launcher.children["b"].crash(1, "bad magic in GGUF header")
+        await h.until(lambda: a.failed and b.failed)
+        status = msgspec.to_builtins(_entry(a, 0))["status"]
+        assert status["reason"] == "out_of_memory"
+        assert "out of memory on CUDA0: needs 9216 MiB, 3072 MiB free" in status["error"]
+        assert msgspec.to_builtins(_entry(b, 0))["status"]["reason"] == "crashed"
