@@ -9,7 +9,13 @@ included. pip's own wheel cache cannot be used for this: it ignores ``CMAKE_ARGS
 The build targets this machine's CPU features *except AMX*: ggml's AMX kernels crash (SIGSEGV in
 ``ggml_backend_amx_mul_mat``) on virtual machines that report AMX, for Q4_0/Q4_1/Q8_0 models such
 as the default SmolLM2. The RPC backend (``GGML_RPC``) is always on. ``CORRAL_CMAKE_ARGS`` adds
-options (e.g. ``-DGGML_CUDA=on``).
+options (later ones win).
+
+The GPU back-end is chosen by itself: CUDA when a CUDA toolkit is present (``nvcc`` on ``PATH``,
+or ``$CUDA_HOME/bin/nvcc``) with the NVIDIA driver (``nvidia-smi``), built for this machine's
+GPUs; otherwise the CPU alone, as before (a toolkit without the driver builds for the CPU: a
+CUDA build would not load there). ``CORRAL_GPU=cuda|vulkan|cpu`` forces a choice. The wheel
+cache is keyed by the choice (and every CMake option), so each back-end is built once.
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ import argparse
 import hashlib
 import os
 import platform
+import shutil
 import subprocess
-import sys
 import tempfile
 import venv
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,9 +55,54 @@ _X86_FEATURES = {
 _AVX512_BASE = {"avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"}
 
 
-def _cmake_args() -> list[str]:
+GPU_BACKENDS = ("cuda", "vulkan", "cpu")
+
+
+def gpu_backend(env: Mapping[str, str], which: Callable[[str], str | None]) -> tuple[str, str]:
+    """The GPU back-end to build and why: ``CORRAL_GPU`` when set, else CUDA when a CUDA toolkit
+    is present, else the CPU alone. ``which`` finds a program on ``PATH`` (shutil.which)."""
+    forced = env.get("CORRAL_GPU", "").strip().lower()
+    if forced:
+        if forced not in GPU_BACKENDS:
+            raise SystemExit(f"CORRAL_GPU={forced}: expected one of {', '.join(GPU_BACKENDS)}")
+        return forced, "CORRAL_GPU"
+    toolkit = "nvcc on PATH" if which("nvcc") else "CUDA_HOME" if _cuda_home_nvcc(env) else ""
+    if not toolkit:
+        return "cpu", "no CUDA toolkit (nvcc, CUDA_HOME)"
+    # A CUDA build links the driver's libcuda: without the driver it could not even load here.
+    if not which("nvidia-smi"):
+        return "cpu", f"a CUDA toolkit ({toolkit}) but no NVIDIA driver (nvidia-smi)"
+    return "cuda", toolkit
+
+
+def _cuda_home_nvcc(env: Mapping[str, str]) -> Path | None:
+    home = env.get("CUDA_HOME", "").strip()
+    nvcc = Path(home) / "bin" / "nvcc" if home else None
+    return nvcc if nvcc is not None and nvcc.is_file() else None
+
+
+def gpu_cmake_args(
+    backend: str, env: Mapping[str, str], which: Callable[[str], str | None]
+) -> list[str]:
+    """The CMake options of a back-end (none for the CPU)."""
+    if backend == "vulkan":
+        return ["-DGGML_VULKAN=ON"]
+    if backend != "cuda":
+        return []
+    args = ["-DGGML_CUDA=ON"]
+    nvcc = None if which("nvcc") else _cuda_home_nvcc(env)
+    if nvcc is not None:
+        args.append(f"-DCMAKE_CUDA_COMPILER={nvcc}")
+    # Only this machine's GPUs: every architecture would take many times as long to compile.
+    # A build without a visible GPU (a container image) keeps llama.cpp's list.
+    if which("nvidia-smi"):
+        args.append("-DCMAKE_CUDA_ARCHITECTURES=native")
+    return args
+
+
+def _cmake_args(backend: str) -> list[str]:
     # The RPC backend is always built: `--rpc` and `corral rpc-server` need it (docs/scaling.md).
-    args: list[str] = ["-DGGML_RPC=ON"]
+    args: list[str] = ["-DGGML_RPC=ON", *gpu_cmake_args(backend, os.environ, shutil.which)]
     cpuinfo = Path("/proc/cpuinfo")
     if platform.machine() in ("x86_64", "AMD64") and cpuinfo.exists():
         flags: set[str] = set()
@@ -70,7 +122,11 @@ def _run(*cmd: str | Path, **env: str) -> None:
 
 
 def _llama_wheel(python: Path) -> Path:
-    cmake_args = _cmake_args()
+    backend, why = gpu_backend(os.environ, shutil.which)
+    print(f"llama.cpp back-end: {backend} ({why})", flush=True)
+    cmake_args = _cmake_args(backend)
+    # The back-end's options are among the CMake options, so each back-end has its own key (and
+    # a CPU build keeps the key it always had).
     key = hashlib.sha256(f"{LLAMA_CPP_VERSION} {' '.join(cmake_args)}".encode()).hexdigest()[:16]
     wheel_dir = CACHE / "wheels" / key
     wheels = sorted(wheel_dir.glob("llama_cpp_python-*.whl"))
@@ -147,4 +203,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

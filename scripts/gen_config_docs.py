@@ -65,6 +65,8 @@ WORKER_FLAG_HELP: dict[str, str] = {
     "llama-server's (the router passes none)",
     "cors_origins": "run alone: origins browsers may call from, as `corral serve --cors-origins`; "
     "`none`: no CORS headers (what the router passes)",
+    "list_devices": "print the GPU devices llama.cpp sees (name, description, total and free "
+    "MiB), as llama-server's `--list-devices`, then exit",
 }
 
 # Per-model option → the WorkerSettings field its default is read from.
@@ -255,7 +257,19 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
     EnvVar(
         "CORRAL_CMAKE_ARGS",
         "scripts/bootstrap.py",
-        "extra CMake options for the llama-cpp-python build, e.g. `-DGGML_CUDA=on`",
+        "extra CMake options for the llama-cpp-python build (later ones win), e.g. "
+        "`-DCMAKE_CUDA_ARCHITECTURES=89`",
+    ),
+    EnvVar(
+        "CORRAL_GPU",
+        "scripts/bootstrap.py",
+        "`cuda`, `vulkan` or `cpu`: the GPU back-end to build, instead of its own choice (CUDA "
+        "with a CUDA toolkit and the NVIDIA driver, else the CPU)",
+    ),
+    EnvVar(
+        "CUDA_HOME",
+        "scripts/bootstrap.py",
+        "a CUDA toolkit whose `bin/nvcc` is not on `PATH` (docs/operations.md, GPUs)",
     ),
     EnvVar("PYTHON", "serve.sh, test.sh", "the Python that runs bootstrap (default `python3`)"),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,6 +176,23 @@ def _threads(value: str | None) -> int:
     return int(value) if int(value) > 0 else os.cpu_count() or 1
 
 
+class _ListDevices(argparse.Action):
+    """llama-server's ``--list-devices``: ggml's devices, then exit, whatever else is given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        # Only here does parsing load llama.cpp.
+        from worker.devices.inventory import gpu_devices, list_devices_text
+
+        print(list_devices_text(gpu_devices()), end="")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
@@ -188,6 +205,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (reported)")
     parser.add_argument("--api-key", help="key(s) every request needs, comma-separated")
     parser.add_argument("--cors-origins", default="*", help="origins browsers may call from")
+    parser.add_argument(
+        "--list-devices", action=_ListDevices, nargs=0, help="print the GPU devices and exit"
+    )
     add_model_flags(parser)
     return parser
 

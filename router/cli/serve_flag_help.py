@@ -101,6 +101,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "requests that may wait for model loads at once, all models together; more are "
         "refused with 503 and `Retry-After` (`0`: no limit)",
     ),
+    "list_devices": (
+        "",
+        "print the GPU devices a worker sees (ggml's, with their memory), as llama-server's "
+        "`--list-devices`, then exit",
+    ),
     "offline": (
         "LLAMA_ARG_OFFLINE",
         "no implicit downloads: `-hf` must name a cached model; an explicit `POST /models` "

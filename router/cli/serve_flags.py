@@ -17,6 +17,7 @@ from typing import Any
 from corral.options.flags import add_model_flags
 from corral.options.table import parse_bool
 from router.cli.help import SuggestingParser
+from router.cli.list_devices import ListDevices
 from router.cli.no_effect_flags import add_no_effect_flags
 from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS, flag_help
 
@@ -87,6 +88,15 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
         off_variable="LLAMA_ARG_NO_MODELS_AUTOLOAD",
     ),
     _ServeFlag("models", ("--offline",), "offline", False, action="store_true"),
+    # GPU (issue 26): prints a worker's devices and exits.
+    _ServeFlag(
+        "models",
+        ("--list-devices",),
+        "list_devices",
+        nargs=0,
+        action=ListDevices,
+        reads_variable=False,
+    ),
     _ServeFlag("models", ("-hft", "--hf-token"), "hf_token", reads_variable=False),
     _ServeFlag("security", ("--api-key",), "api_keys", action="append", reads_variable=False),
     _ServeFlag(

@@ -77,6 +77,9 @@ def test_builder_compiles_and_runtime_only_copies_the_venv() -> None:
     assert any("scripts/bootstrap.py" in run for run in _args(builder, "RUN"))
     assert any('CORRAL_CMAKE_ARGS="${CORRAL_CMAKE_ARGS}"' in run for run in _args(builder, "RUN"))
     assert any(a.startswith("CORRAL_CMAKE_ARGS=") for a in _args(builder, "ARG"))
+    # The GPU back-end's choice reaches bootstrap.py (docs/operations.md, Container: CUDA).
+    assert any('CORRAL_GPU="${CORRAL_GPU}"' in run for run in _args(builder, "RUN"))
+    assert any(a.startswith("CORRAL_GPU=") for a in _args(builder, "ARG"))
     assert _args(runtime, "COPY") == ["--from=builder /opt/corral /opt/corral"]
     assert not any("build-essential" in run for run in _args(runtime, "RUN"))
 

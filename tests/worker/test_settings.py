@@ -213,3 +213,15 @@ def test_long_gpu_spellings() -> None:
 def test_bad_gpu_values_stop_the_worker(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         parse_worker_args(["-m", "m.gguf", *argv])
+
+
+def test_a_draft_model_takes_its_own_devices_and_none_of_the_models_overrides() -> None:
+    gpu = parse_worker_args(
+        ["-m", "m.gguf", "-dev", "CUDA0", "-devd", "CUDA1", "-cmoe", "-ot", "x=CPU", "-sm", "row"]
+    ).gpu
+    draft = gpu.for_draft()
+    assert (draft.devices, draft.split_mode) == (("CUDA1",), "row")
+    assert (draft.override_tensor, draft.cpu_moe) == ((), False)
+    assert parse_worker_args(["-m", "m.gguf", "-dev", "CUDA0"]).gpu.for_draft().devices == (
+        "CUDA0",
+    )

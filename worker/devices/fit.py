@@ -28,7 +28,7 @@ from worker.devices.inventory import gpu_devices
 from worker.devices.params import DeviceParams
 from worker.host.llama_bindings import llama_cpp
 
-__all__ = ["FitStatus", "common_fit", "fit_params", "fit_report", "llama_common"]
+__all__ = ["FitStatus", "common_fit", "fit_params", "llama_common"]
 
 _log = structlog.get_logger("corral.worker.fit")
 
@@ -145,21 +145,3 @@ def common_fit(
             _GGML_LOG_LEVEL_ERROR,
         )
     return FitStatus(status)
-
-
-def fit_report(
-    status: FitStatus,
-    n_gpu_layers: int,
-    asked_layers: int,
-    devices: list[dict[str, Any]],
-    gpus: int,
-) -> dict[str, Any]:
-    """``meta.fit`` (docs/api.md): what the fit decided and how many layers stayed on the CPU
-    although every layer was asked for the GPUs (``-ngl`` auto or all, some GPU seen)."""
-    cpu_layers = next((d["layers"] for d in devices if d["name"] == "CPU"), 0)
-    wanted_all = asked_layers < 0 and gpus > 0
-    return {
-        "status": status.name.lower(),
-        "n_gpu_layers": n_gpu_layers,
-        "spilled_layers": cpu_layers if wanted_all else 0,
-    }

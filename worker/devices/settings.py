@@ -7,7 +7,7 @@ Parsing never fails here: the option table has checked every value, and what a b
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["DEFAULT_FIT_TARGET_MIB", "GpuSettings", "gpu_settings"]
 
@@ -32,6 +32,18 @@ class GpuSettings:
     kv_offload: bool = True
     op_offload: bool = True
     draft_devices: tuple[str, ...] | None = None  # --spec-draft-device; None: as --device
+
+    def for_draft(self) -> GpuSettings:
+        """A draft model's, as llama-server derives them (common_base_params_to_speculative):
+        its own devices if given, the split as the model's, none of the model's overrides."""
+        return replace(
+            self,
+            devices=self.draft_devices or self.devices,
+            override_tensor=(),
+            cpu_moe=False,
+            n_cpu_moe=0,
+            n_cpu_ffn=0,
+        )
 
 
 def _items(value: str | None) -> tuple[str, ...] | None:

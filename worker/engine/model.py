@@ -17,9 +17,8 @@ from llama_cpp._utils import suppress_stdout_stderr
 from worker.cache.kv_store import open_kv_store
 from worker.cache.prompt_cache import PromptCache
 from worker.cache.slot_cache import SlotCaches
-from worker.devices.fit import fit_params, fit_report
 from worker.devices.inventory import gpu_devices
-from worker.devices.params import DeviceParams
+from worker.devices.offload import Offload
 from worker.engine.batching import BatchEngine
 from worker.engine.embedding_context import Embedder
 from worker.engine.generation import EngineMetrics
@@ -89,7 +88,7 @@ class LoadedModel:
         llama_cpp.llama_backend_init()
         add_rpc_servers(settings.rpc)  # before the load, which picks its devices
         self.kv_store = open_kv_store(settings)
-        self._spill_told = False
+        self.offload = Offload(settings.gpu, settings.n_gpu_layers, settings.alias)
         self._load(on_progress, beside_context=self._read_vocabulary)
         if self.template.name == "chatml" and settings.chat_template is None:
             _log.warning("model has no chat template, using chatml", model=settings.alias)
@@ -133,11 +132,8 @@ class LoadedModel:
         model_params.use_mmap = settings.use_mmap
         model_params.use_mlock = settings.use_mlock
         context_params = self._context_params()
-        # Kept on self: the parameters point into its arrays.
-        self._device_params = DeviceParams(settings.gpu)
-        self._device_params.apply(model_params, context_params)
         # As llama-server: --fit on shrinks what was left unset to the devices' free memory.
-        fit = fit_params(str(settings.model), model_params, context_params, self._device_params)
+        self.offload.prepare(str(settings.model), model_params, context_params)
 
         def progress(value: float, _: Any) -> bool:
             on_progress(value)
@@ -147,32 +143,30 @@ class LoadedModel:
         self._progress = llama_cpp.llama_progress_callback(progress)
         model_params.progress_callback = self._progress
         new_context = partial(self._new_context, context_params)
-        with LayerPlacement() as placement:  # the model's and its context's buffers
-            self.model = LlamaModel(str(settings.model), model_params)
-            self.vocab = self.model.vocab
-            self.n_vocab = self.model.n_vocab()
-            self.metadata = self.model.metadata()
-            self.ctx = (
-                new_context() if beside_context is None else _beside(beside_context, new_context)
-            )
+        placement = LayerPlacement()  # the model's and its context's buffers
+        model: LlamaModel | None = None
+        try:
+            with placement:
+                self.model = model = LlamaModel(str(settings.model), model_params)
+                self.vocab = self.model.vocab
+                self.n_vocab = self.model.n_vocab()
+                self.metadata = self.model.metadata()
+                self.ctx = (
+                    new_context()
+                    if beside_context is None
+                    else _beside(beside_context, new_context)
+                )
+        except Exception:
+            if model is not None:
+                model.close()  # before the free memory is read
+            oom = placement.out_of_memory()
+            if oom is not None:  # the reason the router reads (docs/protocol.md §1)
+                raise MemoryError(oom.format()) from None
+            raise
         labels = rpc_device_labels()
         self.devices = placement.devices(labels)
         self.gpu_devices = gpu_devices(labels)  # what the model left free
-        self.fit_report = fit_report(
-            fit,
-            model_params.n_gpu_layers,
-            settings.n_gpu_layers,
-            self.devices,
-            len(self.gpu_devices) if settings.gpu.devices != ("none",) else 0,
-        )
-        if self.fit_report["spilled_layers"] and not self._spill_told:
-            self._spill_told = True  # once, not again on every wake
-            _log.warning(
-                "model does not fit in GPU memory: some layers run on the CPU",
-                model=settings.alias,
-                cpu_layers=self.fit_report["spilled_layers"],
-                devices=self.devices,
-            )
+        self.fit_report = self.offload.report(self.devices, len(self.gpu_devices))
         self.projector = (
             Projector(
                 settings.mmproj,
@@ -194,6 +188,7 @@ class LoadedModel:
                 n_seq=settings.parallel,
                 n_batch=settings.batch_size,
                 threads=self._threads,
+                gpu=settings.gpu,
             )
         except Exception:
             llama_cpp.llama_free(self.ctx)

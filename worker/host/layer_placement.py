@@ -12,6 +12,11 @@ always stays on the CPU, so the CPU is always listed. A buffer counts for the de
 buffer type it is, any other (mapped, repacked, pinned host memory) for the CPU, as llama.cpp's
 own breakdown counts host buffers (common/fit.cpp). /models shows the result as
 ``meta.devices`` (docs/api.md); the sizes are the log's, to 0.01 MiB.
+
+A load that fails for memory says so in the same log: ggml-alloc.c's "failed to allocate CUDA0
+buffer of size N", for weights, KV cache and compute buffers alike, on every back-end.
+:meth:`LayerPlacement.out_of_memory` turns that into an :class:`OutOfMemory`: the device, what
+this load had placed there with the failed allocation, and what the device has free.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from corral.children.device_use import DeviceUse
+from corral.children.device_use import DeviceUse, OutOfMemory
 from worker.host import ggml_backends
 from worker.host.llama_bindings import llama_cpp
 
@@ -33,6 +38,7 @@ __all__ = ["LayerPlacement"]
 _ASSIGNED = re.compile(rb"layer\s+(\d+) assigned to device ([^,\s]+)")
 _BUFFER = re.compile(rb"(\S+)\s+(model|KV|RS|compute) buffer size =\s*([\d.]+) MiB")
 _PART = {b"model": "model_bytes", b"KV": "context_bytes", b"RS": "context_bytes"}
+_FAILED = re.compile(rb"failed to allocate (\S+) buffer of size (\d+)")
 _CPU = "CPU"
 _MIB = 1 << 20
 
@@ -58,6 +64,7 @@ class LayerPlacement:
     def __init__(self) -> None:
         self._layers: dict[int, str] = {}
         self._bytes: dict[str, Counter[str]] = defaultdict(Counter)  # buffer name → part → bytes
+        self._failed: tuple[str, int] | None = None  # the first allocation that failed
         self._callback = llama_cpp.llama_log_callback(self._on_log)
 
     def __enter__(self) -> LayerPlacement:
@@ -84,8 +91,34 @@ class LayerPlacement:
             elif (match := _BUFFER.search(text)) is not None:
                 part = _PART.get(match[2], "compute_bytes")
                 self._bytes[match[1].decode()][part] += round(float(match[3]) * _MIB)
+            elif (match := _FAILED.search(text)) is not None and self._failed is None:
+                self._failed = (match[1].decode(), int(match[2]))
             if self._previous:
                 self._previous(level, text, self._previous_data)
+
+    def out_of_memory(self) -> OutOfMemory | None:
+        """Why the load failed, when an allocation failed: call it once the load's buffers are
+        freed, so that ``free`` is what the device has without them."""
+        if self._failed is None:
+            return None
+        buffer, size = self._failed
+        owners = _buffer_devices()
+        device = owners.get(buffer, _CPU)
+        placed = sum(
+            sum(parts.values())
+            for name, parts in self._bytes.items()
+            if owners.get(name, _CPU) == device
+        )
+        free = next(
+            (
+                ggml_backends.device_memory(handle)[0]
+                for handle, kind in ggml_backends.devices()
+                if (kind == ggml_backends.DEVICE_TYPE_CPU) == (device == _CPU)
+                and (device == _CPU or ggml_backends.device_name(handle) == device)
+            ),
+            0,
+        )
+        return OutOfMemory(device=device, needed=placed + size, free=free)
 
     def devices(self, labels: dict[str, str]) -> list[dict[str, Any]]:
         """A :class:`DeviceUse` per device, as JSON, the CPU first, then in layer order;

@@ -17,6 +17,8 @@ from typing import Any, NamedTuple
 import structlog
 from llama_cpp._utils import suppress_stdout_stderr
 
+from worker.devices.params import DeviceParams
+from worker.devices.settings import GpuSettings
 from worker.engine.llama_model import LlamaModel
 from worker.engine.token_prefix import common_prefix
 from worker.host.llama_bindings import llama_cpp
@@ -46,9 +48,13 @@ class DraftModel:
         n_batch: int,
         n_gpu_layers: int,
         threads: int,
+        gpu: GpuSettings,
     ) -> None:
         params = llama_cpp.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers
+        context = llama_cpp.llama_context_default_params()
+        self._device_params = DeviceParams(gpu)  # kept: the parameters point into it
+        self._device_params.apply(params, context)
         self._model = LlamaModel(str(path), params)
         reason = vocab_mismatch(target_vocab, self._model.vocab)
         if reason is not None:
@@ -59,7 +65,6 @@ class DraftModel:
             )
         self._target_vocab_size = llama_cpp.llama_vocab_n_tokens(target_vocab)
         self._n_vocab = self._model.n_vocab()
-        context = llama_cpp.llama_context_default_params()
         context.n_ctx = n_ctx
         context.n_batch = context.n_ubatch = n_batch
         context.n_seq_max = n_seq

@@ -21,6 +21,7 @@ from typing import Any
 
 from corral.hub.cache_layout import locate_cache_dir
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
+from worker.devices.settings import GpuSettings
 from worker.host.llama_bindings import llama_cpp
 from worker.speculative.draft_model import DraftModel, DraftRequest
 from worker.speculative.ngram import ngram_draft
@@ -79,6 +80,7 @@ class Speculator:
         n_seq: int,
         n_batch: int,
         threads: int,
+        gpu: GpuSettings,
     ) -> Speculator | None:
         """The speculator the settings ask for (None: plain decoding); ``ValueError`` says
         why the settings cannot run (the load fails with it)."""
@@ -120,6 +122,7 @@ class Speculator:
                 n_batch=n_batch,
                 n_gpu_layers=settings.n_gpu_layers_draft,
                 threads=settings.threads_draft or threads,
+                gpu=gpu.for_draft(),
             )
         return cls(settings, draft_model, vocab=target_vocab, n_seq=n_seq, synthetic=synthetic)
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from corral.children.device_use import OutOfMemory
+from corral.children.protocol import EXIT_FAILED
 from worker.engine.model import LoadedModel
 from worker.settings import parse_worker_args
 
@@ -36,3 +41,31 @@ def test_a_cpu_machine_reports_no_gpu_and_no_fit(loaded: LoadedModel) -> None:
         "n_gpu_layers": -1,
         "spilled_layers": 0,
     }
+
+
+def _address_space_limit() -> None:
+    # Room for Python and llama.cpp, not for a 4 GiB KV cache: its allocation fails at once,
+    # whatever the machine's memory (no page is touched, the OOM killer is never involved).
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+def test_a_load_out_of_memory_exits_naming_device_need_and_free(models_dir: Path) -> None:
+    # 8 Mi tokens of f32 K and V: 2 blocks x 2 x 32 x 4 bytes = 512 bytes a token, 4 GiB.
+    model = str(models_dir / "alpha.gguf")
+    kv_cache = ["-c", str(8 << 20), "-ctk", "f32", "-ctv", "f32"]
+    done = subprocess.run(
+        [sys.executable, "-m", "worker", "-m", model, "--port", "0", *kv_cache],
+        preexec_fn=_address_space_limit,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == EXIT_FAILED
+    last_error = [line for line in done.stderr.splitlines() if '"error"' in line][-1]
+    oom = OutOfMemory.parse(last_error)
+    assert oom is not None, done.stderr[-2000:]
+    assert oom.device == "CPU"
+    assert oom.needed >= 4 << 30  # the KV cache, and the weights placed before it
+    assert oom.free > 0

@@ -1,0 +1,54 @@
+"""One model's offload to the GPUs, load after load (a wake-up loads again): the GPU flags as
+parameters, llama-server's fit before the load, and what came of it after.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from worker.devices.fit import FitStatus, fit_params
+from worker.devices.params import DeviceParams
+from worker.devices.settings import GpuSettings
+
+__all__ = ["Offload"]
+
+_log = structlog.get_logger("corral.worker.offload")
+
+
+class Offload:
+    def __init__(self, gpu: GpuSettings, n_gpu_layers: int, model: str) -> None:
+        self.gpu = gpu
+        self.n_gpu_layers = n_gpu_layers  # as given: -1 auto, -2 all, or a number
+        self.model = model
+        self._told = False
+
+    def prepare(self, path: str, model_params: Any, context_params: Any) -> None:
+        """Set the GPU parameters and fit them, as llama-server does before it loads."""
+        # Kept on self: the parameters point into its arrays.
+        self._params = DeviceParams(self.gpu)
+        self._params.apply(model_params, context_params)
+        self._status = fit_params(path, model_params, context_params, self._params)
+        self._fitted_layers = int(model_params.n_gpu_layers)
+
+    def report(self, devices: list[dict[str, Any]], gpus: int) -> dict[str, Any]:
+        """``meta.fit`` (docs/api.md): what the fit decided, and the layers left on the CPU
+        although every layer was asked for the GPUs (``-ngl`` auto or all, some GPU seen);
+        those are logged once, not again on every wake."""
+        cpu_layers = next((d["layers"] for d in devices if d["name"] == "CPU"), 0)
+        wanted_all = self.n_gpu_layers < 0 and gpus > 0 and self.gpu.devices != ("none",)
+        spilled = cpu_layers if wanted_all else 0
+        if spilled and not self._told:
+            self._told = True
+            _log.warning(
+                "model does not fit in GPU memory: some layers run on the CPU",
+                model=self.model,
+                cpu_layers=spilled,
+                devices=devices,
+            )
+        return {
+            "status": FitStatus(self._status).name.lower(),
+            "n_gpu_layers": self._fitted_layers,
+            "spilled_layers": spilled,
+        }
