@@ -82,12 +82,13 @@ def _device_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) ->
     lines += prometheus_family(
         "corral_model_device_memory_bytes",
         "gauge",
-        "What each running model's worker reported it holds on each GPU (weights, KV, compute).",
+        "What each running model's worker holds on each GPU: as the driver counts its process, "
+        "else as the worker reported (weights, KV, compute).",
         (
             (f'{{model="{escape_label(name)}",device="{escape_label(device)}"}}', held)
             for name, state in models
-            if state.running
-            for device, held in sorted(state.gpu_bytes.items())
+            if state.running and planner is not None
+            for device, held in sorted(planner.in_use(state).items())
         ),
     )
     return lines

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import msgspec
@@ -86,7 +86,14 @@ def _capabilities(inputs: list[str]) -> list[str]:
     return capabilities + [{"image": "vision", "audio": "audio"}[kind] for kind in inputs[1:]]
 
 
-def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> ModelListing:
+def _entry(
+    state: ModelState,
+    created: int,
+    retry_after: float = 0.0,
+    on_gpus: Mapping[str, int] | None = None,
+) -> ModelListing:
+    """One model's entry; ``on_gpus``: what its worker holds per GPU (the device planner's
+    reading, the driver's figure where it has one), else what the worker reported."""
     inputs = input_modalities(state.entry.mmproj)
     entry = ModelListing(
         id=state.entry.name,
@@ -109,7 +116,7 @@ def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> ModelLi
     if state.running and state.process is not None:
         # The worker's resident memory (one /proc read, cheap enough per listing), and what it
         # reported holding on each GPU once loaded.
-        rss, on_gpus = resident_memory(state), state.gpu_bytes
+        rss, on_gpus = resident_memory(state), dict(on_gpus or state.gpu_bytes)
         memory: dict[str, Any] = {"rss": rss} if rss is not None else {}
         if on_gpus:
             memory |= {"vram": sum(on_gpus.values()), "devices": on_gpus}
@@ -123,6 +130,11 @@ def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> ModelLi
             "fit_target_mib": list(placement.fit_target_mib),
         }
     return entry
+
+
+def _in_use(rt: RouterRuntime, state: ModelState) -> dict[str, int] | None:
+    planner = rt.scheduler.devices
+    return planner.in_use(state) if planner is not None and state.running else None
 
 
 def _devices(rt: RouterRuntime) -> list[dict[str, Any]]:
@@ -152,7 +164,7 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     models = rt.pool.models
     catalogue = rt.pool.catalogue
     data = [
-        _entry(state, created, rt.scheduler.retry_after(state))
+        _entry(state, created, rt.scheduler.retry_after(state), _in_use(rt, state))
         for state in models.values()
         # A name a ``prefer = peer`` peer answers for is listed as that peer's.
         if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None

@@ -152,15 +152,23 @@ class DevicePlanner:
             return self._estimate(entry, None)
         return self._estimate(entry, int(_option(entry, "fit-ctx") or DEFAULT_FIT_CTX))
 
+    def in_use(self, state: ModelState) -> dict[str, int]:
+        """Bytes per GPU a running model's worker holds now: as the driver counts its process
+        (its CUDA context included), else as the worker reported once loaded."""
+        process = state.process
+        driver = self.inventory.process_memory().get(process.pid) if process is not None else None
+        return driver or state.gpu_bytes
+
     def held(self, state: ModelState) -> dict[str, int]:
-        """Bytes per GPU a running model holds: as its worker reported, else as planned."""
-        if state.gpu_bytes:
-            return dict(state.gpu_bytes)
+        """Bytes per GPU a running model holds, or will once its load is done."""
+        used = self.in_use(state)
         placement = state.placement
-        if placement is None or not placement.devices or not on_gpu(state.entry):
-            return {}
-        # Not loaded yet: what the router expected of it where it put it.
-        return _spread(placement.needed, placement.devices, {d: 1 for d in placement.devices})
+        if state.gpu_bytes or placement is None or not placement.devices:
+            return used
+        # Still loading: what the router expected of it where it put it, or what it holds
+        # already if more.
+        planned = _spread(placement.needed, placement.devices, {d: 1 for d in placement.devices})
+        return {name: max(planned.get(name, 0), used.get(name, 0)) for name in planned | used}
 
     # --- room -------------------------------------------------------------------------------------
 
@@ -174,7 +182,7 @@ class DevicePlanner:
         """Bytes each device has for a newcomer, ``margins`` (MiB) kept (may be negative)."""
         reported: dict[str, int] = {}
         for state in running:  # the driver's "used" counts them: they are not someone else's
-            for name, used in state.gpu_bytes.items():
+            for name, used in self.in_use(state).items():
                 reported[name] = reported.get(name, 0) + used
         rooms = {}
         for index, device in enumerate(devices):

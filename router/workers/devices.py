@@ -36,6 +36,7 @@ __all__ = [
     "FakeDevices",
     "NoDevices",
     "NvmlDevices",
+    "ProcessMemory",
     "ReportedDevices",
     "device_inventory",
     "parse_fake_devices",
@@ -59,9 +60,17 @@ class Device:
         return max(self.total - self.free, 0)
 
 
+# Bytes each process holds on each GPU, as the driver counts them (its CUDA context included).
+ProcessMemory = dict[int, dict[str, int]]
+
+
 class DeviceInventory(Protocol):
     def devices(self) -> list[Device]:
         """Every GPU, with its free memory as of now; [] when there is none."""
+        ...
+
+    def process_memory(self) -> ProcessMemory:
+        """What each process holds on each GPU, where the driver tells; {} where it does not."""
         ...
 
 
@@ -71,15 +80,22 @@ class NoDevices:
     def devices(self) -> list[Device]:
         return []
 
+    def process_memory(self) -> ProcessMemory:
+        return {}
+
 
 class FakeDevices:
     """Given free and total bytes per device; a test may change them as it goes."""
 
     def __init__(self, devices: list[Device]) -> None:
         self._devices = {device.name: device for device in devices}
+        self.processes: ProcessMemory = {}  # what the driver would say each pid holds
 
     def devices(self) -> list[Device]:
         return list(self._devices.values())
+
+    def process_memory(self) -> ProcessMemory:
+        return {pid: dict(held) for pid, held in self.processes.items()}
 
     def set_free(self, name: str, free: int) -> None:
         """As the driver would say after something outside Corral took or gave back memory."""
@@ -130,24 +146,50 @@ class NvmlDevices:
             return
         self._nvml = pynvml
 
+    def _handles(self) -> list[tuple[str, Any]]:
+        """Each GPU's handle, named as CUDA numbers it for the workers."""
+        nvml = self._nvml
+        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
+        if self._visible is not None:
+            handles = [_visible_handle(nvml, handles, item) for item in self._visible]
+        return [
+            (f"CUDA{i}", handle) for i, handle in enumerate(h for h in handles if h is not None)
+        ]
+
     def devices(self) -> list[Device]:
         nvml = self._nvml
         if nvml is None:
             return []
         try:
-            handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
-            if self._visible is not None:  # as CUDA would number them for the workers
-                handles = [_visible_handle(nvml, handles, item) for item in self._visible]
             devices = []
-            for index, handle in enumerate(h for h in handles if h is not None):
+            for name, handle in self._handles():
                 memory = nvml.nvmlDeviceGetMemoryInfo(handle)
-                name = nvml.nvmlDeviceGetName(handle)
-                name = name.decode() if isinstance(name, bytes) else str(name)
-                devices.append(Device(f"CUDA{index}", int(memory.free), int(memory.total), name))
+                description = nvml.nvmlDeviceGetName(handle)
+                if isinstance(description, bytes):
+                    description = description.decode()
+                devices.append(Device(name, int(memory.free), int(memory.total), str(description)))
             return devices
         except nvml.NVMLError as error:  # a GPU fell off the bus, the driver was reloaded …
             _log.warning("cannot read the NVIDIA devices", error=str(error))
             return []
+
+    def process_memory(self) -> ProcessMemory:
+        """From the driver's list of compute processes per GPU. Empty where it cannot say: in a
+        container with its own PID namespace the driver's pids are the host's, and match none."""
+        nvml = self._nvml
+        held: ProcessMemory = {}
+        if nvml is None:
+            return held
+        try:
+            for name, handle in self._handles():
+                for process in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                    used = process.usedGpuMemory
+                    if used:  # None when the driver cannot tell (some vGPU, MIG setups)
+                        held.setdefault(int(process.pid), {})[name] = int(used)
+        except nvml.NVMLError as error:
+            _log.debug("no per-process GPU memory", error=str(error))
+            return {}
+        return held
 
 
 def _visible_devices(value: str | None) -> list[str] | None:
@@ -182,6 +224,9 @@ class ReportedDevices:
         return self._inventory.devices() or [
             Device(info.name, info.free, info.total, info.description) for info in self._reported()
         ]
+
+    def process_memory(self) -> ProcessMemory:
+        return self._inventory.process_memory()
 
 
 def device_inventory(environ: Mapping[str, str] | None = None) -> DeviceInventory:

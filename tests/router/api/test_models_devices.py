@@ -72,3 +72,20 @@ async def test_a_load_out_of_gpu_memory_says_so_as_its_reason() -> None:
         assert status["reason"] == "out_of_memory"
         assert "out of memory on CUDA0: needs 9216 MiB, 3072 MiB free" in status["error"]
         assert msgspec.to_builtins(_entry(b, 0))["status"]["reason"] == "crashed"
+
+
+async def test_the_drivers_count_of_a_workers_process_wins_over_its_own_report() -> None:
+    # The driver counts the worker's CUDA context too, which llama.cpp's breakdown leaves out.
+    devices = FakeDevices([Device("CUDA0", 24 * G, 24 * G)])
+    planner = DevicePlanner(devices)
+    async with harness(0, names="a", devices=planner) as h:
+        a = await h.load("a", [{"name": "CUDA0", "layers": 10, "model_bytes": 2 * G}])
+        assert a.process is not None
+        devices.processes = {a.process.pid: {"CUDA0": 2 * G + G // 2}}
+        listed = msgspec.to_builtins(_entry(a, 0, on_gpus=planner.in_use(a)))
+        assert listed["memory"]["devices"] == {"CUDA0": 2 * G + G // 2}
+        assert planner.held(a) == {"CUDA0": 2 * G + G // 2}
+        # Its bytes are Corral's, not someone else's: the room is the total less them and the
+        # margin, however much the driver says is used (the fake's free is what it was given).
+        rooms = planner.rooms(devices.devices(), [a], [a])
+        assert rooms == {"CUDA0": 24 * G - 1024 * (1 << 20) - (2 * G + G // 2)}
