@@ -5,6 +5,9 @@ share one entry, hence one load and one eviction. Only the head of the queue may
 When capacity is short, :meth:`Scheduler.tick` stops least-recently-used models that are idle,
 loaded, unpinned and not wanted by any queue entry. A model keeps its queue entry until all of
 its waiters have been handed the running model, so a fresh model is never evicted before use.
+On GPUs the device planner says where a model loads and which device needs room; only idle
+models on that device are evicted for it, and a load that ran out of device memory is tried
+once more after the idle models there are stopped.
 
 The scheduler decides; the :class:`~router.workers.pool.WorkerPool` starts and stops processes
 and is the only writer of model state. Every decision is re-taken whenever the pool reports a
@@ -202,13 +205,9 @@ class Scheduler:
         self._pool.changed.notify()
         self.tick()
 
-    def _fits(self, staying: list[ModelState], coming: list[ModelState]) -> bool:
-        """Whether ``coming`` may run next to ``staying``: by count, memory and GPU memory."""
-        return self._short_of(staying, coming) is None
-
     def _short_of(self, staying: list[ModelState], coming: list[ModelState]) -> set[str] | None:
-        """None when ``coming`` fits next to ``staying``; else the GPUs that need room (empty:
-        any idle model may make it, for the count or the host memory budget)."""
+        """None when ``coming`` may run next to ``staying`` (by count, host memory and GPU
+        memory); else the GPUs that need room (empty: any idle model may make it)."""
         if 0 < self._models_max < len(staying) + len(coming):
             return set()
         if self.memory is not None:

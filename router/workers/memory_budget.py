@@ -4,13 +4,14 @@ Beyond upstream's count (``--models-max``), a model is loaded only when what the
 hold plus what it will hold fits the budget; otherwise the scheduler evicts idle models, least
 recently used first, until it does. What a model holds is, in order of trust:
 
-- **declared**: the preset's ``memory`` key, for what the router cannot see (GPU memory, a
-  context that will grow), and for users who prefer a fixed figure;
+- **declared**: the preset's ``memory`` key, for what the router cannot see (a context that
+  will grow), and for users who prefer a fixed figure;
 - **measured**: a running worker's resident memory; once a model has run, the most it was seen
   to hold is what it is expected to need the next time;
 - **estimated**: before a model ever ran, the size of its files (weights and projector), its
   KV cache (from the GGUF header and its ``ctx-size`` and cache types) and a worker process.
 
+This is host memory; GPU memory is the device planner's (router/scheduling/device_planner.py).
 A model alone is always allowed to load, even over the budget: otherwise it never could.
 Spare workers (``--models-spare``) count at their measured size, except those the coming models
 will take; one more is started only when it fits (:meth:`MemoryBudget.spare_fits`).
