@@ -212,7 +212,7 @@ def _visible_handle(nvml: Any, handles: list[Any], item: str) -> Any:
 
 class ReportedDevices:
     """``inventory``'s devices; when it sees none, the GPUs the latest loaded worker reported
-    (other back-ends than NVIDIA: their free memory as of that load)."""
+    (other back-ends than NVIDIA: their free memory as of that load), RPC servers' left out."""
 
     def __init__(
         self, inventory: DeviceInventory, reported: Callable[[], Sequence[DeviceInfo]]
@@ -222,7 +222,11 @@ class ReportedDevices:
 
     def devices(self) -> list[Device]:
         return self._inventory.devices() or [
-            Device(info.name, info.free, info.total, info.description) for info in self._reported()
+            Device(info.name, info.free, info.total, info.description)
+            for info in self._reported()
+            if not info.name.startswith(
+                "RPC"
+            )  # another machine's (--rpc): not the router's to place
         ]
 
     def process_memory(self) -> ProcessMemory:

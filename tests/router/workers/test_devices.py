@@ -45,7 +45,10 @@ def test_without_an_nvidia_driver_nvml_sees_no_devices_and_raises_nothing() -> N
 
 
 def test_other_back_ends_come_from_what_the_workers_reported() -> None:
-    reported = [DeviceInfo("Vulkan0", "Radeon 780M", 6 * G, 8 * G)]
+    reported = [
+        DeviceInfo("Vulkan0", "Radeon 780M", 6 * G, 8 * G),
+        DeviceInfo("RPC0[10.0.0.2:50052]", "RPC", 20 * G, 24 * G),  # another machine's
+    ]
     assert ReportedDevices(NoDevices(), lambda: reported).devices() == [
         Device("Vulkan0", 6 * G, 8 * G, "Radeon 780M")
     ]
