@@ -221,12 +221,11 @@ class ReportedDevices:
         self._reported = reported
 
     def devices(self) -> list[Device]:
+        # An RPC server's device (--rpc) is another machine's: not the router's to place on.
         return self._inventory.devices() or [
             Device(info.name, info.free, info.total, info.description)
             for info in self._reported()
-            if not info.name.startswith(
-                "RPC"
-            )  # another machine's (--rpc): not the router's to place
+            if not info.name.startswith("RPC")
         ]
 
     def process_memory(self) -> ProcessMemory:
