@@ -28,7 +28,7 @@ from worker.devices.inventory import gpu_devices
 from worker.devices.params import DeviceParams
 from worker.host.llama_bindings import llama_cpp
 
-__all__ = ["FitStatus", "common_fit", "fit_params", "llama_common"]
+__all__ = ["ExtraModel", "FitStatus", "common_fit", "fit_params", "llama_common"]
 
 _log = structlog.get_logger("corral.worker.fit")
 
@@ -58,30 +58,46 @@ def _library_names() -> tuple[str, ...]:
     return ("libllama-common.so", "libllama-common.so.0")
 
 
+class ExtraModel(ctypes.Structure):
+    """``struct common_fit_extra_model`` (common/fit.h): a model fitted with the main one, as
+    llama-server fits a draft model; its context follows the main one's."""
+
+    _fields_ = (
+        ("path_model", ctypes.c_char_p),
+        ("mparams", ctypes.POINTER(llama_cpp.llama_model_params)),
+        ("cparams", ctypes.POINTER(llama_cpp.llama_context_params)),
+        ("shares_model", ctypes.c_bool),
+    )
+
+
 _loaded: list[Any] = []  # the library, once found (or None once looked for in vain)
+
+
+def _find_library() -> Any | None:
+    package = Path(llama_cpp.__file__).resolve().parent
+    for folder in (package / "lib", package.parent / "lib"):
+        for name in _library_names():
+            if (folder / name).exists():
+                try:
+                    library = ctypes.CDLL(str(folder / name))
+                except OSError as error:  # a library it needs is missing (libssl)
+                    _log.warning("llama-common does not load", error=str(error))
+                    return None
+                return library if hasattr(library, _FIT_SYMBOL) else None
+    return None
 
 
 def llama_common() -> Any | None:
     """``libllama-common`` of the installed bindings, or None when it is not there."""
     if not _loaded:
-        package = Path(llama_cpp.__file__).resolve().parent
-        found = None
-        for folder in (package / "lib", package.parent / "lib"):
-            for name in _library_names():
-                if (folder / name).exists():
-                    found = ctypes.CDLL(str(folder / name))
-                    break
-            if found is not None:
-                break
-        if found is not None and not hasattr(found, _FIT_SYMBOL):
-            found = None
-        if found is None:
+        library = _find_library()
+        if library is None:
             _log.warning(
                 "llama.cpp's llama-common library is not installed with the bindings: models "
                 "load without --fit (rebuild them with scripts/bootstrap.py)"
             )
         else:
-            fit = getattr(found, _FIT_SYMBOL)
+            fit = getattr(library, _FIT_SYMBOL)
             fit.restype = ctypes.c_int
             fit.argtypes = [
                 ctypes.c_char_p,
@@ -91,10 +107,10 @@ def llama_common() -> Any | None:
                 ctypes.c_void_p,  # llama_model_tensor_buft_override *
                 ctypes.c_void_p,  # size_t * margins
                 ctypes.c_uint32,
-                ctypes.c_void_p,  # const common_fit_extra_model *: none
+                ctypes.POINTER(ExtraModel),  # or None
                 ctypes.c_int,
             ]
-        _loaded.append(found)
+        _loaded.append(library)
     return _loaded[0]
 
 
@@ -111,7 +127,11 @@ def _margins(target_mib: tuple[int, ...]) -> Any:
 
 
 def fit_params(
-    path: str, model_params: Any, context_params: Any, buffers: DeviceParams
+    path: str,
+    model_params: Any,
+    context_params: Any,
+    buffers: DeviceParams,
+    extra: ExtraModel | None = None,
 ) -> FitStatus:
     """Fit both parameter structs in place, as llama-server does before it loads."""
     # Without a device to offload to, llama.cpp's fit only compares the model with the host's
@@ -119,11 +139,15 @@ def fit_params(
     # machine loads as it did before --fit.
     if not buffers.gpu.fit or not gpu_devices() or buffers.gpu.devices == ("none",):
         return FitStatus.OFF
-    return common_fit(path, model_params, context_params, buffers)
+    return common_fit(path, model_params, context_params, buffers, extra)
 
 
 def common_fit(
-    path: str, model_params: Any, context_params: Any, buffers: DeviceParams
+    path: str,
+    model_params: Any,
+    context_params: Any,
+    buffers: DeviceParams,
+    extra: ExtraModel | None = None,
 ) -> FitStatus:
     """llama.cpp's ``common_fit_params`` on both structs, whatever the devices."""
     library = llama_common()
@@ -141,7 +165,7 @@ def common_fit(
             ctypes.addressof(buffers.overrides),
             ctypes.addressof(margins),
             gpu.fit_ctx,
-            None,
+            None if extra is None else ctypes.byref(extra),
             _GGML_LOG_LEVEL_ERROR,
         )
     return FitStatus(status)

@@ -4,13 +4,16 @@ parameters, llama-server's fit before the load, and what came of it after.
 
 from __future__ import annotations
 
+import ctypes
+from pathlib import Path
 from typing import Any
 
 import structlog
 
-from worker.devices.fit import FitStatus, fit_params
+from worker.devices.fit import ExtraModel, FitStatus, fit_params
 from worker.devices.params import DeviceParams
 from worker.devices.settings import GpuSettings
+from worker.host.llama_bindings import llama_cpp
 
 __all__ = ["Offload"]
 
@@ -24,13 +27,37 @@ class Offload:
         self.model = model
         self._told = False
 
-    def prepare(self, path: str, model_params: Any, context_params: Any) -> None:
-        """Set the GPU parameters and fit them, as llama-server does before it loads."""
+    def prepare(
+        self,
+        path: str,
+        model_params: Any,
+        context_params: Any,
+        draft: Path | None = None,
+        draft_layers: int = -1,
+    ) -> None:
+        """Set the GPU parameters and fit them, as llama-server does before it loads: with a
+        draft model, both together (its context follows the model's)."""
         # Kept on self: the parameters point into its arrays.
         self._params = DeviceParams(self.gpu)
         self._params.apply(model_params, context_params)
-        self._status = fit_params(path, model_params, context_params, self._params)
+        extra = None if draft is None else self._draft(draft, draft_layers, context_params)
+        self._status = fit_params(path, model_params, context_params, self._params, extra)
         self._fitted_layers = int(model_params.n_gpu_layers)
+
+    def _draft(self, path: Path, layers: int, context_params: Any) -> ExtraModel:
+        # As worker/speculative/draft_model.py will load it.
+        model = llama_cpp.llama_model_default_params()
+        model.n_gpu_layers = layers
+        context = llama_cpp.llama_context_default_params()
+        context.n_seq_max = context_params.n_seq_max
+        context.n_batch = context.n_ubatch = context_params.n_batch
+        context.kv_unified = False
+        self._draft_params = DeviceParams(self.gpu.for_draft())
+        self._draft_params.apply(model, context)
+        self._draft_structs = (str(path).encode(), model, context)  # alive through the fit
+        return ExtraModel(
+            self._draft_structs[0], ctypes.pointer(model), ctypes.pointer(context), False
+        )
 
     def report(self, devices: list[dict[str, Any]], gpus: int) -> dict[str, Any]:
         """``meta.fit`` (docs/api.md): what the fit decided, and the layers left on the CPU

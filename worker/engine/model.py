@@ -32,7 +32,7 @@ from worker.media.projector import Projector
 from worker.rpc.devices import add_rpc_servers, rpc_device_labels
 from worker.sampling.chain import token_piece
 from worker.settings import WorkerSettings
-from worker.speculative import Speculator
+from worker.speculative import Speculator, fitted_draft
 from worker.templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 
 __all__ = ["LoadedModel"]
@@ -133,7 +133,13 @@ class LoadedModel:
         model_params.use_mlock = settings.use_mlock
         context_params = self._context_params()
         # As llama-server: --fit on shrinks what was left unset to the devices' free memory.
-        self.offload.prepare(str(settings.model), model_params, context_params)
+        self.offload.prepare(
+            str(settings.model),
+            model_params,
+            context_params,
+            draft=fitted_draft(settings.speculative),
+            draft_layers=settings.speculative.n_gpu_layers_draft,
+        )
 
         def progress(value: float, _: Any) -> bool:
             on_progress(value)

@@ -1,12 +1,13 @@
 """Speculative decoding: a draft model or prompt lookup guesses, the target verifies."""
 
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
-from worker.speculative.speculator import RUNNABLE_TYPES, DraftRequest, Speculator
+from worker.speculative.speculator import RUNNABLE_TYPES, DraftRequest, Speculator, fitted_draft
 
 __all__ = [
     "RUNNABLE_TYPES",
     "DraftRequest",
     "SpeculativeSettings",
     "Speculator",
+    "fitted_draft",
     "speculative_settings",
 ]

@@ -33,6 +33,14 @@ __all__ = ["RUNNABLE_TYPES", "DraftRequest", "Speculator"]
 RUNNABLE_TYPES = ("draft-simple", "ngram-simple")
 
 
+def fitted_draft(settings: SpeculativeSettings) -> Path | None:
+    """The draft GGUF that ``--fit`` measures with the model, as llama-server fits both (None
+    without a draft model)."""
+    if not settings.enabled or "draft-simple" not in (settings.types or ("draft-simple",)):
+        return None
+    return _draft_path(settings)
+
+
 def _draft_path(settings: SpeculativeSettings) -> Path | None:
     """The draft GGUF: ``--model-draft``, or ``--spec-draft-hf`` looked up in the hub cache
     (with ``--model-draft`` naming the file inside the repository, as llama-server)."""

@@ -7,12 +7,13 @@ shows the fit's decisions (the context shrunk toward --fit-ctx only when -c is u
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from worker.devices.fit import FitStatus, common_fit, fit_params, llama_common
+from worker.devices.fit import ExtraModel, FitStatus, common_fit, fit_params, llama_common
 from worker.devices.params import DeviceParams
 from worker.devices.settings import GpuSettings
 from worker.host import ggml_backends
@@ -80,3 +81,16 @@ def test_a_cpu_machine_loads_as_before(alpha: str) -> None:
     buffers = DeviceParams(GpuSettings(fit_target_mib=(_host_mib(),)))
     assert fit_params(alpha, model, context, buffers) == FitStatus.OFF
     assert context.n_ctx == 0
+
+
+def test_a_draft_model_is_fitted_with_the_model(alpha: str) -> None:
+    # As llama-server with a draft model: the fit measures both, the draft's context following
+    # the model's (common/fit.cpp writes it into the draft's parameters).
+    draft_model, draft_context = _params(0, unified=False)
+    extra = ExtraModel(alpha.encode(), ctypes.pointer(draft_model), ctypes.pointer(draft_context))
+    gpu = GpuSettings(fit_target_mib=(_host_mib(),), fit_ctx=512)
+    model, context = _params(0)
+    buffers = DeviceParams(gpu)
+    buffers.apply(model, context)
+    status = common_fit(alpha, model, context, buffers, extra)
+    assert (status, context.n_ctx, draft_context.n_ctx) == (FitStatus.FAILURE, 512, 512)
