@@ -23,10 +23,12 @@ from router.catalogue.file_check import model_file_problem
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
 from router.reloads import Reloader
+from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.scheduler import Scheduler
 from router.settings import ServeSettings
 from router.startup import StartupPlan
 from router.tools.toolbox import ToolBox
+from router.workers.devices import ReportedDevices
 from router.workers.download_jobs import DownloadJobs
 from router.workers.launcher import SubprocessLauncher, WorkerLauncher
 from router.workers.pool import FAKE_TIMING_SECONDS, WorkerPool
@@ -57,7 +59,12 @@ async def running_services(
             check_file=model_file_problem,
             fake_timing=0.0 if settings.single_model else FAKE_TIMING_SECONDS,
         )
-        scheduler = Scheduler(pool, settings.models_max, plan.budget, max_queue=settings.max_queue)
+        # The router reads GPUs through NVML (or what workers report), never a CUDA context.
+        inventory = ReportedDevices(plan.devices, lambda: pool.reported_devices)
+        planner = DevicePlanner(inventory, models_max=settings.models_max)
+        scheduler = Scheduler(
+            pool, settings.models_max, plan.budget, devices=planner, max_queue=settings.max_queue
+        )
         watchdog = StallWatchdog(
             pool, stall_timeout=settings.stall_timeout, load_timeout=settings.load_timeout
         )
@@ -74,7 +81,7 @@ async def running_services(
         _log.info("models available", models=sorted(plan.catalogue.entries))
         peers.start(group, plan.peers)  # listed in the background: never in the way
         for entry in plan.startup:
-            pool.start(pool.models[entry.name])
+            scheduler.start(pool.models[entry.name])
         spares.fill()
         group.start_soon(scheduler.unload_expired)
         group.start_soon(watchdog.run, group)

@@ -13,6 +13,7 @@ from router.catalogue.presets import PresetError
 from router.relay.peer_config import PeerConfig, load_peer_configs
 from router.settings import ServeSettings
 from router.single_model import single_model_catalogue
+from router.workers.devices import DeviceInventory, device_inventory
 from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState
 
@@ -27,6 +28,7 @@ class StartupPlan:
     peers: tuple[PeerConfig, ...]
     startup: tuple[CatalogueEntry, ...]
     budget: MemoryBudget | None  # --models-memory-max, if set
+    devices: DeviceInventory  # the GPUs, through NVML (or CORRAL_FAKE_DEVICES, a test seam)
 
 
 def load_catalogue(settings: ServeSettings) -> Catalogue:
@@ -70,7 +72,11 @@ def plan_startup(settings: ServeSettings) -> StartupPlan:
                 f"{len(startup)} models are to load on startup, expected to hold "
                 f"{needed >> 20} MiB, but --models-memory-max is {budget.limit >> 20} MiB"
             )
-    return StartupPlan(catalogue, peers, tuple(startup), budget)
+    try:
+        devices = device_inventory()
+    except ValueError as error:
+        raise CatalogueError(str(error)) from None
+    return StartupPlan(catalogue, peers, tuple(startup), budget, devices)
 
 
 def _cached_entry(catalogue: Catalogue, settings: ServeSettings, reference: str) -> CatalogueEntry:

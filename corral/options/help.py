@@ -27,8 +27,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "still answers to its name)",
     "ttl": "Corral: unload after this many idle seconds",
     "pin": "Corral: never evicted to make room for another model",
-    "memory": "Corral: what the model holds, for `--models-memory-max` (instead of measuring "
-    "its worker; declare GPU memory here)",
+    "memory": "Corral: what the model holds in host memory, for `--models-memory-max` "
+    "(instead of measuring its worker; GPU memory is measured per device, never declared)",
     "tools": "Corral: the router's tools (built-in or `<server>_<tool>`, comma-separated, or "
     "`all`) the Web UI offers this model; names the router does not offer are ignored",
     "ctx-size": "context size in tokens (llama.cpp rounds it up to a multiple of 256); shared "

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from corral.prometheus import escape_label, prometheus_family
 from router.relay.peers import PeerStats
 from router.scheduling.scheduler import Scheduler
-from router.workers.model_state import Status
+from router.workers.model_state import ModelState, Status
 from router.workers.pool import WorkerPool
 
 __all__ = ["RequestCounter", "render_metrics"]
@@ -55,6 +55,41 @@ def _peer_lines(peers: Mapping[str, PeerStats]) -> list[str]:
         "counter",
         "Time until a peer's answers began (status and headers), summed; divide by requests.",
         ((f"{{{label(name)}}}", stats.seconds) for name, stats in named),
+    )
+    return lines
+
+
+def _device_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) -> list[str]:
+    """Each GPU's memory as its driver says now, and what each running model holds on it."""
+    planner = scheduler.devices
+    devices = planner.inventory.devices() if planner is not None else []
+
+    def label(name: str) -> str:
+        return f'{{device="{escape_label(name)}"}}'
+
+    lines: list[str] = []
+    for what, help_text in (
+        ("total", "Each GPU's memory."),
+        ("free", "Each GPU's free memory, as its driver says now."),
+        ("used", "Each GPU's used memory, by Corral's models and anything else."),
+    ):
+        lines += prometheus_family(
+            f"corral_device_memory_{what}_bytes",
+            "gauge",
+            help_text,
+            ((label(device.name), getattr(device, what)) for device in devices),
+        )
+    lines += prometheus_family(
+        "corral_model_device_memory_bytes",
+        "gauge",
+        "What each running model's worker holds on each GPU: as the driver counts its process, "
+        "else as the worker reported (weights, KV, compute).",
+        (
+            (f'{{model="{escape_label(name)}",device="{escape_label(device)}"}}', held)
+            for name, state in models
+            if state.running and planner is not None
+            for device, held in sorted(planner.in_use(state).items())
+        ),
     )
     return lines
 
@@ -155,6 +190,7 @@ def render_metrics(
                 for name, state in models
             ),
         )
+    lines += _device_lines(scheduler, models)
     lines += prometheus_family(
         "corral_requests_total",
         "counter",

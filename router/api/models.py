@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import msgspec
@@ -75,7 +75,7 @@ def _status(state: ModelState, retry_after: float) -> ListingStatus:
         status.failed, status.exit_code, status.error = True, state.exit_code, state.error
         # Corral's own: why the router killed it ("stalled", "load_stalled"), else it crashed;
         # and how long the crash-loop backoff keeps it from loading again.
-        status.reason, status.retry_after = state.fault or "crashed", round(retry_after, 3)
+        status.reason, status.retry_after = state.failure_reason, round(retry_after, 3)
     return status
 
 
@@ -86,7 +86,14 @@ def _capabilities(inputs: list[str]) -> list[str]:
     return capabilities + [{"image": "vision", "audio": "audio"}[kind] for kind in inputs[1:]]
 
 
-def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> ModelListing:
+def _entry(
+    state: ModelState,
+    created: int,
+    retry_after: float = 0.0,
+    on_gpus: Mapping[str, int] | None = None,
+) -> ModelListing:
+    """One model's entry; ``on_gpus``: what its worker holds per GPU (the device planner's
+    reading, the driver's figure where it has one), else what the worker reported."""
     inputs = input_modalities(state.entry.mmproj)
     entry = ModelListing(
         id=state.entry.name,
@@ -107,10 +114,42 @@ def _entry(state: ModelState, created: int, retry_after: float = 0.0) -> ModelLi
     if state.running and state.meta is not None:
         entry.meta = state.meta
     if state.running and state.process is not None:
-        # The worker's resident memory (one /proc read, cheap enough per listing).
-        rss = resident_memory(state)
-        entry.memory = {"rss": rss} if rss is not None else None
+        # The worker's resident memory (one /proc read, cheap enough per listing), and what it
+        # reported holding on each GPU once loaded.
+        rss, on_gpus = resident_memory(state), dict(on_gpus or state.gpu_bytes)
+        memory: dict[str, Any] = {"rss": rss} if rss is not None else {}
+        if on_gpus:
+            memory |= {"vram": sum(on_gpus.values()), "devices": on_gpus}
+        entry.memory = memory or None
+    placement = state.placement
+    if state.running and placement is not None and placement.devices:
+        entry.placement = {
+            "devices": list(placement.devices),
+            "fits": placement.fits,
+            "needed": placement.needed,
+            "fit_target_mib": list(placement.fit_target_mib),
+        }
     return entry
+
+
+def _in_use(rt: RouterRuntime, state: ModelState) -> dict[str, int] | None:
+    planner = rt.scheduler.devices
+    return planner.in_use(state) if planner is not None and state.running else None
+
+
+def _devices(rt: RouterRuntime) -> list[dict[str, Any]]:
+    """Every GPU the router sees, with its memory now (``devices`` of ``GET /models``)."""
+    planner = rt.scheduler.devices
+    return [
+        {
+            "name": device.name,
+            "description": device.description,
+            "total": device.total,
+            "free": device.free,
+            "used": device.used,
+        }
+        for device in (planner.inventory.devices() if planner is not None else [])
+    ]
 
 
 @get(["/models", "/v1/models"], opt=admin_only(when_query="reload"))
@@ -125,7 +164,7 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     models = rt.pool.models
     catalogue = rt.pool.catalogue
     data = [
-        _entry(state, created, rt.scheduler.retry_after(state))
+        _entry(state, created, rt.scheduler.retry_after(state), _in_use(rt, state))
         for state in models.values()
         # A name a ``prefer = peer`` peer answers for is listed as that peer's.
         if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None
@@ -135,6 +174,9 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     data += [job.list_entry(created) for job in downloads if job.name not in models]
     data.sort(key=lambda entry: entry.id)
     listing: dict[str, Any] = {"object": "list", "data": data}
+    devices = _devices(rt)
+    if devices:  # Corral's own, beside the list: what each GPU holds now
+        listing["devices"] = devices
     if rt.settings.single_model and len(models) == 1:
         listing["models"] = ollama_models(next(iter(models.values())).entry)
         if rt.settings.aliases:

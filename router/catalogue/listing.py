@@ -58,6 +58,9 @@ class ModelListing(msgspec.Struct, kw_only=True):
     capabilities: list[str] | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = UNSET
     memory: dict[str, Any] | UnsetType | None = UNSET
+    # While running on GPUs: the devices the router chose, the bytes it expected there, whether
+    # it fitted, and the --fit-target it handed the worker (docs/api.md).
+    placement: dict[str, Any] | UnsetType = UNSET
     # A peer's model: which peer, and its name there.
     peer: str | UnsetType = UNSET
     remote_id: str | UnsetType = UNSET

@@ -23,7 +23,13 @@ from corral.hub.sizes import files_size, human_size
 from router.catalogue.catalogue import CatalogueError, build_catalogue
 from router.cli.help import COMMAND_SUMMARIES, SuggestingParser
 from router.cli.hub_download import DownloadFailed, download_model
-from router.cli.router_client import RouterUnavailable, default_router_url, fetch_models, router_key
+from router.cli.router_client import (
+    RouterUnavailable,
+    default_router_url,
+    fetch_listing,
+    fetch_models,
+    router_key,
+)
 
 __all__ = ["CACHE_COMMANDS", "run_cache_command"]
 
@@ -177,21 +183,41 @@ def _describe(entry: dict[str, Any]) -> str:
     return f"{human_size(done)}/{human_size(total)}" if total else "-"
 
 
+def _vram(entry: dict[str, Any]) -> str:
+    """What a model holds on the GPUs, by device: ``9.0 GB (CUDA0)``; ``-`` for none."""
+    memory = entry.get("memory") or {}
+    devices: dict[str, int] = memory.get("devices") or {}
+    if not devices:
+        return "-"
+    if len(devices) == 1:
+        return f"{human_size(memory['vram'])} ({next(iter(devices))})"
+    split = ", ".join(f"{name} {human_size(size)}" for name, size in devices.items())
+    return f"{human_size(memory['vram'])} ({split})"
+
+
 def _ps(args: argparse.Namespace) -> int:
     try:
-        models = fetch_models(args.url, router_key(args.api_key))
+        listing = fetch_listing(args.url, router_key(args.api_key))
     except RouterUnavailable as exc:
         print(f"corral ps: {exc}", file=sys.stderr)
         return 1
     rows = [
-        (str(entry["id"]), str(entry["status"]["value"]), _describe(entry))
-        for entry in models
+        (str(entry["id"]), str(entry["status"]["value"]), _describe(entry), _vram(entry))
+        for entry in listing["data"]
         if entry.get("status", {}).get("value") in _RUNNING
     ]
     width = max([len("MODEL"), *(len(row[0]) for row in rows)])
-    print(f"{'MODEL':<{width}}  {'STATUS':<11}  MEMORY (RSS) / DOWNLOADED")
-    for name, status, detail in rows:
-        print(f"{name:<{width}}  {status:<11}  {detail}")
+    print(f"{'MODEL':<{width}}  {'STATUS':<11}  {'MEMORY (RSS) / DOWNLOADED':<25}  VRAM")
+    for name, status, detail, vram in rows:
+        print(f"{name:<{width}}  {status:<11}  {detail:<25}  {vram}")
+    devices = listing.get("devices") or []
+    if devices:  # each GPU as its driver says now: Corral's models and anything else
+        width = max(len("GPU"), *(len(device["name"]) for device in devices))
+        print(f"\n{'GPU':<{width}}  {'USED':<9}  {'FREE':<9}  {'TOTAL':<9}  DESCRIPTION")
+        for device in devices:
+            used, free, total = (human_size(device[key]) for key in ("used", "free", "total"))
+            name, description = device["name"], device["description"]
+            print(f"{name:<{width}}  {used:<9}  {free:<9}  {total:<9}  {description}")
     return 0
 
 

@@ -12,7 +12,13 @@ from typing import Any
 
 import httpx
 
-__all__ = ["RouterUnavailable", "default_router_url", "fetch_models", "router_key"]
+__all__ = [
+    "RouterUnavailable",
+    "default_router_url",
+    "fetch_listing",
+    "fetch_models",
+    "router_key",
+]
 
 _ANY_ADDRESS = {"0.0.0.0", "::", ""}  # listening everywhere: reachable on loopback
 
@@ -36,6 +42,13 @@ def router_key(given: str | None) -> str:
 
 def fetch_models(url: str, key: str, *, timeout: float = 10.0) -> list[dict[str, Any]]:
     """The router's ``/models`` entries; raises :class:`RouterUnavailable`."""
+    data: list[dict[str, Any]] = fetch_listing(url, key, timeout=timeout)["data"]
+    return data
+
+
+def fetch_listing(url: str, key: str, *, timeout: float = 10.0) -> dict[str, Any]:
+    """The router's whole ``/models`` answer (entries, and the GPUs it sees); raises
+    :class:`RouterUnavailable`."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         response = httpx.get(f"{url.rstrip('/')}/models", headers=headers, timeout=timeout)
@@ -46,5 +59,5 @@ def fetch_models(url: str, key: str, *, timeout: float = 10.0) -> list[dict[str,
         raise RouterUnavailable(f"{url} {what}: pass it with --api-key KEY or set LLAMA_API_KEY")
     if response.status_code != 200:
         raise RouterUnavailable(f"{url} answered {response.status_code}")
-    data: list[dict[str, Any]] = response.json()["data"]
-    return data
+    listing: dict[str, Any] = response.json()
+    return listing

@@ -18,6 +18,7 @@ from router.workers.errors import (
     LoadStalled,
     ModelNotFound,
     NoRoom,
+    OutOfDeviceMemory,
     QueueFull,
     SchedulingError,
 )
@@ -45,6 +46,13 @@ def api_error(error: SchedulingError) -> ApiError:
             503,
             "too many requests are waiting for models to load, try again later",
             headers={"Retry-After": str(QUEUE_RETRY_AFTER_SECONDS)},
+        )
+    if isinstance(error, OutOfDeviceMemory):  # memory may come free: a capacity answer
+        return ApiError(
+            503,
+            f"model '{name}' does not fit on {error.device}: it needs {error.needed >> 20} MiB, "
+            f"{error.free >> 20} MiB are free",
+            "unavailable_error",
         )
     if isinstance(error, LoadStalled):  # a timeout, not a broken model: worth another try
         return ApiError(503, f"model '{name}' {error.reason}")

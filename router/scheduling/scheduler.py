@@ -5,6 +5,9 @@ share one entry, hence one load and one eviction. Only the head of the queue may
 When capacity is short, :meth:`Scheduler.tick` stops least-recently-used models that are idle,
 loaded, unpinned and not wanted by any queue entry. A model keeps its queue entry until all of
 its waiters have been handed the running model, so a fresh model is never evicted before use.
+On GPUs the device planner says where a model loads and which device needs room; only idle
+models on that device are evicted for it, and a load that ran out of device memory is tried
+once more after the idle models there are stopped.
 
 The scheduler decides; the :class:`~router.workers.pool.WorkerPool` starts and stops processes
 and is the only writer of model state. Every decision is re-taken whenever the pool reports a
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 import anyio
 import structlog
 
+from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.workers.errors import (
     AlreadyRunning,
@@ -28,6 +32,7 @@ from router.workers.errors import (
     LoadInterrupted,
     LoadStalled,
     NoRoom,
+    OutOfDeviceMemory,
     QueueFull,
 )
 from router.workers.memory_budget import MemoryBudget
@@ -56,6 +61,7 @@ class Scheduler:
         models_max: int,
         memory: MemoryBudget | None = None,
         *,
+        devices: DevicePlanner | None = None,
         max_queue: int = 0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -64,6 +70,7 @@ class Scheduler:
         self._max_queue = max_queue  # requests waiting for loads, all models together; 0: no bound
         self._clock = clock  # the pool's clock too: ttl and backoff compare against its times
         self.memory = memory
+        self.devices = devices  # GPU placement (router/scheduling/device_planner.py), if any
         self._queue: deque[_Entry] = deque()
         self.waits = 0  # requests that had to wait for a load, for /metrics
         self.wait_seconds = 0.0
@@ -121,7 +128,9 @@ class Scheduler:
             if state.status is Status.LOADING and not state.stop_requested:
                 saw_loading = entry.claimed = True
             elif state.status is Status.UNLOADED:
-                if saw_loading:
+                if saw_loading and self._retry_out_of_memory(state):
+                    saw_loading = False  # once: a second failure for memory is the answer
+                elif saw_loading:
                     raise self._load_error(state)
                 # Whatever load the entry had claimed is over (a waiter that saw it run has its
                 # answer); this waiter never saw it, so it may claim the next one. Left claimed,
@@ -133,12 +142,36 @@ class Scheduler:
                         await changed.wait()
                     continue
                 if self._try_claim(entry, state):
-                    self._pool.start(state)
+                    self.start(state)
                     continue
             self.tick()
             await changed.wait()
 
+    def _retry_out_of_memory(self, state: ModelState) -> bool:
+        """A first load that failed for device memory: evict the idle models on that device and
+        let it be tried once more (every waiter decides alike: on the consecutive failures)."""
+        oom = state.out_of_memory
+        if oom is None or state.failures != 1:
+            return False
+        for victim in self._idle_models():
+            if self.devices is not None and oom.device in self.devices.held(victim):
+                _log.info("evicting idle model for memory", model=victim.name, device=oom.device)
+                self.evictions += 1
+                self._pool.request_stop(victim)
+        return True
+
+    def start(self, state: ModelState) -> None:
+        """Start a model (claimed, or to load at startup) where the device planner puts it."""
+        placement = None
+        if self.devices is not None:
+            running = [other for other in self._pool.models.values() if other.running]
+            placement = self.devices.place(state, running, self._pool.models.values())
+        self._pool.start(state, placement)
+
     def _load_error(self, state: ModelState) -> LoadFailed | LoadInterrupted:
+        oom = state.out_of_memory
+        if state.failed and oom is not None:
+            return OutOfDeviceMemory(state.name, oom.device, oom.needed, oom.free)
         if state.failed and state.fault is not None:
             return LoadStalled(state.name, state.fault_message)
         if state.failed:
@@ -172,15 +205,22 @@ class Scheduler:
         self._pool.changed.notify()
         self.tick()
 
-    def _fits(self, staying: list[ModelState], coming: list[ModelState]) -> bool:
-        """Whether ``coming`` may run next to ``staying``, by count and by memory."""
+    def _short_of(self, staying: list[ModelState], coming: list[ModelState]) -> set[str] | None:
+        """None when ``coming`` may run next to ``staying`` (by count, host memory and GPU
+        memory); else the GPUs that need room (empty: any idle model may make it)."""
         if 0 < self._models_max < len(staying) + len(coming):
-            return False
-        if self.memory is None:
-            return True
-        for state in staying:
-            self._observe(state)
-        return self.memory.fits(staying, coming)
+            return set()
+        if self.memory is not None:
+            for state in staying:
+                self._observe(state)
+            if not self.memory.fits(staying, coming):
+                return set()
+        if self.devices is not None:
+            running = [state for state in self._pool.models.values() if state.running]
+            short = self.devices.victim_devices(staying, coming, running)
+            if short:
+                return short
+        return None
 
     def _observe(self, state: ModelState) -> None:
         """Measure a loaded model for the budget; only scheduling measures, /metrics only reads."""
@@ -188,9 +228,12 @@ class Scheduler:
             self._pool.note_memory(state, self.memory.measure(state))
 
     def _has_room(self, state: ModelState) -> bool:
+        return self._room_short(state) is None
+
+    def _room_short(self, state: ModelState) -> set[str] | None:
         # Stopping models still count: their processes have not exited yet.
         running = [other for other in self._pool.models.values() if other.running]
-        return self._fits(running, [state])
+        return self._short_of(running, [state])
 
     def _try_claim(self, entry: _Entry, state: ModelState) -> bool:
         if self._queue[0] is not entry or entry.claimed or not self._has_room(state):
@@ -198,10 +241,10 @@ class Scheduler:
         entry.claimed = True
         return True
 
-    def pick_victim(self) -> ModelState | None:
-        """The least recently used model that may be stopped to make room, if any."""
+    def _idle_models(self) -> list[ModelState]:
+        """The models that may be stopped to make room: idle, loaded, unpinned, not wanted."""
         wanted = {entry.name for entry in self._queue}
-        candidates = [
+        return [
             state
             for state in self._pool.models.values()
             if state.status in (Status.LOADED, Status.SLEEPING)
@@ -210,11 +253,21 @@ class Scheduler:
             and not state.entry.pin
             and state.entry.name not in wanted
         ]
+
+    def pick_victim(self, on: set[str] | None = None) -> ModelState | None:
+        """The least recently used model that may be stopped to make room, if any.
+
+        ``on``: room is needed on these GPUs, so only a model that holds memory there will do.
+        """
+        candidates = self._idle_models()
+        if on and self.devices is not None:
+            planner = self.devices
+            candidates = [state for state in candidates if on & planner.held(state).keys()]
         return min(candidates, key=lambda state: state.last_used, default=None)
 
     def tick(self) -> None:
         """Evict as many idle models as the queue needs; never blocks."""
-        if self._models_max <= 0 and self.memory is None:
+        if self._models_max <= 0 and self.memory is None and self.devices is None:
             return
         models = self._pool.models
         # A queued name a reload has removed needs no room.
@@ -223,8 +276,8 @@ class Scheduler:
             return
         # Stopping models count as gone: their room is already on its way.
         staying = [s for s in models.values() if s.running and not s.stop_requested]
-        while not self._fits(staying, coming):
-            victim = self.pick_victim()
+        while (short := self._short_of(staying, coming)) is not None:
+            victim = self.pick_victim(short)
             if victim is None:
                 return  # everything is busy: a finishing request ticks again
             _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
@@ -237,8 +290,8 @@ class Scheduler:
         state = self._pool.get(name)
         if state.running:
             raise AlreadyRunning(name)
-        while not self._has_room(state):
-            victim = self.pick_victim()
+        while (short := self._room_short(state)) is not None:
+            victim = self.pick_victim(short)
             if victim is None:
                 raise NoRoom(name)
             self.evictions += 1
@@ -246,7 +299,7 @@ class Scheduler:
             await victim.wait_exited()
             if state.running:  # lost a race to another load of it
                 raise NoRoom(name)
-        self._pool.start(state)
+        self.start(state)
 
     def unload_expired_now(self) -> list[ModelState]:
         """One pass of Corral's per-model ``ttl``: stop models idle for longer than theirs."""

@@ -12,6 +12,7 @@ __all__ = [
     "LoadStalled",
     "ModelNotFound",
     "NoRoom",
+    "OutOfDeviceMemory",
     "QueueFull",
     "SchedulingError",
 ]
@@ -55,6 +56,15 @@ class LoadInterrupted(SchedulingError):
 
 class LoadStalled(LoadFailed):
     """The load showed no progress for the load timeout, so the router killed it."""
+
+
+class OutOfDeviceMemory(LoadFailed):
+    """The load ran out of memory on ``device`` twice, the second time with the idle models
+    there evicted: it needs ``needed`` bytes, ``free`` were free."""
+
+    def __init__(self, model: str, device: str, needed: int, free: int) -> None:
+        super().__init__(model, f"out of memory on {device}")
+        self.device, self.needed, self.free = device, needed, free
 
 
 class QueueFull(SchedulingError):

@@ -4,13 +4,14 @@ Beyond upstream's count (``--models-max``), a model is loaded only when what the
 hold plus what it will hold fits the budget; otherwise the scheduler evicts idle models, least
 recently used first, until it does. What a model holds is, in order of trust:
 
-- **declared**: the preset's ``memory`` key, for what the router cannot see (GPU memory, a
-  context that will grow), and for users who prefer a fixed figure;
+- **declared**: the preset's ``memory`` key, for what the router cannot see (a context that
+  will grow), and for users who prefer a fixed figure;
 - **measured**: a running worker's resident memory; once a model has run, the most it was seen
   to hold is what it is expected to need the next time;
 - **estimated**: before a model ever ran, the size of its files (weights and projector), its
   KV cache (from the GGUF header and its ``ctx-size`` and cache types) and a worker process.
 
+This is host memory; GPU memory is the device planner's (router/scheduling/device_planner.py).
 A model alone is always allowed to load, even over the budget: otherwise it never could.
 Spare workers (``--models-spare``) count at their measured size, except those the coming models
 will take; one more is started only when it fits (:meth:`MemoryBudget.spare_fits`).
@@ -32,6 +33,7 @@ __all__ = [
     "SPARE_WORKER_BYTES",
     "WORKER_PROCESS_BYTES",
     "MemoryBudget",
+    "kv_cache_bytes",
     "process_rss",
     "resident_memory",
 ]
@@ -63,8 +65,11 @@ _CACHE_TYPE_BYTES = {
 }  # fmt: skip
 
 
-def _context_size(entry: CatalogueEntry) -> int:
-    """The KV cache a model's context takes, from its header; 0 if the header says too little."""
+def kv_cache_bytes(entry: CatalogueEntry, ctx: int | None = None) -> int:
+    """The KV cache a model's context takes, from its header; 0 if the header says too little.
+
+    ``ctx``: for this many tokens instead of its ``ctx-size`` (or trained context when unset).
+    """
     try:
         meta = read_gguf_metadata(entry.path, stop_at="tokenizer.")
     except (OSError, GGUFError):
@@ -88,7 +93,8 @@ def _context_size(entry: CatalogueEntry) -> int:
     parallel = int(options.get("parallel", "-1"))
     unified = parallel <= 0 or options.get("kv-unified") == "true"
     streams = 1 if unified else parallel
-    ctx = int(options.get("ctx-size", "0")) or number("context_length") * streams
+    if ctx is None:
+        ctx = int(options.get("ctx-size", "0")) or number("context_length") * streams
     per_key = number("attention.key_length", embd // heads) * kv_heads
     per_value = number("attention.value_length", embd // heads) * kv_heads
     key_bytes = _CACHE_TYPE_BYTES.get(options.get("cache-type-k", "f16"), 2.0)
@@ -100,7 +106,7 @@ def _context_size(entry: CatalogueEntry) -> int:
 def _estimate(entry: CatalogueEntry) -> int:
     """What a model that never ran is expected to hold (cached: it reads its header)."""
     # A missing shard fails the load, not this: it counts for nothing.
-    return files_size(entry.files()) + _context_size(entry) + WORKER_PROCESS_BYTES
+    return files_size(entry.files()) + kv_cache_bytes(entry) + WORKER_PROCESS_BYTES
 
 
 class MemoryBudget:

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from corral.children.device_use import DeviceUse, OutOfMemory
 from router.catalogue.catalogue import CatalogueEntry
 from router.workers.launcher import ChildProcess
+from router.workers.placement import Placement
 
 if TYPE_CHECKING:
     from router.workers.child_supervisor import ChildSupervisor
@@ -51,6 +53,13 @@ class ModelFields:
     in_flight: int = 0
     last_used: float = 0.0
     peak_memory: int = 0  # the most its worker was seen to hold, for the memory budget
+    # On the GPUs (docs/operations.md, GPUs): where the router put it when it started, what its
+    # worker reported once loaded (its DeviceUse list: bytes and layers per device, CPU too),
+    # and the most it was seen to take on the GPUs, which is what it is expected to need next.
+    placement: Placement | None = None
+    device_use: list[DeviceUse] = field(default_factory=list)
+    gpu_peak: int = 0
+    out_of_memory: OutOfMemory | None = None  # why its last load failed, if for memory
     # When the worker last showed it is working (docs/operations.md, Faults): a load message,
     # bytes of an answer, an answered liveness probe. The stall watchdog reads it.
     last_progress: float = 0.0
@@ -156,6 +165,32 @@ class ModelState:
         return self._fields.peak_memory
 
     @property
+    def placement(self) -> Placement | None:
+        return self._fields.placement
+
+    @property
+    def device_use(self) -> list[DeviceUse]:
+        """What the worker reported per device once loaded (DeviceUse), CPU included."""
+        return list(self._fields.device_use)
+
+    @property
+    def gpu_bytes(self) -> dict[str, int]:
+        """Bytes per local GPU the loaded worker reported it holds: weights, context, compute."""
+        return {
+            use.name: use.model_bytes + use.context_bytes + use.compute_bytes
+            for use in self._fields.device_use
+            if use.name != "CPU" and not use.name.startswith("RPC")  # another machine's
+        }
+
+    @property
+    def gpu_peak(self) -> int:
+        return self._fields.gpu_peak
+
+    @property
+    def out_of_memory(self) -> OutOfMemory | None:
+        return self._fields.out_of_memory
+
+    @property
     def last_progress(self) -> float:
         return self._fields.last_progress
 
@@ -166,6 +201,14 @@ class ModelState:
     @property
     def fault_message(self) -> str | None:
         return self._fields.fault_message
+
+    @property
+    def failure_reason(self) -> str:
+        """Why its last run failed, as ``/models`` says it: the router's fault (``stalled``,
+        ``load_stalled``), ``out_of_memory`` on a device, else ``crashed``."""
+        if self.fault is not None:
+            return self.fault
+        return "out_of_memory" if self.out_of_memory is not None else "crashed"
 
     @property
     def failed(self) -> bool:

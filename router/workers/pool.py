@@ -18,9 +18,11 @@ from types import MappingProxyType
 from typing import Any
 
 import anyio
+import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
+from corral.children.device_use import DeviceInfo, OutOfMemory, ready_devices
 from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_FAILED, StateMessage
 from corral.http.cors import NO_CORS
@@ -34,6 +36,7 @@ from router.workers.errors import AlreadyRunning
 from router.workers.launcher import WORKER_COMMAND, WorkerLauncher
 from router.workers.lookup import find_model
 from router.workers.model_state import ModelFields, ModelState, Status
+from router.workers.placement import Placement
 from router.workers.worker_http import WorkerClient
 
 __all__ = [
@@ -107,6 +110,8 @@ class WorkerPool:
         )
         self._catalogue = catalogue
         self._models = {name: self._new_state(entry) for name, entry in catalogue.entries.items()}
+        # The GPUs the latest loaded worker saw (ggml's devices, any back-end), for the inventory.
+        self.reported_devices: list[DeviceInfo] = []
 
     def _new_state(self, entry: CatalogueEntry) -> ModelState:
         fields = ModelFields(entry, worker_argv(entry))
@@ -193,11 +198,18 @@ class WorkerPool:
         fields = self._writable(state)
         fields.peak_memory = max(fields.peak_memory, measured)
 
-    def start(self, state: ModelState) -> None:
-        """Spawn the worker; returns at once, the load goes on in the pool's task group."""
+    def start(self, state: ModelState, placement: Placement | None = None) -> None:
+        """Spawn the worker; returns at once, the load goes on in the pool's task group.
+
+        ``placement``: the GPUs the scheduler chose, passed on as the worker's ``--device``.
+        """
         if state.running:
             raise AlreadyRunning(state.name)
         fields = self._writable(state)
+        fields.placement = placement
+        fields.args = worker_argv(state.entry) + (placement.worker_args() if placement else [])
+        fields.device_use = []
+        fields.out_of_memory = None
         started = self._clock()
         supervisor = ChildSupervisor(
             self._launcher,
@@ -295,6 +307,7 @@ class WorkerPool:
                 info = dict(message.payload)
                 host, port = info.pop("host", "127.0.0.1"), info.pop("port")
                 fields.meta = info.get("meta", {})
+                self._note_devices(state, info)
                 fields.client = WorkerClient(str(host), int(port), self._timeout)
                 fields.load_seconds = self._clock() - started
                 fields.loads += 1
@@ -308,6 +321,22 @@ class WorkerPool:
             self._set_status(state, Status.SLEEPING)
         else:
             _log.warning("unknown state from worker", model=state.name, state=message.state)
+
+    def _note_devices(self, state: ModelState, info: dict[str, Any]) -> None:
+        """Where the loaded model's bytes went; the most it took on the GPUs is remembered."""
+        fields = self._writable(state)
+        try:
+            uses, gpus = ready_devices(info)
+        except msgspec.ValidationError as error:  # a worker of another version: no figures
+            _log.warning("unreadable device report", model=fields.entry.name, error=str(error))
+            return
+        fields.device_use = uses
+        on_gpus = sum(
+            u.model_bytes + u.context_bytes + u.compute_bytes for u in uses if u.name != "CPU"
+        )
+        fields.gpu_peak = max(fields.gpu_peak, on_gpus)
+        if gpus:
+            self.reported_devices = gpus
 
     def _settle_exit(self, state: ModelState, ended: ChildExit) -> None:
         fields = self._writable(state)
@@ -324,7 +353,9 @@ class WorkerPool:
         else:
             fields.exit_code = None if expected else ended.code or None
             fields.error = None if expected or not returncode else reason
+        fields.device_use = []
         if fields.exit_code:
+            fields.out_of_memory = OutOfMemory.parse(reason or "")
             fields.failures += 1
             fields.failures_total += 1
             fields.failed_at = self._clock()
@@ -336,7 +367,7 @@ class WorkerPool:
         # The reason travels with the event (beyond upstream), so a client need not refetch.
         failure = {"error": fields.error} if fields.exit_code and fields.error else {}
         if fields.exit_code:  # as /models says it: why it failed
-            failure["reason"] = fault or "crashed"
+            failure["reason"] = state.failure_reason
         self._set_status(state, Status.UNLOADED, exit_code=fields.exit_code or 0, **failure)
         if ended.refused:  # no worker ran: say what is wrong with the file, once
             _log.error("model file is unusable", model=state.name, error=reason)

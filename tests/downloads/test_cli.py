@@ -78,10 +78,35 @@ def test_ps_lists_running_models_with_their_memory(router: RouterProcess) -> Non
 
     assert done.returncode == 0, done.stderr
     header, *rows = done.stdout.splitlines()
-    assert header.split() == ["MODEL", "STATUS", "MEMORY", "(RSS)", "/", "DOWNLOADED"]
+    assert header.split() == ["MODEL", "STATUS", "MEMORY", "(RSS)", "/", "DOWNLOADED", "VRAM"]
     [alpha] = [row.split() for row in rows]
     assert alpha[:2] == ["alpha", "loaded"]
     assert alpha[3] in ("MB", "GB")
+    assert alpha[4] == "-"  # no GPU here: nothing in VRAM, and no GPU table
+
+
+def test_ps_shows_each_gpus_memory_as_the_router_sees_it(models_dir: Path) -> None:
+    # The router's fake inventory (a test seam); the model runs on the CPU, as it must here.
+    env = {"CORRAL_FAKE_DEVICES": "CUDA0=20GiB/24GiB,CUDA1=8GiB/8GiB"}
+    args = ["--models-dir", str(models_dir), "--ctx-size", "512", "--n-gpu-layers", "0"]
+    with running_router(args, env=env) as router:
+        assert router.client.post("/v1/chat/completions", json={"model": "alpha", **CHAT})
+        listing = router.client.get("/models").json()
+        assert [device["name"] for device in listing["devices"]] == ["CUDA0", "CUDA1"]
+        assert listing["devices"][0] == {
+            "name": "CUDA0", "description": "fake",
+            "total": 24 << 30, "free": 20 << 30, "used": 4 << 30,
+        }  # fmt: skip
+        done = corral(["ps", "--url", router.url], {})
+    assert done.returncode == 0, done.stderr
+    models, gpus = done.stdout.split("\n\n")
+    assert models.splitlines()[1].split()[0::4] == ["alpha", "-"]
+    assert [line.split() for line in gpus.splitlines()] == [
+        ["GPU", "USED", "FREE", "TOTAL", "DESCRIPTION"],
+        ["CUDA0", *human_size(4 << 30).split(), *human_size(20 << 30).split(),
+         *human_size(24 << 30).split(), "fake"],
+        ["CUDA1", "0", "B", *human_size(8 << 30).split(), *human_size(8 << 30).split(), "fake"],
+    ]  # fmt: skip
 
 
 def test_ps_says_when_no_router_answers() -> None:

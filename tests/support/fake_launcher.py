@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -46,8 +47,13 @@ class FakeChild:
         """The child writes one line (a state message or a log line)."""
         self._send.send_nowait(line)
 
-    def ready(self) -> None:
-        self.say(StateMessage("ready", {"port": 9, "meta": {"n_ctx": 16}}))
+    def ready(self, devices: list[dict[str, Any]] | None = None, **payload: Any) -> None:
+        """Loaded; ``devices``: where its bytes went (``meta.devices``: DeviceUse fields), and
+        ``payload`` more of the ready payload (``gpu_devices``)."""
+        meta: dict[str, Any] = {"n_ctx": 16}
+        if devices is not None:
+            meta["devices"] = devices
+        self.say(StateMessage("ready", {"port": 9, "meta": meta, **payload}))
 
     def warm(self) -> None:
         """A spare worker is done importing."""

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
 from router.workers.memory_budget import MemoryBudget
@@ -77,12 +78,14 @@ class Harness:
         lease.release()
         return lease.state
 
-    async def load(self, name: str) -> ModelState:
-        """Bring a model up through the scheduler, as a request would."""
+    async def load(self, name: str, devices: list[dict[str, Any]] | None = None) -> ModelState:
+        """Bring a model up through the scheduler, as a request would; ``devices``: where its
+        worker reports its bytes went (DeviceUse fields)."""
+        launches = self.launcher.launched.count(name)
         async with anyio.create_task_group() as group:
             group.start_soon(self.request, name)
-            await self.launched(name)
-            self.launcher.children[name].ready()
+            await self.launched(name, times=launches + 1)
+            self.launcher.children[name].ready(devices)
         return self.state(name)
 
 
@@ -92,6 +95,7 @@ async def harness(
     *,
     names: str = "abcd",
     memory: MemoryBudget | None = None,
+    devices: DevicePlanner | None = None,
     max_queue: int = 0,
     spares: int = 0,
     **special: dict[str, Any],
@@ -113,7 +117,9 @@ async def harness(
         pool = WorkerPool(catalogue, launcher=spare_workers, task_group=group, clock=clock)
         spare_workers.attach(pool, memory)
         try:
-            scheduler = Scheduler(pool, models_max, memory, max_queue=max_queue, clock=clock)
+            scheduler = Scheduler(
+                pool, models_max, memory, devices=devices, max_queue=max_queue, clock=clock
+            )
             yield Harness(pool, scheduler, launcher, clock, spare_workers)
         finally:
             spare_workers.close()  # first, or it would replace the spares close() ends

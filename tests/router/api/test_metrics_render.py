@@ -6,8 +6,11 @@ import itertools
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from router.api.metrics import RequestCounter, render_metrics
+from router.scheduling.device_planner import DevicePlanner
+from router.workers.devices import Device, FakeDevices
 from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState
 from tests.support.scheduling_harness import Harness, harness
@@ -63,3 +66,28 @@ async def test_rendering_with_a_steady_measurement_is_identical() -> None:
         first = render_metrics(h.pool, h.scheduler, requests)
         assert render_metrics(h.pool, h.scheduler, requests) == first
         assert 'corral_model_memory_bytes{model="a"} ' in first
+
+
+async def test_each_gpus_memory_and_each_models_share_of_it_are_gauges() -> None:
+    devices = FakeDevices([Device("CUDA0", 14 * G, 24 * G), Device("CUDA1", 24 * G, 24 * G)])
+    planner = DevicePlanner(devices, estimate=lambda entry, ctx: 10 * G)
+    async with harness(0, devices=planner) as h:
+        await h.load(
+            "a", [{"name": "CUDA0", "layers": 31, "model_bytes": 8 * G, "context_bytes": G}]
+        )
+        await h.load("b")  # reports nothing on a GPU: no per-device gauge of its own
+        families = {
+            family.name: {tuple(sorted(s.labels.items())): s.value for s in family.samples}
+            for family in text_string_to_metric_families(
+                render_metrics(h.pool, h.scheduler, RequestCounter())
+            )
+        }
+        assert families["corral_device_memory_total_bytes"] == {
+            (("device", "CUDA0"),): 24 * G,
+            (("device", "CUDA1"),): 24 * G,
+        }
+        assert families["corral_device_memory_free_bytes"][(("device", "CUDA0"),)] == 14 * G
+        assert families["corral_device_memory_used_bytes"][(("device", "CUDA0"),)] == 10 * G
+        assert families["corral_model_device_memory_bytes"] == {
+            (("device", "CUDA0"), ("model", "a")): 9 * G
+        }

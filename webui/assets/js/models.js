@@ -38,6 +38,7 @@ class ModelStore extends EventTarget {
     this.keyNeeded = false; // the server answered, but only 401: no (valid) API key yet
     this.refreshTimer = null;
     this.measured = readMemory(); // id -> the most resident bytes seen while it ran
+    this.devices = []; // the GPUs the router sees: { name, description, total, free, used }
   }
 
   /** Models one can chat with: everything but download entries. */
@@ -83,6 +84,7 @@ class ModelStore extends EventTarget {
   async refresh() {
     const body = await apiJson("./v1/models");
     this.entries = new Map(body.data.map((entry) => [entry.id, entry]));
+    this.devices = body.devices ?? [];
     this.remember(body.data);
     for (const entry of body.data) {
       if (status(entry) !== "loading") this.loading.delete(entry.id);

@@ -35,6 +35,9 @@ export class ManagerView {
     this.downloadRows = new KeyedList(this.downloads);
     this.modelRows = new KeyedList(this.list);
     this.summary = h("p", { class: "muted manager-summary" });
+    // Each GPU's memory as its driver says now (the router's NVML reading): Corral's models and
+    // anything else on it. Hidden on a machine without GPUs.
+    this.gpus = h("ul", { class: "gpu-list", "aria-label": "GPUs" });
     // Hidden for an inference key, which the router refuses these actions (403).
     this.reloadButton = h("button", { type: "button", class: "btn btn-small",
       title: "Re-read the model sources (GET /models?reload=1)", onClick: () => this.reload() },
@@ -54,6 +57,7 @@ export class ManagerView {
           this.downloadCard,
           h("section", { class: "card" },
             h("div", { class: "card-head" }, h("h2", {}, "Models"), this.summary),
+            this.gpus,
             this.list))));
     this.onChange = () => this.render();
     models.addEventListener("change", this.onChange);
@@ -127,11 +131,12 @@ export class ManagerView {
     this.summary.textContent = `${plural(entries.length, "model")} · ${running.length} running`
       + (max > 0 ? ` (at most ${max})` : "")
       + (memory ? ` · ${formatBytes(memory)} resident` : "");
+    this.renderGpus();
     const empty = h("p", { class: "muted" },
       models.loaded ? "No models yet: download one above." : "Loading…");
     this.modelRows.render(entries.map((entry) => ({
       key: entry.id,
-      signature: JSON.stringify([entry.status, entry.memory, fileSize(entry), models.measured.get(entry.id),
+      signature: JSON.stringify([entry.status, entry.memory, entry.placement, fileSize(entry), models.measured.get(entry.id),
         entry.pinned, entry.ttl, entry.aliases, models.loading.get(entry.id), this.busy.has(entry.id),
         models.canManage]),
       build: () => this.modelRow(entry),
@@ -182,6 +187,15 @@ export class ManagerView {
     el.querySelector(".download-detail").textContent = detail;
     setProgress(el.querySelector("[role=progressbar]"), item.state === "failed" ? fraction ?? 0 : fraction);
   }
+  renderGpus() {
+    this.gpus.hidden = !models.devices.length;
+    this.gpus.replaceChildren(...models.devices.map((device) => h("li", { class: "gpu" },
+      h("span", { class: "gpu-name", title: device.description }, device.name),
+      h("meter", { class: "gpu-meter", min: 0, max: device.total, value: device.used,
+        "aria-label": `${device.name} memory used` }),
+      h("span", { class: "gpu-use muted" },
+        `${formatBytes(device.used)} of ${formatBytes(device.total)} used · ${formatBytes(device.free)} free`))));
+  }
 
   modelRow(entry) {
     const value = status(entry);
@@ -201,6 +215,17 @@ export class ManagerView {
     } else if (!runningNow && models.measured.get(entry.id)) {
       facts.push(h("span", { class: "fact fact-memory-last", title: "The most its worker held when it last ran (seen by this browser)" },
         `${formatBytes(models.measured.get(entry.id))} RAM when run`));
+    }
+    if (entry.memory?.vram && runningNow) {
+      const split = Object.entries(entry.memory.devices ?? {})
+        .map(([name, size]) => `${name}: ${formatBytes(size)}`).join(", ");
+      facts.push(h("span", { class: "fact fact-vram", title: `GPU memory its worker holds (${split})` },
+        `${formatBytes(entry.memory.vram)} VRAM`));
+    }
+    if (entry.placement?.fits === false && runningNow) {
+      facts.push(h("span", { class: "fact fact-spill",
+        title: "It fits on no GPU: llama.cpp keeps what fits there and runs the rest on the CPU" },
+      "partly on CPU"));
     }
     if (entry.pinned) {
       facts.push(h("span", { class: "fact fact-pin", title: "Pinned: never evicted for another model" },

@@ -1,0 +1,294 @@
+"""Which GPU a model loads on, whether it fits next to the others, and how much of it it may take.
+
+The scheduler asks :meth:`DevicePlanner.fits` before it claims a load (and evicts idle models
+until the answer is yes), :meth:`DevicePlanner.victim_devices` which devices need the room, and
+:meth:`DevicePlanner.place` for the decision handed to the worker. The rules (docs/operations.md,
+GPUs):
+
+- **What a model takes** on the GPUs is what it was measured to take the last time it ran
+  with these settings (its worker reports bytes per device once loaded), else an estimate from
+  its files and GGUF header: weights plus the KV cache of its context.
+- **What a device has room for** is its total, less what others outside Corral use (the
+  driver's used memory minus what Corral's loaded models reported), less its margin
+  (``--fit-target``, 1024 MiB by default, as llama.cpp), less what the staying models take.
+- **Where**: a preset's ``device`` pins a model. Otherwise a model that fits on one GPU goes to
+  the one with the most room; it is split over several only when it fits on none alone.
+- **Alone**: a model that fits nowhere even with every idle model gone still loads; llama.cpp's
+  fit keeps on the GPUs what fits (as llama-server does), and the placement says so.
+- **Shares**: when ``ctx-size`` is not set, a model could take a whole
+  GPU for its context. So the router leaves room for the models it is configured to keep
+  (``--models-max``): each gets an even share of what is free, never less than it needs at
+  ``--fit-ctx`` and never so much that the others could not load at theirs. The share reaches the
+  worker as a larger ``--fit-target``, and llama.cpp's fit shrinks the context to it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import structlog
+
+from corral.hub.sizes import files_size
+from router.catalogue.catalogue import CatalogueEntry
+from router.workers.devices import Device, DeviceInventory
+from router.workers.memory_budget import kv_cache_bytes
+from router.workers.model_state import ModelState
+from router.workers.placement import Placement
+
+__all__ = [
+    "DEFAULT_FIT_CTX",
+    "DEFAULT_FIT_TARGET_MIB",
+    "DevicePlanner",
+    "choose_devices",
+    "gguf_estimate",
+]
+
+_log = structlog.get_logger("corral.placement")
+MIB = 1 << 20
+DEFAULT_FIT_TARGET_MIB = 1024  # llama.cpp's --fit-target default (common/arg.cpp)
+DEFAULT_FIT_CTX = 4096  # llama.cpp's --fit-ctx default
+
+# What a model takes on the GPUs at a context (None: its own), before it was ever measured.
+Estimate = Callable[[CatalogueEntry, int | None], int]
+
+
+def gguf_estimate(entry: CatalogueEntry, ctx: int | None) -> int:
+    """Weights (its files) plus the KV cache of ``ctx`` tokens, from its GGUF header."""
+    return files_size(entry.files()) + kv_cache_bytes(entry, ctx)
+
+
+def choose_devices(
+    need: int, rooms: Mapping[str, int], pinned: Sequence[str] = ()
+) -> tuple[str, ...] | None:
+    """Where ``need`` bytes go given each device's room (in inventory order); None: nowhere."""
+    if pinned:  # the user's choice; several pinned devices share the model as llama.cpp splits
+        chosen = tuple(name for name in pinned if name in rooms)
+        if not chosen:  # devices the router cannot see (another back-end): not its to judge
+            return tuple(pinned)
+        fits = chosen and sum(max(rooms[name], 0) for name in chosen) >= need
+        return chosen if fits else None
+    if not rooms:
+        return None
+    best = max(rooms, key=lambda name: rooms[name])  # the first of equals: inventory order
+    if rooms[best] >= need:
+        return (best,)
+    spread = tuple(name for name, room in rooms.items() if room > 0)
+    return spread if sum(rooms[name] for name in spread) >= need else None
+
+
+def _spread(need: int, devices: Sequence[str], rooms: Mapping[str, int]) -> dict[str, int]:
+    """A split model's bytes per device: in proportion to room, as llama.cpp splits by free."""
+    total = sum(max(rooms.get(name, 0), 0) for name in devices)
+    if total <= 0:
+        return {name: need // len(devices) for name in devices}
+    return {name: need * max(rooms.get(name, 0), 0) // total for name in devices}
+
+
+def _option(entry: CatalogueEntry, key: str) -> str | None:
+    return dict(entry.options).get(key)
+
+
+# A split the user chose names GPUs by their index among all of them (--main-gpu 1), so the router
+# neither narrows them with --device nor moves the model: it only checks the model fits.
+_USER_SPLIT = ("main-gpu", "tensor-split", "split-mode")
+
+
+def _pinned(entry: CatalogueEntry, devices: Iterable[str]) -> tuple[str, ...]:
+    """The devices the user chose for the model (``device``, or all with a split of theirs)."""
+    value = _option(entry, "device") or ""
+    named = tuple(name.strip() for name in value.split(",") if name.strip())
+    if named or not any(_option(entry, key) is not None for key in _USER_SPLIT):
+        return named
+    return tuple(devices)
+
+
+def _margins(entry: CatalogueEntry) -> tuple[int, ...]:
+    """The MiB a model's fit keeps free per device: its ``fit-target``, else llama.cpp's 1024."""
+    value = _option(entry, "fit-target") or ""
+    return tuple(int(float(item)) for item in value.split(",") if item.strip()) or (
+        DEFAULT_FIT_TARGET_MIB,
+    )
+
+
+def _margin(margins: Sequence[int], index: int) -> int:
+    # One value applies to every device; a list gives each its own (as --fit-target).
+    return margins[min(index, len(margins) - 1)] * MIB
+
+
+def on_gpu(entry: CatalogueEntry) -> bool:
+    """Whether the model offloads anything: not ``device = none``, not ``n-gpu-layers = 0``."""
+    return _option(entry, "device") != "none" and _option(entry, "n-gpu-layers") != "0"
+
+
+class DevicePlanner:
+    def __init__(
+        self,
+        inventory: DeviceInventory,
+        *,
+        models_max: int = 0,
+        estimate: Estimate = gguf_estimate,
+    ) -> None:
+        self.inventory = inventory
+        self._models_max = models_max
+        self._estimate = estimate
+
+    # --- what models take ------------------------------------------------------------------------
+
+    def need(self, state: ModelState) -> int:
+        """Bytes the model takes on the GPUs once loaded: measured before, else estimated."""
+        return state.gpu_peak or self._estimate(state.entry, None)
+
+    def admit(self, state: ModelState) -> int:
+        """Bytes it must find free to load: with its context left to llama.cpp's fit (``ctx-size``
+        unset, fit on), what it needs at ``--fit-ctx``; the fit shrinks it to what it is given."""
+        if _option(state.entry, "ctx-size") is not None or _option(state.entry, "fit") == "off":
+            return self.need(state)
+        return min(self.need(state), self.least_need(state.entry))
+
+    def least_need(self, entry: CatalogueEntry) -> int:
+        """What it takes at ``--fit-ctx`` (its own context if it set one)."""
+        if _option(entry, "ctx-size") is not None:
+            return self._estimate(entry, None)
+        return self._estimate(entry, int(_option(entry, "fit-ctx") or DEFAULT_FIT_CTX))
+
+    def in_use(self, state: ModelState) -> dict[str, int]:
+        """Bytes per GPU a running model's worker holds now: as the driver counts its process
+        (its CUDA context included), else as the worker reported once loaded."""
+        process = state.process
+        driver = self.inventory.process_memory().get(process.pid) if process is not None else None
+        return driver or state.gpu_bytes
+
+    def held(self, state: ModelState) -> dict[str, int]:
+        """Bytes per GPU a running model holds, or will once its load is done."""
+        used = self.in_use(state)
+        placement = state.placement
+        if state.gpu_bytes or placement is None or not placement.devices:
+            return used
+        # Still loading: what the router expected of it where it put it, or what it holds
+        # already if more.
+        planned = _spread(placement.needed, placement.devices, {d: 1 for d in placement.devices})
+        return {name: max(planned.get(name, 0), used.get(name, 0)) for name in planned | used}
+
+    # --- room -------------------------------------------------------------------------------------
+
+    def rooms(
+        self,
+        devices: Sequence[Device],
+        staying: Iterable[ModelState],
+        running: Iterable[ModelState],
+        margins: Sequence[int] = (DEFAULT_FIT_TARGET_MIB,),
+    ) -> dict[str, int]:
+        """Bytes each device has for a newcomer, ``margins`` (MiB) kept (may be negative)."""
+        reported: dict[str, int] = {}
+        for state in running:  # the driver's "used" counts them: they are not someone else's
+            for name, used in self.in_use(state).items():
+                reported[name] = reported.get(name, 0) + used
+        rooms = {}
+        for index, device in enumerate(devices):
+            others = max(device.used - reported.get(device.name, 0), 0)
+            rooms[device.name] = device.total - others - _margin(margins, index)
+        for state in staying:
+            for name, held in self.held(state).items():
+                if name in rooms:
+                    rooms[name] -= held
+        return rooms
+
+    # --- decisions --------------------------------------------------------------------------------
+
+    def fits(
+        self,
+        staying: Sequence[ModelState],
+        coming: Sequence[ModelState],
+        running: Iterable[ModelState],
+    ) -> bool:
+        """Whether ``coming`` fit on the GPUs next to ``staying`` (alone, anything does)."""
+        return not self.victim_devices(staying, coming, running)
+
+    def victim_devices(
+        self,
+        staying: Sequence[ModelState],
+        coming: Sequence[ModelState],
+        running: Iterable[ModelState],
+    ) -> set[str]:
+        """The devices where idle models must make room for ``coming``; empty: they fit."""
+        devices = self.inventory.devices()
+        if not devices:
+            return set()
+        gpu_coming = [state for state in coming if on_gpu(state.entry)]
+        if not gpu_coming:
+            return set()
+        rooms = self.rooms(devices, staying, running, _margins(gpu_coming[0].entry))
+        occupied = any(self.held(state) for state in staying)
+        for state in gpu_coming:
+            need, pinned = self.admit(state), _pinned(state.entry, rooms)
+            chosen = choose_devices(need, rooms, pinned)
+            if chosen is None:
+                if occupied:  # the device closest to fitting it, or the ones it is pinned to
+                    return set(pinned) or {max(rooms, key=lambda name: rooms[name])}
+                chosen = pinned or tuple(rooms)  # alone: it loads with what fits
+            for name, used in _spread(need, chosen, rooms).items():
+                rooms[name] -= used
+            occupied = True
+        return set()
+
+    def place(
+        self, state: ModelState, staying: Sequence[ModelState], models: Iterable[ModelState]
+    ) -> Placement:
+        """Where ``state`` loads now, next to ``staying``; ``models``: every catalogue model."""
+        devices = self.inventory.devices()
+        if not devices or not on_gpu(state.entry):
+            return Placement()
+        models = list(models)
+        running = [other for other in models if other.running]
+        margins = _margins(state.entry)
+        rooms = self.rooms(devices, staying, running, margins)
+        need, pinned = self.admit(state), _pinned(state.entry, rooms)
+        chosen = choose_devices(need, rooms, pinned)
+        if chosen is None:
+            chosen = pinned or tuple(rooms)
+            _log.warning(
+                "model fits on no GPU: llama.cpp's fit keeps what fits, the rest runs on the CPU",
+                model=state.name,
+                needed_mib=need >> 20,
+                room_mib={name: max(room, 0) >> 20 for name, room in rooms.items()},
+            )
+            return Placement(chosen, fits=False, needed=need, pinned=bool(pinned))
+        if _option(state.entry, "ctx-size") is not None:  # the user's context: fit keeps it
+            return Placement(chosen, needed=need, pinned=bool(pinned))
+        targets, share = self._shares(state, chosen, devices, rooms, staying, models, margins)
+        needed = min(self.need(state), share)  # the fit shrinks its context to the share
+        return Placement(chosen, targets, needed=needed, pinned=bool(pinned))
+
+    def _shares(
+        self,
+        state: ModelState,
+        chosen: tuple[str, ...],
+        devices: Sequence[Device],
+        rooms: Mapping[str, int],
+        staying: Sequence[ModelState],
+        models: Sequence[ModelState],
+        margins: Sequence[int],
+    ) -> tuple[tuple[int, ...], int]:
+        """The ``--fit-target`` (MiB per chosen device) that leaves room for the models to come,
+        and the bytes that leaves the model (its share)."""
+        gpu_models = [m for m in models if on_gpu(m.entry)]
+        kept = len(gpu_models) if self._models_max <= 0 else min(self._models_max, len(gpu_models))
+        on_gpus = sum(1 for other in staying if self.held(other))
+        to_come = max(kept - on_gpus - 1, 0)
+        # The others spread over the GPUs: this model's devices keep room for their part of them.
+        here = math.ceil(to_come * len(chosen) / len(devices))
+        waiting = sorted(
+            (self.least_need(m.entry) for m in gpu_models if not m.running and m is not state),
+            reverse=True,
+        )
+        reserve = sum(waiting[:here])
+        room = sum(max(rooms[name], 0) for name in chosen)
+        share = max(self.least_need(state.entry), min(room - reserve, room // (here + 1)))
+        leave = max(room - share, 0)
+        index = {device.name: i for i, device in enumerate(devices)}
+        targets = tuple(
+            (_margin(margins, index[name]) + leave * max(rooms[name], 0) // max(room, 1)) // MIB
+            for name in chosen
+        )
+        return targets, share

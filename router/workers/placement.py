@@ -1,0 +1,31 @@
+"""Where the router put a model: the GPUs it may use and the margin its llama.cpp fit keeps.
+
+Decided by :class:`router.scheduling.device_planner.DevicePlanner` when the model starts, kept
+by the worker pool for the model's run, and handed to the worker as llama-server flags:
+``--device CUDA1`` and, when the router chose the model's share, ``--fit-target MiB,…``
+(llama.cpp's fit then shrinks the context until that much stays free on each device).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Placement"]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    devices: tuple[str, ...] = ()  # () : the router chose nothing (no GPU, or a CPU model)
+    # MiB to leave free on each of ``devices``; () : the model's own settings decide.
+    fit_target_mib: tuple[int, ...] = ()
+    # False: it fits on no device even with every idle model evicted; it loads anyway and
+    # llama.cpp's fit keeps on the GPUs what fits, the rest on the CPU (as llama-server).
+    fits: bool = True
+    needed: int = 0  # the bytes the router expected it to take on the GPUs
+    pinned: bool = False  # the preset's ``device`` chose: its flag is there already
+
+    def worker_args(self) -> list[str]:
+        args = ["--device", ",".join(self.devices)] if self.devices and not self.pinned else []
+        if self.fit_target_mib:
+            args += ["--fit-target", ",".join(map(str, self.fit_target_mib))]
+        return args
