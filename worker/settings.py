@@ -18,6 +18,8 @@ from typing import Any
 from corral.options.flags import add_model_flags, model_options_from
 from worker.host.cpu_threads import default_threads
 from worker.rpc.endpoints import Endpoint, parse_endpoints
+from worker.sampling.params import SamplingParams
+from worker.sampling.server_defaults import sampling_defaults
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
 __all__ = [
@@ -62,8 +64,7 @@ class WorkerSettings:
     n_gpu_layers: int = 0
     rpc: tuple[Endpoint, ...] = ()  # RPC servers whose devices take offloaded layers
     n_predict: int = -1
-    temperature: float = 0.8
-    seed: int = -1
+    sampling: SamplingParams = field(default_factory=SamplingParams)  # --temp, --top-k, …
     chat_template: str | None = None  # --chat-template, or --chat-template-file's text
     jinja: bool = True
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -232,8 +233,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         n_gpu_layers=-1 if gpu_layers in ("auto", "all") else int(gpu_layers),
         rpc=rpc,
         n_predict=int(number("n-predict", -1)),
-        temperature=number("temp", 0.8),
-        seed=int(number("seed", -1)),
+        sampling=sampling_defaults(options),
         chat_template=_chat_template(options, parser),
         jinja=options.get("jinja", "true") == "true",
         chat_template_kwargs=_thinking_default(

@@ -52,6 +52,38 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "(`-kvu`); default off, but always on with automatic slots, as llama-server",
     "temp": "default temperature",
     "seed": "default seed; `-1` = random",
+    # Sampling (issue 27): each is the default of the request field named in docs/api.md.
+    "top-k": "top-k sampling: keep the K likeliest tokens (default 40, `0` = off)",
+    "top-p": "top-p (nucleus) sampling (default 0.95, `1.0` = off)",
+    "min-p": "min-p sampling, relative to the likeliest token (default 0.05, `0.0` = off)",
+    "typical": "locally typical sampling, parameter p (default 1.0 = off)",
+    "top-nsigma": "top-n-sigma sampling (default -1.0 = off)",
+    "xtc-probability": "XTC: chance of removing the top tokens (default 0.0 = off)",
+    "xtc-threshold": "XTC: probability above which tokens are removed (default 0.1; above 0.5 "
+    "= off)",
+    "repeat-last-n": "last n tokens (prompt included) the repetition penalties look at "
+    "(default 64, `0` = off)",
+    "repeat-penalty": "penalize repeated tokens (default 1.0 = off)",
+    "presence-penalty": "repeat alpha presence penalty (default 0.0 = off)",
+    "frequency-penalty": "repeat alpha frequency penalty (default 0.0 = off)",
+    "dry-multiplier": "DRY repetition penalty multiplier (default 0.0 = off)",
+    "dry-base": "DRY penalty base (default 1.75; below 1.0: ignored)",
+    "dry-allowed-length": "DRY: repetitions longer than this are penalized (default 2)",
+    "dry-penalty-last-n": "DRY: how many last tokens to scan (default 64, `0` = off)",
+    "dry-sequence-breaker": "DRY sequence breakers, repeatable (replace the defaults `\\n`, "
+    '`:`, `"`, `*`; a comma cannot be one here); `none`: no breakers',
+    "dynatemp-range": "dynamic temperature range (default 0.0 = off)",
+    "dynatemp-exp": "dynamic temperature exponent (default 1.0)",
+    "mirostat": "Mirostat sampling: `0` off (default), `1` Mirostat, `2` Mirostat 2.0; "
+    "replaces the samplers but temperature",
+    "mirostat-lr": "Mirostat learning rate, eta (default 0.1)",
+    "mirostat-ent": "Mirostat target entropy, tau (default 5.0)",
+    "adaptive-target": "adaptive-p: select tokens near this probability (default -1.0 = off)",
+    "adaptive-decay": "adaptive-p: decay of the target's adaptation (default 0.9)",
+    "samplers": "the samplers in order, separated by `;` (default "
+    "`penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature`)",
+    "sampler-seq": "the samplers in order, one letter each (default `edskypmxt`)",
+    "ignore-eos": "never stop at an end-of-generation token (bans them)",
     "chat-template": "one of llama.cpp's built-in template names (`chatml`, `llama3`, `gemma`, "
     "…) or Jinja text, instead of the GGUF's (docs/templates.md)",
     "chat-template-file": "Jinja chat template read from this file, instead of the GGUF's",

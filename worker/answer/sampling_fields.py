@@ -13,10 +13,8 @@ from msgspec import Meta
 
 from worker.engine.lora_adapters import LoraChoice
 
-__all__ = ["Penalty", "Probability", "SamplingFields", "StreamOptions", "TokenBudget"]
+__all__ = ["SamplingFields", "StreamOptions", "TokenBudget"]
 
-Probability = Annotated[float, Meta(ge=0.0, le=1.0)]
-Penalty = Annotated[float, Meta(ge=-2.0, le=2.0)]
 TokenBudget = Annotated[int, Meta(ge=-1)]
 
 
@@ -25,18 +23,37 @@ class StreamOptions(msgspec.Struct):
 
 
 class SamplingFields(msgspec.Struct, kw_only=True):
-    temperature: Annotated[float, Meta(ge=0.0)] | None = None
-    top_k: Annotated[int, Meta(ge=0)] = 40
-    top_p: Probability = 0.95
-    min_p: Probability = 0.05
-    typical_p: Probability = 1.0
-    repeat_penalty: Annotated[float, Meta(gt=0.0)] = 1.0
-    repeat_last_n: Annotated[int, Meta(ge=-1)] = 64
-    presence_penalty: Penalty = 0.0
-    frequency_penalty: Penalty = 0.0
+    # Sampling: None (absent or null) keeps the worker's default; numbers are checked and
+    # clamped as llama-server does (worker.answer.sampling_request), so any number decodes here.
+    temperature: float | None = None
+    dynatemp_range: float | None = None
+    dynatemp_exponent: float | None = None
+    top_k: float | None = None
+    top_p: float | None = None
+    min_p: float | None = None
+    typical_p: float | None = None
+    top_n_sigma: float | None = None
+    xtc_probability: float | None = None
+    xtc_threshold: float | None = None
+    repeat_penalty: float | None = None
+    repeat_last_n: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    dry_multiplier: float | None = None
+    dry_base: float | None = None
+    dry_allowed_length: float | None = None
+    dry_penalty_last_n: float | None = None
+    dry_sequence_breakers: Any = None  # a non-empty array of strings (checked as upstream)
+    mirostat: float | None = None
+    mirostat_tau: float | None = None
+    mirostat_eta: float | None = None
+    adaptive_target: float | None = None
+    adaptive_decay: float | None = None
+    min_keep: float | None = None
+    samplers: Any = None  # names (an array) or letters (a string), as upstream
     seed: int | None = None
     stop: str | list[str] | None = None
-    ignore_eos: bool = False
+    ignore_eos: bool | None = None  # None: the worker's --ignore-eos
     cache_prompt: bool = True
     id_slot: int = -1  # run on this slot (wrapped around), waiting for it; -1: any
     # Keys and list entries are token ids or strings (worker.sampling.logit_bias); false bans a

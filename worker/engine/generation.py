@@ -15,8 +15,10 @@ from typing import Any, NamedTuple
 
 from worker.engine.lora_adapters import AdapterScales
 from worker.media.projector import MediaPrompt
-from worker.sampling.chain import SamplingParams, StopMatcher, TextAssembler
+from worker.sampling.chain import Sampler
 from worker.sampling.grammar_sampler import GrammarSampler
+from worker.sampling.params import SamplingParams
+from worker.sampling.text import StopMatcher, TextAssembler
 from worker.sampling.token_probs import TokenProbs
 
 __all__ = [
@@ -96,7 +98,7 @@ class Generation:
     next_token: int | None = None  # sampled, not yet decoded
     adapter_scales: AdapterScales = ()  # fixed on submit
     grammar: GrammarSampler | None = None  # parsed on submit, handed to the sampler on admit
-    sampler: Any = None
+    sampler: Sampler | None = None
     batch_index: int = -1
     draft: list[int] = field(default_factory=list)  # guesses decoded after next_token
     # Media positions hold no token a draft model or an n-gram could read (MEDIA_TOKEN).

@@ -28,7 +28,7 @@ from worker.host.llama_bindings import llama_cpp
 from worker.media.content import Modalities
 from worker.media.projector import Projector
 from worker.rpc.devices import add_rpc_servers, rpc_device_labels
-from worker.sampling.chain import token_piece
+from worker.sampling.text import token_piece
 from worker.settings import WorkerSettings
 from worker.speculative import Speculator
 from worker.templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens

@@ -1,8 +1,8 @@
-"""Text assembly and stop strings (worker.sampling.chain), without a model."""
+"""Text assembly and stop strings (worker.sampling.text), without a model."""
 
 from __future__ import annotations
 
-from worker.sampling.chain import StopMatcher, TextAssembler
+from worker.sampling.text import StopMatcher, TextAssembler
 
 
 def _feed_all(matcher: StopMatcher, pieces: list[str]) -> str:

@@ -1,0 +1,122 @@
+"""A request's sampling fields over the worker's defaults, as llama-server's completion schema
+reads them (tools/server/server-schema.cpp, ``eval_llama_cmpl_schema``).
+
+Every request starts from the worker's own settings (``--temp``, ``--top-k``, …); a field that
+is absent or null keeps the default. Upstream's limits come in two strengths, kept here: a soft
+limit clamps (``top_p: 7`` is 1, ``mirostat: 3`` is Mirostat 2), a hard limit refuses the
+request with a 400 naming the field. Unknown ``samplers`` names are left out, as upstream does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from corral.http.errors import ApiError
+from worker.answer.sampling_fields import SamplingFields
+from worker.sampling.params import SamplingParams, samplers_from_chars, samplers_from_names
+
+__all__ = ["INT32_MAX", "hard_limit", "request_sampling"]
+
+INT32_MAX = 2**31 - 1
+
+
+def _text(number: float) -> str:
+    # std::to_string: integers plainly, floats as "%f".
+    return str(number) if isinstance(number, int) else f"{number:f}"
+
+
+def hard_limit(name: str, value: float, low: float, high: float) -> None:
+    """Upstream's ``set_hard_limits``: a value outside is the request's error."""
+    if not low <= value <= high:
+        raise ApiError(
+            400,
+            f"Field '{name}': Value must be between {_text(low)} <= value <= {_text(high)}, "
+            f"but got {_text(value)}",
+        )
+
+
+def _clamp(value: float, low: float, high: float) -> float:
+    return max(low, min(high, value))
+
+
+def _samplers(raw: Any) -> tuple[str, ...] | None:
+    if isinstance(raw, str):
+        return samplers_from_chars(raw)
+    if isinstance(raw, list):
+        if not all(isinstance(name, str) for name in raw):
+            raise ApiError(400, "Field 'samplers': an array of sampler names must hold strings")
+        return samplers_from_names(raw)
+    return None  # upstream ignores any other type
+
+
+def _breakers(raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(b, str) for b in raw):
+        raise ApiError(
+            400,
+            "Field 'dry_sequence_breakers': Error: dry_sequence_breakers must be a non-empty "
+            "array of strings",
+        )
+    return tuple(raw)
+
+
+def request_sampling(defaults: SamplingParams, body: SamplingFields) -> SamplingParams:
+    """``defaults`` with the request's sampling fields applied, in upstream's field order."""
+    given = {name: getattr(body, name) for name in _NUMBERS if getattr(body, name) is not None}
+    values: dict[str, Any] = {}
+    for name, value in given.items():
+        kind, low, high = _NUMBERS[name]
+        if kind == "hard":
+            hard_limit(name, int(value) if name in _INTEGERS else value, low, high)
+        elif kind == "soft":
+            value = _clamp(value, low, high)
+        values[name] = int(value) if name in _INTEGERS else float(value)
+    if "dry_base" in values and values["dry_base"] < 1.0:
+        values["dry_base"] = defaults.dry_base  # upstream: below 1, the server's value
+    if "repeat_penalty" in values and values["repeat_penalty"] <= 0:
+        raise ApiError(
+            400,
+            "Failed to initialize samplers: penalty_repeat must be finite and greater than 0",
+        )
+    if body.dry_sequence_breakers is not None:
+        values["dry_sequence_breakers"] = _breakers(body.dry_sequence_breakers)
+    if body.samplers is not None and (samplers := _samplers(body.samplers)) is not None:
+        values["samplers"] = samplers
+    if body.seed is not None:
+        values["seed"] = body.seed
+    if body.ignore_eos is not None:
+        values["ignore_eos"] = body.ignore_eos
+    return replace(defaults, **values)
+
+
+# Each numeric field: "soft" (clamped), "hard" (refused outside) or "none", and its range;
+# llama-server's schema, field by field.
+_NUMBERS: dict[str, tuple[str, float, float]] = {
+    "top_k": ("soft", 0, INT32_MAX),
+    "top_p": ("soft", 0.0, 1.0),
+    "min_p": ("soft", 0.0, 1.0),
+    "top_n_sigma": ("none", 0, 0),
+    "xtc_probability": ("soft", 0.0, 1.0),
+    "xtc_threshold": ("soft", 0.0, 1.0),
+    "typical_p": ("none", 0, 0),
+    "temperature": ("soft", 0.0, float("inf")),
+    "dynatemp_range": ("none", 0, 0),
+    "dynatemp_exponent": ("none", 0, 0),
+    "repeat_last_n": ("hard", 0, INT32_MAX),
+    "repeat_penalty": ("none", 0, 0),
+    "frequency_penalty": ("none", 0, 0),
+    "presence_penalty": ("none", 0, 0),
+    "dry_multiplier": ("none", 0, 0),
+    "dry_base": ("none", 0, 0),
+    "dry_allowed_length": ("hard", 0, INT32_MAX),
+    "dry_penalty_last_n": ("hard", 0, INT32_MAX),
+    "mirostat": ("soft", 0, 2),
+    "mirostat_tau": ("none", 0, 0),
+    "mirostat_eta": ("none", 0, 0),
+    "adaptive_target": ("soft", -3.4028234663852886e38, 1.0),
+    "adaptive_decay": ("hard", 0.0, 0.99),
+    "min_keep": ("hard", 0, INT32_MAX),
+}
+_INTEGERS = frozenset(
+    {"top_k", "repeat_last_n", "dry_allowed_length", "dry_penalty_last_n", "mirostat", "min_keep"}
+)
