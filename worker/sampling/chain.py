@@ -194,10 +194,14 @@ class Sampler:
         vocab: Any,
         n_vocab: int,
         candidates: Candidates,
+        report_allowed: bool = False,
     ) -> None:
         """``grammar`` is the request's already parsed grammar, which this sampler takes over;
-        ``candidates`` is the array it draws in (one per slot, reused)."""
+        ``candidates`` is the array it draws in (one per slot, reused). ``report_allowed``:
+        the candidates left after a draw are what the grammar allows (``post_sampling_probs``
+        shows only tokens that could have been drawn), whichever pass drew the token."""
         self.candidates = candidates
+        self._report_allowed = report_allowed
         self._chain = _chain(params, vocab, n_vocab)
         self._grammar = grammar.hand_over() if grammar is not None else None
         budget = params.reasoning_budget
@@ -219,16 +223,28 @@ class Sampler:
             llama_cpp.llama_sampler_apply(self._budget, candidates.pointer)
         llama_cpp.llama_sampler_apply(self._chain, candidates.pointer)
         token, _ = candidates.selected()
-        if self._grammar is None or self._grammar_allows(token):
+        if self._grammar is None:
+            return token
+        if self._grammar_allows(token):
+            if self._report_allowed:  # on a copy, which leaves the chain's state as it was
+                copy = llama_cpp.llama_sampler_clone(self._chain)
+                try:
+                    self._constrained(ctx, index, copy)
+                finally:
+                    llama_cpp.llama_sampler_free(copy)
             return token
         # Drawn again, from what the grammar allows (grammar-based rejection sampling).
+        self._constrained(ctx, index, self._chain)
+        token, _ = self.candidates.selected()
+        return token
+
+    def _constrained(self, ctx: Any, index: int, chain: Any) -> None:
+        candidates = self.candidates
         candidates.fill(ctx, index)
         if self._budget is not None:
             llama_cpp.llama_sampler_apply(self._budget, candidates.pointer)
         llama_cpp.llama_sampler_apply(self._grammar, candidates.pointer)
-        llama_cpp.llama_sampler_apply(self._chain, candidates.pointer)
-        token, _ = candidates.selected()
-        return token
+        llama_cpp.llama_sampler_apply(chain, candidates.pointer)
 
     def _grammar_allows(self, token: int) -> bool:
         single = llama_cpp.llama_token_data(token, 1.0, 0.0)
