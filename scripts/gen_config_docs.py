@@ -78,8 +78,35 @@ _WORKER_FIELDS: dict[str, str] = {
     "n-predict": "n_predict",
     "parallel": "parallel",
     "kv-unified": "kv_unified",
-    "temp": "temperature",
-    "seed": "seed",
+    "temp": "sampling.temperature",
+    "seed": "sampling.seed",
+    # Sampling (issue 27): the request defaults in WorkerSettings.sampling.
+    "top-k": "sampling.top_k",
+    "top-p": "sampling.top_p",
+    "min-p": "sampling.min_p",
+    "typical": "sampling.typical_p",
+    "top-nsigma": "sampling.top_n_sigma",
+    "xtc-probability": "sampling.xtc_probability",
+    "xtc-threshold": "sampling.xtc_threshold",
+    "repeat-last-n": "sampling.repeat_last_n",
+    "repeat-penalty": "sampling.repeat_penalty",
+    "presence-penalty": "sampling.presence_penalty",
+    "frequency-penalty": "sampling.frequency_penalty",
+    "dry-multiplier": "sampling.dry_multiplier",
+    "dry-base": "sampling.dry_base",
+    "dry-allowed-length": "sampling.dry_allowed_length",
+    "dry-penalty-last-n": "sampling.dry_penalty_last_n",
+    "dry-sequence-breaker": "sampling.dry_sequence_breakers",
+    "dynatemp-range": "sampling.dynatemp_range",
+    "dynatemp-exp": "sampling.dynatemp_exponent",
+    "mirostat": "sampling.mirostat",
+    "mirostat-lr": "sampling.mirostat_eta",
+    "mirostat-ent": "sampling.mirostat_tau",
+    "adaptive-target": "sampling.adaptive_target",
+    "adaptive-decay": "sampling.adaptive_decay",
+    "samplers": "sampling.samplers",
+    "sampler-seq": "sampling.samplers",
+    "ignore-eos": "sampling.ignore_eos",
     "chat-template": "chat_template",
     "chat-template-file": "chat_template",
     "chat-template-kwargs": "chat_template_kwargs",
@@ -130,6 +157,9 @@ _WRITTEN_DEFAULTS = {
     "kv-cache-dir": "`$XDG_CACHE_HOME/corral/kv` (else `~/.cache/corral/kv`)",
     "kv-cache-max": "`4G`",
     "reasoning-budget-message": "none",
+    "dry-sequence-breaker": '`\\n`, `:`, `"`, `*`',
+    "samplers": "`penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature`",
+    "sampler-seq": "`edskypmxt`",
 }
 # Defaults the worker works out when it starts (they depend on the machine or the model).
 _DEFAULT_MEANS = {
@@ -431,9 +461,8 @@ def _values(spec: OptionSpec) -> str:
     if spec.kind == "size":
         return "size (`512M`, `8G`)"
     if spec.kind == "list":
-        return (
-            "`HOST:PORT` items, comma-separated" if spec.name == "rpc" else "files, comma-separated"
-        )
+        items = {"rpc": "`HOST:PORT` items", "dry-sequence-breaker": "strings"}
+        return items.get(spec.name, "files") + ", comma-separated"
     if spec.kind == "scaled-list":
         return "`FILE:SCALE` items, comma-separated"
     words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
