@@ -110,7 +110,7 @@ SERVER_DEFAULT_CASES: dict[str, dict[str, Any]] = {
     "server_defaults": {},
     "request_overrides": {"temperature": 1.5, "top_k": 40, "samplers": "kt"},
 }
-# Bodies llama-server refuses (or reads its own way): Corral must answer as it does.
+# Bodies llama-server refuses or reads its own way: Corral must answer as it does.
 BAD: dict[str, dict[str, Any]] = {
     "repeat_last_n_negative": {"repeat_last_n": -1},
     "dry_allowed_length_negative": {"dry_allowed_length": -2},
@@ -122,6 +122,11 @@ BAD: dict[str, dict[str, Any]] = {
     "dry_breakers_empty": {"dry_sequence_breakers": []},
     "dry_breakers_string": {"dry_sequence_breakers": "abc"},
     "samplers_numbers": {"samplers": [1, 2]},
+    "top_k_boolean": {"top_k": True},
+    "mirostat_string": {"mirostat": "2"},
+    # Read their own way, not refused: another type is ignored, a fraction truncated.
+    "samplers_number": {"samplers": 5},
+    "repeat_last_n_fraction": {"repeat_last_n": 16.7, "repeat_penalty": 1.8},
 }
 
 

@@ -23,33 +23,34 @@ class StreamOptions(msgspec.Struct):
 
 
 class SamplingFields(msgspec.Struct, kw_only=True):
-    # Sampling: None (absent or null) keeps the worker's default; numbers are checked and
-    # clamped as llama-server does (worker.answer.sampling_request), so any number decodes here.
-    temperature: float | None = None
-    dynatemp_range: float | None = None
-    dynatemp_exponent: float | None = None
-    top_k: float | None = None
-    top_p: float | None = None
-    min_p: float | None = None
-    typical_p: float | None = None
-    top_n_sigma: float | None = None
-    xtc_probability: float | None = None
-    xtc_threshold: float | None = None
-    repeat_penalty: float | None = None
-    repeat_last_n: float | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
-    dry_multiplier: float | None = None
-    dry_base: float | None = None
-    dry_allowed_length: float | None = None
-    dry_penalty_last_n: float | None = None
+    # Sampling: None (absent or null) keeps the worker's default. Any JSON decodes here: the
+    # numbers are type-checked, clamped or refused as llama-server does, in its words
+    # (worker.answer.sampling_request).
+    temperature: Any = None
+    dynatemp_range: Any = None
+    dynatemp_exponent: Any = None
+    top_k: Any = None
+    top_p: Any = None
+    min_p: Any = None
+    typical_p: Any = None
+    top_n_sigma: Any = None
+    xtc_probability: Any = None
+    xtc_threshold: Any = None
+    repeat_penalty: Any = None
+    repeat_last_n: Any = None
+    presence_penalty: Any = None
+    frequency_penalty: Any = None
+    dry_multiplier: Any = None
+    dry_base: Any = None
+    dry_allowed_length: Any = None
+    dry_penalty_last_n: Any = None
+    mirostat: Any = None
+    mirostat_tau: Any = None
+    mirostat_eta: Any = None
+    adaptive_target: Any = None
+    adaptive_decay: Any = None
+    min_keep: Any = None
     dry_sequence_breakers: Any = None  # a non-empty array of strings (checked as upstream)
-    mirostat: float | None = None
-    mirostat_tau: float | None = None
-    mirostat_eta: float | None = None
-    adaptive_target: float | None = None
-    adaptive_decay: float | None = None
-    min_keep: float | None = None
     samplers: Any = None  # names (an array) or letters (a string), as upstream
     seed: int | None = None
     stop: str | list[str] | None = None

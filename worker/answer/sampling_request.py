@@ -40,12 +40,39 @@ def _clamp(value: float, low: float, high: float) -> float:
     return max(low, min(high, value))
 
 
+def _json_type(value: Any) -> str:
+    """nlohmann::json's name for a JSON value's type, as its errors say it."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _number(name: str, value: Any) -> float:
+    # nlohmann reads a boolean as a number too (true is 1), so llama-server does.
+    if _json_type(value) not in ("number", "boolean"):
+        raise ApiError(
+            400,
+            f"Field '{name}': [json.exception.type_error.302] type must be number, "
+            f"but is {_json_type(value)}",
+        )
+    return float(value)
+
+
 def _samplers(raw: Any) -> tuple[str, ...] | None:
     if isinstance(raw, str):
         return samplers_from_chars(raw)
     if isinstance(raw, list):
-        if not all(isinstance(name, str) for name in raw):
-            raise ApiError(400, "Field 'samplers': an array of sampler names must hold strings")
+        wrong = next((name for name in raw if not isinstance(name, str)), None)
+        if wrong is not None:
+            raise ApiError(
+                400,
+                "Field 'samplers': [json.exception.type_error.302] type must be string, "
+                f"but is {_json_type(wrong)}",
+            )
         return samplers_from_names(raw)
     return None  # upstream ignores any other type
 
@@ -62,10 +89,11 @@ def _breakers(raw: Any) -> tuple[str, ...]:
 
 def request_sampling(defaults: SamplingParams, body: SamplingFields) -> SamplingParams:
     """``defaults`` with the request's sampling fields applied, in upstream's field order."""
-    given = {name: getattr(body, name) for name in _NUMBERS if getattr(body, name) is not None}
     values: dict[str, Any] = {}
-    for name, value in given.items():
-        kind, low, high = _NUMBERS[name]
+    for name, (kind, low, high) in _NUMBERS.items():
+        if (raw := getattr(body, name)) is None:
+            continue
+        value = _number(name, raw)
         if kind == "hard":
             hard_limit(name, int(value) if name in _INTEGERS else value, low, high)
         elif kind == "soft":
