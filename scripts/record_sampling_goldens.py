@@ -102,6 +102,19 @@ CHATS: dict[str, dict[str, Any]] = {
     "mirostat_2": {"mirostat": 2},
     "presence_frequency": {"presence_penalty": 1.0, "frequency_penalty": 1.0, "top_p": 0.5},
 }
+# n_probs: the model's distribution, or (post_sampling_probs) the candidates the chain drew from.
+PROBS: dict[str, dict[str, Any]] = {
+    "pre_sampling": {"n_probs": 5, "n_predict": 6},
+    "post_sampling": {"n_probs": 5, "n_predict": 6, "post_sampling_probs": True},
+    "post_sampling_penalties": {
+        "n_probs": 8,
+        "n_predict": 6,
+        "post_sampling_probs": True,
+        "repeat_penalty": 1.5,
+        "top_k": 6,
+        "dry_multiplier": 1.0,
+    },
+}
 # Server-wide defaults (flags a preset can set too): requests that name nothing get them, one
 # that names a field overrides it.
 DEFAULT_FLAGS = ["--temp", "0.2", "--top-k", "5", "--repeat-penalty", "1.3", "--dry-multiplier",
@@ -186,6 +199,12 @@ def _completions(
 def _record(server: pathlib.Path, model: pathlib.Path) -> dict[str, Any]:
     with _llama_server(server, model, SERVER_FLAGS) as base:
         completions = _completions(base, COMPLETIONS, _BASE)
+        probs = {}
+        for name, fields in PROBS.items():
+            body = {**_BASE, **fields}
+            status, answer = _request(f"{base}/completion", body)
+            assert status == 200, (name, answer)
+            probs[name] = {"body": body, "probabilities": answer["completion_probabilities"]}
         chats = {}
         for name, fields in CHATS.items():
             body = {**_CHAT_BASE, **fields}
@@ -196,7 +215,8 @@ def _record(server: pathlib.Path, model: pathlib.Path) -> dict[str, Any]:
         for name, fields in BAD.items():
             body = {**_BASE, **fields}
             status, answer = _request(f"{base}/completion", body)
-            bad[name] = {"body": body, "status": status, "answer": answer}
+            kept = {"content": answer["content"]} if status == 200 else answer
+            bad[name] = {"body": body, "status": status, "answer": kept}
     with _llama_server(server, model, [*SERVER_FLAGS, *DEFAULT_FLAGS]) as base:
         with urllib.request.urlopen(f"{base}/props", timeout=30) as response:
             props = json.loads(response.read())
@@ -207,6 +227,7 @@ def _record(server: pathlib.Path, model: pathlib.Path) -> dict[str, Any]:
         }
     return {
         "completions": completions,
+        "probs": probs,
         "chats": chats,
         "bad": bad,
         "server_defaults": server_defaults,

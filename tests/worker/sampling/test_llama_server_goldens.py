@@ -88,6 +88,29 @@ def test_a_completion_draws_llama_servers_tokens(client: httpx.Client, case: Any
     }
 
 
+def _probabilities(entries: list[dict[str, Any]]) -> list[Any]:
+    """Token ids with their probabilities or log probabilities, to float32's precision."""
+    shown = []
+    for entry in entries:
+        key = "prob" if "prob" in entry else "logprob"
+        top = entry["top_probs" if key == "prob" else "top_logprobs"]
+        shown.append(
+            (
+                entry["id"],
+                pytest.approx(entry[key], rel=1e-4, abs=1e-6),
+                [(t["id"], pytest.approx(t[key], rel=1e-4, abs=1e-6)) for t in top],
+            )
+        )
+    return shown
+
+
+@pytest.mark.parametrize("case", _cases("probs"))
+def test_probabilities_are_llama_servers(client: httpx.Client, case: Any) -> None:
+    answer = client.post("/completion", json=case["body"]).json()
+    expected = _probabilities(case["probabilities"])
+    assert _probabilities(answer["completion_probabilities"]) == expected
+
+
 @pytest.mark.parametrize("case", _cases("bad"))
 def test_a_bad_value_gets_llama_servers_answer(client: httpx.Client, case: Any) -> None:
     response = client.post("/completion", json=case["body"])
