@@ -87,6 +87,7 @@ COMPLETIONS: dict[str, dict[str, Any]] = {
     },
     "cut_and_heat": {"top_k": 20, "top_p": 0.8, "min_p": 0.1, "temperature": 1.3},
     "other_seed": {"seed": 42, "temperature": 1.2},
+    "t_max_predict_ms_far": {"t_max_predict_ms": 600000},  # never reached: no effect
 }
 _CHAT_BASE = {
     "messages": [{"role": "user", "content": "Tell me a story."}],
@@ -136,6 +137,8 @@ BAD: dict[str, dict[str, Any]] = {
     "dry_breakers_string": {"dry_sequence_breakers": "abc"},
     "samplers_numbers": {"samplers": [1, 2]},
     "top_k_boolean": {"top_k": True},
+    "n_indent_negative": {"n_indent": -1},
+    "t_max_predict_ms_below": {"t_max_predict_ms": -2},
     "mirostat_string": {"mirostat": "2"},
     # Read their own way, not refused: another type is ignored, a fraction truncated.
     "samplers_number": {"samplers": 5},

@@ -51,6 +51,10 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     adaptive_decay: Any = None
     min_keep: Any = None
     dry_sequence_breakers: Any = None  # a non-empty array of strings (checked as upstream)
+    # Checked as llama-server checks them (worker.answer.sampling_request); n_indent is accepted
+    # but does not cut lines yet (docs/api.md).
+    n_indent: Any = None
+    t_max_predict_ms: Any = None  # ms of generation after which a new line ends it
     samplers: Any = None  # names (an array) or letters (a string), as upstream
     seed: int | None = None
     stop: str | list[str] | None = None

@@ -16,7 +16,7 @@ from corral.http.errors import ApiError
 from worker.answer.sampling_fields import SamplingFields
 from worker.sampling.params import SamplingParams, samplers_from_chars, samplers_from_names
 
-__all__ = ["INT32_MAX", "hard_limit", "request_sampling"]
+__all__ = ["INT32_MAX", "hard_limit", "request_sampling", "time_limit_ms"]
 
 INT32_MAX = 2**31 - 1
 
@@ -85,6 +85,17 @@ def _breakers(raw: Any) -> tuple[str, ...]:
             "array of strings",
         )
     return tuple(raw)
+
+
+def time_limit_ms(body: SamplingFields) -> int:
+    """``t_max_predict_ms`` (0: none) and ``n_indent``, refused outside llama-server's limits."""
+    if body.n_indent is not None:
+        hard_limit("n_indent", int(_number("n_indent", body.n_indent)), 0, INT32_MAX)
+    if body.t_max_predict_ms is None:
+        return 0
+    limit = int(_number("t_max_predict_ms", body.t_max_predict_ms))
+    hard_limit("t_max_predict_ms", limit, -1, 2**63 - 1)
+    return max(limit, 0)
 
 
 def request_sampling(defaults: SamplingParams, body: SamplingFields) -> SamplingParams:

@@ -308,7 +308,8 @@ class BatchEngine:
             return False
         generation.generated += 1
         generation.next_token = token
-        text = generation.stop.feed(generation.text.feed(token_piece(self._vocab, token)))
+        piece = token_piece(self._vocab, token)
+        text = generation.stop.feed(generation.text.feed(piece))
         if text:
             probs = None
             if generation.n_probs and generation.sampler is not None:
@@ -334,11 +335,18 @@ class BatchEngine:
             generation.truncated = True
         if generation.stop.matched is not None:
             self._finish(slot, "stop")
-        elif budget_spent or context_full:
+        elif budget_spent or context_full or self._out_of_time(generation, piece):
             self._finish(slot, "length")
         else:
             return True
         return False
+
+    @staticmethod
+    def _out_of_time(generation: Generation, piece: bytes) -> bool:
+        """llama-server's ``t_max_predict_ms``: a new line after the time is up ends it."""
+        if generation.max_predict_ms <= 0 or b"\n" not in piece:
+            return False
+        return (time.perf_counter() - generation.first_token) * 1000 > generation.max_predict_ms
 
     def _finish(self, slot: Slot, reason: str) -> None:
         generation = slot.generation

@@ -85,6 +85,8 @@ class Generation:
     n_keep: int = 0  # prompt tokens a shift keeps (after BOS); -1: the whole prompt
     truncated: bool = False
     n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
+    # llama-server's t_max_predict_ms: once generating for longer, stop at the next new line.
+    max_predict_ms: int = 0
     post_sampling_probs: bool = False
     return_progress: bool = False  # streamed: a Progress event per prompt batch
     timings_per_token: bool = False  # every Delta carries the timings so far
