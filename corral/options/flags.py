@@ -19,7 +19,7 @@ __all__ = ["add_model_flags", "flag_spelling", "model_options_from"]
 
 WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.role == "worker")
 _ENV_PREFIXES = ("LLAMA_ARG_", "__PRESET_")
-_LIST_ITEMS = {"rpc": "HOST:PORT"}  # what a list's items are, where they are not files
+_LIST_ITEMS = {"rpc": "HOST:PORT", "dry-sequence-breaker": "STRING"}  # where items are not files
 
 
 # Longer spellings llama-server also writes with one dash: its four-letter short options and

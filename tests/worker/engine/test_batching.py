@@ -256,9 +256,9 @@ def test_json_object_without_schema_is_json(models_dir: Path) -> None:
         ({"grammar": 'root ::= "a"', "json_schema": {"type": "object"}}, "only one"),
         ({"logit_bias": {"abc": "high"}}, "logit_bias"),
         ({"logit_bias": {"99999999": 1.0}}, "logit_bias"),
-        ({"repeat_penalty": 0}, "repeat_penalty"),
-        ({"typical_p": 2}, "typical_p"),
-        ({"presence_penalty": 3}, "presence_penalty"),
+        # llama-server's words (a typical_p of 2 or a presence_penalty of 3 it takes as they are).
+        ({"repeat_penalty": 0}, "penalty_repeat"),
+        ({"top_k": "forty"}, "top_k"),
         ({"stop": 5}, "stop"),
         ({"messages": "hi"}, "messages"),
     ],
