@@ -38,6 +38,7 @@ SERVER_FLAGS = ["-c", "256"]
 _PLAIN = {"prompt": "Once upon a time", "seed": 1234, "n_predict": 32, "cache_prompt": False}
 # At temperature 1 the tiny model's distribution is wide enough for every sampler to matter.
 _BASE = {**_PLAIN, "temperature": 1.0}
+_LINES = 'root ::= "if x:\\n    y = 1\\n    z = 2\\nw = 3\\n    v"'
 # One configuration per sampling option of tools/server/README.md's /completion, then mixes.
 COMPLETIONS: dict[str, dict[str, Any]] = {
     "defaults": {"temperature": None},  # null: the server's default, as absent
@@ -88,6 +89,9 @@ COMPLETIONS: dict[str, dict[str, Any]] = {
     "cut_and_heat": {"top_k": 20, "top_p": 0.8, "min_p": 0.1, "temperature": 1.3},
     "other_seed": {"seed": 42, "temperature": 1.2},
     "t_max_predict_ms_far": {"t_max_predict_ms": 600000},  # never reached: no effect
+    # A grammar writes lines; the first one indented less than n_indent ends the answer.
+    "n_indent": {"grammar": _LINES, "n_indent": 4},
+    "n_indent_one": {"grammar": _LINES, "n_indent": 1},
 }
 _CHAT_BASE = {
     "messages": [{"role": "user", "content": "Tell me a story."}],

@@ -19,7 +19,7 @@ from corral.http.errors import ApiError
 from worker.answer.answer_context import RenderedPrompt
 from worker.answer.native_answer import request_settings
 from worker.answer.sampling_fields import SamplingFields
-from worker.answer.sampling_request import request_sampling, time_limit_ms
+from worker.answer.sampling_request import indent, request_sampling, time_limit_ms
 from worker.engine.engine import Engine
 from worker.engine.generation import Generation, GenerationEvent
 from worker.engine.model import LoadedModel
@@ -150,6 +150,7 @@ def prepare_generation(
     """
     params = sampling_params(model, body, tool_grammar, grammar_triggers, reasoning_budget)
     max_predict_ms = time_limit_ms(body)
+    n_indent = indent(body)
     _check_context(model, prompt)
     stops = _stops(body.stop)
     lora = model.adapters.chosen(body.lora, "lora")
@@ -170,6 +171,7 @@ def prepare_generation(
             n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
             n_probs=body.n_probs,
             max_predict_ms=max_predict_ms,
+            n_indent=n_indent,
             post_sampling_probs=body.post_sampling_probs,
             return_progress=body.stream and body.return_progress,
             timings_per_token=body.stream and body.timings_per_token,

@@ -51,9 +51,8 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     adaptive_decay: Any = None
     min_keep: Any = None
     dry_sequence_breakers: Any = None  # a non-empty array of strings (checked as upstream)
-    # Checked as llama-server checks them (worker.answer.sampling_request); n_indent is accepted
-    # but does not cut lines yet (docs/api.md).
-    n_indent: Any = None
+    # Checked as llama-server checks them (worker.answer.sampling_request).
+    n_indent: Any = None  # a line indented less than this ends the answer (after a new line)
     t_max_predict_ms: Any = None  # ms of generation after which a new line ends it
     samplers: Any = None  # names (an array) or letters (a string), as upstream
     seed: int | None = None

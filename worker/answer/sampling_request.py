@@ -16,7 +16,7 @@ from corral.http.errors import ApiError
 from worker.answer.sampling_fields import SamplingFields
 from worker.sampling.params import SamplingParams, samplers_from_chars, samplers_from_names
 
-__all__ = ["INT32_MAX", "hard_limit", "request_sampling", "time_limit_ms"]
+__all__ = ["INT32_MAX", "hard_limit", "indent", "request_sampling", "time_limit_ms"]
 
 INT32_MAX = 2**31 - 1
 
@@ -87,10 +87,17 @@ def _breakers(raw: Any) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def indent(body: SamplingFields) -> int:
+    """``n_indent`` (0: none), refused outside llama-server's limits."""
+    if body.n_indent is None:
+        return 0
+    n_indent = int(_number("n_indent", body.n_indent))
+    hard_limit("n_indent", n_indent, 0, INT32_MAX)
+    return n_indent
+
+
 def time_limit_ms(body: SamplingFields) -> int:
-    """``t_max_predict_ms`` (0: none) and ``n_indent``, refused outside llama-server's limits."""
-    if body.n_indent is not None:
-        hard_limit("n_indent", int(_number("n_indent", body.n_indent)), 0, INT32_MAX)
+    """``t_max_predict_ms`` (0: none), refused outside llama-server's limits."""
     if body.t_max_predict_ms is None:
         return 0
     limit = int(_number("t_max_predict_ms", body.t_max_predict_ms))

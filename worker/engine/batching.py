@@ -310,6 +310,7 @@ class BatchEngine:
         generation.next_token = token
         piece = token_piece(self._vocab, token)
         text = generation.stop.feed(generation.text.feed(piece))
+        end = generation.indent.feed(text)
         if text:
             probs = None
             if generation.n_probs and generation.sampler is not None:
@@ -335,6 +336,9 @@ class BatchEngine:
             generation.truncated = True
         if generation.stop.matched is not None:
             self._finish(slot, "stop")
+        elif end is not None:
+            generation.length = end
+            self._finish(slot, "length")
         elif budget_spent or context_full or self._out_of_time(generation, piece):
             self._finish(slot, "length")
         else:

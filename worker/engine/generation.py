@@ -18,7 +18,7 @@ from worker.media.projector import MediaPrompt
 from worker.sampling.chain import Sampler
 from worker.sampling.grammar_sampler import GrammarSampler
 from worker.sampling.params import SamplingParams
-from worker.sampling.text import StopMatcher, TextAssembler
+from worker.sampling.text import IndentLimit, StopMatcher, TextAssembler
 from worker.sampling.token_probs import TokenProbs
 
 __all__ = [
@@ -59,6 +59,7 @@ class Finished(NamedTuple):
     timings: dict[str, float]
     truncated: bool = False  # the context filled up: shifted (--context-shift) or stopped
     id_slot: int = 0  # the slot that ran it
+    length: int = -1  # a whole answer's text ends here (n_indent cut its last line); -1: all
 
 
 class Failed(NamedTuple):
@@ -87,6 +88,8 @@ class Generation:
     n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
     # llama-server's t_max_predict_ms: once generating for longer, stop at the next new line.
     max_predict_ms: int = 0
+    n_indent: int = 0  # llama-server's n_indent: a less indented line ends the generation
+    length: int = -1  # where a whole answer's text ends (IndentLimit cut it); -1: all of it
     post_sampling_probs: bool = False
     return_progress: bool = False  # streamed: a Progress event per prompt batch
     timings_per_token: bool = False  # every Delta carries the timings so far
@@ -113,6 +116,7 @@ class Generation:
     def __post_init__(self) -> None:
         self.text = TextAssembler()
         self.stop = StopMatcher(self.stops)
+        self.indent = IndentLimit(self.n_indent)
 
     def evaluate_media(self, ctx: Any, seq: int, n_batch: int) -> None:
         """Run the media prompt into sequence ``seq`` now, in libmtmd's own decodes; its first
@@ -152,6 +156,7 @@ class Generation:
             timings,
             self.truncated,
             id_slot,
+            self.length,
         )
 
     def timings(self, now: float) -> dict[str, float]:

@@ -12,7 +12,7 @@ import ctypes
 
 from worker.host.llama_bindings import llama_cpp
 
-__all__ = ["StopMatcher", "TextAssembler", "token_piece"]
+__all__ = ["IndentLimit", "StopMatcher", "TextAssembler", "token_piece"]
 
 
 _PIECE_BUFFER = 256
@@ -75,3 +75,36 @@ class StopMatcher:
             if text.endswith(stop[:size]):
                 return size
         return 0
+
+
+class IndentLimit:
+    """llama-server's ``n_indent`` (server-context.cpp, ``process_token``): once the text has a
+    new line, a line that starts with less indentation ends the generation, and is cut.
+
+    As upstream, a line is looked at from the token after the one that ended the line before,
+    and only the non-blank part of it is cut.
+    """
+
+    def __init__(self, n_indent: int) -> None:
+        self._n_indent = n_indent
+        self._text = ""
+        self._new_line = False
+        self._line_start = 0
+
+    def feed(self, text: str) -> int | None:
+        """Take one token's text; where the text fed so far ends if the generation ends here."""
+        if self._n_indent <= 0:
+            return None
+        self._text += text
+        cut = None
+        if self._new_line:
+            if self._line_start > 0:
+                pos = self._line_start
+                while pos < len(self._text) and self._text[pos] in " \t":
+                    pos += 1
+                if pos < len(self._text) and pos - self._line_start < self._n_indent:
+                    cut = pos
+            if (found := self._text.find("\n", self._line_start)) != -1:
+                self._line_start = found + 1
+        self._new_line = self._new_line or "\n" in text
+        return cut
