@@ -128,6 +128,18 @@ SERVER_DEFAULT_CASES: dict[str, dict[str, Any]] = {
     "server_defaults": {},
     "request_overrides": {"temperature": 1.5, "top_k": 40, "samplers": "kt"},
 }
+# The same sampling through OpenAI's Responses API. (llama-server's Anthropic Messages route
+# passes on only temperature, top_p and top_k, not the seed: its text cannot be recorded.)
+RESPONSES: dict[str, dict[str, Any]] = {
+    "mirostat": {
+        "input": "Tell me a story.",
+        "max_output_tokens": 32,
+        "seed": 1234,
+        "temperature": 1.0,
+        "mirostat": 2,
+        "cache_prompt": False,
+    },
+}
 # Bodies llama-server refuses or reads its own way: Corral must answer as it does.
 BAD: dict[str, dict[str, Any]] = {
     "repeat_last_n_negative": {"repeat_last_n": -1},
@@ -218,6 +230,17 @@ def _record(server: pathlib.Path, model: pathlib.Path) -> dict[str, Any]:
             status, answer = _request(f"{base}/v1/chat/completions", body)
             assert status == 200, (name, answer)
             chats[name] = {"body": body, "content": answer["choices"][0]["message"]["content"]}
+        responses = {}
+        for name, body in RESPONSES.items():
+            status, answer = _request(f"{base}/v1/responses", body)
+            assert status == 200, (name, answer)
+            text = "".join(
+                part["text"]
+                for item in answer["output"]
+                if item["type"] == "message"
+                for part in item["content"]
+            )
+            responses[name] = {"body": body, "content": text}
         bad = {}
         for name, fields in BAD.items():
             body = {**_BASE, **fields}
@@ -236,6 +259,7 @@ def _record(server: pathlib.Path, model: pathlib.Path) -> dict[str, Any]:
         "completions": completions,
         "probs": probs,
         "chats": chats,
+        "responses": responses,
         "bad": bad,
         "server_defaults": server_defaults,
     }

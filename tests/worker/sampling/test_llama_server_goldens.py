@@ -164,3 +164,25 @@ def test_server_flags_apply_until_a_request_names_a_field(
     body = {"model": "alpha", **case["body"]}
     answer = router_with_defaults.post("/completion", json=body).json()
     assert answer["content"] == case["content"]
+
+
+@pytest.mark.parametrize("case", _cases("chats"))
+def test_anthropic_messages_through_corral_serve_sample_as_llama_servers_chat(
+    router: httpx.Client, case: Any
+) -> None:
+    # llama-server's own Messages route drops the seed (and all but temperature, top_p and
+    # top_k), so its answers cannot be recorded; Corral's passes every field on, as its chat.
+    answer = router.post("/v1/messages", json={"model": "alpha", **case["body"]}).json()
+    assert "".join(b["text"] for b in answer["content"] if b["type"] == "text") == case["content"]
+
+
+@pytest.mark.parametrize("case", _cases("responses"))
+def test_openai_responses_through_corral_serve_draw_llama_servers_tokens(
+    router: httpx.Client, case: Any
+) -> None:
+    body = dict(case["body"])
+    fields = {k: body.pop(k) for k in ("input", "max_output_tokens", "temperature")}
+    base_url = str(router.base_url).rstrip("/") + "/v1"
+    with openai.OpenAI(base_url=base_url, api_key="none") as oai:
+        answer = oai.responses.create(model="alpha", **fields, extra_body=body)
+    assert answer.output_text == case["content"]
