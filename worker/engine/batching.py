@@ -190,14 +190,14 @@ class BatchEngine:
         candidates = self._candidates.get(slot.id)
         if candidates is None:
             candidates = self._candidates[slot.id] = Candidates(self._n_vocab)
-        report_allowed = generation.n_probs > 0 and generation.post_sampling_probs
+        reports_candidates = generation.n_probs > 0 and generation.post_sampling_probs
         sampler = Sampler(
             generation.params,
             generation.grammar,
             self._vocab,
             self._n_vocab,
             candidates,
-            report_allowed,
+            reports_candidates,
         )
         sampler.accept_prompt(generation.prompt)
         return sampler

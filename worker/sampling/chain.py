@@ -194,18 +194,21 @@ class Sampler:
         vocab: Any,
         n_vocab: int,
         candidates: Candidates,
-        report_allowed: bool = False,
+        reports_candidates: bool = False,
     ) -> None:
         """``grammar`` is the request's already parsed grammar, which this sampler takes over;
-        ``candidates`` is the array it draws in (one per slot, reused). ``report_allowed``:
-        the candidates left after a draw are what the grammar allows (``post_sampling_probs``
-        shows only tokens that could have been drawn), whichever pass drew the token."""
+        ``candidates`` is the array it draws in (one per slot, reused). ``reports_candidates``
+        (``post_sampling_probs``): the candidates are read after each draw, and with a grammar
+        they are what the grammar allows, whichever pass drew the token."""
         self.candidates = candidates
-        self._report_allowed = report_allowed
+        self._reports_candidates = reports_candidates
         self._chain = _chain(params, vocab, n_vocab)
         self._grammar = grammar.hand_over() if grammar is not None else None
         budget = params.reasoning_budget
         self._budget = reasoning_budget_sampler(budget) if budget is not None else None
+        # The chain alone, its candidates unread: llama_sampler_sample fills, draws and accepts
+        # in C, the same steps without copying the logits through Python for every token.
+        self._in_c = self._grammar is None and self._budget is None and not reports_candidates
 
     def accept_prompt(self, tokens: list[int]) -> None:
         """The prompt's tokens, into the chain only (upstream's ``init_sampler``): repetition
@@ -217,6 +220,8 @@ class Sampler:
 
     def sample(self, ctx: Any, index: int) -> int:
         """Draw the next token from the logits at batch position ``index``."""
+        if self._in_c:
+            return int(llama_cpp.llama_sampler_sample(self._chain, ctx, index))
         candidates = self.candidates
         candidates.fill(ctx, index)
         if self._budget is not None:
@@ -226,7 +231,7 @@ class Sampler:
         if self._grammar is None:
             return token
         if self._grammar_allows(token):
-            if self._report_allowed:  # on a copy, which leaves the chain's state as it was
+            if self._reports_candidates:  # on a copy, which leaves the chain's state alone
                 copy = llama_cpp.llama_sampler_clone(self._chain)
                 try:
                     self._constrained(ctx, index, copy)
@@ -256,12 +261,14 @@ class Sampler:
 
     def accept(self, token: int, generated: bool = True) -> None:
         """``token`` is the sequence's next one (``common_sampler_accept``); a guess kept without
-        being drawn (synthetic speculative acceptance) is not ``generated``."""
+        being drawn (synthetic speculative acceptance) is not ``generated``. Drawn in C, the
+        chain has taken the drawn token already (a kept synthetic guess then counts as it)."""
         if generated and self._budget is not None:
             llama_cpp.llama_sampler_accept(self._budget, token)
         if generated and self._grammar is not None:
             llama_cpp.llama_sampler_accept(self._grammar, token)
-        llama_cpp.llama_sampler_accept(self._chain, token)
+        if not self._in_c:
+            llama_cpp.llama_sampler_accept(self._chain, token)
 
     def free(self) -> None:
         for pointer in (self._chain, self._grammar, self._budget):
