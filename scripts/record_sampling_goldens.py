@@ -128,6 +128,15 @@ SERVER_DEFAULT_CASES: dict[str, dict[str, Any]] = {
     "server_defaults": {},
     "request_overrides": {"temperature": 1.5, "top_k": 40, "samplers": "kt"},
 }
+# Sampling defaults a model file carries (llama.cpp's common_init_sampler_from_model): they count
+# where no flag was given.
+MODEL_SAMPLING = {
+    "general.sampling.top_k": "3",
+    "general.sampling.temp": "1.3",
+    "general.sampling.penalty_repeat": "1.4",
+    "general.sampling.sequence": "penalties;top_k;temperature",
+}
+MODEL_FLAGS: dict[str, list[str]] = {"file_only": [], "flag_wins": ["--top-k", "7"]}
 # The same sampling through OpenAI's Responses API. (llama-server's Anthropic Messages route
 # passes on only temperature, top_p and top_k, not the seed: its text cannot be recorded.)
 RESPONSES: dict[str, dict[str, Any]] = {
@@ -255,8 +264,26 @@ def _record(server: pathlib.Path, model: pathlib.Path) -> dict[str, Any]:
             "params": props["default_generation_settings"]["params"],
             "completions": _completions(base, SERVER_DEFAULT_CASES, _PLAIN),
         }
+    model_defaults: dict[str, Any] = {"strings": MODEL_SAMPLING}
+    with tempfile.TemporaryDirectory() as work:
+        tuned = write_tiny_gguf(
+            pathlib.Path(work) / "alpha.gguf", name="alpha", strings=MODEL_SAMPLING
+        )
+        for name, flags in MODEL_FLAGS.items():
+            with _llama_server(server, tuned, [*SERVER_FLAGS, *flags]) as base:
+                with urllib.request.urlopen(f"{base}/props", timeout=30) as response:
+                    props = json.loads(response.read())
+                status, answer = _request(f"{base}/completion", _PLAIN)
+                assert status == 200, (name, answer)
+                model_defaults[name] = {
+                    "flags": flags,
+                    "params": props["default_generation_settings"]["params"],
+                    "body": _PLAIN,
+                    "content": answer["content"],
+                }
     return {
         "completions": completions,
+        "model_defaults": model_defaults,
         "probs": probs,
         "chats": chats,
         "responses": responses,

@@ -65,6 +65,8 @@ class WorkerSettings:
     rpc: tuple[Endpoint, ...] = ()  # RPC servers whose devices take offloaded layers
     n_predict: int = -1
     sampling: SamplingParams = field(default_factory=SamplingParams)  # --temp, --top-k, …
+    # The options given (names): a model file's general.sampling.* fills in the others.
+    options_given: frozenset[str] = frozenset()
     chat_template: str | None = None  # --chat-template, or --chat-template-file's text
     jinja: bool = True
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -234,6 +236,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         rpc=rpc,
         n_predict=int(number("n-predict", -1)),
         sampling=sampling_defaults(options),
+        options_given=frozenset(options),
         chat_template=_chat_template(options, parser),
         jinja=options.get("jinja", "true") == "true",
         chat_template_kwargs=_thinking_default(

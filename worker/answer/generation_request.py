@@ -52,7 +52,7 @@ def sampling_params(
 ) -> SamplingParams:
     """The request's sampling over the worker's defaults (llama-server's
     ``params_from_json_cmpl``), with its biases, grammar and budget."""
-    sampling = request_sampling(model.settings.sampling, body)
+    sampling = request_sampling(model.sampling, body)
     bias, text_bias = parse_logit_bias(body.logit_bias, model.n_vocab)
     if sampling.ignore_eos:  # as llama-server: end-of-generation tokens are never sampled
         bias.update(dict.fromkeys(model.eog_tokens, -math.inf))

@@ -19,6 +19,7 @@ import openai
 import pytest
 
 from tests.support.router_process import running_router
+from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
 GOLDENS = Path(__file__).resolve().parent.parent / "sampling_goldens" / "llama_server.json"
@@ -186,3 +187,20 @@ def test_openai_responses_through_corral_serve_draw_llama_servers_tokens(
     with openai.OpenAI(base_url=base_url, api_key="none") as oai:
         answer = oai.responses.create(model="alpha", **fields, extra_body=body)
     assert answer.output_text == case["content"]
+
+
+@pytest.mark.parametrize("name", ["file_only", "flag_wins"])
+def test_a_model_files_sampling_defaults_count_where_no_flag_was_given(
+    tmp_path: Path, name: str
+) -> None:
+    goldens = _goldens()["model_defaults"]
+    model = write_tiny_gguf(tmp_path / "alpha.gguf", name="alpha", strings=goldens["strings"])
+    case = goldens[name]
+    with (
+        worker(model, *_goldens()["server_flags"], *case["flags"]) as child,
+        httpx.Client(base_url=child.url, timeout=120) as http,
+    ):
+        shown = http.get("/props").json()["default_generation_settings"]["params"]
+        expected = _sampling(case["params"])
+        assert expected == {key: shown[key] for key in expected}
+        assert http.post("/completion", json=case["body"]).json()["content"] == case["content"]

@@ -19,7 +19,7 @@ def props_body(model: LoadedModel) -> dict[str, Any]:
     return {
         "default_generation_settings": {
             "params": generation_settings(
-                settings.sampling, n_predict=settings.n_predict, n_keep=settings.keep
+                model.sampling, n_predict=settings.n_predict, n_keep=settings.keep
             ),
             "n_ctx": model.batcher.n_ctx_seq,
         },
