@@ -19,6 +19,8 @@ from corral.options.flags import add_model_flags, model_options_from
 from worker.devices.settings import GpuSettings, gpu_settings
 from worker.host.cpu_threads import default_threads
 from worker.rpc.endpoints import Endpoint, parse_endpoints
+from worker.sampling.params import SamplingParams
+from worker.sampling.server_defaults import sampling_defaults
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
 __all__ = [
@@ -63,8 +65,9 @@ class WorkerSettings:
     n_gpu_layers: int = -1  # as llama.cpp's common: -1 auto (the fit may lower it), -2 all
     rpc: tuple[Endpoint, ...] = ()  # RPC servers whose devices take offloaded layers
     n_predict: int = -1
-    temperature: float = 0.8
-    seed: int = -1
+    sampling: SamplingParams = field(default_factory=SamplingParams)  # --temp, --top-k, …
+    # The options given (names): a model file's general.sampling.* fills in the others.
+    options_given: frozenset[str] = frozenset()
     chat_template: str | None = None  # --chat-template, or --chat-template-file's text
     jinja: bool = True
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -256,8 +259,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         n_gpu_layers=_gpu_layers(options.get("n-gpu-layers", "auto")),
         rpc=rpc,
         n_predict=int(number("n-predict", -1)),
-        temperature=number("temp", 0.8),
-        seed=int(number("seed", -1)),
+        sampling=sampling_defaults(options),
+        options_given=frozenset(options),
         chat_template=_chat_template(options, parser),
         jinja=options.get("jinja", "true") == "true",
         chat_template_kwargs=_thinking_default(

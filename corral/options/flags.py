@@ -25,6 +25,7 @@ _LIST_ITEMS = {
     "device": "DEV",
     "spec-draft-device": "DEV",
     "override-tensor": "PATTERN=TYPE",
+    "dry-sequence-breaker": "STRING",
 }
 _METAVARS = {"on-off": "on|off", "numbers": "N0,N1,..."}
 

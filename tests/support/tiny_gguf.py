@@ -102,6 +102,7 @@ def write_tiny_gguf(
     attention_gain: float = 1.0,
     words: str = WORDS,
     pooling: str | None = None,
+    strings: dict[str, str] | None = None,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -119,6 +120,8 @@ def write_tiny_gguf(
     draft model llama-server would refuse for the default one.
     ``pooling`` (``mean``, ``cls``, ``last``...) sets the pooling type
     embedding models declare, which llama-server needs before it serves ``/v1/embeddings``.
+    ``strings`` adds metadata keys with text values (``general.sampling.top_k``: the sampling
+    defaults a model file can carry).
     """
     tokens, scores, types = _vocab(words)
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -167,6 +170,8 @@ def write_tiny_gguf(
         strict=False,
     ):
         writer.add_uint32(key, token_id)
+    for key, value in (strings or {}).items():
+        writer.add_string(key, value)
     writer.add_add_bos_token(True)
     writer.add_add_eos_token(False)
     if chat_template is not None:

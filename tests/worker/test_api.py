@@ -47,9 +47,9 @@ def test_detokenize_rejects_out_of_range_ids(client: httpx.Client) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("temperature", -0.5), ("top_p", 1.5), ("min_p", -1), ("top_k", -3), ("max_tokens", -7)],
+    [("repeat_last_n", -1), ("dry_allowed_length", -2), ("min_keep", -1), ("max_tokens", -7)],
 )
-def test_out_of_range_sampling_is_400_naming_the_field(
+def test_a_value_beyond_a_hard_limit_is_400_naming_the_field(
     client: httpx.Client, field: str, value: float
 ) -> None:
     response = client.post(
@@ -58,6 +58,20 @@ def test_out_of_range_sampling_is_400_naming_the_field(
     )
     assert response.status_code == 400
     assert field in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "used"),
+    [("temperature", -0.5, 0.0), ("top_p", 1.5, 1.0), ("min_p", -1, 0.0), ("top_k", -3, 0),
+     ("mirostat", 3, 2)],
+)  # fmt: skip
+def test_a_value_beyond_a_soft_limit_is_clamped_as_llama_server_does(
+    client: httpx.Client, field: str, value: float, used: float
+) -> None:
+    body = {"prompt": "hi", "n_predict": 1, field: value}
+    response = client.post("/completion", json=body)
+    assert response.status_code == 200
+    assert response.json()["generation_settings"][field] == used
 
 
 def test_prompt_beyond_the_context_is_a_400(client: httpx.Client) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -18,13 +19,14 @@ from corral.http.errors import ApiError
 from worker.answer.answer_context import RenderedPrompt
 from worker.answer.native_answer import request_settings
 from worker.answer.sampling_fields import SamplingFields
+from worker.answer.sampling_request import indent, request_sampling, time_limit_ms
 from worker.engine.engine import Engine
 from worker.engine.generation import Generation, GenerationEvent
 from worker.engine.model import LoadedModel
 from worker.media.projector import MediaPrompt
-from worker.sampling.chain import SamplingParams
 from worker.sampling.grammars import GrammarError, grammar_for
 from worker.sampling.logit_bias import parse_logit_bias
+from worker.sampling.params import SamplingParams
 from worker.sampling.reasoning_budget import ReasoningBudget
 from worker.state import AnyRequest
 
@@ -48,11 +50,12 @@ def sampling_params(
     triggers: tuple[str, ...] = (),
     reasoning_budget: ReasoningBudget | None = None,
 ) -> SamplingParams:
-    settings = model.settings
+    """The request's sampling over the worker's defaults (llama-server's
+    ``params_from_json_cmpl``), with its biases, grammar and budget."""
+    sampling = request_sampling(model.sampling, body)
     bias, text_bias = parse_logit_bias(body.logit_bias, model.n_vocab)
-    if body.ignore_eos:  # as llama-server: end-of-generation tokens are never sampled
+    if sampling.ignore_eos:  # as llama-server: end-of-generation tokens are never sampled
         bias.update(dict.fromkeys(model.eog_tokens, -math.inf))
-    seed = body.seed if body.seed is not None else settings.seed
     try:
         grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
     except GrammarError as exc:
@@ -65,17 +68,8 @@ def sampling_params(
         grammar = tool_grammar
     else:
         triggers = ()
-    return SamplingParams(
-        temperature=settings.temperature if body.temperature is None else body.temperature,
-        top_k=body.top_k,
-        top_p=body.top_p,
-        min_p=body.min_p,
-        typical_p=body.typical_p,
-        repeat_penalty=body.repeat_penalty,
-        repeat_last_n=body.repeat_last_n,
-        presence_penalty=body.presence_penalty,
-        frequency_penalty=body.frequency_penalty,
-        seed=seed,
+    return replace(
+        sampling,
         logit_bias=bias,
         text_bias=text_bias,
         grammar=grammar,
@@ -155,6 +149,8 @@ def prepare_generation(
     tool grammar a lazy one.
     """
     params = sampling_params(model, body, tool_grammar, grammar_triggers, reasoning_budget)
+    max_predict_ms = time_limit_ms(body)
+    n_indent = indent(body)
     _check_context(model, prompt)
     stops = _stops(body.stop)
     lora = model.adapters.chosen(body.lora, "lora")
@@ -166,7 +162,7 @@ def prepare_generation(
             max_tokens=max_tokens,
             emit=emit,
             stops=stops,
-            ignore_eos=body.ignore_eos,
+            ignore_eos=params.ignore_eos,
             cache_prompt=body.cache_prompt,
             id_slot=body.id_slot,
             media=media,
@@ -174,6 +170,8 @@ def prepare_generation(
             context_shift=model.settings.context_shift,
             n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
             n_probs=body.n_probs,
+            max_predict_ms=max_predict_ms,
+            n_indent=n_indent,
             post_sampling_probs=body.post_sampling_probs,
             return_progress=body.stream and body.return_progress,
             timings_per_token=body.stream and body.timings_per_token,

@@ -14,8 +14,8 @@ from worker.answer.answer_context import AnswerContext
 from worker.answer.sampling_fields import SamplingFields
 from worker.engine.generation import Finished
 from worker.engine.model import LoadedModel
-from worker.sampling.chain import SamplingParams
 from worker.sampling.generation_settings import generation_settings
+from worker.sampling.params import SamplingParams
 
 __all__ = ["native_final", "request_settings"]
 
@@ -29,7 +29,6 @@ def request_settings(
         n_predict=-1 if budget is None else budget,
         n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
         stops=[body.stop] if isinstance(body.stop, str) else list(body.stop or []),
-        ignore_eos=body.ignore_eos,
         stream=body.stream,
         n_probs=body.n_probs,
     )

@@ -154,7 +154,8 @@ async def _collect(
                 shape.observe(event)
                 parts.append(event.text)
             elif isinstance(event, Finished):
-                return "".join(parts), event
+                text = "".join(parts)
+                return (text if event.length < 0 else text[: event.length]), event
             elif isinstance(event, Failed):
                 raise ApiError(500, event.message)
     raise ApiError(500, "generation ended without a result")

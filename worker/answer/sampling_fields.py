@@ -13,10 +13,8 @@ from msgspec import Meta
 
 from worker.engine.lora_adapters import LoraChoice
 
-__all__ = ["Penalty", "Probability", "SamplingFields", "StreamOptions", "TokenBudget"]
+__all__ = ["SamplingFields", "StreamOptions", "TokenBudget"]
 
-Probability = Annotated[float, Meta(ge=0.0, le=1.0)]
-Penalty = Annotated[float, Meta(ge=-2.0, le=2.0)]
 TokenBudget = Annotated[int, Meta(ge=-1)]
 
 
@@ -25,18 +23,41 @@ class StreamOptions(msgspec.Struct):
 
 
 class SamplingFields(msgspec.Struct, kw_only=True):
-    temperature: Annotated[float, Meta(ge=0.0)] | None = None
-    top_k: Annotated[int, Meta(ge=0)] = 40
-    top_p: Probability = 0.95
-    min_p: Probability = 0.05
-    typical_p: Probability = 1.0
-    repeat_penalty: Annotated[float, Meta(gt=0.0)] = 1.0
-    repeat_last_n: Annotated[int, Meta(ge=-1)] = 64
-    presence_penalty: Penalty = 0.0
-    frequency_penalty: Penalty = 0.0
+    # Sampling: None (absent or null) keeps the worker's default. Any JSON decodes here: the
+    # numbers are type-checked, clamped or refused as llama-server does, in its words
+    # (worker.answer.sampling_request).
+    temperature: Any = None
+    dynatemp_range: Any = None
+    dynatemp_exponent: Any = None
+    top_k: Any = None
+    top_p: Any = None
+    min_p: Any = None
+    typical_p: Any = None
+    top_n_sigma: Any = None
+    xtc_probability: Any = None
+    xtc_threshold: Any = None
+    repeat_penalty: Any = None
+    repeat_last_n: Any = None
+    presence_penalty: Any = None
+    frequency_penalty: Any = None
+    dry_multiplier: Any = None
+    dry_base: Any = None
+    dry_allowed_length: Any = None
+    dry_penalty_last_n: Any = None
+    mirostat: Any = None
+    mirostat_tau: Any = None
+    mirostat_eta: Any = None
+    adaptive_target: Any = None
+    adaptive_decay: Any = None
+    min_keep: Any = None
+    dry_sequence_breakers: Any = None  # a non-empty array of strings (checked as upstream)
+    # Checked as llama-server checks them (worker.answer.sampling_request).
+    n_indent: Any = None  # a line indented less than this ends the answer (after a new line)
+    t_max_predict_ms: Any = None  # ms of generation after which a new line ends it
+    samplers: Any = None  # names (an array) or letters (a string), as upstream
     seed: int | None = None
     stop: str | list[str] | None = None
-    ignore_eos: bool = False
+    ignore_eos: bool | None = None  # None: the worker's --ignore-eos
     cache_prompt: bool = True
     id_slot: int = -1  # run on this slot (wrapped around), waiting for it; -1: any
     # Keys and list entries are token ids or strings (worker.sampling.logit_bias); false bans a

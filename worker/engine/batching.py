@@ -22,9 +22,10 @@ from worker.engine.context_shift import shift_context
 from worker.engine.generation import EngineMetrics, Failed, Generation
 from worker.engine.lora_adapters import AdapterScales, LoraAdapters
 from worker.host.llama_bindings import llama_cpp
-from worker.sampling.chain import build_sampler, token_piece
+from worker.sampling.chain import Candidates, Sampler
 from worker.sampling.grammar_sampler import GrammarSampler
 from worker.sampling.logit_bias import with_text_bias
+from worker.sampling.text import token_piece
 from worker.sampling.token_probs import token_probs
 from worker.speculative import Speculator
 from worker.speculative.drafts import propose_drafts
@@ -64,6 +65,7 @@ class BatchEngine:
         self._n_batch = n_batch
         self.n_ctx_seq = llama_cpp.llama_n_ctx_seq(ctx)
         self.slots = [Slot(i) for i in range(n_parallel)]
+        self._candidates: dict[int, Candidates] = {}  # each slot's draw array, made on first use
         self.waiting: deque[Generation] = deque()
         self.metrics = metrics or EngineMetrics()
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
@@ -166,8 +168,8 @@ class BatchEngine:
             generation.n_past = generation.cached = keep
             generation.pending = generation.prompt[keep:]
             generation.report_progress()
-            generation.sampler = build_sampler(generation.params, generation.grammar, self._n_vocab)
-            generation.grammar = None  # the chain owns it now
+            generation.sampler = self._sampler(slot, generation)
+            generation.grammar = None  # the sampler owns it now
             slot.generation = slot.last = generation
             slot.id_task, self._admitted = self._admitted, self._admitted + 1
             if self._speculator is not None:
@@ -182,6 +184,23 @@ class BatchEngine:
                     continue
                 slot.tokens = list(generation.prompt)
                 self._sample(slot, generation)
+
+    def _sampler(self, slot: Slot, generation: Generation) -> Sampler:
+        """The generation's sampler, its penalties already counting the prompt, as upstream's."""
+        candidates = self._candidates.get(slot.id)
+        if candidates is None:
+            candidates = self._candidates[slot.id] = Candidates(self._n_vocab)
+        reports_candidates = generation.n_probs > 0 and generation.post_sampling_probs
+        sampler = Sampler(
+            generation.params,
+            generation.grammar,
+            self._vocab,
+            self._n_vocab,
+            candidates,
+            reports_candidates,
+        )
+        sampler.accept_prompt(generation.prompt)
+        return sampler
 
     def _add(self, index: int, token: int, pos: int, seq: int, logits: bool) -> None:
         batch = self._batch
@@ -258,14 +277,15 @@ class BatchEngine:
         """
         draft, generation.draft = generation.draft, []
         speculator = self._speculator
+        sampler = generation.sampler
+        assert sampler is not None
         for i in range(len(draft) + 1):
-            token = llama_cpp.llama_sampler_sample(
-                generation.sampler, self._ctx, generation.batch_index + i
-            )
+            sampled = sampler.sample(self._ctx, generation.batch_index + i)
             kept = False
             if i < len(draft) and speculator is not None:
-                kept = speculator.keeps(slot.id, i, draft[i], token)
-                token = draft[i] if kept else token
+                kept = speculator.keeps(slot.id, i, draft[i], sampled)
+            token = draft[i] if kept else sampled
+            sampler.accept(token, generated=token == sampled)
             if not self._take(slot, generation, token, generation.batch_index + i):
                 return  # finished: the next request in the slot drops the rest of the cache
             if not kept:
@@ -288,17 +308,19 @@ class BatchEngine:
             return False
         generation.generated += 1
         generation.next_token = token
-        text = generation.stop.feed(generation.text.feed(token_piece(self._vocab, token)))
+        piece = token_piece(self._vocab, token)
+        text = generation.stop.feed(generation.text.feed(piece))
+        end = generation.indent.feed(text)
         if text:
             probs = None
-            if generation.n_probs:
+            if generation.n_probs and generation.sampler is not None:
                 probs = token_probs(
+                    generation.sampler.candidates,
                     self._ctx,
                     self._vocab,
                     index,
                     token,
                     generation.n_probs,
-                    generation.params,
                     generation.post_sampling_probs,
                 )
             generation.emit(generation.delta(text, token, probs))
@@ -314,11 +336,21 @@ class BatchEngine:
             generation.truncated = True
         if generation.stop.matched is not None:
             self._finish(slot, "stop")
-        elif budget_spent or context_full:
+        elif end is not None:
+            generation.length = end
+            self._finish(slot, "length")
+        elif budget_spent or context_full or self._out_of_time(generation, piece):
             self._finish(slot, "length")
         else:
             return True
         return False
+
+    @staticmethod
+    def _out_of_time(generation: Generation, piece: bytes) -> bool:
+        """llama-server's ``t_max_predict_ms``: a new line after the time is up ends it."""
+        if generation.max_predict_ms <= 0 or b"\n" not in piece:
+            return False
+        return (time.perf_counter() - generation.first_token) * 1000 > generation.max_predict_ms
 
     def _finish(self, slot: Slot, reason: str) -> None:
         generation = slot.generation
@@ -349,6 +381,6 @@ class BatchEngine:
     def _release(self, slot: Slot) -> None:
         generation = slot.generation
         if generation is not None and generation.sampler is not None:
-            llama_cpp.llama_sampler_free(generation.sampler)
+            generation.sampler.free()
             generation.sampler = None
         slot.generation = None

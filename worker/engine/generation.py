@@ -15,8 +15,10 @@ from typing import Any, NamedTuple
 
 from worker.engine.lora_adapters import AdapterScales
 from worker.media.projector import MediaPrompt
-from worker.sampling.chain import SamplingParams, StopMatcher, TextAssembler
+from worker.sampling.chain import Sampler
 from worker.sampling.grammar_sampler import GrammarSampler
+from worker.sampling.params import SamplingParams
+from worker.sampling.text import IndentLimit, StopMatcher, TextAssembler
 from worker.sampling.token_probs import TokenProbs
 
 __all__ = [
@@ -57,6 +59,7 @@ class Finished(NamedTuple):
     timings: dict[str, float]
     truncated: bool = False  # the context filled up: shifted (--context-shift) or stopped
     id_slot: int = 0  # the slot that ran it
+    length: int = -1  # a whole answer's text ends here (n_indent cut its last line); -1: all
 
 
 class Failed(NamedTuple):
@@ -83,6 +86,10 @@ class Generation:
     n_keep: int = 0  # prompt tokens a shift keeps (after BOS); -1: the whole prompt
     truncated: bool = False
     n_probs: int = 0  # report the sampled token's and the top n tokens' probabilities
+    # llama-server's t_max_predict_ms: once generating for longer, stop at the next new line.
+    max_predict_ms: int = 0
+    n_indent: int = 0  # llama-server's n_indent: a less indented line ends the generation
+    length: int = -1  # where a whole answer's text ends (IndentLimit cut it); -1: all of it
     post_sampling_probs: bool = False
     return_progress: bool = False  # streamed: a Progress event per prompt batch
     timings_per_token: bool = False  # every Delta carries the timings so far
@@ -96,7 +103,7 @@ class Generation:
     next_token: int | None = None  # sampled, not yet decoded
     adapter_scales: AdapterScales = ()  # fixed on submit
     grammar: GrammarSampler | None = None  # parsed on submit, handed to the sampler on admit
-    sampler: Any = None
+    sampler: Sampler | None = None
     batch_index: int = -1
     draft: list[int] = field(default_factory=list)  # guesses decoded after next_token
     # Media positions hold no token a draft model or an n-gram could read (MEDIA_TOKEN).
@@ -109,6 +116,7 @@ class Generation:
     def __post_init__(self) -> None:
         self.text = TextAssembler()
         self.stop = StopMatcher(self.stops)
+        self.indent = IndentLimit(self.n_indent)
 
     def evaluate_media(self, ctx: Any, seq: int, n_batch: int) -> None:
         """Run the media prompt into sequence ``seq`` now, in libmtmd's own decodes; its first
@@ -148,6 +156,7 @@ class Generation:
             timings,
             self.truncated,
             id_slot,
+            self.length,
         )
 
     def timings(self, now: float) -> dict[str, float]:

@@ -30,7 +30,8 @@ from worker.host.llama_bindings import llama_cpp
 from worker.media.content import Modalities
 from worker.media.projector import Projector
 from worker.rpc.devices import add_rpc_servers, rpc_device_labels
-from worker.sampling.chain import token_piece
+from worker.sampling.server_defaults import model_sampling_defaults
+from worker.sampling.text import token_piece
 from worker.settings import WorkerSettings
 from worker.speculative import Speculator, fitted_draft
 from worker.templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
@@ -114,6 +115,10 @@ class LoadedModel:
                 add_eos=bool(llama_cpp.llama_vocab_get_add_eos(self.vocab)),
             ),
             kwargs=settings.chat_template_kwargs,
+        )
+        # What a request that names no sampling field gets: the flags, else the model file's.
+        self.sampling = model_sampling_defaults(
+            settings.sampling, self.metadata, settings.options_given
         )
         # End-of-generation tokens, which `ignore_eos` bans as llama-server does (by bias).
         self.eog_tokens = tuple(

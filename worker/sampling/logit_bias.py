@@ -14,7 +14,7 @@ from typing import Any
 
 from worker.host.errors import InvalidInput
 from worker.host.llama_bindings import llama_cpp
-from worker.sampling.chain import SamplingParams
+from worker.sampling.params import SamplingParams
 
 __all__ = ["parse_logit_bias", "with_text_bias"]
 

@@ -1,26 +1,20 @@
 """The probabilities behind a sampled token: llama-server's ``n_probs`` and OpenAI's logprobs.
 
-Read from the logits of the position the token was sampled at. Without ``post_sampling_probs``
-they are the model's own distribution (softmax of the raw logits), reported as log
-probabilities; with it, the distribution the sampler drew from (after temperature, top-k,
-top-p and min-p), reported as probabilities, and tokens those samplers removed are left out,
-as upstream leaves out zero-probability tokens.
+Without ``post_sampling_probs`` they are the model's own distribution at that position (the
+softmax of the raw logits), reported as log probabilities; with it, the candidates the sequence's
+sampler chain drew from (:class:`~worker.sampling.chain.Candidates`: after logit bias, penalties,
+the grammar and every sampler), reported as probabilities, without the tokens the chain removed,
+as upstream leaves out zero-probability tokens. Both are read by llama.cpp's samplers, in C.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from worker.host.llama_bindings import llama_cpp
-from worker.sampling.chain import SamplingParams, token_piece
-
-if (
-    TYPE_CHECKING
-):  # numpy loads on the first request for probabilities (worker/host/import_fence.py)
-    import numpy as np
-    import numpy.typing as npt
+from worker.sampling.chain import Candidates
+from worker.sampling.text import token_piece
 
 __all__ = ["TokenProb", "TokenProbs", "log_prob", "token_probs"]
 
@@ -45,58 +39,31 @@ def log_prob(prob: TokenProb) -> float:
     return math.log(prob.prob) if prob.prob > 0 else -9999.0
 
 
-def _softmax(logits: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    import numpy as np
-
-    shifted = np.exp(logits - logits.max())
-    result: npt.NDArray[np.float64] = shifted / shifted.sum()
-    return result
-
-
-def _sampled_distribution(
-    logits: npt.NDArray[np.float64], params: SamplingParams
-) -> npt.NDArray[np.float64]:
-    """What the chain draws from: top-k, top-p and min-p cut tokens, temperature sharpens."""
-    import numpy as np
-
-    if params.temperature <= 0:
-        greedy = np.zeros_like(logits)
-        greedy[int(np.argmax(logits))] = 1.0
-        return greedy
-    keep = np.ones(len(logits), dtype=bool)
-    if 0 < params.top_k < len(logits):
-        keep[np.argsort(logits)[: len(logits) - params.top_k]] = False
-    probs = _softmax(np.where(keep, logits, -np.inf))
-    if params.top_p < 1.0:
-        order = np.argsort(-probs)
-        before = np.cumsum(probs[order]) - probs[order]
-        keep[order[before >= params.top_p]] = False
-    if params.min_p > 0.0:
-        keep &= probs >= params.min_p * probs.max()
-    return _softmax(np.where(keep, logits, -np.inf) / params.temperature)
+def _model_distribution(candidates: Candidates, ctx: Any, index: int) -> None:
+    """The candidates with the softmax of the raw logits, in vocabulary order; a draw of its
+    own (a throwaway seed) computes it, the sequence's chain is left alone."""
+    candidates.fill(ctx, index)
+    softmax = llama_cpp.llama_sampler_init_dist(0)
+    try:
+        llama_cpp.llama_sampler_apply(softmax, candidates.pointer)
+    finally:
+        llama_cpp.llama_sampler_free(softmax)
 
 
 def token_probs(
-    ctx: Any,
-    vocab: Any,
-    index: int,
-    token: int,
-    n: int,
-    params: SamplingParams,
-    post: bool,
+    candidates: Candidates, ctx: Any, vocab: Any, index: int, token: int, n: int, post: bool
 ) -> TokenProbs:
-    """``token``'s probability and the top ``n`` at batch position ``index`` (engine thread)."""
-    import numpy as np
-
-    n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
-    pointer = llama_cpp.llama_get_logits_ith(ctx, index)
-    raw = np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), (n_vocab,))
-    logits = raw.astype(np.float64)
-    probs = _sampled_distribution(logits, params) if post else _softmax(logits)
-    order = np.argsort(-probs)[:n]
-    top = tuple(
-        TokenProb(int(t), float(probs[t]), token_piece(vocab, int(t)))
-        for t in order
-        if not post or probs[t] > 0.0
-    )
-    return TokenProbs(post, TokenProb(token, float(probs[token]), token_piece(vocab, token)), top)
+    """``token``'s probability and the top ``n`` (engine thread). With ``post`` the candidates
+    still hold the draw that chose ``token``; without, they are refilled from the logits at
+    batch position ``index``."""
+    if post:
+        chosen_id, chosen = candidates.selected()
+        if chosen_id != token:  # a speculative guess kept without being drawn
+            chosen = next((p for t, p in candidates.best(candidates.array.size) if t == token), 0.0)
+        best = [(t, p) for t, p in candidates.best(n) if p > 0.0]
+    else:
+        _model_distribution(candidates, ctx, index)
+        chosen = candidates.probability(token)
+        best = candidates.best(n)
+    top = tuple(TokenProb(t, p, token_piece(vocab, t)) for t, p in best)
+    return TokenProbs(post, TokenProb(token, chosen, token_piece(vocab, token)), top)

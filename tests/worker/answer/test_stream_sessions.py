@@ -117,7 +117,7 @@ def test_requests_that_leave_no_session(child: WorkerProcess) -> None:
     assert reply.status_code == 200
     bad = httpx.post(
         f"{child.url}/v1/chat/completions",
-        json={**_body(3), "temperature": -1},
+        json={**_body(3), "repeat_last_n": -1},
         headers={"X-Conversation-Id": "conv-g"},
     )
     assert bad.status_code == 400

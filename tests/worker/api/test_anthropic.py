@@ -240,7 +240,7 @@ def test_count_tokens_matches_a_real_request(client: httpx.Client) -> None:
          "name"),
         ({"messages": HI, "tools": [WEATHER], "tool_choice": {"type": "tool", "name": "nope"},
           "max_tokens": 4}, "unknown tool"),
-        ({"messages": HI, "temperature": -1, "max_tokens": 4}, "temperature"),
+        ({"messages": HI, "temperature": "hot", "max_tokens": 4}, "temperature"),
     ],
 )  # fmt: skip
 def test_malformed_requests_are_400_naming_the_field(

@@ -18,7 +18,7 @@ from worker.cache.prompt_cache import PromptCache
 from worker.engine.generation import Delta, Failed, Finished, Generation, GenerationEvent
 from worker.engine.model import LoadedModel
 from worker.host.llama_bindings import llama_cpp
-from worker.sampling.chain import SamplingParams
+from worker.sampling.params import SamplingParams
 from worker.settings import parse_worker_args
 
 FIRST, SECOND = [5 + i % 40 for i in range(100)], [60 + i % 40 for i in range(100)]

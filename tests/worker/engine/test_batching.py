@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ import httpx
 import pytest
 
 from tests.support.worker_process import WorkerProcess, worker
+from worker.engine.batching import BatchEngine
+from worker.engine.generation import Generation
+from worker.sampling.params import SamplingParams
 
 CHAT = [{"role": "user", "content": "hi"}]
 
@@ -252,9 +256,9 @@ def test_json_object_without_schema_is_json(models_dir: Path) -> None:
         ({"grammar": 'root ::= "a"', "json_schema": {"type": "object"}}, "only one"),
         ({"logit_bias": {"abc": "high"}}, "logit_bias"),
         ({"logit_bias": {"99999999": 1.0}}, "logit_bias"),
-        ({"repeat_penalty": 0}, "repeat_penalty"),
-        ({"typical_p": 2}, "typical_p"),
-        ({"presence_penalty": 3}, "presence_penalty"),
+        # llama-server's words (a typical_p of 2 or a presence_penalty of 3 it takes as they are).
+        ({"repeat_penalty": 0}, "penalty_repeat"),
+        ({"top_k": "forty"}, "top_k"),
         ({"stop": 5}, "stop"),
         ({"messages": "hi"}, "messages"),
     ],
@@ -370,3 +374,12 @@ def test_bad_tool_requests_are_400(models_dir: Path, extra: dict[str, Any], mess
         response = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120)
         assert response.status_code == 400
         assert message in response.json()["error"]["message"]
+
+
+def test_a_new_line_once_t_max_predict_ms_is_spent_ends_the_generation() -> None:
+    generation = Generation([1], SamplingParams(), None, lambda event: None, max_predict_ms=1)
+    generation.first_token = time.perf_counter() - 3600  # generating for an hour already
+    assert BatchEngine._out_of_time(generation, b"end\n")
+    assert not BatchEngine._out_of_time(generation, b"no new line")  # only a new line ends it
+    generation.max_predict_ms = 0  # no limit
+    assert not BatchEngine._out_of_time(generation, b"end\n")

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import llama_cpp
 import pytest
 
-from worker.sampling.chain import SamplingParams, build_sampler
+from worker.sampling.chain import Candidates, Sampler
 from worker.sampling.grammar_sampler import GrammarSampler, InvalidGrammar
-
-
-def _address(pointer: Any) -> int | None:
-    address: int | None = ctypes.cast(pointer, ctypes.c_void_p).value
-    return address
+from worker.sampling.params import SamplingParams
 
 
 def test_a_grammar_llama_cpp_cannot_parse_is_invalid(vocab: Any) -> None:
@@ -22,17 +17,15 @@ def test_a_grammar_llama_cpp_cannot_parse_is_invalid(vocab: Any) -> None:
         GrammarSampler(vocab, "root ::= nonsense (")
 
 
-def test_the_parsed_grammar_is_the_one_in_the_sampler_chain(vocab: Any) -> None:
+def test_the_sampler_takes_the_parsed_grammar_over(vocab: Any) -> None:
     grammar = GrammarSampler(vocab, 'root ::= "a"+')
-    pointer = grammar._pointer
-    chain = build_sampler(SamplingParams(temperature=0), grammar, n_vocab=0)
-    try:
-        # No logit bias: the grammar is the chain's first sampler, the very object parsed above.
-        assert _address(llama_cpp.llama_sampler_chain_get(chain, 0)) == _address(pointer)
-        assert llama_cpp.llama_sampler_chain_n(chain) == 2  # the grammar, then greedy
-    finally:
-        llama_cpp.llama_sampler_free(chain)
-    grammar.free()  # the chain owned it: nothing left to free here
+    n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+    sampler = Sampler(SamplingParams(), grammar, vocab, n_vocab, Candidates(n_vocab))
+    # The sampler owns the one parse now: it frees it, and it cannot be handed over again.
+    with pytest.raises(RuntimeError, match="already handed over"):
+        grammar.hand_over()
+    sampler.free()
+    grammar.free()  # nothing left to free here
 
 
 def test_a_grammar_is_handed_over_once(vocab: Any) -> None:

@@ -8,7 +8,6 @@ from typing import Any
 from corral.llama_build import corral_version, llama_build_info
 from worker.engine.model import LoadedModel
 from worker.media.projector import media_marker
-from worker.sampling.chain import SamplingParams
 from worker.sampling.generation_settings import generation_settings
 
 __all__ = ["props_body"]
@@ -17,11 +16,10 @@ __all__ = ["props_body"]
 def props_body(model: LoadedModel) -> dict[str, Any]:
     """Answered from settings and load-time facts only, so it never wakes a sleeping model."""
     settings = model.settings
-    defaults = SamplingParams(temperature=settings.temperature, seed=settings.seed)
     return {
         "default_generation_settings": {
             "params": generation_settings(
-                defaults, n_predict=settings.n_predict, n_keep=settings.keep
+                model.sampling, n_predict=settings.n_predict, n_keep=settings.keep
             ),
             "n_ctx": model.batcher.n_ctx_seq,
         },

@@ -58,7 +58,6 @@ def _describe(model: LoadedModel) -> tuple[list[dict[str, Any]], int]:
                     n_predict=budget,
                     n_keep=last.n_keep,
                     stops=last.stops,
-                    ignore_eos=last.ignore_eos,
                     n_probs=last.n_probs,
                 )
                 | {"lora": []},

@@ -1,8 +1,8 @@
-"""Text assembly and stop strings (worker.sampling.chain), without a model."""
+"""Text assembly and stop strings (worker.sampling.text), without a model."""
 
 from __future__ import annotations
 
-from worker.sampling.chain import StopMatcher, TextAssembler
+from worker.sampling.text import IndentLimit, StopMatcher, TextAssembler
 
 
 def _feed_all(matcher: StopMatcher, pieces: list[str]) -> str:
@@ -61,3 +61,18 @@ def test_a_truncated_character_becomes_a_replacement_at_the_end() -> None:
     assembler = TextAssembler()
     assert assembler.feed("é".encode()[:1]) == ""
     assert assembler.finish() == "\ufffd"
+
+
+def _ends(limit: IndentLimit, pieces: list[str]) -> list[int | None]:
+    return [limit.feed(piece) for piece in pieces]
+
+
+def test_a_line_indented_less_than_n_indent_ends_the_text_before_it() -> None:
+    # As upstream, lines are looked at from the token after the first new line on.
+    ends = _ends(IndentLimit(4), ["if x:", "\n", "    y", "\n", "z"])
+    assert ends == [None, None, None, None, len("if x:\n    y\n")]
+
+
+def test_deep_enough_lines_and_no_limit_end_nothing() -> None:
+    assert _ends(IndentLimit(2), ["a", "\n", "  b", "\n", "  c", "d"]) == [None] * 6
+    assert _ends(IndentLimit(0), ["a", "\n", "b", "c"]) == [None] * 4
