@@ -8,6 +8,7 @@ yields the same :class:`CatalogueEntry`, so the worker pool never asks where a m
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -28,6 +29,7 @@ __all__ = [
     "CatalogueError",
     "Source",
     "build_catalogue",
+    "model_file_path",
 ]
 
 Source = Literal["models_dir", "cache", "preset"]
@@ -142,6 +144,13 @@ class _Found:
     mmproj: Path | None = None
     load_on_startup: bool = False
     options: dict[str, str] = field(default_factory=dict)  # from its preset section, if any
+
+
+def model_file_path(path: Path) -> Path:
+    """A ``-m`` file as the worker is given it: absolute, but a symlink is not followed. In the
+    hub cache a snapshot file links to ``blobs/<sha256>``, and llama.cpp finds a split model's
+    other shards by name beside the path it loads, which only the snapshot folder has."""
+    return Path(os.path.abspath(path))
 
 
 def _names_a_model(path: Path) -> bool:
@@ -331,7 +340,7 @@ def _build(
         explicit = {"mmproj": str(mmproj)} if mmproj is not None else {}
         _add_found(
             models,
-            _Found(path.stem, path.resolve(), "models_dir", mmproj, True, explicit),
+            _Found(path.stem, model_file_path(path), "models_dir", mmproj, True, explicit),
         )
     defaults: Mapping[str, str] = {}
     if preset is not None:

@@ -102,6 +102,7 @@ def write_tiny_gguf(
     attention_gain: float = 1.0,
     words: str = WORDS,
     pooling: str | None = None,
+    shards: int = 1,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -119,6 +120,10 @@ def write_tiny_gguf(
     draft model llama-server would refuse for the default one.
     ``pooling`` (``mean``, ``cls``, ``last``...) sets the pooling type
     embedding models declare, which llama-server needs before it serves ``/v1/embeddings``.
+    ``shards`` > 1 writes a split model as llama.cpp's ``gguf-split`` does:
+    ``{stem}-00001-of-0000N.gguf`` beside ``path``, the tensors shared out in order, every shard
+    carrying ``split.no``, ``split.count`` and ``split.tensors.count``; the first shard's path
+    is returned.
     """
     tokens, scores, types = _vocab(words)
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -132,7 +137,10 @@ def write_tiny_gguf(
     rng = np.random.default_rng(seed)
     n_kv = _N_HEAD_KV * _HEAD_DIM
 
-    writer = gguf.GGUFWriter(path, "llama")
+    # 3 tensors outside the blocks, 9 in each: split_max_tensors makes exactly ``shards`` files.
+    n_tensors = 3 + 9 * _N_BLOCKS
+    per_shard = -(-n_tensors // shards) if shards > 1 else 0
+    writer = gguf.GGUFWriter(path, "llama", split_max_tensors=per_shard)
     writer.add_name(name)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     writer.add_context_length(context_length)
@@ -202,4 +210,4 @@ def write_tiny_gguf(
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return path
+    return writer.format_shard_names(path)[0]
