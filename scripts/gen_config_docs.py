@@ -101,6 +101,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "mmproj-offload": "mmproj_offload",
     "slots": "endpoint_slots",
     "slot-save-path": "slot_save_path",
+    "media-path": "media_path",
     "cache-ram": "cache_ram_mib",
     "cache-idle-slots": "cache_idle_slots",
     "kv-persist": "kv_persist",
@@ -147,6 +148,7 @@ _NONE_MEANS = {
     "sleep-idle-seconds": "never",
     "pooling": "the model's",
     "slot-save-path": "none (slot actions answer 501)",
+    "media-path": "none (`file://` media answer 400)",
     "spec-draft-threads": "the model's",
 }
 
