@@ -103,6 +103,7 @@ def write_tiny_gguf(
     words: str = WORDS,
     pooling: str | None = None,
     shards: int = 1,
+    only_words: tuple[str, str] | None = None,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -123,7 +124,9 @@ def write_tiny_gguf(
     ``shards`` > 1 writes a split model as llama.cpp's ``gguf-split`` does:
     ``{stem}-00001-of-0000N.gguf`` beside ``path``, the tensors shared out in order, every shard
     carrying ``split.no``, ``split.count`` and ``split.tensors.count``; the first shard's path
-    is returned.
+    is returned. ``only_words`` (two words of ``words``) makes a model that writes nothing else:
+    their output rows are opposite, so one of the two scores above 0 whatever the context, and
+    every other row is 0; for a stand-in whose test looks for those words in the answer.
     """
     tokens, scores, types = _vocab(words)
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -191,6 +194,11 @@ def write_tiny_gguf(
     # EOS/EOT are effectively never sampled, so callers must bound max_tokens.
     head = _weight(rng, len(tokens), _N_EMBD) * np.float16(50.0)
     head[: len(_SPECIALS) + 256] = 0
+    if only_words is not None:
+        first, second = (tokens.index(_SPACE + word) for word in only_words)
+        row = head[first].copy()
+        head[:] = 0
+        head[first], head[second] = row, -row
     writer.add_tensor("output.weight", head)
     writer.add_tensor("output_norm.weight", _norm())
     for b in range(_N_BLOCKS):
