@@ -65,7 +65,7 @@ def test_a_split_model_in_the_cache_and_in_models_dir_loads_lists_once_and_is_re
     assert not repo_dir.exists()
 
 
-@pytest.mark.parametrize("how", ["hf-file", "m"])
+@pytest.mark.parametrize("how", ["hf", "hf-file", "m"])
 def test_a_split_model_named_on_the_command_line_loads_from_its_snapshot_link(
     cache: Path, shards: dict[str, bytes], how: str
 ) -> None:
@@ -74,7 +74,11 @@ def test_a_split_model_named_on_the_command_line_loads_from_its_snapshot_link(
     repo_dir = lay_out(cache, shards, repo=REPO)
     first = next((repo_dir / "snapshots").iterdir()) / SHARDS[0]
     assert os.path.islink(first)
-    args = ["-hf", REPO, "--hf-file", SHARDS[0]] if how == "hf-file" else ["-m", str(first)]
+    args = {
+        "hf": ["-hf", MODEL],
+        "hf-file": ["-hf", REPO, "--hf-file", SHARDS[0]],
+        "m": ["-m", str(first)],
+    }[how]
     with running_router([*args, "--ctx-size", "256"], {"HF_HUB_CACHE": str(cache)}) as router:
         (listed,) = router.models().values()
         assert listed["size"] == sum(map(len, shards.values()))
