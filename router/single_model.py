@@ -15,7 +15,7 @@ from typing import Any
 from corral.hub.cache_layout import current_snapshot, repo_folder_name
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.names import InvalidReference, is_safe_repo_path, parse_reference
-from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.catalogue.catalogue import Catalogue, CatalogueEntry, model_file_path
 from router.settings import ServeSettings
 
 __all__ = ["cached_hub_file", "ollama_models", "single_model_catalogue", "single_model_target"]
@@ -23,7 +23,7 @@ __all__ = ["cached_hub_file", "ollama_models", "single_model_catalogue", "single
 
 def _the_model(catalogue: Catalogue, settings: ServeSettings) -> CatalogueEntry | None:
     if settings.model_files:
-        path = settings.model_files[0].resolve()
+        path = model_file_path(settings.model_files[0])
         return next((e for e in catalogue.entries.values() if e.path == path), None)
     if settings.cache_dir is None:
         return None

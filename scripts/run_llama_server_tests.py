@@ -41,8 +41,9 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.bootstrap import CACHE, LLAMA_CPP_VERSION  # noqa: E402
 from tests.support.hub_cache import lay_out  # noqa: E402
-from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
+from tests.support.tiny_gguf import WORDS, write_tiny_gguf  # noqa: E402
 from tests.support.tiny_lora import write_tiny_lora  # noqa: E402
+from tests.support.tiny_mmproj import write_tiny_mmproj  # noqa: E402
 
 WORK = ROOT / "build" / "llama-server-tests"
 DEFAULT_LLAMA_CPP = Path(
@@ -79,7 +80,20 @@ STAND_INS: tuple[tuple[str, str, dict[str, object]], ...] = (
         {"rerank_template": "{query}</s><s>{document}"},
     ),
     ("ggml-org/tinygemma3-GGUF", "tinygemma3-Q8_0.gguf", {}),
+    # test_basic's split model, three shards as gguf-split names them. It writes only "little"
+    # and "girl", the words the test looks for in the real stories15M's answer, so that the
+    # test checks what it is about: that a model in three files loads and answers.
+    (
+        "ggml-org/models",
+        "tinyllamas/split/stories15M-q8_0.gguf",
+        {"shards": 3, "words": f"{WORDS} girl", "only_words": ("little", "girl")},
+    ),
 )
+# Projectors beside STAND_INS' models, found the way a hub repository's mmproj is: tinygemma3's
+# lets test_security's file:// media tests (--media-path) read an image.
+PROJECTORS: tuple[tuple[str, str], ...] = (("ggml-org/tinygemma3-GGUF", "mmproj-tinygemma3.gguf"),)
+# The media files the tests read from the llama.cpp tree by relative paths (--media-path).
+MEDIA_FILES = ("tools/mtmd/test-1.jpeg",)
 
 # Files the tests fetch with ``download_file`` into their ``tmp/`` (which skips a file already
 # there): the draft model of test_speculative.py, with the stories stand-ins' vocabulary, and the
@@ -125,6 +139,8 @@ from pathlib import Path
 
 sys.path.insert(0, {root!r})
 from corral.hub.cache_layout import repo_folder_name
+from corral.hub.cache_scan import scan_cache
+from corral.hub.mmproj import is_mmproj
 from worker.settings import worker_flags
 
 arity = {arity!r}
@@ -147,7 +163,7 @@ while i < len(args):
 if repo is not None:
     name, _, tag = repo.partition(":")
     snapshots = Path(os.environ["LLAMA_CACHE"]) / repo_folder_name(name) / "snapshots"
-    files = sorted(p for p in snapshots.rglob("*.gguf"))
+    files = sorted(p for p in snapshots.rglob("*.gguf") if not is_mmproj(p.name))
     if file is not None:
         files = [p for p in files if p.as_posix().endswith("/" + file)]
     elif tag:
@@ -155,6 +171,11 @@ if repo is not None:
     if not files:
         sys.exit(f"worker wrapper: {{repo}} {{file or ''}} is not in the cache")
     kept = ["--model", str(files[0]), *kept]
+    if "--no-mmproj" not in dropped and "--mmproj" not in kept:
+        # As llama-server with -hf (and the router): the repository's projector goes with it.
+        cache = Path(os.environ["LLAMA_CACHE"])
+        paired = [m.mmproj for m in scan_cache(cache) if m.path == files[0] and m.mmproj]
+        kept += ["--mmproj", str(paired[0])] if paired else []
 print("worker wrapper: dropped", " ".join(dropped) or "nothing", file=sys.stderr, flush=True)
 os.execv(sys.executable, [sys.executable, "-m", "worker", *kept])
 '''
@@ -172,14 +193,26 @@ def _ensure_test_venv() -> Path:
     return python
 
 
+def _stand_in(scratch: Path, index: int) -> Path:
+    """STAND_INS[index]'s file (its first shard, if split) in the scratch folder."""
+    return min((scratch / str(index)).iterdir())
+
+
 def _write_stand_ins(cache: Path) -> Path:
-    """The hub cache of stand-ins; returns the folder of the stand-in files, by STAND_INS index."""
+    """The hub cache of stand-ins; returns the scratch folder (see :func:`_stand_in`)."""
     by_repo: dict[str, dict[str, bytes]] = {}
     scratch = cache.parent / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(scratch, ignore_errors=True)
     for index, (repo, file, kind) in enumerate(STAND_INS):
-        path = scratch / f"{index}.gguf"
-        write_tiny_gguf(path, name=Path(file).stem, seed=index, **kind)  # type: ignore[arg-type]
+        folder = scratch / str(index)
+        folder.mkdir(parents=True)
+        write_tiny_gguf(folder / Path(file).name, name=Path(file).stem, seed=index, **kind)  # type: ignore[arg-type]
+        for written in sorted(folder.iterdir()):  # a split model's shards, else the one file
+            by_repo.setdefault(repo, {})[str(Path(file).with_name(written.name))] = (
+                written.read_bytes()
+            )
+    for repo, file in PROJECTORS:
+        path = write_tiny_mmproj(scratch / Path(file).name)
         by_repo.setdefault(repo, {})[file] = path.read_bytes()
     shutil.rmtree(cache, ignore_errors=True)
     for repo, files in by_repo.items():
@@ -194,7 +227,7 @@ def _write_downloads(tests: Path, scratch: Path) -> None:
     tmp.mkdir()
     write_tiny_gguf(tmp / DOWNLOADED_DRAFT, name=Path(DOWNLOADED_DRAFT).stem, seed=len(STAND_INS))
     lora, base = DOWNLOADED_LORA
-    write_tiny_lora(tmp / lora, scratch / f"{base}.gguf")
+    write_tiny_lora(tmp / lora, _stand_in(scratch, base))
 
 
 def _mirror(source: Path, target: Path, copied: tuple[str, ...]) -> Path:
@@ -212,6 +245,20 @@ def _mirror(source: Path, target: Path, copied: tuple[str, ...]) -> Path:
     return target.joinpath(*copied)
 
 
+def _replace_link_with_copy(source: Path, tree: Path, relative: Path) -> None:
+    """Make ``relative`` a real file in the linked ``tree``: each link on its way becomes a
+    folder of links to what the source folder holds, then the file itself is copied."""
+    here = tree
+    for part in relative.parts[:-1]:
+        here = here / part
+        if here.is_symlink():
+            here.unlink()
+            _mirror(source / here.relative_to(tree), here, ())
+    target = tree / relative
+    target.unlink(missing_ok=True)
+    shutil.copyfile(source / relative, target)
+
+
 def _copy_tests(source: Path, run: Path) -> Path:
     """A private copy of the tests at the same depth in a linked tree: they write next to
     themselves (``tmp/``), get our plugin, and reach ``../../../models/templates`` and
@@ -219,6 +266,9 @@ def _copy_tests(source: Path, run: Path) -> Path:
     tree = run / "llama.cpp"
     shutil.rmtree(tree, ignore_errors=True)
     tests = _mirror(source, tree, ("tools", "server", "tests"))
+    # Copies, not links: Corral's --media-path refuses a file whose link leads out of the folder.
+    for media in MEDIA_FILES:
+        _replace_link_with_copy(source, tree, Path(media))
     (tests / "corral_offline.py").write_text(_OFFLINE_PLUGIN)
     for name in SKIPPED_FILES:
         (tests / "unit" / name).unlink(missing_ok=True)
@@ -276,11 +326,14 @@ def _summarise(junit: Path, outcome_file: Path) -> dict[str, str]:
 
 def llama_cpp_tree(given: Path | None) -> Path:
     """The llama.cpp tree to take the tests from: ``given``, else the default one, else the
-    llama-cpp-python sdist bootstrap.py builds from (from PyPI, once; its tests and templates)."""
+    llama-cpp-python sdist bootstrap.py builds from (from PyPI, once; its tests, templates and
+    the media files they read)."""
     if given is not None or DEFAULT_LLAMA_CPP.is_dir():
         return given or DEFAULT_LLAMA_CPP
     tree = CACHE / f"llama_cpp_python-{LLAMA_CPP_VERSION}" / "vendor" / "llama.cpp"
-    if (tree / "tools" / "server" / "tests").is_dir():
+    if (tree / "tools" / "server" / "tests").is_dir() and all(
+        (tree / media).is_file() for media in MEDIA_FILES
+    ):
         return tree
     with tempfile.TemporaryDirectory() as scratch:
         subprocess.run(
@@ -290,8 +343,8 @@ def llama_cpp_tree(given: Path | None) -> Path:
         )  # fmt: skip
         sdist = next(Path(scratch).glob("llama_cpp_python-*.tar.gz"))
         wanted = tuple(
-            f"llama_cpp_python-{LLAMA_CPP_VERSION}/vendor/llama.cpp/{part}/"
-            for part in ("tools/server/tests", "models/templates")
+            f"llama_cpp_python-{LLAMA_CPP_VERSION}/vendor/llama.cpp/{part}"
+            for part in ("tools/server/tests/", "models/templates/", *MEDIA_FILES)
         )
         with tarfile.open(sdist) as archive:
             members = [m for m in archive.getmembers() if m.name.startswith(wanted)]

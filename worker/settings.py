@@ -91,6 +91,7 @@ class WorkerSettings:
     mmproj_offload: bool = True
     endpoint_slots: bool = True  # GET /slots; --no-slots answers 501, as upstream
     slot_save_path: Path | None = None  # POST /slots/{id}: no path, no save/restore (501)
+    media_path: Path | None = None  # file:// media come from here; none: file:// refused (400)
     cache_ram_mib: int = 8192  # copies of slot caches in host memory; -1: no cap, 0: none
     cache_idle_slots: bool = True  # with a unified cache, idle slots' caches go to those copies
     kv_persist: bool = (
@@ -235,6 +236,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     slot_save_path = Path(options["slot-save-path"]) if "slot-save-path" in options else None
     if slot_save_path is not None and not slot_save_path.is_dir():
         parser.error(f"--slot-save-path: not a directory: {slot_save_path}")
+    media_path = Path(options["media-path"]) if "media-path" in options else None
+    if media_path is not None and not media_path.is_dir():
+        parser.error(f"--media-path: not a directory: {media_path}")
     rpc = _rpc(options.get("rpc"), parser)
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
@@ -287,6 +291,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         mmproj_offload=options.get("mmproj-offload", "true") == "true",
         endpoint_slots=options.get("slots", "true") == "true",
         slot_save_path=slot_save_path,
+        media_path=media_path,
         cache_ram_mib=int(number("cache-ram", 8192)),
         cache_idle_slots=options.get("cache-idle-slots", "true") == "true",
         kv_persist=options.get("kv-persist", "true") == "true",

@@ -108,6 +108,9 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "the next request wakes the model; `-1` = never",
     "slots": "serve `GET /slots` (`no-slots`: 501)",
     "slot-save-path": "folder for `POST /slots/{id}?action=save|restore` files (without it: 501)",
+    "media-path": "folder that `file://` media URLs are read from, by a path relative to it "
+    "(`file://photos/cat.png`); none outside it (no `..`, no link out); without it: 400. "
+    "Checked at startup; in a preset, relative to the INI file",
     "cache-ram": "most host memory (MiB) the copies of slot caches may take (`-1`: no cap, "
     "`0`: none, and idle slots keep their caches); a prompt that shares more with a copy than "
     "with its slot's cache gets the copy back. Default 8192, as llama-server",

@@ -186,6 +186,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
         negatives=("no-slots", "LLAMA_ARG_NO_ENDPOINT_SLOTS"),
     ),
     OptionSpec("slot-save-path", "str"),
+    # Local media: file:// URLs read from this folder only (worker/media/local_files.py).
+    OptionSpec("media-path", "str"),
     # Copies of slot caches in host memory, in MiB; -1: no cap, 0: none
     # (worker/cache/prompt_cache.py).
     OptionSpec(

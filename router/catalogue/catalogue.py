@@ -8,6 +8,7 @@ yields the same :class:`CatalogueEntry`, so the worker pool never asks where a m
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -28,6 +29,7 @@ __all__ = [
     "CatalogueError",
     "Source",
     "build_catalogue",
+    "model_file_path",
 ]
 
 Source = Literal["models_dir", "cache", "preset"]
@@ -144,6 +146,13 @@ class _Found:
     options: dict[str, str] = field(default_factory=dict)  # from its preset section, if any
 
 
+def model_file_path(path: Path) -> Path:
+    """A ``-m`` file as the worker is given it: absolute, but a symlink is not followed. In the
+    hub cache a snapshot file links to ``blobs/<sha256>``, and llama.cpp finds a split model's
+    other shards by name beside the path it loads, which only the snapshot folder has."""
+    return Path(os.path.abspath(path))
+
+
 def _names_a_model(path: Path) -> bool:
     return not is_companion(path.name) and is_first_shard(path.name)
 
@@ -215,8 +224,26 @@ def _apply_section(
     if "mmproj" in options:
         mmproj = _preset_path(preset, where, "mmproj", options["mmproj"])
     startup = base.load_on_startup if base is not None else False
-    options = absolute_draft(options, preset.path.parent, where)
+    options = _absolute_media_path(
+        absolute_draft(options, preset.path.parent, where), preset, where
+    )
     models[section.name] = _Found(section.name, path, "preset", mmproj, startup, options)
+
+
+def _absolute_media_path(
+    options: Mapping[str, str], preset: PresetFile | None, where: str
+) -> dict[str, str]:
+    """``media-path`` made absolute, against the INI file's folder as the preset's file paths
+    are (the working directory for the command line's), and checked to be a folder, which
+    llama-server checks at startup too."""
+    folder = options.get("media-path")
+    if folder is None:
+        return dict(options)
+    base = preset.path.parent if preset is not None else Path.cwd()
+    path = Path(os.path.abspath(base / Path(folder).expanduser()))
+    if not path.is_dir():
+        raise CatalogueError(f"{where}: key 'media-path': not a directory: {path}")
+    return {**options, "media-path": str(path)}
 
 
 def _mmproj_file(path: Path | None) -> Path | None:
@@ -315,7 +342,8 @@ def _build(
     cache_dir: Path | None,
     cli: dict[str, str],
 ) -> Catalogue:
-    cli = absolute_draft(cli, Path.cwd(), "command line")
+    where = "command line"
+    cli = _absolute_media_path(absolute_draft(cli, Path.cwd(), where), None, where)
     cached = scan_cache(cache_dir) if cache_dir is not None else []
     models: dict[str, _Found] = {}
     for cached_model in cached:
@@ -331,13 +359,15 @@ def _build(
         explicit = {"mmproj": str(mmproj)} if mmproj is not None else {}
         _add_found(
             models,
-            _Found(path.stem, path.resolve(), "models_dir", mmproj, True, explicit),
+            _Found(path.stem, model_file_path(path), "models_dir", mmproj, True, explicit),
         )
     defaults: Mapping[str, str] = {}
     if preset is not None:
         _check_defaults(preset)
         where = f"{preset.path}: section [*]"
-        defaults = absolute_draft(preset.defaults, preset.path.parent, where)
+        defaults = _absolute_media_path(
+            absolute_draft(preset.defaults, preset.path.parent, where), preset, where
+        )
         for section in preset.sections.values():
             _apply_section(models, preset, section, cached)
     entries: dict[str, CatalogueEntry] = {}

@@ -23,8 +23,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     # Sampling runs on the CPU here; llama.cpp's own tests spell it with an underscore.
     (("--backend-sampling", "-bs", "--backend_sampling"), 0),
     (("--swa-full",), 0),
-    # Without it file:// media URLs are refused (400), which is what llama-server does too.
-    (("--media-path",), 1),
     # CORS is answered as docs/operations.md says: never with credentials, the headers a
     # preflight asks for, llama-server's methods.
     (("--cors-methods",), 1),

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "models.example.ini"
 ENV_FILE = ROOT / "config" / "corral.env"
 MODELS = "/var/lib/corral/models/"
+MEDIA = "/var/lib/corral/media"  # a folder: the catalogue checks media-path is one
 
 
 def test_example_sets_every_preset_key() -> None:
@@ -44,7 +45,9 @@ def test_example_builds_a_catalogue_once_its_files_exist(tmp_path: Path) -> None
         write_tiny_gguf(models / relative, name=Path(relative).stem)
     write_tiny_gguf(models / "SmolLM2-135M-Instruct.Q4_1.gguf", name="smol")
     preset = tmp_path / "models.ini"
-    preset.write_text(text.replace(MODELS, f"{models}/"), encoding="utf-8")
+    (tmp_path / "media").mkdir()
+    text = text.replace(MODELS, f"{models}/").replace(MEDIA, str(tmp_path / "media"))
+    preset.write_text(text, encoding="utf-8")
 
     catalogue = build_catalogue(
         models_dir=models,
@@ -70,6 +73,7 @@ def test_example_builds_a_catalogue_once_its_files_exist(tmp_path: Path) -> None
     assert gemma_draft == str(entries["gemma"].path)  # spec-draft-hf, found in the cache
     assert "--model-draft" in coder.worker_args()
     assert entries["llava"].mmproj is not None
+    assert ("media-path", str(tmp_path / "media")) in entries["llava"].options
     assert ("embeddings", "true") in entries["embed"].options
     assert "--no-mmap" not in entries["embed"].worker_args()
     assert "--reranking" in entries["rerank"].worker_args()

@@ -103,6 +103,8 @@ def write_tiny_gguf(
     words: str = WORDS,
     pooling: str | None = None,
     strings: dict[str, str] | None = None,
+    shards: int = 1,
+    only_words: tuple[str, str] | None = None,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -122,6 +124,12 @@ def write_tiny_gguf(
     embedding models declare, which llama-server needs before it serves ``/v1/embeddings``.
     ``strings`` adds metadata keys with text values (``general.sampling.top_k``: the sampling
     defaults a model file can carry).
+    ``shards`` > 1 writes a split model as llama.cpp's ``gguf-split`` does:
+    ``{stem}-00001-of-0000N.gguf`` beside ``path``, the tensors shared out in order, every shard
+    carrying ``split.no``, ``split.count`` and ``split.tensors.count``; the first shard's path
+    is returned. ``only_words`` (two words of ``words``) makes a model that writes nothing else:
+    their output rows are opposite, so one of the two scores above 0 whatever the context, and
+    every other row is 0; for a stand-in whose test looks for those words in the answer.
     """
     tokens, scores, types = _vocab(words)
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -135,7 +143,10 @@ def write_tiny_gguf(
     rng = np.random.default_rng(seed)
     n_kv = _N_HEAD_KV * _HEAD_DIM
 
-    writer = gguf.GGUFWriter(path, "llama")
+    # 3 tensors outside the blocks, 9 in each: split_max_tensors makes exactly ``shards`` files.
+    n_tensors = 3 + 9 * _N_BLOCKS
+    per_shard = -(-n_tensors // shards) if shards > 1 else 0
+    writer = gguf.GGUFWriter(path, "llama", split_max_tensors=per_shard)
     writer.add_name(name)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     writer.add_context_length(context_length)
@@ -188,6 +199,11 @@ def write_tiny_gguf(
     # EOS/EOT are effectively never sampled, so callers must bound max_tokens.
     head = _weight(rng, len(tokens), _N_EMBD) * np.float16(50.0)
     head[: len(_SPECIALS) + 256] = 0
+    if only_words is not None:
+        first, second = (tokens.index(_SPACE + word) for word in only_words)
+        row = head[first].copy()
+        head[:] = 0
+        head[first], head[second] = row, -row
     writer.add_tensor("output.weight", head)
     writer.add_tensor("output_norm.weight", _norm())
     for b in range(_N_BLOCKS):
@@ -207,4 +223,4 @@ def write_tiny_gguf(
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return path
+    return writer.format_shard_names(path)[0]

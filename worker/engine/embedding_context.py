@@ -64,8 +64,11 @@ class Embedder:
         if not tokens:
             raise ValueError("input is empty")
         if len(tokens) > self.n_ctx:
+            # llama-server's words for an input that must fit one batch (clients match "too
+            # large"); here the batch is the context, so the context is what to increase.
             raise ValueError(
-                f"input ({len(tokens)} tokens) is longer than the context ({self.n_ctx})"
+                f"input ({len(tokens)} tokens) is too large to process. increase the context "
+                f"size (current context size: {self.n_ctx})"
             )
         llama_cpp.llama_memory_clear(self._memory, True)
         batch = self._batch

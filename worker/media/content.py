@@ -9,6 +9,7 @@ URLs) here, on the event loop, before the engine thread sees the prompt.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from worker.host.errors import InvalidInput
@@ -61,10 +62,14 @@ def _part_url(part: dict[str, Any], key: str) -> str:
 
 
 async def take_message_media(
-    messages: list[dict[str, Any]], modalities: Modalities, marker: str
+    messages: list[dict[str, Any]],
+    modalities: Modalities,
+    marker: str,
+    media_path: Path | None = None,
 ) -> tuple[list[dict[str, Any]], list[MediaFile]]:
     """The messages with each media part replaced by a marker text part, and the media in
-    order; 400 naming the part for media the model cannot read."""
+    order; 400 naming the part for media the model cannot read. ``file://`` URLs are read from
+    ``media_path`` (``--media-path``), and refused without it."""
     files: list[MediaFile] = []
     result: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
@@ -81,7 +86,8 @@ async def take_message_media(
             field = f"messages[{i}].content[{j}].{part['type']}"
             if not modalities.allows(kind):
                 raise _unsupported(field, kind)
-            data = await read_media(_part_url(part, part["type"]), field)
+            url = _part_url(part, part["type"])
+            data = await read_media(url, field, media_path=media_path)
             files.append(_checked(data, field, modalities))
             parts.append({"type": "text", "text": marker})
         result.append({**message, "content": parts})

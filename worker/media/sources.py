@@ -1,4 +1,5 @@
-"""Media bytes from what a request names: a data URI, bare base64, or an http(s) URL.
+"""Media bytes from what a request names: a data URI, bare base64, an http(s) URL, or a
+``file://`` URL inside the ``--media-path`` folder (:mod:`worker.media.local_files`).
 
 As llama-server's ``handle_media`` (``tools/server/server-common.cpp``): remote files are
 fetched by the worker with a size and a time limit (10 MB, 10 s), and anything unreadable is
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 import binascii
 from base64 import b64decode
+from pathlib import Path
 
 from worker.host.errors import InvalidInput
+from worker.media.local_files import read_local_media
 
 __all__ = ["FETCH_MAX_BYTES", "FETCH_TIMEOUT_SECONDS", "decode_base64", "read_media"]
 
@@ -71,16 +74,18 @@ async def read_media(
     *,
     max_bytes: int = FETCH_MAX_BYTES,
     wait_seconds: float = FETCH_TIMEOUT_SECONDS,
+    media_path: Path | None = None,
 ) -> bytes:
     """The bytes ``url`` names; ``field`` (e.g. ``messages[0].content[1].image_url``) starts
     every error message. ``max_bytes`` and ``wait_seconds`` bound a download (the wait applies
-    to connecting and to each read)."""
+    to connecting and to each read); ``media_path`` is the folder ``file://`` URLs may read
+    (None: they are refused)."""
     if not url:
         raise InvalidInput(f"{field}: no media given")
     if url.startswith(("http://", "https://")):
         return await _fetch(url, field, max_bytes, wait_seconds)
     if url.startswith("file://"):
-        raise InvalidInput(f"{field}: file:// URLs are not allowed")
+        return await read_local_media(url, field, media_path)
     if url.startswith("data:"):
         return _data_uri(url, field)
     return decode_base64(url, field)

@@ -293,6 +293,28 @@ def test_bad_command_line_options_are_errors(tmp_path: Path) -> None:
         _build(cli={"ctx-size": "lots"})
 
 
+def test_media_path_is_made_absolute_and_must_be_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the preset's file paths: relative to the INI file; on the command line, to the
+    # working directory. llama-server refuses a media path that is not a folder at startup.
+    _touch(tmp_path / "models" / "m.gguf")
+    (tmp_path / "presets" / "pictures").mkdir(parents=True)
+    (tmp_path / "cwd" / "photos").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "cwd")
+    preset = "[m]\nmedia-path = pictures\n"
+    catalogue = _build(
+        models_dir=tmp_path / "models", preset=preset, preset_dir=tmp_path / "presets"
+    )
+    assert ("media-path", str(tmp_path / "presets" / "pictures")) in catalogue.entries["m"].options
+    from_cli = _build(models_dir=tmp_path / "models", cli={"media-path": "../cwd/photos"})
+    assert ("media-path", str(tmp_path / "cwd" / "photos")) in from_cli.entries["m"].options
+    with pytest.raises(CatalogueError, match=r"^command line: key 'media-path': not a directory"):
+        _build(models_dir=tmp_path / "models", cli={"media-path": "nowhere"})
+    with pytest.raises(CatalogueError, match=r"section \[m\]: key 'media-path': not a directory"):
+        _build(models_dir=tmp_path / "models", preset="[m]\nmedia-path = x\n", preset_dir=tmp_path)
+
+
 def test_dedup_cache_models_hides_the_plain_cache_entry(tmp_path: Path, cache: Path) -> None:
     preset = "[tiny]\nhf-repo = ggml-org/tiny-GGUF:Q8_0\ndedup-cache-models = true\n"
     catalogue = _build(cache_dir=cache, preset=preset, preset_dir=tmp_path)

@@ -112,6 +112,17 @@ def test_bad_embedding_requests_are_400(
     assert response.status_code == 400
 
 
+def test_an_input_longer_than_the_context_is_400_in_llama_servers_words(
+    embedding_worker: WorkerProcess,
+) -> None:
+    response = httpx.post(
+        f"{embedding_worker.url}/v1/embeddings", json={"input": "This is a test " * 2048}
+    )
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert "is too large to process. increase the context size" in message
+
+
 def test_malformed_input_is_400_naming_the_field(embedding_worker: WorkerProcess) -> None:
     response = httpx.post(f"{embedding_worker.url}/v1/embeddings", json={"input": [1.5, {}]})
     assert response.status_code == 400

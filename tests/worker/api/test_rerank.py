@@ -150,7 +150,7 @@ def test_a_document_longer_than_the_context_is_400(reranker: WorkerProcess) -> N
     response = httpx.post(f"{reranker.url}/v1/rerank", json={"query": "q", "documents": documents})
     assert response.status_code == 400
     assert "document 1" in response.json()["error"]["message"]
-    assert "longer than the context" in response.json()["error"]["message"]
+    assert "is too large to process" in response.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ async def test_data_uris_and_bare_base64() -> None:
         ("data:image/png;base64", "no comma"),
         ("data:text/plain;base64,aGk=", "unsupported data URI type 'text/plain;base64'"),
         ("not base64!", "invalid base64"),
-        ("file:///etc/hostname", "file:// URLs are not allowed"),
+        ("file:///etc/hostname", "file:// URLs are not allowed unless --media-path"),
     ],
 )
 async def test_malformed_references(url: str, wanted: str) -> None:

@@ -1,7 +1,10 @@
 """Answers in OpenAI's Responses shape: one response object, or its stream of named events.
 
-A response cut short by the token budget is ``status: "incomplete"`` and its stream ends with
-``response.incomplete`` rather than ``response.completed``, as OpenAI's own API does.
+A response cut short by the token budget is ``status: "incomplete"`` with
+``incomplete_details``, as in OpenAI's API. Its stream still ends with ``response.completed``,
+as llama-server ends every stream: clients written for llama-server (its own tests among them)
+and the ``openai`` package's stream helper, whose final response comes only from that event,
+wait for it; the response it carries says ``incomplete``.
 """
 
 from __future__ import annotations
@@ -108,9 +111,8 @@ class ResponsesShape(ResponseShape):
             events += self._start(_message(f"msg_{_hex()}", "", "in_progress"))
         status = _status(finished)
         events += self._close(status)
-        terminal = "response.incomplete" if status == "incomplete" else "response.completed"
         return events + self._event(
-            terminal,
+            "response.completed",
             response=self._response(status, self._items, finished),
             timings=finished.timings,
         )

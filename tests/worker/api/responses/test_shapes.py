@@ -70,10 +70,13 @@ def test_a_text_stream_numbers_its_events_and_completes() -> None:
     assert final["usage"]["total_tokens"] == 10
 
 
-def test_a_cut_stream_ends_incomplete() -> None:
+def test_a_cut_stream_ends_completed_with_an_incomplete_response() -> None:
     shape = ResponsesShape(AnswerContext("m"), PLAIN, ECHO)
     stream = shape.stream_opening() + shape.stream_closing(finished("length"))
-    assert sse_events(stream)[-1][0] == "response.incomplete"
+    name, data = sse_events(stream)[-1]
+    assert name == "response.completed"  # llama-server's one terminal event
+    assert data["response"]["status"] == "incomplete"
+    assert data["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
 
 
 def test_a_tool_call_is_held_then_streamed_as_a_function_call() -> None:
