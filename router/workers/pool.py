@@ -188,6 +188,11 @@ class WorkerPool:
             fields.answered = True
             self.answered.publish(WorkerAnswered(state))
 
+    def keep_alive(self, state: ModelState, seconds: float) -> None:
+        """How long the model stays loaded once idle, until its worker exits (overrides its
+        ``ttl``; ``inf``: for ever; 0: it unloads once its requests are answered)."""
+        self._writable(state).keep_alive = seconds
+
     def note_memory(self, state: ModelState, measured: int) -> None:
         """Remember the most a model was seen to hold: what it is expected to need next time."""
         fields = self._writable(state)
@@ -318,6 +323,7 @@ class WorkerPool:
         fault = fields.fault
         expected = fields.stop_requested and fault is None
         fields.supervisor = None
+        fields.keep_alive = None  # a request's keep-alive lasts as long as the worker it kept
         if fault is not None:  # killed by the router for a fault: a failure whatever its code
             fields.exit_code = ended.code or EXIT_FAILED
             fields.error = reason = f"{fields.fault_message} ({reason})"
