@@ -49,6 +49,9 @@ MANAGEMENT: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/v1/models?reload=yes", None),
     ("POST", "/slots/0?action=erase&model=alpha", None),
     ("POST", "/lora-adapters?model=alpha", None),
+    ("POST", "/api/pull", {"model": "not a repo"}),
+    ("DELETE", "/api/delete", {"model": "nobody"}),
+    ("POST", "/api/copy", {"source": "alpha", "destination": "alpha-copy"}),
 ]
 # What the route table must mark as management: a new route has to be put on one side.
 EXPECTED_ADMIN = {
@@ -60,6 +63,9 @@ EXPECTED_ADMIN = {
     ("GET", "/v1/models"): "reload",
     ("POST", "/slots/{id_slot:str}"): True,
     ("POST", "/lora-adapters"): True,
+    ("POST", "/api/pull"): True,
+    ("DELETE", "/api/delete"): True,
+    ("POST", "/api/copy"): True,
 }
 
 
