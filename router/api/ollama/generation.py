@@ -16,7 +16,7 @@ import msgspec
 from litestar import Request
 from litestar.response.base import ASGIResponse
 
-from corral.http.errors import ApiError, decode_body
+from corral.http.errors import ApiError, decode_body, json_response
 from router.api.inference import forward_to_model
 from router.api.ollama.answers import OllamaAnswer, created_at, error_body, ollama_error_message
 from router.api.ollama.keep_alive import keep_alive_seconds
@@ -112,11 +112,7 @@ async def _load_or_unload(
     if unload:
         rt.pool.request_stop(state)
     else:
-        with scheduling_answered():
-            lease = rt.scheduler.acquire_if_ready(state.name, request.scope)
-            if lease is None:
-                lease = await rt.scheduler.acquire(state.name, request.scope)
-        rt.scheduler.touch(lease.state)  # its keep-alive counts from now
+        await _load(request, rt, state)
     value: dict[str, Any] = {"model": body.model, "created_at": created_at()}
     if chat:
         value["message"] = {"role": "assistant", "content": ""}
@@ -128,6 +124,15 @@ async def _load_or_unload(
     return ASGIResponse(body=line, media_type=media)
 
 
+async def _load(request: AnyRequest, rt: RouterRuntime, state: ModelState) -> None:
+    """Load the model if it is not running (a lease, given back when the request ends)."""
+    with scheduling_answered():
+        lease = rt.scheduler.acquire_if_ready(state.name, request.scope)
+        if lease is None:
+            lease = await rt.scheduler.acquire(state.name, request.scope)
+    rt.scheduler.touch(lease.state)  # its keep-alive counts from now
+
+
 class _EmbedAnswer:
     """The worker's OpenAI embeddings as ``/api/embed``'s (or the older ``/api/embeddings``')."""
 
@@ -137,6 +142,9 @@ class _EmbedAnswer:
         self._model, self._single, self._started = model, single, started
 
     def whole(self, status: int, body: bytes) -> tuple[int, bytes]:
+        if status == 501:  # a worker run without embeddings: a capability the model lacks
+            message = f'"{self._model}" does not support embeddings (run it with embeddings = true)'
+            return 400, error_body(message)
         if status >= 400:
             return status, error_body(ollama_error_message(body))
         answer = msgspec.json.decode(body)
@@ -176,11 +184,12 @@ async def answer_embed(request: AnyRequest, *, legacy: bool) -> ASGIResponse:
     entry = find_model(rt, body.model)
     if _peer_serves(rt, entry.name):
         return await forward_to_model(request, entry.name, raw)
-    if not inputs:
-        raise ApiError(400, "input is required")
     with scheduling_answered():
         state = rt.pool.get(entry.name)
     _keep_alive(rt, state, body.keep_alive)
+    if not any(inputs):  # as Ollama: nothing to embed loads the model
+        await _load(request, rt, state)
+        return json_response({"model": body.model, "embeddings": []})
     call = _encode({"model": entry.name, "input": inputs, "encoding_format": "float"})
     answer = _EmbedAnswer(body.model, single=legacy, started=started)
     return await forward_to_model(request, entry.name, call, target=_EMBEDDINGS, translation=answer)

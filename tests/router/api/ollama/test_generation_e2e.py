@@ -155,3 +155,8 @@ def test_embed_and_the_older_embeddings(client: ollama.Client) -> None:
     assert embedded.embeddings[0] != embedded.embeddings[1]
     older = client.embeddings(model="embedder", prompt="hello")
     assert list(older.embedding) == pytest.approx(list(embedded.embeddings[0]))
+    assert client.embed(model="embedder", input="").embeddings == []  # loads, embeds nothing
+    with pytest.raises(ollama.ResponseError) as caught:
+        client.embed(model="alpha", input="hello")  # a chat model's worker runs without them
+    assert caught.value.status_code == 400
+    assert "does not support embeddings" in caught.value.error
