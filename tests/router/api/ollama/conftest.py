@@ -3,7 +3,8 @@
 Its models: ``alpha`` (ChatML), ``thinker`` (a template that opens the thinking, unless
 ``enable_thinking`` is false), ``coder`` (fill-in-the-middle tokens, for ``suffix``) and
 ``embedder`` (an embedding model: its GGUF declares a pooling type; a preset runs it with
-``embeddings``) and ``seer`` (with a projector: it reads images).
+``embeddings``), ``seer`` (with a projector: it reads images) and ``caller`` (Hermes-style
+tool calls in its template).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import ollama
 import pytest
 
+from tests.support.hermes_model import HERMES_TEMPLATE, USER_TOKENS
 from tests.support.router_process import RouterProcess, running_router
 from tests.support.tiny_gguf import CHATML_TEMPLATE, write_tiny_gguf
 from tests.support.tiny_mmproj import write_tiny_mmproj
@@ -39,6 +41,12 @@ def ollama_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     write_tiny_gguf(directory / "coder.gguf", name="coder", fim=True)
     write_tiny_gguf(directory / "embedder.gguf", name="embedder", pooling="mean")
+    write_tiny_gguf(
+        directory / "caller.gguf",
+        name="caller",
+        chat_template=HERMES_TEMPLATE,
+        user_tokens=USER_TOKENS,
+    )
     (directory / "seer").mkdir()
     write_tiny_gguf(directory / "seer" / "seer-Q8_0.gguf", name="seer", attention_gain=10.0)
     write_tiny_mmproj(directory / "seer" / "mmproj-seer-F32.gguf")

@@ -94,6 +94,34 @@ def test_think_is_the_reasoning_split(client: ollama.Client) -> None:
     assert "".join(p.message.thinking or "" for p in streamed) == thought.message.thinking
 
 
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def test_tools_and_a_call_history_reach_the_template(client: ollama.Client) -> None:
+    options = {"temperature": 0, "num_predict": 1}
+    plain = client.chat(model="caller", messages=HI, options=options)
+    offered = client.chat(model="caller", messages=HI, tools=[WEATHER], options=options)
+    assert plain.prompt_eval_count is not None
+    assert offered.prompt_eval_count is not None
+    assert offered.prompt_eval_count > plain.prompt_eval_count + 10  # the tool's JSON
+    call = {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    history = [
+        *HI,
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "sunny", "tool_name": "get_weather"},
+    ]
+    answered = client.chat(model="caller", messages=history, tools=[WEATHER], options=options)
+    assert answered.prompt_eval_count is not None
+    assert answered.prompt_eval_count > offered.prompt_eval_count + 10  # the call and its result
+
+
 def test_an_image_reaches_a_model_with_a_projector(client: ollama.Client) -> None:
     options = {"temperature": 0, "num_predict": 2}
     # The text and the image are joined by a newline: without the image, the newline alone.

@@ -18,7 +18,8 @@ def test_version_is_an_ollama_release_number(shared_router: RouterProcess) -> No
 
 def test_tags_lists_every_model_with_its_gguf_details(client: ollama.Client) -> None:
     models = {model.model: model for model in client.list().models}
-    names = {"alpha:latest", "coder:latest", "embedder:latest", "seer:latest", "thinker:latest"}
+    names = {"alpha:latest", "caller:latest", "coder:latest", "embedder:latest", "seer:latest"}
+    names.add("thinker:latest")
     assert set(models) == names
     alpha = models["alpha:latest"]
     assert alpha.details is not None
@@ -50,6 +51,7 @@ def test_show_gives_the_template_header_and_capabilities(client: ollama.Client) 
     assert "thinking" in (client.show("thinker").capabilities or [])
     assert client.show("embedder").capabilities == ["embedding"]
     assert "vision" in (client.show("seer").capabilities or [])
+    assert "tools" in (client.show("caller").capabilities or [])
 
 
 def test_show_of_an_unknown_model_is_ollamas_404(client: ollama.Client) -> None:
