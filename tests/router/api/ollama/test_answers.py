@@ -12,7 +12,7 @@ import pytest
 from corral.http.errors import ApiError
 from router.api.ollama.answers import OllamaAnswer
 
-CALL_DELTAS = [
+CALL_DELTAS: list[dict[str, Any]] = [
     {"reasoning_content": "Weather, "},
     {"reasoning_content": "so a tool."},
     {"tool_calls": [{"index": 0, "id": "c1", "type": "function",

@@ -112,7 +112,7 @@ def test_tools_and_a_call_history_reach_the_template(client: ollama.Client) -> N
     assert offered.prompt_eval_count is not None
     assert offered.prompt_eval_count > plain.prompt_eval_count + 10  # the tool's JSON
     call = {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
-    history = [
+    history: list[dict[str, Any]] = [
         *HI,
         {"role": "assistant", "content": "", "tool_calls": [call]},
         {"role": "tool", "content": "sunny", "tool_name": "get_weather"},
