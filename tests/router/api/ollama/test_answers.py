@@ -21,7 +21,7 @@ CALL_DELTAS: list[dict[str, Any]] = [
     {"tool_calls": [{"index": 1, "id": "c2", "type": "function",
                      "function": {"name": "get_time", "arguments": "{}"}}]},
 ]  # fmt: skip
-USAGE = {
+USAGE: dict[str, Any] = {
     "choices": [],
     "usage": {"prompt_tokens": 12, "completion_tokens": 9},
     "timings": {"prompt_ms": 1.5, "predicted_ms": 20.0},
@@ -32,7 +32,8 @@ def _sse(deltas: list[dict[str, Any]], finish: str) -> bytes:
     chunks = [
         {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas
     ]
-    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    last: dict[str, Any] = {"index": 0, "delta": {}, "finish_reason": finish}
+    chunks.append({"choices": [last]})
     chunks.append(USAGE)
     events = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks]
     return b"".join(events) + b"data: [DONE]\n\n"
