@@ -95,9 +95,10 @@ def _tag_of(path: Path) -> str:
 
 
 def _digest(path: Path, size: int, mtime_ns: int) -> str:
-    """A hub cache blob is named by its sha256: that is the digest. Other files are not hashed
-    (gigabytes per listing): their digest names the file's version (path, size, time)."""
-    blob = os.path.basename(os.path.realpath(path))
+    """A hub cache blob (or an Ollama blob, ``sha256-…``) is named by its sha256: that is the
+    digest. Other files are not hashed (gigabytes per listing): their digest names the file's
+    version (path, size, time)."""
+    blob = os.path.basename(os.path.realpath(path)).removeprefix("sha256-")
     if _SHA256.fullmatch(blob):
         return blob
     return hashlib.sha256(f"{path}\0{size}\0{mtime_ns}".encode()).hexdigest()
