@@ -18,7 +18,7 @@ from pathlib import Path
 from corral.hub.gguf_header import GGUFError, Scalar, read_gguf_layout, read_gguf_metadata
 from router.catalogue.catalogue import CatalogueEntry
 
-__all__ = ["ModelDetails", "human_parameters", "model_details"]
+__all__ = ["ModelDetails", "declares_pooling", "human_parameters", "model_details"]
 
 # llama.cpp's ``general.file_type`` (enum llama_ftype) by number, as Ollama names them.
 _FILE_TYPES = {
@@ -56,6 +56,25 @@ def model_details(entry: CatalogueEntry) -> ModelDetails:
     stat = entry.path.stat()
     size = sum(_size(path) for path in entry.files())
     return _details(entry.path, stat.st_size, stat.st_mtime_ns, size)
+
+
+def declares_pooling(path: Path) -> bool:
+    """Whether the GGUF declares a pooling type (``<arch>.pooling_type``): an embedding model,
+    whose worker runs with ``--embeddings`` unless its options say otherwise."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return False  # the worker's start says what is wrong with the file
+    return _pooling(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _pooling(path: Path, size: int, mtime_ns: int) -> bool:
+    try:
+        metadata = read_gguf_metadata(path, stop_at="tokenizer.")  # before the vocabulary
+    except (GGUFError, OSError, ValueError):
+        return False
+    return f"{metadata.get('general.architecture')}.pooling_type" in metadata
 
 
 def _size(path: Path) -> int:

@@ -25,6 +25,7 @@ from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_FAILED, StateMessage
 from corral.http.cors import NO_CORS
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.catalogue.model_details import declares_pooling
 from router.observe.events import EventBus
 from router.observe.topics import Topic
 from router.workers.broadcast import Broadcast
@@ -54,10 +55,12 @@ def worker_argv(entry: CatalogueEntry) -> list[str]:
     # Workers serve loopback only, with no key, and to no web page (docs/protocol.md §8).
     projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
     tags = ["--tags", ",".join(entry.tags)] if entry.tags else []
+    # An embedding model answers embeddings without a flag (its options may still say no).
+    embeds = "embeddings" not in dict(entry.options) and declares_pooling(entry.path)
     return [
         *WORKER_COMMAND, "--model", str(entry.path), "--alias", entry.name,
         *projector, *tags, "--host", "127.0.0.1", "--port", "0", "--cors-origins", NO_CORS,
-        *entry.worker_args(),
+        *(["--embeddings"] if embeds else []), *entry.worker_args(),
     ]  # fmt: skip
 
 

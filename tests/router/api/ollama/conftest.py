@@ -1,10 +1,10 @@
 """One router for the Ollama API's tests of a module, with the official ``ollama`` client.
 
-Its models: ``alpha`` (ChatML), ``thinker`` (a template that opens the thinking, unless
-``enable_thinking`` is false), ``coder`` (fill-in-the-middle tokens, for ``suffix``) and
-``embedder`` (an embedding model: its GGUF declares a pooling type; a preset runs it with
-``embeddings``), ``seer`` (with a projector: it reads images) and ``caller`` (Hermes-style
-tool calls in its template).
+Its models: ``alpha`` (ChatML; alias ``first`` from a preset), ``thinker`` (a template that
+opens the thinking, unless ``enable_thinking`` is false), ``coder`` (fill-in-the-middle tokens,
+for ``suffix``), ``embedder`` (an embedding model: its GGUF declares a pooling type, so it
+answers embeddings without a flag), ``seer`` (with a projector: it reads images) and
+``caller`` (Hermes-style tool calls in its template).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def ollama_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (directory / "seer").mkdir()
     write_tiny_gguf(directory / "seer" / "seer-Q8_0.gguf", name="seer", attention_gain=10.0)
     write_tiny_mmproj(directory / "seer" / "mmproj-seer-F32.gguf")
-    (directory / "models.ini").write_text("[embedder]\nembeddings = true\n")
+    (directory / "models.ini").write_text("[alpha]\nalias = first\n")
     return directory
 
 

@@ -19,7 +19,7 @@ def test_version_is_an_ollama_release_number(shared_router: RouterProcess) -> No
 def test_tags_lists_every_model_with_its_gguf_details(client: ollama.Client) -> None:
     models = {model.model: model for model in client.list().models}
     names = {"alpha:latest", "caller:latest", "coder:latest", "embedder:latest", "seer:latest"}
-    names.add("thinker:latest")
+    names |= {"thinker:latest", "first:latest"}  # first: alpha's alias, from the preset
     assert set(models) == names
     alpha = models["alpha:latest"]
     assert alpha.details is not None
@@ -33,6 +33,7 @@ def test_tags_lists_every_model_with_its_gguf_details(client: ollama.Client) -> 
     assert alpha.digest is not None
     assert len(alpha.digest) == 64
     assert alpha.modified_at is not None
+    assert models["first:latest"].digest == alpha.digest
     # Two files, two digests.
     assert models["coder:latest"].digest != alpha.digest
 
