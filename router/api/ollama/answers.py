@@ -19,7 +19,7 @@ import msgspec
 
 from corral.http.errors import ApiError
 
-__all__ = ["OllamaAnswer", "created_at", "error_body", "ollama_error_message"]
+__all__ = ["OllamaAnswer", "created_at", "error_body", "ollama_error_message", "worker_error"]
 
 _encode = msgspec.json.Encoder().encode
 _FINISH = {"length": "length"}  # everything else (stop, tool_calls, a stop word) is "stop"
@@ -33,6 +33,12 @@ def created_at() -> str:
 
 def error_body(message: str) -> bytes:
     return _encode({"error": message})
+
+
+def worker_error(status: int, body: bytes) -> tuple[int, bytes]:
+    """A worker's refusal in Ollama's shape. Its 501 says the model lacks what was asked (fill in
+    the middle, embeddings): a 400 to Ollama's clients, as Ollama answers "does not support"."""
+    return 400 if status == 501 else status, error_body(ollama_error_message(body))
 
 
 def ollama_error_message(body: bytes) -> str:
@@ -101,7 +107,7 @@ class OllamaAnswer:
 
     def whole(self, status: int, body: bytes) -> tuple[int, bytes]:
         if status >= 400:
-            return status, error_body(ollama_error_message(body))
+            return worker_error(status, body)
         try:
             value = json.loads(body)
         except ValueError:

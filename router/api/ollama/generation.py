@@ -18,7 +18,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body, json_response
 from router.api.inference import forward_to_model
-from router.api.ollama.answers import OllamaAnswer, created_at, error_body, ollama_error_message
+from router.api.ollama.answers import OllamaAnswer, created_at, error_body, worker_error
 from router.api.ollama.keep_alive import keep_alive_seconds
 from router.api.ollama.models import find_model
 from router.api.ollama.protocol import (
@@ -146,7 +146,7 @@ class _EmbedAnswer:
             message = f'"{self._model}" does not support embeddings (run it with embeddings = true)'
             return 400, error_body(message)
         if status >= 400:
-            return status, error_body(ollama_error_message(body))
+            return worker_error(status, body)
         answer = msgspec.json.decode(body)
         vectors = [item["embedding"] for item in sorted(answer["data"], key=lambda d: d["index"])]
         if self._single:

@@ -28,6 +28,7 @@ BAD_BODIES: list[bytes | Any] = [
     {"model": "alpha", "messages": [{"role": "user", "content": "x", "tool_calls": [{}]}]},
     {"model": "alpha", "prompt": 5}, {"model": "alpha", "prompt": "x", "raw": "yes"},
     {"model": "alpha", "prompt": "x", "images": ["not base64!"]},
+    {"model": "alpha", "prompt": "x", "suffix": "y"},  # no fill-in-the-middle tokens
     {"model": "alpha", "prompt": "x", "template": "{{ range .Messages }}{{ end }}"},
     {"model": "alpha", "prompt": "x", "format": "yaml"},
     {"model": "alpha", "prompt": "x", "format": 3},
