@@ -75,13 +75,13 @@ async def _generation(
     chat = isinstance(body, ChatRequest)
     if empty:  # Ollama's way to load (or, with keep_alive 0, unload) a model
         return await _load_or_unload(request, rt, state, body, chat=chat, unload=keep_alive == 0)
-    was_running = state.running
+    was_serving = state.serving  # else it waits for a load (or for a stopping worker and a load)
     answer = OllamaAnswer(
         body.model,
         chat=chat,
         streamed=body.stream,
         started=started,
-        load_seconds=lambda: 0.0 if was_running else state.load_seconds,
+        load_seconds=lambda: 0.0 if was_serving else state.load_seconds,
     )
     return await forward_to_model(
         request, entry.name, call.body, target=call.target, translation=answer
