@@ -151,6 +151,8 @@ class RelayResponse(ASGIResponse):
             except UpstreamError as exc:
                 error = self._cut_error(exc)
                 self.status_code, body = error.status, translation.error(error)
+            if self.status_code >= 400:  # a refusal is a JSON error, whatever a stream would be
+                media = [(b"content-type", b"application/json")]
             length = (b"content-length", str(len(body)).encode())
             await self._start(send, [*media, length], translated=True)
             await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -20,7 +20,7 @@ class AnswerTranslation(Protocol):
 
     @property
     def media_type(self) -> str:
-        """The content type of what the client gets."""
+        """The content type of what the client gets (an error status's body is JSON)."""
         ...
 
     def whole(self, status: int, body: bytes) -> tuple[int, bytes]:

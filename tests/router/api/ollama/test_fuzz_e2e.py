@@ -71,6 +71,7 @@ def test_bad_bodies_get_ollamas_4xx(shared_router: RouterProcess, method: str, p
             continue  # a body this route reads as a fine one (a pull of a cached name, …)
         what = f"{method} {path} {body!r}: {reply.status_code} {reply.text[:300]}"
         assert 400 <= reply.status_code < 500, what
+        assert reply.headers["content-type"].startswith("application/json"), what
         error = reply.json()
         assert list(error) == ["error"], what
         assert isinstance(error["error"], str), what
