@@ -20,7 +20,7 @@ from corral.http.errors import ApiError, decode_body, json_response
 from router.api.inference import forward_to_model
 from router.api.ollama.answers import OllamaAnswer, created_at, error_body, worker_error
 from router.api.ollama.keep_alive import keep_alive_seconds
-from router.api.ollama.models import find_model
+from router.api.ollama.lookup import find_model
 from router.api.ollama.protocol import (
     ChatRequest,
     EmbeddingsRequest,

@@ -16,7 +16,7 @@ import msgspec
 
 from corral.http.errors import ApiError
 from router.api.downloads import remove_cache_model
-from router.api.ollama.models import find_model, required
+from router.api.ollama.lookup import find_model, required
 from router.api.ollama.names import hub_reference, resolve
 from router.api.runtime import RouterRuntime
 from router.workers.download_jobs import DownloadJob

@@ -12,8 +12,10 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import decode_body, json_response
 from corral.http.streaming import ClosingStreamingResponse
+from router.api.ollama.errors import ollama_exception_handlers
 from router.api.ollama.generation import answer_chat, answer_embed, answer_generate
 from router.api.ollama.listing import running_models, show_model, tagged_models
+from router.api.ollama.lookup import find_model
 from router.api.ollama.management import (
     copy_model,
     delete_model,
@@ -21,7 +23,6 @@ from router.api.ollama.management import (
     pull_whole,
     start_pull,
 )
-from router.api.ollama.models import find_model, ollama_exception_handlers
 from router.api.ollama.protocol import CopyRequest, DeleteRequest, PullRequest, ShowRequest
 from router.api.runtime import runtime
 from router.security.api_keys import admin_only

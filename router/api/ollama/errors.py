@@ -1,7 +1,4 @@
-"""Which model an Ollama request names, and Ollama's errors (``{"error": "…"}``).
-
-Every ``/api/*`` handler finds its model here: a 404 in Ollama's words when there is none.
-"""
+"""Ollama's errors: ``{"error": "…"}`` with the status, on every ``/api/*`` route."""
 
 from __future__ import annotations
 
@@ -13,30 +10,10 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.types import ExceptionHandlersMap
 
 from corral.http.errors import ApiError
-from router.api.ollama.names import resolve
-from router.api.runtime import RouterRuntime
-from router.catalogue.catalogue import CatalogueEntry
-from router.single_model import single_model_target
 
-__all__ = ["find_model", "ollama_exception_handlers", "required"]
+__all__ = ["ollama_exception_handlers"]
 
 _log = structlog.get_logger("corral.ollama")
-
-
-def find_model(rt: RouterRuntime, name: str) -> CatalogueEntry:
-    """The catalogue entry an Ollama name means (in single-model mode, the one model)."""
-    name = required(name, "model")
-    target = single_model_target(rt.settings, rt.pool.catalogue, name) or name
-    entry = resolve(rt.pool.catalogue, rt.ollama_copies, target)
-    if entry is None:
-        raise ApiError(404, f"model '{name}' not found")
-    return entry
-
-
-def required(value: str, field: str) -> str:
-    if not value:
-        raise ApiError(400, f"{field} is required")
-    return value
 
 
 def _ollama_error(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, str]]:
