@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from corral.hub.names import DEFAULT_TAGS
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 
 __all__ = ["Copies", "hub_reference", "ollama_name", "resolve"]
@@ -73,4 +74,19 @@ def resolve(catalogue: Catalogue, copies: Copies, name: str) -> CatalogueEntry |
         if entry is not None:
             return entry
     target = copies.target(name)
-    return catalogue.resolve(target) if target is not None else None
+    if target is not None:
+        return catalogue.resolve(target)
+    return _pulled_without_tag(catalogue, _bare(hub_reference(name)))
+
+
+def _pulled_without_tag(catalogue: Catalogue, repo: str) -> CatalogueEntry | None:
+    """``hf.co/org/repo`` (no tag): the quant a pull of it fetched, chosen as downloads
+    choose (Q4_K_M, then Q8_0), else the repository's only one."""
+    if "/" not in repo or ":" in repo:
+        return None
+    for tag in DEFAULT_TAGS:
+        entry = catalogue.resolve(f"{repo}:{tag}")
+        if entry is not None:
+            return entry
+    cached = [e for e in catalogue.entries.values() if e.name.startswith(repo + ":")]
+    return cached[0] if len(cached) == 1 else None

@@ -45,8 +45,11 @@ def test_pull_streams_progress_then_the_model_answers(client: ollama.Client, cac
     assert files[-1].total == (cache.parent / "q4.gguf").stat().st_size
     assert PULLED in {model.model for model in client.list().models}
     assert client.chat(model=PULLED, messages=HI, options={"num_predict": 2}).done
-    # Pulled already: nothing to fetch, and the same last line.
+    # Pulled already: nothing to fetch, and the same last line; without a tag, the same model.
     assert client.pull(PULLED).status == "success"
+    untagged = f"hf.co/{REPO}"
+    assert client.pull(untagged).status == "success"
+    assert client.chat(model=untagged, messages=HI, options={"num_predict": 2}).done
 
 
 def test_pulling_a_missing_repository_ends_with_an_error(client: ollama.Client) -> None:

@@ -19,6 +19,9 @@ def test_names_with_and_without_tags_hosts_and_aliases_resolve() -> None:
         assert resolve(_CATALOGUE, copies, name) is _ALPHA
     for name in ("acme/tiny-GGUF:Q8_0", "hf.co/acme/tiny-GGUF:Q8_0", "hf.co/acme/tiny-GGUF:q8_0"):
         assert resolve(_CATALOGUE, copies, name) is _HUB
+    # No tag: the quant a pull of the repository fetched (its only one here).
+    assert resolve(_CATALOGUE, copies, "hf.co/acme/tiny-GGUF") is _HUB
+    assert resolve(_CATALOGUE, copies, "hf.co/acme/tiny-GGUF:latest") is _HUB
     assert resolve(_CATALOGUE, copies, "alpha:7b") is None
     assert resolve(_CATALOGUE, copies, "hf.co/acme/other:Q8_0") is None
 
