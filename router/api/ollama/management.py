@@ -56,22 +56,32 @@ async def pull_lines(rt: RouterRuntime, job: DownloadJob | None) -> AsyncIterato
         shown: dict[str, tuple[int, int]] = {}
         try:
             while job.downloading:
-                for url, progress in list(job.progress.items()):
-                    done, total = progress["done"], progress["total"]
-                    if shown.get(url) != (done, total):
-                        shown[url] = (done, total)
-                        digest = url.rsplit("/", 1)[-1]
-                        line = {"status": f"pulling {digest}", "digest": digest, "total": total}
-                        yield _line({**line, "completed": done})
+                for line in _progress(job, shown):
+                    yield line
                 await events.next_batch(_POLL_SECONDS)
             await job.exited.wait()  # the catalogue is reloaded by then: the model answers
         finally:
             rt.pool.events.unsubscribe(events)
+        for line in _progress(job, shown):  # what came after the last look
+            yield line
         if job.error is not None:
             yield _line({"error": job.error})
             return
     for status in _FINISHING:
         yield _line({"status": status})
+
+
+def _progress(job: DownloadJob, shown: dict[str, tuple[int, int]]) -> list[bytes]:
+    """A line for each file whose progress changed since ``shown`` (which is brought up to date)."""
+    lines = []
+    for url, progress in list(job.progress.items()):
+        done, total = progress["done"], progress["total"]
+        if shown.get(url) != (done, total):
+            shown[url] = (done, total)
+            digest = url.rsplit("/", 1)[-1]
+            line = {"status": f"pulling {digest}", "digest": digest, "total": total}
+            lines.append(_line({**line, "completed": done}))
+    return lines
 
 
 async def pull_whole(rt: RouterRuntime, job: DownloadJob | None) -> dict[str, str]:
