@@ -55,7 +55,7 @@ def _model(name: str, details: ModelDetails) -> dict[str, Any]:
     }
 
 
-def names_of(entry: CatalogueEntry, copies: Copies) -> list[str]:
+def _names_of(entry: CatalogueEntry, copies: Copies) -> list[str]:
     """Every Ollama name of a model: its own, its aliases', its copies'."""
     names = [ollama_name(entry), *(ollama_name(entry, alias) for alias in entry.aliases)]
     return names + [ollama_name(entry, copy) for copy in copies.of(entry.name)]
@@ -69,7 +69,7 @@ def tagged_models(entries: list[CatalogueEntry], copies: Copies) -> list[dict[st
             details = model_details(entry)
         except OSError:  # the file went away since the catalogue was read
             continue
-        models += [_model(name, details) for name in names_of(entry, copies)]
+        models += [_model(name, details) for name in _names_of(entry, copies)]
     return models
 
 
@@ -84,7 +84,7 @@ def running_models(
             details = model_details(state.entry)
         except OSError:
             continue
-        model = _model(names_of(state.entry, copies)[0], details)
+        model = _model(_names_of(state.entry, copies)[0], details)
         del model["modified_at"]
         model["size"] = resident_memory(state) or details.size
         vram = _size_vram(state)
