@@ -46,6 +46,9 @@ def _read(stream: BinaryIO, fmt: str) -> int | float | bool:
 
 def _string(stream: BinaryIO) -> str:
     length = int(_read(stream, "<Q"))
+    # A garbage length must not become a read (an allocation) of that many bytes.
+    if length > os.fstat(stream.fileno()).st_size - stream.tell():
+        raise GGUFError("the file ends inside its header")
     return stream.read(length).decode("utf-8", "replace")
 
 

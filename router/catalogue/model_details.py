@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from corral.hub.gguf_header import GGUFError, Scalar, read_gguf_layout, read_gguf_metadata
+from corral.hub.gguf_header import Scalar, read_gguf_layout, read_gguf_metadata
 from router.catalogue.catalogue import CatalogueEntry
 
 __all__ = ["ModelDetails", "declares_pooling", "human_parameters", "model_details"]
@@ -72,7 +72,7 @@ def declares_pooling(path: Path) -> bool:
 def _pooling(path: Path, size: int, mtime_ns: int) -> bool:
     try:
         metadata = read_gguf_metadata(path, stop_at="tokenizer.")  # before the vocabulary
-    except (GGUFError, OSError, ValueError):
+    except (OSError, ValueError):  # GGUFError is a ValueError
         return False
     return f"{metadata.get('general.architecture')}.pooling_type" in metadata
 
@@ -89,7 +89,7 @@ def _details(path: Path, file_size: int, mtime_ns: int, size: int) -> ModelDetai
     try:
         metadata = read_gguf_metadata(path)
         parameters = read_gguf_layout(path).parameters
-    except (GGUFError, OSError, ValueError):
+    except (OSError, ValueError):  # GGUFError is a ValueError
         metadata, parameters = {}, 0
     count = metadata.get("general.parameter_count")
     if isinstance(count, int) and not isinstance(count, bool) and count > 0:

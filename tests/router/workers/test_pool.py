@@ -97,6 +97,9 @@ def test_an_embedding_model_answers_embeddings_without_a_flag(tmp_path: Path) ->
     assert "--embeddings" not in worker_argv(_entry("c", path=chat))
     refused = worker_argv(_entry("e", path=embedder, options=(("embeddings", "false"),)))
     assert "--embeddings" not in refused
+    garbage = tmp_path / "broken.gguf"  # its worker's start says what is wrong with it
+    garbage.write_bytes(b"GGUF but not really a model file")
+    assert "--embeddings" not in worker_argv(_entry("b", path=garbage))
 
 
 def test_workers_get_no_key_and_answer_no_web_page() -> None:
