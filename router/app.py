@@ -16,6 +16,7 @@ from router.api.access import access_routes
 from router.api.cors_proxy import cors_proxy_routes
 from router.api.downloads import download_routes
 from router.api.lora import lora_routes
+from router.api.ollama.routes import ollama_router
 from router.api.tools import tool_routes
 from router.scheduling.leases import release_leases
 from router.security.guard import ApiKeyAuth
@@ -58,6 +59,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             *access_routes,
             *tool_routes,
             *cors_proxy_routes,
+            ollama_router,
         ],
         exception_handlers=auth.exception_handlers(handlers),
         # Outermost: leases on models end with their request, whatever ends it.

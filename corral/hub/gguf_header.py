@@ -46,6 +46,9 @@ def _read(stream: BinaryIO, fmt: str) -> int | float | bool:
 
 def _string(stream: BinaryIO) -> str:
     length = int(_read(stream, "<Q"))
+    # A garbage length must not become a read (an allocation) of that many bytes.
+    if length > os.fstat(stream.fileno()).st_size - stream.tell():
+        raise GGUFError("the file ends inside its header")
     return stream.read(length).decode("utf-8", "replace")
 
 
@@ -164,6 +167,7 @@ class _Cursor:
 class GGUFLayout:
     size: int  # bytes the file has
     data_end: int  # bytes its header says it has: the end of the last tensor's data
+    parameters: int = 0  # the weights' elements, every tensor's (Ollama's parameter_size)
 
 
 def _tensor_bytes(kind: int, dims: list[int]) -> int:
@@ -197,7 +201,7 @@ def read_gguf_layout(path: Path) -> GGUFLayout:
                     alignment = int(cursor.take("<I")) or _DEFAULT_ALIGNMENT
                 else:
                     cursor.skip_value(kind)
-            end = 0
+            end = parameters = 0
             for _ in range(tensors):
                 cursor.skip(cursor.count())  # the name
                 n_dims = int(cursor.take("<I"))
@@ -206,8 +210,9 @@ def read_gguf_layout(path: Path) -> GGUFLayout:
                 dims = [int(cursor.take("<Q")) for _ in range(n_dims)]
                 kind, offset = int(cursor.take("<I")), int(cursor.take("<Q"))
                 end = max(end, offset + _tensor_bytes(kind, dims))
+                parameters += math.prod(dims)
             data_start = -(-cursor.pos // alignment) * alignment
-            return GGUFLayout(size, data_start + end)
+            return GGUFLayout(size, data_start + end, parameters)
 
 
 def gguf_file_problem(path: Path) -> str | None:

@@ -131,7 +131,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "a prompt with media always stops there, as llama-server with an mmproj)",
     "keep": "prompt tokens a context shift keeps (after BOS); `-1` = the whole prompt; a request's "
     "`n_keep` overrides it",
-    "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it)",
+    "embeddings": "serve `/v1/embeddings` and `/embedding` (501 without it; the router turns it "
+    "on for a GGUF that declares a pooling type)",
     "pooling": "embedding pooling",
     "reranking": "serve `/v1/rerank`, `/rerank`, `/v1/reranking` and `/reranking` (501 without "
     "it); implies `embeddings` and `pooling = rank`, whatever `pooling` says",

@@ -21,7 +21,7 @@ from router.api.runtime import RouterRuntime, runtime
 from router.catalogue.catalogue import CatalogueError
 from router.security.api_keys import admin_only
 
-__all__ = ["download_routes"]
+__all__ = ["download_routes", "remove_cache_model"]
 
 _log = structlog.get_logger("corral.downloads")
 
@@ -39,7 +39,7 @@ def _inside(path: Path, directory: Path) -> bool:
     return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
 
 
-async def _remove_cache_model(rt: RouterRuntime, name: str) -> None:
+async def remove_cache_model(rt: RouterRuntime, name: str) -> None:
     entry = rt.pool.catalogue.resolve(name)
     if entry is None:
         raise ApiError(404, f"model '{name}' not found")
@@ -77,7 +77,7 @@ async def delete_model(request: AnyRequest, model: FromQuery[str | None] = None)
         rt.downloads.forget(download)
         rt.pool.events.publish(download.name, "model_remove")
         return {"success": True}
-    await _remove_cache_model(rt, model)
+    await remove_cache_model(rt, model)
     return {"success": True}
 
 

@@ -17,6 +17,7 @@ from router.api.metrics import render_metrics
 from router.api.runtime import RouterRuntime, runtime
 from router.relay.peer_proxy import forward_to_peer
 from router.relay.proxy import autoload_wanted, forward
+from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
 from router.security.api_keys import admin_only
 from router.single_model import single_model_target
@@ -41,14 +42,22 @@ class RouteKey(msgspec.Struct):
 
 
 async def forward_to_model(
-    request: Request[Any, Any, Any], name: str | None, body: bytes | None
+    request: Request[Any, Any, Any],
+    name: str | None,
+    body: bytes | None,
+    *,
+    target: bytes | None = None,
+    translation: AnswerTranslation | None = None,
 ) -> ASGIResponse:
+    """Relay a request to the worker (or the peer) of the model it names. ``target`` and
+    ``translation``: an API the router translates (router/relay/translation.py), whose models
+    are never a peer's (its handlers forward those untranslated, for the peer to translate)."""
     rt = runtime(request)
     name = single_model_target(rt.settings, rt.pool.catalogue, name)
     if not name:
         raise ApiError(400, "model name is missing from the request")
     try:
-        response = await _forward_to(request, rt, name, body)
+        response = await _forward_to(request, rt, name, body, target, translation)
     except ApiError as exc:
         rt.requests.count(request.url.path, exc.status)
         raise
@@ -57,7 +66,12 @@ async def forward_to_model(
 
 
 async def _forward_to(
-    request: Request[Any, Any, Any], rt: RouterRuntime, name: str, body: bytes | None
+    request: Request[Any, Any, Any],
+    rt: RouterRuntime,
+    name: str,
+    body: bytes | None,
+    target: bytes | None = None,
+    translation: AnswerTranslation | None = None,
 ) -> ASGIResponse:
     conversation = request.headers.get("x-conversation-id")
     resumable = bool(conversation) and request.method == "POST"
@@ -79,6 +93,8 @@ async def _forward_to(
             body,
             autoload=autoload_wanted(request, rt.settings.models_autoload),
             session=session,
+            target=target,
+            translation=translation,
         )
     except ApiError as exc:
         if session is not None:  # replays are told why the session never started

@@ -3,12 +3,13 @@ router/services.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from litestar import Request
 
 from router.api.metrics import RequestCounter
+from router.api.ollama.names import Copies
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
 from router.reloads import Reloader
@@ -30,6 +31,7 @@ class RouterRuntime:
     reloader: Reloader
     conversations: ConversationOwners
     peers: PeerSet
+    ollama_copies: Copies = field(default_factory=Copies)  # /api/copy's names
 
 
 def runtime(request: Request[Any, Any, Any]) -> RouterRuntime:

@@ -7,7 +7,7 @@ which closes the upstream connection, which makes the worker stop generating (do
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -20,6 +20,7 @@ from corral.http.disconnect import cancel_on_disconnect, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
 from router.relay.conversations import Claim
+from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
 from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
@@ -52,6 +53,8 @@ _HOP_BY_HOP = {
 # streaming; the router has read the whole body already, so a worker has nothing to say to
 # "Expect: 100-continue".
 _REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding", b"expect"}
+# A translated request's body is the router's: the client's description of its own is wrong.
+_TRANSLATED_DROP = {b"content-type", b"content-encoding"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
 WHOLE_BELOW = 1 << 20
 # The router's own server adds these; CORS is the router's business, not a worker's.
@@ -84,10 +87,11 @@ class RelayResponse(ASGIResponse):
     upstream answer is closed in ``finally``: an unfinished answer closes its connection, which
     tells the worker to stop generating (docs/protocol.md §3). The model's lease ends with the
     request, just after (router/scheduling/leases.py). A stream cut by the upstream ends with
-    the SSE error event ``cut_error`` makes of the reason.
+    the SSE error event ``cut_error`` makes of the reason. ``translation`` turns the answer
+    into another API's (router/relay/translation.py).
     """
 
-    __slots__ = ("_cut_error", "_headers", "_name", "_progress", "_upstream")
+    __slots__ = ("_cut_error", "_headers", "_name", "_progress", "_translation", "_upstream")
 
     def __init__(
         self,
@@ -96,6 +100,7 @@ class RelayResponse(ASGIResponse):
         *,
         progress: Callable[[], None],
         cut_error: Callable[[UpstreamError], ApiError],
+        translation: AnswerTranslation | None = None,
     ) -> None:
         super().__init__(status_code=upstream.status)
         self._upstream = upstream
@@ -103,9 +108,13 @@ class RelayResponse(ASGIResponse):
         self._name = name
         self._cut_error = cut_error
         self._progress = progress  # every chunk tells the stall watchdog the worker works
+        self._translation = translation
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
+            if self._translation is not None:
+                await self._translated(self._translation, receive, send)
+                return
             if self._upstream.complete:  # most small answers: one body event, nothing to watch
                 body = await self._upstream.read()
                 await self._start(send, [(b"content-length", str(len(body)).encode())])
@@ -120,13 +129,54 @@ class RelayResponse(ASGIResponse):
         finally:
             self._upstream.close()
 
-    async def _start(self, send: Send, extra: list[tuple[bytes, bytes]]) -> None:
+    async def _start(
+        self, send: Send, extra: list[tuple[bytes, bytes]], *, translated: bool = False
+    ) -> None:
         start: HTTPResponseStartEvent = {
             "type": "http.response.start",
             "status": self.status_code,
-            "headers": self._headers + extra,
+            "headers": extra if translated else self._headers + extra,
         }
         await send(start)
+
+    async def _translated(
+        self, translation: AnswerTranslation, receive: Receive, send: Send
+    ) -> None:
+        media = [(b"content-type", translation.media_type.encode())]
+        if not self._is_sse():
+            try:
+                self.status_code, body = translation.whole(
+                    self.status_code, await self._upstream.read()
+                )
+            except UpstreamError as exc:
+                error = self._cut_error(exc)
+                self.status_code, body = error.status, translation.error(error)
+            if self.status_code >= 400:  # a refusal is a JSON error, whatever a stream would be
+                media = [(b"content-type", b"application/json")]
+            length = (b"content-length", str(len(body)).encode())
+            await self._start(send, [*media, length], translated=True)
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
+        await self._start(send, media, translated=True)
+        async with anyio.create_task_group() as group:
+            group.start_soon(cancel_on_disconnect, receive, group.cancel_scope)
+            try:
+                async for piece in translation.stream(self._chunks()):
+                    await send({"type": "http.response.body", "body": piece, "more_body": True})
+            except UpstreamError as exc:
+                _log.warning("connection lost mid-response", model=self._name, error=str(exc))
+                piece = translation.error(self._cut_error(exc))
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            group.cancel_scope.cancel()
+
+    def _is_sse(self) -> bool:
+        return (self._upstream.header(b"content-type") or b"").startswith(b"text/event-stream")
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        async for chunk in self._upstream.chunks():
+            self._progress()
+            yield chunk
 
     async def _copy(self, send: Send) -> None:
         try:
@@ -135,7 +185,7 @@ class RelayResponse(ASGIResponse):
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except UpstreamError as exc:
             _log.warning("connection lost mid-response", model=self._name, error=str(exc))
-            if (self._upstream.header(b"content-type") or b"").startswith(b"text/event-stream"):
+            if self._is_sse():
                 event = sse_error_event(self._cut_error(exc))
                 await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -162,8 +212,13 @@ async def forward(
     *,
     autoload: bool,
     session: Claim | None = None,
+    target: bytes | None = None,
+    translation: AnswerTranslation | None = None,
 ) -> ASGIResponse:
     """Load the model if needed and allowed, then relay the request to its worker.
+
+    ``target`` sends it to another path than the request's, and ``translation`` turns the
+    answer into the client's API: for an API the router translates (router/api/ollama).
 
     ``session`` marks a resumable-session POST (docs/protocol.md §5): its client may leave
     while the model loads and it is forwarded all the same, so the generation lands in the
@@ -182,7 +237,15 @@ async def forward(
                 400, "request cancelled by DELETE /v1/stream while the model was loading"
             )
         try:
-            return await relay(request, scheduler, lease.state, body, session=session)
+            return await relay(
+                request,
+                scheduler,
+                lease.state,
+                body,
+                session=session,
+                target=target,
+                translation=translation,
+            )
         except WorkerStopping as stopping:
             tries -= 1
             if tries == 0 or not autoload:  # without autoload, nothing loads it again
@@ -220,6 +283,8 @@ async def relay(
     body: bytes | None,
     *,
     session: Claim | None = None,
+    target: bytes | None = None,
+    translation: AnswerTranslation | None = None,
 ) -> ASGIResponse:
     """Send the request to the worker of a model it holds a lease on (given back when the
     request ends, router/scheduling/leases.py).
@@ -241,7 +306,12 @@ async def relay(
         if scheduler.fake_timing:
             await anyio.sleep(scheduler.fake_timing)
         scope = request.scope
-        target, headers = request_target(scope), request_headers(scope)
+        headers = request_headers(scope)
+        if target is None:
+            target = request_target(scope)
+        else:  # a translated body: a JSON body of its own
+            headers = [(k, v) for k, v in headers if k not in _TRANSLATED_DROP]
+            headers.append((b"content-type", b"application/json"))
         sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
         upstream = await (sending if session is not None else until_disconnected(request, sending))
     except UpstreamError as exc:
@@ -262,4 +332,5 @@ async def relay(
         name,
         progress=lambda: scheduler.note_progress(state),
         cut_error=cut_error,
+        translation=translation,
     )

@@ -16,6 +16,7 @@ change, so there are no timers. Refusals are :mod:`router.workers.errors`, never
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -301,21 +302,31 @@ class Scheduler:
                 raise NoRoom(name)
         self.start(state)
 
+    @staticmethod
+    def ttl(state: ModelState) -> float | None:
+        """Seconds idle before the model is unloaded: a request's keep-alive, else its ``ttl``;
+        None: never."""
+        ttl = state.keep_alive if state.keep_alive is not None else state.entry.ttl
+        return None if ttl is None or math.isinf(ttl) else ttl
+
+    def expires_in(self, state: ModelState) -> float | None:
+        """Seconds until the ttl unloads the model if nothing uses it (0: due); None: never."""
+        ttl = self.ttl(state)
+        return None if ttl is None else max(0.0, state.last_used + ttl - self._clock())
+
     def unload_expired_now(self) -> list[ModelState]:
         """One pass of Corral's per-model ``ttl``: stop models idle for longer than theirs."""
-        now = self._clock()
         wanted = {entry.name for entry in self._queue}
         expired = [
             state
             for state in self._pool.models.values()
-            if state.entry.ttl is not None
-            and state.serving
+            if state.serving
             and state.in_flight == 0
             and state.name not in wanted
-            and now - state.last_used >= state.entry.ttl
+            and self.expires_in(state) == 0.0
         ]
         for state in expired:
-            _log.info("unloading idle model", model=state.name, ttl=state.entry.ttl)
+            _log.info("unloading idle model", model=state.name, ttl=self.ttl(state))
             self._pool.request_stop(state)
         return expired
 

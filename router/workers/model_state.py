@@ -68,6 +68,9 @@ class ModelFields:
     # told ("stalled: no progress for 60 s"), until its next start.
     fault: str | None = None
     fault_message: str | None = None
+    # A request's keep-alive (Ollama's ``keep_alive``), seconds idle before the ttl unloads the
+    # worker, ``inf`` never; None: the entry's ``ttl``. Until the worker exits.
+    keep_alive: float | None = None
     exited: anyio.Event = field(default_factory=anyio.Event)  # set while no worker runs
 
     def __post_init__(self) -> None:
@@ -145,6 +148,11 @@ class ModelState:
         return self._fields.loads
 
     @property
+    def load_seconds(self) -> float:
+        """How long the last load took."""
+        return self._fields.load_seconds
+
+    @property
     def load_seconds_total(self) -> float:
         return self._fields.load_seconds_total
 
@@ -197,6 +205,10 @@ class ModelState:
     @property
     def fault(self) -> str | None:
         return self._fields.fault
+
+    @property
+    def keep_alive(self) -> float | None:
+        return self._fields.keep_alive
 
     @property
     def fault_message(self) -> str | None:

@@ -27,6 +27,7 @@ from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_FAILED, StateMessage
 from corral.http.cors import NO_CORS
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.catalogue.model_details import declares_pooling
 from router.observe.events import EventBus
 from router.observe.topics import Topic
 from router.workers.broadcast import Broadcast
@@ -57,10 +58,12 @@ def worker_argv(entry: CatalogueEntry) -> list[str]:
     # Workers serve loopback only, with no key, and to no web page (docs/protocol.md §8).
     projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
     tags = ["--tags", ",".join(entry.tags)] if entry.tags else []
+    # An embedding model answers embeddings without a flag (its options may still say no).
+    embeds = "embeddings" not in dict(entry.options) and declares_pooling(entry.path)
     return [
         *WORKER_COMMAND, "--model", str(entry.path), "--alias", entry.name,
         *projector, *tags, "--host", "127.0.0.1", "--port", "0", "--cors-origins", NO_CORS,
-        *entry.worker_args(),
+        *(["--embeddings"] if embeds else []), *entry.worker_args(),
     ]  # fmt: skip
 
 
@@ -192,6 +195,11 @@ class WorkerPool:
         if not fields.answered:
             fields.answered = True
             self.answered.publish(WorkerAnswered(state))
+
+    def keep_alive(self, state: ModelState, seconds: float) -> None:
+        """How long the model stays loaded once idle, until its worker exits (overrides its
+        ``ttl``; ``inf``: for ever; 0: it unloads once its requests are answered)."""
+        self._writable(state).keep_alive = seconds
 
     def note_memory(self, state: ModelState, measured: int) -> None:
         """Remember the most a model was seen to hold: what it is expected to need next time."""
@@ -347,6 +355,7 @@ class WorkerPool:
         fault = fields.fault
         expected = fields.stop_requested and fault is None
         fields.supervisor = None
+        fields.keep_alive = None  # a request's keep-alive lasts as long as the worker it kept
         if fault is not None:  # killed by the router for a fault: a failure whatever its code
             fields.exit_code = ended.code or EXIT_FAILED
             fields.error = reason = f"{fields.fault_message} ({reason})"

@@ -1,6 +1,6 @@
 """First-run polish of the Web UI (issue 17): chat titles cut with an ellipsis, counts in
-agreement, error prefixes and load failures said once, "key needed" rather than "offline", and a
-bounded default for max tokens."""
+agreement, error prefixes and load failures said once, "key needed" rather than "offline", a
+bounded default for max tokens, and no request for the router's tools when they are off."""
 
 from __future__ import annotations
 
@@ -145,3 +145,18 @@ def test_new_chats_have_bounded_max_tokens(router: RouterProcess, page: Page, sh
         send_message(page, "Short, please.")
     assert json.loads(sent.value.post_data or "{}")["max_tokens"] == 5
     expect(last_reply(page)).to_have_attribute("data-state", "done")
+
+
+def test_with_the_routers_tools_off_the_page_never_asks_for_them(
+    router: RouterProcess, page: Page
+) -> None:
+    # /v1/key says the tools are off: asking GET /tools would only log its 403 in the console.
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    open_ui(page, router)
+    send_message(page, "Hello?")  # a chat offers the router's tools when there are any
+    expect(last_reply(page)).to_have_attribute("data-state", "done")
+    page.get_by_role("button", name="Chat settings").click()  # the dialog lists them too
+    expect(page.get_by_role("dialog", name="Chat settings")).to_be_visible()
+    assert any(url.endswith("/v1/key") for url in asked)
+    assert not [url for url in asked if url.endswith("/tools")]

@@ -43,6 +43,8 @@ def test_reading_can_stop_before_the_tokenizer(tmp_path: Path) -> None:
         (b"PK\x03\x04 a zip file", "is not a GGUF file"),
         (b"GGUF\x01\x00\x00\x00", "GGUF version 1 is not supported"),
         (b"GGUF\x03\x00\x00\x00\x00", "the file ends inside its header"),
+        # Text after the magic: a string length of ~10^18 bytes, refused, never read.
+        (b"GGUF but not really a model file", "the file ends inside its header"),
     ],
 )
 def test_other_files_are_refused(tmp_path: Path, content: bytes, message: str) -> None:

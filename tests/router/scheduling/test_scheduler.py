@@ -6,6 +6,7 @@ Time comes from a fake clock: ttl and backoff rules are checked by moving it, ne
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 from dataclasses import replace
 
@@ -265,6 +266,21 @@ async def test_busy_model_outlives_its_ttl() -> None:
         assert h.scheduler.unload_expired_now() == []
         assert not a.stop_requested
         h.done(a)
+        assert h.scheduler.unload_expired_now() == [a]
+
+
+async def test_a_requests_keep_alive_overrides_the_ttl_until_the_worker_exits() -> None:
+    # Ollama's keep_alive (router/api/ollama): seconds, or inf for ever.
+    async with harness(models_max=0, a={"ttl": 30.0}) as h:
+        a, b = await h.load("a"), await h.load("b")
+        h.pool.keep_alive(a, math.inf)
+        h.pool.keep_alive(b, 5.0)  # b has no ttl of its own
+        assert (h.scheduler.expires_in(a), h.scheduler.expires_in(b)) == (None, 5.0)
+        h.clock.advance(3600.0)
+        assert h.scheduler.unload_expired_now() == [b]
+        await h.until(lambda: b.status is Status.UNLOADED)
+        assert b.keep_alive is None  # the next worker of b has no ttl again
+        h.pool.keep_alive(a, 0.0)
         assert h.scheduler.unload_expired_now() == [a]
 
 

@@ -49,6 +49,9 @@ MANAGEMENT: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/v1/models?reload=yes", None),
     ("POST", "/slots/0?action=erase&model=alpha", None),
     ("POST", "/lora-adapters?model=alpha", None),
+    ("POST", "/api/pull", {"model": "not a repo"}),
+    ("DELETE", "/api/delete", {"model": "nobody"}),
+    ("POST", "/api/copy", {"source": "alpha", "destination": "alpha-copy"}),
 ]
 # What the route table must mark as management: a new route has to be put on one side.
 EXPECTED_ADMIN = {
@@ -60,6 +63,9 @@ EXPECTED_ADMIN = {
     ("GET", "/v1/models"): "reload",
     ("POST", "/slots/{id_slot:str}"): True,
     ("POST", "/lora-adapters"): True,
+    ("POST", "/api/pull"): True,
+    ("DELETE", "/api/delete"): True,
+    ("POST", "/api/copy"): True,
 }
 
 
@@ -129,7 +135,7 @@ def test_the_key_route_tells_the_scope_and_never_the_key(
     team: RouterProcess, key: str, expected: dict[str, Any]
 ) -> None:
     answer = team.client.get("/v1/key", headers=_auth(key))
-    assert answer.json() == {**expected, "key_id": key_id(key)}
+    assert answer.json() == {**expected, "key_id": key_id(key), "tools": False}
     assert key not in answer.text
     assert team.client.get("/v1/key").status_code == 401
 
@@ -195,5 +201,6 @@ def test_a_router_without_keys_tells_everyone_they_are_admin(models_dir: Path) -
             "key_id": None,
             "concurrency": None,
             "rpm": None,
+            "tools": False,  # the router's tools are off by default
         }
         assert httpx.codes.is_success(router.client.get("/models?reload=1").status_code)

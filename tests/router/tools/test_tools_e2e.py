@@ -73,6 +73,8 @@ def test_the_listing_has_llama_servers_shape(router: RouterProcess) -> None:
     assert read["definition"]["function"]["parameters"]["required"] == ["path"]
     writes = {entry["tool"] for entry in listing if entry["permissions"]["write"]}
     assert writes == {"write_file", "edit_file", "exec_shell_command"}
+    # /v1/key tells a page the tools are on (it need not ask /tools to find out).
+    assert router.client.get("/v1/key", headers=_auth(INFERENCE)).json()["tools"] is True
 
 
 def test_write_read_and_edit_a_file(router: RouterProcess, workspace: Path) -> None:

@@ -28,6 +28,7 @@ from router.workers.lookup import find_model
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import worker_argv
 from tests.support.scheduling_harness import harness
+from tests.support.tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.anyio
 
@@ -86,6 +87,19 @@ def test_a_models_tags_reach_its_worker() -> None:
     argv = worker_argv(_entry("a", tags=("chat", "small")))
     assert argv[argv.index("--tags") + 1] == "chat,small"
     assert "--tags" not in worker_argv(_entry("b"))
+
+
+def test_an_embedding_model_answers_embeddings_without_a_flag(tmp_path: Path) -> None:
+    # Its GGUF declares a pooling type; a chat model's does not; options may still say no.
+    embedder = write_tiny_gguf(tmp_path / "embedder.gguf", pooling="mean")
+    chat = write_tiny_gguf(tmp_path / "chat.gguf")
+    assert "--embeddings" in worker_argv(_entry("e", path=embedder))
+    assert "--embeddings" not in worker_argv(_entry("c", path=chat))
+    refused = worker_argv(_entry("e", path=embedder, options=(("embeddings", "false"),)))
+    assert "--embeddings" not in refused
+    garbage = tmp_path / "broken.gguf"  # its worker's start says what is wrong with it
+    garbage.write_bytes(b"GGUF but not really a model file")
+    assert "--embeddings" not in worker_argv(_entry("b", path=garbage))
 
 
 def test_workers_get_no_key_and_answer_no_web_page() -> None:

@@ -32,7 +32,9 @@ class ModelStore extends EventTarget {
     this.downloads = new Map(); // name as asked -> { done, total, state, error, finishedAs }
     this.dismissed = new Set(); // failed downloads the user has closed (listed until a reload)
     this.props = null; // router GET /props
-    this.access = null; // GET /v1/key: { scope, key_id, concurrency, rpm } of this page's key
+    this.access = null; // GET /v1/key: { scope, key_id, concurrency, rpm, tools } of this page's key
+    // The first answer of /v1/key (null if none came): what waits to know whether tools are on.
+    this.accessKnown = new Promise((resolve) => (this.accessArrived = resolve));
     this.loaded = false; // the first list has arrived
     this.connected = false; // the event stream is open
     this.keyNeeded = false; // the server answered, but only 401: no (valid) API key yet
@@ -64,6 +66,7 @@ class ModelStore extends EventTarget {
   // Asked again whenever the key changes: the scope belongs to the key, not to the server.
   async refreshAccess() {
     this.access = await apiJson("./v1/key").catch(() => null);
+    this.accessArrived(this.access);
     this.changed();
   }
 

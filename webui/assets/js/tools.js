@@ -17,15 +17,18 @@ export const DEFAULT_MAX_TOOL_ROUNDS = 10;
 export const DENIED = "Tool execution was denied by the user."; // llama.cpp's UI says the same
 const NOT_RUN = "Not run: the chat stopped asking the model for tools.";
 
-// GET /tools once per page: [] when the router has no tools (403) or is unreachable.
+// GET /tools once per page, unless /v1/key says the router's tools are off: [] then, and when
+// the router refuses (403) or is unreachable.
 let listing = null;
 
 /** The router's tools, as GET /tools lists them. */
 export function serverTools() {
-  listing ??= apiJson("./tools").catch((error) => {
-    if (error?.status !== 403) listing = null; // asked again next time
-    return [];
-  });
+  listing ??= models.accessKnown
+    .then((access) => (access?.tools === false ? [] : apiJson("./tools")))
+    .catch((error) => {
+      if (error?.status !== 403) listing = null; // asked again next time
+      return [];
+    });
   return listing;
 }
 

@@ -1,0 +1,195 @@
+"""Ollama's chat, generate and embeddings requests, answered by the model's worker.
+
+Each request is translated into the worker's own API (router/api/ollama/translate.py), sent
+through the same relay as every other request (scheduler, lease, autoload, stall watchdog,
+disconnects), and its answer translated back (router/api/ollama/answers.py). A model a peer
+serves gets the request as it came: the peer, a Corral too, translates it itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import msgspec
+from litestar import Request
+from litestar.response.base import ASGIResponse
+
+from corral.http.errors import ApiError, decode_body, json_response
+from router.api.inference import forward_to_model
+from router.api.ollama.answers import OllamaAnswer, created_at, error_body, worker_error
+from router.api.ollama.keep_alive import keep_alive_seconds
+from router.api.ollama.lookup import find_model
+from router.api.ollama.protocol import (
+    ChatRequest,
+    EmbeddingsRequest,
+    EmbedRequest,
+    GenerateRequest,
+    KeepAlive,
+)
+from router.api.ollama.translate import WorkerCall, chat_call, generate_call
+from router.api.runtime import RouterRuntime, runtime
+from router.scheduling.answers import scheduling_answered
+from router.workers.model_state import ModelState
+
+__all__ = ["answer_chat", "answer_embed", "answer_generate"]
+
+AnyRequest = Request[Any, Any, Any]
+_encode = msgspec.json.Encoder().encode
+_EMBEDDINGS = b"/v1/embeddings"
+
+
+async def answer_chat(request: AnyRequest) -> ASGIResponse:
+    raw = await request.body()
+    chat = decode_body(raw, ChatRequest)
+    translate = lambda name: chat_call(chat, name)  # noqa: E731
+    return await _generation(request, raw, chat, translate, empty=not chat.messages)
+
+
+async def answer_generate(request: AnyRequest) -> ASGIResponse:
+    raw = await request.body()
+    generate = decode_body(raw, GenerateRequest)
+    empty = not generate.prompt and not generate.images and not generate.suffix
+    translate = lambda name: generate_call(generate, name)  # noqa: E731
+    return await _generation(request, raw, generate, translate, empty=empty)
+
+
+async def _generation(
+    request: AnyRequest,
+    raw: bytes,
+    body: ChatRequest | GenerateRequest,
+    translate: Callable[[str], WorkerCall],
+    *,
+    empty: bool,
+) -> ASGIResponse:
+    rt = runtime(request)
+    started = time.perf_counter()
+    entry = find_model(rt, body.model)
+    if _peer_serves(rt, entry.name):
+        return await forward_to_model(request, entry.name, raw)
+    call = translate(entry.name)  # a bad body is refused before any load
+    with scheduling_answered():
+        state = rt.pool.get(entry.name)
+    keep_alive = _keep_alive(rt, state, body.keep_alive)
+    chat = isinstance(body, ChatRequest)
+    if empty:  # Ollama's way to load (or, with keep_alive 0, unload) a model
+        return await _load_or_unload(request, rt, state, body, chat=chat, unload=keep_alive == 0)
+    was_serving = state.serving  # else it waits for a load (or for a stopping worker and a load)
+    answer = OllamaAnswer(
+        body.model,
+        chat=chat,
+        streamed=body.stream,
+        started=started,
+        load_seconds=lambda: 0.0 if was_serving else state.load_seconds,
+    )
+    return await forward_to_model(
+        request, entry.name, call.body, target=call.target, translation=answer
+    )
+
+
+def _peer_serves(rt: RouterRuntime, name: str) -> bool:
+    return rt.peers.route(name, local=True) is not None
+
+
+def _keep_alive(rt: RouterRuntime, state: ModelState, value: KeepAlive | None) -> float | None:
+    if value is None:
+        return None
+    seconds = keep_alive_seconds(value)
+    rt.pool.keep_alive(state, seconds)
+    return seconds
+
+
+async def _load_or_unload(
+    request: AnyRequest,
+    rt: RouterRuntime,
+    state: ModelState,
+    body: ChatRequest | GenerateRequest,
+    *,
+    chat: bool,
+    unload: bool,
+) -> ASGIResponse:
+    if unload:
+        rt.pool.request_stop(state)
+    else:
+        await _load(request, rt, state)
+    value: dict[str, Any] = {"model": body.model, "created_at": created_at()}
+    if chat:
+        value["message"] = {"role": "assistant", "content": ""}
+    else:
+        value["response"] = ""
+    value |= {"done": True, "done_reason": "unload" if unload else "load"}
+    media = "application/x-ndjson" if body.stream else "application/json"
+    line = _encode(value) + (b"\n" if body.stream else b"")
+    return ASGIResponse(body=line, media_type=media)
+
+
+async def _load(request: AnyRequest, rt: RouterRuntime, state: ModelState) -> None:
+    """Load the model if it is not running (a lease, given back when the request ends)."""
+    with scheduling_answered():
+        lease = rt.scheduler.acquire_if_ready(state.name, request.scope)
+        if lease is None:
+            lease = await rt.scheduler.acquire(state.name, request.scope)
+    rt.scheduler.touch(lease.state)  # its keep-alive counts from now
+
+
+class _EmbedAnswer:
+    """The worker's OpenAI embeddings as ``/api/embed``'s (or the older ``/api/embeddings``')."""
+
+    media_type = "application/json"
+
+    def __init__(self, model: str, *, single: bool, started: float) -> None:
+        self._model, self._single, self._started = model, single, started
+
+    def whole(self, status: int, body: bytes) -> tuple[int, bytes]:
+        if status == 501:  # a worker run without embeddings: a capability the model lacks
+            message = f'"{self._model}" does not support embeddings (run it with embeddings = true)'
+            return 400, error_body(message)
+        if status >= 400:
+            return worker_error(status, body)
+        answer = msgspec.json.decode(body)
+        vectors = [item["embedding"] for item in sorted(answer["data"], key=lambda d: d["index"])]
+        if self._single:
+            return 200, _encode({"embedding": vectors[0] if vectors else []})
+        return 200, _encode(
+            {
+                "model": self._model,
+                "embeddings": vectors,
+                "total_duration": int((time.perf_counter() - self._started) * 1e9),
+                "load_duration": 0,
+                "prompt_eval_count": int(answer.get("usage", {}).get("prompt_tokens", 0)),
+            }
+        )
+
+    async def stream(self, events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:  # never used
+        async for chunk in events:
+            yield chunk
+
+    def error(self, error: ApiError) -> bytes:
+        return error_body(error.message)
+
+
+async def answer_embed(request: AnyRequest, *, legacy: bool) -> ASGIResponse:
+    """``/api/embed`` (``input``: a text or a list) or ``/api/embeddings`` (``prompt``)."""
+    raw = await request.body()
+    started = time.perf_counter()
+    body: EmbedRequest | EmbeddingsRequest
+    if legacy:
+        body = decode_body(raw, EmbeddingsRequest)
+        inputs = [body.prompt]
+    else:
+        body = decode_body(raw, EmbedRequest)
+        inputs = [body.input] if isinstance(body.input, str) else body.input
+    rt = runtime(request)
+    entry = find_model(rt, body.model)
+    if _peer_serves(rt, entry.name):
+        return await forward_to_model(request, entry.name, raw)
+    with scheduling_answered():
+        state = rt.pool.get(entry.name)
+    _keep_alive(rt, state, body.keep_alive)
+    if not any(inputs):  # as Ollama: nothing to embed loads the model
+        await _load(request, rt, state)
+        return json_response({"model": body.model, "embeddings": []})
+    call = _encode({"model": entry.name, "input": inputs, "encoding_format": "float"})
+    answer = _EmbedAnswer(body.model, single=legacy, started=started)
+    return await forward_to_model(request, entry.name, call, target=_EMBEDDINGS, translation=answer)

@@ -1,0 +1,152 @@
+"""What Ollama's ``/api/tags``, ``/api/ps`` and ``/api/show`` say of Corral's models.
+
+Everything comes from the catalogue, the models' GGUF headers (router/catalogue/model_details.py)
+and the worker pool; nothing here is Ollama's own store.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from corral.hub.mmproj_inputs import input_modalities
+from router.api.ollama.names import Copies, ollama_name
+from router.catalogue.catalogue import CatalogueEntry
+from router.catalogue.model_details import ModelDetails, human_parameters, model_details
+from router.workers.memory_budget import resident_memory
+from router.workers.model_state import ModelState
+
+__all__ = ["running_models", "show_model", "tagged_models", "timestamp"]
+
+# Ollama says "for ever" as a time about 292 years from now (Go's longest duration).
+_FOREVER = timedelta(days=106_751)
+# A model's options that Ollama calls parameters, by Corral's option names.
+_PARAMETERS = {
+    "ctx-size": "num_ctx", "n-predict": "num_predict", "temp": "temperature", "seed": "seed",
+    "top-k": "top_k", "top-p": "top_p", "min-p": "min_p", "repeat-penalty": "repeat_penalty",
+    "repeat-last-n": "repeat_last_n", "keep": "num_keep",
+}  # fmt: skip
+_CHAT_TEMPLATE = "tokenizer.chat_template"
+
+
+def timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _details(details: ModelDetails) -> dict[str, Any]:
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": details.family,
+        "families": [details.family] if details.family else None,
+        "parameter_size": human_parameters(details.parameters),
+        "quantization_level": details.quantization,
+    }
+
+
+def _model(name: str, details: ModelDetails) -> dict[str, Any]:
+    return {
+        "name": name,
+        "model": name,
+        "modified_at": timestamp(details.modified),
+        "size": details.size,
+        "digest": details.digest,
+        "details": _details(details),
+    }
+
+
+def _names_of(entry: CatalogueEntry, copies: Copies) -> list[str]:
+    """Every Ollama name of a model: its own, its aliases', its copies'."""
+    names = [ollama_name(entry), *(ollama_name(entry, alias) for alias in entry.aliases)]
+    return names + [ollama_name(entry, copy) for copy in copies.of(entry.name)]
+
+
+def tagged_models(entries: list[CatalogueEntry], copies: Copies) -> list[dict[str, Any]]:
+    """``/api/tags``: every model under each of its names (reads headers: run in a thread)."""
+    models = []
+    for entry in entries:
+        try:
+            details = model_details(entry)
+        except OSError:  # the file went away since the catalogue was read
+            continue
+        models += [_model(name, details) for name in _names_of(entry, copies)]
+    return models
+
+
+def running_models(
+    states: list[tuple[ModelState, float | None]], copies: Copies
+) -> list[dict[str, Any]]:
+    """``/api/ps``: models with a worker, each with when its keep-alive (or ttl) ends."""
+    now = datetime.now(UTC)
+    models = []
+    for state, expires_in in states:
+        try:
+            details = model_details(state.entry)
+        except OSError:
+            continue
+        model = _model(_names_of(state.entry, copies)[0], details)
+        del model["modified_at"]
+        model["size"] = resident_memory(state) or details.size
+        vram = _size_vram(state)
+        if vram is not None:
+            model["size_vram"] = vram
+        meta = state.meta or {}
+        if "n_ctx" in meta:
+            model["context_length"] = meta["n_ctx"]
+        until = _FOREVER if expires_in is None else timedelta(seconds=expires_in)
+        model["expires_at"] = (now + until).isoformat().replace("+00:00", "Z")
+        models.append(model)
+    return models
+
+
+def _size_vram(state: ModelState) -> int | None:
+    """0 when every layer is on the CPU; otherwise unknown, as Corral measures no GPU memory
+    per model (the field is left out rather than guessed)."""
+    devices = (state.meta or {}).get("devices")
+    if not isinstance(devices, list) or not devices:
+        return None
+    on_cpu = all(str(device.get("name", "")).upper().startswith("CPU") for device in devices)
+    return 0 if on_cpu else None
+
+
+def _parameters(entry: CatalogueEntry) -> str:
+    rows = [(_PARAMETERS[key], value) for key, value in entry.options if key in _PARAMETERS]
+    return "\n".join(f"{name:<30} {value}" for name, value in rows)
+
+
+def _capabilities(entry: CatalogueEntry, metadata: dict[str, Any], template: str) -> list[str]:
+    architecture = str(metadata.get("general.architecture", ""))
+    if f"{architecture}.pooling_type" in metadata:  # an embedding model: it generates nothing
+        return ["embedding"]
+    capabilities = ["completion"]
+    if "tools" in template:
+        capabilities.append("tools")
+    if "tokenizer.ggml.fim_pre_token_id" in metadata:
+        capabilities.append("insert")
+    if "image" in input_modalities(entry.mmproj):
+        capabilities.append("vision")
+    if any(mark in template for mark in ("<think>", "enable_thinking", "reasoning_content")):
+        capabilities.append("thinking")
+    return capabilities
+
+
+def show_model(entry: CatalogueEntry) -> dict[str, Any]:
+    """``/api/show``: the GGUF's template, header and capabilities, and the model's options
+    (reads the header: run in a thread)."""
+    details = model_details(entry)
+    template = str(details.metadata.get(_CHAT_TEMPLATE, ""))
+    info: dict[str, Any] = {k: v for k, v in details.metadata.items() if k != _CHAT_TEMPLATE}
+    info["general.parameter_count"] = details.parameters
+    parameters = _parameters(entry)
+    modelfile = f"# Modelfile generated by Corral\nFROM {entry.path}\n"
+    modelfile += "".join(f"PARAMETER {line}\n" for line in parameters.splitlines())
+    return {
+        "license": str(details.metadata.get("general.license", "")),
+        "modelfile": modelfile,
+        "parameters": parameters,
+        "template": template,
+        "details": _details(details),
+        "model_info": info,
+        "capabilities": _capabilities(entry, details.metadata, template),
+        "modified_at": timestamp(details.modified),
+    }

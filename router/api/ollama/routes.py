@@ -1,0 +1,118 @@
+"""Ollama's REST API (``/api/*``, docs/api.md#ollamas-api): thin handlers over the serving
+modules beside this one. Errors are Ollama's ``{"error": "…"}``; keys and scopes apply as on
+every route (pull, delete and copy manage models: admin keys only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from litestar import Request, Router, delete, get, post
+from litestar.response.base import ASGIResponse
+
+from corral.http.errors import decode_body, json_response
+from corral.http.streaming import ClosingStreamingResponse
+from router.api.ollama.errors import ollama_exception_handlers
+from router.api.ollama.generation import answer_chat, answer_embed, answer_generate
+from router.api.ollama.listing import running_models, show_model, tagged_models
+from router.api.ollama.lookup import find_model
+from router.api.ollama.management import (
+    copy_model,
+    delete_model,
+    pull_lines,
+    pull_whole,
+    start_pull,
+)
+from router.api.ollama.protocol import CopyRequest, DeleteRequest, PullRequest, ShowRequest
+from router.api.runtime import runtime
+from router.security.api_keys import admin_only
+
+__all__ = ["OLLAMA_VERSION", "ollama_router"]
+
+AnyRequest = Request[Any, Any, Any]
+# The Ollama release whose API this follows (clients check it before using newer fields).
+OLLAMA_VERSION = "0.12.0"
+
+
+@get("/version")
+async def version() -> dict[str, str]:
+    return {"version": OLLAMA_VERSION}
+
+
+@get("/tags")
+async def tags(request: AnyRequest) -> dict[str, Any]:
+    rt = runtime(request)
+    entries = [entry for entry in rt.pool.catalogue.entries.values() if not entry.hidden]
+    models = await anyio.to_thread.run_sync(tagged_models, entries, rt.ollama_copies)
+    return {"models": models}
+
+
+@get("/ps")
+async def ps(request: AnyRequest) -> dict[str, Any]:
+    rt = runtime(request)
+    states = [
+        (state, rt.scheduler.expires_in(state))
+        for state in rt.pool.models.values()
+        if state.running and not state.stop_requested
+    ]
+    models = await anyio.to_thread.run_sync(running_models, states, rt.ollama_copies)
+    return {"models": models}
+
+
+@post("/show", status_code=200)
+async def show(request: AnyRequest) -> dict[str, Any]:
+    body = decode_body(await request.body(), ShowRequest)
+    entry = find_model(runtime(request), body.named())
+    return await anyio.to_thread.run_sync(show_model, entry)
+
+
+@post("/chat", status_code=200)
+async def chat(request: AnyRequest) -> ASGIResponse:
+    return await answer_chat(request)
+
+
+@post("/generate", status_code=200)
+async def generate(request: AnyRequest) -> ASGIResponse:
+    return await answer_generate(request)
+
+
+@post("/embed", status_code=200)
+async def embed(request: AnyRequest) -> ASGIResponse:
+    return await answer_embed(request, legacy=False)
+
+
+@post("/embeddings", status_code=200)
+async def embeddings(request: AnyRequest) -> ASGIResponse:
+    return await answer_embed(request, legacy=True)
+
+
+@post("/pull", status_code=200, opt=admin_only())
+async def pull(request: AnyRequest) -> ASGIResponse:
+    rt = runtime(request)
+    body = decode_body(await request.body(), PullRequest)
+    job = start_pull(rt, body.named())
+    if not body.stream:
+        return json_response(await pull_whole(rt, job))
+    return ClosingStreamingResponse(iterator=pull_lines(rt, job), media_type="application/x-ndjson")
+
+
+@delete("/delete", status_code=200, opt=admin_only())
+async def delete_(request: AnyRequest) -> None:
+    body = decode_body(await request.body(), DeleteRequest)
+    await delete_model(runtime(request), body.named())
+
+
+@post("/copy", status_code=200, opt=admin_only())
+async def copy(request: AnyRequest) -> None:
+    body = decode_body(await request.body(), CopyRequest)
+    copy_model(runtime(request), body.source, body.destination)
+
+
+ollama_router = Router(
+    "/api",
+    route_handlers=[
+        *(version, tags, ps, show, chat, generate, embed, embeddings),
+        *(pull, delete_, copy),
+    ],
+    exception_handlers=ollama_exception_handlers,
+)

@@ -1,0 +1,31 @@
+"""A model's details from its GGUF header: family, parameters, quantization, digest."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from router.catalogue.catalogue import CatalogueEntry
+from router.catalogue.model_details import human_parameters, model_details
+from tests.support.tiny_gguf import write_tiny_gguf
+
+
+def test_parameter_sizes_read_as_ollama_writes_them() -> None:
+    assert human_parameters(8_030_261_248) == "8.0B"
+    assert human_parameters(7_000_000_000) == "7B"
+    assert human_parameters(134_515_008) == "134.52M"
+    assert human_parameters(148_672) == "149K"
+    assert human_parameters(12) == "12"
+
+
+def test_details_come_from_the_header_and_a_blob_is_named_by_its_hash(tmp_path: Path) -> None:
+    model = write_tiny_gguf(tmp_path / "tiny.gguf")
+    details = model_details(CatalogueEntry("tiny", model, "models_dir"))
+    assert (details.family, details.quantization) == ("llama", "F16")
+    assert details.parameters == 148_672  # every tensor's elements
+    assert details.size == model.stat().st_size
+    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+    assert details.digest != digest  # a plain file is not hashed
+    blob = tmp_path / f"sha256-{digest}"  # Ollama's blob store names files so
+    model.rename(blob)
+    assert model_details(CatalogueEntry("tiny", blob, "preset")).digest == digest
