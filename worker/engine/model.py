@@ -227,11 +227,22 @@ class LoadedModel:
             ),
         )
 
+    @property
+    def embedding_pooling(self) -> str | None:
+        """The embeddings context's pooling: ``--pooling`` (else the GGUF's) with
+        ``--embeddings``; for a generative model asked anyway (Ollama's ``/api/embed``), a pooled
+        one: ``--pooling`` if it pools, else the last token's state, as Ollama's runner reads it."""
+        pooling = self.settings.pooling
+        if self.settings.embeddings or pooling in ("mean", "cls", "last"):
+            return pooling
+        return "last"
+
     def embedder(self) -> Embedder:
-        """The embeddings context, made on first use (``--embeddings`` only)."""
+        """The embeddings context, made on first use. It is a second llama context beside the
+        generation's (sharing the weights), so chat requests are untouched by it."""
         if self._embedder is None:
             self._embedder = Embedder(
-                self.model.model, self.batcher.n_ctx_seq, self._threads, self.settings.pooling
+                self.model.model, self.batcher.n_ctx_seq, self._threads, self.embedding_pooling
             )
         return self._embedder
 

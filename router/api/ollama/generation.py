@@ -142,9 +142,6 @@ class _EmbedAnswer:
         self._model, self._single, self._started = model, single, started
 
     def whole(self, status: int, body: bytes) -> tuple[int, bytes]:
-        if status == 501:  # a worker run without embeddings: a capability the model lacks
-            message = f'"{self._model}" does not support embeddings (run it with embeddings = true)'
-            return 400, error_body(message)
         if status >= 400:
             return worker_error(status, body)
         answer = msgspec.json.decode(body)
@@ -190,6 +187,10 @@ async def answer_embed(request: AnyRequest, *, legacy: bool) -> ASGIResponse:
     if not any(inputs):  # as Ollama: nothing to embed loads the model
         await _load(request, rt, state)
         return json_response({"model": body.model, "embeddings": []})
-    call = _encode({"model": entry.name, "input": inputs, "encoding_format": "float"})
+    # As Ollama, a generative model embeds too: the worker makes an embeddings context beside
+    # the generation's on first use (worker/api/embeddings/routes.py), never restarting the model.
+    call = _encode(
+        {"model": entry.name, "input": inputs, "encoding_format": "float", "generative": True}
+    )
     answer = _EmbedAnswer(body.model, single=legacy, started=started)
     return await forward_to_model(request, entry.name, call, target=_EMBEDDINGS, translation=answer)

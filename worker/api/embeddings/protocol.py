@@ -25,6 +25,9 @@ class EmbeddingRequest(msgspec.Struct, kw_only=True):
     encoding_format: str = "float"
     # llama-server's choice of norm: -1 none, 2 Euclidean (its default).
     embd_normalize: Annotated[int, Meta(ge=-1, le=2)] = 2
+    # Corral's own: the router sets it for Ollama's /api/embed, which a generative model answers
+    # (from an embeddings context made on first use) even when run without --embeddings.
+    generative: bool = False
 
 
 class RerankRequest(msgspec.Struct, kw_only=True):

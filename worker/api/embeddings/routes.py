@@ -1,7 +1,8 @@
 """Embedding routes: OpenAI's ``/v1/embeddings``, llama-server's ``/embedding`` and ``/embeddings``.
 
 As upstream, they answer only when the worker runs with ``--embeddings``: a chat model's
-vectors are rarely what a client wants, so asking for them is explicit.
+vectors are rarely what a client wants, so asking for them is explicit. The router's Ollama
+``/api/embed`` asks explicitly (``generative``), as Ollama answers it for any model.
 """
 
 from __future__ import annotations
@@ -65,13 +66,14 @@ async def _answer(request: AnyRequest, openai_shape: bool) -> Any:
     OpenAI's shape unless the body gives ``content`` instead of ``input``; ``/embedding`` and
     ``/embeddings`` answer llama-server's own list (server.cpp routes both to it)."""
     engine, model = loaded(request)
-    if not model.settings.embeddings:
+    body = decode_body(await request.body(), EmbeddingRequest)
+    if not (model.settings.embeddings or body.generative):
         raise ApiError(501, "This server does not support embeddings. Start it with `--embeddings`")
-    if openai_shape and model.settings.pooling == "none":
+    pooling = model.embedding_pooling
+    if openai_shape and pooling == "none":
         raise ApiError(
             400, "Pooling type 'none' is not OAI compatible. Please use a different pooling type"
         )
-    body = decode_body(await request.body(), EmbeddingRequest)
     if not isinstance(body.input, msgspec.UnsetType):
         inputs, field = body.input, "input"
     elif not isinstance(body.content, msgspec.UnsetType):
@@ -83,7 +85,7 @@ async def _answer(request: AnyRequest, openai_shape: bool) -> Any:
     if body.embd_normalize not in (-1, 2):
         raise ApiError(400, "embd_normalize: only -1 (none) and 2 (Euclidean) are supported")
     vectors, used = await _embed(engine, model, inputs, field)
-    if body.embd_normalize == 2 and model.settings.pooling != "none":
+    if body.embd_normalize == 2 and pooling != "none":
         # As upstream: only pooled vectors are normalised, per-token ones never.
         vectors = [[normalized(v) for v in per_input] for per_input in vectors]
     if not openai_shape:

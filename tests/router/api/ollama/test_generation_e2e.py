@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import ollama
 import pytest
 
+from tests.support.router_process import RouterProcess
 from tests.support.tiny_media import png_bytes
 from tests.support.tiny_mmproj import IMAGE_TOKENS
 
@@ -184,7 +186,26 @@ def test_embed_and_the_older_embeddings(client: ollama.Client) -> None:
     older = client.embeddings(model="embedder", prompt="hello")
     assert list(older.embedding) == pytest.approx(list(embedded.embeddings[0]))
     assert client.embed(model="embedder", input="").embeddings == []  # loads, embeds nothing
-    with pytest.raises(ollama.ResponseError) as caught:
-        client.embed(model="alpha", input="hello")  # a chat model's worker runs without them
-    assert caught.value.status_code == 400
-    assert "does not support embeddings" in caught.value.error
+
+
+def test_a_generative_model_embeds_as_ollamas_do(
+    client: ollama.Client, shared_router: RouterProcess
+) -> None:
+    before = client.chat(model="alpha", messages=HI, options=GREEDY)
+    embedded = client.embed(model="alpha", input=["hello there", "sunny days"])
+    assert len(embedded.embeddings) == 2
+    first, second = (list(vector) for vector in embedded.embeddings)
+    assert len(first) == 64
+    assert first != second
+    assert sum(x * x for x in first) == pytest.approx(1.0)  # normalised, as Ollama's
+    assert list(client.embeddings(model="alpha", prompt="hello there").embedding) == (
+        pytest.approx(first)
+    )
+    after = client.chat(model="alpha", messages=HI, options=GREEDY)
+    assert after.load_duration == 0  # the same worker: no restart with embeddings on
+    assert after.message.content == before.message.content
+    # Only Ollama's API asks a generative model for vectors; llama-server's routes still refuse.
+    refused = httpx.post(
+        f"{shared_router.url}/v1/embeddings", json={"model": "alpha", "input": "hi"}
+    )
+    assert refused.status_code == 501
