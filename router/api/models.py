@@ -27,7 +27,7 @@ from router.single_model import ollama_models
 from router.workers.memory_budget import resident_memory
 from router.workers.model_state import ModelState, Status
 
-__all__ = ["model_in_body", "model_routes"]
+__all__ = ["gpu_memory", "model_in_body", "model_routes"]
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -132,9 +132,13 @@ def _entry(
     return entry
 
 
-def _in_use(rt: RouterRuntime, state: ModelState) -> dict[str, int] | None:
+def gpu_memory(rt: RouterRuntime, state: ModelState) -> dict[str, int]:
+    """Bytes per GPU a model's worker holds: the device planner's reading (the driver's figure
+    where it has one), else what the worker reported; {} when it holds none."""
     planner = rt.scheduler.devices
-    return planner.in_use(state) if planner is not None and state.running else None
+    if planner is not None and state.running:
+        return planner.in_use(state)
+    return state.gpu_bytes
 
 
 def _devices(rt: RouterRuntime) -> list[dict[str, Any]]:
@@ -164,7 +168,7 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     models = rt.pool.models
     catalogue = rt.pool.catalogue
     data = [
-        _entry(state, created, rt.scheduler.retry_after(state), _in_use(rt, state))
+        _entry(state, created, rt.scheduler.retry_after(state), gpu_memory(rt, state))
         for state in models.values()
         # A name a ``prefer = peer`` peer answers for is listed as that peer's.
         if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None

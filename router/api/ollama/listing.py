@@ -16,7 +16,7 @@ from router.catalogue.model_details import ModelDetails, human_parameters, model
 from router.workers.memory_budget import resident_memory
 from router.workers.model_state import ModelState
 
-__all__ = ["running_models", "show_model", "tagged_models", "timestamp"]
+__all__ = ["memory_in_ps", "running_models", "show_model", "tagged_models", "timestamp"]
 
 # Ollama says "for ever" as a time about 292 years from now (Go's longest duration).
 _FOREVER = timedelta(days=106_751)
@@ -74,22 +74,20 @@ def tagged_models(entries: list[CatalogueEntry], copies: Copies) -> list[dict[st
 
 
 def running_models(
-    states: list[tuple[ModelState, float | None]], copies: Copies
+    states: list[tuple[ModelState, float | None, dict[str, int]]], copies: Copies
 ) -> list[dict[str, Any]]:
-    """``/api/ps``: models with a worker, each with when its keep-alive (or ttl) ends."""
+    """``/api/ps``: models with a worker, each with its memory (``on_gpus``: bytes per GPU, as
+    ``GET /models`` reads them) and when its keep-alive (or ttl) ends."""
     now = datetime.now(UTC)
     models = []
-    for state, expires_in in states:
+    for state, expires_in, on_gpus in states:
         try:
             details = model_details(state.entry)
         except OSError:
             continue
         model = _model(_names_of(state.entry, copies)[0], details)
         del model["modified_at"]
-        model["size"] = resident_memory(state) or details.size
-        vram = _size_vram(state)
-        if vram is not None:
-            model["size_vram"] = vram
+        model |= memory_in_ps(state, on_gpus, resident_memory(state), details.size)
         meta = state.meta or {}
         if "n_ctx" in meta:
             model["context_length"] = meta["n_ctx"]
@@ -99,14 +97,22 @@ def running_models(
     return models
 
 
-def _size_vram(state: ModelState) -> int | None:
-    """0 when every layer is on the CPU; otherwise unknown, as Corral measures no GPU memory
-    per model (the field is left out rather than guessed)."""
+def memory_in_ps(
+    state: ModelState, on_gpus: dict[str, int], rss: int | None, file_size: int
+) -> dict[str, int]:
+    """Ollama's ``size`` (all the model holds) and ``size_vram`` (the part on GPUs): the GPU
+    bytes the device planner reads (the driver's, else the worker's report), plus the worker's
+    resident memory ``rss`` (else the file's size). ``size_vram`` is left out where the worker
+    put layers on a GPU whose bytes nobody measured, rather than guessed."""
+    vram = sum(on_gpus.values())
+    memory = {"size": vram + rss if rss is not None else max(file_size, vram)}
     devices = (state.meta or {}).get("devices")
-    if not isinstance(devices, list) or not devices:
-        return None
-    on_cpu = all(str(device.get("name", "")).upper().startswith("CPU") for device in devices)
-    return 0 if on_cpu else None
+    on_cpu = isinstance(devices, list) and all(
+        str(device.get("name", "")).upper().startswith("CPU") for device in devices
+    )
+    if vram or on_cpu:
+        memory["size_vram"] = vram
+    return memory
 
 
 def _parameters(entry: CatalogueEntry) -> str:
