@@ -50,8 +50,8 @@ async def forward_to_model(
     translation: AnswerTranslation | None = None,
 ) -> ASGIResponse:
     """Relay a request to the worker (or the peer) of the model it names. ``target`` and
-    ``translation``: an API the router translates (router/relay/translation.py), whose models
-    are never a peer's (its handlers forward those untranslated, for the peer to translate)."""
+    ``translation``: an API the router translates (router/relay/translation.py), asked of a
+    worker or a peer alike on the OpenAI-compatible route ``target``."""
     rt = runtime(request)
     name = single_model_target(rt.settings, rt.pool.catalogue, name)
     if not name:
@@ -79,7 +79,9 @@ async def _forward_to(
     if peer is not None:
         if conversation and resumable:  # replays of it go to the same peer (api/streams.py)
             rt.conversations.claim(conversation, name)
-        return await forward_to_peer(request, name, peer, body, detached=resumable)
+        return await forward_to_peer(
+            request, name, peer, body, detached=resumable, target=target, translation=translation
+        )
     with scheduling_answered():
         state = rt.pool.get(name)
     session = None

@@ -21,7 +21,14 @@ from corral.http.disconnect import until_disconnected
 from corral.http.errors import ApiError
 from router.observe.access_log import note_model
 from router.relay.peers import PeerRoute
-from router.relay.proxy import WHOLE_BELOW, RelayResponse, request_headers, request_target
+from router.relay.proxy import (
+    TRANSLATED_DROP,
+    WHOLE_BELOW,
+    RelayResponse,
+    request_headers,
+    request_target,
+)
+from router.relay.translation import AnswerTranslation
 from router.workers.worker_http import UpstreamError
 
 __all__ = ["forward_to_peer"]
@@ -63,17 +70,25 @@ async def forward_to_peer(
     body: bytes | None,
     *,
     detached: bool = False,
+    target: bytes | None = None,
+    translation: AnswerTranslation | None = None,
 ) -> ASGIResponse:
-    """Send the request to the peer; ``detached`` as for a local worker
-    (router.relay.proxy.forward)."""
+    """Send the request to the peer; ``detached``, ``target`` and ``translation`` as for a
+    local worker (router.relay.proxy.forward)."""
     peer, stats = route.peer, route.peer.stats
     note_model(name)
-    target = peer.config.base_path.encode() + request_target(request.scope)
+    headers = request_headers(request.scope)
+    if target is None:
+        target = request_target(request.scope)
+    else:  # a translated body: a JSON body of its own
+        headers = [(k, v) for k, v in headers if k not in TRANSLATED_DROP]
+        headers.append((b"content-type", b"application/json"))
+    target = peer.config.base_path.encode() + target
     if route.remote != name:
         target = _renamed_target(target, route.remote)
         if body:
             body = _renamed_body(body, route.remote)
-    headers = request_headers(request.scope) + peer.auth_headers()
+    headers += peer.auth_headers()
     started = time.monotonic()
     try:
         sending = peer.client.request(
@@ -99,4 +114,6 @@ async def forward_to_peer(
         stats.errors += 1
         return ApiError(502, f"peer '{peer.name}' stopped while answering: {exc}")
 
-    return RelayResponse(upstream, name, progress=lambda: None, cut_error=cut_error)
+    return RelayResponse(
+        upstream, name, progress=lambda: None, cut_error=cut_error, translation=translation
+    )

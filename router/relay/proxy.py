@@ -28,6 +28,7 @@ from router.workers.model_state import ModelState
 from router.workers.worker_http import UpstreamError, UpstreamResponse
 
 __all__ = [
+    "TRANSLATED_DROP",
     "WHOLE_BELOW",
     "RelayResponse",
     "WorkerStopping",
@@ -54,7 +55,7 @@ _HOP_BY_HOP = {
 # "Expect: 100-continue".
 _REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding", b"expect"}
 # A translated request's body is the router's: the client's description of its own is wrong.
-_TRANSLATED_DROP = {b"content-type", b"content-encoding"}
+TRANSLATED_DROP = {b"content-type", b"content-encoding"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
 WHOLE_BELOW = 1 << 20
 # The router's own server adds these; CORS is the router's business, not a worker's.
@@ -310,7 +311,7 @@ async def relay(
         if target is None:
             target = request_target(scope)
         else:  # a translated body: a JSON body of its own
-            headers = [(k, v) for k, v in headers if k not in _TRANSLATED_DROP]
+            headers = [(k, v) for k, v in headers if k not in TRANSLATED_DROP]
             headers.append((b"content-type", b"application/json"))
         sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
         upstream = await (sending if session is not None else until_disconnected(request, sending))

@@ -3,7 +3,7 @@
 Each request is translated into the worker's own API (router/api/ollama/translate.py), sent
 through the same relay as every other request (scheduler, lease, autoload, stall watchdog,
 disconnects), and its answer translated back (router/api/ollama/answers.py). A model a peer
-serves gets the request as it came: the peer, a Corral too, translates it itself.
+serves is asked the same way, on the peer's OpenAI-compatible routes (a llama-server will do).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from corral.http.errors import ApiError, decode_body, json_response
 from router.api.inference import forward_to_model
 from router.api.ollama.answers import OllamaAnswer, created_at, error_body, worker_error
 from router.api.ollama.keep_alive import keep_alive_seconds
-from router.api.ollama.lookup import find_model
+from router.api.ollama.lookup import find_served
 from router.api.ollama.protocol import (
     ChatRequest,
     EmbeddingsRequest,
@@ -41,23 +41,20 @@ _EMBEDDINGS = b"/v1/embeddings"
 
 
 async def answer_chat(request: AnyRequest) -> ASGIResponse:
-    raw = await request.body()
-    chat = decode_body(raw, ChatRequest)
+    chat = decode_body(await request.body(), ChatRequest)
     translate = lambda name: chat_call(chat, name)  # noqa: E731
-    return await _generation(request, raw, chat, translate, empty=not chat.messages)
+    return await _generation(request, chat, translate, empty=not chat.messages)
 
 
 async def answer_generate(request: AnyRequest) -> ASGIResponse:
-    raw = await request.body()
-    generate = decode_body(raw, GenerateRequest)
+    generate = decode_body(await request.body(), GenerateRequest)
     empty = not generate.prompt and not generate.images and not generate.suffix
     translate = lambda name: generate_call(generate, name)  # noqa: E731
-    return await _generation(request, raw, generate, translate, empty=empty)
+    return await _generation(request, generate, translate, empty=empty)
 
 
 async def _generation(
     request: AnyRequest,
-    raw: bytes,
     body: ChatRequest | GenerateRequest,
     translate: Callable[[str], WorkerCall],
     *,
@@ -65,31 +62,28 @@ async def _generation(
 ) -> ASGIResponse:
     rt = runtime(request)
     started = time.perf_counter()
-    entry = find_model(rt, body.model)
-    if _peer_serves(rt, entry.name):
-        return await forward_to_model(request, entry.name, raw)
-    call = translate(entry.name)  # a bad body is refused before any load
-    with scheduling_answered():
-        state = rt.pool.get(entry.name)
-    keep_alive = _keep_alive(rt, state, body.keep_alive)
+    found = find_served(rt, body.model)
+    call = translate(found.name)  # a bad body is refused before any load
     chat = isinstance(body, ChatRequest)
-    if empty:  # Ollama's way to load (or, with keep_alive 0, unload) a model
-        return await _load_or_unload(request, rt, state, body, chat=chat, unload=keep_alive == 0)
-    was_serving = state.serving  # else it waits for a load (or for a stopping worker and a load)
+    load_seconds: Callable[[], float] = lambda: 0.0  # noqa: E731  (a peer's load is its own)
+    if found.entry is not None:
+        with scheduling_answered():
+            state = rt.pool.get(found.name)
+        keep_alive = _keep_alive(rt, state, body.keep_alive)
+        if empty:  # Ollama's way to load (or, with keep_alive 0, unload) a model
+            unload = keep_alive == 0
+            return await _load_or_unload(request, rt, state, body, chat=chat, unload=unload)
+        if not state.serving:  # it waits for a load (or for a stopping worker and a load)
+            load_seconds = lambda: state.load_seconds  # noqa: E731
+    elif empty:  # a peer loads the model when it is asked; its keep-alive is its own
+        return _loaded(body, chat=chat, unload=False)
     answer = OllamaAnswer(
-        body.model,
-        chat=chat,
-        streamed=body.stream,
-        started=started,
-        load_seconds=lambda: 0.0 if was_serving else state.load_seconds,
+        body.model, chat=chat, streamed=body.stream, started=started, load_seconds=load_seconds
     )
+    # A peer's model is asked the same way, on the peer's OpenAI-compatible routes.
     return await forward_to_model(
-        request, entry.name, call.body, target=call.target, translation=answer
+        request, found.name, call.body, target=call.target, translation=answer
     )
-
-
-def _peer_serves(rt: RouterRuntime, name: str) -> bool:
-    return rt.peers.route(name, local=True) is not None
 
 
 def _keep_alive(rt: RouterRuntime, state: ModelState, value: KeepAlive | None) -> float | None:
@@ -113,6 +107,10 @@ async def _load_or_unload(
         rt.pool.request_stop(state)
     else:
         await _load(request, rt, state)
+    return _loaded(body, chat=chat, unload=unload)
+
+
+def _loaded(body: ChatRequest | GenerateRequest, *, chat: bool, unload: bool) -> ASGIResponse:
     value: dict[str, Any] = {"model": body.model, "created_at": created_at()}
     if chat:
         value["message"] = {"role": "assistant", "content": ""}
@@ -178,19 +176,19 @@ async def answer_embed(request: AnyRequest, *, legacy: bool) -> ASGIResponse:
         body = decode_body(raw, EmbedRequest)
         inputs = [body.input] if isinstance(body.input, str) else body.input
     rt = runtime(request)
-    entry = find_model(rt, body.model)
-    if _peer_serves(rt, entry.name):
-        return await forward_to_model(request, entry.name, raw)
-    with scheduling_answered():
-        state = rt.pool.get(entry.name)
-    _keep_alive(rt, state, body.keep_alive)
-    if not any(inputs):  # as Ollama: nothing to embed loads the model
-        await _load(request, rt, state)
+    found = find_served(rt, body.model)
+    if found.entry is not None:
+        with scheduling_answered():
+            state = rt.pool.get(found.name)
+        _keep_alive(rt, state, body.keep_alive)
+        if not any(inputs):  # as Ollama: nothing to embed loads the model
+            await _load(request, rt, state)
+    if not any(inputs):
         return json_response({"model": body.model, "embeddings": []})
     # As Ollama, a generative model embeds too: the worker makes an embeddings context beside
     # the generation's on first use (worker/api/embeddings/routes.py), never restarting the model.
     call = _encode(
-        {"model": entry.name, "input": inputs, "encoding_format": "float", "generative": True}
+        {"model": found.name, "input": inputs, "encoding_format": "float", "generative": True}
     )
     answer = _EmbedAnswer(body.model, single=legacy, started=started)
-    return await forward_to_model(request, entry.name, call, target=_EMBEDDINGS, translation=answer)
+    return await forward_to_model(request, found.name, call, target=_EMBEDDINGS, translation=answer)

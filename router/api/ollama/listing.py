@@ -10,13 +10,21 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from corral.hub.mmproj_inputs import input_modalities
-from router.api.ollama.names import Copies, ollama_name
+from router.api.ollama.names import Copies, ollama_name, tagged
 from router.catalogue.catalogue import CatalogueEntry
+from router.catalogue.listing import ModelListing
 from router.catalogue.model_details import ModelDetails, human_parameters, model_details
 from router.workers.memory_budget import resident_memory
 from router.workers.model_state import ModelState
 
-__all__ = ["memory_in_ps", "running_models", "show_model", "tagged_models", "timestamp"]
+__all__ = [
+    "memory_in_ps",
+    "peer_models",
+    "running_models",
+    "show_model",
+    "tagged_models",
+    "timestamp",
+]
 
 # Ollama says "for ever" as a time about 292 years from now (Go's longest duration).
 _FOREVER = timedelta(days=106_751)
@@ -70,6 +78,21 @@ def tagged_models(entries: list[CatalogueEntry], copies: Copies) -> list[dict[st
         except OSError:  # the file went away since the catalogue was read
             continue
         models += [_model(name, details) for name in _names_of(entry, copies)]
+    return models
+
+
+def peer_models(listings: list[ModelListing]) -> list[dict[str, Any]]:
+    """``/api/tags``' entries for the models peers answer for: Ollama's remote models' shape
+    (``remote_model``, ``remote_host``), with no size or digest, which only the peer knows."""
+    models = []
+    for listing in listings:
+        model = {"name": tagged(listing.id), "model": tagged(listing.id)}
+        model["modified_at"] = timestamp(listing.created)
+        if isinstance(listing.remote_id, str):
+            model["remote_model"] = listing.remote_id
+        if isinstance(listing.status.url, str):
+            model["remote_host"] = listing.status.url
+        models.append(model)
     return models
 
 

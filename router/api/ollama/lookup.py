@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from corral.http.errors import ApiError
-from router.api.ollama.names import resolve
+from router.api.ollama.names import candidates, resolve
 from router.api.runtime import RouterRuntime
 from router.catalogue.catalogue import CatalogueEntry
 from router.single_model import single_model_target
 
-__all__ = ["find_model", "required"]
+__all__ = ["Found", "find_model", "find_served", "required"]
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A model to answer with: a local one (``entry``), or a peer's (``entry`` is None)."""
+
+    name: str  # the router's name for it, which the relay routes on
+    entry: CatalogueEntry | None
 
 
 def find_model(rt: RouterRuntime, name: str) -> CatalogueEntry:
@@ -19,6 +29,21 @@ def find_model(rt: RouterRuntime, name: str) -> CatalogueEntry:
     if entry is None:
         raise ApiError(404, f"model '{name}' not found")
     return entry
+
+
+def find_served(rt: RouterRuntime, name: str) -> Found:
+    """The model that answers an Ollama name: a local one, unless a peer that says
+    ``prefer = peer`` lists it too, else the first peer that lists it (docs/scaling.md)."""
+    try:
+        entry = find_model(rt, name)
+    except ApiError:
+        for candidate in candidates(name):
+            if rt.peers.route(candidate, local=False) is not None:
+                return Found(candidate, None)
+        raise
+    if rt.peers.route(entry.name, local=True) is not None:
+        return Found(entry.name, None)
+    return Found(entry.name, entry)
 
 
 def required(value: str, field: str) -> str:

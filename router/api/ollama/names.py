@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from corral.hub.names import DEFAULT_TAGS
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 
-__all__ = ["Copies", "hub_reference", "ollama_name", "resolve"]
+__all__ = ["Copies", "candidates", "hub_reference", "ollama_name", "resolve", "tagged"]
 
 _HUB_HOSTS = ("hf.co/", "huggingface.co/")
 _LATEST = ":latest"
@@ -34,6 +34,11 @@ def ollama_name(entry: CatalogueEntry, name: str | None = None) -> str:
     name = name or entry.name
     if entry.source == "cache" and name == entry.name:
         return "hf.co/" + name
+    return tagged(name)
+
+
+def tagged(name: str) -> str:
+    """A name with its tag: ``:latest`` when it has none."""
     return name if ":" in name.rpartition("/")[2] else name + _LATEST
 
 
@@ -66,10 +71,16 @@ def _bare(name: str) -> str:
     return name.removesuffix(_LATEST)
 
 
+def candidates(name: str) -> tuple[str, ...]:
+    """The names an Ollama name may stand for, in order: as given, without a hub host, without
+    ``:latest``, without both."""
+    return (name, hub_reference(name), _bare(name), _bare(hub_reference(name)))
+
+
 def resolve(catalogue: Catalogue, copies: Copies, name: str) -> CatalogueEntry | None:
     """The model an Ollama name means: a Corral id or alias, with or without ``:latest`` or a
     hub host, or a copy's."""
-    for candidate in (name, hub_reference(name), _bare(name), _bare(hub_reference(name))):
+    for candidate in candidates(name):
         entry = catalogue.resolve(candidate)
         if entry is not None:
             return entry

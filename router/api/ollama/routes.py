@@ -4,6 +4,7 @@ every route (pull, delete and copy manage models: admin keys only)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anyio
@@ -15,7 +16,7 @@ from corral.http.streaming import ClosingStreamingResponse
 from router.api.models import gpu_memory
 from router.api.ollama.errors import ollama_exception_handlers
 from router.api.ollama.generation import answer_chat, answer_embed, answer_generate
-from router.api.ollama.listing import running_models, show_model, tagged_models
+from router.api.ollama.listing import peer_models, running_models, show_model, tagged_models
 from router.api.ollama.lookup import find_model
 from router.api.ollama.management import (
     copy_model,
@@ -43,9 +44,16 @@ async def version() -> dict[str, str]:
 @get("/tags")
 async def tags(request: AnyRequest) -> dict[str, Any]:
     rt = runtime(request)
-    entries = [entry for entry in rt.pool.catalogue.entries.values() if not entry.hidden]
+    catalogue = rt.pool.catalogue
+    # A name a ``prefer = peer`` peer answers for is listed as that peer's, as on /models.
+    entries = [
+        entry
+        for entry in catalogue.entries.values()
+        if not entry.hidden and rt.peers.route(entry.name, local=True) is None
+    ]
     models = await anyio.to_thread.run_sync(tagged_models, entries, rt.ollama_copies)
-    return {"models": models}
+    remote = rt.peers.listing(int(time.time()), lambda name: catalogue.resolve(name) is not None)
+    return {"models": models + peer_models(remote)}
 
 
 @get("/ps")
