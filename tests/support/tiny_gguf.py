@@ -105,6 +105,8 @@ def write_tiny_gguf(
     strings: dict[str, str] | None = None,
     shards: int = 1,
     only_words: tuple[str, str] | None = None,
+    prefers: tuple[str, ...] = (),
+    ends_after: str | None = None,
 ) -> pathlib.Path:
     """Write a ~320 KB llama-architecture GGUF to ``path`` and return ``path``.
 
@@ -130,6 +132,13 @@ def write_tiny_gguf(
     is returned. ``only_words`` (two words of ``words``) makes a model that writes nothing else:
     their output rows are opposite, so one of the two scores above 0 whatever the context, and
     every other row is 0; for a stand-in whose test looks for those words in the answer.
+    ``prefers`` (tokens, most preferred first) makes a model that ranks those tokens above all
+    others whatever the context: every token's embedding leans one way (a large first
+    component) and only their output rows read it. Unconstrained, it writes the first; under a
+    grammar, the first the grammar allows (``<tool_call>``, then ``</tool_call>``, ``{`` ...:
+    a model that answers with a tool call from real generation, its lazy grammar writing it).
+    With it, ``ends_after`` (a token) flips the lean of that token's embedding, so that right
+    after it the model ends its turn (``<|im_end|>``, which it never prefers otherwise).
     """
     tokens, scores, types = _vocab(words)
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
@@ -192,7 +201,12 @@ def write_tiny_gguf(
             gguf.Keys.Tokenizer.CHAT_TEMPLATE_N.format(name="rerank"), rerank_template
         )
 
-    writer.add_tensor("token_embd.weight", _weight(rng, len(tokens), _N_EMBD))
+    embeddings = _weight(rng, len(tokens), _N_EMBD)
+    if prefers:
+        embeddings[:, 0] = 1.0
+        if ends_after is not None:
+            embeddings[tokens.index(ends_after), 0] = -1.0
+    writer.add_tensor("token_embd.weight", embeddings)
     # With tiny weights the logits are near-uniform and ~45% of samples would be control or
     # stray byte tokens, which stream as empty deltas. Zero rows for those and large rows for
     # ordinary pieces make sampled text almost surely visible words; the price is that
@@ -204,6 +218,12 @@ def write_tiny_gguf(
         row = head[first].copy()
         head[:] = 0
         head[first], head[second] = row, -row
+    if prefers:
+        head[:, 0] = 0
+        for rank, token in enumerate(prefers):
+            head[tokens.index(token), 0] = 50.0 - 5.0 * rank
+        if ends_after is not None:
+            head[_IM_END, 0] = -60.0  # the last choice, unless the state leans the other way
     writer.add_tensor("output.weight", head)
     writer.add_tensor("output_norm.weight", _norm())
     for b in range(_N_BLOCKS):

@@ -3,8 +3,10 @@
 Its models: ``alpha`` (ChatML; alias ``first`` from a preset), ``thinker`` (a template that
 opens the thinking, unless ``enable_thinking`` is false), ``coder`` (fill-in-the-middle tokens,
 for ``suffix``), ``embedder`` (an embedding model: its GGUF declares a pooling type, so it
-answers embeddings without a flag), ``seer`` (with a projector: it reads images) and
-``caller`` (Hermes-style tool calls in its template).
+answers embeddings without a flag), ``seer`` (with a projector: it reads images),
+``caller`` (Hermes-style tool calls in its template) and ``agent`` (the same template, and
+weights that prefer ``<tool_call>`` whatever the context and end the turn after
+``</tool_call>``: offered tools, it calls one from real generation, the lazy grammar writing it).
 """
 
 from __future__ import annotations
@@ -46,6 +48,14 @@ def ollama_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
         name="caller",
         chat_template=HERMES_TEMPLATE,
         user_tokens=USER_TOKENS,
+    )
+    write_tiny_gguf(
+        directory / "agent.gguf",
+        name="agent",
+        chat_template=HERMES_TEMPLATE,
+        user_tokens=USER_TOKENS,
+        prefers=("<tool_call>", "</tool_call>", "{", '"'),
+        ends_after="</tool_call>",
     )
     (directory / "seer").mkdir()
     write_tiny_gguf(directory / "seer" / "seer-Q8_0.gguf", name="seer", attention_gain=10.0)

@@ -124,6 +124,41 @@ def test_tools_and_a_call_history_reach_the_template(client: ollama.Client) -> N
     assert answered.prompt_eval_count > offered.prompt_eval_count + 10  # the call and its result
 
 
+CITY_WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "enum": ["Oslo", "Lima"]}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def test_a_generated_tool_call_comes_in_ollamas_shape(client: ollama.Client) -> None:
+    ask = [{"role": "user", "content": "What is the weather in Oslo?"}]
+    options = {"temperature": 0, "num_predict": 120}
+    whole = client.chat(model="agent", messages=ask, tools=[CITY_WEATHER], options=options)
+    assert (whole.done, whole.done_reason) == (True, "stop")
+    assert whole.message.content == ""
+    assert whole.message.tool_calls is not None
+    (call,) = whole.message.tool_calls
+    assert call.function.name == "get_weather"
+    assert set(call.function.arguments) == {"city"}  # an object, not OpenAI's JSON text
+    assert call.function.arguments["city"] in ("Oslo", "Lima")
+    parts = list(
+        client.chat(model="agent", messages=ask, tools=[CITY_WEATHER], options=options, stream=True)
+    )
+    assert "".join(part.message.content or "" for part in parts) == ""
+    streamed = [call for part in parts for call in part.message.tool_calls or []]
+    assert streamed == whole.message.tool_calls  # whole, in one object before the last
+    assert not parts[-1].message.tool_calls
+    assert (parts[-1].done, parts[-1].done_reason) == (True, "stop")
+
+
 def test_an_image_reaches_a_model_with_a_projector(client: ollama.Client) -> None:
     options = {"temperature": 0, "num_predict": 2}
     # The text and the image are joined by a newline: without the image, the newline alone.

@@ -19,7 +19,7 @@ def test_version_is_an_ollama_release_number(shared_router: RouterProcess) -> No
 def test_tags_lists_every_model_with_its_gguf_details(client: ollama.Client) -> None:
     models = {model.model: model for model in client.list().models}
     names = {"alpha:latest", "caller:latest", "coder:latest", "embedder:latest", "seer:latest"}
-    names |= {"thinker:latest", "first:latest"}  # first: alpha's alias, from the preset
+    names |= {"thinker:latest", "agent:latest", "first:latest"}  # first: alpha's alias
     assert set(models) == names
     alpha = models["alpha:latest"]
     assert alpha.details is not None
