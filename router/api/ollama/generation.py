@@ -140,6 +140,8 @@ class _EmbedAnswer:
         self._model, self._single, self._started = model, single, started
 
     def whole(self, status: int, body: bytes) -> tuple[int, bytes]:
+        if status == 501:  # a peer's llama-server run without --embeddings: the model can't
+            return 400, error_body(f'"{self._model}" does not support embeddings')
         if status >= 400:
             return worker_error(status, body)
         answer = msgspec.json.decode(body)
