@@ -28,7 +28,7 @@ from corral.options.flags import WORKER_OPTIONS, flag_spelling
 from corral.options.help import MODEL_OPTION_HELP
 from corral.options.table import OPTIONS, OptionSpec
 from router.cli.commands import _parser as _cache_commands_parser
-from router.cli.no_effect_flags import NO_EFFECT_FLAGS
+from router.cli.no_effect_flags import NO_EFFECT_FLAGS, no_effect_reason
 from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.cli.serve_flags import serve_parser as _serve_parser
 from worker.rpc.server import rpc_server_parser
@@ -321,7 +321,12 @@ def worker_parser() -> argparse.ArgumentParser:
 
 
 def _documented_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+    # The worker's other llama-server flags are documented as one sentence, not one by one.
+    return [
+        a
+        for a in parser._actions
+        if not isinstance(a, argparse._HelpAction) and a.dest != "other_llama_server_flags"
+    ]
 
 
 def option_strings(parser: argparse.ArgumentParser) -> set[str]:
@@ -396,17 +401,21 @@ def _serve_section() -> list[str]:
 
 def _no_effect_section() -> list[str]:
     rows = [
-        [" ".join(f"`{s} VALUE`" if arity else f"`{s}`" for s in spellings)]
+        [
+            " ".join(f"`{s}{' VALUE' * arity}`" for s in spellings),
+            no_effect_reason(spellings[0]),
+        ]
         for spellings, arity in NO_EFFECT_FLAGS
     ]
     return [
         "### Accepted, no effect yet",
         "",
         "llama-server flags that Corral accepts so that a llama-server command line starts, "
-        "but does not implement yet: each is logged once at startup as having no effect "
-        "(a flag shown with `VALUE` takes one).",
+        "but does not act on: each is logged once at startup as having no effect (a flag "
+        "shown with `VALUE` takes one). `python -m worker` accepts these and every other "
+        "llama-server flag it has no use for the same way.",
         "",
-        *_table(["flag"], rows),
+        *_table(["flag", "why"], rows),
         "",
     ]
 
@@ -536,7 +545,9 @@ def _worker_section() -> list[str]:
         "",
         "One model, served alone like a single-model llama-server (the router starts one per "
         "model): `.venv/bin/python -m worker --model models/SmolLM2-135M-Instruct.Q4_1.gguf "
-        "--port 8081`. Besides these it takes every [per-model option](#per-model-options).",
+        "--port 8081`. Besides these it takes every [per-model option](#per-model-options), and "
+        "every other flag of llama-server's `--help`, each logged at startup as having no effect "
+        "in a worker.",
         "",
         *_table(["flag", "default", "meaning"], rows),
         "",

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from corral.options.flags import add_model_flags, model_options_from
+from corral.options.flags import (
+    ExactFlagParser,
+    add_model_flags,
+    add_other_llama_server_flags,
+    model_options_from,
+    other_flags_given,
+)
 from worker.host.cpu_threads import default_threads
 from worker.rpc.endpoints import Endpoint, parse_endpoints
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
@@ -102,6 +108,8 @@ class WorkerSettings:
     verbose: bool = False  # answers carry __verbose unless the request says otherwise
     keep: int = 0  # prompt tokens a context shift keeps; -1: all
     ignored: dict[str, str] = field(default_factory=dict)
+    # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
+    no_effect_flags: tuple[str, ...] = ()
 
 
 def _sleep_after(value: str | None) -> float | None:
@@ -170,7 +178,7 @@ def _threads(value: str | None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
+    parser = ExactFlagParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
     parser.add_argument(
         "-a", "--alias", help="model id to report, or a comma list of names (default: file stem)"
@@ -182,6 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--api-key", help="key(s) every request needs, comma-separated")
     parser.add_argument("--cors-origins", default="*", help="origins browsers may call from")
     add_model_flags(parser)
+    add_other_llama_server_flags(parser)
     return parser
 
 
@@ -275,4 +284,5 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         verbose=options.get("verbose", "false") == "true",
         keep=int(number("keep", 0)),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
+        no_effect_flags=other_flags_given(args),
     )

@@ -9,10 +9,10 @@ else, and the router logs one notice per flag saying that it has no effect here 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import Any
 
-__all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given"]
+from corral.options.flags import NotedFlag
+
+__all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given", "no_effect_reason"]
 
 # (spellings as llama-server's common/arg.cpp spells them, the first one named in the notice;
 # how many values the flag takes).
@@ -64,24 +64,227 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-mod-n-min",), 1),
     (("--spec-ngram-mod-n-max",), 1),
     (("--spec-ngram-mod-n-match",), 1),
+    # llama-server flags (issue 29); why each has no effect is in NO_EFFECT_REASONS.
+    (("-cl", "--cache-list"), 0),
+    (("--completion-bash",), 0),
+    (("-tb", "--threads-batch"), 1),
+    (("-C", "--cpu-mask"), 1),
+    (("-Cr", "--cpu-range"), 1),
+    (("--cpu-strict",), 1),
+    (("--prio",), 1),
+    (("--poll",), 1),
+    (("-Cb", "--cpu-mask-batch"), 1),
+    (("-Crb", "--cpu-range-batch"), 1),
+    (("--cpu-strict-batch",), 1),
+    (("--prio-batch",), 1),
+    (("--poll-batch",), 1),
+    (("-lcs", "--lookup-cache-static"), 1),
+    (("-lcd", "--lookup-cache-dynamic"), 1),
+    (("--kv-unified-per-slot",), 1),
+    (("-ctxcp", "--ctx-checkpoints", "--swa-checkpoints"), 1),
+    (("-cms", "--checkpoint-min-step"), 1),
+    (("--perf",), 0),
+    (("--no-perf",), 0),
+    (("-e", "--escape"), 0),
+    (("--no-escape",), 0),
+    (("-r", "--reverse-prompt"), 1),
+    (("-sp", "--special"), 0),
+    (("--warmup",), 0),
+    (("--no-warmup",), 0),
+    (("--spm-infill",), 0),
+    (("--adaptive-target",), 1),
+    (("--adaptive-decay",), 1),
+    (("--grammar",), 1),
+    (("--grammar-file",), 1),
+    (("-j", "--json-schema"), 1),
+    (("-jf", "--json-schema-file"), 1),
+    (("--rope-scaling",), 1),
+    (("--rope-scale",), 1),
+    (("--rope-freq-scale",), 1),
+    (("--yarn-orig-ctx",), 1),
+    (("--yarn-ext-factor",), 1),
+    (("--yarn-attn-factor",), 1),
+    (("--yarn-beta-slow",), 1),
+    (("--yarn-beta-fast",), 1),
+    (("--repack",), 0),
+    (("-nr", "--no-repack"), 0),
+    (("--no-host",), 0),
+    (("-dt", "--defrag-thold"), 1),
+    (("-cb", "--cont-batching"), 0),
+    (("-nocb", "--no-cont-batching"), 0),
+    (("-mmu", "--mmproj-url"), 1),
+    (("-mmdev", "--mmproj-device"), 1),
+    (("--image-min-tokens",), 1),
+    (("--image-max-tokens",), 1),
+    (("--mtmd-batch-max-tokens",), 1),
+    (("--video-fps",), 1),
+    (("--video-timestamp-interval",), 1),
+    (("--video-ffmpeg-dir",), 1),
+    (("-lm", "--load-mode"), 1),
+    (("-lzm", "--lazy-mode"), 1),
+    (("--check-tensors",), 0),
+    (("--override-kv",), 1),
+    (("--control-vector",), 1),
+    (("--control-vector-scaled",), 1),
+    (("--control-vector-layer-range",), 2),
+    (("-mu", "--model-url"), 1),
+    (("-dr", "--docker-repo"), 1),
+    (("--embd-normalize",), 1),
+    (("--reuse-port",), 0),
+    (("--path",), 1),
+    (("--api-prefix",), 1),
+    (("--ui-config", "--webui-config"), 1),
+    (("--ui-config-file", "--webui-config-file"), 1),
+    (("--tools-runtime",), 1),
+    (("-ag", "--agent"), 0),
+    (("-no-ag", "--no-agent"), 0),
+    (("--ssl-key-file",), 1),
+    (("--ssl-cert-file",), 1),
+    (("--sse-ping-interval",), 1),
+    (("--threads-http",), 1),
+    (("--cache-prompt",), 0),
+    (("--no-cache-prompt",), 0),
+    (("--no-reasoning-preserve",), 0),
+    (("--skip-chat-parsing",), 0),
+    (("--no-skip-chat-parsing",), 0),
+    (("--prefill-assistant",), 0),
+    (("--no-prefill-assistant",), 0),
+    (("-sps", "--slot-prompt-similarity"), 1),
+    (("--log-disable",), 0),
+    (("--log-file",), 1),
+    (("--log-jsonl",), 0),
+    (("--no-log-jsonl",), 0),
+    (("--log-prompts-dir",), 1),
+    (("--log-colors",), 1),
+    (("--log-prefix",), 0),
+    (("--no-log-prefix",), 0),
+    (("--log-timestamps",), 0),
+    (("--no-log-timestamps",), 0),
+    (("--spec-ngram-size-n",), 1),
+    (("--spec-ngram-size-m",), 1),
+    (("--spec-ngram-min-hits",), 1),
+    (("--embd-gemma-default",), 0),
+    (("--fim-qwen-1.5b-default",), 0),
+    (("--fim-qwen-3b-default",), 0),
+    (("--fim-qwen-7b-default",), 0),
+    (("--fim-qwen-7b-spec",), 0),
+    (("--fim-qwen-14b-spec",), 0),
+    (("--fim-qwen-30b-default",), 0),
+    (("--gpt-oss-20b-default",), 0),
+    (("--gpt-oss-120b-default",), 0),
+    (("--vision-gemma-4b-default",), 0),
+    (("--vision-gemma-12b-default",), 0),
+    (("--spec-default",), 0),
 )
+_NOT_YET = "not implemented yet"
+_THREADS = (
+    "the worker's threads follow `--threads`; llama-cpp-python offers no affinity or priority"
+)
+_LOGS = "Corral logs through its own structured log (`--log-format`, `--log-requests`)"
+# Why a flag has no effect, by its first spelling (docs/configuration.md shows it).
+NO_EFFECT_REASONS: dict[str, str] = {
+    # Flags listed before this issue.
+    "--verbosity": "Corral logs at info; `--verbose` adds llama-server's debug object to answers",
+    "--props": "`POST /props` is refused: settings are per model, set by flags or a preset",
+    "--backend-sampling": "sampling runs on the CPU here",
+    "--swa-full": "llama-cpp-python sizes the SWA cache itself",
+    **dict.fromkeys(
+        ("--cors-methods", "--cors-headers", "--cors-credentials", "--no-cors-credentials"),
+        "CORS is answered as docs/operations.md says: never with credentials",
+    ),
+    "--media-path": "`file://` media URLs are refused (400)",
+    "--cache-reuse": _NOT_YET,
+    "--reasoning-effort": _NOT_YET,
+    "--reasoning-preserve": "reasoning in the history is rendered as the template says",
+    "-cl": "`corral ls` lists the cached models",
+    "--completion-bash": "`corral serve --help` lists every flag",
+    **dict.fromkeys(
+        ("-tb", "-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS
+    ),
+    **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
+    **dict.fromkeys(("-lcs", "-lcd", "-ctxcp", "-cms", "-r", "--warmup", "--no-warmup"), _NOT_YET),
+    **dict.fromkeys(("--grammar", "--grammar-file", "-j", "-jf", "--embd-normalize"), _NOT_YET),
+    **dict.fromkeys(("-mmdev", "--image-min-tokens", "--image-max-tokens"), _NOT_YET),
+    **dict.fromkeys(("--reuse-port", "--path", "--api-prefix", "--ui-config"), _NOT_YET),
+    **dict.fromkeys(("--ui-config-file", "--ssl-key-file", "--ssl-cert-file"), _NOT_YET),
+    "--sse-ping-interval": _NOT_YET,
+    "--kv-unified-per-slot": "slots share one KV cache or split it (`--kv-unified`)",
+    **dict.fromkeys(("--perf", "--no-perf"), "timings are always measured and answered"),
+    **dict.fromkeys(("-e", "--no-escape"), "llama-server's CLI prompt escapes: no CLI prompt here"),
+    "-sp": "special tokens follow each request's own fields",
+    "--spm-infill": "`/infill` builds the prompt as the model's FIM tokens say",
+    **dict.fromkeys(("--adaptive-target", "--adaptive-decay"), _NOT_YET),
+    **dict.fromkeys(
+        ("--rope-scaling", "--rope-scale", "--rope-freq-scale", "--yarn-orig-ctx"), _NOT_YET
+    ),
+    **dict.fromkeys(
+        ("--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast"),
+        _NOT_YET,
+    ),
+    **dict.fromkeys(("--repack", "-nr", "--no-host"), "CPU buffer types are llama.cpp's defaults"),
+    "-dt": "llama.cpp no longer defragments (upstream's flag is deprecated too)",
+    **dict.fromkeys(("-cb", "-nocb"), "batching across slots is always on"),
+    **dict.fromkeys(("-mmu", "-mu", "-dr"), "models come from the hub cache, `-m` or `-hf`"),
+    **dict.fromkeys(("--mtmd-batch-max-tokens", "--video-fps"), _NOT_YET),
+    **dict.fromkeys(("--video-timestamp-interval", "--video-ffmpeg-dir"), "no video input yet"),
+    **dict.fromkeys(("-lm", "-lzm"), "models load with mmap unless `--no-mmap`"),
+    "--check-tensors": _NOT_YET,
+    "--override-kv": _NOT_YET,
+    **dict.fromkeys(
+        ("--control-vector", "--control-vector-scaled", "--control-vector-layer-range"),
+        "llama-cpp-python exposes no control vectors",
+    ),
+    "--tools-runtime": "built-in tools run in the router (docs/tools.md)",
+    **dict.fromkeys(("-ag", "-no-ag"), "no agent loop in the server; clients run their own"),
+    "--threads-http": "the router serves HTTP on one event loop: there is no HTTP thread pool",
+    **dict.fromkeys(
+        ("--cache-prompt", "--no-cache-prompt"),
+        "prompt caching follows each request's `cache_prompt`",
+    ),
+    "--no-reasoning-preserve": "reasoning in the history is rendered as the template says",
+    **dict.fromkeys(
+        ("--skip-chat-parsing", "--no-skip-chat-parsing"), "answers are always parsed (tool calls)"
+    ),
+    **dict.fromkeys(
+        ("--prefill-assistant", "--no-prefill-assistant"),
+        "a last assistant message is always continued",
+    ),
+    "-sps": "a request goes to the slot whose cache shares most of its prompt",
+    **dict.fromkeys(("--log-disable", "--log-file", "--log-jsonl", "--no-log-jsonl"), _LOGS),
+    **dict.fromkeys(("--log-prompts-dir", "--log-colors", "--log-prefix"), _LOGS),
+    **dict.fromkeys(("--no-log-prefix", "--log-timestamps", "--no-log-timestamps"), _LOGS),
+    **dict.fromkeys(
+        ("--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits"),
+        "older names of the `--spec-ngram-*` settings",
+    ),
+    **dict.fromkeys(
+        (
+            "--embd-gemma-default",
+            "--fim-qwen-1.5b-default",
+            "--fim-qwen-3b-default",
+            "--fim-qwen-7b-default",
+            "--fim-qwen-7b-spec",
+            "--fim-qwen-14b-spec",
+            "--fim-qwen-30b-default",
+            "--gpt-oss-20b-default",
+            "--gpt-oss-120b-default",
+            "--vision-gemma-4b-default",
+            "--vision-gemma-12b-default",
+            "--spec-default",
+        ),
+        _NOT_YET + ": name the model with `-hf`",
+    ),
+}
 _DEST = "no_effect_flags"
 
 
-class _Noted(argparse.Action):
-    """Records the flag's first spelling (once) and drops its value."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[Any] | None,
-        option_string: str | None = None,
-    ) -> None:
-        noted: list[str] = list(getattr(namespace, _DEST, None) or [])
-        if self.option_strings[0] not in noted:
-            noted.append(self.option_strings[0])
-        setattr(namespace, _DEST, noted)
+def no_effect_reason(first_spelling: str) -> str:
+    """Why a no-effect flag has none (docs/configuration.md)."""
+    if first_spelling in NO_EFFECT_REASONS:
+        return NO_EFFECT_REASONS[first_spelling]
+    if first_spelling.startswith("--spec-"):
+        return "speculative tuning that llama-cpp-python's API or the types Corral runs ignore"
+    return _NOT_YET
 
 
 def add_no_effect_flags(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +298,7 @@ def add_no_effect_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(
             *spellings,
             dest=_DEST,
-            action=_Noted,
+            action=NotedFlag,
             nargs=arity or 0,
             metavar="VALUE" if arity else None,
             default=[],

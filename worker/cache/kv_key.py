@@ -51,6 +51,7 @@ _NOT_IN_KEY = frozenset(
         "kv_cache_dir",
         "kv_cache_max",
         "ignored",
+        "no_effect_flags",
     }
 )
 # Bumped when Corral's file layout or what goes into the key changes.

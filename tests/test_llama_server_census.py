@@ -1,0 +1,235 @@
+"""Every flag of llama-server's ``--help`` starts ``corral serve`` and ``python -m worker``.
+
+The flags come from corral/options/llama_server_flags.py (generated from the vendored
+llama.cpp's common/arg.cpp); each spelling is given alone, with a valid value, to both parsers,
+and each preset key llama-server's router accepts is given to a preset. A refusal fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS, LlamaServerFlag
+from router.catalogue.llama_server_keys import LLAMA_SERVER_KEYS
+from router.catalogue.presets import parse_preset_text
+from router.cli.main import parse_serve_args
+from worker.settings import parse_worker_args
+
+# Flags other work in flight implements (the GPU and the sampling issues): the lead empties
+# this set when merging it.
+OWNED_ELSEWHERE = frozenset(
+    {
+        # GPU
+        "--fit",
+        "--fit-target",
+        "--fit-ctx",
+        "--list-devices",
+        "--device",
+        "--split-mode",
+        "--tensor-split",
+        "--main-gpu",
+        "--override-tensor",
+        "--cpu-moe",
+        "--n-cpu-moe",
+        "--n-cpu-ffn",
+        "--kv-offload",
+        "--op-offload",
+        "--spec-draft-device",
+        "--spec-draft-ngl",
+        "--numa",
+        "-ngl",
+        # sampling
+        "--temp",
+        "--top-k",
+        "--top-p",
+        "--min-p",
+        "--typical",
+        "--repeat-last-n",
+        "--repeat-penalty",
+        "--presence-penalty",
+        "--frequency-penalty",
+        "--dry-multiplier",
+        "--dry-base",
+        "--dry-allowed-length",
+        "--dry-penalty-last-n",
+        "--dry-sequence-breaker",
+        "--xtc-probability",
+        "--xtc-threshold",
+        "--mirostat",
+        "--mirostat-lr",
+        "--mirostat-ent",
+        "--dynatemp-range",
+        "--dynatemp-exp",
+        "--top-nsigma",
+        "--samplers",
+        "--sampler-seq",
+        "--min-keep",
+        "--ignore-eos",
+        "--logit-bias",
+        "--seed",
+        "-n",
+    }
+)
+
+
+def _owned(flag: LlamaServerFlag) -> bool:
+    return bool(OWNED_ELSEWHERE & set(flag.spellings))
+
+
+# A valid value for the flags "1" is not one for, by any spelling; {file} and {dir} are
+# replaced by an existing file and directory.
+_VALUES: dict[str, list[str]] = {
+    "--model": ["{file}"],
+    "--mmproj": ["{file}"],
+    "--spec-draft-model": ["{file}"],
+    "--models-dir": ["{dir}"],
+    "--models-preset": ["{file}"],
+    "--api-key-file": ["{file}"],
+    "--chat-template-file": ["{file}"],
+    "--slot-save-path": ["{dir}"],
+    "--mcp-servers-config": ["{json}"],
+    "--mcp-servers-json": ['{"mcpServers": {}}'],
+    "--chat-template-kwargs": ["{}"],
+    "--grammar-file": ["{file}"],
+    "--json-schema-file": ["{json}"],
+    "--json-schema": ["{}"],
+    "--path": ["{dir}"],
+    "--ui-config": ["{}"],
+    "--ui-config-file": ["{json}"],
+    "--ssl-key-file": ["{file}"],
+    "--ssl-cert-file": ["{file}"],
+    "--media-path": ["{dir}"],
+    "--flash-attn": ["on"],
+    "--cache-type-k": ["f16"],
+    "--cache-type-v": ["f16"],
+    "--spec-draft-type-k": ["f16"],
+    "--spec-draft-type-v": ["f16"],
+    "--pooling": ["mean"],
+    "--rope-scaling": ["linear"],
+    "--reasoning-format": ["auto"],
+    "--reasoning": ["on"],
+    "--spec-type": ["none"],
+    "--log-colors": ["auto"],
+    "--load-mode": ["auto"],
+    "--lazy-mode": ["auto"],
+    "--tools": ["read_file"],
+    "--rpc": ["127.0.0.1:50052"],
+    "--lora-scaled": ["{file}:0.5"],
+    "--control-vector-scaled": ["{file}:0.5"],
+    "--control-vector-layer-range": ["1", "2"],
+    "--override-kv": ["tokenizer.ggml.add_bos_token=bool:false"],
+    "--hf-repo": ["acme/tiny-GGUF"],
+    "--spec-draft-hf": ["acme/tiny-GGUF"],
+    "--hf-file": ["tiny.gguf"],
+    "--host": ["127.0.0.1"],
+    "--port": ["8080"],
+    "--cpu-mask": ["0x1"],
+    "--cpu-range": ["0-1"],
+    "--spec-synth-rates": ["0.5"],
+    "--reasoning-effort": ["low"],
+}
+# Flags that need another to make sense, as in llama-server.
+_COMPANIONS: dict[str, list[str]] = {"--hf-file": ["-hf", "acme/tiny-GGUF"]}
+
+
+def _placed(value: str, places: dict[str, str]) -> str:
+    for name, path in places.items():
+        value = value.replace("{" + name + "}", path)
+    return value
+
+
+def _census() -> list[tuple[str, int]]:
+    """Every spelling of every flag, with how many values it takes."""
+    return [
+        (spelling, flag.arity)
+        for flag in LLAMA_SERVER_FLAGS
+        if not _owned(flag) and not {"--help", "--version"} & set(flag.spellings)
+        for spelling in flag.spellings
+    ]
+
+
+def _argv(spelling: str, arity: int, places: dict[str, str]) -> list[str]:
+    flag = next(f for f in LLAMA_SERVER_FLAGS if spelling in f.spellings)
+    given = next((_VALUES[s] for s in flag.spellings if s in _VALUES), ["1"] * arity)
+    values = [_placed(value, places) for value in given[:arity]]
+    companions = next((_COMPANIONS[s] for s in flag.spellings if s in _COMPANIONS), [])
+    return [*companions, spelling, *values]
+
+
+@pytest.fixture
+def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--acme--tiny-GGUF" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "tiny.gguf").write_bytes(b"GGUF")
+    (cache / "models--acme--tiny-GGUF" / "refs").mkdir()
+    (cache / "models--acme--tiny-GGUF" / "refs" / "main").write_text("a" * 40)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("LLAMA_CACHE", str(cache))
+    file = tmp_path / "file.txt"
+    file.write_text("key\n")
+    json_file = tmp_path / "config.json"
+    json_file.write_text('{"mcpServers": {}}')
+    return {"file": str(file), "dir": str(tmp_path), "json": str(json_file)}
+
+
+@pytest.mark.parametrize(("spelling", "arity"), _census())
+def test_corral_serve_accepts_the_flag(
+    spelling: str, arity: int, places: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = _argv(spelling, arity, places)
+    try:
+        parse_serve_args(argv)
+    except SystemExit:
+        pytest.fail(f"corral serve {' '.join(argv)}: {capsys.readouterr().err}")
+
+
+@pytest.mark.parametrize(("spelling", "arity"), _census())
+def test_the_worker_accepts_the_flag(
+    spelling: str, arity: int, places: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = _argv(spelling, arity, places)
+    if spelling in ("-m", "--model"):
+        argv = []
+    try:
+        parse_worker_args(["-m", places["file"], *argv])
+    except SystemExit:
+        pytest.fail(f"python -m worker {' '.join(argv)}: {capsys.readouterr().err}")
+
+
+def _preset_value(key: str, places: dict[str, str]) -> str:
+    """A valid value for a preset key: its flag's, or on for a switch."""
+    negative = key.startswith("LLAMA_ARG_NO_")
+    flag = next(
+        (
+            f
+            for f in LLAMA_SERVER_FLAGS
+            if key in (f.env, f"LLAMA_ARG_NO_{(f.env or '')[10:]}")
+            or any(s.lstrip("-") == key for s in f.spellings)
+        ),
+        None,
+    )
+    if flag is None or flag.arity == 0 or negative:
+        return "true"
+    given = next((_VALUES[s] for s in flag.spellings if s in _VALUES), ["1"])
+    return _placed(" ".join(given), places)
+
+
+def _preset_census() -> list[str]:
+    owned = {
+        name
+        for f in LLAMA_SERVER_FLAGS
+        if _owned(f)
+        for name in (*(s.lstrip("-") for s in f.spellings), f.env or "")
+    }
+    return sorted(k for k in LLAMA_SERVER_KEYS - owned if not k.startswith("LLAMA_ARG_NO_") or
+                  k.replace("_NO_", "_", 1) not in owned)  # fmt: skip
+
+
+@pytest.mark.parametrize("key", _preset_census())
+def test_every_llama_server_preset_key_is_accepted(key: str, places: dict[str, str]) -> None:
+    model = "" if key in ("m", "model", "LLAMA_ARG_MODEL") else f"model = {places['file']}\n"
+    text = f"[tiny]\n{model}{key} = {_preset_value(key, places)}\n"
+    parse_preset_text(text, source="census.ini")
