@@ -9,8 +9,11 @@ else, and the router logs one notice per flag saying that it has no effect here 
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Mapping
 
 from corral.options.flags import NotedFlag
+from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS
 
 __all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given", "no_effect_reason"]
 
@@ -276,6 +279,8 @@ NO_EFFECT_REASONS: dict[str, str] = {
     ),
 }
 _DEST = "no_effect_flags"
+# llama-server's variable of each flag, by every spelling.
+_VARIABLES = {s: flag.env for flag in LLAMA_SERVER_FLAGS if flag.env for s in flag.spellings}
 
 
 def no_effect_reason(first_spelling: str) -> str:
@@ -306,6 +311,15 @@ def add_no_effect_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def no_effect_given(args: argparse.Namespace) -> tuple[str, ...]:
-    """The no-effect flags the command line gave, by first spelling, in the order given."""
-    return tuple(getattr(args, _DEST, None) or ())
+def no_effect_given(
+    args: argparse.Namespace, env: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The no-effect flags the command line gave, by first spelling, in the order given; then
+    those whose llama-server variable is set (``LLAMA_ARG_THREADS_HTTP``), as ``FLAG (VAR)``."""
+    env = os.environ if env is None else env
+    given: list[str] = list(getattr(args, _DEST, None) or ())
+    for spellings, _ in NO_EFFECT_FLAGS:
+        variable = _VARIABLES.get(spellings[0])
+        if variable is not None and variable in env and spellings[0] not in given:
+            given.append(f"{spellings[0]} ({variable})")
+    return tuple(given)

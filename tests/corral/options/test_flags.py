@@ -51,3 +51,13 @@ def test_a_worker_notes_the_llama_server_flags_it_has_no_use_for() -> None:
     # Each took its value: -c is still read as the context size.
     assert settings.ctx_size == 64
     assert settings.no_effect_flags == ("--threads-http", "--models-dir", "--reuse-port")
+
+
+def test_a_no_effect_flags_variable_is_noted_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLAMA_ARG_THREADS_HTTP", "8")
+    monkeypatch.setenv("LLAMA_ARG_LOG_FILE", "x.log")
+    settings = parse_serve_args(["--log-file", "y.log"])
+    assert settings.no_effect_flags == (
+        "--log-file",
+        "--threads-http (LLAMA_ARG_THREADS_HTTP)",
+    )
