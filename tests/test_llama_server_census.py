@@ -15,6 +15,7 @@ from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS, LlamaServerFla
 from router.catalogue.llama_server_keys import LLAMA_SERVER_KEYS
 from router.catalogue.presets import parse_preset_text
 from router.cli.main import parse_serve_args
+from tests.support.tls import self_signed
 from worker.settings import parse_worker_args
 
 # Flags other work in flight implements (the GPU and the sampling issues): the lead empties
@@ -98,8 +99,8 @@ _VALUES: dict[str, list[str]] = {
     "--path": ["{dir}"],
     "--ui-config": ["{}"],
     "--ui-config-file": ["{json}"],
-    "--ssl-key-file": ["{file}"],
-    "--ssl-cert-file": ["{file}"],
+    "--ssl-key-file": ["{key}"],
+    "--ssl-cert-file": ["{cert}"],
     "--media-path": ["{dir}"],
     "--flash-attn": ["on"],
     "--cache-type-k": ["f16"],
@@ -131,7 +132,11 @@ _VALUES: dict[str, list[str]] = {
     "--reasoning-effort": ["low"],
 }
 # Flags that need another to make sense, as in llama-server.
-_COMPANIONS: dict[str, list[str]] = {"--hf-file": ["-hf", "acme/tiny-GGUF"]}
+_COMPANIONS: dict[str, list[str]] = {
+    "--hf-file": ["-hf", "acme/tiny-GGUF"],
+    "--ssl-key-file": ["--ssl-cert-file", "{cert}"],
+    "--ssl-cert-file": ["--ssl-key-file", "{key}"],
+}
 
 
 def _placed(value: str, places: dict[str, str]) -> str:
@@ -155,11 +160,19 @@ def _argv(spelling: str, arity: int, places: dict[str, str]) -> list[str]:
     given = next((_VALUES[s] for s in flag.spellings if s in _VALUES), ["1"] * arity)
     values = [_placed(value, places) for value in given[:arity]]
     companions = next((_COMPANIONS[s] for s in flag.spellings if s in _COMPANIONS), [])
+    companions = [_placed(value, places) for value in companions]
     return [*companions, spelling, *values]
 
 
+@pytest.fixture(scope="module")
+def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return self_signed(tmp_path_factory.mktemp("tls"))
+
+
 @pytest.fixture
-def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def places(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tls_pair: tuple[Path, Path]
+) -> dict[str, str]:
     cache = tmp_path / "hub"
     snapshot = cache / "models--acme--tiny-GGUF" / "snapshots" / ("a" * 40)
     snapshot.mkdir(parents=True)
@@ -172,7 +185,14 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     file.write_text("key\n")
     json_file = tmp_path / "config.json"
     json_file.write_text('{"mcpServers": {}}')
-    return {"file": str(file), "dir": str(tmp_path), "json": str(json_file)}
+    key, cert = tls_pair
+    return {
+        "file": str(file),
+        "dir": str(tmp_path),
+        "json": str(json_file),
+        "key": str(key),
+        "cert": str(cert),
+    }
 
 
 @pytest.mark.parametrize(("spelling", "arity"), _census())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import ssl
 import sys
 from pathlib import Path
 
@@ -93,6 +94,9 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         parser.error(str(exc))
     if args.tools_root is not None and not Path(args.tools_root).is_dir():
         parser.error(f"--tools-root {args.tools_root} is not a directory")
+    if args.static_path is not None and not args.static_path.is_dir():
+        parser.error(f"--path {args.static_path} is not a directory")
+    _check_tls(args.ssl_key_file, args.ssl_cert_file, parser)
     # Tools read and write files: only pages from this machine may call them, unless told.
     cors_default = "localhost" if tools or mcp_servers else "*"
     no_effect = no_effect_given(args)
@@ -134,7 +138,25 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         tools_root=Path(args.tools_root) if args.tools_root else None,
         tools_allow_exec=args.tools_allow_exec,
         mcp_servers=mcp_servers,
+        # As llama-server, which prepends it to every route: "v2", "/v2" and "/v2/" are one.
+        api_prefix="/" + args.api_prefix.strip("/") if args.api_prefix.strip("/") else "",
+        static_path=args.static_path,
+        reuse_port=args.reuse_port,
+        ssl_key_file=args.ssl_key_file,
+        ssl_cert_file=args.ssl_cert_file,
     )
+
+
+def _check_tls(key: Path | None, cert: Path | None, parser: argparse.ArgumentParser) -> None:
+    """Both TLS files or neither, and a pair that loads: refused now, not at the first client."""
+    if key is None and cert is None:
+        return
+    if key is None or cert is None:
+        parser.error("--ssl-key-file and --ssl-cert-file go together")
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        parser.error(f"--ssl-cert-file {cert} / --ssl-key-file {key}: {exc}")
 
 
 def _model_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, str]:

@@ -57,6 +57,10 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag("server", ("--stall-timeout",), "stall_timeout", 60.0, float),
     _ServeFlag("server", ("--load-timeout",), "load_timeout", 600.0, float),
     _ServeFlag("server", ("--max-queue",), "max_queue", 512, int),
+    # llama-server flags (issue 29).
+    _ServeFlag("server", ("--api-prefix",), "api_prefix", ""),
+    _ServeFlag("server", ("--path",), "static_path", convert=Path),
+    _ServeFlag("server", ("--reuse-port",), "reuse_port", False, action="store_true"),
     _ServeFlag("models", ("--models-dir",), "models_dir", convert=Path),
     _ServeFlag("models", ("-m", "--model"), "model_files", [], convert=Path, action="append"),
     _ServeFlag(
@@ -95,6 +99,9 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag("security", ("--max-body",), "max_body", "64M"),
     # No default here: unset, it depends on whether tools are on (router.cli.main).
     _ServeFlag("security", ("--cors-origins",), "cors_origins"),
+    # llama-server flags (issue 29): TLS.
+    _ServeFlag("security", ("--ssl-key-file",), "ssl_key_file", convert=Path),
+    _ServeFlag("security", ("--ssl-cert-file",), "ssl_cert_file", convert=Path),
     _ServeFlag(_TOOLS, ("--tools",), "tools"),
     _ServeFlag(_TOOLS, ("--tools-root",), "tools_root", convert=Path),
     _ServeFlag(_TOOLS, ("--tools-allow-exec",), "tools_allow_exec", False, action="store_true"),
