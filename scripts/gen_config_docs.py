@@ -124,6 +124,11 @@ _WORKER_FIELDS: dict[str, str] = {
     "context-shift": "context_shift",
     "verbose": "verbose",
     "keep": "keep",
+    "grammar": "grammar",
+    "grammar-file": "grammar",
+    "json-schema": "json_schema",
+    "json-schema-file": "json_schema",
+    "reverse-prompt": "reverse_prompt",
 }
 # Defaults that depend on the machine, or read better as written than as the worker holds them.
 _WRITTEN_DEFAULTS = {

@@ -107,6 +107,11 @@ class WorkerSettings:
     context_shift: bool = False
     verbose: bool = False  # answers carry __verbose unless the request says otherwise
     keep: int = 0  # prompt tokens a context shift keeps; -1: all
+    # Defaults of requests that give none (--grammar[-file], --json-schema[-file], -r): GBNF
+    # text, a JSON Schema as JSON text, a stop string.
+    grammar: str | None = None
+    json_schema: str | None = None
+    reverse_prompt: str | None = None
     ignored: dict[str, str] = field(default_factory=dict)
     # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
     no_effect_flags: tuple[str, ...] = ()
@@ -125,6 +130,39 @@ def _chat_template(options: dict[str, str], parser: argparse.ArgumentParser) -> 
         return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         parser.error(f"--chat-template-file: cannot read {path}: {exc.strerror}")
+
+
+def _text_or_file(
+    options: dict[str, str], name: str, parser: argparse.ArgumentParser
+) -> str | None:
+    """``--NAME TEXT`` or ``--NAME-file FILE``'s text; both at once is an error."""
+    text, path = options.get(name), options.get(f"{name}-file")
+    if text is not None and path is not None:
+        parser.error(f"give --{name} or --{name}-file, not both")
+    if path is None:
+        return text
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        parser.error(f"--{name}-file: cannot read {path}: {exc.strerror}")
+
+
+def _constraint(
+    options: dict[str, str], parser: argparse.ArgumentParser
+) -> tuple[str | None, str | None]:
+    """The default grammar and JSON Schema (at most one), the schema checked to be JSON."""
+    grammar = _text_or_file(options, "grammar", parser)
+    schema = _text_or_file(options, "json-schema", parser)
+    if grammar is not None and schema is not None:
+        parser.error("give a grammar or a JSON schema, not both")
+    if schema is not None:
+        try:
+            parsed = json.loads(schema)
+        except ValueError as exc:
+            parser.error(f"--json-schema: not JSON: {exc}")
+        if not isinstance(parsed, dict):
+            parser.error("--json-schema: must be a JSON object")
+    return grammar, schema
 
 
 def _template_kwargs(raw: str | None, parser: argparse.ArgumentParser) -> dict[str, Any]:
@@ -206,6 +244,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     # A worker reads only its flags: the router renders every option explicitly.
     options = model_options_from(args, parser, env={})
     model: Path = args.model
+    grammar, json_schema = _constraint(options, parser)
     names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
 
     def number(name: str, default: float) -> float:
@@ -283,6 +322,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         context_shift=options.get("context-shift", "false") == "true",
         verbose=options.get("verbose", "false") == "true",
         keep=int(number("keep", 0)),
+        grammar=grammar,
+        json_schema=json_schema,
+        reverse_prompt=options.get("reverse-prompt"),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
         no_effect_flags=other_flags_given(args),
     )

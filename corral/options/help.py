@@ -128,4 +128,12 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "rates per position (one per `spec-draft-n-max`, not increasing)",
     "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
     "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
+    # llama-server flags (issue 29).
+    "grammar": "GBNF grammar of every answer whose request names no grammar, `json_schema`, "
+    "`response_format` or tools",
+    "grammar-file": "`grammar`, read from this file",
+    "json-schema": "JSON Schema (as JSON text) every such answer follows, instead of `grammar`",
+    "json-schema-file": "`json-schema`, read from this file",
+    "reverse-prompt": "stop string of every request that gives no `stop` of its own (one; "
+    "given twice, the last)",
 }

@@ -254,6 +254,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("spec-synth-len", "float", spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",)),
     OptionSpec("spec-synth-rates", "str", spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",)),
     OptionSpec("spec-ngram-simple-size-m", "int", bound="positive"),
+    # llama-server flags (issue 29): defaults of every request that says nothing itself.
+    OptionSpec("grammar", "str"),
+    OptionSpec("grammar-file", "str"),
+    OptionSpec("json-schema", "str", spellings=("j",)),
+    OptionSpec("json-schema-file", "str", spellings=("jf",)),
+    OptionSpec("reverse-prompt", "str", spellings=("r",)),
 )
 
 _BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}

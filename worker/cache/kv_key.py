@@ -52,6 +52,9 @@ _NOT_IN_KEY = frozenset(
         "kv_cache_max",
         "ignored",
         "no_effect_flags",
+        "grammar",
+        "json_schema",
+        "reverse_prompt",
     }
 )
 # Bumped when Corral's file layout or what goes into the key changes.
