@@ -26,11 +26,12 @@ from corral.children.environment import SECRET_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
 from corral.options.flags import WORKER_OPTIONS, flag_spelling
 from corral.options.help import MODEL_OPTION_HELP
-from corral.options.table import OPTIONS, OptionSpec
+from corral.options.table import OPTIONS, OptionSpec, find_option
 from router.cli.commands import _parser as _cache_commands_parser
 from router.cli.no_effect_flags import NO_EFFECT_FLAGS, no_effect_reason
 from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.cli.serve_flags import serve_parser as _serve_parser
+from router.cli.shortcuts import SHORTCUT_DEST, SHORTCUTS
 from worker.rpc.server import rpc_server_parser
 from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
 
@@ -380,8 +381,8 @@ def _serve_section() -> list[str]:
     model_dests = {"opt_" + spec.name.replace("-", "_") for spec in WORKER_OPTIONS}
     rows = []
     for action in _documented_actions(parser):
-        if action.dest in model_dests or action.dest == "no_effect_flags":
-            continue  # per-model options and no-effect flags have their own tables
+        if action.dest in model_dests or action.dest in ("no_effect_flags", SHORTCUT_DEST):
+            continue  # per-model options, no-effect flags and shortcuts have their own tables
         if action.dest not in SERVE_FLAG_HELP:
             _die(f"corral serve flag {action.option_strings} has no description in SERVE_FLAG_HELP")
         env, meaning = SERVE_FLAG_HELP[action.dest]
@@ -400,7 +401,37 @@ def _serve_section() -> list[str]:
         "",
         *_table(["flag", "variable", "default", "meaning"], rows),
         "",
+        *_shortcut_section(),
         *_no_effect_section(),
+    ]
+
+
+def _shortcut_section() -> list[str]:
+    rows = [
+        [
+            f"`{flag}`",
+            f"{shortcut.summary}: `{shortcut.model}`",
+            f"`{shortcut.port}`",
+            ", ".join(
+                f"`{name} = {value}`"
+                for name, value in shortcut.options.items()
+                if find_option(name) is not None  # the ones Corral has an option for
+            ),
+        ]
+        for flag, shortcut in SHORTCUTS.items()
+    ]
+    return [
+        "### Model shortcuts",
+        "",
+        "llama-server's shortcuts: each adds its hub model as `-hf` would (downloaded through "
+        "the download child unless cached; the tag picks the file llama-server's shortcut "
+        "names) and sets the port and per-model options below, at its place on the command "
+        "line: a flag after it beats them, one before it is overridden. Options Corral has no "
+        "flag for yet are left out, and so is llama-server's `--cache-reuse 256` of the FIM "
+        "models (no effect here).",
+        "",
+        *_table(["flag", "model", "port", "settings"], rows),
+        "",
     ]
 
 

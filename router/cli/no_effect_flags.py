@@ -156,17 +156,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-size-n",), 1),
     (("--spec-ngram-size-m",), 1),
     (("--spec-ngram-min-hits",), 1),
-    (("--embd-gemma-default",), 0),
-    (("--fim-qwen-1.5b-default",), 0),
-    (("--fim-qwen-3b-default",), 0),
-    (("--fim-qwen-7b-default",), 0),
-    (("--fim-qwen-7b-spec",), 0),
-    (("--fim-qwen-14b-spec",), 0),
-    (("--fim-qwen-30b-default",), 0),
-    (("--gpt-oss-20b-default",), 0),
-    (("--gpt-oss-120b-default",), 0),
-    (("--vision-gemma-4b-default",), 0),
-    (("--vision-gemma-12b-default",), 0),
     (("--spec-default",), 0),
 )
 _NOT_YET = "not implemented yet"
@@ -252,23 +241,8 @@ NO_EFFECT_REASONS: dict[str, str] = {
         ("--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits"),
         "older names of the `--spec-ngram-*` settings",
     ),
-    **dict.fromkeys(
-        (
-            "--embd-gemma-default",
-            "--fim-qwen-1.5b-default",
-            "--fim-qwen-3b-default",
-            "--fim-qwen-7b-default",
-            "--fim-qwen-7b-spec",
-            "--fim-qwen-14b-spec",
-            "--fim-qwen-30b-default",
-            "--gpt-oss-20b-default",
-            "--gpt-oss-120b-default",
-            "--vision-gemma-4b-default",
-            "--vision-gemma-12b-default",
-            "--spec-default",
-        ),
-        _NOT_YET + ": name the model with `-hf`",
-    ),
+    "--spec-default": "its `ngram-mod` speculative decoding does not run here "
+    "(docs/serving.md, speculative decoding)",
 }
 _DEST = "no_effect_flags"
 # llama-server's variable of each flag, by every spelling.

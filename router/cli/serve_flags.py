@@ -19,6 +19,7 @@ from corral.options.table import parse_bool
 from router.cli.help import SuggestingParser
 from router.cli.no_effect_flags import add_no_effect_flags
 from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS, flag_help
+from router.cli.shortcuts import add_shortcut_flags
 
 __all__ = ["serve_parser"]
 
@@ -162,5 +163,6 @@ def serve_parser() -> SuggestingParser:
         )
         action.help = flag_help(flag.dest, action.default)
     add_model_flags(parser)
+    add_shortcut_flags(parser)
     add_no_effect_flags(parser)
     return parser
