@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from router.security.api_keys import ApiKey
 from router.tools.mcp_config import McpServerConfig
@@ -58,6 +59,7 @@ class ServeSettings:
     # llama-server's server flags (router/api/mounts.py, router/server.py): the path every
     # route is under ("" or "/v2"), a directory of static files, SO_REUSEPORT, and TLS.
     api_prefix: str = ""
+    ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
     static_path: Path | None = None
     reuse_port: bool = False
     ssl_key_file: Path | None = None

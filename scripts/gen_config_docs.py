@@ -130,6 +130,8 @@ _WORKER_FIELDS: dict[str, str] = {
     "json-schema": "json_schema",
     "json-schema-file": "json_schema",
     "reverse-prompt": "reverse_prompt",
+    "ui-config": "ui_settings",
+    "ui-config-file": "ui_settings",
 }
 # Defaults that depend on the machine, or read better as written than as the worker holds them.
 _WRITTEN_DEFAULTS = {

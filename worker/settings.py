@@ -22,6 +22,8 @@ from corral.options.flags import (
     model_options_from,
     other_flags_given,
 )
+from corral.options.table import OptionError
+from corral.options.text_files import json_object, text_or_file
 from worker.host.cpu_threads import default_threads
 from worker.rpc.endpoints import Endpoint, parse_endpoints
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
@@ -112,6 +114,7 @@ class WorkerSettings:
     grammar: str | None = None
     json_schema: str | None = None
     reverse_prompt: str | None = None
+    ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
     ignored: dict[str, str] = field(default_factory=dict)
     # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
     no_effect_flags: tuple[str, ...] = ()
@@ -132,37 +135,29 @@ def _chat_template(options: dict[str, str], parser: argparse.ArgumentParser) -> 
         parser.error(f"--chat-template-file: cannot read {path}: {exc.strerror}")
 
 
-def _text_or_file(
-    options: dict[str, str], name: str, parser: argparse.ArgumentParser
-) -> str | None:
-    """``--NAME TEXT`` or ``--NAME-file FILE``'s text; both at once is an error."""
-    text, path = options.get(name), options.get(f"{name}-file")
-    if text is not None and path is not None:
-        parser.error(f"give --{name} or --{name}-file, not both")
-    if path is None:
-        return text
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        parser.error(f"--{name}-file: cannot read {path}: {exc.strerror}")
-
-
 def _constraint(
     options: dict[str, str], parser: argparse.ArgumentParser
 ) -> tuple[str | None, str | None]:
     """The default grammar and JSON Schema (at most one), the schema checked to be JSON."""
-    grammar = _text_or_file(options, "grammar", parser)
-    schema = _text_or_file(options, "json-schema", parser)
-    if grammar is not None and schema is not None:
-        parser.error("give a grammar or a JSON schema, not both")
-    if schema is not None:
-        try:
-            parsed = json.loads(schema)
-        except ValueError as exc:
-            parser.error(f"--json-schema: not JSON: {exc}")
-        if not isinstance(parsed, dict):
-            parser.error("--json-schema: must be a JSON object")
+    try:
+        grammar = text_or_file(options, "grammar")
+        schema = text_or_file(options, "json-schema")
+        if grammar is not None and schema is not None:
+            raise OptionError("give a grammar or a JSON schema, not both")
+        if schema is not None:
+            json_object(schema, "json-schema")
+    except OptionError as exc:
+        parser.error(str(exc))
     return grammar, schema
+
+
+def _ui_settings(options: dict[str, str], parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """``--ui-config`` (or its file): the Web UI's settings ``/props`` hands out."""
+    try:
+        text = text_or_file(options, "ui-config")
+        return json_object(text, "ui-config") if text is not None else {}
+    except OptionError as exc:
+        parser.error(str(exc))
 
 
 def _template_kwargs(raw: str | None, parser: argparse.ArgumentParser) -> dict[str, Any]:
@@ -325,6 +320,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         grammar=grammar,
         json_schema=json_schema,
         reverse_prompt=options.get("reverse-prompt"),
+        ui_settings=_ui_settings(options, parser),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
         no_effect_flags=other_flags_given(args),
     )

@@ -136,4 +136,7 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "json-schema-file": "`json-schema`, read from this file",
     "reverse-prompt": "stop string of every request that gives no `stop` of its own (one; "
     "given twice, the last)",
+    "ui-config": "settings for the Web UI as a JSON object, answered as `/props`'s "
+    "`ui_settings` (the router's and the model's)",
+    "ui-config-file": "`ui-config`, read from this file",
 }

@@ -260,6 +260,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("json-schema", "str", spellings=("j",)),
     OptionSpec("json-schema-file", "str", spellings=("jf",)),
     OptionSpec("reverse-prompt", "str", spellings=("r",)),
+    # The Web UI's settings, handed out by /props (llama-server's --webui-config).
+    OptionSpec("ui-config", "str", spellings=("webui-config", "LLAMA_ARG_UI_CONFIG")),
+    OptionSpec(
+        "ui-config-file", "str", spellings=("webui-config-file", "LLAMA_ARG_UI_CONFIG_FILE")
+    ),
 )
 
 _BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}

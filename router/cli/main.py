@@ -7,10 +7,12 @@ import os
 import ssl
 import sys
 from pathlib import Path
+from typing import Any
 
 from corral.hub.cache_layout import locate_cache_dir
 from corral.options.flags import model_options_from
 from corral.options.table import OptionError, normalise_options, parse_size
+from corral.options.text_files import json_object, text_or_file
 from router.cli.commands import CACHE_COMMANDS, run_cache_command
 from router.cli.help import main_help, unknown_command
 from router.cli.no_effect_flags import no_effect_given
@@ -100,6 +102,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
     # Tools read and write files: only pages from this machine may call them, unless told.
     cors_default = "localhost" if tools or mcp_servers else "*"
     no_effect = no_effect_given(args)
+    model_options = _model_options(args, parser)
     if not single:
         # llama-server's router strips its own --alias too; several models take theirs from a
         # preset, so here the flags are noted like any other that does nothing.
@@ -122,7 +125,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         max_queue=args.max_queue,
         offline=args.offline,
         cache_dir=locate_cache_dir(os.environ),
-        model_options=_model_options(args, parser),
+        model_options=model_options,
+        ui_settings=_ui_settings(model_options, parser),
         api_keys=api_keys,
         cors_origins=tuple(parse_list(args.cors_origins or cors_default)),
         hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
@@ -145,6 +149,16 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         ssl_key_file=args.ssl_key_file,
         ssl_cert_file=args.ssl_cert_file,
     )
+
+
+def _ui_settings(options: dict[str, str], parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """``--ui-config`` (or its file), which the router's ``/props`` hands to the Web UI; the
+    workers get the option too, for their own ``/props``."""
+    try:
+        text = text_or_file(options, "ui-config")
+        return json_object(text, "ui-config") if text is not None else {}
+    except OptionError as exc:
+        parser.error(str(exc))
 
 
 def _check_tls(key: Path | None, cert: Path | None, parser: argparse.ArgumentParser) -> None:

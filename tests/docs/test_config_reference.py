@@ -207,8 +207,12 @@ def test_documented_serve_variables_really_set_their_flags(
 
 
 def test_documented_model_variables_really_set_every_models_options(
-    clean_env: pytest.MonkeyPatch,
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    ui_config = tmp_path / "ui.json"
+    ui_config.write_text("{}")
+    # Text options whose text is checked when the router starts.
+    by_name = {"ui-config": "{}", "ui-config-file": str(ui_config)}
     samples = {
         "int": "3",
         "float": "0.5",
@@ -223,7 +227,7 @@ def test_documented_model_variables_really_set_every_models_options(
         env = next((s for s in spec.spellings if s.startswith("LLAMA_ARG_")), None)
         if env is None:
             continue
-        value = samples[spec.kind] or spec.literals[0]
+        value = by_name.get(spec.name) or samples[spec.kind] or spec.literals[0]
         with clean_env.context() as patch:
             patch.setenv(env, value)
             options = parse_serve_args([]).model_options

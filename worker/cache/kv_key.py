@@ -55,6 +55,7 @@ _NOT_IN_KEY = frozenset(
         "grammar",
         "json_schema",
         "reverse_prompt",
+        "ui_settings",
     }
 )
 # Bumped when Corral's file layout or what goes into the key changes.
