@@ -130,6 +130,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "json-schema": "json_schema",
     "json-schema-file": "json_schema",
     "reverse-prompt": "reverse_prompt",
+    "sse-ping-interval": "sse_ping_interval",
     "ui-config": "ui_settings",
     "ui-config-file": "ui_settings",
 }

@@ -139,4 +139,6 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "ui-config": "settings for the Web UI as a JSON object, answered as `/props`'s "
     "`ui_settings` (the router's and the model's)",
     "ui-config-file": "`ui-config`, read from this file",
+    "sse-ping-interval": "seconds a stream may stay silent (a prompt being read, a request "
+    "waiting for a slot) before an SSE comment (`:`) keeps the connection open; `-1`: never",
 }

@@ -56,6 +56,7 @@ _NOT_IN_KEY = frozenset(
         "json_schema",
         "reverse_prompt",
         "ui_settings",
+        "sse_ping_interval",
     }
 )
 # Bumped when Corral's file layout or what goes into the key changes.
