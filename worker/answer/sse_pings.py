@@ -17,6 +17,9 @@ __all__ = ["PING", "with_pings"]
 PING = b":\n\n"
 
 
+_END = object()
+
+
 async def with_pings(chunks: AsyncIterator[bytes], interval: float) -> AsyncGenerator[bytes, None]:
     """``chunks`` as they come, and :data:`PING` after each ``interval`` seconds without one;
     ``interval <= 0``: never. Closing this closes ``chunks``."""
@@ -24,24 +27,37 @@ async def with_pings(chunks: AsyncIterator[bytes], interval: float) -> AsyncGene
         async for chunk in chunks:
             yield chunk
         return
-    pending: asyncio.Future[bytes] = asyncio.ensure_future(anext(chunks))
+    # One reader task for the whole stream and a timer per wait: no task per chunk.
+    queue: asyncio.Queue[object] = asyncio.Queue()
+
+    async def read() -> None:
+        try:
+            async for chunk in chunks:
+                queue.put_nowait(chunk)
+        except Exception as exc:  # handed to the reader of this stream, raised there
+            queue.put_nowait(exc)
+        else:
+            queue.put_nowait(_END)
+
+    loop = asyncio.get_running_loop()
+    reader = loop.create_task(read())
     try:
         while True:
-            done, _ = await asyncio.wait({pending}, timeout=interval)
-            if not done:
-                yield PING
-                continue
+            timer = loop.call_later(interval, queue.put_nowait, PING)
             try:
-                chunk = pending.result()
-            except StopAsyncIteration:
+                item = await queue.get()
+            finally:
+                timer.cancel()
+            if item is _END:
                 return
-            yield chunk
-            pending = asyncio.ensure_future(anext(chunks))
+            if isinstance(item, Exception):
+                raise item
+            assert isinstance(item, bytes)
+            yield item
     finally:
-        # The source must be idle before it can be closed.
-        pending.cancel()
-        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-            await pending
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
         closing = getattr(chunks, "aclose", None)
         if closing is not None:
             await closing()
