@@ -131,6 +131,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "json-schema-file": "json_schema",
     "reverse-prompt": "reverse_prompt",
     "sse-ping-interval": "sse_ping_interval",
+    "embd-normalize": "embd_normalize",
     "ui-config": "ui_settings",
     "ui-config-file": "ui_settings",
 }

@@ -116,6 +116,7 @@ class WorkerSettings:
     reverse_prompt: str | None = None
     ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
     sse_ping_interval: float = 30.0  # seconds of silence before an SSE ping; <= 0: never
+    embd_normalize: int = 2  # how pooled embeddings are normalised; -1: not (Euclidean: 2)
     ignored: dict[str, str] = field(default_factory=dict)
     # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
     no_effect_flags: tuple[str, ...] = ()
@@ -323,6 +324,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         reverse_prompt=options.get("reverse-prompt"),
         ui_settings=_ui_settings(options, parser),
         sse_ping_interval=number("sse-ping-interval", 30),
+        embd_normalize=int(number("embd-normalize", 2)),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
         no_effect_flags=other_flags_given(args),
     )

@@ -141,4 +141,6 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "ui-config-file": "`ui-config`, read from this file",
     "sse-ping-interval": "seconds a stream may stay silent (a prompt being read, a request "
     "waiting for a slot) before an SSE comment (`:`) keeps the connection open; `-1`: never",
+    "embd-normalize": "how pooled embeddings are normalised unless a request's `embd_normalize` "
+    "says: `-1` none, `0` largest magnitude to 32760, `1` taxicab, `2` Euclidean, more: p-norm",
 }

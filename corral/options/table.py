@@ -260,6 +260,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("json-schema", "str", spellings=("j",)),
     OptionSpec("json-schema-file", "str", spellings=("jf",)),
     OptionSpec("reverse-prompt", "str", spellings=("r",)),
+    # How pooled embeddings are normalised (worker/engine/embedding_context.py); -1: not.
+    OptionSpec("embd-normalize", "int", bound="non_negative", literals=("-1",)),
     # Seconds a stream may stay silent before an SSE comment keeps it open; 0 or less: never.
     OptionSpec("sse-ping-interval", "int", spellings=("LLAMA_ARG_SSE_PING_INTERVAL",)),
     # The Web UI's settings, handed out by /props (llama-server's --webui-config).

@@ -127,7 +127,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--control-vector-layer-range",), 2),
     (("-mu", "--model-url"), 1),
     (("-dr", "--docker-repo"), 1),
-    (("--embd-normalize",), 1),
     (("--tools-runtime",), 1),
     (("-ag", "--agent"), 0),
     (("-no-ag", "--no-agent"), 0),
@@ -181,7 +180,7 @@ NO_EFFECT_REASONS: dict[str, str] = {
         ("-tb", "-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS
     ),
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
-    **dict.fromkeys(("-lcs", "-lcd", "-ctxcp", "-cms", "--embd-normalize"), _NOT_YET),
+    **dict.fromkeys(("-lcs", "-lcd", "-ctxcp", "-cms"), _NOT_YET),
     **dict.fromkeys(
         ("--warmup", "--no-warmup"),
         "a worker runs no warm-up decode after loading: the first request's prompt warms it",

@@ -57,6 +57,7 @@ _NOT_IN_KEY = frozenset(
         "reverse_prompt",
         "ui_settings",
         "sse_ping_interval",
+        "embd_normalize",
     }
 )
 # Bumped when Corral's file layout or what goes into the key changes.
