@@ -132,6 +132,11 @@ _WORKER_FIELDS: dict[str, str] = {
     "reverse-prompt": "reverse_prompt",
     "sse-ping-interval": "sse_ping_interval",
     "embd-normalize": "embd_normalize",
+    "mmproj-device": "projector.device",
+    "warmup": "projector.warmup",
+    "image-min-tokens": "projector.image_min_tokens",
+    "image-max-tokens": "projector.image_max_tokens",
+    "mtmd-batch-max-tokens": "projector.batch_max_tokens",
     "ui-config": "ui_settings",
     "ui-config-file": "ui_settings",
 }
@@ -158,6 +163,10 @@ _NONE_MEANS = {
     "pooling": "the model's",
     "slot-save-path": "none (slot actions answer 501)",
     "spec-draft-threads": "the model's",
+    "mmproj-device": "the GPU with `mmproj-offload`, else the CPU",
+    "image-min-tokens": "the model's",
+    "image-max-tokens": "the model's",
+    "mtmd-batch-max-tokens": "libmtmd's (1024)",
 }
 
 

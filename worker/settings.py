@@ -31,6 +31,7 @@ from worker.speculative.settings import SpeculativeSettings, speculative_setting
 __all__ = [
     "AUTO_SLOTS",
     "DEFAULT_KV_CACHE_MAX",
+    "ProjectorSettings",
     "WorkerSettings",
     "default_kv_cache_dir",
     "parse_worker_args",
@@ -49,6 +50,19 @@ def default_kv_cache_dir(env: Mapping[str, str]) -> Path:
     """``$XDG_CACHE_HOME/corral/kv``, else ``~/.cache/corral/kv``: beside Corral's other caches."""
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "corral" / "kv"
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectorSettings:
+    """How libmtmd runs the projector (worker/media/projector.py): llama-server's
+    ``--mmproj-device``, ``--[no-]warmup``, ``--image-min-tokens``, ``--image-max-tokens`` and
+    ``--mtmd-batch-max-tokens``; None leaves libmtmd's default (the model's own, for images)."""
+
+    device: str | None = None  # a device name (``CPU``, ``CUDA0``); "none": the CPU
+    warmup: bool = True
+    image_min_tokens: int | None = None
+    image_max_tokens: int | None = None
+    batch_max_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +107,7 @@ class WorkerSettings:
     cache_type_v: str | None = None
     mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
     mmproj_offload: bool = True
+    projector: ProjectorSettings = field(default_factory=ProjectorSettings)
     endpoint_slots: bool = True  # GET /slots; --no-slots answers 501, as upstream
     slot_save_path: Path | None = None  # POST /slots/{id}: no path, no save/restore (501)
     cache_ram_mib: int = 8192  # copies of slot caches in host memory; -1: no cap, 0: none
@@ -151,6 +166,19 @@ def _constraint(
     except OptionError as exc:
         parser.error(str(exc))
     return grammar, schema
+
+
+def _projector(options: dict[str, str]) -> ProjectorSettings:
+    def count(name: str) -> int | None:
+        return int(options[name]) if name in options else None
+
+    return ProjectorSettings(
+        device=options.get("mmproj-device"),
+        warmup=options.get("warmup", "true") == "true",
+        image_min_tokens=count("image-min-tokens"),
+        image_max_tokens=count("image-max-tokens"),
+        batch_max_tokens=count("mtmd-batch-max-tokens"),
+    )
 
 
 def _ui_settings(options: dict[str, str], parser: argparse.ArgumentParser) -> dict[str, Any]:
@@ -303,6 +331,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         cache_type_v=options.get("cache-type-v"),
         mmproj=args.mmproj,
         mmproj_offload=options.get("mmproj-offload", "true") == "true",
+        projector=_projector(options),
         endpoint_slots=options.get("slots", "true") == "true",
         slot_save_path=slot_save_path,
         cache_ram_mib=int(number("cache-ram", 8192)),

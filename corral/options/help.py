@@ -143,4 +143,13 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "waiting for a slot) before an SSE comment (`:`) keeps the connection open; `-1`: never",
     "embd-normalize": "how pooled embeddings are normalised unless a request's `embd_normalize` "
     "says: `-1` none, `0` largest magnitude to 32760, `1` taxicab, `2` Euclidean, more: p-norm",
+    "mmproj-device": "device the projector runs on (`CPU`, `CUDA0`, … as ggml names them; "
+    "`none`: the CPU); an unknown name fails the load, naming the devices there are",
+    "warmup": "the projector's warm-up run when it loads (`no-warmup`: skip it); Corral runs no "
+    "warm-up decode of the text model itself",
+    "image-min-tokens": "fewest tokens an image may take (vision models with dynamic "
+    "resolution; default: the model's)",
+    "image-max-tokens": "most tokens an image may take (dynamic resolution; default: the model's)",
+    "mtmd-batch-max-tokens": "most image tokens per batch while encoding images (default: "
+    "libmtmd's)",
 }

@@ -260,6 +260,21 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("json-schema", "str", spellings=("j",)),
     OptionSpec("json-schema-file", "str", spellings=("jf",)),
     OptionSpec("reverse-prompt", "str", spellings=("r",)),
+    # The projector (libmtmd): its device, warm-up and image token bounds; "none" is the CPU.
+    OptionSpec("mmproj-device", "str", spellings=("mmdev",)),
+    OptionSpec("warmup", "bool", negatives=("no-warmup",)),
+    OptionSpec(
+        "image-min-tokens", "int", spellings=("LLAMA_ARG_IMAGE_MIN_TOKENS",), bound="positive"
+    ),
+    OptionSpec(
+        "image-max-tokens", "int", spellings=("LLAMA_ARG_IMAGE_MAX_TOKENS",), bound="positive"
+    ),
+    OptionSpec(
+        "mtmd-batch-max-tokens",
+        "int",
+        spellings=("LLAMA_ARG_MTMD_BATCH_MAX_TOKENS",),
+        bound="positive",
+    ),
     # How pooled embeddings are normalised (worker/engine/embedding_context.py); -1: not.
     OptionSpec("embd-normalize", "int", bound="non_negative", literals=("-1",)),
     # Seconds a stream may stay silent before an SSE comment keeps it open; 0 or less: never.

@@ -153,6 +153,7 @@ class LoadedModel:
                 self.model.model,
                 use_gpu=settings.mmproj_offload,
                 threads=self._threads,
+                settings=settings.projector,
             )
             if settings.mmproj is not None
             else None

@@ -18,6 +18,7 @@ __all__ = [
     "DEVICE_TYPE_CPU",
     "RpcBackendMissing",
     "add_server",
+    "device_by_name",
     "device_name",
     "devices",
     "ggml_logger",
@@ -134,3 +135,12 @@ def ggml_logger() -> tuple[Any, ctypes.c_void_p]:
 
 def set_ggml_logger(callback: Any, user_data: ctypes.c_void_p) -> None:
     _lib.ggml_log_set(callback, user_data)
+
+
+def device_by_name(name: str) -> int:
+    """The registered device called ``name`` (``CPU``, ``CUDA0``, …), as llama-server's
+    ``--device`` names them; ``ValueError`` naming the ones there are."""
+    named = {device_name(device): device for device, _ in devices()}
+    if name not in named:
+        raise ValueError(f"no device '{name}' (devices: {', '.join(named) or 'none'})")
+    return named[name]
