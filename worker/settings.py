@@ -23,15 +23,21 @@ from corral.options.flags import (
     other_flags_given,
 )
 from corral.options.table import OptionError
-from corral.options.text_files import json_object, text_or_file
 from worker.host.cpu_threads import default_threads
+from worker.model_settings import (
+    ProjectorSettings,
+    RopeSettings,
+    default_constraint,
+    projector_settings,
+    rope_settings,
+    ui_settings,
+)
 from worker.rpc.endpoints import Endpoint, parse_endpoints
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
 __all__ = [
     "AUTO_SLOTS",
     "DEFAULT_KV_CACHE_MAX",
-    "ProjectorSettings",
     "WorkerSettings",
     "default_kv_cache_dir",
     "parse_worker_args",
@@ -50,19 +56,6 @@ def default_kv_cache_dir(env: Mapping[str, str]) -> Path:
     """``$XDG_CACHE_HOME/corral/kv``, else ``~/.cache/corral/kv``: beside Corral's other caches."""
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "corral" / "kv"
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectorSettings:
-    """How libmtmd runs the projector (worker/media/projector.py): llama-server's
-    ``--mmproj-device``, ``--[no-]warmup``, ``--image-min-tokens``, ``--image-max-tokens`` and
-    ``--mtmd-batch-max-tokens``; None leaves libmtmd's default (the model's own, for images)."""
-
-    device: str | None = None  # a device name (``CPU``, ``CUDA0``); "none": the CPU
-    warmup: bool = True
-    image_min_tokens: int | None = None
-    image_max_tokens: int | None = None
-    batch_max_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +96,8 @@ class WorkerSettings:
     pooling: str | None = None  # none, mean, cls, last, rank; None: the model's own
     reranking: bool = False  # implies embeddings and rank pooling, as upstream's --reranking
     rope_freq_base: float = 0.0
+    rope: RopeSettings = field(default_factory=RopeSettings)
+    check_tensors: bool = False
     cache_type_k: str | None = None
     cache_type_v: str | None = None
     mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
@@ -150,44 +145,6 @@ def _chat_template(options: dict[str, str], parser: argparse.ArgumentParser) -> 
         return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         parser.error(f"--chat-template-file: cannot read {path}: {exc.strerror}")
-
-
-def _constraint(
-    options: dict[str, str], parser: argparse.ArgumentParser
-) -> tuple[str | None, str | None]:
-    """The default grammar and JSON Schema (at most one), the schema checked to be JSON."""
-    try:
-        grammar = text_or_file(options, "grammar")
-        schema = text_or_file(options, "json-schema")
-        if grammar is not None and schema is not None:
-            raise OptionError("give a grammar or a JSON schema, not both")
-        if schema is not None:
-            json_object(schema, "json-schema")
-    except OptionError as exc:
-        parser.error(str(exc))
-    return grammar, schema
-
-
-def _projector(options: dict[str, str]) -> ProjectorSettings:
-    def count(name: str) -> int | None:
-        return int(options[name]) if name in options else None
-
-    return ProjectorSettings(
-        device=options.get("mmproj-device"),
-        warmup=options.get("warmup", "true") == "true",
-        image_min_tokens=count("image-min-tokens"),
-        image_max_tokens=count("image-max-tokens"),
-        batch_max_tokens=count("mtmd-batch-max-tokens"),
-    )
-
-
-def _ui_settings(options: dict[str, str], parser: argparse.ArgumentParser) -> dict[str, Any]:
-    """``--ui-config`` (or its file): the Web UI's settings ``/props`` hands out."""
-    try:
-        text = text_or_file(options, "ui-config")
-        return json_object(text, "ui-config") if text is not None else {}
-    except OptionError as exc:
-        parser.error(str(exc))
 
 
 def _template_kwargs(raw: str | None, parser: argparse.ArgumentParser) -> dict[str, Any]:
@@ -269,7 +226,11 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     # A worker reads only its flags: the router renders every option explicitly.
     options = model_options_from(args, parser, env={})
     model: Path = args.model
-    grammar, json_schema = _constraint(options, parser)
+    try:
+        grammar, json_schema = default_constraint(options)
+        rope, ui = rope_settings(options), ui_settings(options)
+    except OptionError as exc:
+        parser.error(str(exc))
     names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
 
     def number(name: str, default: float) -> float:
@@ -327,11 +288,13 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         pooling="rank" if reranking else options.get("pooling"),
         reranking=reranking,
         rope_freq_base=number("rope-freq-base", 0.0),
+        rope=rope,
+        check_tensors=options.get("check-tensors", "false") == "true",
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),
         mmproj=args.mmproj,
         mmproj_offload=options.get("mmproj-offload", "true") == "true",
-        projector=_projector(options),
+        projector=projector_settings(options),
         endpoint_slots=options.get("slots", "true") == "true",
         slot_save_path=slot_save_path,
         cache_ram_mib=int(number("cache-ram", 8192)),
@@ -351,7 +314,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         grammar=grammar,
         json_schema=json_schema,
         reverse_prompt=options.get("reverse-prompt"),
-        ui_settings=_ui_settings(options, parser),
+        ui_settings=ui,
         sse_ping_interval=number("sse-ping-interval", 30),
         embd_normalize=int(number("embd-normalize", 2)),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},

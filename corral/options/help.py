@@ -152,4 +152,16 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "image-max-tokens": "most tokens an image may take (dynamic resolution; default: the model's)",
     "mtmd-batch-max-tokens": "most image tokens per batch while encoding images (default: "
     "libmtmd's)",
+    "rope-scaling": "RoPE frequency scaling method: `none`, `linear` or `yarn` (default: the "
+    "model's, else linear)",
+    "rope-scale": "RoPE context scaling factor: expands the context N times (`rope-freq-scale` "
+    "= 1/N; give one of the two)",
+    "rope-freq-scale": "RoPE frequency scaling factor (default: the model's)",
+    "yarn-orig-ctx": "YaRN: the model's original context size (`0`: its training context)",
+    "yarn-ext-factor": "YaRN: extrapolation mix factor (`0`: full interpolation; default: the "
+    "model's)",
+    "yarn-attn-factor": "YaRN: attention magnitude scale (default: the model's)",
+    "yarn-beta-slow": "YaRN: high correction dimension or alpha (default: the model's)",
+    "yarn-beta-fast": "YaRN: low correction dimension or beta (default: the model's)",
+    "check-tensors": "check the model's tensor data for invalid values while loading (slower)",
 }

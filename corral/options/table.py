@@ -275,6 +275,25 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_MTMD_BATCH_MAX_TOKENS",),
         bound="positive",
     ),
+    # RoPE and YaRN context scaling; unset: the model's own.
+    OptionSpec(
+        "rope-scaling",
+        "choice",
+        spellings=("LLAMA_ARG_ROPE_SCALING_TYPE",),
+        literals=("none", "linear", "yarn"),
+    ),
+    OptionSpec("rope-scale", "float", spellings=("LLAMA_ARG_ROPE_SCALE",), bound="positive"),
+    OptionSpec(
+        "rope-freq-scale", "float", spellings=("LLAMA_ARG_ROPE_FREQ_SCALE",), bound="positive"
+    ),
+    OptionSpec(
+        "yarn-orig-ctx", "int", spellings=("LLAMA_ARG_YARN_ORIG_CTX",), bound="non_negative"
+    ),
+    OptionSpec("yarn-ext-factor", "float", spellings=("LLAMA_ARG_YARN_EXT_FACTOR",)),
+    OptionSpec("yarn-attn-factor", "float", spellings=("LLAMA_ARG_YARN_ATTN_FACTOR",)),
+    OptionSpec("yarn-beta-slow", "float", spellings=("LLAMA_ARG_YARN_BETA_SLOW",)),
+    OptionSpec("yarn-beta-fast", "float", spellings=("LLAMA_ARG_YARN_BETA_FAST",)),
+    OptionSpec("check-tensors", "bool"),
     # How pooled embeddings are normalised (worker/engine/embedding_context.py); -1: not.
     OptionSpec("embd-normalize", "int", bound="non_negative", literals=("-1",)),
     # Seconds a stream may stay silent before an SSE comment keeps it open; 0 or less: never.

@@ -94,14 +94,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spm-infill",), 0),
     (("--adaptive-target",), 1),
     (("--adaptive-decay",), 1),
-    (("--rope-scaling",), 1),
-    (("--rope-scale",), 1),
-    (("--rope-freq-scale",), 1),
-    (("--yarn-orig-ctx",), 1),
-    (("--yarn-ext-factor",), 1),
-    (("--yarn-attn-factor",), 1),
-    (("--yarn-beta-slow",), 1),
-    (("--yarn-beta-fast",), 1),
     (("--repack",), 0),
     (("-nr", "--no-repack"), 0),
     (("--no-host",), 0),
@@ -114,7 +106,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--video-ffmpeg-dir",), 1),
     (("-lm", "--load-mode"), 1),
     (("-lzm", "--lazy-mode"), 1),
-    (("--check-tensors",), 0),
     (("--override-kv",), 1),
     (("--control-vector",), 1),
     (("--control-vector-scaled",), 1),
@@ -165,6 +156,7 @@ NO_EFFECT_REASONS: dict[str, str] = {
         "CORS is answered as docs/operations.md says: never with credentials",
     ),
     "--media-path": "`file://` media URLs are refused (400)",
+    "--no-spec-draft-backend-sampling": "sampling runs on the CPU here",
     "--cache-reuse": _NOT_YET,
     "--reasoning-effort": _NOT_YET,
     "--reasoning-preserve": "reasoning in the history is rendered as the template says",
@@ -174,20 +166,20 @@ NO_EFFECT_REASONS: dict[str, str] = {
         ("-tb", "-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS
     ),
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
-    **dict.fromkeys(("-lcs", "-lcd", "-ctxcp", "-cms"), _NOT_YET),
+    **dict.fromkeys(
+        ("-lcs", "-lcd"), "they feed the `ngram-cache` speculative type, which does not run here"
+    ),
+    **dict.fromkeys(
+        ("-ctxcp", "-cms"),
+        "the worker keeps no context checkpoints (a prompt a SWA or recurrent model cannot "
+        "reuse is read again)",
+    ),
     "--kv-unified-per-slot": "slots share one KV cache or split it (`--kv-unified`)",
     **dict.fromkeys(("--perf", "--no-perf"), "timings are always measured and answered"),
     **dict.fromkeys(("-e", "--no-escape"), "llama-server's CLI prompt escapes: no CLI prompt here"),
     "-sp": "special tokens follow each request's own fields",
     "--spm-infill": "`/infill` builds the prompt as the model's FIM tokens say",
     **dict.fromkeys(("--adaptive-target", "--adaptive-decay"), _NOT_YET),
-    **dict.fromkeys(
-        ("--rope-scaling", "--rope-scale", "--rope-freq-scale", "--yarn-orig-ctx"), _NOT_YET
-    ),
-    **dict.fromkeys(
-        ("--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast"),
-        _NOT_YET,
-    ),
     **dict.fromkeys(("--repack", "-nr", "--no-host"), "CPU buffer types are llama.cpp's defaults"),
     "-dt": "llama.cpp no longer defragments (upstream's flag is deprecated too)",
     **dict.fromkeys(("-cb", "-nocb"), "batching across slots is always on"),
@@ -195,7 +187,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--video-fps": "no video input yet",
     **dict.fromkeys(("--video-timestamp-interval", "--video-ffmpeg-dir"), "no video input yet"),
     **dict.fromkeys(("-lm", "-lzm"), "models load with mmap unless `--no-mmap`"),
-    "--check-tensors": _NOT_YET,
     "--override-kv": _NOT_YET,
     **dict.fromkeys(
         ("--control-vector", "--control-vector-scaled", "--control-vector-layer-range"),

@@ -58,6 +58,7 @@ _NOT_IN_KEY = frozenset(
         "ui_settings",
         "sse_ping_interval",
         "embd_normalize",
+        "check_tensors",
     }
 )
 # Bumped when Corral's file layout or what goes into the key changes.

@@ -23,6 +23,7 @@ from worker.engine.generation import EngineMetrics
 from worker.engine.llama_model import LlamaModel
 from worker.engine.lora_adapters import LoraAdapters
 from worker.engine.prompt_inputs import Tokenize
+from worker.engine.rope import set_rope
 from worker.host.layer_placement import LayerPlacement
 from worker.host.llama_bindings import llama_cpp
 from worker.media.content import Modalities
@@ -128,6 +129,7 @@ class LoadedModel:
         model_params.n_gpu_layers = settings.n_gpu_layers
         model_params.use_mmap = settings.use_mmap
         model_params.use_mlock = settings.use_mlock
+        model_params.check_tensors = settings.check_tensors
 
         def progress(value: float, _: Any) -> bool:
             on_progress(value)
@@ -242,6 +244,7 @@ class LoadedModel:
         params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
         if settings.rope_freq_base > 0:
             params.rope_freq_base = settings.rope_freq_base
+        set_rope(params, settings.rope)
         for name, value in (("type_k", settings.cache_type_k), ("type_v", settings.cache_type_v)):
             if value is not None:
                 setattr(params, name, _GGML_TYPES[value])
