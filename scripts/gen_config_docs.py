@@ -142,6 +142,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "yarn-beta-slow": "rope.yarn_beta_slow",
     "yarn-beta-fast": "rope.yarn_beta_fast",
     "check-tensors": "check_tensors",
+    "override-kv": "kv_overrides",
     "warmup": "projector.warmup",
     "image-min-tokens": "projector.image_min_tokens",
     "image-max-tokens": "projector.image_max_tokens",

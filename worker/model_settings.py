@@ -18,6 +18,7 @@ __all__ = [
     "ProjectorSettings",
     "RopeSettings",
     "default_constraint",
+    "kv_overrides",
     "projector_settings",
     "rope_settings",
     "ui_settings",
@@ -98,3 +99,32 @@ def ui_settings(options: dict[str, str]) -> dict[str, Any]:
     """``--ui-config`` (or its file): the Web UI's settings ``/props`` hands out."""
     text = text_or_file(options, "ui-config")
     return json_object(text, "ui-config") if text is not None else {}
+
+
+_OVERRIDE_TYPES = ("int", "float", "bool", "str")
+
+
+def kv_overrides(options: dict[str, str]) -> tuple[tuple[str, str, str], ...]:
+    """``--override-kv KEY=TYPE:VALUE[,…]`` as (key, type, value), checked as llama.cpp's
+    ``string_parse_kv_override`` checks them."""
+    found = []
+    for item in options.get("override-kv", "").split(","):
+        if not item:
+            continue
+        key, equals, typed = item.partition("=")
+        kind, colon, value = typed.partition(":")
+        if not (key and equals and colon) or kind not in _OVERRIDE_TYPES:
+            raise OptionError(f"--override-kv: expected KEY=int|float|bool|str:VALUE, got '{item}'")
+        try:
+            if kind == "int":
+                int(value)
+            elif kind == "float":
+                float(value)
+        except ValueError:
+            raise OptionError(f"--override-kv {key}: not a {kind}: '{value}'") from None
+        if kind == "bool" and value not in ("true", "false"):
+            raise OptionError(f"--override-kv {key}: a bool is true or false, got '{value}'")
+        if kind == "str" and len(value.encode()) >= 128:
+            raise OptionError(f"--override-kv {key}: a str is at most 127 bytes")
+        found.append((key, kind, value))
+    return tuple(found)

@@ -28,6 +28,7 @@ from worker.model_settings import (
     ProjectorSettings,
     RopeSettings,
     default_constraint,
+    kv_overrides,
     projector_settings,
     rope_settings,
     ui_settings,
@@ -98,6 +99,7 @@ class WorkerSettings:
     rope_freq_base: float = 0.0
     rope: RopeSettings = field(default_factory=RopeSettings)
     check_tensors: bool = False
+    kv_overrides: tuple[tuple[str, str, str], ...] = ()  # --override-kv: (key, type, value)
     cache_type_k: str | None = None
     cache_type_v: str | None = None
     mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
@@ -229,6 +231,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     try:
         grammar, json_schema = default_constraint(options)
         rope, ui = rope_settings(options), ui_settings(options)
+        overrides = kv_overrides(options)
     except OptionError as exc:
         parser.error(str(exc))
     names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
@@ -290,6 +293,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         rope_freq_base=number("rope-freq-base", 0.0),
         rope=rope,
         check_tensors=options.get("check-tensors", "false") == "true",
+        kv_overrides=overrides,
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),
         mmproj=args.mmproj,

@@ -31,7 +31,10 @@ __all__ = [
 
 WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.role == "worker")
 _ENV_PREFIXES = ("LLAMA_ARG_", "__PRESET_")
-_LIST_ITEMS = {"rpc": "HOST:PORT"}  # what a list's items are, where they are not files
+_LIST_ITEMS = {
+    "rpc": "HOST:PORT",
+    "override-kv": "KEY=TYPE:VALUE",
+}  # what a list's items are, where they are not files
 
 
 class ExactFlagParser(argparse.ArgumentParser):

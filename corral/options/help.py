@@ -164,4 +164,7 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "yarn-beta-slow": "YaRN: high correction dimension or alpha (default: the model's)",
     "yarn-beta-fast": "YaRN: low correction dimension or beta (default: the model's)",
     "check-tensors": "check the model's tensor data for invalid values while loading (slower)",
+    "override-kv": "GGUF metadata to replace as the model loads: `KEY=TYPE:VALUE` with TYPE "
+    "`int`, `float`, `bool` or `str`, comma-separated or repeated "
+    "(`tokenizer.ggml.add_bos_token=bool:false`)",
 }

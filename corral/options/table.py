@@ -294,6 +294,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("yarn-beta-slow", "float", spellings=("LLAMA_ARG_YARN_BETA_SLOW",)),
     OptionSpec("yarn-beta-fast", "float", spellings=("LLAMA_ARG_YARN_BETA_FAST",)),
     OptionSpec("check-tensors", "bool"),
+    # GGUF metadata replaced as the model loads: KEY=int|float|bool|str:VALUE, comma-separated.
+    OptionSpec("override-kv", "list"),
     # How pooled embeddings are normalised (worker/engine/embedding_context.py); -1: not.
     OptionSpec("embd-normalize", "int", bound="non_negative", literals=("-1",)),
     # Seconds a stream may stay silent before an SSE comment keeps it open; 0 or less: never.

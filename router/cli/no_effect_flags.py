@@ -106,7 +106,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--video-ffmpeg-dir",), 1),
     (("-lm", "--load-mode"), 1),
     (("-lzm", "--lazy-mode"), 1),
-    (("--override-kv",), 1),
     (("--control-vector",), 1),
     (("--control-vector-scaled",), 1),
     (("--control-vector-layer-range",), 2),
@@ -187,7 +186,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--video-fps": "no video input yet",
     **dict.fromkeys(("--video-timestamp-interval", "--video-ffmpeg-dir"), "no video input yet"),
     **dict.fromkeys(("-lm", "-lzm"), "models load with mmap unless `--no-mmap`"),
-    "--override-kv": _NOT_YET,
     **dict.fromkeys(
         ("--control-vector", "--control-vector-scaled", "--control-vector-layer-range"),
         "llama-cpp-python exposes no control vectors",

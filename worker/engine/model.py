@@ -20,6 +20,7 @@ from worker.cache.slot_cache import SlotCaches
 from worker.engine.batching import BatchEngine
 from worker.engine.embedding_context import Embedder
 from worker.engine.generation import EngineMetrics
+from worker.engine.kv_overrides import override_array
 from worker.engine.llama_model import LlamaModel
 from worker.engine.lora_adapters import LoraAdapters
 from worker.engine.prompt_inputs import Tokenize
@@ -130,6 +131,10 @@ class LoadedModel:
         model_params.use_mmap = settings.use_mmap
         model_params.use_mlock = settings.use_mlock
         model_params.check_tensors = settings.check_tensors
+        if settings.kv_overrides:
+            # Kept on self: llama.cpp reads the array while the model loads.
+            self._overrides = override_array(settings.kv_overrides)
+            model_params.kv_overrides = self._overrides
 
         def progress(value: float, _: Any) -> bool:
             on_progress(value)
