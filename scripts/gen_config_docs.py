@@ -143,6 +143,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "yarn-beta-fast": "rope.yarn_beta_fast",
     "check-tensors": "check_tensors",
     "override-kv": "kv_overrides",
+    "reasoning-effort": "chat_template_kwargs",
     "warmup": "projector.warmup",
     "image-min-tokens": "projector.image_min_tokens",
     "image-max-tokens": "projector.image_max_tokens",
@@ -155,6 +156,7 @@ _WRITTEN_DEFAULTS = {
     "kv-cache-dir": "`$XDG_CACHE_HOME/corral/kv` (else `~/.cache/corral/kv`)",
     "kv-cache-max": "`4G`",
     "reasoning-budget-message": "none",
+    "reasoning-effort": "`default` (the template's)",
 }
 # Defaults the worker works out when it starts (they depend on the machine or the model).
 _DEFAULT_MEANS = {

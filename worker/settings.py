@@ -169,6 +169,12 @@ def _thinking_default(reasoning: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return {"enable_thinking": reasoning == "on", **kwargs}
 
 
+def _effort_default(effort: str | None) -> dict[str, Any]:
+    """``--reasoning-effort LEVEL`` as llama-server: the template's ``reasoning_effort``
+    variable (``default``: the template's own); ``--chat-template-kwargs`` that set it win."""
+    return {} if effort in (None, "default") else {"reasoning_effort": effort}
+
+
 def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
     # The option table has checked both lists; --lora's adapters come first, at scale 1.
     plain = [(path, 1.0) for path in options["lora"].split(",")] if "lora" in options else []
@@ -275,7 +281,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         jinja=options.get("jinja", "true") == "true",
         chat_template_kwargs=_thinking_default(
             options.get("reasoning", "auto"),
-            _template_kwargs(options.get("chat-template-kwargs"), parser),
+            _effort_default(options.get("reasoning-effort"))
+            | _template_kwargs(options.get("chat-template-kwargs"), parser),
         ),
         reasoning=options.get("reasoning", "auto"),
         reasoning_format=options.get("reasoning-format", "auto"),

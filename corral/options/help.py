@@ -167,4 +167,6 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "override-kv": "GGUF metadata to replace as the model loads: `KEY=TYPE:VALUE` with TYPE "
     "`int`, `float`, `bool` or `str`, comma-separated or repeated "
     "(`tokenizer.ggml.add_bos_token=bool:false`)",
+    "reasoning-effort": "the chat template's `reasoning_effort` (`minimal`, `low`, `medium`, "
+    "`high`, …; `default`: the template's own); `chat-template-kwargs` that set it win",
 }

@@ -128,6 +128,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
         literals=("-1",),
     ),
     OptionSpec("reasoning-budget-message", "str", spellings=("LLAMA_ARG_THINK_BUDGET_MESSAGE",)),
+    # llama-server flags (issue 29): the template's reasoning_effort variable.
+    OptionSpec("reasoning-effort", "str", spellings=("LLAMA_ARG_REASONING_EFFORT",)),
     OptionSpec(
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),

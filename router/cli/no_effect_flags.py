@@ -34,7 +34,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--cors-headers",), 1),
     (("--cors-credentials",), 0),
     (("--no-cors-credentials",), 0),
-    (("--reasoning-effort",), 1),
     (("--reasoning-preserve",), 0),
     (("--spec-draft-p-split", "--draft-p-split"), 1),
     # Speculative tuning that llama-cpp-python's API or the types Corral runs have no use for.
@@ -157,7 +156,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--media-path": "`file://` media URLs are refused (400)",
     "--no-spec-draft-backend-sampling": "sampling runs on the CPU here",
     "--cache-reuse": _NOT_YET,
-    "--reasoning-effort": _NOT_YET,
     "--reasoning-preserve": "reasoning in the history is rendered as the template says",
     "-cl": "`corral ls` lists the cached models",
     "--completion-bash": "`corral serve --help` lists every flag",
