@@ -143,6 +143,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "yarn-beta-fast": "rope.yarn_beta_fast",
     "check-tensors": "check_tensors",
     "override-kv": "kv_overrides",
+    "cache-prompt": "cache_prompt",
     "reasoning-effort": "chat_template_kwargs",
     "warmup": "projector.warmup",
     "image-min-tokens": "projector.image_min_tokens",

@@ -128,6 +128,7 @@ class WorkerSettings:
     reverse_prompt: str | None = None
     ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
     sse_ping_interval: float = 30.0  # seconds of silence before an SSE ping; <= 0: never
+    cache_prompt: bool = True  # requests that do not say reuse the slot's cached prompt
     embd_normalize: int = 2  # how pooled embeddings are normalised; -1: not (Euclidean: 2)
     ignored: dict[str, str] = field(default_factory=dict)
     # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
@@ -328,6 +329,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         ui_settings=ui,
         sse_ping_interval=number("sse-ping-interval", 30),
         embd_normalize=int(number("embd-normalize", 2)),
+        cache_prompt=options.get("cache-prompt", "true") == "true",
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
         no_effect_flags=other_flags_given(args),
     )

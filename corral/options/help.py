@@ -169,4 +169,6 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "(`tokenizer.ggml.add_bos_token=bool:false`)",
     "reasoning-effort": "the chat template's `reasoning_effort` (`minimal`, `low`, `medium`, "
     "`high`, …; `default`: the template's own); `chat-template-kwargs` that set it win",
+    "cache-prompt": "requests that give no `cache_prompt` reuse what their slot's cache holds "
+    "of their prompt (default on)",
 }

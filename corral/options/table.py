@@ -298,6 +298,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("check-tensors", "bool"),
     # GGUF metadata replaced as the model loads: KEY=int|float|bool|str:VALUE, comma-separated.
     OptionSpec("override-kv", "list"),
+    # Whether requests that do not say reuse their slot's cached prompt (their cache_prompt).
+    OptionSpec(
+        "cache-prompt",
+        "bool",
+        spellings=("LLAMA_ARG_CACHE_PROMPT",),
+        negatives=("no-cache-prompt", "LLAMA_ARG_NO_CACHE_PROMPT"),
+    ),
     # How pooled embeddings are normalised (worker/engine/embedding_context.py); -1: not.
     OptionSpec("embd-normalize", "int", bound="non_negative", literals=("-1",)),
     # Seconds a stream may stay silent before an SSE comment keeps it open; 0 or less: never.

@@ -114,8 +114,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("-ag", "--agent"), 0),
     (("-no-ag", "--no-agent"), 0),
     (("--threads-http",), 1),
-    (("--cache-prompt",), 0),
-    (("--no-cache-prompt",), 0),
     (("--no-reasoning-preserve",), 0),
     (("--skip-chat-parsing",), 0),
     (("--no-skip-chat-parsing",), 0),
@@ -191,10 +189,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--tools-runtime": "built-in tools run in the router (docs/tools.md)",
     **dict.fromkeys(("-ag", "-no-ag"), "no agent loop in the server; clients run their own"),
     "--threads-http": "the router serves HTTP on one event loop: there is no HTTP thread pool",
-    **dict.fromkeys(
-        ("--cache-prompt", "--no-cache-prompt"),
-        "prompt caching follows each request's `cache_prompt`",
-    ),
     "--no-reasoning-preserve": "reasoning in the history is rendered as the template says",
     **dict.fromkeys(
         ("--skip-chat-parsing", "--no-skip-chat-parsing"), "answers are always parsed (tool calls)"

@@ -177,7 +177,9 @@ def prepare_generation(
             emit=emit,
             stops=stops,
             ignore_eos=body.ignore_eos,
-            cache_prompt=body.cache_prompt,
+            cache_prompt=model.settings.cache_prompt
+            if body.cache_prompt is None
+            else body.cache_prompt,
             id_slot=body.id_slot,
             media=media,
             lora=lora,

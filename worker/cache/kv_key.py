@@ -59,6 +59,7 @@ _NOT_IN_KEY = frozenset(
         "sse_ping_interval",
         "embd_normalize",
         "check_tensors",
+        "cache_prompt",
     }
 )
 # Bumped when Corral's file layout or what goes into the key changes.

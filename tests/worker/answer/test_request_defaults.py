@@ -80,3 +80,22 @@ def test_a_bad_grammar_or_schema_is_refused_at_startup(
     with pytest.raises(SystemExit):
         parse_worker_args(["-m", "m.gguf", *argv])
     assert error in capsys.readouterr().err
+
+
+def _prompt_read(url: str, **fields: object) -> int:
+    body = {"prompt": "Once upon a time there was a", "n_predict": 2, "temperature": 0, **fields}
+    reply = httpx.post(f"{url}/completion", json=body, timeout=120).raise_for_status().json()
+    return int(reply["timings"]["prompt_n"])
+
+
+@pytest.mark.parametrize(("flags", "reused"), [((), True), (("--no-cache-prompt",), False)])
+def test_cache_prompt_is_the_default_of_requests_that_do_not_say(
+    models_dir: Path, flags: tuple[str, ...], reused: bool
+) -> None:
+    with worker(models_dir / "alpha.gguf", "--parallel", "1", *flags) as child:
+        first = _prompt_read(child.url)
+        again = _prompt_read(child.url)
+        assert (again < first) is reused
+        # A request's own cache_prompt beats the flag.
+        _prompt_read(child.url, cache_prompt=True)
+        assert (_prompt_read(child.url, cache_prompt=True) < first) is True
