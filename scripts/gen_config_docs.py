@@ -144,6 +144,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "check-tensors": "check_tensors",
     "override-kv": "kv_overrides",
     "cache-prompt": "cache_prompt",
+    "threads-batch": "threads_batch",
     "reasoning-effort": "chat_template_kwargs",
     "warmup": "projector.warmup",
     "image-min-tokens": "projector.image_min_tokens",
@@ -158,6 +159,7 @@ _WRITTEN_DEFAULTS = {
     "kv-cache-max": "`4G`",
     "reasoning-budget-message": "none",
     "reasoning-effort": "`default` (the template's)",
+    "threads-batch": "as `threads`",
 }
 # Defaults the worker works out when it starts (they depend on the machine or the model).
 _DEFAULT_MEANS = {

@@ -73,6 +73,7 @@ class WorkerSettings:
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
     ctx_size: int = 0
     threads: int = 1
+    threads_batch: int | None = None  # prompt (batch) threads; None: as many as --threads
     batch_size: int = 2048
     ubatch_size: int = 512
     n_gpu_layers: int = 0
@@ -271,6 +272,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         port=args.port,
         ctx_size=int(number("ctx-size", 0)),
         threads=_threads(options.get("threads")),
+        threads_batch=_threads(options["threads-batch"]) if "threads-batch" in options else None,
         batch_size=int(number("batch-size", 2048)),
         ubatch_size=int(number("ubatch-size", 512)),
         n_gpu_layers=-1 if gpu_layers in ("auto", "all") else int(gpu_layers),

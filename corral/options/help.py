@@ -171,4 +171,6 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "`high`, …; `default`: the template's own); `chat-template-kwargs` that set it win",
     "cache-prompt": "requests that give no `cache_prompt` reuse what their slot's cache holds "
     "of their prompt (default on)",
+    "threads-batch": "threads that read prompts (batches); `0` or less: every logical CPU "
+    "(default: as `threads`)",
 }

@@ -277,6 +277,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_MTMD_BATCH_MAX_TOKENS",),
         bound="positive",
     ),
+    # Threads reading prompts (batches); unset: --threads'.
+    OptionSpec("threads-batch", "int", spellings=("tb",)),
     # RoPE and YaRN context scaling; unset: the model's own.
     OptionSpec(
         "rope-scaling",

@@ -69,7 +69,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     # llama-server flags (issue 29); why each has no effect is in NO_EFFECT_REASONS.
     (("-cl", "--cache-list"), 0),
     (("--completion-bash",), 0),
-    (("-tb", "--threads-batch"), 1),
     (("-C", "--cpu-mask"), 1),
     (("-Cr", "--cpu-range"), 1),
     (("--cpu-strict",), 1),
@@ -136,9 +135,7 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-default",), 0),
 )
 _NOT_YET = "not implemented yet"
-_THREADS = (
-    "the worker's threads follow `--threads`; llama-cpp-python offers no affinity or priority"
-)
+_THREADS = "CPU affinity, priority and polling: llama-cpp-python's API sets none of them"
 _LOGS = "Corral logs through its own structured log (`--log-format`, `--log-requests`)"
 # Why a flag has no effect, by its first spelling (docs/configuration.md shows it).
 NO_EFFECT_REASONS: dict[str, str] = {
@@ -157,9 +154,7 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--reasoning-preserve": "reasoning in the history is rendered as the template says",
     "-cl": "`corral ls` lists the cached models",
     "--completion-bash": "`corral serve --help` lists every flag",
-    **dict.fromkeys(
-        ("-tb", "-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS
-    ),
+    **dict.fromkeys(("-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS),
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
     **dict.fromkeys(
         ("-lcs", "-lcd"), "they feed the `ngram-cache` speculative type, which does not run here"

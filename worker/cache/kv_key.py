@@ -32,6 +32,7 @@ _NOT_IN_KEY = frozenset(
         "api_keys",  # a secret: never in a key written beside the caches
         "cors_origins",
         "threads",
+        "threads_batch",
         "batch_size",
         "ubatch_size",
         "n_gpu_layers",

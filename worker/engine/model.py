@@ -245,7 +245,8 @@ class LoadedModel:
         params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
         params.n_seq_max = settings.parallel
         params.kv_unified = settings.kv_unified
-        params.n_threads = params.n_threads_batch = self._threads
+        params.n_threads = self._threads
+        params.n_threads_batch = self.settings.threads_batch or self._threads
         params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
         if settings.rope_freq_base > 0:
             params.rope_freq_base = settings.rope_freq_base
