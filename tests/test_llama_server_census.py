@@ -15,6 +15,7 @@ from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS, LlamaServerFla
 from router.catalogue.llama_server_keys import LLAMA_SERVER_KEYS
 from router.catalogue.presets import parse_preset_text
 from router.cli.main import parse_serve_args
+from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tls import self_signed
 from worker.settings import parse_worker_args
 
@@ -123,7 +124,7 @@ _VALUES: dict[str, list[str]] = {
     "--override-kv": ["tokenizer.ggml.add_bos_token=bool:false"],
     "--hf-repo": ["acme/tiny-GGUF"],
     "--spec-draft-hf": ["acme/tiny-GGUF"],
-    "--hf-file": ["tiny.gguf"],
+    "--hf-file": ["tiny-Q8_0.gguf"],
     "--host": ["127.0.0.1"],
     "--port": ["8080"],
     "--cpu-mask": ["0x1"],
@@ -150,7 +151,7 @@ def _census() -> list[tuple[str, int]]:
     return [
         (spelling, flag.arity)
         for flag in LLAMA_SERVER_FLAGS
-        if not _owned(flag) and not {"--help", "--version"} & set(flag.spellings)
+        if not _owned(flag)
         for spelling in flag.spellings
     ]
 
@@ -176,7 +177,7 @@ def places(
     cache = tmp_path / "hub"
     snapshot = cache / "models--acme--tiny-GGUF" / "snapshots" / ("a" * 40)
     snapshot.mkdir(parents=True)
-    (snapshot / "tiny.gguf").write_bytes(b"GGUF")
+    write_tiny_gguf(snapshot / "tiny-Q8_0.gguf")
     (cache / "models--acme--tiny-GGUF" / "refs").mkdir()
     (cache / "models--acme--tiny-GGUF" / "refs" / "main").write_text("a" * 40)
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
@@ -202,8 +203,10 @@ def test_corral_serve_accepts_the_flag(
     argv = _argv(spelling, arity, places)
     try:
         parse_serve_args(argv)
-    except SystemExit:
-        pytest.fail(f"corral serve {' '.join(argv)}: {capsys.readouterr().err}")
+    except SystemExit as exit:
+        # --help, --version, --cache-list: they answer and exit, as llama-server's do.
+        if exit.code != 0:
+            pytest.fail(f"corral serve {' '.join(argv)}: {capsys.readouterr().err}")
 
 
 @pytest.mark.parametrize(("spelling", "arity"), _census())
@@ -215,8 +218,9 @@ def test_the_worker_accepts_the_flag(
         argv = []
     try:
         parse_worker_args(["-m", places["file"], *argv])
-    except SystemExit:
-        pytest.fail(f"python -m worker {' '.join(argv)}: {capsys.readouterr().err}")
+    except SystemExit as exit:
+        if exit.code != 0:  # --help
+            pytest.fail(f"python -m worker {' '.join(argv)}: {capsys.readouterr().err}")
 
 
 def _preset_value(key: str, places: dict[str, str]) -> str:
@@ -253,3 +257,17 @@ def test_every_llama_server_preset_key_is_accepted(key: str, places: dict[str, s
     model = "" if key in ("m", "model", "LLAMA_ARG_MODEL") else f"model = {places['file']}\n"
     text = f"[tiny]\n{model}{key} = {_preset_value(key, places)}\n"
     parse_preset_text(text, source="census.ini")
+
+
+def test_the_flags_that_answer_and_exit(
+    places: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv, printed in (
+        (["--version"], "corral "),
+        (["--usage"], "usage: corral serve"),
+        (["-cl"], "acme/tiny-GGUF"),
+    ):
+        with pytest.raises(SystemExit) as exit:
+            parse_serve_args(argv)
+        assert exit.value.code == 0
+        assert printed in capsys.readouterr().out

@@ -46,6 +46,11 @@ class ExactFlagParser(argparse.ArgumentParser):
     3.11, so the matching itself is switched off: an unknown flag is refused by name.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.add_help:  # llama-server's third spelling of --help
+            self.add_argument("--usage", action="help", help=argparse.SUPPRESS)
+
     def _get_option_tuples(self, option_string: str) -> list[Any]:
         return []
 

@@ -67,7 +67,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-mod-n-max",), 1),
     (("--spec-ngram-mod-n-match",), 1),
     # llama-server flags (issue 29); why each has no effect is in NO_EFFECT_REASONS.
-    (("-cl", "--cache-list"), 0),
     (("--completion-bash",), 0),
     (("-C", "--cpu-mask"), 1),
     (("-Cr", "--cpu-range"), 1),
@@ -152,7 +151,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--no-spec-draft-backend-sampling": "sampling runs on the CPU here",
     "--cache-reuse": _NOT_YET,
     "--reasoning-preserve": "reasoning in the history is rendered as the template says",
-    "-cl": "`corral ls` lists the cached models",
     "--completion-bash": "`corral serve --help` lists every flag",
     **dict.fromkeys(("-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS),
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),

@@ -19,6 +19,8 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     "host": ("LLAMA_ARG_HOST", "listen address; beyond loopback, also set an API key"),
     "port": ("LLAMA_ARG_PORT", "listen port; `0` picks a free one (the log says which)"),
     # llama-server flags (issue 29).
+    "version": ("", "print Corral's and llama.cpp's versions and exit"),
+    "cache_list": ("", "list the hub cache's models (as `corral ls`) and exit"),
     "api_prefix": (
         "LLAMA_ARG_API_PREFIX",
         "serve every route under this path (`/v2`: `/v2/health`, `/v2/v1/models`, the Web UI "
