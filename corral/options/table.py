@@ -128,8 +128,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
         literals=("-1",),
     ),
     OptionSpec("reasoning-budget-message", "str", spellings=("LLAMA_ARG_THINK_BUDGET_MESSAGE",)),
-    # llama-server flags (issue 29): the template's reasoning_effort variable.
-    OptionSpec("reasoning-effort", "str", spellings=("LLAMA_ARG_REASONING_EFFORT",)),
     OptionSpec(
         "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
     ),
@@ -256,7 +254,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("spec-synth-len", "float", spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",)),
     OptionSpec("spec-synth-rates", "str", spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",)),
     OptionSpec("spec-ngram-simple-size-m", "int", bound="positive"),
-    # llama-server flags (issue 29): defaults of every request that says nothing itself.
+    # llama-server flags (issue 29). Defaults of every request that says nothing itself.
     OptionSpec("grammar", "str"),
     OptionSpec("grammar-file", "str"),
     OptionSpec("json-schema", "str", spellings=("j",)),
@@ -277,7 +275,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_MTMD_BATCH_MAX_TOKENS",),
         bound="positive",
     ),
-    # Threads reading prompts (batches); unset: --threads'.
+    # The chat template's reasoning_effort variable ("default": the template's own).
+    OptionSpec("reasoning-effort", "str", spellings=("LLAMA_ARG_REASONING_EFFORT",)),
+    # Threads reading prompts (batches); unset: as many as --threads.
     OptionSpec("threads-batch", "int", spellings=("tb",)),
     # RoPE and YaRN context scaling; unset: the model's own.
     OptionSpec(
