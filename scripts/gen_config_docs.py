@@ -144,6 +144,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "check-tensors": "check_tensors",
     "override-kv": "kv_overrides",
     "cache-prompt": "cache_prompt",
+    "prefill-assistant": "prefill_assistant",
     "threads-batch": "threads_batch",
     "reasoning-effort": "chat_template_kwargs",
     "warmup": "projector.warmup",

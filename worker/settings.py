@@ -130,6 +130,7 @@ class WorkerSettings:
     ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
     sse_ping_interval: float = 30.0  # seconds of silence before an SSE ping; <= 0: never
     cache_prompt: bool = True  # requests that do not say reuse the slot's cached prompt
+    prefill_assistant: bool = True  # a last assistant message is continued, unasked
     embd_normalize: int = 2  # how pooled embeddings are normalised; -1: not (Euclidean: 2)
     ignored: dict[str, str] = field(default_factory=dict)
     # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
@@ -332,6 +333,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         sse_ping_interval=number("sse-ping-interval", 30),
         embd_normalize=int(number("embd-normalize", 2)),
         cache_prompt=options.get("cache-prompt", "true") == "true",
+        prefill_assistant=options.get("prefill-assistant", "true") == "true",
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
         no_effect_flags=other_flags_given(args),
     )

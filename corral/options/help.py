@@ -173,4 +173,7 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "of their prompt (default on)",
     "threads-batch": "threads that read prompts (batches); `0` or less: every logical CPU "
     "(default: as `threads`)",
+    "prefill-assistant": "continue a chat's last assistant message when the request does not "
+    "say (`continue_final_message`); off: it is a whole turn and the model answers after it "
+    "(default on)",
 }

@@ -307,6 +307,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_CACHE_PROMPT",),
         negatives=("no-cache-prompt", "LLAMA_ARG_NO_CACHE_PROMPT"),
     ),
+    # Whether a last assistant message is continued when the request does not say.
+    OptionSpec(
+        "prefill-assistant",
+        "bool",
+        spellings=("LLAMA_ARG_PREFILL_ASSISTANT",),
+        negatives=("no-prefill-assistant", "LLAMA_ARG_NO_PREFILL_ASSISTANT"),
+    ),
     # How pooled embeddings are normalised (worker/engine/embedding_context.py); -1: not.
     OptionSpec("embd-normalize", "int", bound="non_negative", literals=("-1",)),
     # Seconds a stream may stay silent before an SSE comment keeps it open; 0 or less: never.

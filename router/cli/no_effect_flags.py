@@ -115,8 +115,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--no-reasoning-preserve",), 0),
     (("--skip-chat-parsing",), 0),
     (("--no-skip-chat-parsing",), 0),
-    (("--prefill-assistant",), 0),
-    (("--no-prefill-assistant",), 0),
     (("-sps", "--slot-prompt-similarity"), 1),
     (("--log-disable",), 0),
     (("--log-file",), 1),
@@ -185,10 +183,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--no-reasoning-preserve": "reasoning in the history is rendered as the template says",
     **dict.fromkeys(
         ("--skip-chat-parsing", "--no-skip-chat-parsing"), "answers are always parsed (tool calls)"
-    ),
-    **dict.fromkeys(
-        ("--prefill-assistant", "--no-prefill-assistant"),
-        "a last assistant message is always continued",
     ),
     "-sps": "a request goes to the slot whose cache shares most of its prompt",
     **dict.fromkeys(("--log-disable", "--log-file", "--log-jsonl", "--no-log-jsonl"), _LOGS),

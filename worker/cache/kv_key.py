@@ -61,6 +61,7 @@ _NOT_IN_KEY = frozenset(
         "embd_normalize",
         "check_tensors",
         "cache_prompt",
+        "prefill_assistant",
     }
 )
 # Bumped when Corral's file layout or what goes into the key changes.
