@@ -147,6 +147,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "prefill-assistant": "prefill_assistant",
     "threads-batch": "threads_batch",
     "reasoning-effort": "chat_template_kwargs",
+    "reasoning-preserve": "chat_template_kwargs",
     "warmup": "projector.warmup",
     "image-min-tokens": "projector.image_min_tokens",
     "image-max-tokens": "projector.image_max_tokens",
@@ -160,6 +161,7 @@ _WRITTEN_DEFAULTS = {
     "kv-cache-max": "`4G`",
     "reasoning-budget-message": "none",
     "reasoning-effort": "`default` (the template's)",
+    "reasoning-preserve": "on",
     "threads-batch": "as `threads`",
 }
 # Defaults the worker works out when it starts (they depend on the machine or the model).

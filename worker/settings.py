@@ -178,6 +178,12 @@ def _effort_default(effort: str | None) -> dict[str, Any]:
     return {} if effort in (None, "default") else {"reasoning_effort": effort}
 
 
+def _preserve_default(preserve: str | None) -> dict[str, Any]:
+    """``--[no-]reasoning-preserve`` as llama-server: the template's ``preserve_reasoning``
+    (earlier turns keep their reasoning); unset, on (worker/templates/selection.py)."""
+    return {} if preserve is None else {"preserve_reasoning": preserve == "true"}
+
+
 def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
     # The option table has checked both lists; --lora's adapters come first, at scale 1.
     plain = [(path, 1.0) for path in options["lora"].split(",")] if "lora" in options else []
@@ -286,6 +292,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         chat_template_kwargs=_thinking_default(
             options.get("reasoning", "auto"),
             _effort_default(options.get("reasoning-effort"))
+            | _preserve_default(options.get("reasoning-preserve"))
             | _template_kwargs(options.get("chat-template-kwargs"), parser),
         ),
         reasoning=options.get("reasoning", "auto"),

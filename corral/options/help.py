@@ -176,4 +176,7 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "prefill-assistant": "continue a chat's last assistant message when the request does not "
     "say (`continue_final_message`); off: it is a whole turn and the model answers after it "
     "(default on)",
+    "reasoning-preserve": "the chat template's `preserve_reasoning`: earlier assistant turns "
+    "keep their reasoning (templates that support it); off: `no-reasoning-preserve` "
+    "(default on, as llama-server)",
 }

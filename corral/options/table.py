@@ -277,6 +277,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     # The chat template's reasoning_effort variable ("default": the template's own).
     OptionSpec("reasoning-effort", "str", spellings=("LLAMA_ARG_REASONING_EFFORT",)),
+    # The template's preserve_reasoning: earlier turns keep their reasoning.
+    OptionSpec(
+        "reasoning-preserve",
+        "bool",
+        spellings=("LLAMA_ARG_REASONING_PRESERVE",),
+        negatives=("no-reasoning-preserve", "LLAMA_ARG_NO_REASONING_PRESERVE"),
+    ),
     # Threads reading prompts (batches); unset: as many as --threads.
     OptionSpec("threads-batch", "int", spellings=("tb",)),
     # RoPE and YaRN context scaling; unset: the model's own.

@@ -34,7 +34,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--cors-headers",), 1),
     (("--cors-credentials",), 0),
     (("--no-cors-credentials",), 0),
-    (("--reasoning-preserve",), 0),
     (("--spec-draft-p-split", "--draft-p-split"), 1),
     # Speculative tuning that llama-cpp-python's API or the types Corral runs have no use for.
     (("--spec-draft-threads-batch", "-tbd", "--threads-batch-draft"), 1),
@@ -112,7 +111,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("-ag", "--agent"), 0),
     (("-no-ag", "--no-agent"), 0),
     (("--threads-http",), 1),
-    (("--no-reasoning-preserve",), 0),
     (("--skip-chat-parsing",), 0),
     (("--no-skip-chat-parsing",), 0),
     (("-sps", "--slot-prompt-similarity"), 1),
@@ -148,7 +146,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--media-path": "`file://` media URLs are refused (400)",
     "--no-spec-draft-backend-sampling": "sampling runs on the CPU here",
     "--cache-reuse": _NOT_YET,
-    "--reasoning-preserve": "reasoning in the history is rendered as the template says",
     "--completion-bash": "`corral serve --help` lists every flag",
     **dict.fromkeys(("-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS),
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
@@ -180,7 +177,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--tools-runtime": "built-in tools run in the router (docs/tools.md)",
     **dict.fromkeys(("-ag", "-no-ag"), "no agent loop in the server; clients run their own"),
     "--threads-http": "the router serves HTTP on one event loop: there is no HTTP thread pool",
-    "--no-reasoning-preserve": "reasoning in the history is rendered as the template says",
     **dict.fromkeys(
         ("--skip-chat-parsing", "--no-skip-chat-parsing"), "answers are always parsed (tool calls)"
     ),

@@ -67,3 +67,18 @@ def test_the_template_renders_with_the_reasoning_effort(models_dir: Path) -> Non
         body = {"messages": [{"role": "user", "content": "hi"}]}
         rendered = httpx.post(f"{child.url}/apply-template", json=body).json()["prompt"]
     assert rendered == "high|hi"
+
+
+@pytest.mark.parametrize(
+    ("flags", "preserved"),
+    # On by default, as llama-server's.
+    [((), "True"), (("--reasoning-preserve",), "True"), (("--no-reasoning-preserve",), "False")],
+)
+def test_reasoning_preserve_sets_the_templates_variables(
+    models_dir: Path, flags: tuple[str, ...], preserved: str
+) -> None:
+    template = "{{ preserve_thinking | default('unset') }}|{{ messages[0].content }}"
+    with worker(models_dir / "alpha.gguf", "--chat-template", template, *flags) as child:
+        body = {"messages": [{"role": "user", "content": "hi"}]}
+        rendered = httpx.post(f"{child.url}/apply-template", json=body).json()["prompt"]
+    assert rendered == f"{preserved}|hi"
