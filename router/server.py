@@ -16,6 +16,7 @@ from pathlib import Path
 
 import structlog
 import uvicorn
+from litestar.types import ASGIApp
 
 from corral.children.environment import MAX_BODY_ENV
 from corral.http.cors import CorsHeaders
@@ -23,6 +24,7 @@ from corral.http.sockets import bind_hosts
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.remote_preset import cached_preset
 from corral.logs import configure_logging
+from router.api.mounts import ApiPrefix, StaticFiles
 from router.app import create_app
 from router.catalogue.catalogue import CatalogueError
 from router.cli.hub_download import DownloadFailed, download_model
@@ -94,6 +96,14 @@ class _RouterServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
+def _mounted(app: ASGIApp, settings: ServeSettings) -> ASGIApp:
+    """The app under ``--api-prefix``, behind ``--path``'s files; logged with the whole path."""
+    if settings.static_path is not None:
+        app = StaticFiles(app, settings.static_path)
+    app = ApiPrefix(app, settings.api_prefix)
+    return AccessLog(app) if settings.log_requests else app
+
+
 def serve(settings: ServeSettings) -> None:
     json = None if settings.log_format is None else settings.log_format == "json"
     configure_logging(json=json)
@@ -110,13 +120,15 @@ def serve(settings: ServeSettings) -> None:
         raise SystemExit(1) from None
     # Bound here rather than by uvicorn so that `--port 0` works: the log says the real port.
     try:
-        sockets = bind_hosts(settings.host, settings.port)
+        sockets = bind_hosts(settings.host, settings.port, reuse_port=settings.reuse_port)
     except OSError as exc:
         _log.error("cannot listen", host=settings.host, port=settings.port, error=str(exc))
         raise SystemExit(1) from None
     config = uvicorn.Config(
-        CorsHeaders(AccessLog(app) if settings.log_requests else app, settings.cors_origins),
+        CorsHeaders(_mounted(app, settings), settings.cors_origins),
         log_config=None,
+        ssl_keyfile=settings.ssl_key_file,
+        ssl_certfile=settings.ssl_cert_file,
         lifespan="on",
         http=BoundedHttpToolsProtocol,
         # Long streams would otherwise hold shutdown open indefinitely.
@@ -125,6 +137,7 @@ def serve(settings: ServeSettings) -> None:
     for sock in sockets:
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
-        _log.info("corral listening", url=f"http://{shown}:{port}")
+        scheme = "https" if settings.ssl_cert_file else "http"
+        _log.info("corral listening", url=f"{scheme}://{shown}:{port}{settings.api_prefix}")
     tools: ToolBox = app.state.tools
     _RouterServer(config, tools).run(sockets=sockets)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from router.security.api_keys import ApiKey
 from router.tools.mcp_config import McpServerConfig
@@ -55,6 +56,14 @@ class ServeSettings:
     tools_root: Path | None = None
     tools_allow_exec: bool = False
     mcp_servers: tuple[McpServerConfig, ...] = ()
+    # llama-server's server flags (router/api/mounts.py, router/server.py): the path every
+    # route is under ("" or "/v2"), a directory of static files, SO_REUSEPORT, and TLS.
+    api_prefix: str = ""
+    ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
+    static_path: Path | None = None
+    reuse_port: bool = False
+    ssl_key_file: Path | None = None
+    ssl_cert_file: Path | None = None
     # llama-server flags given that Corral accepts without implementing
     # (router.cli.no_effect_flags).
     no_effect_flags: tuple[str, ...] = ()

@@ -26,11 +26,12 @@ from corral.children.environment import SECRET_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
 from corral.options.flags import WORKER_OPTIONS, flag_spelling, option_flags
 from corral.options.help import MODEL_OPTION_HELP
-from corral.options.table import OPTIONS, OptionSpec
+from corral.options.table import OPTIONS, OptionSpec, find_option
 from router.cli.commands import _parser as _cache_commands_parser
-from router.cli.no_effect_flags import NO_EFFECT_FLAGS
+from router.cli.no_effect_flags import NO_EFFECT_FLAGS, no_effect_reason
 from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.cli.serve_flags import serve_parser as _serve_parser
+from router.cli.shortcuts import SHORTCUT_DEST, SHORTCUTS
 from worker.rpc.server import rpc_server_parser
 from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
 
@@ -169,6 +170,35 @@ _WORKER_FIELDS: dict[str, str] = {
     "kv-offload": "gpu.kv_offload",
     "op-offload": "gpu.op_offload",
     "spec-draft-device": "gpu.draft_devices",
+    "grammar": "grammar",
+    "grammar-file": "grammar",
+    "json-schema": "json_schema",
+    "json-schema-file": "json_schema",
+    "reverse-prompt": "reverse_prompt",
+    "sse-ping-interval": "sse_ping_interval",
+    "embd-normalize": "embd_normalize",
+    "mmproj-device": "projector.device",
+    "rope-scaling": "rope.scaling",
+    "rope-scale": "rope.freq_scale",
+    "rope-freq-scale": "rope.freq_scale",
+    "yarn-orig-ctx": "rope.yarn_orig_ctx",
+    "yarn-ext-factor": "rope.yarn_ext_factor",
+    "yarn-attn-factor": "rope.yarn_attn_factor",
+    "yarn-beta-slow": "rope.yarn_beta_slow",
+    "yarn-beta-fast": "rope.yarn_beta_fast",
+    "check-tensors": "check_tensors",
+    "override-kv": "kv_overrides",
+    "cache-prompt": "cache_prompt",
+    "prefill-assistant": "prefill_assistant",
+    "threads-batch": "threads_batch",
+    "reasoning-effort": "chat_template_kwargs",
+    "reasoning-preserve": "chat_template_kwargs",
+    "warmup": "projector.warmup",
+    "image-min-tokens": "projector.image_min_tokens",
+    "image-max-tokens": "projector.image_max_tokens",
+    "mtmd-batch-max-tokens": "projector.batch_max_tokens",
+    "ui-config": "ui_settings",
+    "ui-config-file": "ui_settings",
 }
 # Defaults that depend on the machine, or read better as written than as the worker holds them.
 _WRITTEN_DEFAULTS = {
@@ -178,6 +208,9 @@ _WRITTEN_DEFAULTS = {
     "dry-sequence-breaker": '`\\n`, `:`, `"`, `*`',
     "samplers": "`penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature`",
     "sampler-seq": "`edskypmxt`",
+    "reasoning-effort": "`default` (the template's)",
+    "reasoning-preserve": "on",
+    "threads-batch": "as `threads`",
 }
 # Defaults the worker works out when it starts (they depend on the machine or the model).
 _DEFAULT_MEANS = {
@@ -201,6 +234,23 @@ _NONE_MEANS = {
     "spec-draft-threads": "the model's",
     "device": "every GPU",
     "spec-draft-device": "the model's `device`",
+    "mmproj-device": "the GPU with `mmproj-offload`, else the CPU",
+    **dict.fromkeys(
+        (
+            "rope-scaling",
+            "rope-scale",
+            "rope-freq-scale",
+            "yarn-orig-ctx",
+            "yarn-ext-factor",
+            "yarn-attn-factor",
+            "yarn-beta-slow",
+            "yarn-beta-fast",
+        ),
+        "the model's",
+    ),
+    "image-min-tokens": "the model's",
+    "image-max-tokens": "the model's",
+    "mtmd-batch-max-tokens": "libmtmd's (1024)",
 }
 
 
@@ -386,7 +436,12 @@ def worker_parser() -> argparse.ArgumentParser:
 
 
 def _documented_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+    # The worker's other llama-server flags are documented as one sentence, not one by one.
+    return [
+        a
+        for a in parser._actions
+        if not isinstance(a, argparse._HelpAction) and a.dest != "other_llama_server_flags"
+    ]
 
 
 def option_strings(parser: argparse.ArgumentParser) -> set[str]:
@@ -435,8 +490,8 @@ def _serve_section() -> list[str]:
     model_dests = {"opt_" + spec.name.replace("-", "_") for spec in WORKER_OPTIONS}
     rows = []
     for action in _documented_actions(parser):
-        if action.dest in model_dests or action.dest == "no_effect_flags":
-            continue  # per-model options and no-effect flags have their own tables
+        if action.dest in model_dests or action.dest in ("no_effect_flags", SHORTCUT_DEST):
+            continue  # per-model options, no-effect flags and shortcuts have their own tables
         if action.dest not in SERVE_FLAG_HELP:
             _die(f"corral serve flag {action.option_strings} has no description in SERVE_FLAG_HELP")
         env, meaning = SERVE_FLAG_HELP[action.dest]
@@ -455,23 +510,57 @@ def _serve_section() -> list[str]:
         "",
         *_table(["flag", "variable", "default", "meaning"], rows),
         "",
+        *_shortcut_section(),
         *_no_effect_section(),
+    ]
+
+
+def _shortcut_section() -> list[str]:
+    rows = [
+        [
+            f"`{flag}`",
+            f"{shortcut.summary}: `{shortcut.model}`",
+            f"`{shortcut.port}`",
+            ", ".join(
+                f"`{name} = {value}`"
+                for name, value in shortcut.options.items()
+                if find_option(name) is not None  # the ones Corral has an option for
+            ),
+        ]
+        for flag, shortcut in SHORTCUTS.items()
+    ]
+    return [
+        "### Model shortcuts",
+        "",
+        "llama-server's shortcuts: each adds its hub model as `-hf` would (downloaded through "
+        "the download child unless cached; the tag picks the file llama-server's shortcut "
+        "names) and sets the port and per-model options below, at its place on the command "
+        "line: a flag after it beats them, one before it is overridden. Options Corral has no "
+        "flag for yet are left out, and so is llama-server's `--cache-reuse 256` of the FIM "
+        "models (no effect here).",
+        "",
+        *_table(["flag", "model", "port", "settings"], rows),
+        "",
     ]
 
 
 def _no_effect_section() -> list[str]:
     rows = [
-        [" ".join(f"`{s} VALUE`" if arity else f"`{s}`" for s in spellings)]
+        [
+            " ".join(f"`{s}{' VALUE' * arity}`" for s in spellings),
+            no_effect_reason(spellings[0]),
+        ]
         for spellings, arity in NO_EFFECT_FLAGS
     ]
     return [
         "### Accepted, no effect yet",
         "",
         "llama-server flags that Corral accepts so that a llama-server command line starts, "
-        "but does not implement yet: each is logged once at startup as having no effect "
-        "(a flag shown with `VALUE` takes one).",
+        "but does not act on: each is logged once at startup as having no effect (a flag "
+        "shown with `VALUE` takes one). `python -m worker` accepts these and every other "
+        "llama-server flag it has no use for the same way.",
         "",
-        *_table(["flag"], rows),
+        *_table(["flag", "why"], rows),
         "",
     ]
 
@@ -610,7 +699,9 @@ def _worker_section() -> list[str]:
         "",
         "One model, served alone like a single-model llama-server (the router starts one per "
         "model): `.venv/bin/python -m worker --model models/SmolLM2-135M-Instruct.Q4_1.gguf "
-        "--port 8081`. Besides these it takes every [per-model option](#per-model-options).",
+        "--port 8081`. Besides these it takes every [per-model option](#per-model-options), and "
+        "every other flag of llama-server's `--help`, each logged at startup as having no effect "
+        "in a worker.",
         "",
         *_table(["flag", "default", "meaning"], rows),
         "",

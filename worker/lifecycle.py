@@ -106,6 +106,8 @@ class WorkerLifecycle:
         lifeline.arm(on_exit_command=self._exit_command, on_release_command=self._release_command)
         for name, value in settings.ignored.items():
             _log.warning("option accepted but not supported yet", option=name, value=value)
+        for flag in settings.no_effect_flags:
+            _log.warning("llama-server flag has no effect in a worker", flag=flag)
         _log.info("listening", host=self.host, port=self.port, model=str(settings.model))
         self._engine.start(
             self._load,

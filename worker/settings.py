@@ -15,9 +15,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from corral.options.flags import add_model_flags, model_options_from
+from corral.options.flags import (
+    ExactFlagParser,
+    add_model_flags,
+    add_other_llama_server_flags,
+    model_options_from,
+    other_flags_given,
+)
+from corral.options.table import OptionError
 from worker.devices.settings import GpuSettings, gpu_settings
 from worker.host.cpu_threads import default_threads
+from worker.model_settings import (
+    ProjectorSettings,
+    RopeSettings,
+    default_constraint,
+    kv_overrides,
+    projector_settings,
+    rope_settings,
+    ui_settings,
+)
 from worker.rpc.endpoints import Endpoint, parse_endpoints
 from worker.sampling.params import SamplingParams
 from worker.sampling.server_defaults import sampling_defaults
@@ -60,6 +76,7 @@ class WorkerSettings:
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
     ctx_size: int = 0
     threads: int = 1
+    threads_batch: int | None = None  # prompt (batch) threads; None: as many as --threads
     batch_size: int = 2048
     ubatch_size: int = 512
     n_gpu_layers: int = -1  # as llama.cpp's common: -1 auto (the fit may lower it), -2 all
@@ -85,10 +102,14 @@ class WorkerSettings:
     pooling: str | None = None  # none, mean, cls, last, rank; None: the model's own
     reranking: bool = False  # implies embeddings and rank pooling, as upstream's --reranking
     rope_freq_base: float = 0.0
+    rope: RopeSettings = field(default_factory=RopeSettings)
+    check_tensors: bool = False
+    kv_overrides: tuple[tuple[str, str, str], ...] = ()  # --override-kv: (key, type, value)
     cache_type_k: str | None = None
     cache_type_v: str | None = None
     mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
     mmproj_offload: bool = True
+    projector: ProjectorSettings = field(default_factory=ProjectorSettings)
     endpoint_slots: bool = True  # GET /slots; --no-slots answers 501, as upstream
     slot_save_path: Path | None = None  # POST /slots/{id}: no path, no save/restore (501)
     media_path: Path | None = None  # file:// media come from here; none: file:// refused (400)
@@ -107,7 +128,19 @@ class WorkerSettings:
     context_shift: bool = False
     verbose: bool = False  # answers carry __verbose unless the request says otherwise
     keep: int = 0  # prompt tokens a context shift keeps; -1: all
+    # Defaults of requests that give none (--grammar[-file], --json-schema[-file], -r): GBNF
+    # text, a JSON Schema as JSON text, a stop string.
+    grammar: str | None = None
+    json_schema: str | None = None
+    reverse_prompt: str | None = None
+    ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
+    sse_ping_interval: float = 30.0  # seconds of silence before an SSE ping; <= 0: never
+    cache_prompt: bool = True  # requests that do not say reuse the slot's cached prompt
+    prefill_assistant: bool = True  # a last assistant message is continued, unasked
+    embd_normalize: int = 2  # how pooled embeddings are normalised; -1: not (Euclidean: 2)
     ignored: dict[str, str] = field(default_factory=dict)
+    # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
+    no_effect_flags: tuple[str, ...] = ()
 
 
 def _sleep_after(value: str | None) -> float | None:
@@ -143,6 +176,18 @@ def _thinking_default(reasoning: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     if reasoning == "auto":
         return kwargs
     return {"enable_thinking": reasoning == "on", **kwargs}
+
+
+def _effort_default(effort: str | None) -> dict[str, Any]:
+    """``--reasoning-effort LEVEL`` as llama-server: the template's ``reasoning_effort``
+    variable (``default``: the template's own); ``--chat-template-kwargs`` that set it win."""
+    return {} if effort in (None, "default") else {"reasoning_effort": effort}
+
+
+def _preserve_default(preserve: str | None) -> dict[str, Any]:
+    """``--[no-]reasoning-preserve`` as llama-server: the template's ``preserve_reasoning``
+    (earlier turns keep their reasoning); unset, on (worker/templates/selection.py)."""
+    return {} if preserve is None else {"preserve_reasoning": preserve == "true"}
 
 
 def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
@@ -198,7 +243,7 @@ class _ListDevices(argparse.Action):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m worker", description="Serve one GGUF model.")
+    parser = ExactFlagParser(prog="python -m worker", description="Serve one GGUF model.")
     parser.add_argument("-m", "--model", type=Path, required=True, help="GGUF file to serve")
     parser.add_argument(
         "-a", "--alias", help="model id to report, or a comma list of names (default: file stem)"
@@ -213,6 +258,7 @@ def _parser() -> argparse.ArgumentParser:
         "--list-devices", action=_ListDevices, nargs=0, help="print the GPU devices and exit"
     )
     add_model_flags(parser)
+    add_other_llama_server_flags(parser)
     return parser
 
 
@@ -228,6 +274,12 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     # A worker reads only its flags: the router renders every option explicitly.
     options = model_options_from(args, parser, env={})
     model: Path = args.model
+    try:
+        grammar, json_schema = default_constraint(options)
+        rope, ui = rope_settings(options), ui_settings(options)
+        overrides = kv_overrides(options)
+    except OptionError as exc:
+        parser.error(str(exc))
     names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
 
     def number(name: str, default: float) -> float:
@@ -258,6 +310,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         port=args.port,
         ctx_size=int(number("ctx-size", 0)),
         threads=_threads(options.get("threads")),
+        threads_batch=_threads(options["threads-batch"]) if "threads-batch" in options else None,
         batch_size=int(number("batch-size", 2048)),
         ubatch_size=int(number("ubatch-size", 512)),
         n_gpu_layers=_gpu_layers(options.get("n-gpu-layers", "auto")),
@@ -269,7 +322,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         jinja=options.get("jinja", "true") == "true",
         chat_template_kwargs=_thinking_default(
             options.get("reasoning", "auto"),
-            _template_kwargs(options.get("chat-template-kwargs"), parser),
+            _effort_default(options.get("reasoning-effort"))
+            | _preserve_default(options.get("reasoning-preserve"))
+            | _template_kwargs(options.get("chat-template-kwargs"), parser),
         ),
         reasoning=options.get("reasoning", "auto"),
         reasoning_format=options.get("reasoning-format", "auto"),
@@ -285,10 +340,14 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         pooling="rank" if reranking else options.get("pooling"),
         reranking=reranking,
         rope_freq_base=number("rope-freq-base", 0.0),
+        rope=rope,
+        check_tensors=options.get("check-tensors", "false") == "true",
+        kv_overrides=overrides,
         cache_type_k=options.get("cache-type-k"),
         cache_type_v=options.get("cache-type-v"),
         mmproj=args.mmproj,
         mmproj_offload=options.get("mmproj-offload", "true") == "true",
+        projector=projector_settings(options),
         endpoint_slots=options.get("slots", "true") == "true",
         slot_save_path=slot_save_path,
         media_path=media_path,
@@ -307,5 +366,14 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         context_shift=options.get("context-shift", "false") == "true",
         verbose=options.get("verbose", "false") == "true",
         keep=int(number("keep", 0)),
+        grammar=grammar,
+        json_schema=json_schema,
+        reverse_prompt=options.get("reverse-prompt"),
+        ui_settings=ui,
+        sse_ping_interval=number("sse-ping-interval", 30),
+        embd_normalize=int(number("embd-normalize", 2)),
+        cache_prompt=options.get("cache-prompt", "true") == "true",
+        prefill_assistant=options.get("prefill-assistant", "true") == "true",
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
+        no_effect_flags=other_flags_given(args),
     )

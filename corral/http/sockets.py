@@ -15,13 +15,18 @@ __all__ = ["WORKER_KEEP_ALIVE_SECONDS", "bind_hosts", "bind_tcp"]
 WORKER_KEEP_ALIVE_SECONDS = 120
 
 
-def bind_tcp(host: str, port: int) -> socket.socket:
-    """A listening TCP socket; connections queue from now on, before the server runs."""
+def bind_tcp(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A listening TCP socket; connections queue from now on, before the server runs.
+
+    ``reuse_port``: ``SO_REUSEPORT``, as llama-server's ``--reuse-port``, so that other
+    processes may listen on the same port (the kernel spreads connections between them)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP, not 0: asyncio only sets TCP_NODELAY on accepted sockets whose protocol says
     # TCP, and without it every small answer waited ~40 ms for a delayed ACK.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
         sock.listen(2048)
@@ -31,13 +36,14 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     return sock
 
 
-def bind_hosts(hosts: str, port: int) -> list[socket.socket]:
+def bind_hosts(hosts: str, port: int, *, reuse_port: bool = False) -> list[socket.socket]:
     """One socket per address of ``hosts`` (comma-separated, as llama-server's ``--host``), all
     on one port: with port 0, the port the first one got."""
     sockets: list[socket.socket] = []
     try:
         for host in (h.strip() for h in hosts.split(",") if h.strip()):
-            sockets.append(bind_tcp(host, sockets[0].getsockname()[1] if sockets else port))
+            on = sockets[0].getsockname()[1] if sockets else port
+            sockets.append(bind_tcp(host, on, reuse_port=reuse_port))
     except OSError:
         for sock in sockets:
             sock.close()

@@ -3,25 +3,39 @@
 ``corral serve`` takes them as defaults for every model (docs/protocol.md §7) and
 ``python -m worker`` takes them as its own settings, so any option a preset or the router can
 render is a flag the worker parses, spelled as llama-server spells it (``-c``, ``--ctx-size``,
-``--no-mmap``, …).
+``--no-mmap``, …). Both parse with :class:`ExactFlagParser`: a flag only as spelled, as
+llama-server matches them; a llama-server flag the worker does not implement is accepted with
+a notice (:func:`add_other_llama_server_flags`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from corral.options.help import MODEL_OPTION_HELP
+from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS
 from corral.options.table import OPTIONS, OptionError, OptionSpec, normalise_options
 
-__all__ = ["add_model_flags", "flag_spelling", "model_options_from", "option_flags"]
+__all__ = [
+    "ExactFlagParser",
+    "NotedFlag",
+    "add_model_flags",
+    "add_other_llama_server_flags",
+    "flag_spelling",
+    "model_options_from",
+    "option_flags",
+    "other_flags_given",
+]
 
 WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.role == "worker")
 _ENV_PREFIXES = ("LLAMA_ARG_", "__PRESET_")
 # What a list's items are, where they are not files.
 _LIST_ITEMS = {
     "rpc": "HOST:PORT",
+    "override-kv": "KEY=TYPE:VALUE",
     "device": "DEV",
     "spec-draft-device": "DEV",
     "override-tensor": "PATTERN=TYPE",
@@ -30,23 +44,40 @@ _LIST_ITEMS = {
 _METAVARS = {"on-off": "on|off", "numbers": "N0,N1,..."}
 
 
-# Longer spellings llama-server also writes with one dash: its four- and five-letter short
-# options and -no-kvu; a name here (fit) is also a flag with one dash.
-_ONE_DASH = frozenset(
-    {"cram", "hfrd", "ngld", "no-kvu"}
-    | {"fit", "fitt", "fitc", "cmoe", "ncmoe", "ncffn", "nkvo", "devd"}  # GPU (issue 26)
-)
+class ExactFlagParser(argparse.ArgumentParser):
+    """An argparse parser that takes a flag only as spelled (and ``--flag=value``).
+
+    argparse reads a flag it does not know as a known one's prefix, or as a one-dash flag with
+    its value glued on: ``-cmoe`` as ``-c`` or ``-cmoed``, ``-l`` as ``-lv``. llama-server
+    matches flags exactly, and ``allow_abbrev=False`` leaves one-dash prefixes on in Python
+    3.11, so the matching itself is switched off: an unknown flag is refused by name.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.add_help:  # llama-server's third spelling of --help
+            self.add_argument("--usage", action="help", help=argparse.SUPPRESS)
+
+    def _get_option_tuples(self, option_string: str) -> list[Any]:
+        return []
+
+
+_LLAMA_SPELLINGS = frozenset(s for flag in LLAMA_SERVER_FLAGS for s in flag.spellings)
 
 
 def flag_spelling(spelling: str) -> str:
-    """An option spelling as a flag: ``c`` → ``-c``, ``ctx-size`` → ``--ctx-size``."""
-    # llama-server spells its short options with one dash, even the multi-letter ones (-ngl).
-    return f"-{spelling}" if len(spelling) <= 3 or spelling in _ONE_DASH else f"--{spelling}"
+    """An option spelling as a flag: ``c`` → ``-c``, ``ctx-size`` → ``--ctx-size``, ``ui`` →
+    ``--ui``: as llama-server spells it, else one dash for a short one (up to 3 letters)."""
+    for dashes in ("-", "--"):
+        if dashes + spelling in _LLAMA_SPELLINGS:
+            return dashes + spelling
+    return f"-{spelling}" if len(spelling) <= 3 else f"--{spelling}"
 
 
 def option_flags(spec: OptionSpec) -> list[str]:
     """An option's flags, long name first: ``--ctx-size -c``, ``--fit -fit``."""
-    flags = [f"--{spec.name}", *([f"-{spec.name}"] if spec.name in _ONE_DASH else [])]
+    # llama-server also spells some names with one dash (-fit): the name's both spellings.
+    flags = [f"--{spec.name}", *([f"-{spec.name}"] if f"-{spec.name}" in _LLAMA_SPELLINGS else [])]
     return flags + [flag_spelling(s) for s in spec.spellings if not s.startswith(_ENV_PREFIXES)]
 
 
@@ -132,3 +163,47 @@ def model_options_from(
         return normalise_options(given, where="command line")
     except OptionError as error:
         parser.error(str(error))
+
+
+_OTHER_DEST = "other_llama_server_flags"
+
+
+class NotedFlag(argparse.Action):
+    """A flag without effect: records its first spelling in ``dest`` (once), drops its value."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        noted: list[str] = list(getattr(namespace, self.dest, None) or [])
+        if self.option_strings[0] not in noted:
+            noted.append(self.option_strings[0])
+        setattr(namespace, self.dest, noted)
+
+
+def add_other_llama_server_flags(parser: argparse.ArgumentParser) -> None:
+    """Every llama-server flag the parser does not define, taken with its arity and noted.
+
+    A worker run alone is handed llama-server command lines whose server-wide flags
+    (``--models-dir``, ``--threads-http``, …) it has no use for; each consumes its values, so
+    that they are not read as something else, and :func:`other_flags_given` names it.
+    """
+    for flag in LLAMA_SERVER_FLAGS:
+        if any(s in parser._option_string_actions for s in flag.spellings):
+            continue  # defined here (a partly defined one is the census test's to catch)
+        parser.add_argument(
+            *flag.spellings,
+            dest=_OTHER_DEST,
+            action=NotedFlag,
+            nargs=flag.arity,
+            default=[],
+            help=argparse.SUPPRESS,
+        )
+
+
+def other_flags_given(args: argparse.Namespace) -> tuple[str, ...]:
+    """The flags :func:`add_other_llama_server_flags` took, by first spelling, in order."""
+    return tuple(getattr(args, _OTHER_DEST, None) or ())

@@ -191,4 +191,55 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "memory)",
     "op-offload": "run host tensors' operations on the GPU (default on)",
     "spec-draft-device": "devices the draft model offloads to, as `device` (default: the model's)",
+    # llama-server flags (issue 29).
+    "grammar": "GBNF grammar of every answer whose request names no grammar, `json_schema`, "
+    "`response_format` or tools",
+    "grammar-file": "`grammar`, read from this file",
+    "json-schema": "JSON Schema (as JSON text) every such answer follows, instead of `grammar`",
+    "json-schema-file": "`json-schema`, read from this file",
+    "reverse-prompt": "stop string of every request that gives no `stop` of its own (one; "
+    "given twice, the last)",
+    "ui-config": "settings for the Web UI as a JSON object, answered as `/props`'s "
+    "`ui_settings` (the router's and the model's)",
+    "ui-config-file": "`ui-config`, read from this file",
+    "sse-ping-interval": "seconds a stream may stay silent (a prompt being read, a request "
+    "waiting for a slot) before an SSE comment (`:`) keeps the connection open; `-1`: never",
+    "embd-normalize": "how pooled embeddings are normalised unless a request's `embd_normalize` "
+    "says: `-1` none, `0` largest magnitude to 32760, `1` taxicab, `2` Euclidean, more: p-norm",
+    "mmproj-device": "device the projector runs on (`CPU`, `CUDA0`, … as ggml names them; "
+    "`none`: the CPU); an unknown name fails the load, naming the devices there are",
+    "warmup": "the projector's warm-up run when it loads (`no-warmup`: skip it); Corral runs no "
+    "warm-up decode of the text model itself",
+    "image-min-tokens": "fewest tokens an image may take (vision models with dynamic "
+    "resolution; default: the model's)",
+    "image-max-tokens": "most tokens an image may take (dynamic resolution; default: the model's)",
+    "mtmd-batch-max-tokens": "most image tokens per batch while encoding images (default: "
+    "libmtmd's)",
+    "rope-scaling": "RoPE frequency scaling method: `none`, `linear` or `yarn` (default: the "
+    "model's, else linear)",
+    "rope-scale": "RoPE context scaling factor: expands the context N times (`rope-freq-scale` "
+    "= 1/N; give one of the two)",
+    "rope-freq-scale": "RoPE frequency scaling factor (default: the model's)",
+    "yarn-orig-ctx": "YaRN: the model's original context size (`0`: its training context)",
+    "yarn-ext-factor": "YaRN: extrapolation mix factor (`0`: full interpolation; default: the "
+    "model's)",
+    "yarn-attn-factor": "YaRN: attention magnitude scale (default: the model's)",
+    "yarn-beta-slow": "YaRN: high correction dimension or alpha (default: the model's)",
+    "yarn-beta-fast": "YaRN: low correction dimension or beta (default: the model's)",
+    "check-tensors": "check the model's tensor data for invalid values while loading (slower)",
+    "override-kv": "GGUF metadata to replace as the model loads: `KEY=TYPE:VALUE` with TYPE "
+    "`int`, `float`, `bool` or `str`, comma-separated or repeated "
+    "(`tokenizer.ggml.add_bos_token=bool:false`)",
+    "reasoning-effort": "the chat template's `reasoning_effort` (`minimal`, `low`, `medium`, "
+    "`high`, …; `default`: the template's own); `chat-template-kwargs` that set it win",
+    "cache-prompt": "requests that give no `cache_prompt` reuse what their slot's cache holds "
+    "of their prompt (default on)",
+    "threads-batch": "threads that read prompts (batches); `0` or less: every logical CPU "
+    "(default: as `threads`)",
+    "prefill-assistant": "continue a chat's last assistant message when the request does not "
+    "say (`continue_final_message`); off: it is a whole turn and the model answers after it "
+    "(default on)",
+    "reasoning-preserve": "the chat template's `preserve_reasoning`: earlier assistant turns "
+    "keep their reasoning (templates that support it); off: `no-reasoning-preserve` "
+    "(default on, as llama-server)",
 }

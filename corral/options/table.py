@@ -314,6 +314,82 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec("op-offload", "bool", negatives=("no-op-offload",)),
     OptionSpec("spec-draft-device", "list", spellings=("devd", "device-draft")),
+    # llama-server flags (issue 29). Defaults of every request that says nothing itself.
+    OptionSpec("grammar", "str"),
+    OptionSpec("grammar-file", "str"),
+    OptionSpec("json-schema", "str", spellings=("j",)),
+    OptionSpec("json-schema-file", "str", spellings=("jf",)),
+    OptionSpec("reverse-prompt", "str", spellings=("r",)),
+    # The projector (libmtmd): its device, warm-up and image token bounds; "none" is the CPU.
+    OptionSpec("mmproj-device", "str", spellings=("mmdev",)),
+    OptionSpec("warmup", "bool", negatives=("no-warmup",)),
+    OptionSpec(
+        "image-min-tokens", "int", spellings=("LLAMA_ARG_IMAGE_MIN_TOKENS",), bound="positive"
+    ),
+    OptionSpec(
+        "image-max-tokens", "int", spellings=("LLAMA_ARG_IMAGE_MAX_TOKENS",), bound="positive"
+    ),
+    OptionSpec(
+        "mtmd-batch-max-tokens",
+        "int",
+        spellings=("LLAMA_ARG_MTMD_BATCH_MAX_TOKENS",),
+        bound="positive",
+    ),
+    # The chat template's reasoning_effort variable ("default": the template's own).
+    OptionSpec("reasoning-effort", "str", spellings=("LLAMA_ARG_REASONING_EFFORT",)),
+    # The template's preserve_reasoning: earlier turns keep their reasoning.
+    OptionSpec(
+        "reasoning-preserve",
+        "bool",
+        spellings=("LLAMA_ARG_REASONING_PRESERVE",),
+        negatives=("no-reasoning-preserve", "LLAMA_ARG_NO_REASONING_PRESERVE"),
+    ),
+    # Threads reading prompts (batches); unset: as many as --threads.
+    OptionSpec("threads-batch", "int", spellings=("tb",)),
+    # RoPE and YaRN context scaling; unset: the model's own.
+    OptionSpec(
+        "rope-scaling",
+        "choice",
+        spellings=("LLAMA_ARG_ROPE_SCALING_TYPE",),
+        literals=("none", "linear", "yarn"),
+    ),
+    OptionSpec("rope-scale", "float", spellings=("LLAMA_ARG_ROPE_SCALE",), bound="positive"),
+    OptionSpec(
+        "rope-freq-scale", "float", spellings=("LLAMA_ARG_ROPE_FREQ_SCALE",), bound="positive"
+    ),
+    OptionSpec(
+        "yarn-orig-ctx", "int", spellings=("LLAMA_ARG_YARN_ORIG_CTX",), bound="non_negative"
+    ),
+    OptionSpec("yarn-ext-factor", "float", spellings=("LLAMA_ARG_YARN_EXT_FACTOR",)),
+    OptionSpec("yarn-attn-factor", "float", spellings=("LLAMA_ARG_YARN_ATTN_FACTOR",)),
+    OptionSpec("yarn-beta-slow", "float", spellings=("LLAMA_ARG_YARN_BETA_SLOW",)),
+    OptionSpec("yarn-beta-fast", "float", spellings=("LLAMA_ARG_YARN_BETA_FAST",)),
+    OptionSpec("check-tensors", "bool"),
+    # GGUF metadata replaced as the model loads: KEY=int|float|bool|str:VALUE, comma-separated.
+    OptionSpec("override-kv", "list"),
+    # Whether requests that do not say reuse their slot's cached prompt (their cache_prompt).
+    OptionSpec(
+        "cache-prompt",
+        "bool",
+        spellings=("LLAMA_ARG_CACHE_PROMPT",),
+        negatives=("no-cache-prompt", "LLAMA_ARG_NO_CACHE_PROMPT"),
+    ),
+    # Whether a last assistant message is continued when the request does not say.
+    OptionSpec(
+        "prefill-assistant",
+        "bool",
+        spellings=("LLAMA_ARG_PREFILL_ASSISTANT",),
+        negatives=("no-prefill-assistant", "LLAMA_ARG_NO_PREFILL_ASSISTANT"),
+    ),
+    # How pooled embeddings are normalised (worker/engine/embedding_context.py); -1: not.
+    OptionSpec("embd-normalize", "int", bound="non_negative", literals=("-1",)),
+    # Seconds a stream may stay silent before an SSE comment keeps it open; 0 or less: never.
+    OptionSpec("sse-ping-interval", "int", spellings=("LLAMA_ARG_SSE_PING_INTERVAL",)),
+    # The Web UI's settings, handed out by /props (llama-server's --webui-config).
+    OptionSpec("ui-config", "str", spellings=("webui-config", "LLAMA_ARG_UI_CONFIG")),
+    OptionSpec(
+        "ui-config-file", "str", spellings=("webui-config-file", "LLAMA_ARG_UI_CONFIG_FILE")
+    ),
 )
 
 _BY_NAME: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}

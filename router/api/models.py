@@ -59,7 +59,7 @@ async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASG
             "model_alias": "llama-server",
             "model_path": "none",
             "default_generation_settings": {"params": {}, "n_ctx": 0},
-            "ui_settings": {},
+            "ui_settings": settings.ui_settings,
             "build_info": llama_build_info(),
             "corral_version": corral_version(),
             "cors_proxy_enabled": False,

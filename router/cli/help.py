@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 import sys
-from argparse import ArgumentParser
 from typing import NoReturn
 
+from corral.options.flags import ExactFlagParser, NotedFlag
 from corral.suggest import closest, did_you_mean
 
 __all__ = [
@@ -40,15 +40,15 @@ def terminal_text(markdown: str) -> str:
     return markdown.replace("`", "").replace("%", "%%")  # argparse formats help with %
 
 
-class SuggestingParser(ArgumentParser):
-    """An argparse parser whose errors are one line, plus the closest flag when one is close."""
+class SuggestingParser(ExactFlagParser):
+    """An argparse parser whose errors are one line, plus the closest flag when one is close;
+    it takes flags only as spelled, never a prefix of one."""
 
     def error(self, message: str) -> NoReturn:
         lines = [f"{self.prog}: error: {message}"]
         if found := _UNRECOGNISED.match(message):
             flags = [word for word in found["rest"].split() if word.startswith("-")]
-            known = list(self._option_string_actions)
-            hints = [(flag, closest(flag.split("=")[0], known, limit=1)) for flag in flags]
+            hints = [(flag, self._closest_flag(flag.split("=")[0])) for flag in flags]
             suggested = [
                 f"{flag} → {near[0]}" if len(flags) > 1 else near[0] for flag, near in hints if near
             ]
@@ -57,6 +57,12 @@ class SuggestingParser(ArgumentParser):
         lines.append(f"Run '{self.prog} --help' for every flag.")
         sys.stderr.write("\n".join(lines) + "\n")
         sys.exit(2)
+
+    def _closest_flag(self, typed: str) -> list[str]:
+        # A flag that does something is the likelier meaning: --prot is --port, not --prio.
+        actions = self._option_string_actions
+        acting = [flag for flag, action in actions.items() if not isinstance(action, NotedFlag)]
+        return closest(typed, acting, limit=1) or closest(typed, actions, limit=1)
 
 
 def main_help() -> str:

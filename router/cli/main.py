@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import ssl
 import sys
 from pathlib import Path
+from typing import Any
 
 from corral.hub.cache_layout import locate_cache_dir
 from corral.options.flags import model_options_from
 from corral.options.table import OptionError, normalise_options, parse_size
+from corral.options.text_files import json_object, text_or_file
 from router.cli.commands import CACHE_COMMANDS, run_cache_command
 from router.cli.help import main_help, unknown_command
 from router.cli.no_effect_flags import no_effect_given
@@ -93,9 +96,13 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         parser.error(str(exc))
     if args.tools_root is not None and not Path(args.tools_root).is_dir():
         parser.error(f"--tools-root {args.tools_root} is not a directory")
+    if args.static_path is not None and not args.static_path.is_dir():
+        parser.error(f"--path {args.static_path} is not a directory")
+    _check_tls(args.ssl_key_file, args.ssl_cert_file, parser)
     # Tools read and write files: only pages from this machine may call them, unless told.
     cors_default = "localhost" if tools or mcp_servers else "*"
     no_effect = no_effect_given(args)
+    model_options = _model_options(args, parser)
     if not single:
         # llama-server's router strips its own --alias too; several models take theirs from a
         # preset, so here the flags are noted like any other that does nothing.
@@ -118,7 +125,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         max_queue=args.max_queue,
         offline=args.offline,
         cache_dir=locate_cache_dir(os.environ),
-        model_options=_model_options(args, parser),
+        model_options=model_options,
+        ui_settings=_ui_settings(model_options, parser),
         api_keys=api_keys,
         cors_origins=tuple(parse_list(args.cors_origins or cors_default)),
         hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
@@ -134,7 +142,35 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         tools_root=Path(args.tools_root) if args.tools_root else None,
         tools_allow_exec=args.tools_allow_exec,
         mcp_servers=mcp_servers,
+        # As llama-server, which prepends it to every route: "v2", "/v2" and "/v2/" are one.
+        api_prefix="/" + args.api_prefix.strip("/") if args.api_prefix.strip("/") else "",
+        static_path=args.static_path,
+        reuse_port=args.reuse_port,
+        ssl_key_file=args.ssl_key_file,
+        ssl_cert_file=args.ssl_cert_file,
     )
+
+
+def _ui_settings(options: dict[str, str], parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """``--ui-config`` (or its file), which the router's ``/props`` hands to the Web UI; the
+    workers get the option too, for their own ``/props``."""
+    try:
+        text = text_or_file(options, "ui-config")
+        return json_object(text, "ui-config") if text is not None else {}
+    except OptionError as exc:
+        parser.error(str(exc))
+
+
+def _check_tls(key: Path | None, cert: Path | None, parser: argparse.ArgumentParser) -> None:
+    """Both TLS files or neither, and a pair that loads: refused now, not at the first client."""
+    if key is None and cert is None:
+        return
+    if key is None or cert is None:
+        parser.error("--ssl-key-file and --ssl-cert-file go together")
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        parser.error(f"--ssl-cert-file {cert} / --ssl-key-file {key}: {exc}")
 
 
 def _model_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, str]:

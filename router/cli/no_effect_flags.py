@@ -9,10 +9,13 @@ else, and the router logs one notice per flag saying that it has no effect here 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import Any
+import os
+from collections.abc import Mapping
 
-__all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given"]
+from corral.options.flags import NotedFlag
+from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS
+
+__all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given", "no_effect_reason"]
 
 # (spellings as llama-server's common/arg.cpp spells them, the first one named in the notice;
 # how many values the flag takes).
@@ -29,8 +32,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--cors-headers",), 1),
     (("--cors-credentials",), 0),
     (("--no-cors-credentials",), 0),
-    (("--reasoning-effort",), 1),
-    (("--reasoning-preserve",), 0),
     (("--spec-draft-p-split", "--draft-p-split"), 1),
     # Speculative tuning that llama-cpp-python's API or the types Corral runs have no use for.
     (("--spec-draft-threads-batch", "-tbd", "--threads-batch-draft"), 1),
@@ -61,24 +62,144 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-mod-n-min",), 1),
     (("--spec-ngram-mod-n-max",), 1),
     (("--spec-ngram-mod-n-match",), 1),
+    # llama-server flags (issue 29); why each has no effect is in NO_EFFECT_REASONS.
+    (("--completion-bash",), 0),
+    (("-C", "--cpu-mask"), 1),
+    (("-Cr", "--cpu-range"), 1),
+    (("--cpu-strict",), 1),
+    (("--prio",), 1),
+    (("--poll",), 1),
+    (("-Cb", "--cpu-mask-batch"), 1),
+    (("-Crb", "--cpu-range-batch"), 1),
+    (("--cpu-strict-batch",), 1),
+    (("--prio-batch",), 1),
+    (("--poll-batch",), 1),
+    (("-lcs", "--lookup-cache-static"), 1),
+    (("-lcd", "--lookup-cache-dynamic"), 1),
+    (("--kv-unified-per-slot",), 1),
+    (("-ctxcp", "--ctx-checkpoints", "--swa-checkpoints"), 1),
+    (("-cms", "--checkpoint-min-step"), 1),
+    (("--perf",), 0),
+    (("--no-perf",), 0),
+    (("-e", "--escape"), 0),
+    (("--no-escape",), 0),
+    (("-sp", "--special"), 0),
+    (("--spm-infill",), 0),
+    (("--repack",), 0),
+    (("-nr", "--no-repack"), 0),
+    (("--no-host",), 0),
+    (("-dt", "--defrag-thold"), 1),
+    (("-cb", "--cont-batching"), 0),
+    (("-nocb", "--no-cont-batching"), 0),
+    (("-mmu", "--mmproj-url"), 1),
+    (("--video-fps",), 1),
+    (("--video-timestamp-interval",), 1),
+    (("--video-ffmpeg-dir",), 1),
+    (("-lm", "--load-mode"), 1),
+    (("-lzm", "--lazy-mode"), 1),
+    (("--control-vector",), 1),
+    (("--control-vector-scaled",), 1),
+    (("--control-vector-layer-range",), 2),
+    (("-mu", "--model-url"), 1),
+    (("-dr", "--docker-repo"), 1),
+    (("--tools-runtime",), 1),
+    (("-ag", "--agent"), 0),
+    (("-no-ag", "--no-agent"), 0),
+    (("--threads-http",), 1),
+    (("--skip-chat-parsing",), 0),
+    (("--no-skip-chat-parsing",), 0),
+    (("-sps", "--slot-prompt-similarity"), 1),
+    (("--log-disable",), 0),
+    (("--log-file",), 1),
+    (("--log-jsonl",), 0),
+    (("--no-log-jsonl",), 0),
+    (("--log-prompts-dir",), 1),
+    (("--log-colors",), 1),
+    (("--log-prefix",), 0),
+    (("--no-log-prefix",), 0),
+    (("--log-timestamps",), 0),
+    (("--no-log-timestamps",), 0),
+    (("--spec-ngram-size-n",), 1),
+    (("--spec-ngram-size-m",), 1),
+    (("--spec-ngram-min-hits",), 1),
+    (("--spec-default",), 0),
+    (("--numa",), 1),
+    (("-l", "--logit-bias"), 1),
 )
+_NOT_YET = "not implemented yet"
+_THREADS = "CPU affinity, priority and polling: llama-cpp-python's API sets none of them"
+_LOGS = "Corral logs through its own structured log (`--log-format`, `--log-requests`)"
+# Why a flag has no effect, by its first spelling (docs/configuration.md shows it).
+NO_EFFECT_REASONS: dict[str, str] = {
+    # Flags listed before this issue.
+    "--verbosity": "Corral logs at info; `--verbose` adds llama-server's debug object to answers",
+    "--props": "`POST /props` is refused: settings are per model, set by flags or a preset",
+    "--backend-sampling": "sampling runs on the CPU here",
+    "--swa-full": "llama-cpp-python sizes the SWA cache itself",
+    **dict.fromkeys(
+        ("--cors-methods", "--cors-headers", "--cors-credentials", "--no-cors-credentials"),
+        "CORS is answered as docs/operations.md says: never with credentials",
+    ),
+    "--no-spec-draft-backend-sampling": "sampling runs on the CPU here",
+    "--cache-reuse": _NOT_YET,
+    "--completion-bash": "`corral serve --help` lists every flag",
+    **dict.fromkeys(("-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS),
+    **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
+    **dict.fromkeys(
+        ("-lcs", "-lcd"), "they feed the `ngram-cache` speculative type, which does not run here"
+    ),
+    **dict.fromkeys(
+        ("-ctxcp", "-cms"),
+        "the worker keeps no context checkpoints (a prompt a SWA or recurrent model cannot "
+        "reuse is read again)",
+    ),
+    "--kv-unified-per-slot": "slots share one KV cache or split it (`--kv-unified`)",
+    **dict.fromkeys(("--perf", "--no-perf"), "timings are always measured and answered"),
+    **dict.fromkeys(("-e", "--no-escape"), "llama-server's CLI prompt escapes: no CLI prompt here"),
+    "-sp": "special tokens follow each request's own fields",
+    "--spm-infill": "`/infill` builds the prompt as the model's FIM tokens say",
+    **dict.fromkeys(("--repack", "-nr", "--no-host"), "CPU buffer types are llama.cpp's defaults"),
+    "-dt": "llama.cpp no longer defragments (upstream's flag is deprecated too)",
+    **dict.fromkeys(("-cb", "-nocb"), "batching across slots is always on"),
+    **dict.fromkeys(("-mmu", "-mu", "-dr"), "models come from the hub cache, `-m` or `-hf`"),
+    "--video-fps": "no video input yet",
+    **dict.fromkeys(("--video-timestamp-interval", "--video-ffmpeg-dir"), "no video input yet"),
+    **dict.fromkeys(("-lm", "-lzm"), "models load with mmap unless `--no-mmap`"),
+    **dict.fromkeys(
+        ("--control-vector", "--control-vector-scaled", "--control-vector-layer-range"),
+        "llama-cpp-python exposes no control vectors",
+    ),
+    "--tools-runtime": "built-in tools run in the router (docs/tools.md)",
+    **dict.fromkeys(("-ag", "-no-ag"), "no agent loop in the server; clients run their own"),
+    "--threads-http": "the router serves HTTP on one event loop: there is no HTTP thread pool",
+    **dict.fromkeys(
+        ("--skip-chat-parsing", "--no-skip-chat-parsing"), "answers are always parsed (tool calls)"
+    ),
+    "-sps": "a request goes to the slot whose cache shares most of its prompt",
+    **dict.fromkeys(("--log-disable", "--log-file", "--log-jsonl", "--no-log-jsonl"), _LOGS),
+    **dict.fromkeys(("--log-prompts-dir", "--log-colors", "--log-prefix"), _LOGS),
+    **dict.fromkeys(("--no-log-prefix", "--log-timestamps", "--no-log-timestamps"), _LOGS),
+    **dict.fromkeys(
+        ("--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits"),
+        "older names of the `--spec-ngram-*` settings",
+    ),
+    "--spec-default": "its `ngram-mod` speculative decoding does not run here "
+    "(docs/serving.md, speculative decoding)",
+    "--numa": "NUMA placement: " + _NOT_YET,
+    "-l": "a server-wide logit bias: " + _NOT_YET + " (a request's own `logit_bias` works)",
+}
 _DEST = "no_effect_flags"
+# llama-server's variable of each flag, by every spelling.
+_VARIABLES = {s: flag.env for flag in LLAMA_SERVER_FLAGS if flag.env for s in flag.spellings}
 
 
-class _Noted(argparse.Action):
-    """Records the flag's first spelling (once) and drops its value."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[Any] | None,
-        option_string: str | None = None,
-    ) -> None:
-        noted: list[str] = list(getattr(namespace, _DEST, None) or [])
-        if self.option_strings[0] not in noted:
-            noted.append(self.option_strings[0])
-        setattr(namespace, _DEST, noted)
+def no_effect_reason(first_spelling: str) -> str:
+    """Why a no-effect flag has none (docs/configuration.md)."""
+    if first_spelling in NO_EFFECT_REASONS:
+        return NO_EFFECT_REASONS[first_spelling]
+    if first_spelling.startswith("--spec-"):
+        return "speculative tuning that llama-cpp-python's API or the types Corral runs ignore"
+    return _NOT_YET
 
 
 def add_no_effect_flags(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +213,7 @@ def add_no_effect_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(
             *spellings,
             dest=_DEST,
-            action=_Noted,
+            action=NotedFlag,
             nargs=arity or 0,
             metavar="VALUE" if arity else None,
             default=[],
@@ -100,6 +221,15 @@ def add_no_effect_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def no_effect_given(args: argparse.Namespace) -> tuple[str, ...]:
-    """The no-effect flags the command line gave, by first spelling, in the order given."""
-    return tuple(getattr(args, _DEST, None) or ())
+def no_effect_given(
+    args: argparse.Namespace, env: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The no-effect flags the command line gave, by first spelling, in the order given; then
+    those whose llama-server variable is set (``LLAMA_ARG_THREADS_HTTP``), as ``FLAG (VAR)``."""
+    env = os.environ if env is None else env
+    given: list[str] = list(getattr(args, _DEST, None) or ())
+    for spellings, _ in NO_EFFECT_FLAGS:
+        variable = _VARIABLES.get(spellings[0])
+        if variable is not None and variable in env and spellings[0] not in given:
+            given.append(f"{spellings[0]} ({variable})")
+    return tuple(given)

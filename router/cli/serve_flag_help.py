@@ -18,6 +18,28 @@ __all__ = ["SERVE_FLAG_HELP", "SERVE_METAVARS", "flag_help"]
 SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     "host": ("LLAMA_ARG_HOST", "listen address; beyond loopback, also set an API key"),
     "port": ("LLAMA_ARG_PORT", "listen port; `0` picks a free one (the log says which)"),
+    # llama-server flags (issue 29).
+    "version": ("", "print Corral's and llama.cpp's versions and exit"),
+    "cache_list": ("", "list the hub cache's models (as `corral ls`) and exit"),
+    "api_prefix": (
+        "LLAMA_ARG_API_PREFIX",
+        "serve every route under this path (`/v2`: `/v2/health`, `/v2/v1/models`, the Web UI "
+        "at `/v2/`); any other path is 404",
+    ),
+    "static_path": (
+        "LLAMA_ARG_STATIC_PATH",
+        "serve the files of this directory (`/` is its `index.html`) ahead of the routes, as "
+        "llama-server's `--path`; paths leading out of it are not served",
+    ),
+    "reuse_port": (
+        "LLAMA_ARG_REUSE_PORT",
+        "listen with `SO_REUSEPORT`, so that other processes may listen on the same port",
+    ),
+    "ssl_key_file": (
+        "LLAMA_ARG_SSL_KEY_FILE",
+        "PEM private key: with `--ssl-cert-file`, the router answers HTTPS only",
+    ),
+    "ssl_cert_file": ("LLAMA_ARG_SSL_CERT_FILE", "PEM certificate (chain) for `--ssl-key-file`"),
     "models_dir": (
         "LLAMA_ARG_MODELS_DIR",
         "directory of models: each top-level `*.gguf` is a model named by its stem, each "
@@ -176,6 +198,10 @@ SERVE_METAVARS: dict[str, str] = {
     "host": "HOST",
     "port": "PORT",
     "models_dir": "DIR",
+    "api_prefix": "PREFIX",
+    "static_path": "DIR",
+    "ssl_key_file": "FILE",
+    "ssl_cert_file": "FILE",
     "model_files": "FILE",
     "mmproj_file": "FILE",
     "models_max": "N",

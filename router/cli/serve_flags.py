@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corral.llama_build import corral_version, llama_build_info
 from corral.options.flags import add_model_flags
 from corral.options.table import parse_bool
+from router.cli.commands import run_cache_command
 from router.cli.help import SuggestingParser
 from router.cli.list_devices import ListDevices
 from router.cli.no_effect_flags import add_no_effect_flags
 from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS, flag_help
+from router.cli.shortcuts import add_shortcut_flags
 
 __all__ = ["serve_parser"]
 
@@ -30,6 +33,16 @@ class _MmprojAuto(argparse.Action):
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
         setattr(namespace, self.dest, "true" if option == "--mmproj-auto" else "false")
+
+
+class _PrintAndExit(argparse.Action):
+    """llama-server's flags that answer and exit: ``--version``, ``-cl``/``--cache-list``."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
+        if self.dest == "version":
+            print(f"corral {corral_version()} (llama.cpp {llama_build_info()})")
+            parser.exit(0)
+        parser.exit(run_cache_command("ls", []))  # the hub cache's models, as `corral ls`
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +71,12 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag("server", ("--stall-timeout",), "stall_timeout", 60.0, float),
     _ServeFlag("server", ("--load-timeout",), "load_timeout", 600.0, float),
     _ServeFlag("server", ("--max-queue",), "max_queue", 512, int),
+    # llama-server flags (issue 29).
+    _ServeFlag("server", ("--version",), "version", action=_PrintAndExit, nargs=0),
+    _ServeFlag("models", ("-cl", "--cache-list"), "cache_list", action=_PrintAndExit, nargs=0),
+    _ServeFlag("server", ("--api-prefix",), "api_prefix", ""),
+    _ServeFlag("server", ("--path",), "static_path", convert=Path),
+    _ServeFlag("server", ("--reuse-port",), "reuse_port", False, action="store_true"),
     _ServeFlag("models", ("--models-dir",), "models_dir", convert=Path),
     _ServeFlag("models", ("-m", "--model"), "model_files", [], convert=Path, action="append"),
     _ServeFlag(
@@ -105,6 +124,9 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag("security", ("--max-body",), "max_body", "64M"),
     # No default here: unset, it depends on whether tools are on (router.cli.main).
     _ServeFlag("security", ("--cors-origins",), "cors_origins"),
+    # llama-server flags (issue 29): TLS.
+    _ServeFlag("security", ("--ssl-key-file",), "ssl_key_file", convert=Path),
+    _ServeFlag("security", ("--ssl-cert-file",), "ssl_cert_file", convert=Path),
     _ServeFlag(_TOOLS, ("--tools",), "tools"),
     _ServeFlag(_TOOLS, ("--tools-root",), "tools_root", convert=Path),
     _ServeFlag(_TOOLS, ("--tools-allow-exec",), "tools_allow_exec", False, action="store_true"),
@@ -165,5 +187,6 @@ def serve_parser() -> SuggestingParser:
         )
         action.help = flag_help(flag.dest, action.default)
     add_model_flags(parser)
+    add_shortcut_flags(parser)
     add_no_effect_flags(parser)
     return parser

@@ -16,6 +16,7 @@ from router.cli.main import parse_serve_args
 from router.security.api_keys import ApiKey, KeyScope
 from router.tools.mcp_config import McpServerConfig
 from scripts import gen_config_docs
+from tests.support.tls import self_signed
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "configuration.md"
@@ -155,6 +156,8 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
         (McpServerConfig("s", "srv"),),
     ),
     "LLAMA_ARG_UI_MCP_PROXY": ("1", "ui_mcp_proxy", True),
+    "LLAMA_ARG_API_PREFIX": ("/v2", "api_prefix", "/v2"),
+    "LLAMA_ARG_REUSE_PORT": ("1", "reuse_port", True),
 }
 
 
@@ -183,18 +186,33 @@ def test_documented_serve_variables_really_set_their_flags(
             (ApiKey("k3", KeyScope.INFERENCE, rpm=5),),
         ),
     }
+    key, cert = self_signed(tmp_path)
+    samples |= {
+        "LLAMA_ARG_STATIC_PATH": (str(tmp_path), "static_path", tmp_path),
+        "LLAMA_ARG_SSL_KEY_FILE": (str(key), "ssl_key_file", key),
+        "LLAMA_ARG_SSL_CERT_FILE": (str(cert), "ssl_cert_file", cert),
+    }
+    # Variables only valid with another (TLS's key and certificate): set together.
+    partners = {"LLAMA_ARG_SSL_KEY_FILE": "LLAMA_ARG_SSL_CERT_FILE"}
+    partners |= {second: first for first, second in partners.items()}
     documented = {env for env, _ in gen_config_docs.SERVE_FLAG_HELP.values() if env}
     assert documented == set(samples), "a documented variable has no sample here, or vice versa"
     for name, (value, field, expected) in samples.items():
         with clean_env.context() as patch:
             patch.setenv(name, value)
+            if name in partners:
+                patch.setenv(partners[name], samples[partners[name]][0])
             settings = parse_serve_args([])
         assert getattr(settings, field) == expected, name
 
 
 def test_documented_model_variables_really_set_every_models_options(
-    clean_env: pytest.MonkeyPatch,
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    ui_config = tmp_path / "ui.json"
+    ui_config.write_text("{}")
+    # Text options whose text is checked when the router starts.
+    by_name = {"ui-config": "{}", "ui-config-file": str(ui_config)}
     samples = {
         "int": "3",
         "float": "0.5",
@@ -211,7 +229,7 @@ def test_documented_model_variables_really_set_every_models_options(
         env = next((s for s in spec.spellings if s.startswith("LLAMA_ARG_")), None)
         if env is None:
             continue
-        value = samples[spec.kind] or spec.literals[0]
+        value = by_name.get(spec.name) or samples[spec.kind] or spec.literals[0]
         with clean_env.context() as patch:
             patch.setenv(env, value)
             options = parse_serve_args([]).model_options

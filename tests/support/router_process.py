@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,7 @@ class RouterProcess:
         *,
         command: Sequence[str] = _FROM_CHECKOUT,
         cwd: Path = _REPOSITORY,
+        verify: ssl.SSLContext | bool = True,  # how the client checks an https router
     ) -> None:
         self._scratch = tempfile.TemporaryDirectory(prefix="corral-router-")
         self.process = subprocess.Popen(
@@ -74,7 +76,7 @@ class RouterProcess:
         if not self._listening.wait(timeout=60) or not self.url:
             self.stop()
             raise RuntimeError(f"router did not start: {self.log_text()}")
-        self.client = httpx.Client(base_url=self.url, timeout=60)
+        self.client = httpx.Client(base_url=self.url, timeout=60, verify=verify)
 
     def _read_log(self) -> None:
         assert self.process.stderr is not None
@@ -150,8 +152,9 @@ def running_router(
     *,
     command: Sequence[str] = _FROM_CHECKOUT,
     cwd: Path = _REPOSITORY,
+    verify: ssl.SSLContext | bool = True,
 ) -> Iterator[RouterProcess]:
-    router = RouterProcess(args, env, command=command, cwd=cwd)
+    router = RouterProcess(args, env, command=command, cwd=cwd, verify=verify)
     try:
         yield router
     finally:

@@ -7,6 +7,8 @@ The request's fields become :class:`~worker.sampling.chain.SamplingParams` and a
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Callable
 from dataclasses import replace
@@ -17,7 +19,7 @@ from litestar import Response
 
 from corral.http.errors import ApiError
 from worker.answer.answer_context import RenderedPrompt
-from worker.answer.native_answer import request_settings
+from worker.answer.native_answer import request_settings, request_stops
 from worker.answer.sampling_fields import SamplingFields
 from worker.answer.sampling_request import indent, request_sampling, time_limit_ms
 from worker.engine.engine import Engine
@@ -60,6 +62,8 @@ def sampling_params(
         grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
     except GrammarError as exc:
         raise ApiError(400, str(exc)) from None
+    if grammar is None and tool_grammar is None:
+        grammar = _default_grammar(model.settings.grammar, model.settings.json_schema)
     if tool_grammar is not None:
         if grammar is not None:
             raise ApiError(
@@ -78,6 +82,18 @@ def sampling_params(
     )
 
 
+@functools.lru_cache(maxsize=2)
+def _default_grammar(grammar: str | None, json_schema: str | None) -> str | None:
+    """``--grammar``'s, else ``--json-schema``'s grammar: converted once, not per request."""
+    schema = json.loads(json_schema) if json_schema is not None else None
+    try:
+        return grammar_for(grammar, schema, None)
+    except GrammarError as exc:
+        # The worker checked it is a JSON object; one the converter cannot take fails here,
+        # the server's fault rather than the request's.
+        raise ApiError(500, f"the worker's --json-schema: {exc}") from None
+
+
 def token_budget(model: LoadedModel, *requested: int | None) -> int | None:
     """The first token budget the client gave, else ``--n-predict``; -1 means to the context."""
     budget = next((value for value in requested if value is not None), model.settings.n_predict)
@@ -94,12 +110,6 @@ async def verbose_prompt(
     settings = request_settings(model, body, sampling_params(model, body), budget)
     text = await engine.call(lambda: model.detokenize(prompt))
     return RenderedPrompt(text, settings)
-
-
-def _stops(stop: str | list[str] | None) -> list[str]:
-    if stop is None:
-        return []
-    return [stop] if isinstance(stop, str) else list(stop)
 
 
 def _check_context(model: LoadedModel, prompt: list[int]) -> None:
@@ -152,7 +162,7 @@ def prepare_generation(
     max_predict_ms = time_limit_ms(body)
     n_indent = indent(body)
     _check_context(model, prompt)
-    stops = _stops(body.stop)
+    stops = request_stops(model, body)
     lora = model.adapters.chosen(body.lora, "lora")
 
     def make(emit: Callable[[GenerationEvent], None]) -> Generation:
@@ -163,7 +173,9 @@ def prepare_generation(
             emit=emit,
             stops=stops,
             ignore_eos=params.ignore_eos,
-            cache_prompt=body.cache_prompt,
+            cache_prompt=model.settings.cache_prompt
+            if body.cache_prompt is None
+            else body.cache_prompt,
             id_slot=body.id_slot,
             media=media,
             lora=lora,

@@ -17,7 +17,13 @@ from worker.engine.model import LoadedModel
 from worker.sampling.generation_settings import generation_settings
 from worker.sampling.params import SamplingParams
 
-__all__ = ["native_final", "request_settings"]
+__all__ = ["native_final", "request_settings", "request_stops"]
+
+
+def request_stops(model: LoadedModel, body: SamplingFields) -> list[str]:
+    """The request's stop strings; as llama-server, ``-r``'s when it gives none."""
+    stop = body.stop or model.settings.reverse_prompt
+    return [stop] if isinstance(stop, str) else list(stop or [])
 
 
 def request_settings(
@@ -28,7 +34,7 @@ def request_settings(
         params,
         n_predict=-1 if budget is None else budget,
         n_keep=model.settings.keep if body.n_keep is None else body.n_keep,
-        stops=[body.stop] if isinstance(body.stop, str) else list(body.stop or []),
+        stops=request_stops(model, body),
         stream=body.stream,
         n_probs=body.n_probs,
     )

@@ -28,6 +28,7 @@ from worker.answer.answer_context import AnswerContext, RenderedPrompt
 from worker.answer.generation_request import MakeGeneration
 from worker.answer.response_shape import DONE, ResponseShape
 from worker.answer.sampling_fields import SamplingFields
+from worker.answer.sse_pings import with_pings
 from worker.engine.engine import Engine
 from worker.engine.generation import Delta, Failed, Finished, GenerationEvent, Progress
 from worker.sampling.grammar_sampler import InvalidGrammar
@@ -240,9 +241,11 @@ def _conversation(request: AnyRequest) -> str | None:
 
 def stream_response(request: AnyRequest, chunks: AsyncIterator[bytes]) -> ASGIResponse:
     """The SSE response sending ``chunks``; kept for a resumable session when it has one."""
+    state: WorkerState = request.app.state.worker
     if conversation := _conversation(request):
-        state: WorkerState = request.app.state.worker
         chunks = state.sessions.produce(conversation, chunks)
     return ClosingStreamingResponse(
-        iterator=chunks, media_type="text/event-stream", headers=SSE_HEADERS
+        iterator=with_pings(chunks, state.settings.sse_ping_interval),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
     )

@@ -58,7 +58,7 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     seed: int | None = None
     stop: str | list[str] | None = None
     ignore_eos: bool | None = None  # None: the worker's --ignore-eos
-    cache_prompt: bool = True
+    cache_prompt: bool | None = None  # None: the worker's --[no-]cache-prompt
     id_slot: int = -1  # run on this slot (wrapped around), waiting for it; -1: any
     # Keys and list entries are token ids or strings (worker.sampling.logit_bias); false bans a
     # token.

@@ -32,6 +32,7 @@ _NOT_IN_KEY = frozenset(
         "api_keys",  # a secret: never in a key written beside the caches
         "cors_origins",
         "threads",
+        "threads_batch",
         "batch_size",
         "ubatch_size",
         "n_gpu_layers",
@@ -51,6 +52,16 @@ _NOT_IN_KEY = frozenset(
         "kv_cache_dir",
         "kv_cache_max",
         "ignored",
+        "no_effect_flags",
+        "grammar",
+        "json_schema",
+        "reverse_prompt",
+        "ui_settings",
+        "sse_ping_interval",
+        "embd_normalize",
+        "check_tensors",
+        "cache_prompt",
+        "prefill_assistant",
     }
 )
 # Bumped when Corral's file layout or what goes into the key changes.

@@ -25,15 +25,16 @@ def _asked(value: bool | str | None) -> bool:
     return value is True or value in ("content", "reasoning_content")
 
 
-def continuation(body: ChatRequest) -> Continuation | None:
+def continuation(body: ChatRequest, *, prefill_assistant: bool = True) -> Continuation | None:
     """Whether the answer continues the last message, and in what; 400 where llama-server
-    refuses the request."""
+    refuses the request. ``prefill_assistant`` (llama-server's ``--[no-]prefill-assistant``):
+    a last assistant message is continued even when the request does not ask."""
     if not body.messages:  # Anthropic's empty conversation (llama-server accepts it)
         return None
     explicit = _asked(body.continue_final_message)
     add_generation_prompt = body.add_generation_prompt
     last = body.messages[-1]
-    if not explicit and last.role == "assistant":
+    if not explicit and prefill_assistant and last.role == "assistant":
         if len(body.messages) >= 2 and body.messages[-2].role == "assistant":
             raise ApiError(400, "Cannot have 2 or more assistant messages at the end of the list.")
         explicit, add_generation_prompt = True, False

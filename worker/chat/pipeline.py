@@ -78,7 +78,7 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
     budget_message = body.reasoning_budget_message
     if budget_message is None:
         budget_message = model.settings.reasoning_budget_message
-    mode = continuation(body)
+    mode = continuation(body, prefill_assistant=model.settings.prefill_assistant)
     media = await chat_media_prompt(engine, model, plan.messages, tools, kwargs)
 
     def render() -> _ChatPrompt:

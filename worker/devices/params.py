@@ -69,8 +69,11 @@ def _device_list(names: tuple[str, ...]) -> list[int | None]:
         return [None]
     devices: list[int | None] = []
     for name in names:
-        device = ggml_backends.device_by_name(name)
-        if not device or ggml_backends.device_type(device) == ggml_backends.DEVICE_TYPE_CPU:
+        try:
+            device: int | None = ggml_backends.device_by_name(name)
+        except ValueError:
+            device = None
+        if device is None or ggml_backends.device_type(device) == ggml_backends.DEVICE_TYPE_CPU:
             raise ValueError(f"invalid device: {name} (--list-devices lists them)")
         devices.append(device)
     return [*devices, None]

@@ -23,9 +23,19 @@ POOLING_TYPES = {
 }
 
 
-def normalized(vector: list[float]) -> list[float]:
-    norm = math.sqrt(sum(x * x for x in vector))
-    return [x / norm for x in vector] if norm > 0 else vector
+def normalized(vector: list[float], norm: int = 2) -> list[float]:
+    """``vector`` scaled as llama.cpp's ``common_embd_normalize``: ``-1`` not at all, ``0`` its
+    largest magnitude to 32760 (int16's range), ``1`` taxicab, ``2`` Euclidean, more a p-norm."""
+    if norm == -1:
+        size = 1.0
+    elif norm == 0:
+        size = max((abs(x) for x in vector), default=0.0) / 32760.0
+    elif norm == 2:
+        size = math.sqrt(sum(x * x for x in vector))
+    else:
+        size = sum(abs(x) ** norm for x in vector) ** (1.0 / norm)
+    scale = 1.0 / size if size > 0 else 0.0
+    return [x * scale for x in vector]
 
 
 class Embedder:

@@ -22,9 +22,11 @@ from worker.devices.offload import Offload
 from worker.engine.batching import BatchEngine
 from worker.engine.embedding_context import Embedder
 from worker.engine.generation import EngineMetrics
+from worker.engine.kv_overrides import override_array
 from worker.engine.llama_model import LlamaModel
 from worker.engine.lora_adapters import LoraAdapters
 from worker.engine.prompt_inputs import Tokenize
+from worker.engine.rope import set_rope
 from worker.host.layer_placement import LayerPlacement
 from worker.host.llama_bindings import llama_cpp
 from worker.media.content import Modalities
@@ -136,6 +138,11 @@ class LoadedModel:
         model_params.n_gpu_layers = settings.n_gpu_layers
         model_params.use_mmap = settings.use_mmap
         model_params.use_mlock = settings.use_mlock
+        model_params.check_tensors = settings.check_tensors
+        if settings.kv_overrides:
+            # Kept on self: llama.cpp reads the array while the model loads.
+            self._overrides = override_array(settings.kv_overrides)
+            model_params.kv_overrides = self._overrides
         context_params = self._context_params()
         # As llama-server: --fit on shrinks what was left unset to the devices' free memory.
         self.offload.prepare(
@@ -184,6 +191,7 @@ class LoadedModel:
                 self.model.model,
                 use_gpu=settings.mmproj_offload,
                 threads=self._threads,
+                settings=settings.projector,
             )
             if settings.mmproj is not None
             else None
@@ -277,10 +285,12 @@ class LoadedModel:
         params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
         params.n_seq_max = settings.parallel
         params.kv_unified = settings.kv_unified
-        params.n_threads = params.n_threads_batch = self._threads
+        params.n_threads = self._threads
+        params.n_threads_batch = self.settings.threads_batch or self._threads
         params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
         if settings.rope_freq_base > 0:
             params.rope_freq_base = settings.rope_freq_base
+        set_rope(params, settings.rope)
         for name, value in (("type_k", settings.cache_type_k), ("type_v", settings.cache_type_v)):
             if value is not None:
                 setattr(params, name, _GGML_TYPES[value])

@@ -146,8 +146,13 @@ def device_memory(device: int) -> tuple[int, int]:
     return free.value, total.value
 
 
-def device_by_name(name: str) -> int | None:
+def device_by_name(name: str) -> int:
+    """The registered device called ``name`` (``CPU``, ``CUDA0``, …, any case, as llama-server's
+    ``--device`` names them); ``ValueError`` naming the ones there are."""
     device: int | None = _lib.ggml_backend_dev_by_name(name.encode())
+    if not device:
+        names = ", ".join(device_name(d) for d, _ in devices()) or "none"
+        raise ValueError(f"no device '{name}' (devices: {names})")
     return device
 
 

@@ -19,8 +19,10 @@ import structlog
 from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.host.errors import InvalidInput
+from worker.host.ggml_backends import device_by_name
 from worker.host.llama_bindings import llama_cpp
 from worker.media.content import MediaFile, Modalities
+from worker.model_settings import ProjectorSettings
 
 __all__ = ["MEDIA_TOKEN", "MediaPrompt", "Projector", "media_marker"]
 
@@ -96,11 +98,25 @@ class MediaPrompt:
 
 
 class Projector:
-    def __init__(self, path: Path, text_model: Any, *, use_gpu: bool, threads: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        text_model: Any,
+        *,
+        use_gpu: bool,
+        threads: int,
+        settings: ProjectorSettings,
+    ) -> None:
         mtmd_cpp = _mtmd()
         mtmd_cpp.mtmd_helper_log_set(_mtmd_log, ctypes.c_void_p(0))
         params = mtmd_cpp.mtmd_context_params_default()
-        params.use_gpu = use_gpu
+        params.use_gpu = use_gpu and settings.device != "none"
+        if settings.device not in (None, "none"):
+            params.device = device_by_name(settings.device)
+        params.warmup = settings.warmup
+        for name in ("image_min_tokens", "image_max_tokens", "batch_max_tokens"):
+            if (value := getattr(settings, name)) is not None:
+                setattr(params, name, value)
         params.print_timings = False
         params.n_threads = threads
         self._marker = media_marker().encode()  # kept: libmtmd copies it, ctypes must not free

@@ -101,8 +101,8 @@ def test_embeddings_need_the_flag(models_dir: Path) -> None:
         ("/v1/embeddings", {"input": []}),
         ("/v1/embeddings", {"input": "x", "encoding_format": "int8"}),
         ("/v1/embeddings", {}),
-        ("/embedding", {"content": "x", "embd_normalize": 1}),
-        ("/embedding", {"content": "x", "embd_normalize": 7}),
+        ("/embedding", {"content": "x", "embd_normalize": -2}),
+        ("/embedding", {"content": "x", "embd_normalize": "2"}),
     ],
 )
 def test_bad_embedding_requests_are_400(
@@ -127,3 +127,25 @@ def test_malformed_input_is_400_naming_the_field(embedding_worker: WorkerProcess
     response = httpx.post(f"{embedding_worker.url}/v1/embeddings", json={"input": [1.5, {}]})
     assert response.status_code == 400
     assert "input" in response.json()["error"]["message"]
+
+
+def test_the_norm_is_llama_servers_and_the_flag_sets_its_default(models_dir: Path) -> None:
+    args = ("--embeddings", "--pooling", "mean", "--embd-normalize", "1")
+    with worker(models_dir / "alpha.gguf", *args) as child:
+
+        def vector(**fields: object) -> list[float]:
+            body = {"content": "the world", **fields}
+            answer = httpx.post(f"{child.url}/embedding", json=body).raise_for_status()
+            return list(answer.json()[0]["embedding"][0])
+
+        assert sum(abs(x) for x in vector()) == pytest.approx(1.0, abs=1e-4)  # taxicab: 1
+        assert _norm(vector(embd_normalize=2)) == pytest.approx(1.0, abs=1e-4)
+        assert max(abs(x) for x in vector(embd_normalize=0)) == pytest.approx(32760, rel=1e-4)
+        p3 = sum(abs(x) ** 3 for x in vector(embd_normalize=3)) ** (1 / 3)
+        assert p3 == pytest.approx(1.0, abs=1e-4)
+        raw = vector(embd_normalize=-1)
+        assert vector() == pytest.approx([x / sum(abs(y) for y in raw) for x in raw], abs=1e-5)
+        # OpenAI's route follows the flag too.
+        client = openai.OpenAI(base_url=f"{child.url}/v1", api_key="x", max_retries=0)
+        item = client.embeddings.create(model="alpha", input="the world", encoding_format="float")
+        assert sum(abs(x) for x in item.data[0].embedding) == pytest.approx(1.0, abs=1e-4)

@@ -102,3 +102,20 @@ def test_conversation_ends_llama_server_refuses(
     response = _chat(child, messages, **extra)
     assert response.status_code == 400
     assert response.json()["error"]["message"].startswith(message)
+
+
+def test_without_prefill_assistant_the_last_reply_is_a_whole_turn(models_dir: Path) -> None:
+    flags = ("--ctx-size", "512", "--verbose", "--no-prefill-assistant")
+    with worker(models_dir / "alpha.gguf", *flags) as plain:
+        answer = _chat(plain, [USER, REPLY])
+        assert answer.status_code == 200
+        # As llama-server's --no-prefill-assistant: rendered whole, a new turn after it.
+        expected = _rendered(plain, [USER, REPLY])
+        assert answer.json()["__verbose"]["prompt"] == _as_detokenized(plain, expected)
+        # A request that asks still continues it.
+        asked = _chat(
+            plain, [USER, REPLY], add_generation_prompt=False, continue_final_message=True
+        )
+        assert asked.json()["__verbose"]["prompt"] == _as_detokenized(
+            plain, _rendered(plain, [USER]) + "Once"
+        )

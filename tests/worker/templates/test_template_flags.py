@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
+from tests.support.worker_process import worker
 from worker.settings import parse_worker_args
 
 
@@ -44,3 +46,39 @@ def test_bad_template_flags_stop_the_worker_with_a_message(
         parse_worker_args(["--model", "m.gguf", flag, value])
     assert exit_.value.code == 2
     assert says in capsys.readouterr().err
+
+
+def test_reasoning_effort_is_the_templates_variable_unless_the_kwargs_say() -> None:
+    def kwargs(*argv: str) -> dict[str, object]:
+        return parse_worker_args(["--model", "m.gguf", *argv]).chat_template_kwargs
+
+    assert kwargs("--reasoning-effort", "high") == {"reasoning_effort": "high"}
+    assert kwargs("--reasoning-effort", "default") == {}
+    low = '{"reasoning_effort": "low"}'
+    assert kwargs("--reasoning-effort", "high", "--chat-template-kwargs", low) == {
+        "reasoning_effort": "low"
+    }
+
+
+def test_the_template_renders_with_the_reasoning_effort(models_dir: Path) -> None:
+    template = "{{ reasoning_effort | default('unset') }}|{{ messages[0].content }}"
+    flags = ("--chat-template", template, "--reasoning-effort", "high")
+    with worker(models_dir / "alpha.gguf", *flags) as child:
+        body = {"messages": [{"role": "user", "content": "hi"}]}
+        rendered = httpx.post(f"{child.url}/apply-template", json=body).json()["prompt"]
+    assert rendered == "high|hi"
+
+
+@pytest.mark.parametrize(
+    ("flags", "preserved"),
+    # On by default, as llama-server's.
+    [((), "True"), (("--reasoning-preserve",), "True"), (("--no-reasoning-preserve",), "False")],
+)
+def test_reasoning_preserve_sets_the_templates_variables(
+    models_dir: Path, flags: tuple[str, ...], preserved: str
+) -> None:
+    template = "{{ preserve_thinking | default('unset') }}|{{ messages[0].content }}"
+    with worker(models_dir / "alpha.gguf", "--chat-template", template, *flags) as child:
+        body = {"messages": [{"role": "user", "content": "hi"}]}
+        rendered = httpx.post(f"{child.url}/apply-template", json=body).json()["prompt"]
+    assert rendered == f"{preserved}|hi"

@@ -23,8 +23,9 @@ class EmbeddingRequest(msgspec.Struct, kw_only=True):
     content: Input | msgspec.UnsetType = msgspec.UNSET
     model: str | None = None
     encoding_format: str = "float"
-    # llama-server's choice of norm: -1 none, 2 Euclidean (its default).
-    embd_normalize: Annotated[int, Meta(ge=-1, le=2)] = 2
+    # llama-server's choice of norm (worker.engine.embedding_context.normalized); unset: the
+    # worker's --embd-normalize.
+    embd_normalize: Annotated[int, Meta(ge=-1)] | None = None
     # Corral's own: the router sets it for Ollama's /api/embed, which a generative model answers
     # (from an embeddings context made on first use) even when run without --embeddings.
     generative: bool = False

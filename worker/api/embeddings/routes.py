@@ -82,12 +82,11 @@ async def _answer(request: AnyRequest, openai_shape: bool) -> Any:
         raise ApiError(400, '"input" or "content" must be provided')
     if body.encoding_format not in ("float", "base64"):
         raise ApiError(400, "encoding_format must be 'float' or 'base64'")
-    if body.embd_normalize not in (-1, 2):
-        raise ApiError(400, "embd_normalize: only -1 (none) and 2 (Euclidean) are supported")
     vectors, used = await _embed(engine, model, inputs, field)
-    if body.embd_normalize == 2 and pooling != "none":
+    norm = model.settings.embd_normalize if body.embd_normalize is None else body.embd_normalize
+    if norm != -1 and pooling != "none":
         # As upstream: only pooled vectors are normalised, per-token ones never.
-        vectors = [[normalized(v) for v in per_input] for per_input in vectors]
+        vectors = [[normalized(v, norm) for v in per_input] for per_input in vectors]
     if not openai_shape:
         return [{"index": i, "embedding": per_input} for i, per_input in enumerate(vectors)]
     return {

@@ -36,7 +36,7 @@ def props_body(model: LoadedModel) -> dict[str, Any]:
         "endpoint_props": False,
         "endpoint_metrics": settings.metrics,
         "ui": False,
-        "ui_settings": {},
+        "ui_settings": settings.ui_settings,
         **model.template.props(),
         "build_info": llama_build_info(),
         "corral_version": corral_version(),

@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
 from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
+from worker.answer.sse_pings import with_pings
 from worker.answer.stream_sessions import OffsetLost, StreamSessions
 from worker.api.streams.protocol import LookupRequest
 from worker.state import AnyRequest, WorkerState
@@ -51,8 +52,11 @@ async def replay(
         session.check_offset(offset)
     except OffsetLost:
         raise ApiError(400, "Stream offset lost, please restart") from None
+    interval = request.app.state.worker.settings.sse_ping_interval
     return ClosingStreamingResponse(
-        iterator=session.read(offset), media_type="text/event-stream", headers=SSE_HEADERS
+        iterator=with_pings(session.read(offset), interval),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
     )
 
 

@@ -1,0 +1,104 @@
+"""Where the router's routes are: under ``--api-prefix``, beside ``--path``'s static files.
+
+Both are ASGI wrappers around the whole app, as llama-server applies them before its routing:
+
+- ``--api-prefix /v2`` moves every route under ``/v2`` (``/v2/health``, ``/v2/v1/models``, the
+  Web UI at ``/v2/``); a path outside it is a JSON 404.
+- ``--path DIR`` serves the files of ``DIR`` (``/`` is its ``index.html``) for ``GET`` and
+  ``HEAD``, ahead of the routes, as llama-server's mount point does; a path naming no file
+  there, or one leading out of it (``..``, a symlink), goes on to the routes. The files are
+  public, like the built-in Web UI's.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from pathlib import Path
+
+from litestar.enums import ScopeType
+from litestar.types import (
+    ASGIApp,
+    HTTPResponseBodyEvent,
+    HTTPResponseStartEvent,
+    Receive,
+    Scope,
+    Send,
+)
+
+__all__ = ["ApiPrefix", "StaticFiles"]
+
+
+async def _answer(
+    send: Send, status: int, body: bytes, content_type: str, *, head: bool = False
+) -> None:
+    start: HTTPResponseStartEvent = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": [
+            (b"content-type", content_type.encode()),
+            (b"content-length", str(len(body)).encode()),
+        ],
+    }
+    await send(start)
+    end: HTTPResponseBodyEvent = {
+        "type": "http.response.body",
+        "body": b"" if head else body,
+        "more_body": False,
+    }
+    await send(end)
+
+
+class ApiPrefix:
+    """Every route under ``prefix``; ``scope["path"]`` loses it and ``root_path`` gains it."""
+
+    def __init__(self, app: ASGIApp, prefix: str) -> None:
+        self._app = app
+        self._prefix = prefix.rstrip("/")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in (ScopeType.HTTP, ScopeType.WEBSOCKET) or not self._prefix:
+            await self._app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if path != self._prefix and not path.startswith(self._prefix + "/"):
+            if scope["type"] == ScopeType.HTTP:
+                error = {"code": 404, "message": "File Not Found", "type": "not_found_error"}
+                body = json.dumps({"error": error}).encode()
+                await _answer(send, 404, body, "application/json")
+            return
+        inner = path[len(self._prefix) :] or "/"
+        root = scope.get("root_path", "") + self._prefix
+        moved = dict(scope) | {"path": inner, "root_path": root}
+        await self._app(moved, receive, send)  # type: ignore[arg-type]  # a TypedDict's copy
+
+
+class StaticFiles:
+    """``GET``/``HEAD`` of a file under ``directory`` answered with it; the rest to ``app``."""
+
+    def __init__(self, app: ASGIApp, directory: Path) -> None:
+        self._app = app
+        self._directory = directory.resolve()
+
+    def _file(self, path: str) -> Path | None:
+        relative = path.lstrip("/") or "index.html"
+        candidate = (self._directory / relative).resolve()
+        if candidate.is_dir():
+            candidate = candidate / "index.html"
+        if not candidate.is_relative_to(self._directory) or not candidate.is_file():
+            return None
+        return candidate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP or scope["method"] not in ("GET", "HEAD"):
+            await self._app(scope, receive, send)
+            return
+        found = self._file(scope["path"])
+        if found is None:
+            await self._app(scope, receive, send)
+            return
+        content_type = mimetypes.guess_type(found.name)[0] or "application/octet-stream"
+        if content_type.startswith("text/"):
+            content_type += "; charset=utf-8"
+        body = found.read_bytes()
+        await _answer(send, 200, body, content_type, head=scope["method"] == "HEAD")

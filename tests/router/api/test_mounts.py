@@ -1,0 +1,59 @@
+"""``--api-prefix`` and ``--path`` on a real router: every route under the prefix, files first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.router_process import RouterProcess, running_router
+
+
+@pytest.fixture
+def router(tmp_path: Path) -> Iterator[RouterProcess]:
+    (tmp_path / "models").mkdir()
+    site = tmp_path / "site"
+    (site / "docs").mkdir(parents=True)
+    (site / "index.html").write_text("<h1>my page</h1>")
+    (site / "notes.txt").write_text("plain notes")
+    (site / "docs" / "index.html").write_text("the docs")
+    (tmp_path / "secret.txt").write_text("not for the web")
+    (site / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    args = ["--models-dir", str(tmp_path / "models"), "--api-prefix", "v2/", "--path", str(site)]
+    with running_router(args) as process:
+        yield process
+
+
+def _origin(router: RouterProcess) -> str:
+    return router.url.removesuffix("/v2")
+
+
+def test_every_route_moves_under_the_prefix(router: RouterProcess) -> None:
+    assert router.url.endswith("/v2")  # the log names the whole address
+    assert router.client.get("/health").json() == {"status": "ok"}
+    assert router.client.get("/v1/models").json()["data"] == []
+    outside = httpx.get(_origin(router) + "/health")
+    assert outside.status_code == 404
+    assert outside.json()["error"]["type"] == "not_found_error"
+
+
+def test_the_directorys_files_are_served_ahead_of_the_routes(router: RouterProcess) -> None:
+    page = router.client.get("/")
+    assert (page.status_code, page.text) == (200, "<h1>my page</h1>")
+    assert page.headers["content-type"].startswith("text/html")
+    assert router.client.get("/notes.txt").text == "plain notes"
+    assert router.client.get("/docs/").text == "the docs"
+    head = router.client.head("/notes.txt")
+    assert (head.status_code, head.headers["content-length"], head.content) == (200, "11", b"")
+    # A path that names no file there is a route's, or a 404 as before.
+    assert router.client.get("/props").json()["role"] == "router"
+    assert router.client.get("/nothing.txt").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/v2/%2E%2E/secret.txt", "/v2/leak.txt"])
+def test_no_file_outside_the_directory_is_served(router: RouterProcess, path: str) -> None:
+    answer = httpx.get(_origin(router) + path)
+    assert answer.status_code == 404
+    assert "not for the web" not in answer.text
