@@ -27,7 +27,8 @@ def _from_schema(schema: Any, field: str) -> str:
     try:
         return json_schema_to_grammar(schema or _ANY_OBJECT)
     except SchemaError as exc:
-        raise GrammarError(f"{field}: {exc}") from None
+        # llama-server's words: its field check names the field, then its converter's handler
+        raise GrammarError(f"Field '{field}': \"{field}\": {exc}") from None
 
 
 def grammar_for(

@@ -73,7 +73,7 @@ def test_response_format_with_a_schema_means_the_same_as_json_schema(
             {"type": "json_schema", "json_schema": {"schema": 3}},
             "response_format.json_schema",
         ),
-        (None, {"type": "bogus"}, None, "json_schema: JSON schema conversion failed:\n.*bogus"),
+        (None, {"type": "bogus"}, None, "Field 'json_schema': .*conversion failed:\n.*bogus"),
     ],
 )
 def test_conflicting_or_unusable_constraints_name_the_field(
