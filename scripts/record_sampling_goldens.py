@@ -177,6 +177,7 @@ BAD: dict[str, dict[str, Any]] = {
     "n_indent_negative": {"n_indent": -1},
     "t_max_predict_ms_below": {"t_max_predict_ms": -2},
     "mirostat_string": {"mirostat": "2"},
+    "json_schema_not_an_object": {"json_schema": "not an object"},
     "json_schema_unknown_type": {"json_schema": {"type": "bogus"}},
     "json_schema_bad_pattern": {"json_schema": {"type": "string", "pattern": "^(ab$"}},
     # Read their own way, not refused: another type is ignored, a fraction truncated.

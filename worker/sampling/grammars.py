@@ -22,10 +22,8 @@ class GrammarError(ValueError):
 
 
 def _from_schema(schema: Any, field: str) -> str:
-    if not isinstance(schema, dict):
-        raise GrammarError(f"{field} must be a JSON Schema object")
-    try:
-        return json_schema_to_grammar(schema or _ANY_OBJECT)
+    try:  # what is not an object, the converter refuses in llama.cpp's words
+        return json_schema_to_grammar(_ANY_OBJECT if schema == {} else schema)
     except SchemaError as exc:
         # llama-server's words: its field check names the field, then its converter's handler
         raise GrammarError(f"Field '{field}': \"{field}\": {exc}") from None

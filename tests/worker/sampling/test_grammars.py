@@ -65,7 +65,7 @@ def test_response_format_with_a_schema_means_the_same_as_json_schema(
     [
         ('root ::= "a"', OBJECT_SCHEMA, None, "only one"),
         (None, OBJECT_SCHEMA, {"type": "json_object"}, "only one"),
-        (None, "not a schema", None, "json_schema must be a JSON Schema object"),
+        (None, "not a schema", None, "Field 'json_schema'.*\n.*schema must be an object"),
         (None, None, {"type": "yaml"}, "response_format.type"),
         (
             None,
