@@ -77,6 +77,18 @@ COMPLETIONS: dict[str, dict[str, Any]] = {
     "ignore_eos": {"ignore_eos": True},
     "grammar": {"grammar": 'root ::= ("the" | " world" | " hello")+'},
     "json_schema": {"json_schema": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+    "json_schema_bounds": {
+        "json_schema": {
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "minimum": 3, "maximum": 250},
+                "w": {"type": "string", "maxLength": 4},
+                "e": {"enum": ["x", 2]},
+            },
+            "required": ["n", "w", "e"],
+        }
+    },
+    "json_schema_empty": {"json_schema": {}},
     "top_p_clamped": {"top_p": 7},
     "penalties_dry_xtc": {
         "repeat_penalty": 1.3,
@@ -165,6 +177,9 @@ BAD: dict[str, dict[str, Any]] = {
     "n_indent_negative": {"n_indent": -1},
     "t_max_predict_ms_below": {"t_max_predict_ms": -2},
     "mirostat_string": {"mirostat": "2"},
+    "json_schema_not_an_object": {"json_schema": "not an object"},
+    "json_schema_unknown_type": {"json_schema": {"type": "bogus"}},
+    "json_schema_bad_pattern": {"json_schema": {"type": "string", "pattern": "^(ab$"}},
     # Read their own way, not refused: another type is ignored, a fraction truncated.
     "samplers_number": {"samplers": 5},
     "repeat_last_n_fraction": {"repeat_last_n": 16.7, "repeat_penalty": 1.8},

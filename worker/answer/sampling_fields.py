@@ -67,7 +67,8 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     n_keep: Annotated[int, Meta(ge=-1)] | None = None  # a context shift keeps this much prompt
     post_sampling_probs: bool = False
     grammar: str | None = None
-    json_schema: dict[str, Any] | None = None
+    # any JSON: what is not a schema, the converter refuses in llama-server's words
+    json_schema: Any = None
     response_format: dict[str, Any] | None = None
     lora: list[LoraChoice] | None = None  # this request's LoRA adapter scales (docs/api.md)
     stream: bool = False

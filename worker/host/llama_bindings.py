@@ -35,4 +35,5 @@ if TYPE_CHECKING:
     import llama_cpp.llama_grammar as llama_grammar
 else:
     llama_cpp = _bindings()
-    llama_grammar = importlib.import_module("llama_cpp.llama_grammar")  # JSON grammars
+    # its JSON Schema converter builds the tool-call grammars (worker/chat/formats/gbnf.py)
+    llama_grammar = importlib.import_module("llama_cpp.llama_grammar")

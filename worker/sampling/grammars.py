@@ -1,21 +1,20 @@
 """Structured output: ``grammar``, ``json_schema`` and ``response_format`` become one GBNF grammar.
 
-llama.cpp constrains sampling with GBNF; JSON Schemas are converted by llama-cpp-python's port
-of llama.cpp's own converter, so the same schema means the same grammar as in llama-server.
+llama.cpp constrains sampling with GBNF; JSON Schemas are converted by a port of llama.cpp's
+own converter (``schema_grammar``), and read as llama-server reads them: an empty schema, and
+``json_object`` without one, mean any JSON object. So the same request means the same grammar
+as in llama-server.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from worker.host.llama_bindings import llama_grammar
-
-# llama-cpp-python's, through the bindings that skip its package's heavy __init__.
-JSON_GBNF = llama_grammar.JSON_GBNF
-json_schema_to_gbnf = llama_grammar.json_schema_to_gbnf
+from worker.sampling.schema_grammar import SchemaError, json_schema_to_grammar
 
 __all__ = ["GrammarError", "grammar_for"]
+
+_ANY_OBJECT = {"type": "object"}
 
 
 class GrammarError(ValueError):
@@ -23,13 +22,11 @@ class GrammarError(ValueError):
 
 
 def _from_schema(schema: Any, field: str) -> str:
-    if not isinstance(schema, dict):
-        raise GrammarError(f"{field} must be a JSON Schema object")
-    try:
-        gbnf: str = json_schema_to_gbnf(json.dumps(schema))
-        return gbnf
-    except Exception as exc:  # the converter raises bare exceptions for unsupported schemas
-        raise GrammarError(f"{field} cannot be converted to a grammar: {exc}") from None
+    try:  # what is not an object, the converter refuses in llama.cpp's words
+        return json_schema_to_grammar(_ANY_OBJECT if schema == {} else schema)
+    except SchemaError as exc:
+        # llama-server's words: its field check names the field, then its converter's handler
+        raise GrammarError(f"Field '{field}': \"{field}\": {exc}") from None
 
 
 def grammar_for(
@@ -44,12 +41,11 @@ def grammar_for(
     if response_format is not None:
         kind = response_format.get("type")
         if kind == "json_object":
-            schema = response_format.get("schema")
-            gbnf = JSON_GBNF if schema is None else _from_schema(schema, "response_format.schema")
-            wanted.append(("response_format", gbnf))
+            schema = response_format.get("schema", _ANY_OBJECT)
+            wanted.append(("response_format", _from_schema(schema, "response_format.schema")))
         elif kind == "json_schema":
             spec = response_format.get("json_schema") or {}
-            schema = spec.get("schema") if isinstance(spec, dict) else None
+            schema = spec.get("schema", _ANY_OBJECT) if isinstance(spec, dict) else None
             wanted.append(("response_format", _from_schema(schema, "response_format.json_schema")))
         elif kind != "text":
             raise GrammarError("response_format.type must be one of text, json_object, json_schema")

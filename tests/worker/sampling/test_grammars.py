@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from llama_cpp.llama_grammar import JSON_GBNF
 
 from worker.sampling.grammars import GrammarError, grammar_for
+from worker.sampling.schema_grammar import json_schema_to_grammar
 
 OBJECT_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -28,8 +28,23 @@ def test_a_json_schema_becomes_a_grammar_for_its_fields() -> None:
     assert '\\"n\\"' in gbnf
 
 
-def test_json_object_without_a_schema_is_any_json() -> None:
-    assert grammar_for(None, None, {"type": "json_object"}) == JSON_GBNF
+@pytest.mark.parametrize(
+    ("json_schema", "response_format"),
+    [
+        ({}, None),
+        (None, {"type": "json_object"}),
+        (None, {"type": "json_object", "schema": {}}),
+        (None, {"type": "json_schema", "json_schema": {}}),
+        (None, {"type": "json_schema", "json_schema": {"schema": {}}}),
+    ],
+)
+def test_no_schema_or_an_empty_one_is_any_object_as_in_llama_server(
+    json_schema: Any, response_format: dict[str, Any] | None
+) -> None:
+    any_object = json_schema_to_grammar({"type": "object"})
+    assert grammar_for(None, json_schema, response_format) == any_object
+    assert any_object.startswith("array ::= ")
+    assert "root ::= object\n" in any_object
 
 
 @pytest.mark.parametrize(
@@ -50,9 +65,15 @@ def test_response_format_with_a_schema_means_the_same_as_json_schema(
     [
         ('root ::= "a"', OBJECT_SCHEMA, None, "only one"),
         (None, OBJECT_SCHEMA, {"type": "json_object"}, "only one"),
-        (None, "not a schema", None, "json_schema must be a JSON Schema object"),
+        (None, "not a schema", None, "Field 'json_schema'.*\n.*schema must be an object"),
         (None, None, {"type": "yaml"}, "response_format.type"),
-        (None, None, {"type": "json_schema", "json_schema": {}}, "response_format.json_schema"),
+        (
+            None,
+            None,
+            {"type": "json_schema", "json_schema": {"schema": 3}},
+            "response_format.json_schema",
+        ),
+        (None, {"type": "bogus"}, None, "Field 'json_schema': .*conversion failed:\n.*bogus"),
     ],
 )
 def test_conflicting_or_unusable_constraints_name_the_field(

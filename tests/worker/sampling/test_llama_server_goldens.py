@@ -65,22 +65,7 @@ def client(models_dir: Path) -> Iterator[httpx.Client]:
         yield http
 
 
-_JSON_SCHEMA_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="json_schema becomes GBNF through llama-cpp-python's older converter, whose rules "
-    "(spaces, integers) are not llama.cpp's json-schema-to-grammar.cpp: another grammar",
-)
-
-
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(case.values[0], id=case.id, marks=_JSON_SCHEMA_GAP)
-        if case.id == "json_schema"
-        else case
-        for case in _cases("completions")
-    ],
-)
+@pytest.mark.parametrize("case", _cases("completions"))
 def test_a_completion_draws_llama_servers_tokens(client: httpx.Client, case: Any) -> None:
     answer = client.post("/completion", json=case["body"]).json()
     assert answer["content"] == case["content"]
