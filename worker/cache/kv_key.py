@@ -37,8 +37,10 @@ _NOT_IN_KEY = frozenset(
         "ubatch_size",
         "n_gpu_layers",
         "n_predict",
-        "temperature",
-        "seed",
+        # Sampling's request defaults, and which options were given (for the GGUF's own
+        # sampling defaults): what is generated, not what is cached.
+        "sampling",
+        "options_given",
         "chat_template",
         "use_mmap",
         "use_mlock",
@@ -48,6 +50,7 @@ _NOT_IN_KEY = frozenset(
         "reranking",
         "endpoint_slots",
         "slot_save_path",
+        "media_path",
         "kv_persist",
         "kv_cache_dir",
         "kv_cache_max",
@@ -81,6 +84,14 @@ def _file_identity(path: os.PathLike[str] | str) -> dict[str, Any]:
     return {"path": real, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
+def _stable(value: object) -> object:
+    """A value JSON has no type for, the same in every process: a set's order follows string
+    hashing, which differs between processes (a saved cache must find its key again)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(str, value))
+    return str(value)
+
+
 def cache_key(settings: WorkerSettings) -> CacheKey:
     """The key of this worker's caches; ``OSError`` when the model file cannot be read."""
     values = {
@@ -94,7 +105,7 @@ def cache_key(settings: WorkerSettings) -> CacheKey:
         "model": _file_identity(settings.model),
         "settings": values,
     }
-    text = json.dumps(description, sort_keys=True, default=str)
+    text = json.dumps(description, sort_keys=True, default=_stable)
     digest = hashlib.sha256(text.encode()).digest()
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", settings.model.stem)[:64]
     return CacheKey(digest, f"{stem}-{digest.hex()[:16]}", description)
