@@ -22,6 +22,7 @@ from corral.options.flags import (
     model_options_from,
     other_flags_given,
 )
+from corral.options.model_options import ModelOptions
 from corral.options.table import OptionError
 from worker.devices.settings import GpuSettings, gpu_settings
 from worker.host.cpu_threads import default_threads
@@ -143,9 +144,9 @@ class WorkerSettings:
     no_effect_flags: tuple[str, ...] = ()
 
 
-def _sleep_after(value: str | None) -> float | None:
+def _sleep_after(seconds: int) -> float | None:
     # -1, as upstream, means never; the option table has already refused 0 and other negatives.
-    return None if value is None or value == "-1" else float(value)
+    return None if seconds == -1 else float(seconds)
 
 
 def _chat_template(options: dict[str, str], parser: argparse.ArgumentParser) -> str | None:
@@ -273,6 +274,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     args = parser.parse_args(argv)
     # A worker reads only its flags: the router renders every option explicitly.
     options = model_options_from(args, parser, env={})
+    opts = ModelOptions(options)
     model: Path = args.model
     try:
         grammar, json_schema = default_constraint(options)
@@ -281,9 +283,6 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     except OptionError as exc:
         parser.error(str(exc))
     names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
-
-    def number(name: str, default: float) -> float:
-        return float(options[name]) if name in options else default
 
     slot_save_path = Path(options["slot-save-path"]) if "slot-save-path" in options else None
     if slot_save_path is not None and not slot_save_path.is_dir():
@@ -294,10 +293,10 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     rpc = _rpc(options.get("rpc"), parser)
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
-    reranking = options.get("reranking", "false") == "true"
+    reranking = opts.flag("reranking")
     # llama-server's automatic slots (-1, its default) are four sharing one KV cache, whatever
     # --kv-unified says; a number of slots splits the context between them unless --kv-unified.
-    parallel = int(number("parallel", -1))
+    parallel = opts.integer("parallel")
     auto_slots = parallel <= 0
     return WorkerSettings(
         model=model,
@@ -308,72 +307,72 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         cors_origins=_comma_list(args.cors_origins),
         host=args.host,
         port=args.port,
-        ctx_size=int(number("ctx-size", 0)),
+        ctx_size=opts.integer("ctx-size"),
         threads=_threads(options.get("threads")),
         threads_batch=_threads(options["threads-batch"]) if "threads-batch" in options else None,
-        batch_size=int(number("batch-size", 2048)),
-        ubatch_size=int(number("ubatch-size", 512)),
-        n_gpu_layers=_gpu_layers(options.get("n-gpu-layers", "auto")),
+        batch_size=opts.integer("batch-size"),
+        ubatch_size=opts.integer("ubatch-size"),
+        n_gpu_layers=_gpu_layers(opts.word("n-gpu-layers")),
         rpc=rpc,
-        n_predict=int(number("n-predict", -1)),
-        sampling=sampling_defaults(options),
+        n_predict=opts.integer("n-predict"),
+        sampling=sampling_defaults(opts),
         options_given=frozenset(options),
         chat_template=_chat_template(options, parser),
-        jinja=options.get("jinja", "true") == "true",
+        jinja=opts.flag("jinja"),
         chat_template_kwargs=_thinking_default(
-            options.get("reasoning", "auto"),
+            opts.word("reasoning"),
             _effort_default(options.get("reasoning-effort"))
             | _preserve_default(options.get("reasoning-preserve"))
             | _template_kwargs(options.get("chat-template-kwargs"), parser),
         ),
-        reasoning=options.get("reasoning", "auto"),
-        reasoning_format=options.get("reasoning-format", "auto"),
-        reasoning_budget=int(number("reasoning-budget", -1)),
-        reasoning_budget_message=options.get("reasoning-budget-message", ""),
-        use_mmap=options.get("mmap", "true") == "true",
-        use_mlock=options.get("mlock", "false") == "true",
-        flash_attn=options.get("flash-attn", "auto"),
+        reasoning=opts.word("reasoning"),
+        reasoning_format=opts.word("reasoning-format"),
+        reasoning_budget=opts.integer("reasoning-budget"),
+        reasoning_budget_message=opts.word("reasoning-budget-message"),
+        use_mmap=opts.flag("mmap"),
+        use_mlock=opts.flag("mlock"),
+        flash_attn=opts.word("flash-attn"),
         parallel=AUTO_SLOTS if auto_slots else parallel,
-        kv_unified=auto_slots or options.get("kv-unified", "false") == "true",
-        sleep_idle_seconds=_sleep_after(options.get("sleep-idle-seconds")),
-        embeddings=reranking or options.get("embeddings", "false") == "true",
+        kv_unified=auto_slots or opts.flag("kv-unified"),
+        sleep_idle_seconds=_sleep_after(opts.integer("sleep-idle-seconds")),
+        embeddings=reranking or opts.flag("embeddings"),
         pooling="rank" if reranking else options.get("pooling"),
         reranking=reranking,
-        rope_freq_base=number("rope-freq-base", 0.0),
+        rope_freq_base=opts.optional_real("rope-freq-base") or 0.0,
         rope=rope,
-        check_tensors=options.get("check-tensors", "false") == "true",
+        check_tensors=opts.flag("check-tensors"),
         kv_overrides=overrides,
-        cache_type_k=options.get("cache-type-k"),
-        cache_type_v=options.get("cache-type-v"),
+        cache_type_k=opts.word("cache-type-k"),
+        cache_type_v=opts.word("cache-type-v"),
         mmproj=args.mmproj,
-        mmproj_offload=options.get("mmproj-offload", "true") == "true",
+        mmproj_offload=opts.flag("mmproj-offload"),
         projector=projector_settings(options),
-        endpoint_slots=options.get("slots", "true") == "true",
+        endpoint_slots=opts.flag("slots"),
         slot_save_path=slot_save_path,
         media_path=media_path,
-        cache_ram_mib=int(number("cache-ram", 8192)),
-        cache_idle_slots=options.get("cache-idle-slots", "true") == "true",
-        kv_persist=options.get("kv-persist", "true") == "true",
+        cache_ram_mib=opts.integer("cache-ram"),
+        cache_idle_slots=opts.flag("cache-idle-slots"),
+        kv_persist=opts.flag("kv-persist"),
         kv_cache_dir=Path(options["kv-cache-dir"])
         if "kv-cache-dir" in options
         else default_kv_cache_dir(os.environ),
-        kv_cache_max=int(options.get("kv-cache-max", DEFAULT_KV_CACHE_MAX)),
+        kv_cache_max=opts.integer("kv-cache-max"),
         lora=_lora_files(options),
-        lora_init_without_apply=options.get("lora-init-without-apply", "false") == "true",
-        speculative=speculative_settings(options),
+        lora_init_without_apply=opts.flag("lora-init-without-apply"),
+        speculative=speculative_settings(opts),
         gpu=gpu_settings(options),
-        metrics=options.get("metrics", "false") == "true",
-        context_shift=options.get("context-shift", "false") == "true",
-        verbose=options.get("verbose", "false") == "true",
-        keep=int(number("keep", 0)),
+        metrics=opts.flag("metrics"),
+        context_shift=opts.flag("context-shift"),
+        verbose=opts.flag("verbose"),
+        keep=opts.integer("keep"),
         grammar=grammar,
         json_schema=json_schema,
         reverse_prompt=options.get("reverse-prompt"),
         ui_settings=ui,
-        sse_ping_interval=number("sse-ping-interval", 30),
-        embd_normalize=int(number("embd-normalize", 2)),
-        cache_prompt=options.get("cache-prompt", "true") == "true",
-        prefill_assistant=options.get("prefill-assistant", "true") == "true",
+        sse_ping_interval=opts.real("sse-ping-interval"),
+        embd_normalize=opts.integer("embd-normalize"),
+        cache_prompt=opts.flag("cache-prompt"),
+        prefill_assistant=opts.flag("prefill-assistant"),
         ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
         no_effect_flags=other_flags_given(args),
     )

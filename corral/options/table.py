@@ -64,74 +64,102 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "model",
         ("LLAMA_ARG_MMPROJ_AUTO",),
         negatives=("no-mmproj", "no-mmproj-auto"),
+        default="true",
     ),
     OptionSpec("hf-repo", "str", "model", ("hf", "hfr", "LLAMA_ARG_HF_REPO")),
     OptionSpec("hf-file", "str", "model", ("hff", "LLAMA_ARG_HF_FILE")),
     OptionSpec("alias", "str", "model", ("a", "LLAMA_ARG_ALIAS")),
     OptionSpec("tags", "str", "model", ("LLAMA_ARG_TAGS",)),
     # Upstream's preset-only keys, then Corral's own (ttl, pin).
-    OptionSpec("load-on-startup", "bool", "preset", ("__PRESET_LOAD_ON_STARTUP",)),
-    OptionSpec("stop-timeout", "float", "preset", ("__PRESET_STOP_TIMEOUT",), bound="non_negative"),
-    OptionSpec("dedup-cache-models", "bool", "preset", ("__PRESET_DEDUP_CACHE_MODELS",)),
+    OptionSpec("load-on-startup", "bool", "preset", ("__PRESET_LOAD_ON_STARTUP",), default="false"),
+    OptionSpec(
+        "stop-timeout",
+        "float",
+        "preset",
+        ("__PRESET_STOP_TIMEOUT",),
+        bound="non_negative",
+        default="10",
+    ),
+    OptionSpec(
+        "dedup-cache-models", "bool", "preset", ("__PRESET_DEDUP_CACHE_MODELS",), default="false"
+    ),
     OptionSpec("ttl", "float", "preset", bound="positive"),
-    OptionSpec("pin", "bool", "preset"),
+    OptionSpec("pin", "bool", "preset", default="false"),
     OptionSpec("memory", "size", "preset"),
     # The router's tools this model's chats are offered (docs/tools.md "Per-model tool sets").
     OptionSpec("tools", "str", "preset"),
     # Worker flags.
-    OptionSpec("ctx-size", "int", spellings=("c", "LLAMA_ARG_CTX_SIZE"), bound="non_negative"),
+    OptionSpec(
+        "ctx-size", "int", spellings=("c", "LLAMA_ARG_CTX_SIZE"), bound="non_negative", default="0"
+    ),
     OptionSpec("threads", "int", spellings=("t", "LLAMA_ARG_THREADS")),
-    OptionSpec("batch-size", "int", spellings=("b", "LLAMA_ARG_BATCH"), bound="positive"),
-    OptionSpec("ubatch-size", "int", spellings=("ub", "LLAMA_ARG_UBATCH"), bound="positive"),
+    OptionSpec(
+        "batch-size", "int", spellings=("b", "LLAMA_ARG_BATCH"), bound="positive", default="2048"
+    ),
+    OptionSpec(
+        "ubatch-size", "int", spellings=("ub", "LLAMA_ARG_UBATCH"), bound="positive", default="512"
+    ),
     OptionSpec(
         "n-gpu-layers",
         "int",
         spellings=("ngl", "gpu-layers", "LLAMA_ARG_N_GPU_LAYERS"),
         literals=("auto", "all"),
+        default="auto",
     ),
     # ggml RPC servers (HOST:PORT) whose devices take offloaded layers; the worker checks them.
     OptionSpec("rpc", "list", spellings=("LLAMA_ARG_RPC",)),
-    OptionSpec("n-predict", "int", spellings=("n", "predict", "LLAMA_ARG_N_PREDICT")),
-    OptionSpec("parallel", "int", spellings=("np", "LLAMA_ARG_N_PARALLEL")),
+    OptionSpec("n-predict", "int", spellings=("n", "predict", "LLAMA_ARG_N_PREDICT"), default="-1"),
+    OptionSpec("parallel", "int", spellings=("np", "LLAMA_ARG_N_PARALLEL"), default="-1"),
     OptionSpec(
         "kv-unified",
         "bool",
         spellings=("kvu", "LLAMA_ARG_KV_UNIFIED"),
         negatives=("no-kv-unified", "no-kvu", "LLAMA_ARG_NO_KV_UNIFIED"),
+        default="false",
     ),
     OptionSpec(
-        "temp", "float", spellings=("temperature", "LLAMA_ARG_TEMPERATURE"), bound="non_negative"
+        "temp",
+        "float",
+        spellings=("temperature", "LLAMA_ARG_TEMPERATURE"),
+        bound="non_negative",
+        default="0.8",
     ),
-    OptionSpec("seed", "int", spellings=("s",)),
+    OptionSpec("seed", "int", spellings=("s",), default="-1"),
     # Sampling (issue 27): llama-server's sampling flags (common/arg.cpp), each a request default.
-    OptionSpec("top-k", "int", spellings=("LLAMA_ARG_TOP_K",)),
-    OptionSpec("top-p", "float", spellings=("LLAMA_ARG_TOP_P",)),
-    OptionSpec("min-p", "float", spellings=("LLAMA_ARG_MIN_P",)),
-    OptionSpec("typical", "float", spellings=("typical-p",)),
-    OptionSpec("top-nsigma", "float", spellings=("top-n-sigma",)),
-    OptionSpec("xtc-probability", "float"),
-    OptionSpec("xtc-threshold", "float"),
-    OptionSpec("repeat-last-n", "int", bound="non_negative"),
+    OptionSpec("top-k", "int", spellings=("LLAMA_ARG_TOP_K",), default="40"),
+    OptionSpec("top-p", "float", spellings=("LLAMA_ARG_TOP_P",), default="0.95"),
+    OptionSpec("min-p", "float", spellings=("LLAMA_ARG_MIN_P",), default="0.05"),
+    OptionSpec("typical", "float", spellings=("typical-p",), default="1"),
+    OptionSpec("top-nsigma", "float", spellings=("top-n-sigma",), default="-1"),
+    OptionSpec("xtc-probability", "float", default="0"),
+    OptionSpec("xtc-threshold", "float", default="0.1"),
+    OptionSpec("repeat-last-n", "int", bound="non_negative", default="64"),
     OptionSpec(
-        "repeat-penalty", "float", spellings=("LLAMA_ARG_REPEAT_PENALTY",), bound="positive"
+        "repeat-penalty",
+        "float",
+        spellings=("LLAMA_ARG_REPEAT_PENALTY",),
+        bound="positive",
+        default="1",
     ),
-    OptionSpec("presence-penalty", "float", spellings=("LLAMA_ARG_PRESENCE_PENALTY",)),
-    OptionSpec("frequency-penalty", "float", spellings=("LLAMA_ARG_FREQUENCY_PENALTY",)),
-    OptionSpec("dry-multiplier", "float"),
-    OptionSpec("dry-base", "float"),
-    OptionSpec("dry-allowed-length", "int"),
-    OptionSpec("dry-penalty-last-n", "int", bound="non_negative"),
+    OptionSpec("presence-penalty", "float", spellings=("LLAMA_ARG_PRESENCE_PENALTY",), default="0"),
+    OptionSpec(
+        "frequency-penalty", "float", spellings=("LLAMA_ARG_FREQUENCY_PENALTY",), default="0"
+    ),
+    OptionSpec("dry-multiplier", "float", default="0"),
+    OptionSpec("dry-base", "float", default="1.75"),
+    OptionSpec("dry-allowed-length", "int", default="2"),
+    OptionSpec("dry-penalty-last-n", "int", bound="non_negative", default="64"),
     OptionSpec("dry-sequence-breaker", "list"),
-    OptionSpec("dynatemp-range", "float"),
-    OptionSpec("dynatemp-exp", "float"),
-    OptionSpec("mirostat", "choice", literals=("0", "1", "2")),
-    OptionSpec("mirostat-lr", "float"),
-    OptionSpec("mirostat-ent", "float"),
-    OptionSpec("adaptive-target", "float"),
-    OptionSpec("adaptive-decay", "float"),
+    OptionSpec("dynatemp-range", "float", default="0"),
+    OptionSpec("dynatemp-exp", "float", default="1"),
+    OptionSpec("mirostat", "choice", literals=("0", "1", "2"), default="0"),
+    OptionSpec("mirostat-lr", "float", default="0.1"),
+    OptionSpec("mirostat-ent", "float", default="5"),
+    OptionSpec("adaptive-target", "float", default="-1"),
+    OptionSpec("adaptive-decay", "float", default="0.9"),
     OptionSpec("samplers", "str"),
     OptionSpec("sampler-seq", "str", spellings=("sampling-seq",)),
-    OptionSpec("ignore-eos", "bool"),
+    OptionSpec("ignore-eos", "bool", default="false"),
     OptionSpec("chat-template", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE",)),
     OptionSpec("chat-template-file", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_FILE",)),
     OptionSpec("chat-template-kwargs", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_KWARGS",)),
@@ -140,13 +168,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "bool",
         spellings=("LLAMA_ARG_JINJA",),
         negatives=("no-jinja", "LLAMA_ARG_NO_JINJA"),
+        default="true",
     ),
-    OptionSpec("reasoning", "switch", spellings=("rea", "LLAMA_ARG_REASONING")),
+    OptionSpec("reasoning", "switch", spellings=("rea", "LLAMA_ARG_REASONING"), default="auto"),
     OptionSpec(
         "reasoning-format",
         "choice",
         spellings=("LLAMA_ARG_THINK",),
         literals=("none", "deepseek", "deepseek-legacy", "auto"),
+        default="auto",
     ),
     # Upstream rejects anything below -1; -1 means no budget.
     OptionSpec(
@@ -155,35 +185,52 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_THINK_BUDGET",),
         bound="non_negative",
         literals=("-1",),
+        default="-1",
     ),
-    OptionSpec("reasoning-budget-message", "str", spellings=("LLAMA_ARG_THINK_BUDGET_MESSAGE",)),
     OptionSpec(
-        "mmap", "bool", spellings=("LLAMA_ARG_MMAP",), negatives=("no-mmap", "LLAMA_ARG_NO_MMAP")
+        "reasoning-budget-message", "str", spellings=("LLAMA_ARG_THINK_BUDGET_MESSAGE",), default=""
     ),
-    OptionSpec("mlock", "bool", spellings=("LLAMA_ARG_MLOCK",)),
+    OptionSpec(
+        "mmap",
+        "bool",
+        spellings=("LLAMA_ARG_MMAP",),
+        negatives=("no-mmap", "LLAMA_ARG_NO_MMAP"),
+        default="true",
+    ),
+    OptionSpec("mlock", "bool", spellings=("LLAMA_ARG_MLOCK",), default="false"),
     OptionSpec(
         "mmproj-offload",
         "bool",
         spellings=("LLAMA_ARG_MMPROJ_OFFLOAD",),
         negatives=("no-mmproj-offload",),
+        default="true",
     ),
-    OptionSpec("flash-attn", "switch", spellings=("fa", "LLAMA_ARG_FLASH_ATTN")),
+    OptionSpec("flash-attn", "switch", spellings=("fa", "LLAMA_ARG_FLASH_ATTN"), default="auto"),
     OptionSpec(
-        "cache-type-k", "choice", spellings=("ctk", "LLAMA_ARG_CACHE_TYPE_K"), literals=_CACHE_TYPES
+        "cache-type-k",
+        "choice",
+        spellings=("ctk", "LLAMA_ARG_CACHE_TYPE_K"),
+        literals=_CACHE_TYPES,
+        default="f16",
     ),
     OptionSpec(
-        "cache-type-v", "choice", spellings=("ctv", "LLAMA_ARG_CACHE_TYPE_V"), literals=_CACHE_TYPES
+        "cache-type-v",
+        "choice",
+        spellings=("ctv", "LLAMA_ARG_CACHE_TYPE_V"),
+        literals=_CACHE_TYPES,
+        default="f16",
     ),
     OptionSpec(
         "rope-freq-base", "float", spellings=("LLAMA_ARG_ROPE_FREQ_BASE",), bound="positive"
     ),
     # Upstream rejects 0 and anything below -1; -1 means never.
-    OptionSpec("sleep-idle-seconds", "int", bound="positive", literals=("-1",)),
+    OptionSpec("sleep-idle-seconds", "int", bound="positive", literals=("-1",), default="-1"),
     OptionSpec(
         "slots",
         "bool",
         spellings=("LLAMA_ARG_ENDPOINT_SLOTS",),
         negatives=("no-slots", "LLAMA_ARG_NO_ENDPOINT_SLOTS"),
+        default="true",
     ),
     OptionSpec("slot-save-path", "str"),
     # Local media: file:// URLs read from this folder only (worker/media/local_files.py).
@@ -196,36 +243,41 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("cram", "LLAMA_ARG_CACHE_RAM"),
         bound="non_negative",
         literals=("-1",),
+        default="8192",
     ),
     OptionSpec(
         "cache-idle-slots",
         "bool",
         spellings=("LLAMA_ARG_CACHE_IDLE_SLOTS",),
         negatives=("no-cache-idle-slots",),
+        default="true",
     ),
     # Corral's own: slot caches kept across stops and sleeps (docs/serving.md).
-    OptionSpec("kv-persist", "bool", negatives=("no-kv-persist",)),
+    OptionSpec("kv-persist", "bool", negatives=("no-kv-persist",), default="true"),
     OptionSpec("kv-cache-dir", "str"),
-    OptionSpec("kv-cache-max", "size"),
-    OptionSpec("metrics", "bool", spellings=("LLAMA_ARG_ENDPOINT_METRICS",)),
+    OptionSpec("kv-cache-max", "size", default="4294967296"),
+    OptionSpec("metrics", "bool", spellings=("LLAMA_ARG_ENDPOINT_METRICS",), default="false"),
     OptionSpec(
         "context-shift",
         "bool",
         spellings=("LLAMA_ARG_CONTEXT_SHIFT",),
         negatives=("no-context-shift",),
+        default="false",
     ),
     # Tokens of the prompt a context shift keeps; -1: all of it.
-    OptionSpec("keep", "int", literals=("-1",), bound="non_negative"),
+    OptionSpec("keep", "int", literals=("-1",), bound="non_negative", default="0"),
     # Answers carry llama-server's __verbose debug object (a request's verbose overrides it).
-    OptionSpec("verbose", "bool", spellings=("v", "log-verbose")),
-    OptionSpec("embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS")),
+    OptionSpec("verbose", "bool", spellings=("v", "log-verbose"), default="false"),
+    OptionSpec(
+        "embeddings", "bool", spellings=("embedding", "LLAMA_ARG_EMBEDDINGS"), default="false"
+    ),
     OptionSpec(
         "pooling",
         "choice",
         spellings=("LLAMA_ARG_POOLING",),
         literals=("none", "mean", "cls", "last", "rank"),
     ),
-    OptionSpec("reranking", "bool", spellings=("rerank", "LLAMA_ARG_RERANKING")),
+    OptionSpec("reranking", "bool", spellings=("rerank", "LLAMA_ARG_RERANKING"), default="false"),
     OptionSpec(
         "webui",
         "bool",
@@ -234,7 +286,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec("lora", "list"),
     OptionSpec("lora-scaled", "scaled-list"),
-    OptionSpec("lora-init-without-apply", "bool"),
+    OptionSpec("lora-init-without-apply", "bool", default="false"),
     # Speculative decoding. The router turns spec-draft-hf and relative model-draft paths into
     # an absolute model-draft before a worker sees them (router/catalogue/draft_models.py).
     OptionSpec(
@@ -253,21 +305,28 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "int",
         spellings=("draft", "draft-n", "draft-max", "LLAMA_ARG_SPEC_DRAFT_N_MAX"),
         bound="non_negative",
+        default="3",
     ),
     OptionSpec(
         "spec-draft-n-min",
         "int",
         spellings=("draft-min", "draft-n-min", "LLAMA_ARG_SPEC_DRAFT_N_MIN"),
         bound="non_negative",
+        default="0",
     ),
     OptionSpec(
         "spec-draft-p-min",
         "float",
         spellings=("draft-p-min", "LLAMA_ARG_SPEC_DRAFT_P_MIN"),
         bound="non_negative",
+        default="0",
     ),
     OptionSpec(
-        "ctx-size-draft", "int", spellings=("cd", "LLAMA_ARG_CTX_SIZE_DRAFT"), bound="non_negative"
+        "ctx-size-draft",
+        "int",
+        spellings=("cd", "LLAMA_ARG_CTX_SIZE_DRAFT"),
+        bound="non_negative",
+        default="0",
     ),
     OptionSpec(
         "spec-draft-ngl",
@@ -279,40 +338,59 @@ OPTIONS: tuple[OptionSpec, ...] = (
             "LLAMA_ARG_N_GPU_LAYERS_DRAFT",
         ),
         literals=("auto", "all"),
+        default="auto",
     ),
     OptionSpec("spec-draft-threads", "int", spellings=("td", "threads-draft"), bound="positive"),
-    OptionSpec("spec-ngram-simple-size-n", "int", bound="positive"),
+    OptionSpec("spec-ngram-simple-size-n", "int", bound="positive", default="12"),
     OptionSpec("spec-synth-len", "float", spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",)),
     OptionSpec("spec-synth-rates", "str", spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",)),
-    OptionSpec("spec-ngram-simple-size-m", "int", bound="positive"),
+    OptionSpec("spec-ngram-simple-size-m", "int", bound="positive", default="48"),
     # GPU (issue 26): llama-server's device flags, spelled as its common/arg.cpp spells them.
     OptionSpec("device", "list", spellings=("dev", "LLAMA_ARG_DEVICE")),
-    OptionSpec("fit", "on-off", spellings=("LLAMA_ARG_FIT",)),
+    OptionSpec("fit", "on-off", spellings=("LLAMA_ARG_FIT",), default="on"),
     OptionSpec("fit-target", "numbers", spellings=("fitt", "LLAMA_ARG_FIT_TARGET")),
-    OptionSpec("fit-ctx", "int", spellings=("fitc", "LLAMA_ARG_FIT_CTX"), bound="non_negative"),
+    OptionSpec(
+        "fit-ctx",
+        "int",
+        spellings=("fitc", "LLAMA_ARG_FIT_CTX"),
+        bound="non_negative",
+        default="4096",
+    ),
     OptionSpec(
         "split-mode",
         "choice",
         spellings=("sm", "LLAMA_ARG_SPLIT_MODE"),
         literals=("none", "layer", "row", "tensor"),
+        default="layer",
     ),
     OptionSpec("tensor-split", "numbers", spellings=("ts", "LLAMA_ARG_TENSOR_SPLIT")),
-    OptionSpec("main-gpu", "int", spellings=("mg", "LLAMA_ARG_MAIN_GPU"), bound="non_negative"),
-    OptionSpec("override-tensor", "list", spellings=("ot", "LLAMA_ARG_OVERRIDE_TENSOR")),
-    OptionSpec("cpu-moe", "bool", spellings=("cmoe", "LLAMA_ARG_CPU_MOE")),
     OptionSpec(
-        "n-cpu-moe", "int", spellings=("ncmoe", "LLAMA_ARG_N_CPU_MOE"), bound="non_negative"
+        "main-gpu", "int", spellings=("mg", "LLAMA_ARG_MAIN_GPU"), bound="non_negative", default="0"
+    ),
+    OptionSpec("override-tensor", "list", spellings=("ot", "LLAMA_ARG_OVERRIDE_TENSOR")),
+    OptionSpec("cpu-moe", "bool", spellings=("cmoe", "LLAMA_ARG_CPU_MOE"), default="false"),
+    OptionSpec(
+        "n-cpu-moe",
+        "int",
+        spellings=("ncmoe", "LLAMA_ARG_N_CPU_MOE"),
+        bound="non_negative",
+        default="0",
     ),
     OptionSpec(
-        "n-cpu-ffn", "int", spellings=("ncffn", "LLAMA_ARG_N_CPU_FFN"), bound="non_negative"
+        "n-cpu-ffn",
+        "int",
+        spellings=("ncffn", "LLAMA_ARG_N_CPU_FFN"),
+        bound="non_negative",
+        default="0",
     ),
     OptionSpec(
         "kv-offload",
         "bool",
         spellings=("kvo", "LLAMA_ARG_KV_OFFLOAD"),
         negatives=("no-kv-offload", "nkvo", "LLAMA_ARG_NO_KV_OFFLOAD"),
+        default="true",
     ),
-    OptionSpec("op-offload", "bool", negatives=("no-op-offload",)),
+    OptionSpec("op-offload", "bool", negatives=("no-op-offload",), default="true"),
     OptionSpec("spec-draft-device", "list", spellings=("devd", "device-draft")),
     # llama-server flags (issue 29). Defaults of every request that says nothing itself.
     OptionSpec("grammar", "str"),
@@ -322,7 +400,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("reverse-prompt", "str", spellings=("r",)),
     # The projector (libmtmd): its device, warm-up and image token bounds; "none" is the CPU.
     OptionSpec("mmproj-device", "str", spellings=("mmdev",)),
-    OptionSpec("warmup", "bool", negatives=("no-warmup",)),
+    OptionSpec("warmup", "bool", negatives=("no-warmup",), default="true"),
     OptionSpec(
         "image-min-tokens", "int", spellings=("LLAMA_ARG_IMAGE_MIN_TOKENS",), bound="positive"
     ),
@@ -364,7 +442,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("yarn-attn-factor", "float", spellings=("LLAMA_ARG_YARN_ATTN_FACTOR",)),
     OptionSpec("yarn-beta-slow", "float", spellings=("LLAMA_ARG_YARN_BETA_SLOW",)),
     OptionSpec("yarn-beta-fast", "float", spellings=("LLAMA_ARG_YARN_BETA_FAST",)),
-    OptionSpec("check-tensors", "bool"),
+    OptionSpec("check-tensors", "bool", default="false"),
     # GGUF metadata replaced as the model loads: KEY=int|float|bool|str:VALUE, comma-separated.
     OptionSpec("override-kv", "list"),
     # Whether requests that do not say reuse their slot's cached prompt (their cache_prompt).
@@ -373,6 +451,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "bool",
         spellings=("LLAMA_ARG_CACHE_PROMPT",),
         negatives=("no-cache-prompt", "LLAMA_ARG_NO_CACHE_PROMPT"),
+        default="true",
     ),
     # Whether a last assistant message is continued when the request does not say.
     OptionSpec(
@@ -380,11 +459,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "bool",
         spellings=("LLAMA_ARG_PREFILL_ASSISTANT",),
         negatives=("no-prefill-assistant", "LLAMA_ARG_NO_PREFILL_ASSISTANT"),
+        default="true",
     ),
     # How pooled embeddings are normalised (worker/engine/embedding_context.py); -1: not.
-    OptionSpec("embd-normalize", "int", bound="non_negative", literals=("-1",)),
+    OptionSpec("embd-normalize", "int", bound="non_negative", literals=("-1",), default="2"),
     # Seconds a stream may stay silent before an SSE comment keeps it open; 0 or less: never.
-    OptionSpec("sse-ping-interval", "int", spellings=("LLAMA_ARG_SSE_PING_INTERVAL",)),
+    OptionSpec(
+        "sse-ping-interval", "int", spellings=("LLAMA_ARG_SSE_PING_INTERVAL",), default="30"
+    ),
     # The Web UI's settings, handed out by /props (llama-server's --webui-config).
     OptionSpec("ui-config", "str", spellings=("webui-config", "LLAMA_ARG_UI_CONFIG")),
     OptionSpec(

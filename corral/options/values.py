@@ -67,6 +67,9 @@ class OptionSpec:
     negatives: tuple[str, ...] = ()
     bound: Bound = "any"
     literals: tuple[str, ...] = ()  # words accepted besides a number, or a choice's values
+    # llama-server's default (common/common.h, common/arg.cpp) as canonical text; None: unset
+    # means something no value says (the model's own, the CPU count), which the reader decides.
+    default: str | None = None
 
 
 def _format_float(number: float) -> str:

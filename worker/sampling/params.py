@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from corral.options.model_options import ModelOptions
 from worker.sampling.reasoning_budget import ReasoningBudget
 
 __all__ = [
@@ -21,6 +22,9 @@ __all__ = [
 ]
 
 # The samplers a chain runs, in upstream's canonical names, and its default order.
+# llama-server's defaults, from the option table: a model given no sampling flags.
+_SERVER = ModelOptions()
+
 DEFAULT_SAMPLERS = (
     "penalties",
     "dry",
@@ -89,34 +93,36 @@ def samplers_from_chars(chars: str) -> tuple[str, ...]:
 class SamplingParams:
     """Every sampling setting of one request; the defaults are llama.cpp's (common.h)."""
 
-    temperature: float = 0.8
-    dynatemp_range: float = 0.0
-    dynatemp_exponent: float = 1.0
-    top_k: int = 40
-    top_p: float = 0.95
-    min_p: float = 0.05
-    typical_p: float = 1.0
-    top_n_sigma: float = -1.0
-    xtc_probability: float = 0.0
-    xtc_threshold: float = 0.1
-    repeat_last_n: int = 64
-    repeat_penalty: float = 1.0
-    presence_penalty: float = 0.0
-    frequency_penalty: float = 0.0
-    dry_multiplier: float = 0.0
-    dry_base: float = 1.75
-    dry_allowed_length: int = 2
-    dry_penalty_last_n: int = 64
+    temperature: float = _SERVER.real("temp")
+    dynatemp_range: float = _SERVER.real("dynatemp-range")
+    dynatemp_exponent: float = _SERVER.real("dynatemp-exp")
+    top_k: int = _SERVER.integer("top-k")
+    top_p: float = _SERVER.real("top-p")
+    min_p: float = _SERVER.real("min-p")
+    typical_p: float = _SERVER.real("typical")
+    top_n_sigma: float = _SERVER.real("top-nsigma")
+    xtc_probability: float = _SERVER.real("xtc-probability")
+    xtc_threshold: float = _SERVER.real("xtc-threshold")
+    repeat_last_n: int = _SERVER.integer("repeat-last-n")
+    repeat_penalty: float = _SERVER.real("repeat-penalty")
+    presence_penalty: float = _SERVER.real("presence-penalty")
+    frequency_penalty: float = _SERVER.real("frequency-penalty")
+    dry_multiplier: float = _SERVER.real("dry-multiplier")
+    dry_base: float = _SERVER.real("dry-base")
+    dry_allowed_length: int = _SERVER.integer("dry-allowed-length")
+    dry_penalty_last_n: int = _SERVER.integer("dry-penalty-last-n")
     dry_sequence_breakers: tuple[str, ...] = ("\n", ":", '"', "*")
-    mirostat: int = 0  # 0: off, 1: Mirostat, 2: Mirostat 2.0
-    mirostat_tau: float = 5.0
-    mirostat_eta: float = 0.1
-    adaptive_target: float = -1.0
-    adaptive_decay: float = 0.9
+    mirostat: int = _SERVER.integer("mirostat")  # 0: off, 1: Mirostat, 2: Mirostat 2.0
+    mirostat_tau: float = _SERVER.real("mirostat-ent")
+    mirostat_eta: float = _SERVER.real("mirostat-lr")
+    adaptive_target: float = _SERVER.real("adaptive-target")
+    adaptive_decay: float = _SERVER.real("adaptive-decay")
     min_keep: int = 0
-    ignore_eos: bool = False  # end-of-generation tokens are banned (a logit bias of -inf)
+    ignore_eos: bool = _SERVER.flag(
+        "ignore-eos"
+    )  # end-of-generation tokens are banned (a logit bias of -inf)
     samplers: tuple[str, ...] = DEFAULT_SAMPLERS
-    seed: int = -1
+    seed: int = _SERVER.integer("seed")
     logit_bias: dict[int, float] = field(default_factory=dict)
     text_bias: tuple[tuple[str, float], ...] = ()  # by text, tokenized as the request is queued
     grammar: str | None = None  # GBNF, from `grammar`, `json_schema` or `response_format`

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any
 
+from corral.options.model_options import ModelOptions
 from worker.sampling.params import SamplingParams, samplers_from_chars, samplers_from_names
 
 __all__ = ["model_sampling_defaults", "sampling_defaults"]
@@ -32,6 +33,7 @@ _FLOATS = {
     "presence-penalty": "presence_penalty",
     "frequency-penalty": "frequency_penalty",
     "dry-multiplier": "dry_multiplier",
+    "dry-base": "dry_base",
     "dynatemp-range": "dynatemp_range",
     "dynatemp-exp": "dynatemp_exponent",
     "mirostat-lr": "mirostat_eta",
@@ -85,22 +87,21 @@ def model_sampling_defaults(
     return replace(defaults, **values)
 
 
-def sampling_defaults(options: Mapping[str, str]) -> SamplingParams:
-    """The sampling settings a request gets when it names none, from normalised options."""
-    values: dict[str, Any] = {
-        field: float(options[name]) for name, field in _FLOATS.items() if name in options
-    }
-    values |= {field: int(options[name]) for name, field in _INTS.items() if name in options}
-    if float(options.get("dry-base", "1.75")) >= 1.0:
-        values["dry_base"] = float(options.get("dry-base", "1.75"))
+def sampling_defaults(options: ModelOptions) -> SamplingParams:
+    """The sampling settings a request gets when it names none: the options given, else the
+    table's defaults (llama-server's)."""
+    values: dict[str, Any] = {field: options.real(name) for name, field in _FLOATS.items()}
+    values |= {field: options.integer(name) for name, field in _INTS.items()}
+    if values["dry_base"] < 1.0:  # as common/arg.cpp: a --dry-base below 1 is ignored
+        values["dry_base"] = ModelOptions().real("dry-base")
     if "dry-sequence-breaker" in options:
         breakers: list[str] = []
-        for breaker in options["dry-sequence-breaker"].split(","):
+        for breaker in options.items("dry-sequence-breaker"):
             breakers = [] if breaker == "none" else [*breakers, breaker]
         values["dry_sequence_breakers"] = tuple(breakers)
-    values["ignore_eos"] = options.get("ignore-eos", "false") == "true"
+    values["ignore_eos"] = options.flag("ignore-eos")
     if "samplers" in options:
-        values["samplers"] = samplers_from_names(options["samplers"].split(";"))
+        values["samplers"] = samplers_from_names(options.word("samplers").split(";"))
     if "sampler-seq" in options:
-        values["samplers"] = samplers_from_chars(options["sampler-seq"])
+        values["samplers"] = samplers_from_chars(options.word("sampler-seq"))
     return SamplingParams(**values)

@@ -7,11 +7,14 @@ load with its reason, which the router shows for the model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from corral.options.model_options import ModelOptions
+
 __all__ = ["SpeculativeSettings", "speculative_settings"]
+
+_SERVER = ModelOptions()  # llama-server's defaults
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,14 +22,14 @@ class SpeculativeSettings:
     types: tuple[str, ...] = ()  # --spec-type, "none" dropped; empty: a draft model if given
     model_draft: Path | None = None
     draft_hf: str | None = None  # org/repo[:TAG] in the hub cache (model_draft: its file)
-    n_max: int = 3  # llama-server's defaults (common/common.h)
-    n_min: int = 0
-    p_min: float = 0.0
-    ctx_size_draft: int = 0  # 0: the target's context size
+    n_max: int = _SERVER.integer("spec-draft-n-max")  # llama-server's (the option table's)
+    n_min: int = _SERVER.integer("spec-draft-n-min")
+    p_min: float = _SERVER.real("spec-draft-p-min")
+    ctx_size_draft: int = _SERVER.integer("ctx-size-draft")  # 0: the target's context size
     n_gpu_layers_draft: int = -1  # -1: every layer, as llama-server's "auto" on one device
     threads_draft: int | None = None  # None: the model's
-    ngram_size_n: int = 12
-    ngram_size_m: int = 48
+    ngram_size_n: int = _SERVER.integer("spec-ngram-simple-size-n")
+    ngram_size_m: int = _SERVER.integer("spec-ngram-simple-size-m")
     synth_len: float | None = None  # synthetic acceptance, for benchmarks (synthetic.py)
     synth_rates: str | None = None  # comma-separated, checked when the model loads
 
@@ -35,27 +38,22 @@ class SpeculativeSettings:
         return bool(self.types) or self.model_draft is not None or self.draft_hf is not None
 
 
-def speculative_settings(options: Mapping[str, str]) -> SpeculativeSettings:
-    """The speculative options among a worker's normalised options."""
-    defaults = SpeculativeSettings()
-
-    def integer(name: str, default: int) -> int:
-        return int(options[name]) if name in options else default
-
-    layers = options.get("spec-draft-ngl", "auto")
-    draft = options.get("model-draft")
+def speculative_settings(options: ModelOptions) -> SpeculativeSettings:
+    """The speculative options among a worker's options (unset: the table's defaults)."""
+    layers = options.word("spec-draft-ngl")
+    draft = options.text("model-draft")
     return SpeculativeSettings(
-        types=tuple(t for t in options.get("spec-type", "").split(",") if t and t != "none"),
+        types=tuple(t for t in options.items("spec-type") if t != "none"),
         model_draft=Path(draft) if draft else None,
-        draft_hf=options.get("spec-draft-hf"),
-        n_max=integer("spec-draft-n-max", defaults.n_max),
-        n_min=integer("spec-draft-n-min", defaults.n_min),
-        p_min=float(options.get("spec-draft-p-min", defaults.p_min)),
-        ctx_size_draft=integer("ctx-size-draft", defaults.ctx_size_draft),
+        draft_hf=options.text("spec-draft-hf"),
+        n_max=options.integer("spec-draft-n-max"),
+        n_min=options.integer("spec-draft-n-min"),
+        p_min=options.real("spec-draft-p-min"),
+        ctx_size_draft=options.integer("ctx-size-draft"),
         n_gpu_layers_draft=-1 if layers in ("auto", "all") else int(layers),
-        threads_draft=integer("spec-draft-threads", 0) or None,
-        ngram_size_n=integer("spec-ngram-simple-size-n", defaults.ngram_size_n),
-        ngram_size_m=integer("spec-ngram-simple-size-m", defaults.ngram_size_m),
-        synth_len=float(options["spec-synth-len"]) if "spec-synth-len" in options else None,
-        synth_rates=options.get("spec-synth-rates"),
+        threads_draft=options.optional_integer("spec-draft-threads"),
+        ngram_size_n=options.integer("spec-ngram-simple-size-n"),
+        ngram_size_m=options.integer("spec-ngram-simple-size-m"),
+        synth_len=options.optional_real("spec-synth-len"),
+        synth_rates=options.text("spec-synth-rates"),
     )

@@ -1,0 +1,36 @@
+"""The option table's defaults and the typed reading of a model's options."""
+
+from __future__ import annotations
+
+import pytest
+
+from corral.options.model_options import ModelOptions
+from corral.options.table import OPTIONS, OptionSpec, normalise_options
+from corral.options.values import normalise_value
+from worker.sampling.params import SamplingParams
+
+
+@pytest.mark.parametrize("spec", [s for s in OPTIONS if s.default is not None], ids=str)
+def test_every_default_is_a_value_its_option_accepts(spec: OptionSpec) -> None:
+    assert spec.default is not None
+    assert normalise_value(spec, spec.default, negated=False) == spec.default
+
+
+def test_an_option_given_beats_its_default_and_one_not_given_is_llama_servers() -> None:
+    options = ModelOptions(normalise_options([("temperature", "0.2")], where="test"))
+    assert options.real("temp") == 0.2
+    assert options.real("top-p") == 0.95  # common/common.h
+    assert options.integer("batch-size") == 2048
+    assert options.flag("mmap") is True
+    assert options.text("pooling") is None  # no default: the model's own
+
+
+def test_reading_an_option_as_another_type_is_refused() -> None:
+    with pytest.raises(TypeError, match="mmap"):
+        ModelOptions().integer("mmap")
+
+
+def test_sampling_defaults_are_the_tables() -> None:
+    # temperature 0.8 is written once, in the table; the request defaults read it there.
+    assert SamplingParams().temperature == ModelOptions().real("temp") == 0.8
+    assert SamplingParams().dry_base == 1.75
