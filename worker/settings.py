@@ -22,6 +22,7 @@ from corral.options.flags import (
     model_options_from,
     other_flags_given,
 )
+from corral.options.kv_layout import KvLayout, kv_layout
 from corral.options.model_options import ModelOptions
 from corral.options.table import OptionError
 from worker.devices.settings import GpuSettings, gpu_settings
@@ -41,7 +42,6 @@ from worker.sampling.server_defaults import sampling_defaults
 from worker.speculative.settings import SpeculativeSettings, speculative_settings
 
 __all__ = [
-    "AUTO_SLOTS",
     "DEFAULT_KV_CACHE_MAX",
     "WorkerSettings",
     "default_kv_cache_dir",
@@ -49,11 +49,10 @@ __all__ = [
     "worker_flags",
 ]
 
-# llama-server's automatic slots (--parallel -1, its default): four, sharing one KV cache.
-AUTO_SLOTS = 4
-
 # Accepted so that presets written for llama-server load, but not acted on yet.
 NOT_YET_SUPPORTED = ("webui",)
+# llama-server's KV layout, for settings built without flags (tests, tools).
+_SERVER_KV = kv_layout(ModelOptions())
 DEFAULT_KV_CACHE_MAX = 4 << 30
 
 
@@ -75,7 +74,7 @@ class WorkerSettings:
     api_keys: tuple[str, ...] = ()
     cors_origins: tuple[str, ...] = ("*",)
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
-    ctx_size: int = 0
+    ctx_size: int = _SERVER_KV.ctx_size
     threads: int = 1
     threads_batch: int | None = None  # prompt (batch) threads; None: as many as --threads
     batch_size: int = 2048
@@ -96,8 +95,8 @@ class WorkerSettings:
     use_mmap: bool = True
     use_mlock: bool = False
     flash_attn: str = "auto"  # on, off or auto
-    parallel: int = 4
-    kv_unified: bool = True  # one KV cache shared by the slots, as llama-server's automatic slots
+    parallel: int = _SERVER_KV.slots
+    kv_unified: bool = _SERVER_KV.unified  # one KV cache shared by the slots
     sleep_idle_seconds: float | None = None  # free the weights after this long without work
     embeddings: bool = False
     pooling: str | None = None  # none, mean, cls, last, rank; None: the model's own
@@ -106,8 +105,8 @@ class WorkerSettings:
     rope: RopeSettings = field(default_factory=RopeSettings)
     check_tensors: bool = False
     kv_overrides: tuple[tuple[str, str, str], ...] = ()  # --override-kv: (key, type, value)
-    cache_type_k: str | None = None
-    cache_type_v: str | None = None
+    cache_type_k: str = _SERVER_KV.type_k
+    cache_type_v: str = _SERVER_KV.type_v
     mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
     mmproj_offload: bool = True
     projector: ProjectorSettings = field(default_factory=ProjectorSettings)
@@ -142,6 +141,13 @@ class WorkerSettings:
     ignored: dict[str, str] = field(default_factory=dict)
     # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
     no_effect_flags: tuple[str, ...] = ()
+
+    @property
+    def kv_layout(self) -> KvLayout:
+        """The KV cache's layout, as the router's memory estimate computes it."""
+        return KvLayout(
+            self.parallel, self.kv_unified, self.ctx_size, self.cache_type_k, self.cache_type_v
+        )
 
 
 def _sleep_after(seconds: int) -> float | None:
@@ -294,10 +300,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
     reranking = opts.flag("reranking")
-    # llama-server's automatic slots (-1, its default) are four sharing one KV cache, whatever
-    # --kv-unified says; a number of slots splits the context between them unless --kv-unified.
-    parallel = opts.integer("parallel")
-    auto_slots = parallel <= 0
+    layout = kv_layout(opts)  # the router's memory estimate reads the same layout
     return WorkerSettings(
         model=model,
         alias=min(names) if names else model.stem,
@@ -332,8 +335,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         use_mmap=opts.flag("mmap"),
         use_mlock=opts.flag("mlock"),
         flash_attn=opts.word("flash-attn"),
-        parallel=AUTO_SLOTS if auto_slots else parallel,
-        kv_unified=auto_slots or opts.flag("kv-unified"),
+        parallel=layout.slots,
+        kv_unified=layout.unified,
         sleep_idle_seconds=_sleep_after(opts.integer("sleep-idle-seconds")),
         embeddings=reranking or opts.flag("embeddings"),
         pooling="rank" if reranking else options.get("pooling"),
@@ -342,8 +345,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         rope=rope,
         check_tensors=opts.flag("check-tensors"),
         kv_overrides=overrides,
-        cache_type_k=opts.word("cache-type-k"),
-        cache_type_v=opts.word("cache-type-v"),
+        cache_type_k=layout.type_k,
+        cache_type_v=layout.type_v,
         mmproj=args.mmproj,
         mmproj_offload=opts.flag("mmproj-offload"),
         projector=projector_settings(options),

@@ -9,7 +9,7 @@ recently used first, until it does. What a model holds is, in order of trust:
 - **measured**: a running worker's resident memory; once a model has run, the most it was seen
   to hold is what it is expected to need the next time;
 - **estimated**: before a model ever ran, the size of its files (weights and projector), its
-  KV cache (from the GGUF header and its ``ctx-size`` and cache types) and a worker process.
+  KV cache (from the GGUF header, laid out as the worker will lay it out) and a worker process.
 
 This is host memory; GPU memory is the device planner's (router/scheduling/device_planner.py).
 A model alone is always allowed to load, even over the budget: otherwise it never could.
@@ -26,6 +26,8 @@ import psutil
 
 from corral.hub.gguf_header import GGUFError, read_gguf_metadata
 from corral.hub.sizes import files_size
+from corral.options.kv_layout import kv_bytes, kv_layout, kv_shape
+from corral.options.model_options import ModelOptions
 from router.catalogue.catalogue import CatalogueEntry
 from router.workers.model_state import ModelState, Status
 
@@ -58,15 +60,11 @@ WORKER_PROCESS_BYTES = 96 << 20
 # A spare worker, everything imported and no model, before it was measured (47 MiB measured,
 # docs/benchmarks.md).
 SPARE_WORKER_BYTES = 64 << 20
-# Bytes per cached value for each --cache-type-k/-v (block formats: bytes per block / 32).
-_CACHE_TYPE_BYTES = {
-    "f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32,
-    "iq4_nl": 18 / 32, "q5_0": 22 / 32, "q5_1": 24 / 32,
-}  # fmt: skip
 
 
 def kv_cache_bytes(entry: CatalogueEntry, ctx: int | None = None) -> int:
-    """The KV cache a model's context takes, from its header; 0 if the header says too little.
+    """The KV cache a model's context takes, laid out as its worker will lay it out
+    (:mod:`corral.options.kv_layout`); 0 if the header says too little.
 
     ``ctx``: for this many tokens instead of its ``ctx-size`` (or trained context when unset).
     """
@@ -74,32 +72,10 @@ def kv_cache_bytes(entry: CatalogueEntry, ctx: int | None = None) -> int:
         meta = read_gguf_metadata(entry.path, stop_at="tokenizer.")
     except (OSError, GGUFError):
         return 0
-    arch = meta.get("general.architecture")
-
-    def number(key: str, default: int = 0) -> int:
-        value = meta.get(f"{arch}.{key}", default)
-        return int(value) if isinstance(value, int | float) else default
-
-    layers, embd, heads = (
-        number("block_count"),
-        number("embedding_length"),
-        number("attention.head_count"),
-    )
-    if not (layers and embd and heads):
+    shape = kv_shape(meta)
+    if shape is None:
         return 0
-    kv_heads = number("attention.head_count_kv", heads)
-    options = dict(entry.options)
-    # As the worker sizes it (worker/engine/model.py): the trained context per KV stream when unset.
-    parallel = int(options.get("parallel", "-1"))
-    unified = parallel <= 0 or options.get("kv-unified") == "true"
-    streams = 1 if unified else parallel
-    if ctx is None:
-        ctx = int(options.get("ctx-size", "0")) or number("context_length") * streams
-    per_key = number("attention.key_length", embd // heads) * kv_heads
-    per_value = number("attention.value_length", embd // heads) * kv_heads
-    key_bytes = _CACHE_TYPE_BYTES.get(options.get("cache-type-k", "f16"), 2.0)
-    value_bytes = _CACHE_TYPE_BYTES.get(options.get("cache-type-v", "f16"), 2.0)
-    return int(layers * ctx * (per_key * key_bytes + per_value * value_bytes))
+    return kv_bytes(shape, kv_layout(ModelOptions.of(entry.options)), ctx)
 
 
 @functools.lru_cache(maxsize=256)

@@ -291,18 +291,15 @@ class LoadedModel:
         if settings.rope_freq_base > 0:
             params.rope_freq_base = settings.rope_freq_base
         set_rope(params, settings.rope)
-        for name, value in (("type_k", settings.cache_type_k), ("type_v", settings.cache_type_v)):
-            if value is not None:
-                setattr(params, name, _GGML_TYPES[value])
+        params.type_k = _GGML_TYPES[settings.cache_type_k]
+        params.type_v = _GGML_TYPES[settings.cache_type_v]
         return params
 
     def _new_context(self, params: Any) -> Any:
         if params.n_ctx == 0:  # no fit ran (--fit off, no GPU, no llama-common)
-            # The trained context for each slot, as llama-server sizes it (common/fit.cpp:
-            # n_ctx_train times the KV streams); a given -c is shared out evenly between the
-            # slots unless they share one unified cache.
-            streams = 1 if self.settings.kv_unified else self.settings.parallel
-            params.n_ctx = self.model.n_ctx_train() * streams
+            # The trained context for each KV stream, as llama-server sizes it (common/fit.cpp)
+            # and as the router's memory estimate counts it (corral/options/kv_layout.py).
+            params.n_ctx = self.settings.kv_layout.n_ctx(self.model.n_ctx_train())
         # llama.cpp narrates context creation on stderr past its log callback; llama-cpp-python
         # silences it the same way. The protocol's private stdout is not affected.
         with suppress_stdout_stderr(disable=False):
