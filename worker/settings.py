@@ -51,9 +51,10 @@ __all__ = [
 
 # Accepted so that presets written for llama-server load, but not acted on yet.
 NOT_YET_SUPPORTED = ("webui",)
-# llama-server's KV layout, for settings built without flags (tests, tools).
-_SERVER_KV = kv_layout(ModelOptions())
-DEFAULT_KV_CACHE_MAX = 4 << 30
+# llama-server's defaults (the option table's), for settings built without flags (tests, tools).
+_SERVER = ModelOptions()
+_SERVER_KV = kv_layout(_SERVER)
+DEFAULT_KV_CACHE_MAX = _SERVER.integer("kv-cache-max")
 
 
 def default_kv_cache_dir(env: Mapping[str, str]) -> Path:
@@ -77,67 +78,78 @@ class WorkerSettings:
     ctx_size: int = _SERVER_KV.ctx_size
     threads: int = 1
     threads_batch: int | None = None  # prompt (batch) threads; None: as many as --threads
-    batch_size: int = 2048
-    ubatch_size: int = 512
+    batch_size: int = _SERVER.integer("batch-size")
+    ubatch_size: int = _SERVER.integer("ubatch-size")
     n_gpu_layers: int = -1  # as llama.cpp's common: -1 auto (the fit may lower it), -2 all
     rpc: tuple[Endpoint, ...] = ()  # RPC servers whose devices take offloaded layers
-    n_predict: int = -1
+    n_predict: int = _SERVER.integer("n-predict")
     sampling: SamplingParams = field(default_factory=SamplingParams)  # --temp, --top-k, …
     # The options given (names): a model file's general.sampling.* fills in the others.
     options_given: frozenset[str] = frozenset()
     chat_template: str | None = None  # --chat-template, or --chat-template-file's text
-    jinja: bool = True
+    jinja: bool = _SERVER.flag("jinja")
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    reasoning: str = "auto"  # on, off or auto: enable_thinking's default (docs/tool-calls.md)
-    reasoning_format: str = "auto"  # none, deepseek, deepseek-legacy or auto (docs/tool-calls.md)
-    reasoning_budget: int = -1  # tokens of thinking; -1: unlimited
-    reasoning_budget_message: str = ""  # written before the forced end tag
-    use_mmap: bool = True
-    use_mlock: bool = False
-    flash_attn: str = "auto"  # on, off or auto
+    # on, off or auto: enable_thinking's default (docs/tool-calls.md)
+    reasoning: str = _SERVER.word("reasoning")
+    # none, deepseek, deepseek-legacy or auto (docs/tool-calls.md)
+    reasoning_format: str = _SERVER.word("reasoning-format")
+    reasoning_budget: int = _SERVER.integer("reasoning-budget")  # tokens of thinking; -1: unlimited
+    # Written before the forced end tag
+    reasoning_budget_message: str = _SERVER.word("reasoning-budget-message")
+    use_mmap: bool = _SERVER.flag("mmap")
+    use_mlock: bool = _SERVER.flag("mlock")
+    flash_attn: str = _SERVER.word("flash-attn")  # on, off or auto
     parallel: int = _SERVER_KV.slots
     kv_unified: bool = _SERVER_KV.unified  # one KV cache shared by the slots
     sleep_idle_seconds: float | None = None  # free the weights after this long without work
-    embeddings: bool = False
+    embeddings: bool = _SERVER.flag("embeddings")
     pooling: str | None = None  # none, mean, cls, last, rank; None: the model's own
-    reranking: bool = False  # implies embeddings and rank pooling, as upstream's --reranking
+    # Implies embeddings and rank pooling, as upstream's --reranking
+    reranking: bool = _SERVER.flag("reranking")
     rope_freq_base: float = 0.0
     rope: RopeSettings = field(default_factory=RopeSettings)
-    check_tensors: bool = False
+    check_tensors: bool = _SERVER.flag("check-tensors")
     kv_overrides: tuple[tuple[str, str, str], ...] = ()  # --override-kv: (key, type, value)
     cache_type_k: str = _SERVER_KV.type_k
     cache_type_v: str = _SERVER_KV.type_v
     mmproj: Path | None = None  # the multimodal projector the router paired (docs/serving.md)
-    mmproj_offload: bool = True
+    mmproj_offload: bool = _SERVER.flag("mmproj-offload")
     projector: ProjectorSettings = field(default_factory=ProjectorSettings)
-    endpoint_slots: bool = True  # GET /slots; --no-slots answers 501, as upstream
+    endpoint_slots: bool = _SERVER.flag("slots")  # GET /slots; --no-slots answers 501, as upstream
     slot_save_path: Path | None = None  # POST /slots/{id}: no path, no save/restore (501)
     media_path: Path | None = None  # file:// media come from here; none: file:// refused (400)
-    cache_ram_mib: int = 8192  # copies of slot caches in host memory; -1: no cap, 0: none
-    cache_idle_slots: bool = True  # with a unified cache, idle slots' caches go to those copies
-    kv_persist: bool = (
-        True  # save slot caches on a graceful stop or sleep (worker/cache/kv_store.py)
-    )
+    # Copies of slot caches in host memory; -1: no cap, 0: none
+    cache_ram_mib: int = _SERVER.integer("cache-ram")
+    # With a unified cache, idle slots' caches go to those copies
+    cache_idle_slots: bool = _SERVER.flag("cache-idle-slots")
+    # Save slot caches on a graceful stop or sleep (worker/cache/kv_store.py).
+    kv_persist: bool = _SERVER.flag("kv-persist")
     kv_cache_dir: Path = Path("kv-cache")
-    kv_cache_max: int = DEFAULT_KV_CACHE_MAX
+    kv_cache_max: int = _SERVER.integer("kv-cache-max")
     lora: tuple[tuple[str, float], ...] = ()  # adapter files and their scales, ids in order
-    lora_init_without_apply: bool = False
+    lora_init_without_apply: bool = _SERVER.flag("lora-init-without-apply")
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
     gpu: GpuSettings = field(default_factory=GpuSettings)
-    metrics: bool = False  # /metrics answers 501 without it, as llama-server's --metrics
-    context_shift: bool = False
-    verbose: bool = False  # answers carry __verbose unless the request says otherwise
-    keep: int = 0  # prompt tokens a context shift keeps; -1: all
+    # /metrics answers 501 without it, as llama-server's --metrics
+    metrics: bool = _SERVER.flag("metrics")
+    context_shift: bool = _SERVER.flag("context-shift")
+    # Answers carry __verbose unless the request says otherwise
+    verbose: bool = _SERVER.flag("verbose")
+    keep: int = _SERVER.integer("keep")  # prompt tokens a context shift keeps; -1: all
     # Defaults of requests that give none (--grammar[-file], --json-schema[-file], -r): GBNF
     # text, a JSON Schema as JSON text, a stop string.
     grammar: str | None = None
     json_schema: str | None = None
     reverse_prompt: str | None = None
     ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
-    sse_ping_interval: float = 30.0  # seconds of silence before an SSE ping; <= 0: never
-    cache_prompt: bool = True  # requests that do not say reuse the slot's cached prompt
-    prefill_assistant: bool = True  # a last assistant message is continued, unasked
-    embd_normalize: int = 2  # how pooled embeddings are normalised; -1: not (Euclidean: 2)
+    # Seconds of silence before an SSE ping; <= 0: never
+    sse_ping_interval: float = _SERVER.real("sse-ping-interval")
+    # Requests that do not say reuse the slot's cached prompt
+    cache_prompt: bool = _SERVER.flag("cache-prompt")
+    # A last assistant message is continued, unasked
+    prefill_assistant: bool = _SERVER.flag("prefill-assistant")
+    # How pooled embeddings are normalised; -1: not (Euclidean: 2)
+    embd_normalize: int = _SERVER.integer("embd-normalize")
     ignored: dict[str, str] = field(default_factory=dict)
     # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
     no_effect_flags: tuple[str, ...] = ()
@@ -363,7 +375,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         lora=_lora_files(options),
         lora_init_without_apply=opts.flag("lora-init-without-apply"),
         speculative=speculative_settings(opts),
-        gpu=gpu_settings(options),
+        gpu=gpu_settings(opts),
         metrics=opts.flag("metrics"),
         context_shift=opts.flag("context-shift"),
         verbose=opts.flag("verbose"),

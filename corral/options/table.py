@@ -348,7 +348,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     # GPU (issue 26): llama-server's device flags, spelled as its common/arg.cpp spells them.
     OptionSpec("device", "list", spellings=("dev", "LLAMA_ARG_DEVICE")),
     OptionSpec("fit", "on-off", spellings=("LLAMA_ARG_FIT",), default="on"),
-    OptionSpec("fit-target", "numbers", spellings=("fitt", "LLAMA_ARG_FIT_TARGET")),
+    OptionSpec("fit-target", "numbers", spellings=("fitt", "LLAMA_ARG_FIT_TARGET"), default="1024"),
     OptionSpec(
         "fit-ctx",
         "int",

@@ -19,6 +19,7 @@ from corral.hub.companions import is_companion
 from corral.hub.mmproj import best_mmproj
 from corral.hub.names import canonical_tag
 from corral.hub.shards import is_first_shard, shard_paths, split_gguf_name
+from corral.options.model_options import ModelOptions
 from corral.options.table import OptionError, normalise_options, option_spec, render_worker_args
 from router.catalogue.draft_models import DraftError, absolute_draft, cached_draft
 from router.catalogue.presets import PresetFile, PresetSection, load_preset_file, render_ini
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 Source = Literal["models_dir", "cache", "preset"]
-DEFAULT_STOP_TIMEOUT = 10.0
+DEFAULT_STOP_TIMEOUT = ModelOptions().real("stop-timeout")  # llama-server's, from the table
 # Options that name a file or a model; from the router command line they belong to the
 # single-model invocation (``-m``), and under ``[*]`` they would give every model one file/name.
 _IDENTITY_KEYS = frozenset({"model", "mmproj", "hf-repo", "hf-file", "alias"})
@@ -270,7 +271,7 @@ def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
     worker_options = tuple(
         sorted((key, value) for key, value in options.items() if option_spec(key).role == "worker")
     )
-    ttl, memory = options.get("ttl"), options.get("memory")
+    given = ModelOptions(options)
     return CatalogueEntry(
         name=model.name,
         path=model.path,
@@ -278,16 +279,14 @@ def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
         aliases=_comma_list(options.get("alias"), exclude=model.name),
         tags=_comma_list(options.get("tags")),
         options=worker_options,
-        load_on_startup=model.load_on_startup or options.get("load-on-startup") == "true",
-        stop_timeout=float(options.get("stop-timeout", DEFAULT_STOP_TIMEOUT)),
-        ttl=float(ttl) if ttl is not None else None,
-        pin=options.get("pin") == "true",
-        memory=int(memory) if memory is not None else None,
+        load_on_startup=model.load_on_startup or given.flag("load-on-startup"),
+        stop_timeout=given.real("stop-timeout"),
+        ttl=given.optional_real("ttl"),
+        pin=given.flag("pin"),
+        memory=given.optional_integer("memory"),
         tools=_tool_set(options.get("tools")),
         # ``no-mmproj`` turns off pairing with a found projector; a named one is still used.
-        mmproj=model.mmproj
-        if options.get("mmproj-auto") != "false" or "mmproj" in model.options
-        else None,
+        mmproj=model.mmproj if given.flag("mmproj-auto") or "mmproj" in model.options else None,
     )
 
 
@@ -375,7 +374,7 @@ def _build(
     for name, model in models.items():
         options = cached_draft({**defaults, **model.options, **cli}, cached, f"model '{name}'")
         entries[name] = _entry(model, options)
-        if model.source == "preset" and options.get("dedup-cache-models") == "true":
+        if model.source == "preset" and ModelOptions(options).flag("dedup-cache-models"):
             # As upstream: the draft's cache entry is hidden too.
             dedup_paths.add(model.path.resolve())
             if "model-draft" in options:

@@ -6,31 +6,32 @@ Parsing never fails here: the option table has checked every value, and what a b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
+
+from corral.options.model_options import ModelOptions
 
 __all__ = ["DEFAULT_FIT_TARGET_MIB", "GpuSettings", "gpu_settings"]
 
-# llama-server's defaults (common/common.h: fit_params_target, fit_params_min_ctx).
-DEFAULT_FIT_TARGET_MIB = 1024
-_DEFAULT_FIT_CTX = 4096
+_SERVER = ModelOptions()  # llama-server's defaults (common/common.h), from the option table
+# fit_params_target: what the fit leaves free on each device.
+DEFAULT_FIT_TARGET_MIB = int(_SERVER.items("fit-target")[0])
 
 
 @dataclass(frozen=True, slots=True)
 class GpuSettings:
     devices: tuple[str, ...] | None = None  # --device; None: every GPU; ("none",): no offload
-    fit: bool = True  # --fit on|off
+    fit: bool = _SERVER.flag("fit")  # --fit on|off
     fit_target_mib: tuple[int, ...] = (DEFAULT_FIT_TARGET_MIB,)  # one value: every device
-    fit_ctx: int = _DEFAULT_FIT_CTX  # --fit-ctx: the smallest context the fit may choose
-    split_mode: str = "layer"  # none, layer, row or tensor
+    fit_ctx: int = _SERVER.integer("fit-ctx")  # --fit-ctx: the smallest context the fit may choose
+    split_mode: str = _SERVER.word("split-mode")  # none, layer, row or tensor
     tensor_split: tuple[float, ...] = ()  # proportions per device; empty: llama.cpp's own
-    main_gpu: int = 0
+    main_gpu: int = _SERVER.integer("main-gpu")
     override_tensor: tuple[str, ...] = ()  # PATTERN=BUFFER_TYPE
-    cpu_moe: bool = False
-    n_cpu_moe: int = 0
-    n_cpu_ffn: int = 0
-    kv_offload: bool = True
-    op_offload: bool = True
+    cpu_moe: bool = _SERVER.flag("cpu-moe")
+    n_cpu_moe: int = _SERVER.integer("n-cpu-moe")
+    n_cpu_ffn: int = _SERVER.integer("n-cpu-ffn")
+    kv_offload: bool = _SERVER.flag("kv-offload")
+    op_offload: bool = _SERVER.flag("op-offload")
     draft_devices: tuple[str, ...] | None = None  # --spec-draft-device; None: as --device
 
     def for_draft(self) -> GpuSettings:
@@ -46,27 +47,25 @@ class GpuSettings:
         )
 
 
-def _items(value: str | None) -> tuple[str, ...] | None:
-    return None if value is None else tuple(item for item in value.split(",") if item)
+def _items(options: ModelOptions, name: str) -> tuple[str, ...] | None:
+    return options.items(name) if name in options else None
 
 
-def gpu_settings(options: Mapping[str, str]) -> GpuSettings:
-    """The GPU options among a worker's normalised options."""
-    defaults = GpuSettings()
+def gpu_settings(options: ModelOptions) -> GpuSettings:
+    """The GPU options among a worker's options (unset: the table's defaults)."""
     return GpuSettings(
-        devices=_items(options.get("device")),
-        fit=options.get("fit", "on") == "on",
-        fit_target_mib=tuple(int(float(mib)) for mib in _items(options.get("fit-target")) or ())
-        or defaults.fit_target_mib,
-        fit_ctx=int(options.get("fit-ctx", defaults.fit_ctx)),
-        split_mode=options.get("split-mode", defaults.split_mode),
-        tensor_split=tuple(float(share) for share in _items(options.get("tensor-split")) or ()),
-        main_gpu=int(options.get("main-gpu", defaults.main_gpu)),
-        override_tensor=_items(options.get("override-tensor")) or (),
-        cpu_moe=options.get("cpu-moe", "false") == "true",
-        n_cpu_moe=int(options.get("n-cpu-moe", 0)),
-        n_cpu_ffn=int(options.get("n-cpu-ffn", 0)),
-        kv_offload=options.get("kv-offload", "true") == "true",
-        op_offload=options.get("op-offload", "true") == "true",
-        draft_devices=_items(options.get("spec-draft-device")),
+        devices=_items(options, "device"),
+        fit=options.flag("fit"),
+        fit_target_mib=tuple(int(float(mib)) for mib in options.items("fit-target")),
+        fit_ctx=options.integer("fit-ctx"),
+        split_mode=options.word("split-mode"),
+        tensor_split=tuple(float(share) for share in options.items("tensor-split")),
+        main_gpu=options.integer("main-gpu"),
+        override_tensor=options.items("override-tensor"),
+        cpu_moe=options.flag("cpu-moe"),
+        n_cpu_moe=options.integer("n-cpu-moe"),
+        n_cpu_ffn=options.integer("n-cpu-ffn"),
+        kv_offload=options.flag("kv-offload"),
+        op_offload=options.flag("op-offload"),
+        draft_devices=_items(options, "spec-draft-device"),
     )
