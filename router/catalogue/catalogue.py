@@ -20,7 +20,7 @@ from corral.hub.mmproj import best_mmproj
 from corral.hub.names import canonical_tag
 from corral.hub.shards import is_first_shard, shard_paths, split_gguf_name
 from corral.options.model_options import ModelOptions
-from corral.options.table import OptionError, normalise_options, option_spec, render_worker_args
+from corral.options.table import OptionError, normalise_options, option_spec
 from router.catalogue.draft_models import DraftError, absolute_draft, cached_draft
 from router.catalogue.presets import PresetFile, PresetSection, load_preset_file, render_ini
 
@@ -90,16 +90,21 @@ class CatalogueEntry:
 
     def files(self) -> list[Path]:
         """Every file the model loads: its shards, then its projector and its draft model."""
-        draft = dict(self.options).get("model-draft")
+        draft = self.model_options.text("model-draft")
         return [
             *shard_paths(self.path),
             *([self.mmproj] if self.mmproj is not None else []),
             *([Path(draft)] if draft is not None else []),
         ]
 
+    @property
+    def model_options(self) -> ModelOptions:
+        """The worker options, typed, unset ones at llama-server's defaults."""
+        return ModelOptions.of(self.options)
+
     def worker_args(self) -> list[str]:
         """The options as worker flags, e.g. ``["--ctx-size", "2048", "--no-mmap"]``."""
-        return render_worker_args(self.options)
+        return self.model_options.worker_args()
 
 
 class Catalogue:

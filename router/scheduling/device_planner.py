@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import structlog
 
 from corral.hub.sizes import files_size
+from corral.options.model_options import ModelOptions
 from router.catalogue.catalogue import CatalogueEntry
 from router.workers.devices import Device, DeviceInventory
 from router.workers.memory_budget import kv_cache_bytes
@@ -46,8 +47,9 @@ __all__ = [
 
 _log = structlog.get_logger("corral.placement")
 MIB = 1 << 20
-DEFAULT_FIT_TARGET_MIB = 1024  # llama.cpp's --fit-target default (common/arg.cpp)
-DEFAULT_FIT_CTX = 4096  # llama.cpp's --fit-ctx default
+# llama.cpp's --fit-target and --fit-ctx defaults (common/arg.cpp), from the option table.
+DEFAULT_FIT_TARGET_MIB = int(ModelOptions().items("fit-target")[0])
+DEFAULT_FIT_CTX = ModelOptions().integer("fit-ctx")
 
 # What a model takes on the GPUs at a context (None: its own), before it was ever measured.
 Estimate = Callable[[CatalogueEntry, int | None], int]
@@ -105,10 +107,7 @@ def _pinned(entry: CatalogueEntry, devices: Iterable[str]) -> tuple[str, ...]:
 
 def _margins(entry: CatalogueEntry) -> tuple[int, ...]:
     """The MiB a model's fit keeps free per device: its ``fit-target``, else llama.cpp's 1024."""
-    value = _option(entry, "fit-target") or ""
-    return tuple(int(float(item)) for item in value.split(",") if item.strip()) or (
-        DEFAULT_FIT_TARGET_MIB,
-    )
+    return tuple(int(float(item)) for item in entry.model_options.items("fit-target"))
 
 
 def _margin(margins: Sequence[int], index: int) -> int:
@@ -142,7 +141,8 @@ class DevicePlanner:
     def admit(self, state: ModelState) -> int:
         """Bytes it must find free to load: with its context left to llama.cpp's fit (``ctx-size``
         unset, fit on), what it needs at ``--fit-ctx``; the fit shrinks it to what it is given."""
-        if _option(state.entry, "ctx-size") is not None or _option(state.entry, "fit") == "off":
+        options = state.entry.model_options
+        if "ctx-size" in options or not options.flag("fit"):
             return self.need(state)
         return min(self.need(state), self.least_need(state.entry))
 
@@ -150,7 +150,7 @@ class DevicePlanner:
         """What it takes at ``--fit-ctx`` (its own context if it set one)."""
         if _option(entry, "ctx-size") is not None:
             return self._estimate(entry, None)
-        return self._estimate(entry, int(_option(entry, "fit-ctx") or DEFAULT_FIT_CTX))
+        return self._estimate(entry, entry.model_options.integer("fit-ctx"))
 
     def in_use(self, state: ModelState) -> dict[str, int]:
         """Bytes per GPU a running model's worker holds now: as the driver counts its process

@@ -27,7 +27,6 @@ import psutil
 from corral.hub.gguf_header import GGUFError, read_gguf_metadata
 from corral.hub.sizes import files_size
 from corral.options.kv_layout import kv_bytes, kv_layout, kv_shape
-from corral.options.model_options import ModelOptions
 from router.catalogue.catalogue import CatalogueEntry
 from router.workers.model_state import ModelState, Status
 
@@ -75,7 +74,7 @@ def kv_cache_bytes(entry: CatalogueEntry, ctx: int | None = None) -> int:
     shape = kv_shape(meta)
     if shape is None:
         return 0
-    return kv_bytes(shape, kv_layout(ModelOptions.of(entry.options)), ctx)
+    return kv_bytes(shape, kv_layout(entry.model_options), ctx)
 
 
 @functools.lru_cache(maxsize=256)
