@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from corral.options.model_options import ModelOptions
 from corral.options.table import OptionError
 from corral.options.text_files import json_object, text_or_file
 
@@ -32,7 +33,7 @@ class ProjectorSettings:
     ``--mtmd-batch-max-tokens``; None leaves libmtmd's default (the model's own, for images)."""
 
     device: str | None = None  # a device name (``CPU``, ``CUDA0``); "none": the CPU
-    warmup: bool = True
+    warmup: bool = ModelOptions().flag("warmup")
     image_min_tokens: int | None = None
     image_max_tokens: int | None = None
     batch_max_tokens: int | None = None
@@ -63,18 +64,16 @@ def default_constraint(options: dict[str, str]) -> tuple[str | None, str | None]
     return grammar, schema
 
 
-def rope_settings(options: dict[str, str]) -> RopeSettings:
-    def real(name: str) -> float | None:
-        return float(options[name]) if name in options else None
-
+def rope_settings(options: ModelOptions) -> RopeSettings:
+    real = options.optional_real
     if "rope-scale" in options and "rope-freq-scale" in options:
         raise OptionError("give --rope-scale or --rope-freq-scale, not both")
     scale = real("rope-scale")
     return RopeSettings(
-        scaling=options.get("rope-scaling"),
+        scaling=options.text("rope-scaling"),
         # As llama-server: expanding the context N times is a frequency scale of 1/N.
         freq_scale=1.0 / scale if scale is not None else real("rope-freq-scale"),
-        yarn_orig_ctx=int(options["yarn-orig-ctx"]) if "yarn-orig-ctx" in options else None,
+        yarn_orig_ctx=options.optional_integer("yarn-orig-ctx"),
         yarn_ext_factor=real("yarn-ext-factor"),
         yarn_attn_factor=real("yarn-attn-factor"),
         yarn_beta_slow=real("yarn-beta-slow"),
@@ -82,13 +81,11 @@ def rope_settings(options: dict[str, str]) -> RopeSettings:
     )
 
 
-def projector_settings(options: dict[str, str]) -> ProjectorSettings:
-    def count(name: str) -> int | None:
-        return int(options[name]) if name in options else None
-
+def projector_settings(options: ModelOptions) -> ProjectorSettings:
+    count = options.optional_integer
     return ProjectorSettings(
-        device=options.get("mmproj-device"),
-        warmup=options.get("warmup", "true") == "true",
+        device=options.text("mmproj-device"),
+        warmup=options.flag("warmup"),
         image_min_tokens=count("image-min-tokens"),
         image_max_tokens=count("image-max-tokens"),
         batch_max_tokens=count("mtmd-batch-max-tokens"),

@@ -167,10 +167,14 @@ def _sleep_after(seconds: int) -> float | None:
     return None if seconds == -1 else float(seconds)
 
 
-def _chat_template(options: dict[str, str], parser: argparse.ArgumentParser) -> str | None:
-    path = options.get("chat-template-file")
+def _path(value: str | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+def _chat_template(options: ModelOptions, parser: argparse.ArgumentParser) -> str | None:
+    path = options.text("chat-template-file")
     if path is None:
-        return options.get("chat-template")
+        return options.text("chat-template")
     try:
         return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -209,14 +213,12 @@ def _preserve_default(preserve: str | None) -> dict[str, Any]:
     return {} if preserve is None else {"preserve_reasoning": preserve == "true"}
 
 
-def _lora_files(options: dict[str, str]) -> tuple[tuple[str, float], ...]:
+def _lora_files(options: ModelOptions) -> tuple[tuple[str, float], ...]:
     # The option table has checked both lists; --lora's adapters come first, at scale 1.
-    plain = [(path, 1.0) for path in options["lora"].split(",")] if "lora" in options else []
+    plain = [(path, 1.0) for path in options.items("lora")]
     scaled = [
         (path, float(scale))
-        for path, _, scale in (
-            item.rpartition(":") for item in options.get("lora-scaled", "").split(",") if item
-        )
+        for path, _, scale in (item.rpartition(":") for item in options.items("lora-scaled"))
     ]
     return (*plain, *scaled)
 
@@ -291,28 +293,27 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
     parser = _parser()
     args = parser.parse_args(argv)
     # A worker reads only its flags: the router renders every option explicitly.
-    options = model_options_from(args, parser, env={})
-    opts = ModelOptions(options)
+    options = ModelOptions(model_options_from(args, parser, env={}))
     model: Path = args.model
     try:
-        grammar, json_schema = default_constraint(options)
-        rope, ui = rope_settings(options), ui_settings(options)
-        overrides = kv_overrides(options)
+        grammar, json_schema = default_constraint(options.given)
+        rope, ui = rope_settings(options), ui_settings(options.given)
+        overrides = kv_overrides(options.given)
     except OptionError as exc:
         parser.error(str(exc))
     names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
 
-    slot_save_path = Path(options["slot-save-path"]) if "slot-save-path" in options else None
+    slot_save_path = _path(options.text("slot-save-path"))
     if slot_save_path is not None and not slot_save_path.is_dir():
         parser.error(f"--slot-save-path: not a directory: {slot_save_path}")
-    media_path = Path(options["media-path"]) if "media-path" in options else None
+    media_path = _path(options.text("media-path"))
     if media_path is not None and not media_path.is_dir():
         parser.error(f"--media-path: not a directory: {media_path}")
-    rpc = _rpc(options.get("rpc"), parser)
+    rpc = _rpc(options.text("rpc"), parser)
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
-    reranking = opts.flag("reranking")
-    layout = kv_layout(opts)  # the router's memory estimate reads the same layout
+    reranking = options.flag("reranking")
+    layout = kv_layout(options)  # the router's memory estimate reads the same layout
     return WorkerSettings(
         model=model,
         alias=min(names) if names else model.stem,
@@ -322,72 +323,72 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         cors_origins=_comma_list(args.cors_origins),
         host=args.host,
         port=args.port,
-        ctx_size=opts.integer("ctx-size"),
-        threads=_threads(options.get("threads")),
-        threads_batch=_threads(options["threads-batch"]) if "threads-batch" in options else None,
-        batch_size=opts.integer("batch-size"),
-        ubatch_size=opts.integer("ubatch-size"),
-        n_gpu_layers=_gpu_layers(opts.word("n-gpu-layers")),
+        ctx_size=options.integer("ctx-size"),
+        threads=_threads(options.text("threads")),
+        threads_batch=_threads(options.text("threads-batch"))
+        if "threads-batch" in options
+        else None,
+        batch_size=options.integer("batch-size"),
+        ubatch_size=options.integer("ubatch-size"),
+        n_gpu_layers=_gpu_layers(options.word("n-gpu-layers")),
         rpc=rpc,
-        n_predict=opts.integer("n-predict"),
-        sampling=sampling_defaults(opts),
-        options_given=frozenset(options),
+        n_predict=options.integer("n-predict"),
+        sampling=sampling_defaults(options),
+        options_given=frozenset(options.given),
         chat_template=_chat_template(options, parser),
-        jinja=opts.flag("jinja"),
+        jinja=options.flag("jinja"),
         chat_template_kwargs=_thinking_default(
-            opts.word("reasoning"),
-            _effort_default(options.get("reasoning-effort"))
-            | _preserve_default(options.get("reasoning-preserve"))
-            | _template_kwargs(options.get("chat-template-kwargs"), parser),
+            options.word("reasoning"),
+            _effort_default(options.text("reasoning-effort"))
+            | _preserve_default(options.text("reasoning-preserve"))
+            | _template_kwargs(options.text("chat-template-kwargs"), parser),
         ),
-        reasoning=opts.word("reasoning"),
-        reasoning_format=opts.word("reasoning-format"),
-        reasoning_budget=opts.integer("reasoning-budget"),
-        reasoning_budget_message=opts.word("reasoning-budget-message"),
-        use_mmap=opts.flag("mmap"),
-        use_mlock=opts.flag("mlock"),
-        flash_attn=opts.word("flash-attn"),
+        reasoning=options.word("reasoning"),
+        reasoning_format=options.word("reasoning-format"),
+        reasoning_budget=options.integer("reasoning-budget"),
+        reasoning_budget_message=options.word("reasoning-budget-message"),
+        use_mmap=options.flag("mmap"),
+        use_mlock=options.flag("mlock"),
+        flash_attn=options.word("flash-attn"),
         parallel=layout.slots,
         kv_unified=layout.unified,
-        sleep_idle_seconds=_sleep_after(opts.integer("sleep-idle-seconds")),
-        embeddings=reranking or opts.flag("embeddings"),
-        pooling="rank" if reranking else options.get("pooling"),
+        sleep_idle_seconds=_sleep_after(options.integer("sleep-idle-seconds")),
+        embeddings=reranking or options.flag("embeddings"),
+        pooling="rank" if reranking else options.text("pooling"),
         reranking=reranking,
-        rope_freq_base=opts.optional_real("rope-freq-base") or 0.0,
+        rope_freq_base=options.optional_real("rope-freq-base") or 0.0,
         rope=rope,
-        check_tensors=opts.flag("check-tensors"),
+        check_tensors=options.flag("check-tensors"),
         kv_overrides=overrides,
         cache_type_k=layout.type_k,
         cache_type_v=layout.type_v,
         mmproj=args.mmproj,
-        mmproj_offload=opts.flag("mmproj-offload"),
+        mmproj_offload=options.flag("mmproj-offload"),
         projector=projector_settings(options),
-        endpoint_slots=opts.flag("slots"),
+        endpoint_slots=options.flag("slots"),
         slot_save_path=slot_save_path,
         media_path=media_path,
-        cache_ram_mib=opts.integer("cache-ram"),
-        cache_idle_slots=opts.flag("cache-idle-slots"),
-        kv_persist=opts.flag("kv-persist"),
-        kv_cache_dir=Path(options["kv-cache-dir"])
-        if "kv-cache-dir" in options
-        else default_kv_cache_dir(os.environ),
-        kv_cache_max=opts.integer("kv-cache-max"),
+        cache_ram_mib=options.integer("cache-ram"),
+        cache_idle_slots=options.flag("cache-idle-slots"),
+        kv_persist=options.flag("kv-persist"),
+        kv_cache_dir=_path(options.text("kv-cache-dir")) or default_kv_cache_dir(os.environ),
+        kv_cache_max=options.integer("kv-cache-max"),
         lora=_lora_files(options),
-        lora_init_without_apply=opts.flag("lora-init-without-apply"),
-        speculative=speculative_settings(opts),
-        gpu=gpu_settings(opts),
-        metrics=opts.flag("metrics"),
-        context_shift=opts.flag("context-shift"),
-        verbose=opts.flag("verbose"),
-        keep=opts.integer("keep"),
+        lora_init_without_apply=options.flag("lora-init-without-apply"),
+        speculative=speculative_settings(options),
+        gpu=gpu_settings(options),
+        metrics=options.flag("metrics"),
+        context_shift=options.flag("context-shift"),
+        verbose=options.flag("verbose"),
+        keep=options.integer("keep"),
         grammar=grammar,
         json_schema=json_schema,
-        reverse_prompt=options.get("reverse-prompt"),
+        reverse_prompt=options.text("reverse-prompt"),
         ui_settings=ui,
-        sse_ping_interval=opts.real("sse-ping-interval"),
-        embd_normalize=opts.integer("embd-normalize"),
-        cache_prompt=opts.flag("cache-prompt"),
-        prefill_assistant=opts.flag("prefill-assistant"),
-        ignored={name: options[name] for name in NOT_YET_SUPPORTED if name in options},
+        sse_ping_interval=options.real("sse-ping-interval"),
+        embd_normalize=options.integer("embd-normalize"),
+        cache_prompt=options.flag("cache-prompt"),
+        prefill_assistant=options.flag("prefill-assistant"),
+        ignored={n: options.given[n] for n in NOT_YET_SUPPORTED if n in options},
         no_effect_flags=other_flags_given(args),
     )
