@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from worker.settings import parse_worker_args
+from worker.settings import WorkerSettings, parse_worker_args
 
 
 @pytest.mark.parametrize("flag", ["--reranking", "--rerank"])
@@ -225,3 +226,15 @@ def test_a_draft_model_takes_its_own_devices_and_none_of_the_models_overrides() 
     assert parse_worker_args(["-m", "m.gguf", "-dev", "CUDA0"]).gpu.for_draft().devices == (
         "CUDA0",
     )
+
+
+def test_settings_given_no_flags_are_the_settings_built_without_any() -> None:
+    # Both read llama-server's defaults from the option table, so no field keeps a default of
+    # its own that the flags' parser does not know (or the other way round).
+    parsed = parse_worker_args(["--model", "m.gguf"])
+    built = WorkerSettings(model=Path("m.gguf"), alias="m")
+    # Decided at parse time from the host, not defaults: the CPU count, the cache folder.
+    host = {"threads", "kv_cache_dir"}
+    for field in fields(WorkerSettings):
+        if field.name not in host:
+            assert getattr(parsed, field.name) == getattr(built, field.name), field.name
