@@ -4,10 +4,10 @@
     .venv/bin/python scripts/gen_config_docs.py --check   # exit 1 if it is out of date
 
 Flags come from the real argparse parsers (``corral serve``, ``python -m worker``, ``corral
-pull/ls/rm/ps``), preset keys and per-model flags from ``router.catalogue.presets.OPTIONS``, worker
-defaults from ``parse_worker_args``. Only the one-line descriptions are written here, keyed by
-the parser's ``dest`` or the option's name: a flag or key without one stops the script, so a new
-option cannot reach the code without reaching the reference (tests/docs checks both).
+pull/ls/rm/ps``), preset keys, per-model flags and their defaults (llama-server's) from the
+option table. Only the one-line descriptions are written here, keyed by the parser's ``dest`` or
+the option's name: a flag or key without one stops the script, so a new option cannot reach the
+code without reaching the reference (tests/docs checks both).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.cli.serve_flags import serve_parser as _serve_parser
 from router.cli.shortcuts import SHORTCUT_DEST, SHORTCUTS
 from worker.rpc.server import rpc_server_parser
-from worker.settings import NOT_YET_SUPPORTED, WorkerSettings, parse_worker_args
+from worker.settings import NOT_YET_SUPPORTED, parse_worker_args
 
 __all__ = [
     "ENVIRONMENT",
@@ -70,136 +70,6 @@ WORKER_FLAG_HELP: dict[str, str] = {
     "MiB), as llama-server's `--list-devices`, then exit",
 }
 
-# Per-model option → the WorkerSettings field its default is read from.
-_WORKER_FIELDS: dict[str, str] = {
-    "ctx-size": "ctx_size",
-    "threads": "threads",
-    "batch-size": "batch_size",
-    "ubatch-size": "ubatch_size",
-    "n-gpu-layers": "n_gpu_layers",
-    "rpc": "rpc",
-    "n-predict": "n_predict",
-    "parallel": "parallel",
-    "kv-unified": "kv_unified",
-    "temp": "sampling.temperature",
-    "seed": "sampling.seed",
-    # Sampling (issue 27): the request defaults in WorkerSettings.sampling.
-    "top-k": "sampling.top_k",
-    "top-p": "sampling.top_p",
-    "min-p": "sampling.min_p",
-    "typical": "sampling.typical_p",
-    "top-nsigma": "sampling.top_n_sigma",
-    "xtc-probability": "sampling.xtc_probability",
-    "xtc-threshold": "sampling.xtc_threshold",
-    "repeat-last-n": "sampling.repeat_last_n",
-    "repeat-penalty": "sampling.repeat_penalty",
-    "presence-penalty": "sampling.presence_penalty",
-    "frequency-penalty": "sampling.frequency_penalty",
-    "dry-multiplier": "sampling.dry_multiplier",
-    "dry-base": "sampling.dry_base",
-    "dry-allowed-length": "sampling.dry_allowed_length",
-    "dry-penalty-last-n": "sampling.dry_penalty_last_n",
-    "dry-sequence-breaker": "sampling.dry_sequence_breakers",
-    "dynatemp-range": "sampling.dynatemp_range",
-    "dynatemp-exp": "sampling.dynatemp_exponent",
-    "mirostat": "sampling.mirostat",
-    "mirostat-lr": "sampling.mirostat_eta",
-    "mirostat-ent": "sampling.mirostat_tau",
-    "adaptive-target": "sampling.adaptive_target",
-    "adaptive-decay": "sampling.adaptive_decay",
-    "samplers": "sampling.samplers",
-    "sampler-seq": "sampling.samplers",
-    "ignore-eos": "sampling.ignore_eos",
-    "chat-template": "chat_template",
-    "chat-template-file": "chat_template",
-    "chat-template-kwargs": "chat_template_kwargs",
-    "jinja": "jinja",
-    "reasoning": "reasoning",
-    "reasoning-format": "reasoning_format",
-    "reasoning-budget": "reasoning_budget",
-    "reasoning-budget-message": "reasoning_budget_message",
-    "mmap": "use_mmap",
-    "mlock": "use_mlock",
-    "flash-attn": "flash_attn",
-    "cache-type-k": "cache_type_k",
-    "cache-type-v": "cache_type_v",
-    "rope-freq-base": "rope_freq_base",
-    "sleep-idle-seconds": "sleep_idle_seconds",
-    "embeddings": "embeddings",
-    "pooling": "pooling",
-    "reranking": "reranking",
-    "mmproj-offload": "mmproj_offload",
-    "slots": "endpoint_slots",
-    "slot-save-path": "slot_save_path",
-    "media-path": "media_path",
-    "cache-ram": "cache_ram_mib",
-    "cache-idle-slots": "cache_idle_slots",
-    "kv-persist": "kv_persist",
-    "lora": "lora",
-    "lora-scaled": "lora",
-    "lora-init-without-apply": "lora_init_without_apply",
-    "model-draft": "speculative.model_draft",
-    "spec-draft-hf": "speculative.draft_hf",
-    "spec-type": "speculative.types",
-    "spec-draft-n-max": "speculative.n_max",
-    "spec-draft-n-min": "speculative.n_min",
-    "spec-draft-p-min": "speculative.p_min",
-    "ctx-size-draft": "speculative.ctx_size_draft",
-    "spec-draft-ngl": "speculative.n_gpu_layers_draft",
-    "spec-draft-threads": "speculative.threads_draft",
-    "spec-ngram-simple-size-n": "speculative.ngram_size_n",
-    "spec-synth-len": "speculative.synth_len",
-    "spec-synth-rates": "speculative.synth_rates",
-    "spec-ngram-simple-size-m": "speculative.ngram_size_m",
-    "metrics": "metrics",
-    "context-shift": "context_shift",
-    "verbose": "verbose",
-    "keep": "keep",
-    # GPU (issue 26)
-    "device": "gpu.devices",
-    "fit": "gpu.fit",
-    "fit-target": "gpu.fit_target_mib",
-    "fit-ctx": "gpu.fit_ctx",
-    "split-mode": "gpu.split_mode",
-    "tensor-split": "gpu.tensor_split",
-    "main-gpu": "gpu.main_gpu",
-    "override-tensor": "gpu.override_tensor",
-    "cpu-moe": "gpu.cpu_moe",
-    "n-cpu-moe": "gpu.n_cpu_moe",
-    "n-cpu-ffn": "gpu.n_cpu_ffn",
-    "kv-offload": "gpu.kv_offload",
-    "op-offload": "gpu.op_offload",
-    "spec-draft-device": "gpu.draft_devices",
-    "grammar": "grammar",
-    "grammar-file": "grammar",
-    "json-schema": "json_schema",
-    "json-schema-file": "json_schema",
-    "reverse-prompt": "reverse_prompt",
-    "sse-ping-interval": "sse_ping_interval",
-    "embd-normalize": "embd_normalize",
-    "mmproj-device": "projector.device",
-    "rope-scaling": "rope.scaling",
-    "rope-scale": "rope.freq_scale",
-    "rope-freq-scale": "rope.freq_scale",
-    "yarn-orig-ctx": "rope.yarn_orig_ctx",
-    "yarn-ext-factor": "rope.yarn_ext_factor",
-    "yarn-attn-factor": "rope.yarn_attn_factor",
-    "yarn-beta-slow": "rope.yarn_beta_slow",
-    "yarn-beta-fast": "rope.yarn_beta_fast",
-    "check-tensors": "check_tensors",
-    "override-kv": "kv_overrides",
-    "cache-prompt": "cache_prompt",
-    "prefill-assistant": "prefill_assistant",
-    "threads-batch": "threads_batch",
-    "reasoning-effort": "chat_template_kwargs",
-    "reasoning-preserve": "chat_template_kwargs",
-    "warmup": "projector.warmup",
-    "image-min-tokens": "projector.image_min_tokens",
-    "image-max-tokens": "projector.image_max_tokens",
-    "mtmd-batch-max-tokens": "projector.batch_max_tokens",
-    "ui-config": "ui_settings",
-    "ui-config-file": "ui_settings",
-}
 # Defaults that depend on the machine, or read better as written than as the worker holds them.
 _WRITTEN_DEFAULTS = {
     "kv-cache-dir": "`$XDG_CACHE_HOME/corral/kv` (else `~/.cache/corral/kv`)",
@@ -215,6 +85,8 @@ _WRITTEN_DEFAULTS = {
 # Defaults the worker works out when it starts (they depend on the machine or the model).
 _DEFAULT_MEANS = {
     "ctx-size": "`0` (the trained context)",
+    "ctx-size-draft": "the model's",
+    "sleep-idle-seconds": "never",
     "threads": "the physical cores",
     "parallel": "`-1` (auto: 4 slots)",
     "kv-unified": "off; on with auto slots",
@@ -222,12 +94,13 @@ _DEFAULT_MEANS = {
     "fit-target": "`1024`",
     "tensor-split": "llama.cpp's (by free memory)",
 }
+_LISTS = ("list", "scaled-list", "numbers", "choices")
 _NONE_MEANS = {
     "chat-template": "the GGUF's",
     "chat-template-file": "the GGUF's",
-    "cache-type-k": "f16",
-    "cache-type-v": "f16",
-    "sleep-idle-seconds": "never",
+    "rope-freq-base": "the model's",
+    **dict.fromkeys(("chat-template-kwargs", "ui-config", "ui-config-file"), "`{}`"),
+    "spec-type": "`draft-simple` with a draft model, else none",
     "pooling": "the model's",
     "slot-save-path": "none (slot actions answer 501)",
     "media-path": "none (`file://` media answer 400)",
@@ -605,35 +478,19 @@ def _values(spec: OptionSpec) -> str:
     return f"{words}{bound}{extra}"
 
 
-def _worker_default(spec: OptionSpec, settings: WorkerSettings) -> str:
+def _worker_default(spec: OptionSpec) -> str:
+    """The option's default as the table holds it (llama-server's), or what unset means."""
     if spec.name in NOT_YET_SUPPORTED:
         return "—"
     if spec.name in _WRITTEN_DEFAULTS:
         return _WRITTEN_DEFAULTS[spec.name]
-    if spec.name not in _WORKER_FIELDS:
-        _die(f"per-model option '{spec.name}' has no WorkerSettings field in _WORKER_FIELDS")
     if spec.name in _DEFAULT_MEANS:
         return _DEFAULT_MEANS[spec.name]
-    value: object = settings
-    for field in _WORKER_FIELDS[spec.name].split("."):  # speculative.n_max: a nested setting
-        value = getattr(value, field)
-    if value is None:
-        return _NONE_MEANS.get(spec.name, "—")
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if spec.name == "spec-type" and value == ():
-        return "`draft-simple` with a draft model, else none"
-    if spec.name == "ctx-size-draft" and value == 0:
-        return "the model's"
-    if spec.name == "spec-draft-ngl" and value == -1:
-        return "`auto`"
-    if value == ():
-        return "none"
-    if spec.name == "rope-freq-base" and value == 0:
-        return "the model's"
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return f"`{value}`"
+    if spec.default is None:
+        return _NONE_MEANS.get(spec.name, "none" if spec.kind in _LISTS else "—")
+    if spec.kind in ("bool", "on-off"):
+        return "on" if spec.default in ("true", "on") else "off"
+    return f"`{spec.default}`"
 
 
 def _env_of(spec: OptionSpec) -> str | None:
@@ -641,7 +498,6 @@ def _env_of(spec: OptionSpec) -> str | None:
 
 
 def _model_options_section() -> list[str]:
-    settings = parse_worker_args(["--model", "model.gguf"])
     rows = []
     for spec in WORKER_OPTIONS:
         flags, negatives = _spellings(spec)
@@ -655,7 +511,7 @@ def _model_options_section() -> list[str]:
                 text,
                 f"`{env}`" if env else "—",
                 _values(spec),
-                _worker_default(spec, settings),
+                _worker_default(spec),
                 MODEL_OPTION_HELP[spec.name],
             ]
         )
