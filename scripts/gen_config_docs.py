@@ -175,6 +175,7 @@ _WORKER_FIELDS: dict[str, str] = {
     "json-schema": "json_schema",
     "json-schema-file": "json_schema",
     "reverse-prompt": "reverse_prompt",
+    "logit-bias": "sampling.logit_bias",
     "sse-ping-interval": "sse_ping_interval",
     "embd-normalize": "embd_normalize",
     "mmproj-device": "projector.device",
@@ -211,6 +212,7 @@ _WRITTEN_DEFAULTS = {
     "reasoning-effort": "`default` (the template's)",
     "reasoning-preserve": "on",
     "threads-batch": "as `threads`",
+    "logit-bias": "none",
 }
 # Defaults the worker works out when it starts (they depend on the machine or the model).
 _DEFAULT_MEANS = {
@@ -595,10 +597,13 @@ def _values(spec: OptionSpec) -> str:
             "spec-draft-device": "device names",
             "override-tensor": "`PATTERN=TYPE` items",
             "dry-sequence-breaker": "strings",
+            "logit-bias": "`TOKEN_ID(+/-)BIAS` items",
         }
         return f"{items.get(spec.name, 'files')}, comma-separated"
     if spec.kind == "scaled-list":
         return "`FILE:SCALE` items, comma-separated"
+    if spec.kind == "strings":
+        return "text, repeatable (in a preset: one, or a JSON array of them)"
     words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
     bound = {"any": "", "non_negative": " ≥ 0", "positive": " > 0"}[spec.bound]
     extra = f" or {_code(spec.literals)}" if spec.literals else ""

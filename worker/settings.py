@@ -22,7 +22,7 @@ from corral.options.flags import (
     model_options_from,
     other_flags_given,
 )
-from corral.options.table import OptionError
+from corral.options.table import string_items
 from worker.devices.settings import GpuSettings, gpu_settings
 from worker.host.cpu_threads import default_threads
 from worker.model_settings import (
@@ -129,10 +129,10 @@ class WorkerSettings:
     verbose: bool = False  # answers carry __verbose unless the request says otherwise
     keep: int = 0  # prompt tokens a context shift keeps; -1: all
     # Defaults of requests that give none (--grammar[-file], --json-schema[-file], -r): GBNF
-    # text, a JSON Schema as JSON text, a stop string.
+    # text, a JSON Schema as JSON text, stop strings.
     grammar: str | None = None
     json_schema: str | None = None
-    reverse_prompt: str | None = None
+    reverse_prompt: tuple[str, ...] = ()
     ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
     sse_ping_interval: float = 30.0  # seconds of silence before an SSE ping; <= 0: never
     cache_prompt: bool = True  # requests that do not say reuse the slot's cached prompt
@@ -278,7 +278,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         grammar, json_schema = default_constraint(options)
         rope, ui = rope_settings(options), ui_settings(options)
         overrides = kv_overrides(options)
-    except OptionError as exc:
+        sampling = sampling_defaults(options)
+    except ValueError as exc:  # an OptionError or a malformed --logit-bias
         parser.error(str(exc))
     names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
 
@@ -316,7 +317,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         n_gpu_layers=_gpu_layers(options.get("n-gpu-layers", "auto")),
         rpc=rpc,
         n_predict=int(number("n-predict", -1)),
-        sampling=sampling_defaults(options),
+        sampling=sampling,
         options_given=frozenset(options),
         chat_template=_chat_template(options, parser),
         jinja=options.get("jinja", "true") == "true",
@@ -368,7 +369,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         keep=int(number("keep", 0)),
         grammar=grammar,
         json_schema=json_schema,
-        reverse_prompt=options.get("reverse-prompt"),
+        reverse_prompt=tuple(string_items(options["reverse-prompt"]))
+        if "reverse-prompt" in options
+        else (),
         ui_settings=ui,
         sse_ping_interval=number("sse-ping-interval", 30),
         embd_normalize=int(number("embd-normalize", 2)),

@@ -197,8 +197,10 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "grammar-file": "`grammar`, read from this file",
     "json-schema": "JSON Schema (as JSON text) every such answer follows, instead of `grammar`",
     "json-schema-file": "`json-schema`, read from this file",
-    "reverse-prompt": "stop string of every request that gives no `stop` of its own (one; "
-    "given twice, the last)",
+    "reverse-prompt": "stop string of every request that gives no `stop` of its own; "
+    "repeatable, each kept, as llama-server",
+    "logit-bias": "`TOKEN_ID(+/-)BIAS`, repeatable: biases of every request that gives no "
+    "`logit_bias` of its own (a request's replace them, as llama-server's)",
     "ui-config": "settings for the Web UI as a JSON object, answered as `/props`'s "
     "`ui_settings` (the router's and the model's)",
     "ui-config-file": "`ui-config`, read from this file",

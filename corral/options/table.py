@@ -18,6 +18,7 @@ from corral.options.values import (
     normalise_value,
     parse_bool,
     parse_size,
+    string_items,
 )
 from corral.suggest import did_you_mean
 
@@ -32,6 +33,7 @@ __all__ = [
     "parse_bool",
     "parse_size",
     "render_worker_args",
+    "string_items",
 ]
 
 _IGNORED_KEYS = frozenset({"version"})  # reserved by upstream for future use
@@ -319,7 +321,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("grammar-file", "str"),
     OptionSpec("json-schema", "str", spellings=("j",)),
     OptionSpec("json-schema-file", "str", spellings=("jf",)),
-    OptionSpec("reverse-prompt", "str", spellings=("r",)),
+    # Repeatable, as llama-server: every -r a stop string, every -l TOKEN_ID(+/-)BIAS a bias.
+    OptionSpec("reverse-prompt", "strings", spellings=("r",)),
+    OptionSpec("logit-bias", "list", spellings=("l",)),
     # The projector (libmtmd): its device, warm-up and image token bounds; "none" is the CPU.
     OptionSpec("mmproj-device", "str", spellings=("mmdev",)),
     OptionSpec("warmup", "bool", negatives=("no-warmup",)),
@@ -449,7 +453,9 @@ def render_worker_args(options: Iterable[tuple[str, str]]) -> list[str]:
         spec = _BY_NAME[name]
         if spec.role != "worker":
             continue
-        if spec.kind != "bool":
+        if spec.kind == "strings":  # one flag per string, so that each stays whole
+            args += [arg for item in string_items(value) for arg in (f"--{name}", item)]
+        elif spec.kind != "bool":
             args += [f"--{name}", value]
         elif value == "true":
             args.append(f"--{name}")

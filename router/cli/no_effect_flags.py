@@ -124,7 +124,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-min-hits",), 1),
     (("--spec-default",), 0),
     (("--numa",), 1),
-    (("-l", "--logit-bias"), 1),
 )
 _NOT_YET = "not implemented yet"
 _THREADS = "CPU affinity, priority and polling: llama-cpp-python's API sets none of them"
@@ -186,7 +185,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--spec-default": "its `ngram-mod` speculative decoding does not run here "
     "(docs/serving.md, speculative decoding)",
     "--numa": "NUMA placement: " + _NOT_YET,
-    "-l": "a server-wide logit bias: " + _NOT_YET + " (a request's own `logit_bias` works)",
 }
 _DEST = "no_effect_flags"
 # llama-server's variable of each flag, by every spelling.

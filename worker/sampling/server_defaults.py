@@ -3,8 +3,9 @@
 Every request starts from these (llama-server's ``params_base.sampling``), and ``/props``
 shows them. The flags' names and quirks are common/arg.cpp's: a ``--dry-base`` below 1 is
 ignored, ``--dry-sequence-breaker none`` clears the breakers, ``--samplers`` is a ``;`` list of
-names and ``--sampler-seq`` a string of letters. A model file can carry its own defaults
-(``general.sampling.*``), which count where no flag was given, as llama.cpp's
+names, ``--sampler-seq`` a string of letters and ``-l/--logit-bias`` ``TOKEN_ID(+/-)BIAS``
+(repeatable; the biases of one token add up, as upstream's list of them). A model file can carry
+its own defaults (``general.sampling.*``), which count where no flag was given, as llama.cpp's
 ``common_init_sampler_from_model``.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from worker.sampling.params import SamplingParams, samplers_from_chars, samplers_from_names
 
-__all__ = ["model_sampling_defaults", "sampling_defaults"]
+__all__ = ["model_sampling_defaults", "parse_server_logit_bias", "sampling_defaults"]
 
 # Option name → SamplingParams field, for the plain numbers.
 _FLOATS = {
@@ -64,6 +65,8 @@ _MODEL_KEYS = {
     "mirostat_tau": ("mirostat-ent", "mirostat_tau", False),
     "mirostat_eta": ("mirostat-lr", "mirostat_eta", False),
 }
+# common/arg.cpp reads `ss >> key >> sign` then std::stof of the rest: an integer, a sign, a float.
+_SERVER_BIAS = re.compile(r"\s*([-+]?\d+)\s*([-+])(.+)")
 _LEADING_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -85,6 +88,21 @@ def model_sampling_defaults(
     return replace(defaults, **values)
 
 
+def parse_server_logit_bias(text: str) -> dict[int, float]:
+    """``--logit-bias`` entries (comma-separated once normalised) as token id → bias;
+    ``ValueError`` names an entry llama-server would refuse too."""
+    biases: dict[int, float] = {}
+    for entry in text.split(","):
+        match = _SERVER_BIAS.fullmatch(entry)
+        number = _LEADING_NUMBER.match(match.group(3)) if match else None
+        if match is None or number is None:
+            raise ValueError(f"--logit-bias: expected TOKEN_ID(+/-)BIAS, got '{entry}'")
+        token, sign = int(match.group(1)), match.group(2)
+        bias = float(number.group(0)) * (-1.0 if sign == "-" else 1.0)
+        biases[token] = biases.get(token, 0.0) + bias
+    return biases
+
+
 def sampling_defaults(options: Mapping[str, str]) -> SamplingParams:
     """The sampling settings a request gets when it names none, from normalised options."""
     values: dict[str, Any] = {
@@ -103,4 +121,6 @@ def sampling_defaults(options: Mapping[str, str]) -> SamplingParams:
         values["samplers"] = samplers_from_names(options["samplers"].split(";"))
     if "sampler-seq" in options:
         values["samplers"] = samplers_from_chars(options["sampler-seq"])
+    if "logit-bias" in options:
+        values["logit_bias"] = parse_server_logit_bias(options["logit-bias"])
     return SamplingParams(**values)
