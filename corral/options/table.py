@@ -287,6 +287,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("spec-synth-len", "float", spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",)),
     OptionSpec("spec-synth-rates", "str", spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",)),
     OptionSpec("spec-ngram-simple-size-m", "int", bound="positive"),
+    # --spec-type ngram-mod's settings (issue 29); at most 1024 each, checked at load.
+    OptionSpec("spec-ngram-mod-n-match", "int", bound="positive"),
+    OptionSpec("spec-ngram-mod-n-max", "int", bound="non_negative"),
+    OptionSpec("spec-ngram-mod-n-min", "int", bound="non_negative"),
     # GPU (issue 26): llama-server's device flags, spelled as its common/arg.cpp spells them.
     OptionSpec("device", "list", spellings=("dev", "LLAMA_ARG_DEVICE")),
     OptionSpec("fit", "on-off", spellings=("LLAMA_ARG_FIT",)),

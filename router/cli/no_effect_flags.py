@@ -59,9 +59,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-map-k4v-size-n",), 1),
     (("--spec-ngram-map-k4v-size-m",), 1),
     (("--spec-ngram-map-k4v-min-hits",), 1),
-    (("--spec-ngram-mod-n-min",), 1),
-    (("--spec-ngram-mod-n-max",), 1),
-    (("--spec-ngram-mod-n-match",), 1),
     # llama-server flags (issue 29); why each has no effect is in NO_EFFECT_REASONS.
     (("--completion-bash",), 0),
     (("-C", "--cpu-mask"), 1),
@@ -182,8 +179,8 @@ NO_EFFECT_REASONS: dict[str, str] = {
         ("--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits"),
         "older names of the `--spec-ngram-*` settings",
     ),
-    "--spec-default": "its `ngram-mod` speculative decoding does not run here "
-    "(docs/serving.md, speculative decoding)",
+    "--spec-default": "not applied yet: `--spec-type ngram-mod` runs what it would (its "
+    "settings are `ngram-mod`'s defaults; docs/serving.md, speculative decoding)",
     "--numa": "NUMA placement: " + _NOT_YET,
 }
 _DEST = "no_effect_flags"

@@ -27,6 +27,9 @@ class SpeculativeSettings:
     threads_draft: int | None = None  # None: the model's
     ngram_size_n: int = 12
     ngram_size_m: int = 48
+    mod_n_match: int = 24  # ngram-mod: tokens hashed, most and fewest tokens guessed
+    mod_n_max: int = 64
+    mod_n_min: int = 48
     synth_len: float | None = None  # synthetic acceptance, for benchmarks (synthetic.py)
     synth_rates: str | None = None  # comma-separated, checked when the model loads
 
@@ -56,6 +59,9 @@ def speculative_settings(options: Mapping[str, str]) -> SpeculativeSettings:
         threads_draft=integer("spec-draft-threads", 0) or None,
         ngram_size_n=integer("spec-ngram-simple-size-n", defaults.ngram_size_n),
         ngram_size_m=integer("spec-ngram-simple-size-m", defaults.ngram_size_m),
+        mod_n_match=integer("spec-ngram-mod-n-match", defaults.mod_n_match),
+        mod_n_max=integer("spec-ngram-mod-n-max", defaults.mod_n_max),
+        mod_n_min=integer("spec-ngram-mod-n-min", defaults.mod_n_min),
         synth_len=float(options["spec-synth-len"]) if "spec-synth-len" in options else None,
         synth_rates=options.get("spec-synth-rates"),
     )

@@ -5,10 +5,12 @@ the guesses in the same ``llama_decode`` as every other slot, samples each posit
 keeps the guesses up to the first one its own sampler disagrees with. So the tokens are those
 plain decoding gives: a guess only ever saves the decode that would have produced it.
 
-Types, as llama-server's ``--spec-type`` names them: ``draft-simple`` (a draft model) and
-``ngram-simple`` (prompt lookup). Several may be listed; the first that has a guess for a slot
-wins. The others llama-server knows need model heads or caches llama-cpp-python cannot run, and
-are refused when the model loads.
+Types, as llama-server's ``--spec-type`` names them: ``draft-simple`` (a draft model),
+``ngram-simple`` (prompt lookup) and ``ngram-mod`` (a hashed n-gram table shared by the slots).
+Several may be listed; the first that has a guess for a slot wins, and only it hears how many of
+its guesses were kept. The others llama-server knows are refused when the model loads: the
+``draft-*`` ones need model heads llama-cpp-python cannot run, and the other ``ngram-*`` ones
+are not implemented yet.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from worker.devices.settings import GpuSettings
 from worker.host.llama_bindings import llama_cpp
 from worker.speculative.draft_model import DraftModel, DraftRequest
 from worker.speculative.ngram import ngram_draft
+from worker.speculative.ngram_mod import NgramMod
 from worker.speculative.settings import SpeculativeSettings
 from worker.speculative.synthetic import synthetic_chances
 
 __all__ = ["RUNNABLE_TYPES", "DraftRequest", "Speculator"]
 
-RUNNABLE_TYPES = ("draft-simple", "ngram-simple")
+RUNNABLE_TYPES = ("draft-simple", "ngram-simple", "ngram-mod")
+_MOD_LIMIT = 1024
 
 
 def fitted_draft(settings: SpeculativeSettings) -> Path | None:
@@ -77,6 +81,12 @@ class Speculator:
         self._vocab = vocab
         self._synthetic = synthetic
         self._rngs = [random.Random() for _ in range(n_seq)]
+        self._mod = (
+            NgramMod(settings.mod_n_match, settings.mod_n_max, settings.mod_n_min, n_seq)
+            if "ngram-mod" in self._types
+            else None
+        )
+        self._drafted_by: list[str | None] = [None] * n_seq  # the type of each slot's last draft
 
     @classmethod
     def load(
@@ -99,19 +109,27 @@ class Speculator:
         if refused:
             raise ValueError(
                 f"--spec-type {refused[0]} is not supported here: Corral runs "
-                f"{' and '.join(RUNNABLE_TYPES)} (llama-cpp-python cannot run the model heads "
-                "and caches the other types need)"
+                f"{', '.join(RUNNABLE_TYPES)} (llama-cpp-python cannot run the model heads "
+                "the draft-* types need; the other ngram-* types are not implemented yet)"
             )
         if settings.n_min > settings.n_max:
             raise ValueError(
                 f"--spec-draft-n-min ({settings.n_min}) is above --spec-draft-n-max "
                 f"({settings.n_max})"
             )
+        for name, value in (
+            ("n-match", settings.mod_n_match),
+            ("n-max", settings.mod_n_max),
+            ("n-min", settings.mod_n_min),
+        ):
+            if value > _MOD_LIMIT:  # llama-server's bound
+                raise ValueError(f"--spec-ngram-mod-{name} must be at most {_MOD_LIMIT}")
         if settings.p_min > 1.0:
             raise ValueError(f"--spec-draft-p-min must be at most 1, got {settings.p_min}")
         longest = max(
             settings.n_max if "draft-simple" in types else 0,
             settings.ngram_size_m if "ngram-simple" in types else 0,
+            settings.mod_n_max if "ngram-mod" in types else 0,
         )
         synthetic = synthetic_chances(settings.synth_len, _rates(settings.synth_rates), longest)
         draft_model = None
@@ -138,9 +156,18 @@ class Speculator:
         if self._draft_model is not None:
             self._draft_model.close()
 
-    def begin(self, seq: int, seed: int) -> None:
-        """A new request in slot ``seq``: synthetic acceptance draws from its seed, as upstream."""
+    def begin(self, seq: int, seed: int, prompt: Sequence[int]) -> None:
+        """A new request in slot ``seq``: synthetic acceptance draws from its seed, as upstream,
+        and ``ngram-mod`` learns its prompt."""
         self._rngs[seq].seed(seed if seed >= 0 else None)
+        self._drafted_by[seq] = None
+        if self._mod is not None:
+            self._mod.begin(seq, prompt)
+
+    def accepted(self, seq: int, count: int) -> None:
+        """``count`` of slot ``seq``'s guesses were kept, told to the type that guessed them."""
+        if self._drafted_by[seq] == "ngram-mod" and self._mod is not None:
+            self._mod.accepted(seq, count)
 
     def keeps(self, seq: int, position: int, guess: int, sampled: int) -> bool:
         """Whether the guess at ``position`` stands, the model having sampled ``sampled`` there:
@@ -165,8 +192,14 @@ class Speculator:
                         r.history, r.last, settings.ngram_size_n, settings.ngram_size_m
                     )
                     drafts[r.seq] = guess[: r.limit]
+            elif kind == "ngram-mod" and self._mod is not None:
+                for r in waiting:
+                    drafts[r.seq] = self._mod.draft(r.seq, r.history, r.last)[: r.limit]
             elif self._draft_model is not None:
                 found = self._draft_model.draft(waiting, n_max=settings.n_max, p_min=settings.p_min)
                 for seq, guess in found.items():
                     drafts[seq] = guess if len(guess) >= settings.n_min else []
+            for r in waiting:
+                if drafts[r.seq]:
+                    self._drafted_by[r.seq] = kind
         return drafts

@@ -173,6 +173,18 @@ def test_prompt_lookup_guesses_from_the_history(models_dir: Path, plain: dict[st
     assert answer["timings"]["draft_n_accepted"] > 0
 
 
+def test_ngram_mod_guesses_from_its_hashed_table(models_dir: Path, plain: dict[str, str]) -> None:
+    # Short n-grams, so that the tiny model's repetitions are found within 48 tokens.
+    mod = ("--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", "2")
+    with worker(models_dir / "alpha.gguf", *mod, "--spec-ngram-mod-n-min", "1") as child:
+        answer = _complete(child.url, PROMPTS[0])
+        again = _complete(child.url, PROMPTS[0])
+    assert answer["content"] == again["content"] == plain[PROMPTS[0]]
+    assert answer["timings"]["draft_n_accepted"] > 0
+    # The table outlives the request: the same answer again is guessed from the start.
+    assert again["timings"]["draft_n_accepted"] > answer["timings"]["draft_n_accepted"]
+
+
 def _failed_load(model: Path, *args: str) -> str:
     """Start a worker that must fail to load; its log."""
     command = [sys.executable, "-m", "worker", "--model", str(model), "--ctx-size", "256", *args]
@@ -210,6 +222,10 @@ def test_a_draft_with_another_vocabulary_fails_the_load(
             "--spec-draft-n-min (5) is above --spec-draft-n-max (4)",
         ),
         (("--spec-draft-p-min", "1.5", "-md", "x.gguf"), "--spec-draft-p-min must be at most 1"),
+        (
+            ("--spec-type", "ngram-mod", "--spec-ngram-mod-n-max", "1025"),
+            "--spec-ngram-mod-n-max must be at most 1024",
+        ),
         (
             ("--spec-type", "ngram-simple", "--spec-synth-rates", "0.5"),
             "--spec-synth-rates must have 48 values, got 1",
