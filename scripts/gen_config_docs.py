@@ -215,6 +215,9 @@ _WRITTEN_DEFAULTS = {
     "reasoning-effort": "`default` (the template's)",
     "reasoning-preserve": "on",
     "threads-batch": "as `threads`",
+    **dict.fromkeys(("spec-ngram-map-k-size-n", "spec-ngram-map-k4v-size-n"), "`12`"),
+    **dict.fromkeys(("spec-ngram-map-k-size-m", "spec-ngram-map-k4v-size-m"), "`48`"),
+    **dict.fromkeys(("spec-ngram-map-k-min-hits", "spec-ngram-map-k4v-min-hits"), "`1`"),
     "logit-bias": "none",
 }
 # Defaults the worker works out when it starts (they depend on the machine or the model).

@@ -148,8 +148,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "spec-draft-hf": "draft model from the hub cache, `org/repo[:TAG]` (must be downloaded "
     "already)",
     "spec-type": "speculative decoding types, comma-separated: `draft-simple` (a draft model, "
-    "the default when one is given), `ngram-simple` (prompt lookup) and `ngram-mod` run; the "
-    "others llama-server names fail the load",
+    "the default when one is given), `ngram-simple` (prompt lookup), `ngram-map-k`, "
+    "`ngram-map-k4v` and `ngram-mod` run; the others llama-server names fail the load",
     "spec-draft-n-max": "most tokens guessed per step",
     "spec-draft-n-min": "fewest tokens a draft model's guess may have to be tried",
     "spec-draft-p-min": "a draft model guesses only while its top candidate's probability is "
@@ -164,6 +164,14 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "rates per position (one per `spec-draft-n-max`, not increasing)",
     "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
     "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
+    "spec-ngram-map-k-size-n": "`ngram-map-k`: tokens looked up in the history (1-1024)",
+    "spec-ngram-map-k-size-m": "`ngram-map-k`: most tokens guessed from a match (1-1024)",
+    "spec-ngram-map-k-min-hits": "read by llama-server for `ngram-map-k` too, which guesses "
+    "by key only and never looks at it",
+    "spec-ngram-map-k4v-size-n": "`ngram-map-k4v`: tokens looked up in the history (1-1024)",
+    "spec-ngram-map-k4v-size-m": "`ngram-map-k4v`: tokens of each m-gram counted and guessed "
+    "(1-1024)",
+    "spec-ngram-map-k4v-min-hits": "`ngram-map-k4v`: times a key must be seen before it guesses",
     "spec-ngram-mod-n-match": "`ngram-mod`: tokens hashed to look up the next one (0-1024)",
     "spec-ngram-mod-n-max": "`ngram-mod`: most tokens guessed (0-1024)",
     "spec-ngram-mod-n-min": "`ngram-mod`: fewest tokens guessed; a shorter guess is dropped "

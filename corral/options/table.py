@@ -291,6 +291,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("spec-ngram-mod-n-match", "int", bound="positive"),
     OptionSpec("spec-ngram-mod-n-max", "int", bound="non_negative"),
     OptionSpec("spec-ngram-mod-n-min", "int", bound="non_negative"),
+    # --spec-type ngram-map-k and ngram-map-k4v's settings (issue 29); sizes at most 1024.
+    OptionSpec("spec-ngram-map-k-size-n", "int", bound="positive"),
+    OptionSpec("spec-ngram-map-k-size-m", "int", bound="positive"),
+    OptionSpec("spec-ngram-map-k-min-hits", "int", bound="positive"),
+    OptionSpec("spec-ngram-map-k4v-size-n", "int", bound="positive"),
+    OptionSpec("spec-ngram-map-k4v-size-m", "int", bound="positive"),
+    OptionSpec("spec-ngram-map-k4v-min-hits", "int", bound="positive"),
     # GPU (issue 26): llama-server's device flags, spelled as its common/arg.cpp spells them.
     OptionSpec("device", "list", spellings=("dev", "LLAMA_ARG_DEVICE")),
     OptionSpec("fit", "on-off", spellings=("LLAMA_ARG_FIT",)),

@@ -53,12 +53,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-draft-backend-sampling",), 0),
     (("--no-spec-draft-backend-sampling",), 0),
     (("--spec-ngram-simple-min-hits",), 1),
-    (("--spec-ngram-map-k-size-n",), 1),
-    (("--spec-ngram-map-k-size-m",), 1),
-    (("--spec-ngram-map-k-min-hits",), 1),
-    (("--spec-ngram-map-k4v-size-n",), 1),
-    (("--spec-ngram-map-k4v-size-m",), 1),
-    (("--spec-ngram-map-k4v-min-hits",), 1),
     # llama-server flags (issue 29); why each has no effect is in NO_EFFECT_REASONS.
     (("--completion-bash",), 0),
     (("-C", "--cpu-mask"), 1),

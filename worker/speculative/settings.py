@@ -30,12 +30,26 @@ class SpeculativeSettings:
     mod_n_match: int = 24  # ngram-mod: tokens hashed, most and fewest tokens guessed
     mod_n_max: int = 64
     mod_n_min: int = 48
+    # ngram-map-k and ngram-map-k4v: (size_n, size_m, min_hits) each, llama-server's defaults.
+    map_k: tuple[int, int, int] = (12, 48, 1)
+    map_k4v: tuple[int, int, int] = (12, 48, 1)
     synth_len: float | None = None  # synthetic acceptance, for benchmarks (synthetic.py)
     synth_rates: str | None = None  # comma-separated, checked when the model loads
 
     @property
     def enabled(self) -> bool:
         return bool(self.types) or self.model_draft is not None or self.draft_hf is not None
+
+
+def _map_settings(
+    options: Mapping[str, str], kind: str, defaults: tuple[int, int, int]
+) -> tuple[int, int, int]:
+    names = (f"spec-ngram-map-{kind}-{name}" for name in ("size-n", "size-m", "min-hits"))
+    size_n, size_m, min_hits = (
+        int(options[name]) if name in options else default
+        for name, default in zip(names, defaults, strict=True)
+    )
+    return size_n, size_m, min_hits
 
 
 def speculative_settings(options: Mapping[str, str]) -> SpeculativeSettings:
@@ -62,6 +76,8 @@ def speculative_settings(options: Mapping[str, str]) -> SpeculativeSettings:
         mod_n_match=integer("spec-ngram-mod-n-match", defaults.mod_n_match),
         mod_n_max=integer("spec-ngram-mod-n-max", defaults.mod_n_max),
         mod_n_min=integer("spec-ngram-mod-n-min", defaults.mod_n_min),
+        map_k=_map_settings(options, "k", defaults.map_k),
+        map_k4v=_map_settings(options, "k4v", defaults.map_k4v),
         synth_len=float(options["spec-synth-len"]) if "spec-synth-len" in options else None,
         synth_rates=options.get("spec-synth-rates"),
     )

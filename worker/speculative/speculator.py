@@ -6,11 +6,12 @@ keeps the guesses up to the first one its own sampler disagrees with. So the tok
 plain decoding gives: a guess only ever saves the decode that would have produced it.
 
 Types, as llama-server's ``--spec-type`` names them: ``draft-simple`` (a draft model),
-``ngram-simple`` (prompt lookup) and ``ngram-mod`` (a hashed n-gram table shared by the slots).
+``ngram-simple`` (prompt lookup), ``ngram-map-k`` and ``ngram-map-k4v`` (n-gram maps, one per
+slot) and ``ngram-mod`` (a hashed n-gram table shared by the slots).
 Several may be listed; the first that has a guess for a slot wins, and only it hears how many of
 its guesses were kept. The others llama-server knows are refused when the model loads: the
-``draft-*`` ones need model heads llama-cpp-python cannot run, and the other ``ngram-*`` ones
-are not implemented yet.
+``draft-*`` ones need model heads llama-cpp-python cannot run, and ``ngram-cache`` is not
+implemented yet.
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from worker.devices.settings import GpuSettings
 from worker.host.llama_bindings import llama_cpp
 from worker.speculative.draft_model import DraftModel, DraftRequest
 from worker.speculative.ngram import ngram_draft
+from worker.speculative.ngram_map import NgramMap
 from worker.speculative.ngram_mod import NgramMod
 from worker.speculative.settings import SpeculativeSettings
 from worker.speculative.synthetic import synthetic_chances
 
 __all__ = ["RUNNABLE_TYPES", "DraftRequest", "Speculator"]
 
-RUNNABLE_TYPES = ("draft-simple", "ngram-simple", "ngram-mod")
-_MOD_LIMIT = 1024
+RUNNABLE_TYPES = ("draft-simple", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod")
+_MAPS = {"ngram-map-k": True, "ngram-map-k4v": False}  # type → whether it guesses by key only
+_SIZE_LIMIT = 1024
 
 
 def fitted_draft(settings: SpeculativeSettings) -> Path | None:
@@ -86,6 +89,14 @@ class Speculator:
             if "ngram-mod" in self._types
             else None
         )
+        self._maps = {
+            kind: [
+                NgramMap(size_n, size_m, key_only=key_only, min_hits=min_hits) for _ in range(n_seq)
+            ]
+            for kind, key_only in _MAPS.items()
+            if kind in self._types
+            for size_n, size_m, min_hits in [settings.map_k if key_only else settings.map_k4v]
+        }
         self._drafted_by: list[str | None] = [None] * n_seq  # the type of each slot's last draft
 
     @classmethod
@@ -110,7 +121,7 @@ class Speculator:
             raise ValueError(
                 f"--spec-type {refused[0]} is not supported here: Corral runs "
                 f"{', '.join(RUNNABLE_TYPES)} (llama-cpp-python cannot run the model heads "
-                "the draft-* types need; the other ngram-* types are not implemented yet)"
+                "the draft-* types need; ngram-cache is not implemented yet)"
             )
         if settings.n_min > settings.n_max:
             raise ValueError(
@@ -122,14 +133,22 @@ class Speculator:
             ("n-max", settings.mod_n_max),
             ("n-min", settings.mod_n_min),
         ):
-            if value > _MOD_LIMIT:  # llama-server's bound
-                raise ValueError(f"--spec-ngram-mod-{name} must be at most {_MOD_LIMIT}")
+            if value > _SIZE_LIMIT:  # llama-server's bound
+                raise ValueError(f"--spec-ngram-mod-{name} must be at most {_SIZE_LIMIT}")
+        for kind, (size_n, size_m, _) in (("k", settings.map_k), ("k4v", settings.map_k4v)):
+            for name, value in (("size-n", size_n), ("size-m", size_m)):
+                if value > _SIZE_LIMIT:
+                    raise ValueError(
+                        f"--spec-ngram-map-{kind}-{name} must be at most {_SIZE_LIMIT}"
+                    )
         if settings.p_min > 1.0:
             raise ValueError(f"--spec-draft-p-min must be at most 1, got {settings.p_min}")
         longest = max(
             settings.n_max if "draft-simple" in types else 0,
             settings.ngram_size_m if "ngram-simple" in types else 0,
             settings.mod_n_max if "ngram-mod" in types else 0,
+            settings.map_k[1] if "ngram-map-k" in types else 0,
+            settings.map_k4v[1] if "ngram-map-k4v" in types else 0,
         )
         synthetic = synthetic_chances(settings.synth_len, _rates(settings.synth_rates), longest)
         draft_model = None
@@ -163,11 +182,16 @@ class Speculator:
         self._drafted_by[seq] = None
         if self._mod is not None:
             self._mod.begin(seq, prompt)
+        for maps in self._maps.values():
+            maps[seq].begin(prompt)
 
     def accepted(self, seq: int, count: int) -> None:
         """``count`` of slot ``seq``'s guesses were kept, told to the type that guessed them."""
-        if self._drafted_by[seq] == "ngram-mod" and self._mod is not None:
+        kind = self._drafted_by[seq]
+        if kind == "ngram-mod" and self._mod is not None:
             self._mod.accepted(seq, count)
+        elif kind in self._maps:
+            self._maps[kind][seq].accepted(count)
 
     def keeps(self, seq: int, position: int, guess: int, sampled: int) -> bool:
         """Whether the guess at ``position`` stands, the model having sampled ``sampled`` there:
@@ -192,6 +216,9 @@ class Speculator:
                         r.history, r.last, settings.ngram_size_n, settings.ngram_size_m
                     )
                     drafts[r.seq] = guess[: r.limit]
+            elif kind in self._maps:
+                for r in waiting:
+                    drafts[r.seq] = self._maps[kind][r.seq].draft(r.history, r.last)[: r.limit]
             elif kind == "ngram-mod" and self._mod is not None:
                 for r in waiting:
                     drafts[r.seq] = self._mod.draft(r.seq, r.history, r.last)[: r.limit]

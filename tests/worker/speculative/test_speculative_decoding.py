@@ -185,6 +185,17 @@ def test_ngram_mod_guesses_from_its_hashed_table(models_dir: Path, plain: dict[s
     assert again["timings"]["draft_n_accepted"] > answer["timings"]["draft_n_accepted"]
 
 
+@pytest.mark.parametrize("kind", ["k", "k4v"])
+def test_ngram_maps_guess_from_the_slots_history(
+    models_dir: Path, plain: dict[str, str], kind: str
+) -> None:
+    sizes = (f"--spec-ngram-map-{kind}-size-n", "2", f"--spec-ngram-map-{kind}-size-m", "4")
+    with worker(models_dir / "alpha.gguf", "--spec-type", f"ngram-map-{kind}", *sizes) as child:
+        answer = _complete(child.url, PROMPTS[0])
+    assert answer["content"] == plain[PROMPTS[0]]
+    assert answer["timings"]["draft_n_accepted"] > 0
+
+
 def _failed_load(model: Path, *args: str) -> str:
     """Start a worker that must fail to load; its log."""
     command = [sys.executable, "-m", "worker", "--model", str(model), "--ctx-size", "256", *args]
@@ -226,6 +237,11 @@ def test_a_draft_with_another_vocabulary_fails_the_load(
             ("--spec-type", "ngram-mod", "--spec-ngram-mod-n-max", "1025"),
             "--spec-ngram-mod-n-max must be at most 1024",
         ),
+        (
+            ("--spec-type", "ngram-map-k4v", "--spec-ngram-map-k4v-size-m", "1025"),
+            "--spec-ngram-map-k4v-size-m must be at most 1024",
+        ),
+        (("--spec-type", "ngram-cache"), "--spec-type ngram-cache is not supported here"),
         (
             ("--spec-type", "ngram-simple", "--spec-synth-rates", "0.5"),
             "--spec-synth-rates must have 48 values, got 1",
