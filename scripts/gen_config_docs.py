@@ -154,6 +154,8 @@ _WORKER_FIELDS: dict[str, str] = {
     "spec-ngram-mod-n-match": "speculative.mod_n_match",
     "spec-ngram-mod-n-max": "speculative.mod_n_max",
     "spec-ngram-mod-n-min": "speculative.mod_n_min",
+    "lookup-cache-static": "speculative.lookup_cache_static",
+    "lookup-cache-dynamic": "speculative.lookup_cache_dynamic",
     "metrics": "metrics",
     "context-shift": "context_shift",
     "verbose": "verbose",

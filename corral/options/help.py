@@ -149,7 +149,7 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "already)",
     "spec-type": "speculative decoding types, comma-separated: `draft-simple` (a draft model, "
     "the default when one is given), `ngram-simple` (prompt lookup), `ngram-map-k`, "
-    "`ngram-map-k4v` and `ngram-mod` run; the others llama-server names fail the load",
+    "`ngram-map-k4v`, `ngram-mod` and `ngram-cache` run; the other `draft-*` types fail the load",
     "spec-draft-n-max": "most tokens guessed per step",
     "spec-draft-n-min": "fewest tokens a draft model's guess may have to be tried",
     "spec-draft-p-min": "a draft model guesses only while its top candidate's probability is "
@@ -164,6 +164,10 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "rates per position (one per `spec-draft-n-max`, not increasing)",
     "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
     "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
+    "lookup-cache-static": "`ngram-cache`: a static lookup cache file (2-gram counts, as "
+    "llama.cpp's `llama-lookup-create` writes them); read when the model loads",
+    "lookup-cache-dynamic": "`ngram-cache`: a dynamic lookup cache file (1- to 4-gram counts); "
+    "read when the model loads, never written",
     "spec-ngram-map-k-size-n": "`ngram-map-k`: tokens looked up in the history (1-1024)",
     "spec-ngram-map-k-size-m": "`ngram-map-k`: most tokens guessed from a match (1-1024)",
     "spec-ngram-map-k-min-hits": "read by llama-server for `ngram-map-k` too, which guesses "

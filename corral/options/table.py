@@ -291,6 +291,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("spec-ngram-mod-n-match", "int", bound="positive"),
     OptionSpec("spec-ngram-mod-n-max", "int", bound="non_negative"),
     OptionSpec("spec-ngram-mod-n-min", "int", bound="non_negative"),
+    # --spec-type ngram-cache's lookup cache files (llama.cpp's llama-lookup-create makes them).
+    OptionSpec("lookup-cache-static", "str", spellings=("lcs",)),
+    OptionSpec("lookup-cache-dynamic", "str", spellings=("lcd",)),
     # --spec-type ngram-map-k and ngram-map-k4v's settings (issue 29); sizes at most 1024.
     OptionSpec("spec-ngram-map-k-size-n", "int", bound="positive"),
     OptionSpec("spec-ngram-map-k-size-m", "int", bound="positive"),

@@ -65,8 +65,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--cpu-strict-batch",), 1),
     (("--prio-batch",), 1),
     (("--poll-batch",), 1),
-    (("-lcs", "--lookup-cache-static"), 1),
-    (("-lcd", "--lookup-cache-dynamic"), 1),
     (("--kv-unified-per-slot",), 1),
     (("-ctxcp", "--ctx-checkpoints", "--swa-checkpoints"), 1),
     (("-cms", "--checkpoint-min-step"), 1),
@@ -135,9 +133,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--completion-bash": "`corral serve --help` lists every flag",
     **dict.fromkeys(("-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS),
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
-    **dict.fromkeys(
-        ("-lcs", "-lcd"), "they feed the `ngram-cache` speculative type, which does not run here"
-    ),
     **dict.fromkeys(
         ("-ctxcp", "-cms"),
         "the worker keeps no context checkpoints (a prompt a SWA or recurrent model cannot "

@@ -33,12 +33,18 @@ class SpeculativeSettings:
     # ngram-map-k and ngram-map-k4v: (size_n, size_m, min_hits) each, llama-server's defaults.
     map_k: tuple[int, int, int] = (12, 48, 1)
     map_k4v: tuple[int, int, int] = (12, 48, 1)
+    lookup_cache_static: Path | None = None  # ngram-cache: -lcs and -lcd files
+    lookup_cache_dynamic: Path | None = None
     synth_len: float | None = None  # synthetic acceptance, for benchmarks (synthetic.py)
     synth_rates: str | None = None  # comma-separated, checked when the model loads
 
     @property
     def enabled(self) -> bool:
         return bool(self.types) or self.model_draft is not None or self.draft_hf is not None
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 def _map_settings(
@@ -78,6 +84,8 @@ def speculative_settings(options: Mapping[str, str]) -> SpeculativeSettings:
         mod_n_min=integer("spec-ngram-mod-n-min", defaults.mod_n_min),
         map_k=_map_settings(options, "k", defaults.map_k),
         map_k4v=_map_settings(options, "k4v", defaults.map_k4v),
+        lookup_cache_static=_path(options.get("lookup-cache-static")),
+        lookup_cache_dynamic=_path(options.get("lookup-cache-dynamic")),
         synth_len=float(options["spec-synth-len"]) if "spec-synth-len" in options else None,
         synth_rates=options.get("spec-synth-rates"),
     )

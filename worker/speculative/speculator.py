@@ -7,11 +7,12 @@ plain decoding gives: a guess only ever saves the decode that would have produce
 
 Types, as llama-server's ``--spec-type`` names them: ``draft-simple`` (a draft model),
 ``ngram-simple`` (prompt lookup), ``ngram-map-k`` and ``ngram-map-k4v`` (n-gram maps, one per
-slot) and ``ngram-mod`` (a hashed n-gram table shared by the slots).
+slot), ``ngram-mod`` (a hashed n-gram table shared by the slots) and ``ngram-cache`` (n-gram
+statistics of the history and of lookup cache files).
 Several may be listed; the first that has a guess for a slot wins, and only it hears how many of
-its guesses were kept. The others llama-server knows are refused when the model loads: the
-``draft-*`` ones need model heads llama-cpp-python cannot run, and ``ngram-cache`` is not
-implemented yet.
+its guesses were kept. The others llama-server knows, the ``draft-*`` ones besides
+``draft-simple``, need model heads llama-cpp-python cannot run: they are refused when the model
+loads.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from worker.devices.settings import GpuSettings
 from worker.host.llama_bindings import llama_cpp
 from worker.speculative.draft_model import DraftModel, DraftRequest
 from worker.speculative.ngram import ngram_draft
+from worker.speculative.ngram_cache import N_DRAFT, NgramCache, load_lookup_cache
 from worker.speculative.ngram_map import NgramMap
 from worker.speculative.ngram_mod import NgramMod
 from worker.speculative.settings import SpeculativeSettings
@@ -35,7 +37,14 @@ from worker.speculative.synthetic import synthetic_chances
 
 __all__ = ["RUNNABLE_TYPES", "DraftRequest", "Speculator"]
 
-RUNNABLE_TYPES = ("draft-simple", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod")
+RUNNABLE_TYPES = (
+    "draft-simple",
+    "ngram-simple",
+    "ngram-map-k",
+    "ngram-map-k4v",
+    "ngram-mod",
+    "ngram-cache",
+)
 _MAPS = {"ngram-map-k": True, "ngram-map-k4v": False}  # type → whether it guesses by key only
 _SIZE_LIMIT = 1024
 
@@ -61,6 +70,10 @@ def _draft_path(settings: SpeculativeSettings) -> Path | None:
     return found.path
 
 
+def _lookup_cache(path: Path | None) -> dict[tuple[int, int, int, int], dict[int, int]]:
+    return load_lookup_cache(path) if path is not None else {}
+
+
 def _rates(text: str | None) -> list[float]:
     try:
         return [float(rate) for rate in text.split(",")] if text else []
@@ -77,6 +90,7 @@ class Speculator:
         vocab: Any,
         n_seq: int,
         synthetic: tuple[float, ...] = (),
+        lookup: NgramCache | None = None,
     ) -> None:
         self._settings = settings
         self._types = settings.types or ("draft-simple",)
@@ -97,6 +111,7 @@ class Speculator:
             if kind in self._types
             for size_n, size_m, min_hits in [settings.map_k if key_only else settings.map_k4v]
         }
+        self._lookup = lookup
         self._drafted_by: list[str | None] = [None] * n_seq  # the type of each slot's last draft
 
     @classmethod
@@ -121,7 +136,7 @@ class Speculator:
             raise ValueError(
                 f"--spec-type {refused[0]} is not supported here: Corral runs "
                 f"{', '.join(RUNNABLE_TYPES)} (llama-cpp-python cannot run the model heads "
-                "the draft-* types need; ngram-cache is not implemented yet)"
+                "the other draft-* types need)"
             )
         if settings.n_min > settings.n_max:
             raise ValueError(
@@ -149,6 +164,7 @@ class Speculator:
             settings.mod_n_max if "ngram-mod" in types else 0,
             settings.map_k[1] if "ngram-map-k" in types else 0,
             settings.map_k4v[1] if "ngram-map-k4v" in types else 0,
+            N_DRAFT if "ngram-cache" in types else 0,
         )
         synthetic = synthetic_chances(settings.synth_len, _rates(settings.synth_rates), longest)
         draft_model = None
@@ -169,7 +185,23 @@ class Speculator:
                 threads=settings.threads_draft or threads,
                 gpu=gpu.for_draft(),
             )
-        return cls(settings, draft_model, vocab=target_vocab, n_seq=n_seq, synthetic=synthetic)
+        lookup = (
+            NgramCache(
+                n_seq,
+                static=_lookup_cache(settings.lookup_cache_static),
+                dynamic=_lookup_cache(settings.lookup_cache_dynamic),
+            )
+            if "ngram-cache" in types
+            else None
+        )
+        return cls(
+            settings,
+            draft_model,
+            vocab=target_vocab,
+            n_seq=n_seq,
+            synthetic=synthetic,
+            lookup=lookup,
+        )
 
     def close(self) -> None:
         if self._draft_model is not None:
@@ -219,6 +251,9 @@ class Speculator:
             elif kind in self._maps:
                 for r in waiting:
                     drafts[r.seq] = self._maps[kind][r.seq].draft(r.history, r.last)[: r.limit]
+            elif kind == "ngram-cache" and self._lookup is not None:
+                for r in waiting:
+                    drafts[r.seq] = self._lookup.draft(r.seq, r.history, r.last)[: r.limit]
             elif kind == "ngram-mod" and self._mod is not None:
                 for r in waiting:
                     drafts[r.seq] = self._mod.draft(r.seq, r.history, r.last)[: r.limit]
