@@ -135,8 +135,11 @@ NO_EFFECT_REASONS: dict[str, str] = {
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
     **dict.fromkeys(
         ("-ctxcp", "-cms"),
-        "the worker keeps no context checkpoints (a prompt a SWA or recurrent model cannot "
-        "reuse is read again)",
+        "context checkpoints are " + _NOT_YET + ": llama-server saves, while it reads a prompt, "
+        "the part of a slot's state that cannot be cut back (a SWA model's window, a recurrent "
+        "or hybrid model's state), so a later prompt that differs before the end resumes from "
+        "a checkpoint; here a recurrent or hybrid model's slot reads such a prompt again from "
+        "its start, and a SWA model's is cut back as any other",
     ),
     "--kv-unified-per-slot": "slots share one KV cache or split it (`--kv-unified`)",
     **dict.fromkeys(("--perf", "--no-perf"), "timings are always measured and answered"),
