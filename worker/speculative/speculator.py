@@ -9,7 +9,8 @@ Types, as llama-server's ``--spec-type`` names them: ``draft-simple`` (a draft m
 ``ngram-simple`` (prompt lookup), ``ngram-map-k`` and ``ngram-map-k4v`` (n-gram maps, one per
 slot), ``ngram-mod`` (a hashed n-gram table shared by the slots) and ``ngram-cache`` (n-gram
 statistics of the history and of lookup cache files).
-Several may be listed; the first that has a guess for a slot wins, and only it hears how many of
+Several may be listed; the first in llama-server's order of preference (:data:`RUNNABLE_TYPES`)
+that has a guess for a slot wins, and only it hears how many of
 its guesses were kept. The others llama-server knows, the ``draft-*`` ones besides
 ``draft-simple``, need model heads llama-cpp-python cannot run: they are refused when the model
 loads.
@@ -37,13 +38,15 @@ from worker.speculative.synthetic import synthetic_chances
 
 __all__ = ["RUNNABLE_TYPES", "DraftRequest", "Speculator"]
 
+# In llama-server's order of preference (common_speculative_init), whatever order they are
+# listed in: the cheap n-gram guesses first, the draft model's when they have none.
 RUNNABLE_TYPES = (
-    "draft-simple",
     "ngram-simple",
     "ngram-map-k",
     "ngram-map-k4v",
     "ngram-mod",
     "ngram-cache",
+    "draft-simple",
 )
 _MAPS = {"ngram-map-k": True, "ngram-map-k4v": False}  # type → whether it guesses by key only
 _SIZE_LIMIT = 1024
@@ -93,7 +96,8 @@ class Speculator:
         lookup: NgramCache | None = None,
     ) -> None:
         self._settings = settings
-        self._types = settings.types or ("draft-simple",)
+        listed = settings.types or ("draft-simple",)
+        self._types = tuple(kind for kind in RUNNABLE_TYPES if kind in listed)
         self._draft_model = draft_model
         self._vocab = vocab
         self._synthetic = synthetic
