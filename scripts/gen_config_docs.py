@@ -217,6 +217,7 @@ _WRITTEN_DEFAULTS = {
     "reasoning-effort": "`default` (the template's)",
     "reasoning-preserve": "on",
     "threads-batch": "as `threads`",
+    "spec-default": "off",
     **dict.fromkeys(("spec-ngram-map-k-size-n", "spec-ngram-map-k4v-size-n"), "`12`"),
     **dict.fromkeys(("spec-ngram-map-k-size-m", "spec-ngram-map-k4v-size-m"), "`48`"),
     **dict.fromkeys(("spec-ngram-map-k-min-hits", "spec-ngram-map-k4v-min-hits"), "`1`"),

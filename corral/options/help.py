@@ -164,6 +164,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "rates per position (one per `spec-draft-n-max`, not increasing)",
     "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
     "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
+    "spec-default": "llama-server's default speculative decoding: `ngram-mod` added to "
+    "`spec-type` (with its default settings unless `spec-ngram-mod-*` are given)",
     "lookup-cache-static": "`ngram-cache`: a static lookup cache file (2-gram counts, as "
     "llama.cpp's `llama-lookup-create` writes them); read when the model loads",
     "lookup-cache-dynamic": "`ngram-cache`: a dynamic lookup cache file (1- to 4-gram counts); "

@@ -291,6 +291,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("spec-ngram-mod-n-match", "int", bound="positive"),
     OptionSpec("spec-ngram-mod-n-max", "int", bound="non_negative"),
     OptionSpec("spec-ngram-mod-n-min", "int", bound="non_negative"),
+    # llama-server's "default speculative decoding config": ngram-mod added to --spec-type.
+    OptionSpec("spec-default", "bool"),
     # --spec-type ngram-cache's lookup cache files (llama.cpp's llama-lookup-create makes them).
     OptionSpec("lookup-cache-static", "str", spellings=("lcs",)),
     OptionSpec("lookup-cache-dynamic", "str", spellings=("lcd",)),

@@ -111,7 +111,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-size-n",), 1),
     (("--spec-ngram-size-m",), 1),
     (("--spec-ngram-min-hits",), 1),
-    (("--spec-default",), 0),
     (("--numa",), 1),
 )
 _NOT_YET = "not implemented yet"
@@ -171,8 +170,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
         ("--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits"),
         "older names of the `--spec-ngram-*` settings",
     ),
-    "--spec-default": "not applied yet: `--spec-type ngram-mod` runs what it would (its "
-    "settings are `ngram-mod`'s defaults; docs/serving.md, speculative decoding)",
     "--numa": "NUMA placement: " + _NOT_YET,
 }
 _DEST = "no_effect_flags"

@@ -43,6 +43,14 @@ class SpeculativeSettings:
         return bool(self.types) or self.model_draft is not None or self.draft_hf is not None
 
 
+def _types(options: Mapping[str, str]) -> tuple[str, ...]:
+    """--spec-type's types, "none" dropped; --spec-default adds ngram-mod, as llama-server's."""
+    types = [t for t in options.get("spec-type", "").split(",") if t and t != "none"]
+    if options.get("spec-default") == "true" and "ngram-mod" not in types:
+        types.append("ngram-mod")
+    return tuple(types)
+
+
 def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
@@ -68,7 +76,7 @@ def speculative_settings(options: Mapping[str, str]) -> SpeculativeSettings:
     layers = options.get("spec-draft-ngl", "auto")
     draft = options.get("model-draft")
     return SpeculativeSettings(
-        types=tuple(t for t in options.get("spec-type", "").split(",") if t and t != "none"),
+        types=_types(options),
         model_draft=Path(draft) if draft else None,
         draft_hf=options.get("spec-draft-hf"),
         n_max=integer("spec-draft-n-max", defaults.n_max),

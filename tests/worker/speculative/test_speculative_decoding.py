@@ -175,9 +175,12 @@ def test_prompt_lookup_guesses_from_the_history(models_dir: Path, plain: dict[st
     assert answer["timings"]["draft_n_accepted"] > 0
 
 
-def test_ngram_mod_guesses_from_its_hashed_table(models_dir: Path, plain: dict[str, str]) -> None:
+@pytest.mark.parametrize("flags", [("--spec-type", "ngram-mod"), ("--spec-default",)])
+def test_ngram_mod_guesses_from_its_hashed_table(
+    models_dir: Path, plain: dict[str, str], flags: tuple[str, ...]
+) -> None:
     # Short n-grams, so that the tiny model's repetitions are found within 48 tokens.
-    mod = ("--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", "2")
+    mod = (*flags, "--spec-ngram-mod-n-match", "2")
     with worker(models_dir / "alpha.gguf", *mod, "--spec-ngram-mod-n-min", "1") as child:
         answer = _complete(child.url, PROMPTS[0])
         again = _complete(child.url, PROMPTS[0])
