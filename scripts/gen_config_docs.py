@@ -94,7 +94,7 @@ _DEFAULT_MEANS = {
     "fit-target": "`1024`",
     "tensor-split": "llama.cpp's (by free memory)",
 }
-_LISTS = ("list", "scaled-list", "numbers", "choices")
+_LISTS = ("list", "strings", "scaled-list", "numbers", "choices")
 _NONE_MEANS = {
     "chat-template": "the GGUF's",
     "chat-template-file": "the GGUF's",
@@ -468,10 +468,13 @@ def _values(spec: OptionSpec) -> str:
             "spec-draft-device": "device names",
             "override-tensor": "`PATTERN=TYPE` items",
             "dry-sequence-breaker": "strings",
+            "logit-bias": "`TOKEN_ID(+/-)BIAS` items",
         }
         return f"{items.get(spec.name, 'files')}, comma-separated"
     if spec.kind == "scaled-list":
         return "`FILE:SCALE` items, comma-separated"
+    if spec.kind == "strings":
+        return "text, repeatable (in a preset: one, or a JSON array of them)"
     words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
     bound = {"any": "", "non_negative": " ≥ 0", "positive": " > 0"}[spec.bound]
     extra = f" or {_code(spec.literals)}" if spec.literals else ""

@@ -55,6 +55,7 @@ _VALUES: dict[str, list[str]] = {
     "--reasoning-format": ["auto"],
     "--reasoning": ["on"],
     "--spec-type": ["none"],
+    "--logit-bias": ["15043+1"],  # llama-server refuses a bare number too
     "--log-colors": ["auto"],
     "--load-mode": ["auto"],
     "--lazy-mode": ["auto"],

@@ -24,7 +24,6 @@ from corral.options.flags import (
 )
 from corral.options.kv_layout import KvLayout, kv_layout
 from corral.options.model_options import ModelOptions
-from corral.options.table import OptionError
 from worker.devices.settings import GpuSettings, gpu_settings
 from worker.host.cpu_threads import default_threads
 from worker.model_settings import (
@@ -137,10 +136,10 @@ class WorkerSettings:
     verbose: bool = _SERVER.flag("verbose")
     keep: int = _SERVER.integer("keep")  # prompt tokens a context shift keeps; -1: all
     # Defaults of requests that give none (--grammar[-file], --json-schema[-file], -r): GBNF
-    # text, a JSON Schema as JSON text, a stop string.
+    # text, a JSON Schema as JSON text, stop strings.
     grammar: str | None = None
     json_schema: str | None = None
-    reverse_prompt: str | None = None
+    reverse_prompt: tuple[str, ...] = ()
     ui_settings: dict[str, Any] = field(default_factory=dict)  # --ui-config, for /props
     # Seconds of silence before an SSE ping; <= 0: never
     sse_ping_interval: float = _SERVER.real("sse-ping-interval")
@@ -299,7 +298,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         grammar, json_schema = default_constraint(options.given)
         rope, ui = rope_settings(options), ui_settings(options.given)
         overrides = kv_overrides(options.given)
-    except OptionError as exc:
+        sampling = sampling_defaults(options)
+    except ValueError as exc:  # an OptionError or a malformed --logit-bias
         parser.error(str(exc))
     names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
 
@@ -333,7 +333,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         n_gpu_layers=_gpu_layers(options.word("n-gpu-layers")),
         rpc=rpc,
         n_predict=options.integer("n-predict"),
-        sampling=sampling_defaults(options),
+        sampling=sampling,
         options_given=frozenset(options.given),
         chat_template=_chat_template(options, parser),
         jinja=options.flag("jinja"),
@@ -383,7 +383,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         keep=options.integer("keep"),
         grammar=grammar,
         json_schema=json_schema,
-        reverse_prompt=options.text("reverse-prompt"),
+        reverse_prompt=options.strings("reverse-prompt"),
         ui_settings=ui,
         sse_ping_interval=options.real("sse-ping-interval"),
         embd_normalize=options.integer("embd-normalize"),

@@ -11,6 +11,7 @@ a notice (:func:`add_other_llama_server_flags`).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -40,6 +41,8 @@ _LIST_ITEMS = {
     "spec-draft-device": "DEV",
     "override-tensor": "PATTERN=TYPE",
     "dry-sequence-breaker": "STRING",
+    "reverse-prompt": "PROMPT",
+    "logit-bias": "TOKEN_ID(+/-)BIAS",
 }
 _METAVARS = {"on-off": "on|off", "numbers": "N0,N1,..."}
 
@@ -126,7 +129,7 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
                         const="false",
                         help=argparse.SUPPRESS,
                     )
-        elif spec.kind in ("list", "scaled-list"):
+        elif spec.kind in ("list", "strings", "scaled-list"):
             # Repeatable as upstream's --lora; the values are joined into one comma list.
             metavar = (
                 "FILE:SCALE" if spec.kind == "scaled-list" else _LIST_ITEMS.get(spec.name, "FILE")
@@ -152,7 +155,8 @@ def model_options_from(
     for spec in WORKER_OPTIONS:
         value = getattr(args, _dest(spec))
         if isinstance(value, list):
-            value = ",".join(value)
+            # Each value of a repeated `strings` flag is one string, whatever it holds.
+            value = json.dumps(value) if spec.kind == "strings" else ",".join(value)
         if value is not None:
             given.append((spec.name, value))
         elif any(n in env for n in spec.negatives if n.startswith("LLAMA_ARG_NO_")):

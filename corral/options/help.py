@@ -148,8 +148,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "spec-draft-hf": "draft model from the hub cache, `org/repo[:TAG]` (must be downloaded "
     "already)",
     "spec-type": "speculative decoding types, comma-separated: `draft-simple` (a draft model, "
-    "the default when one is given) and `ngram-simple` (prompt lookup) run; the others "
-    "llama-server names fail the load",
+    "the default when one is given), `ngram-simple` (prompt lookup), `ngram-map-k`, "
+    "`ngram-map-k4v`, `ngram-mod` and `ngram-cache` run; the other `draft-*` types fail the load",
     "spec-draft-n-max": "most tokens guessed per step",
     "spec-draft-n-min": "fewest tokens a draft model's guess may have to be tried",
     "spec-draft-p-min": "a draft model guesses only while its top candidate's probability is "
@@ -164,6 +164,24 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "rates per position (one per `spec-draft-n-max`, not increasing)",
     "spec-ngram-simple-size-n": "`ngram-simple`: tokens looked up in the history",
     "spec-ngram-simple-size-m": "`ngram-simple`: most tokens guessed from a match",
+    "spec-default": "llama-server's default speculative decoding: `ngram-mod` added to "
+    "`spec-type` (with its default settings unless `spec-ngram-mod-*` are given)",
+    "lookup-cache-static": "`ngram-cache`: a static lookup cache file (2-gram counts, as "
+    "llama.cpp's `llama-lookup-create` writes them); read when the model loads",
+    "lookup-cache-dynamic": "`ngram-cache`: a dynamic lookup cache file (1- to 4-gram counts); "
+    "read when the model loads, never written",
+    "spec-ngram-map-k-size-n": "`ngram-map-k`: tokens looked up in the history (1-1024)",
+    "spec-ngram-map-k-size-m": "`ngram-map-k`: most tokens guessed from a match (1-1024)",
+    "spec-ngram-map-k-min-hits": "read by llama-server for `ngram-map-k` too, which guesses "
+    "by key only and never looks at it",
+    "spec-ngram-map-k4v-size-n": "`ngram-map-k4v`: tokens looked up in the history (1-1024)",
+    "spec-ngram-map-k4v-size-m": "`ngram-map-k4v`: tokens of each m-gram counted and guessed "
+    "(1-1024)",
+    "spec-ngram-map-k4v-min-hits": "`ngram-map-k4v`: times a key must be seen before it guesses",
+    "spec-ngram-mod-n-match": "`ngram-mod`: tokens hashed to look up the next one (0-1024)",
+    "spec-ngram-mod-n-max": "`ngram-mod`: most tokens guessed (0-1024)",
+    "spec-ngram-mod-n-min": "`ngram-mod`: fewest tokens guessed; a shorter guess is dropped "
+    "(0-1024)",
     # GPU (issue 26)
     "device": "devices to offload to, comma-separated ggml names (`CUDA0,CUDA1`; `none` = "
     "don't offload); `--list-devices` lists them. Default: every GPU",
@@ -197,8 +215,10 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "grammar-file": "`grammar`, read from this file",
     "json-schema": "JSON Schema (as JSON text) every such answer follows, instead of `grammar`",
     "json-schema-file": "`json-schema`, read from this file",
-    "reverse-prompt": "stop string of every request that gives no `stop` of its own (one; "
-    "given twice, the last)",
+    "reverse-prompt": "stop string of every request that gives no `stop` of its own; "
+    "repeatable, each kept, as llama-server",
+    "logit-bias": "`TOKEN_ID(+/-)BIAS`, repeatable: biases of every request that gives no "
+    "`logit_bias` of its own (a request's replace them, as llama-server's)",
     "ui-config": "settings for the Web UI as a JSON object, answered as `/props`'s "
     "`ui_settings` (the router's and the model's)",
     "ui-config-file": "`ui-config`, read from this file",

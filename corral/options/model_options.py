@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from corral.options.table import option_spec, render_worker_args
+from corral.options.table import option_spec, render_worker_args, string_items
 
 __all__ = ["ModelOptions"]
 
@@ -73,6 +73,13 @@ class ModelOptions(msgspec.Struct, frozen=True):
         """A list option's items (comma-separated); none given, none."""
         value = self.text(name)
         return tuple(item for item in (value or "").split(",") if item)
+
+    def strings(self, name: str) -> tuple[str, ...]:
+        """A ``strings`` option's strings (each whole, commas included); none given, none."""
+        if option_spec(name).kind != "strings":
+            raise TypeError(f"option '{name}' is a {option_spec(name).kind}, not strings")
+        value = self.text(name)
+        return () if value is None else tuple(string_items(value))
 
     def worker_args(self) -> list[str]:
         """The worker flags these options render to (:func:`render_worker_args`)."""

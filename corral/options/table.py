@@ -18,6 +18,7 @@ from corral.options.values import (
     normalise_value,
     parse_bool,
     parse_size,
+    string_items,
 )
 from corral.suggest import did_you_mean
 
@@ -32,6 +33,7 @@ __all__ = [
     "parse_bool",
     "parse_size",
     "render_worker_args",
+    "string_items",
 ]
 
 _IGNORED_KEYS = frozenset({"version"})  # reserved by upstream for future use
@@ -345,6 +347,22 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("spec-synth-len", "float", spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",)),
     OptionSpec("spec-synth-rates", "str", spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",)),
     OptionSpec("spec-ngram-simple-size-m", "int", bound="positive", default="48"),
+    # --spec-type ngram-mod's settings (issue 29); at most 1024 each, checked at load.
+    OptionSpec("spec-ngram-mod-n-match", "int", bound="positive", default="24"),
+    OptionSpec("spec-ngram-mod-n-max", "int", bound="non_negative", default="64"),
+    OptionSpec("spec-ngram-mod-n-min", "int", bound="non_negative", default="48"),
+    # llama-server's "default speculative decoding config": ngram-mod added to --spec-type.
+    OptionSpec("spec-default", "bool", default="false"),
+    # --spec-type ngram-cache's lookup cache files (llama.cpp's llama-lookup-create makes them).
+    OptionSpec("lookup-cache-static", "str", spellings=("lcs",)),
+    OptionSpec("lookup-cache-dynamic", "str", spellings=("lcd",)),
+    # --spec-type ngram-map-k and ngram-map-k4v's settings (issue 29); sizes at most 1024.
+    OptionSpec("spec-ngram-map-k-size-n", "int", bound="positive", default="12"),
+    OptionSpec("spec-ngram-map-k-size-m", "int", bound="positive", default="48"),
+    OptionSpec("spec-ngram-map-k-min-hits", "int", bound="positive", default="1"),
+    OptionSpec("spec-ngram-map-k4v-size-n", "int", bound="positive", default="12"),
+    OptionSpec("spec-ngram-map-k4v-size-m", "int", bound="positive", default="48"),
+    OptionSpec("spec-ngram-map-k4v-min-hits", "int", bound="positive", default="1"),
     # GPU (issue 26): llama-server's device flags, spelled as its common/arg.cpp spells them.
     OptionSpec("device", "list", spellings=("dev", "LLAMA_ARG_DEVICE")),
     OptionSpec("fit", "on-off", spellings=("LLAMA_ARG_FIT",), default="on"),
@@ -397,7 +415,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("grammar-file", "str"),
     OptionSpec("json-schema", "str", spellings=("j",)),
     OptionSpec("json-schema-file", "str", spellings=("jf",)),
-    OptionSpec("reverse-prompt", "str", spellings=("r",)),
+    # Repeatable, as llama-server: every -r a stop string, every -l TOKEN_ID(+/-)BIAS a bias.
+    OptionSpec("reverse-prompt", "strings", spellings=("r",)),
+    OptionSpec("logit-bias", "list", spellings=("l",)),
     # The projector (libmtmd): its device, warm-up and image token bounds; "none" is the CPU.
     OptionSpec("mmproj-device", "str", spellings=("mmdev",)),
     OptionSpec("warmup", "bool", negatives=("no-warmup",), default="true"),
@@ -531,7 +551,9 @@ def render_worker_args(options: Iterable[tuple[str, str]]) -> list[str]:
         spec = _BY_NAME[name]
         if spec.role != "worker":
             continue
-        if spec.kind != "bool":
+        if spec.kind == "strings":  # one flag per string, so that each stays whole
+            args += [arg for item in string_items(value) for arg in (f"--{name}", item)]
+        elif spec.kind != "bool":
             args += [f"--{name}", value]
         elif value == "true":
             args.append(f"--{name}")

@@ -8,6 +8,7 @@ keeps the settings of two reloads comparable as plain strings. Callers import th
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -19,14 +20,16 @@ __all__ = [
     "normalise_value",
     "parse_bool",
     "parse_size",
+    "string_items",
 ]
 
 # int/float/str as named; bool: on|off words; switch: on|off|auto (flash-attn); choice: one of
 # ``literals``; choices: a comma-separated list of them (``--spec-type``); size: bytes, with an
 # optional K/M/G/T suffix (powers of 1024); list: a comma list whose flag may be repeated
-# (--lora); scaled-list: the same of FILE:SCALE items (--lora-scaled); on-off: a bool written
-# with its value, ``--fit on``; numbers: non-negative numbers split by commas or slashes, as
-# llama-server's --tensor-split and --fit-target.
+# (--lora); strings: a repeatable flag whose every value is one string, commas included (-r),
+# held as a JSON array of them; scaled-list: a list of FILE:SCALE items (--lora-scaled);
+# on-off: a bool written with its value, ``--fit on``; numbers: non-negative numbers split by
+# commas or slashes, as llama-server's --tensor-split and --fit-target.
 OptionKind = Literal[
     "int",
     "float",
@@ -37,6 +40,7 @@ OptionKind = Literal[
     "choices",
     "size",
     "list",
+    "strings",
     "scaled-list",
     "on-off",
     "numbers",
@@ -134,12 +138,26 @@ def _number_item(item: str) -> str:
     return _format_float(number)
 
 
+def string_items(raw: str) -> list[str]:
+    """A ``strings`` value's items: a JSON array of strings (the canonical text, or several
+    written in a preset), else the text itself as the only one."""
+    try:
+        items = json.loads(raw)
+    except ValueError:
+        return [raw]
+    if isinstance(items, list) and items and all(isinstance(item, str) for item in items):
+        return items
+    return [raw]
+
+
 def normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
     """The canonical text of a value; ``ValueError`` says what was expected."""
     if spec.kind == "list":
         return ",".join(_list_items(raw))
     if spec.kind == "scaled-list":
         return ",".join(_scaled_item(item) for item in _list_items(raw))
+    if spec.kind == "strings":
+        return json.dumps(string_items(raw))
     if spec.kind == "bool":
         return "true" if parse_bool(raw) != negated else "false"
     if spec.kind == "on-off":

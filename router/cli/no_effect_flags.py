@@ -53,15 +53,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-draft-backend-sampling",), 0),
     (("--no-spec-draft-backend-sampling",), 0),
     (("--spec-ngram-simple-min-hits",), 1),
-    (("--spec-ngram-map-k-size-n",), 1),
-    (("--spec-ngram-map-k-size-m",), 1),
-    (("--spec-ngram-map-k-min-hits",), 1),
-    (("--spec-ngram-map-k4v-size-n",), 1),
-    (("--spec-ngram-map-k4v-size-m",), 1),
-    (("--spec-ngram-map-k4v-min-hits",), 1),
-    (("--spec-ngram-mod-n-min",), 1),
-    (("--spec-ngram-mod-n-max",), 1),
-    (("--spec-ngram-mod-n-match",), 1),
     # llama-server flags (issue 29); why each has no effect is in NO_EFFECT_REASONS.
     (("--completion-bash",), 0),
     (("-C", "--cpu-mask"), 1),
@@ -74,8 +65,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--cpu-strict-batch",), 1),
     (("--prio-batch",), 1),
     (("--poll-batch",), 1),
-    (("-lcs", "--lookup-cache-static"), 1),
-    (("-lcd", "--lookup-cache-dynamic"), 1),
     (("--kv-unified-per-slot",), 1),
     (("-ctxcp", "--ctx-checkpoints", "--swa-checkpoints"), 1),
     (("-cms", "--checkpoint-min-step"), 1),
@@ -122,9 +111,7 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-size-n",), 1),
     (("--spec-ngram-size-m",), 1),
     (("--spec-ngram-min-hits",), 1),
-    (("--spec-default",), 0),
     (("--numa",), 1),
-    (("-l", "--logit-bias"), 1),
 )
 _NOT_YET = "not implemented yet"
 _THREADS = "CPU affinity, priority and polling: llama-cpp-python's API sets none of them"
@@ -146,12 +133,12 @@ NO_EFFECT_REASONS: dict[str, str] = {
     **dict.fromkeys(("-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS),
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
     **dict.fromkeys(
-        ("-lcs", "-lcd"), "they feed the `ngram-cache` speculative type, which does not run here"
-    ),
-    **dict.fromkeys(
         ("-ctxcp", "-cms"),
-        "the worker keeps no context checkpoints (a prompt a SWA or recurrent model cannot "
-        "reuse is read again)",
+        "context checkpoints are " + _NOT_YET + ": llama-server saves, while it reads a prompt, "
+        "the part of a slot's state that cannot be cut back (a SWA model's window, a recurrent "
+        "or hybrid model's state), so a later prompt that differs before the end resumes from "
+        "a checkpoint; here a recurrent or hybrid model's slot reads such a prompt again from "
+        "its start, and a SWA model's is cut back as any other",
     ),
     "--kv-unified-per-slot": "slots share one KV cache or split it (`--kv-unified`)",
     **dict.fromkeys(("--perf", "--no-perf"), "timings are always measured and answered"),
@@ -183,10 +170,7 @@ NO_EFFECT_REASONS: dict[str, str] = {
         ("--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits"),
         "older names of the `--spec-ngram-*` settings",
     ),
-    "--spec-default": "its `ngram-mod` speculative decoding does not run here "
-    "(docs/serving.md, speculative decoding)",
     "--numa": "NUMA placement: " + _NOT_YET,
-    "-l": "a server-wide logit bias: " + _NOT_YET + " (a request's own `logit_bias` works)",
 }
 _DEST = "no_effect_flags"
 # llama-server's variable of each flag, by every spelling.

@@ -55,7 +55,12 @@ def sampling_params(
     """The request's sampling over the worker's defaults (llama-server's
     ``params_from_json_cmpl``), with its biases, grammar and budget."""
     sampling = request_sampling(model.sampling, body)
-    bias, text_bias = parse_logit_bias(body.logit_bias, model.n_vocab)
+    # A request's own biases replace -l's, as llama-server's (its handler clears the list).
+    bias, text_bias = (
+        (dict(model.sampling.logit_bias), ())
+        if body.logit_bias is None
+        else parse_logit_bias(body.logit_bias, model.n_vocab)
+    )
     if sampling.ignore_eos:  # as llama-server: end-of-generation tokens are never sampled
         bias.update(dict.fromkeys(model.eog_tokens, -math.inf))
     try:

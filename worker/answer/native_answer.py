@@ -22,8 +22,8 @@ __all__ = ["native_final", "request_settings", "request_stops"]
 
 def request_stops(model: LoadedModel, body: SamplingFields) -> list[str]:
     """The request's stop strings; as llama-server, ``-r``'s when it gives none."""
-    stop = body.stop or model.settings.reverse_prompt
-    return [stop] if isinstance(stop, str) else list(stop or [])
+    stop = body.stop or list(model.settings.reverse_prompt)
+    return [stop] if isinstance(stop, str) else list(stop)
 
 
 def request_settings(

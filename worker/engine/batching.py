@@ -173,7 +173,7 @@ class BatchEngine:
             slot.generation = slot.last = generation
             slot.id_task, self._admitted = self._admitted, self._admitted + 1
             if self._speculator is not None:
-                self._speculator.begin(slot.id, generation.params.seed)
+                self._speculator.begin(slot.id, generation.params.seed, generation.prompt)
             if generation.media is not None:
                 # Its first token comes from the last logits, before the next batch overwrites
                 # them; the other slots wait meanwhile.
@@ -279,22 +279,28 @@ class BatchEngine:
         speculator = self._speculator
         sampler = generation.sampler
         assert sampler is not None
-        for i in range(len(draft) + 1):
-            sampled = sampler.sample(self._ctx, generation.batch_index + i)
-            kept = False
-            if i < len(draft) and speculator is not None:
-                kept = speculator.keeps(slot.id, i, draft[i], sampled)
-            token = draft[i] if kept else sampled
-            sampler.accept(token, generated=token == sampled)
-            if not self._take(slot, generation, token, generation.batch_index + i):
-                return  # finished: the next request in the slot drops the rest of the cache
-            if not kept:
-                break
-            generation.next_token = None
-            slot.tokens.append(token)
-            generation.n_past += 1
-            generation.draft_accepted += 1
-            self.metrics.draft_accepted += 1
+        kept_count = 0
+        try:
+            for i in range(len(draft) + 1):
+                sampled = sampler.sample(self._ctx, generation.batch_index + i)
+                kept = False
+                if i < len(draft) and speculator is not None:
+                    kept = speculator.keeps(slot.id, i, draft[i], sampled)
+                token = draft[i] if kept else sampled
+                sampler.accept(token, generated=token == sampled)
+                if not self._take(slot, generation, token, generation.batch_index + i):
+                    return  # finished: the next request in the slot drops the rest of the cache
+                if not kept:
+                    break
+                generation.next_token = None
+                slot.tokens.append(token)
+                generation.n_past += 1
+                generation.draft_accepted += 1
+                self.metrics.draft_accepted += 1
+                kept_count += 1
+        finally:
+            if draft and speculator is not None:
+                speculator.accepted(slot.id, kept_count)  # as llama-server, finished or not
         if draft:
             llama_cpp.llama_memory_seq_rm(self._memory, slot.id, generation.n_past, -1)
 

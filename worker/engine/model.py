@@ -168,6 +168,13 @@ class LoadedModel:
                 self.model = model = LlamaModel(str(settings.model), model_params)
                 self.vocab = self.model.vocab
                 self.n_vocab = self.model.n_vocab()
+                # llama.cpp indexes the logits by these ids unchecked: refused at load.
+                for token in settings.sampling.logit_bias:
+                    if not 0 <= token < self.n_vocab:
+                        raise ValueError(
+                            f"--logit-bias: token id {token} is outside the vocabulary "
+                            f"({self.n_vocab} tokens)"
+                        )
                 self.metadata = self.model.metadata()
                 self.ctx = (
                     new_context()

@@ -3,22 +3,23 @@
 Every request starts from these (llama-server's ``params_base.sampling``), and ``/props``
 shows them. The flags' names and quirks are common/arg.cpp's: a ``--dry-base`` below 1 is
 ignored, ``--dry-sequence-breaker none`` clears the breakers, ``--samplers`` is a ``;`` list of
-names and ``--sampler-seq`` a string of letters. A model file can carry its own defaults
-(``general.sampling.*``), which count where no flag was given, as llama.cpp's
+names, ``--sampler-seq`` a string of letters and ``-l/--logit-bias`` ``TOKEN_ID(+/-)BIAS``
+(repeatable; the biases of one token add up, as upstream's list of them). A model file can carry
+its own defaults (``general.sampling.*``), which count where no flag was given, as llama.cpp's
 ``common_init_sampler_from_model``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import fields, replace
 from typing import Any
 
 from corral.options.model_options import ModelOptions
 from worker.sampling.params import SamplingParams, samplers_from_chars, samplers_from_names
 
-__all__ = ["model_sampling_defaults", "sampling_defaults"]
+__all__ = ["model_sampling_defaults", "parse_server_logit_bias", "sampling_defaults"]
 
 # Option name → SamplingParams field, for the plain numbers.
 _FLOATS = {
@@ -66,6 +67,8 @@ _MODEL_KEYS = {
     "mirostat_tau": ("mirostat-ent", "mirostat_tau", False),
     "mirostat_eta": ("mirostat-lr", "mirostat_eta", False),
 }
+# common/arg.cpp reads `ss >> key >> sign` then std::stof of the rest: an integer, a sign, a float.
+_SERVER_BIAS = re.compile(r"\s*([-+]?\d+)\s*([-+])(.+)")
 _LEADING_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -87,6 +90,21 @@ def model_sampling_defaults(
     return replace(defaults, **values)
 
 
+def parse_server_logit_bias(entries: Iterable[str]) -> dict[int, float]:
+    """``--logit-bias`` entries as token id → bias; ``ValueError`` names an entry llama-server
+    would refuse too."""
+    biases: dict[int, float] = {}
+    for entry in entries:
+        match = _SERVER_BIAS.fullmatch(entry)
+        number = _LEADING_NUMBER.match(match.group(3)) if match else None
+        if match is None or number is None:
+            raise ValueError(f"--logit-bias: expected TOKEN_ID(+/-)BIAS, got '{entry}'")
+        token, sign = int(match.group(1)), match.group(2)
+        bias = float(number.group(0)) * (-1.0 if sign == "-" else 1.0)
+        biases[token] = biases.get(token, 0.0) + bias
+    return biases
+
+
 def sampling_defaults(options: ModelOptions) -> SamplingParams:
     """The sampling settings a request gets when it names none: the options given, else the
     table's defaults (llama-server's)."""
@@ -104,4 +122,6 @@ def sampling_defaults(options: ModelOptions) -> SamplingParams:
         values["samplers"] = samplers_from_names(options.word("samplers").split(";"))
     if "sampler-seq" in options:
         values["samplers"] = samplers_from_chars(options.word("sampler-seq"))
+    if "logit-bias" in options:
+        values["logit_bias"] = parse_server_logit_bias(options.items("logit-bias"))
     return SamplingParams(**values)

@@ -17,6 +17,15 @@ __all__ = ["SpeculativeSettings", "speculative_settings"]
 _SERVER = ModelOptions()  # llama-server's defaults
 
 
+def _map_settings(options: ModelOptions, kind: str) -> tuple[int, int, int]:
+    """ngram-map-{kind}'s (size_n, size_m, min_hits)."""
+    size_n, size_m, min_hits = (
+        options.integer(f"spec-ngram-map-{kind}-{name}")
+        for name in ("size-n", "size-m", "min-hits")
+    )
+    return size_n, size_m, min_hits
+
+
 @dataclass(frozen=True, slots=True)
 class SpeculativeSettings:
     types: tuple[str, ...] = ()  # --spec-type, "none" dropped; empty: a draft model if given
@@ -30,6 +39,15 @@ class SpeculativeSettings:
     threads_draft: int | None = None  # None: the model's
     ngram_size_n: int = _SERVER.integer("spec-ngram-simple-size-n")
     ngram_size_m: int = _SERVER.integer("spec-ngram-simple-size-m")
+    # ngram-mod: tokens hashed, most and fewest tokens guessed
+    mod_n_match: int = _SERVER.integer("spec-ngram-mod-n-match")
+    mod_n_max: int = _SERVER.integer("spec-ngram-mod-n-max")
+    mod_n_min: int = _SERVER.integer("spec-ngram-mod-n-min")
+    # ngram-map-k and ngram-map-k4v: (size_n, size_m, min_hits) each.
+    map_k: tuple[int, int, int] = _map_settings(_SERVER, "k")
+    map_k4v: tuple[int, int, int] = _map_settings(_SERVER, "k4v")
+    lookup_cache_static: Path | None = None  # ngram-cache: -lcs and -lcd files
+    lookup_cache_dynamic: Path | None = None
     synth_len: float | None = None  # synthetic acceptance, for benchmarks (synthetic.py)
     synth_rates: str | None = None  # comma-separated, checked when the model loads
 
@@ -38,12 +56,24 @@ class SpeculativeSettings:
         return bool(self.types) or self.model_draft is not None or self.draft_hf is not None
 
 
+def _types(options: ModelOptions) -> tuple[str, ...]:
+    """--spec-type's types, "none" dropped; --spec-default adds ngram-mod, as llama-server's."""
+    types = [t for t in options.items("spec-type") if t != "none"]
+    if options.flag("spec-default") and "ngram-mod" not in types:
+        types.append("ngram-mod")
+    return tuple(types)
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
 def speculative_settings(options: ModelOptions) -> SpeculativeSettings:
     """The speculative options among a worker's options (unset: the table's defaults)."""
     layers = options.word("spec-draft-ngl")
     draft = options.text("model-draft")
     return SpeculativeSettings(
-        types=tuple(t for t in options.items("spec-type") if t != "none"),
+        types=_types(options),
         model_draft=Path(draft) if draft else None,
         draft_hf=options.text("spec-draft-hf"),
         n_max=options.integer("spec-draft-n-max"),
@@ -54,6 +84,13 @@ def speculative_settings(options: ModelOptions) -> SpeculativeSettings:
         threads_draft=options.optional_integer("spec-draft-threads"),
         ngram_size_n=options.integer("spec-ngram-simple-size-n"),
         ngram_size_m=options.integer("spec-ngram-simple-size-m"),
+        mod_n_match=options.integer("spec-ngram-mod-n-match"),
+        mod_n_max=options.integer("spec-ngram-mod-n-max"),
+        mod_n_min=options.integer("spec-ngram-mod-n-min"),
+        map_k=_map_settings(options, "k"),
+        map_k4v=_map_settings(options, "k4v"),
+        lookup_cache_static=_path(options.text("lookup-cache-static")),
+        lookup_cache_dynamic=_path(options.text("lookup-cache-dynamic")),
         synth_len=options.optional_real("spec-synth-len"),
         synth_rates=options.text("spec-synth-rates"),
     )

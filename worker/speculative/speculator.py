@@ -5,10 +5,15 @@ the guesses in the same ``llama_decode`` as every other slot, samples each posit
 keeps the guesses up to the first one its own sampler disagrees with. So the tokens are those
 plain decoding gives: a guess only ever saves the decode that would have produced it.
 
-Types, as llama-server's ``--spec-type`` names them: ``draft-simple`` (a draft model) and
-``ngram-simple`` (prompt lookup). Several may be listed; the first that has a guess for a slot
-wins. The others llama-server knows need model heads or caches llama-cpp-python cannot run, and
-are refused when the model loads.
+Types, as llama-server's ``--spec-type`` names them: ``draft-simple`` (a draft model),
+``ngram-simple`` (prompt lookup), ``ngram-map-k`` and ``ngram-map-k4v`` (n-gram maps, one per
+slot), ``ngram-mod`` (a hashed n-gram table shared by the slots) and ``ngram-cache`` (n-gram
+statistics of the history and of lookup cache files).
+Several may be listed; the first in llama-server's order of preference (:data:`RUNNABLE_TYPES`)
+that has a guess for a slot wins, and only it hears how many of
+its guesses were kept. The others llama-server knows, the ``draft-*`` ones besides
+``draft-simple``, need model heads llama-cpp-python cannot run: they are refused when the model
+loads.
 """
 
 from __future__ import annotations
@@ -25,12 +30,26 @@ from worker.devices.settings import GpuSettings
 from worker.host.llama_bindings import llama_cpp
 from worker.speculative.draft_model import DraftModel, DraftRequest
 from worker.speculative.ngram import ngram_draft
+from worker.speculative.ngram_cache import N_DRAFT, NgramCache, load_lookup_cache
+from worker.speculative.ngram_map import NgramMap
+from worker.speculative.ngram_mod import NgramMod
 from worker.speculative.settings import SpeculativeSettings
 from worker.speculative.synthetic import synthetic_chances
 
 __all__ = ["RUNNABLE_TYPES", "DraftRequest", "Speculator"]
 
-RUNNABLE_TYPES = ("draft-simple", "ngram-simple")
+# In llama-server's order of preference (common_speculative_init), whatever order they are
+# listed in: the cheap n-gram guesses first, the draft model's when they have none.
+RUNNABLE_TYPES = (
+    "ngram-simple",
+    "ngram-map-k",
+    "ngram-map-k4v",
+    "ngram-mod",
+    "ngram-cache",
+    "draft-simple",
+)
+_MAPS = {"ngram-map-k": True, "ngram-map-k4v": False}  # type → whether it guesses by key only
+_SIZE_LIMIT = 1024
 
 
 def fitted_draft(settings: SpeculativeSettings) -> Path | None:
@@ -54,6 +73,10 @@ def _draft_path(settings: SpeculativeSettings) -> Path | None:
     return found.path
 
 
+def _lookup_cache(path: Path | None) -> dict[tuple[int, int, int, int], dict[int, int]]:
+    return load_lookup_cache(path) if path is not None else {}
+
+
 def _rates(text: str | None) -> list[float]:
     try:
         return [float(rate) for rate in text.split(",")] if text else []
@@ -70,13 +93,30 @@ class Speculator:
         vocab: Any,
         n_seq: int,
         synthetic: tuple[float, ...] = (),
+        lookup: NgramCache | None = None,
     ) -> None:
         self._settings = settings
-        self._types = settings.types or ("draft-simple",)
+        listed = settings.types or ("draft-simple",)
+        self._types = tuple(kind for kind in RUNNABLE_TYPES if kind in listed)
         self._draft_model = draft_model
         self._vocab = vocab
         self._synthetic = synthetic
         self._rngs = [random.Random() for _ in range(n_seq)]
+        self._mod = (
+            NgramMod(settings.mod_n_match, settings.mod_n_max, settings.mod_n_min, n_seq)
+            if "ngram-mod" in self._types
+            else None
+        )
+        self._maps = {
+            kind: [
+                NgramMap(size_n, size_m, key_only=key_only, min_hits=min_hits) for _ in range(n_seq)
+            ]
+            for kind, key_only in _MAPS.items()
+            if kind in self._types
+            for size_n, size_m, min_hits in [settings.map_k if key_only else settings.map_k4v]
+        }
+        self._lookup = lookup
+        self._drafted_by: list[str | None] = [None] * n_seq  # the type of each slot's last draft
 
     @classmethod
     def load(
@@ -99,19 +139,36 @@ class Speculator:
         if refused:
             raise ValueError(
                 f"--spec-type {refused[0]} is not supported here: Corral runs "
-                f"{' and '.join(RUNNABLE_TYPES)} (llama-cpp-python cannot run the model heads "
-                "and caches the other types need)"
+                f"{', '.join(RUNNABLE_TYPES)} (llama-cpp-python cannot run the model heads "
+                "the other draft-* types need)"
             )
         if settings.n_min > settings.n_max:
             raise ValueError(
                 f"--spec-draft-n-min ({settings.n_min}) is above --spec-draft-n-max "
                 f"({settings.n_max})"
             )
+        for name, value in (
+            ("n-match", settings.mod_n_match),
+            ("n-max", settings.mod_n_max),
+            ("n-min", settings.mod_n_min),
+        ):
+            if value > _SIZE_LIMIT:  # llama-server's bound
+                raise ValueError(f"--spec-ngram-mod-{name} must be at most {_SIZE_LIMIT}")
+        for kind, (size_n, size_m, _) in (("k", settings.map_k), ("k4v", settings.map_k4v)):
+            for name, value in (("size-n", size_n), ("size-m", size_m)):
+                if value > _SIZE_LIMIT:
+                    raise ValueError(
+                        f"--spec-ngram-map-{kind}-{name} must be at most {_SIZE_LIMIT}"
+                    )
         if settings.p_min > 1.0:
             raise ValueError(f"--spec-draft-p-min must be at most 1, got {settings.p_min}")
         longest = max(
             settings.n_max if "draft-simple" in types else 0,
             settings.ngram_size_m if "ngram-simple" in types else 0,
+            settings.mod_n_max if "ngram-mod" in types else 0,
+            settings.map_k[1] if "ngram-map-k" in types else 0,
+            settings.map_k4v[1] if "ngram-map-k4v" in types else 0,
+            N_DRAFT if "ngram-cache" in types else 0,
         )
         synthetic = synthetic_chances(settings.synth_len, _rates(settings.synth_rates), longest)
         draft_model = None
@@ -132,15 +189,45 @@ class Speculator:
                 threads=settings.threads_draft or threads,
                 gpu=gpu.for_draft(),
             )
-        return cls(settings, draft_model, vocab=target_vocab, n_seq=n_seq, synthetic=synthetic)
+        lookup = (
+            NgramCache(
+                n_seq,
+                static=_lookup_cache(settings.lookup_cache_static),
+                dynamic=_lookup_cache(settings.lookup_cache_dynamic),
+            )
+            if "ngram-cache" in types
+            else None
+        )
+        return cls(
+            settings,
+            draft_model,
+            vocab=target_vocab,
+            n_seq=n_seq,
+            synthetic=synthetic,
+            lookup=lookup,
+        )
 
     def close(self) -> None:
         if self._draft_model is not None:
             self._draft_model.close()
 
-    def begin(self, seq: int, seed: int) -> None:
-        """A new request in slot ``seq``: synthetic acceptance draws from its seed, as upstream."""
+    def begin(self, seq: int, seed: int, prompt: Sequence[int]) -> None:
+        """A new request in slot ``seq``: synthetic acceptance draws from its seed, as upstream,
+        and ``ngram-mod`` learns its prompt."""
         self._rngs[seq].seed(seed if seed >= 0 else None)
+        self._drafted_by[seq] = None
+        if self._mod is not None:
+            self._mod.begin(seq, prompt)
+        for maps in self._maps.values():
+            maps[seq].begin(prompt)
+
+    def accepted(self, seq: int, count: int) -> None:
+        """``count`` of slot ``seq``'s guesses were kept, told to the type that guessed them."""
+        kind = self._drafted_by[seq]
+        if kind == "ngram-mod" and self._mod is not None:
+            self._mod.accepted(seq, count)
+        elif kind in self._maps:
+            self._maps[kind][seq].accepted(count)
 
     def keeps(self, seq: int, position: int, guess: int, sampled: int) -> bool:
         """Whether the guess at ``position`` stands, the model having sampled ``sampled`` there:
@@ -165,8 +252,20 @@ class Speculator:
                         r.history, r.last, settings.ngram_size_n, settings.ngram_size_m
                     )
                     drafts[r.seq] = guess[: r.limit]
+            elif kind in self._maps:
+                for r in waiting:
+                    drafts[r.seq] = self._maps[kind][r.seq].draft(r.history, r.last)[: r.limit]
+            elif kind == "ngram-cache" and self._lookup is not None:
+                for r in waiting:
+                    drafts[r.seq] = self._lookup.draft(r.seq, r.history, r.last)[: r.limit]
+            elif kind == "ngram-mod" and self._mod is not None:
+                for r in waiting:
+                    drafts[r.seq] = self._mod.draft(r.seq, r.history, r.last)[: r.limit]
             elif self._draft_model is not None:
                 found = self._draft_model.draft(waiting, n_max=settings.n_max, p_min=settings.p_min)
                 for seq, guess in found.items():
                     drafts[seq] = guess if len(guess) >= settings.n_min else []
+            for r in waiting:
+                if drafts[r.seq]:
+                    self._drafted_by[r.seq] = kind
         return drafts

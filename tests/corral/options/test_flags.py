@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from corral.options.table import normalise_options, render_worker_args
 from router.cli.main import parse_serve_args
 from worker.settings import parse_worker_args
 
@@ -60,4 +61,21 @@ def test_a_no_effect_flags_variable_is_noted_too(monkeypatch: pytest.MonkeyPatch
     assert settings.no_effect_flags == (
         "--log-file",
         "--threads-http (LLAMA_ARG_THREADS_HTTP)",
+    )
+
+
+def test_every_reverse_prompt_reaches_the_worker_whole() -> None:
+    # As llama-server's -r, each one is kept, commas included: from `corral serve`'s flags, or a
+    # preset's JSON array, through the rendered worker flags to the worker's stop strings.
+    flags = ["-r", "User, then", "--reverse-prompt", ";", "-l", "5+1", "-l", "6-2"]
+    serve = parse_serve_args(flags)
+    preset = normalise_options([("reverse-prompt", '["User, then", ";"]')], where="preset")
+    assert serve.model_options["reverse-prompt"] == preset["reverse-prompt"]
+    worker = parse_worker_args(["-m", "m.gguf", *render_worker_args(serve.model_options.items())])
+    assert worker.reverse_prompt == ("User, then", ";")
+    assert worker.sampling.logit_bias == {5: 1.0, 6: -2.0}
+    # One string in a preset is one stop string, whatever it holds.
+    single = normalise_options([("reverse-prompt", "a, b")], where="preset")
+    assert parse_worker_args(["-m", "m", *render_worker_args(single.items())]).reverse_prompt == (
+        "a, b",
     )

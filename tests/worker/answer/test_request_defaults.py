@@ -1,14 +1,18 @@
 """The worker's request defaults from llama-server's flags: ``--grammar``/``--json-schema`` (and
-their ``-file`` forms) constrain, and ``-r`` stops, every request that says nothing itself."""
+their ``-file`` forms) constrain, ``-r`` stops and ``-l`` biases every request that says nothing
+itself."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
+from corral.children.protocol import EXIT_FAILED
 from tests.support.worker_process import worker
 from worker.settings import parse_worker_args
 
@@ -38,6 +42,49 @@ def test_the_grammar_and_reverse_prompt_are_defaults_a_request_overrides(
         assert settings["stop"] == [","]
 
 
+def test_every_reverse_prompt_given_stops_an_answer(models_dir: Path) -> None:
+    # As llama-server, each -r is kept: the comma stops this answer though ";" was given last.
+    grammar = 'root ::= "abc, def; ghi"'
+    with worker(models_dir / "alpha.gguf", "--grammar", grammar, "-r", ",", "-r", ";") as child:
+        assert _complete(child.url) == "abc"
+        settings = httpx.post(
+            f"{child.url}/completion", json={"prompt": "x", "n_predict": 1}, timeout=120
+        ).json()["generation_settings"]
+        assert settings["stop"] == [",", ";"]
+
+
+_FAVOURED, _OTHER = 300, 400  # two ordinary tokens of the tiny model's 583
+
+
+def _tokens_text(url: str, *tokens: int) -> str:
+    reply = httpx.post(f"{url}/detokenize", json={"tokens": list(tokens)}, timeout=120)
+    return str(reply.raise_for_status().json()["content"])
+
+
+def test_the_logit_bias_flag_biases_requests_that_give_none(models_dir: Path) -> None:
+    with worker(models_dir / "alpha.gguf", "-l", f"{_FAVOURED}+100") as child:
+        n = 4
+        assert _complete(child.url, n_predict=n) == _tokens_text(child.url, *[_FAVOURED] * n)
+        # A request's own logit_bias replaces the flag's (llama-server clears the list), so
+        # the smaller bias it gives wins: merged, the flag's +100 would.
+        own = {"logit_bias": {str(_OTHER): 50}, "n_predict": n}
+        assert _complete(child.url, **own) == _tokens_text(child.url, *[_OTHER] * n)
+        settings = httpx.post(
+            f"{child.url}/completion", json={"prompt": "x", "n_predict": 1}, timeout=120
+        ).json()["generation_settings"]
+        assert settings["logit_bias"] == [{"bias": 100.0, "token": _FAVOURED}]
+
+
+def test_a_logit_bias_outside_the_vocabulary_fails_the_load(models_dir: Path) -> None:
+    # llama.cpp would index the logits with it unchecked.
+    command = [sys.executable, "-m", "worker", "--model", str(models_dir / "alpha.gguf")]
+    done = subprocess.run(
+        [*command, "-l", "99999999+1"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == EXIT_FAILED
+    assert "--logit-bias: token id 99999999 is outside the vocabulary (583 tokens)" in done.stderr
+
+
 def test_a_json_schema_file_constrains_every_answer(models_dir: Path, tmp_path: Path) -> None:
     schema = tmp_path / "schema.json"
     schema.write_text(json.dumps({"type": "string", "enum": ["yes", "no"]}))
@@ -57,7 +104,7 @@ def test_grammar_and_schema_files_are_read_when_the_worker_starts(tmp_path: Path
     assert (settings.grammar, settings.json_schema, settings.reverse_prompt) == (
         'root ::= "a"',
         None,
-        "END",
+        ("END",),
     )
     assert parse_worker_args(["-m", "m.gguf", "-j", '{"type": "object"}']).json_schema == (
         '{"type": "object"}'

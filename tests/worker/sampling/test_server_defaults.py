@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from corral.options.table import normalise_options, render_worker_args
 from worker.sampling.params import DEFAULT_SAMPLERS, SamplingParams
 from worker.settings import parse_worker_args
@@ -63,3 +65,15 @@ def test_preset_keys_reach_the_worker_as_its_defaults() -> None:
     sampling = _sampling(*render_worker_args(options.items()))
     assert (sampling.top_k, sampling.repeat_penalty) == (5, 1.2)
     assert sampling.samplers == ("penalties", "top_k", "temperature")
+
+
+def test_logit_bias_flags_are_read_as_llama_server_reads_them() -> None:
+    # TOKEN_ID(+/-)BIAS, repeatable; one token's biases add up, as upstream's list applies them.
+    sampling = _sampling("-l", "15043+1", "--logit-bias", "7-2.5", "-l", "15043+0.5")
+    assert sampling.logit_bias == {15043: 1.5, 7: -2.5}
+
+
+def test_a_malformed_logit_bias_is_refused_at_startup(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _sampling("-l", "15043*1")
+    assert "--logit-bias: expected TOKEN_ID(+/-)BIAS, got '15043*1'" in capsys.readouterr().err

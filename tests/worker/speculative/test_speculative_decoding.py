@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import subprocess
 import sys
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -173,6 +175,72 @@ def test_prompt_lookup_guesses_from_the_history(models_dir: Path, plain: dict[st
     assert answer["timings"]["draft_n_accepted"] > 0
 
 
+@pytest.mark.parametrize("flags", [("--spec-type", "ngram-mod"), ("--spec-default",)])
+def test_ngram_mod_guesses_from_its_hashed_table(
+    models_dir: Path, plain: dict[str, str], flags: tuple[str, ...]
+) -> None:
+    # Short n-grams, so that the tiny model's repetitions are found within 48 tokens.
+    mod = (*flags, "--spec-ngram-mod-n-match", "2")
+    with worker(models_dir / "alpha.gguf", *mod, "--spec-ngram-mod-n-min", "1") as child:
+        answer = _complete(child.url, PROMPTS[0])
+        again = _complete(child.url, PROMPTS[0])
+    assert answer["content"] == again["content"] == plain[PROMPTS[0]]
+    assert answer["timings"]["draft_n_accepted"] > 0
+    # The table outlives the request: the same answer again is guessed from the start.
+    assert again["timings"]["draft_n_accepted"] > answer["timings"]["draft_n_accepted"]
+
+
+@pytest.mark.parametrize("kind", ["k", "k4v"])
+def test_ngram_maps_guess_from_the_slots_history(
+    models_dir: Path, plain: dict[str, str], kind: str
+) -> None:
+    sizes = (f"--spec-ngram-map-{kind}-size-n", "2", f"--spec-ngram-map-{kind}-size-m", "4")
+    with worker(models_dir / "alpha.gguf", "--spec-type", f"ngram-map-{kind}", *sizes) as child:
+        answer = _complete(child.url, PROMPTS[0])
+    assert answer["content"] == plain[PROMPTS[0]]
+    assert answer["timings"]["draft_n_accepted"] > 0
+
+
+def _write_lookup_cache(path: Path, tokens: list[int]) -> None:
+    """A dynamic lookup cache of ``tokens``' 1- to 4-grams, each seen four times, in the
+    format llama.cpp's llama-lookup-create writes."""
+    counts: dict[tuple[int, ...], Counter[int]] = {}
+    for size in range(1, 5):
+        for i in range(size, len(tokens)):
+            counts.setdefault(tuple(tokens[i - size : i]), Counter())[tokens[i]] += 4
+    with path.open("wb") as file:
+        for ngram, part in counts.items():
+            file.write(struct.pack("<4ii", *ngram, *[-1] * (4 - len(ngram)), len(part)))
+            for token, count in part.items():
+                file.write(struct.pack("<ii", token, count))
+
+
+def test_ngram_cache_guesses_from_the_prompt_and_a_lookup_cache(
+    models_dir: Path, plain: dict[str, str], tmp_path: Path
+) -> None:
+    model = models_dir / "alpha.gguf"
+    # As upstream's, the context cache counts the prompt's n-grams (a step adds one token, too
+    # few for an n-gram of its own): a prompt holding what the model says feeds it.
+    prompt = PROMPTS[0] + plain[PROMPTS[0]]
+    with worker(model) as child:
+        expected = _complete(child.url, prompt)["content"]
+    with worker(model, "--spec-type", "ngram-cache") as child:
+        answer = _complete(child.url, prompt)
+        body = {"content": plain[PROMPTS[0]]}
+        tokens = httpx.post(f"{child.url}/tokenize", json=body, timeout=60).json()["tokens"]
+    assert answer["content"] == expected
+    assert answer["timings"]["draft_n_accepted"] > 0
+    # A dynamic cache that has seen an answer guesses it where the prompt alone guesses little.
+    _write_lookup_cache(tmp_path / "dynamic.bin", tokens)
+    lookup = ("--spec-type", "ngram-cache", "-lcd", str(tmp_path / "dynamic.bin"))
+    with worker(model, *lookup) as child:
+        cached = _complete(child.url, PROMPTS[0])
+    with worker(model, "--spec-type", "ngram-cache") as child:  # a slot's cache outlives requests
+        cold = _complete(child.url, PROMPTS[0])
+    assert cold["content"] == cached["content"] == plain[PROMPTS[0]]
+    assert cached["timings"]["draft_n_accepted"] > cold["timings"].get("draft_n_accepted", 0)
+
+
 def _failed_load(model: Path, *args: str) -> str:
     """Start a worker that must fail to load; its log."""
     command = [sys.executable, "-m", "worker", "--model", str(model), "--ctx-size", "256", *args]
@@ -210,6 +278,18 @@ def test_a_draft_with_another_vocabulary_fails_the_load(
             "--spec-draft-n-min (5) is above --spec-draft-n-max (4)",
         ),
         (("--spec-draft-p-min", "1.5", "-md", "x.gguf"), "--spec-draft-p-min must be at most 1"),
+        (
+            ("--spec-type", "ngram-mod", "--spec-ngram-mod-n-max", "1025"),
+            "--spec-ngram-mod-n-max must be at most 1024",
+        ),
+        (
+            ("--spec-type", "ngram-map-k4v", "--spec-ngram-map-k4v-size-m", "1025"),
+            "--spec-ngram-map-k4v-size-m must be at most 1024",
+        ),
+        (
+            ("--spec-type", "ngram-cache", "-lcs", "/nonexistent/static.bin"),
+            "cannot read lookup cache /nonexistent/static.bin",
+        ),
         (
             ("--spec-type", "ngram-simple", "--spec-synth-rates", "0.5"),
             "--spec-synth-rates must have 48 values, got 1",
