@@ -34,3 +34,12 @@ def test_sampling_defaults_are_the_tables() -> None:
     # temperature 0.8 is written once, in the table; the request defaults read it there.
     assert SamplingParams().temperature == ModelOptions().real("temp") == 0.8
     assert SamplingParams().dry_base == 1.75
+
+
+def test_a_strings_option_reads_as_whole_strings_commas_kept() -> None:
+    # -r given twice, once with a comma: two stop strings, not three.
+    given = normalise_options([("reverse-prompt", '["a,b", "c"]')], where="test")
+    assert ModelOptions(given).strings("reverse-prompt") == ("a,b", "c")
+    assert ModelOptions().strings("reverse-prompt") == ()
+    with pytest.raises(TypeError, match="logit-bias"):
+        ModelOptions().strings("logit-bias")
