@@ -100,6 +100,10 @@ class WorkerSettings:
     flash_attn: str = _SERVER.word("flash-attn")  # on, off or auto
     parallel: int = _SERVER_KV.slots
     kv_unified: bool = _SERVER_KV.unified  # one KV cache shared by the slots
+    # A sliding-window model keeps its whole context in the window layers too (more memory)
+    swa_full: bool = _SERVER.flag("swa-full")
+    ctx_checkpoints: int = _SERVER.integer("ctx-checkpoints")  # per slot; 0 or less: none
+    checkpoint_min_step: int = _SERVER.integer("checkpoint-min-step")  # tokens; 0: no minimum
     sleep_idle_seconds: float | None = None  # free the weights after this long without work
     embeddings: bool = _SERVER.flag("embeddings")
     pooling: str | None = None  # none, mean, cls, last, rank; None: the model's own
@@ -352,6 +356,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         flash_attn=options.word("flash-attn"),
         parallel=layout.slots,
         kv_unified=layout.unified,
+        swa_full=options.flag("swa-full"),
+        ctx_checkpoints=options.integer("ctx-checkpoints"),
+        checkpoint_min_step=options.integer("checkpoint-min-step"),
         sleep_idle_seconds=_sleep_after(options.integer("sleep-idle-seconds")),
         embeddings=reranking or options.flag("embeddings"),
         pooling="rank" if reranking else options.text("pooling"),

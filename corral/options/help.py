@@ -50,6 +50,14 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "n-predict": "default token budget of a request; `-1` = up to the context",
     "parallel": "slots served together by continuous batching. Default `-1` (automatic), as "
     "llama-server (tools/server/server.cpp): 4 slots sharing one unified KV cache",
+    "swa-full": "a sliding-window model (gemma-3, gpt-oss) keeps its whole context in the window "
+    "layers' cache too, as llama-server's --swa-full: more memory, and any earlier prompt can be "
+    "resumed; without it the cache holds the window, and checkpoints cover resumes",
+    "ctx-checkpoints": "the most context checkpoints a slot keeps (0: none): copies of the "
+    "part of its state that cannot be cut back (a sliding window, a recurrent state), taken "
+    "near the end of each prompt, so a next prompt that differs earlier resumes from one",
+    "checkpoint-min-step": "the fewest tokens between two checkpoints of a slot, once it "
+    "holds as many as --ctx-checkpoints allows (0: no minimum)",
     "kv-unified": "one KV cache shared by all slots, each of which may use the whole context "
     "(`-kvu`); default off, but always on with automatic slots, as llama-server",
     "temp": "default temperature",

@@ -119,6 +119,23 @@ OPTIONS: tuple[OptionSpec, ...] = (
         negatives=("no-kv-unified", "no-kvu", "LLAMA_ARG_NO_KV_UNIFIED"),
         default="false",
     ),
+    # Sliding-window models (gemma-3, gpt-oss): the window layers' cache keeps only the window
+    # unless --swa-full; checkpoints of it let a prompt that differs before the window resume
+    # (worker/cache/checkpoints.py).
+    OptionSpec("swa-full", "bool", spellings=("LLAMA_ARG_SWA_FULL",), default="false"),
+    OptionSpec(
+        "ctx-checkpoints",
+        "int",
+        spellings=("ctxcp", "swa-checkpoints", "LLAMA_ARG_CTX_CHECKPOINTS"),
+        default="32",
+    ),
+    OptionSpec(
+        "checkpoint-min-step",
+        "int",
+        spellings=("cms", "LLAMA_ARG_CHECKPOINT_MIN_SPACING_NT"),
+        bound="non_negative",
+        default="8192",
+    ),
     OptionSpec(
         "temp",
         "float",

@@ -1,6 +1,6 @@
 """llama-server flags Corral accepts but does not implement yet.
 
-A single-model llama-server command line carries flags such as ``--swa-full`` or
+A single-model llama-server command line carries flags such as ``--threads-http 4`` or
 ``--cache-reuse 256``; refusing them at startup would make Corral no drop-in. Each is parsed with
 its arity, so a value-taking flag consumes its value instead of leaving it to be read as something
 else, and the router logs one notice per flag saying that it has no effect here (docs/serving.md).
@@ -25,7 +25,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--cache-reuse",), 1),
     # Sampling runs on the CPU here; llama.cpp's own tests spell it with an underscore.
     (("--backend-sampling", "-bs", "--backend_sampling"), 0),
-    (("--swa-full",), 0),
     # CORS is answered as docs/operations.md says: never with credentials, the headers a
     # preflight asks for, llama-server's methods.
     (("--cors-methods",), 1),
@@ -66,8 +65,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--prio-batch",), 1),
     (("--poll-batch",), 1),
     (("--kv-unified-per-slot",), 1),
-    (("-ctxcp", "--ctx-checkpoints", "--swa-checkpoints"), 1),
-    (("-cms", "--checkpoint-min-step"), 1),
     (("--perf",), 0),
     (("--no-perf",), 0),
     (("-e", "--escape"), 0),
@@ -122,7 +119,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--verbosity": "Corral logs at info; `--verbose` adds llama-server's debug object to answers",
     "--props": "`POST /props` is refused: settings are per model, set by flags or a preset",
     "--backend-sampling": "sampling runs on the CPU here",
-    "--swa-full": "llama-cpp-python sizes the SWA cache itself",
     **dict.fromkeys(
         ("--cors-methods", "--cors-headers", "--cors-credentials", "--no-cors-credentials"),
         "CORS is answered as docs/operations.md says: never with credentials",
@@ -132,14 +128,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--completion-bash": "`corral serve --help` lists every flag",
     **dict.fromkeys(("-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS),
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
-    **dict.fromkeys(
-        ("-ctxcp", "-cms"),
-        "context checkpoints are " + _NOT_YET + ": llama-server saves, while it reads a prompt, "
-        "the part of a slot's state that cannot be cut back (a SWA model's window, a recurrent "
-        "or hybrid model's state), so a later prompt that differs before the end resumes from "
-        "a checkpoint; here a recurrent or hybrid model's slot reads such a prompt again from "
-        "its start, and a SWA model's is cut back as any other",
-    ),
     "--kv-unified-per-slot": "slots share one KV cache or split it (`--kv-unified`)",
     **dict.fromkeys(("--perf", "--no-perf"), "timings are always measured and answered"),
     **dict.fromkeys(("-e", "--no-escape"), "llama-server's CLI prompt escapes: no CLI prompt here"),

@@ -12,7 +12,7 @@ import gguf
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CHATML_TEMPLATE", "TEXT_EMBEDDING_LENGTH", "WORDS", "write_tiny_gguf"]
+__all__ = ["CHATML_TEMPLATE", "TEXT_EMBEDDING_LENGTH", "WORDS", "spm_vocab", "write_tiny_gguf"]
 
 # Deliberately not byte-identical to llama-cpp-python's built-in CHATML_CHAT_TEMPLATE: an exact
 # match would make it pick its hard-coded "chatml" format instead of rendering this template,
@@ -58,7 +58,7 @@ _UNK, _BOS, _EOS, _IM_START, _IM_END = range(len(_SPECIALS))
 _FIM_TOKENS = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 
 
-def _vocab(words: str) -> tuple[list[str], list[float], list[int]]:
+def spm_vocab(words: str) -> tuple[list[str], list[float], list[int]]:
     tokens = [text for text, _ in _SPECIALS]
     types = [int(kind) for _, kind in _SPECIALS]
     # Byte fallback is what lets llama.cpp's SPM tokenizer encode text outside the vocabulary
@@ -140,7 +140,7 @@ def write_tiny_gguf(
     With it, ``ends_after`` (a token) flips the lean of that token's embedding, so that right
     after it the model ends its turn (``<|im_end|>``, which it never prefers otherwise).
     """
-    tokens, scores, types = _vocab(words)
+    tokens, scores, types = spm_vocab(words)
     fim_ids = list(range(len(tokens), len(tokens) + len(_FIM_TOKENS))) if fim else []
     if fim:
         tokens += list(_FIM_TOKENS)

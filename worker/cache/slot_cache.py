@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker.cache.checkpoints import Checkpoints
 from worker.cache.prompt_cache import PromptCache
 from worker.engine.generation import Generation
 from worker.engine.lora_adapters import AdapterScales
@@ -50,6 +51,8 @@ class SlotCaches:
     once a generation has started. Copies are restored before ``restore``'s saved files are
     tried. A copy or a saved cache carries no adapter scales: only a slot that has never run
     one (scales ``()``) gives or takes one, for a generation that runs none either.
+    ``checkpoints``, for a model whose state cannot all be cut back (a sliding window, a
+    recurrent state), says how much of a cut cache can be resumed and when to take checkpoints.
     """
 
     def __init__(
@@ -58,8 +61,10 @@ class SlotCaches:
         restore: Restore | None = None,
         prompt_cache: PromptCache | None = None,
         idle_aside: bool = False,
+        checkpoints: Checkpoints | None = None,
     ) -> None:
         self._memory = llama_cpp.llama_get_memory(ctx)
+        self._checkpoints = checkpoints
         self._prompt_cache = prompt_cache
         self._idle_aside = idle_aside and prompt_cache is not None
         self._restores: list[Restore] = [] if prompt_cache is None else [prompt_cache.restore]
@@ -71,20 +76,19 @@ class SlotCaches:
         # libmtmd evaluates a media prompt whole, from position 0.
         reuse = generation.cache_prompt and generation.media is None
         reused = reusable(slot, generation) if reuse else 0
-        if (
-            reused < len(slot.tokens)
-            and self._prompt_cache is not None
-            and slot.adapter_scales == ()
-        ):
-            self._prompt_cache.keep(slot.id, slot.tokens)  # about to be overwritten: not lost
+        if reused < len(slot.tokens):
+            self._set_aside(slot)  # about to be overwritten: not lost
         if reuse and slot.adapter_scales == generation.adapter_scales == ():
             for restore in self._restores:  # the copies in memory, then the saved files
                 restored = restore(slot.id, prompt, reused)
                 if restored is not None:
                     slot.tokens = restored
+                    self._took_back(slot, restore)
                     reused = reusable(slot, generation)
                     break
         keep = min(reused, len(prompt) - 1)  # the last prompt token must be decoded for logits
+        if self._checkpoints is not None:
+            keep = self._checkpoints.resumable(slot.id, keep)
         if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
             # Recurrent models cannot drop part of a sequence: start it over.
             llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
@@ -92,6 +96,40 @@ class SlotCaches:
         slot.tokens = prompt[:keep]
         slot.adapter_scales = generation.adapter_scales
         return keep
+
+    def prompt_chunk(self, slot: Slot, generation: Generation, room: int) -> int:
+        """How many of ``generation``'s pending prompt tokens the next batch takes, at most
+        ``room``; a checkpoint of the slot is taken first when one is due."""
+        checkpoints = self._checkpoints
+        if checkpoints is None or generation.media is not None:
+            return min(room, len(generation.pending))
+        n_prompt = len(generation.prompt)
+        n_chunk = min(checkpoints.chunk(generation.n_past, n_prompt, room), len(generation.pending))
+        checkpoints.before_chunk(slot.id, generation.n_past, n_chunk, n_prompt, slot.id_task)
+        return n_chunk
+
+    def _set_aside(self, slot: Slot) -> None:
+        """A copy of what ``slot`` holds in the prompt cache, with its checkpoints."""
+        if self._prompt_cache is None or slot.adapter_scales != ():
+            return
+        self._prompt_cache.keep(slot.id, slot.tokens)
+        if self._checkpoints is not None:
+            copies = [copy.tokens for copy in self._prompt_cache]
+            self._checkpoints.set_aside(slot.id, slot.tokens, copies)
+
+    def _took_back(self, slot: Slot, restore: Restore) -> None:
+        """``slot`` holds what ``restore`` loaded: a copy in memory brings its checkpoints."""
+        if self._checkpoints is None:
+            return
+        if self._prompt_cache is not None and restore == self._prompt_cache.restore:
+            self._checkpoints.take_back(slot.id, slot.tokens)
+        else:
+            self._checkpoints.forget(slot.id)
+
+    def forget(self, slot: Slot) -> None:
+        """``slot``'s cache no longer continues the sequence its checkpoints were taken of."""
+        if self._checkpoints is not None:
+            self._checkpoints.forget(slot.id)
 
     def started(self, slots: Iterable[Slot]) -> None:
         """Generations have started in some of ``slots``: with ``idle_aside``, as llama-server
@@ -105,8 +143,8 @@ class SlotCaches:
         whether there was any."""
         idle = [slot for slot in slots if slot.generation is None and slot.tokens]
         for slot in idle:
-            if self._prompt_cache is not None and slot.adapter_scales == ():
-                self._prompt_cache.keep(slot.id, slot.tokens)
+            self._set_aside(slot)
             llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
             slot.tokens = []
+            self.forget(slot)
         return bool(idle)

@@ -254,7 +254,9 @@ class BatchEngine:
                 continue
             if generation.adapter_scales != scales:
                 continue
-            chunk = generation.pending[: self._n_batch - n]
+            chunk = generation.pending[
+                : self._caches.prompt_chunk(slot, generation, self._n_batch - n)
+            ]
             last = len(chunk) == len(generation.pending)
             for i, token in enumerate(chunk):
                 is_last = last and i == len(chunk) - 1
@@ -338,6 +340,7 @@ class BatchEngine:
             context_full = not shift_context(
                 self._memory, self._vocab, slot.id, slot.tokens, generation
             )
+            self._caches.forget(slot)  # positions moved: its checkpoints no longer fit
         if context_full:
             generation.truncated = True
         if generation.stop.matched is not None:

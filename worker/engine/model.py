@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import structlog
 from llama_cpp._utils import suppress_stdout_stderr
 
+from worker.cache.checkpoints import Checkpoints
 from worker.cache.kv_store import open_kv_store
 from worker.cache.prompt_cache import PromptCache
 from worker.cache.slot_cache import SlotCaches
@@ -239,6 +240,13 @@ class LoadedModel:
                 restore=None if store is None else partial(store.restore, self.ctx),
                 prompt_cache=self.prompt_cache,
                 idle_aside=settings.kv_unified and settings.cache_idle_slots,
+                checkpoints=Checkpoints.for_context(
+                    self.ctx,
+                    self.model.model,
+                    settings.swa_full,
+                    settings.ctx_checkpoints,
+                    settings.checkpoint_min_step,
+                ),
             ),
         )
 
@@ -292,6 +300,7 @@ class LoadedModel:
         params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
         params.n_seq_max = settings.parallel
         params.kv_unified = settings.kv_unified
+        params.swa_full = settings.swa_full  # llama-server's default: the window only
         params.n_threads = self._threads
         params.n_threads_batch = self.settings.threads_batch or self._threads
         params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
