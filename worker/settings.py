@@ -170,8 +170,13 @@ def _sleep_after(seconds: int) -> float | None:
     return None if seconds == -1 else float(seconds)
 
 
-def _path(value: str | None) -> Path | None:
-    return None if value is None else Path(value)
+def _folder(options: ModelOptions, name: str, parser: argparse.ArgumentParser) -> Path | None:
+    """A folder option (none given: None), checked to be a folder as llama-server checks it at
+    startup: an empty value names none, and is refused as upstream refuses it."""
+    path = options.path(name)
+    if name in options and (path is None or not path.is_dir()):
+        parser.error(f"--{name}: not a directory: {options.text(name)}")
+    return path
 
 
 def _chat_template(options: ModelOptions, parser: argparse.ArgumentParser) -> str | None:
@@ -307,12 +312,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         parser.error(str(exc))
     names = [name.strip() for name in (args.alias or "").split(",") if name.strip()]
 
-    slot_save_path = _path(options.text("slot-save-path"))
-    if slot_save_path is not None and not slot_save_path.is_dir():
-        parser.error(f"--slot-save-path: not a directory: {slot_save_path}")
-    media_path = _path(options.text("media-path"))
-    if media_path is not None and not media_path.is_dir():
-        parser.error(f"--media-path: not a directory: {media_path}")
+    slot_save_path = _folder(options, "slot-save-path", parser)
+    media_path = _folder(options, "media-path", parser)
     rpc = _rpc(options.text("rpc"), parser)
     # Upstream's --reranking sets embedding=true and pooling=rank; the flag beats --pooling here,
     # since a worker's flags come rendered in table order, not in the order a user wrote them.
@@ -378,7 +379,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         cache_ram_mib=options.integer("cache-ram"),
         cache_idle_slots=options.flag("cache-idle-slots"),
         kv_persist=options.flag("kv-persist"),
-        kv_cache_dir=_path(options.text("kv-cache-dir")) or default_kv_cache_dir(os.environ),
+        kv_cache_dir=options.path("kv-cache-dir") or default_kv_cache_dir(os.environ),
         kv_cache_max=options.integer("kv-cache-max"),
         lora=_lora_files(options),
         lora_init_without_apply=options.flag("lora-init-without-apply"),

@@ -10,6 +10,7 @@ own; the router renders the same object to worker flags (:meth:`ModelOptions.wor
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import msgspec
 
@@ -68,6 +69,15 @@ class ModelOptions(msgspec.Struct, frozen=True):
     def optional_real(self, name: str) -> float | None:
         value = self.text(name)
         return None if value is None else float(value)
+
+    def path(self, name: str) -> Path | None:
+        """A path option's path; not given, or given empty, None. llama.cpp keeps a path flag's
+        text as given and its readers take an empty one as unset (``-lcs ""`` loads no cache);
+        ``--slot-save-path ""`` is refused upstream only because "" names no folder."""
+        if option_spec(name).kind != "str":
+            raise TypeError(f"option '{name}' is a {option_spec(name).kind}, not str")
+        value = self.text(name)
+        return Path(value) if value else None
 
     def items(self, name: str) -> tuple[str, ...]:
         """A list option's items (comma-separated); none given, none."""

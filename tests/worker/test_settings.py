@@ -238,3 +238,25 @@ def test_settings_given_no_flags_are_the_settings_built_without_any() -> None:
     for field in fields(WorkerSettings):
         if field.name not in host:
             assert getattr(parsed, field.name) == getattr(built, field.name), field.name
+
+
+def test_an_empty_path_flag_is_one_not_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where an empty path read as "." would point
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    argv = ["-m", "m.gguf", "--kv-cache-dir", "", "-lcs", "", "-lcd", "", "-md", ""]
+    settings = parse_worker_args(argv)
+    assert settings.kv_cache_dir == tmp_path / "cache" / "corral" / "kv"  # the default's
+    speculative = settings.speculative
+    assert (speculative.lookup_cache_static, speculative.lookup_cache_dynamic) == (None, None)
+    assert speculative.model_draft is None
+
+
+@pytest.mark.parametrize("flag", ["--slot-save-path", "--media-path"])
+def test_an_empty_folder_is_refused_as_llama_server_refuses_it(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        parse_worker_args(["-m", "m.gguf", flag, ""])
+    assert f"{flag}: not a directory: " in capsys.readouterr().err

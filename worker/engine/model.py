@@ -6,13 +6,11 @@ at a time, while continuous batching needs a context with ``n_seq_max = --parall
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import structlog
-from llama_cpp._utils import suppress_stdout_stderr
 
 from worker.cache.checkpoints import Checkpoints
 from worker.cache.kv_store import open_kv_store
@@ -21,13 +19,14 @@ from worker.cache.slot_cache import SlotCaches
 from worker.devices.inventory import gpu_devices
 from worker.devices.offload import Offload
 from worker.engine.batching import BatchEngine
+from worker.engine.beside import beside
 from worker.engine.embedding_context import Embedder
 from worker.engine.generation import EngineMetrics
-from worker.engine.kv_overrides import override_array
 from worker.engine.llama_model import LlamaModel
+from worker.engine.llama_params import context_params, model_params, new_context
 from worker.engine.lora_adapters import LoraAdapters
 from worker.engine.prompt_inputs import Tokenize
-from worker.engine.rope import set_rope
+from worker.engine.prompt_layouts import infill_tokens, rerank_tokens
 from worker.host.layer_placement import LayerPlacement
 from worker.host.llama_bindings import llama_cpp
 from worker.media.content import Modalities
@@ -42,45 +41,6 @@ from worker.templates import ChatTemplates, RenderRequest, TemplateChoice, Vocab
 __all__ = ["LoadedModel"]
 
 _log = structlog.get_logger("corral.worker.model")
-# KV cache types by their llama-server names (``--cache-type-k q8_0``).
-_GGML_TYPES = {
-    "f32": llama_cpp.GGML_TYPE_F32,
-    "f16": llama_cpp.GGML_TYPE_F16,
-    "bf16": 30,  # GGML_TYPE_BF16 in ggml.h; the Python bindings do not export it
-    "q8_0": llama_cpp.GGML_TYPE_Q8_0,
-    "q4_0": llama_cpp.GGML_TYPE_Q4_0,
-    "q4_1": llama_cpp.GGML_TYPE_Q4_1,
-    "iq4_nl": llama_cpp.GGML_TYPE_IQ4_NL,
-    "q5_0": llama_cpp.GGML_TYPE_Q5_0,
-    "q5_1": llama_cpp.GGML_TYPE_Q5_1,
-}
-_FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
-T = TypeVar("T")
-
-
-def _beside(work: Callable[[], None], main: Callable[[], T]) -> T:
-    """``main()`` here while ``work()`` runs on a thread of its own; either's error is raised.
-
-    For Python work beside a long llama.cpp call, which releases the GIL: on a free core the
-    two overlap, on a busy one nothing is lost.
-    """
-    errors: list[Exception] = []
-
-    def run() -> None:
-        try:
-            work()
-        except Exception as exc:  # handed to the caller, below
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, name="llama-beside", daemon=True)
-    thread.start()
-    try:
-        result = main()
-    finally:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return result
 
 
 class LoadedModel:
@@ -135,21 +95,12 @@ class LoadedModel:
     ) -> None:
         """The weights, then the context; ``beside_context`` runs while the context is made."""
         settings = self.settings
-        model_params = llama_cpp.llama_model_default_params()
-        model_params.n_gpu_layers = settings.n_gpu_layers
-        model_params.use_mmap = settings.use_mmap
-        model_params.use_mlock = settings.use_mlock
-        model_params.check_tensors = settings.check_tensors
-        if settings.kv_overrides:
-            # Kept on self: llama.cpp reads the array while the model loads.
-            self._overrides = override_array(settings.kv_overrides)
-            model_params.kv_overrides = self._overrides
-        context_params = self._context_params()
+        load_params, ctx_params = model_params(settings), context_params(settings)
         # As llama-server: --fit on shrinks what was left unset to the devices' free memory.
         self.offload.prepare(
             str(settings.model),
-            model_params,
-            context_params,
+            load_params,
+            ctx_params,
             draft=fitted_draft(settings.speculative),
             draft_layers=settings.speculative.n_gpu_layers_draft,
         )
@@ -160,13 +111,16 @@ class LoadedModel:
 
         # Kept on self: ctypes would free the callback while llama.cpp still holds it.
         self._progress = llama_cpp.llama_progress_callback(progress)
-        model_params.progress_callback = self._progress
-        new_context = partial(self._new_context, context_params)
+        load_params.progress_callback = self._progress
+
+        def make_context() -> Any:  # once the model below is loaded
+            return new_context(self.model, ctx_params, settings)
+
         placement = LayerPlacement()  # the model's and its context's buffers
         model: LlamaModel | None = None
         try:
             with placement:
-                self.model = model = LlamaModel(str(settings.model), model_params)
+                self.model = model = LlamaModel(str(settings.model), load_params)
                 self.vocab = self.model.vocab
                 self.n_vocab = self.model.n_vocab()
                 # llama.cpp indexes the logits by these ids unchecked: refused at load.
@@ -178,9 +132,9 @@ class LoadedModel:
                         )
                 self.metadata = self.model.metadata()
                 self.ctx = (
-                    new_context()
+                    make_context()
                     if beside_context is None
-                    else _beside(beside_context, new_context)
+                    else beside(beside_context, make_context)
                 )
         except Exception:
             if model is not None:
@@ -291,39 +245,6 @@ class LoadedModel:
             else ""
         )
 
-    def _context_params(self) -> Any:
-        """The context's parameters; ``n_ctx`` 0 (unset) is for the fit to choose."""
-        settings = self.settings
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = settings.ctx_size
-        params.n_batch = settings.batch_size
-        params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
-        params.n_seq_max = settings.parallel
-        params.kv_unified = settings.kv_unified
-        params.swa_full = settings.swa_full  # llama-server's default: the window only
-        params.n_threads = self._threads
-        params.n_threads_batch = self.settings.threads_batch or self._threads
-        params.flash_attn_type = _FLASH_ATTN[settings.flash_attn]
-        if settings.rope_freq_base > 0:
-            params.rope_freq_base = settings.rope_freq_base
-        set_rope(params, settings.rope)
-        params.type_k = _GGML_TYPES[settings.cache_type_k]
-        params.type_v = _GGML_TYPES[settings.cache_type_v]
-        return params
-
-    def _new_context(self, params: Any) -> Any:
-        if params.n_ctx == 0:  # no fit ran (--fit off, no GPU, no llama-common)
-            # The trained context for each KV stream, as llama-server sizes it (common/fit.cpp)
-            # and as the router's memory estimate counts it (corral/options/kv_layout.py).
-            params.n_ctx = self.settings.kv_layout.n_ctx(self.model.n_ctx_train())
-        # llama.cpp narrates context creation on stderr past its log callback; llama-cpp-python
-        # silences it the same way. The protocol's private stdout is not affected.
-        with suppress_stdout_stderr(disable=False):
-            ctx = llama_cpp.llama_init_from_model(self.model.model, params)
-        if ctx is None:
-            raise ValueError("failed to create the llama context (out of memory?)")
-        return ctx
-
     def close(self) -> None:
         if self.kv_store is not None:  # before the caches go with the context
             # Caches computed under LoRA adapters are never restored (worker/cache/slot_cache.py).
@@ -409,65 +330,12 @@ class LoadedModel:
     def infill_prompt(
         self, prefix: str, suffix: str, prompt: str, extra: list[tuple[str, str]]
     ) -> list[int]:
-        """llama-server's fill-in-the-middle layout; ``ValueError`` for models without FIM.
-
-        [extra files] [BOS] FIM_PRE prefix prompt FIM_SUF suffix FIM_MID, extra files being
-        FIM_SEP filename text each when the model has a separator token.
-        """
-        vocab = self.vocab
-        pre, suf, mid = (
-            llama_cpp.llama_vocab_fim_pre(vocab),
-            llama_cpp.llama_vocab_fim_suf(vocab),
-            llama_cpp.llama_vocab_fim_mid(vocab),
-        )
-        missing = [name for name, token in (("prefix", pre), ("suffix", suf), ("middle", mid))
-                   if token < 0]  # fmt: skip
-        if missing:
-            raise ValueError(
-                f"Infill is not supported by this model: no {', '.join(missing)} token"
-            )
-
-        def plain(text: str) -> list[int]:
-            return self.tokenize(text, add_special=False, parse_special=False)
-
-        sep = llama_cpp.llama_vocab_fim_sep(vocab)
-        tokens: list[int] = []
-        for filename, text in extra:
-            tokens += (
-                [sep, *plain(f"{filename}\n")] if sep >= 0 else plain("\n\n--- snippet ---\n\n")
-            )
-            tokens += plain(text)
-        if self.model.add_bos_token():
-            tokens.append(self.model.token_bos())
-        return [*tokens, pre, *plain(prefix), *plain(prompt), suf, *plain(suffix), mid]
+        """llama-server's fill-in-the-middle layout (:func:`infill_tokens`)."""
+        return infill_tokens(self.model, prefix, suffix, prompt, extra)
 
     def rerank_prompt(self, query: str, document: str) -> list[int]:
-        """llama-server's reranking input for one document.
-
-        The GGUF's ``rerank`` template when it has one (``{query}`` and ``{document}`` filled
-        in, special tokens parsed, none added); otherwise the cross-encoder layout
-        [BOS] query [EOS] [SEP] document [EOS], each marker where the vocabulary asks for it.
-        """
-        template = llama_cpp.llama_model_chat_template(self.model.model, b"rerank")
-        if template is not None:
-            text = template.decode("utf-8", "replace")
-            text = text.replace("{query}", query).replace("{document}", document)
-            return self.tokenize(text, add_special=False, parse_special=True)
-        vocab = self.vocab
-        eos = llama_cpp.llama_vocab_eos(vocab)
-        if eos == llama_cpp.LLAMA_TOKEN_NULL:
-            eos = llama_cpp.llama_vocab_sep(vocab)
-        add_eos = llama_cpp.llama_vocab_get_add_eos(vocab)
-        tokens = (
-            [llama_cpp.llama_vocab_bos(vocab)] if llama_cpp.llama_vocab_get_add_bos(vocab) else []
-        )
-        tokens += self.tokenize(query, add_special=False, parse_special=False)
-        tokens += [eos] if add_eos else []
-        tokens += (
-            [llama_cpp.llama_vocab_sep(vocab)] if llama_cpp.llama_vocab_get_add_sep(vocab) else []
-        )
-        tokens += self.tokenize(document, add_special=False, parse_special=False)
-        return tokens + ([eos] if add_eos else [])
+        """llama-server's reranking input for one document (:func:`rerank_tokens`)."""
+        return rerank_tokens(self.model, query, document)
 
     def prompt_tokenizer(self) -> Tokenize:
         """Tokenize as llama-server does raw prompts: BOS (if the model wants one) only where

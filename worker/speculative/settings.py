@@ -64,17 +64,12 @@ def _types(options: ModelOptions) -> tuple[str, ...]:
     return tuple(types)
 
 
-def _path(value: str | None) -> Path | None:
-    return Path(value) if value else None
-
-
 def speculative_settings(options: ModelOptions) -> SpeculativeSettings:
     """The speculative options among a worker's options (unset: the table's defaults)."""
     layers = options.word("spec-draft-ngl")
-    draft = options.text("model-draft")
     return SpeculativeSettings(
         types=_types(options),
-        model_draft=Path(draft) if draft else None,
+        model_draft=options.path("model-draft"),
         draft_hf=options.text("spec-draft-hf"),
         n_max=options.integer("spec-draft-n-max"),
         n_min=options.integer("spec-draft-n-min"),
@@ -89,8 +84,8 @@ def speculative_settings(options: ModelOptions) -> SpeculativeSettings:
         mod_n_min=options.integer("spec-ngram-mod-n-min"),
         map_k=_map_settings(options, "k"),
         map_k4v=_map_settings(options, "k4v"),
-        lookup_cache_static=_path(options.text("lookup-cache-static")),
-        lookup_cache_dynamic=_path(options.text("lookup-cache-dynamic")),
+        lookup_cache_static=options.path("lookup-cache-static"),
+        lookup_cache_dynamic=options.path("lookup-cache-dynamic"),
         synth_len=options.optional_real("spec-synth-len"),
         synth_rates=options.text("spec-synth-rates"),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from corral.options.model_options import ModelOptions
@@ -43,3 +45,15 @@ def test_a_strings_option_reads_as_whole_strings_commas_kept() -> None:
     assert ModelOptions().strings("reverse-prompt") == ()
     with pytest.raises(TypeError, match="logit-bias"):
         ModelOptions().strings("logit-bias")
+
+
+def test_an_empty_path_is_no_path_as_llama_cpp_reads_one() -> None:
+    # common/arg.cpp keeps -lcs "" as an empty string, which its readers take as unset.
+    given = normalise_options([("lookup-cache-static", ""), ("kv-cache-dir", "kv")], where="test")
+    options = ModelOptions(given)
+    assert "lookup-cache-static" in options  # given, yet no path
+    assert options.path("lookup-cache-static") is None
+    assert options.path("lookup-cache-dynamic") is None  # not given
+    assert options.path("kv-cache-dir") == Path("kv")
+    with pytest.raises(TypeError, match="ctx-size"):
+        options.path("ctx-size")

@@ -11,6 +11,7 @@ from router.api.models import _entry
 from router.scheduling.device_planner import DevicePlanner
 from router.workers.devices import Device, FakeDevices
 from tests.support.scheduling_harness import harness
+from tests.support.two_gpus import split_over_two_gpus
 
 pytestmark = pytest.mark.anyio
 
@@ -18,15 +19,8 @@ G = 1 << 30
 
 
 async def test_a_running_model_lists_its_bytes_per_gpu_and_its_placement() -> None:
-    devices = FakeDevices([Device("CUDA0", 24 * G, 24 * G), Device("CUDA1", 24 * G, 24 * G)])
-    planner = DevicePlanner(devices, models_max=1, estimate=lambda entry, ctx: 30 * G)
-    async with harness(1, names="a", devices=planner) as h:
-        report = [
-            {"name": "CPU", "layers": 1, "model_bytes": G // 2},
-            {"name": "CUDA0", "layers": 15, "model_bytes": 12 * G, "context_bytes": G},
-            {"name": "CUDA1", "layers": 15, "model_bytes": 12 * G, "compute_bytes": G // 4},
-        ]
-        a = await h.load("a", report)
+    async with split_over_two_gpus() as split:
+        a, report = split.state, split.report
         listed = msgspec.to_builtins(_entry(a, 0))
         assert listed["memory"]["vram"] == 25 * G + G // 4
         assert listed["memory"]["devices"] == {"CUDA0": 13 * G, "CUDA1": 12 * G + G // 4}
@@ -39,7 +33,7 @@ async def test_a_running_model_lists_its_bytes_per_gpu_and_its_placement() -> No
             "fit_target_mib": [1024, 1024],
         }
         assert "--device" in listed["status"]["args"]
-        await h.pool.stop(a)
+        await split.harness.pool.stop(a)
         stopped = msgspec.to_builtins(_entry(a, 0))
         assert "placement" not in stopped
         assert "memory" not in stopped

@@ -8,8 +8,9 @@ import pytest
 
 from router.api.ollama.listing import memory_in_ps
 from router.scheduling.device_planner import DevicePlanner
-from router.workers.devices import Device, FakeDevices
+from router.workers.devices import FakeDevices
 from tests.support.scheduling_harness import harness
+from tests.support.two_gpus import split_over_two_gpus
 
 pytestmark = pytest.mark.anyio
 
@@ -17,19 +18,13 @@ G = 1 << 30
 
 
 async def test_size_vram_is_the_bytes_the_worker_holds_on_gpus() -> None:
-    devices = FakeDevices([Device("CUDA0", 24 * G, 24 * G), Device("CUDA1", 24 * G, 24 * G)])
-    planner = DevicePlanner(devices, models_max=1, estimate=lambda entry, ctx: 30 * G)
-    async with harness(1, names="a", devices=planner) as h:
-        report = [
-            {"name": "CPU", "layers": 1, "model_bytes": G // 2},
-            {"name": "CUDA0", "layers": 15, "model_bytes": 12 * G, "context_bytes": G},
-            {"name": "CUDA1", "layers": 15, "model_bytes": 12 * G},
-        ]
-        a = await h.load("a", report)
+    async with split_over_two_gpus() as split:
+        a, planner = split.state, split.planner
         memory = memory_in_ps(a, planner.in_use(a), 2 * G, 3 * G)
-        assert memory == {"size": 27 * G, "size_vram": 25 * G}  # resident memory plus VRAM
+        # Resident memory plus VRAM (25.25 GiB in the worker's report).
+        assert memory == {"size": 27 * G + G // 4, "size_vram": 25 * G + G // 4}
         assert a.process is not None
-        devices.processes[a.process.pid] = {"CUDA0": 14 * G, "CUDA1": 13 * G}
+        split.devices.processes[a.process.pid] = {"CUDA0": 14 * G, "CUDA1": 13 * G}
         memory = memory_in_ps(a, planner.in_use(a), 2 * G, 3 * G)  # the driver's count wins
         assert memory["size_vram"] == 27 * G
 
