@@ -38,6 +38,7 @@ _VALUES: dict[str, list[str]] = {
     "--grammar-file": ["{file}"],
     "--json-schema-file": ["{json}"],
     "--json-schema": ["{}"],
+    "--numa": ["distribute"],
     "--path": ["{dir}"],
     "--ui-config": ["{}"],
     "--ui-config-file": ["{json}"],

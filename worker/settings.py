@@ -98,6 +98,7 @@ class WorkerSettings:
     use_mmap: bool = _SERVER.flag("mmap")
     use_mlock: bool = _SERVER.flag("mlock")
     flash_attn: str = _SERVER.word("flash-attn")  # on, off or auto
+    numa: str | None = None  # distribute, isolate or numactl: llama_numa_init's strategy
     parallel: int = _SERVER_KV.slots
     kv_unified: bool = _SERVER_KV.unified  # one KV cache shared by the slots
     # A sliding-window model keeps its whole context in the window layers too (more memory)
@@ -355,6 +356,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         use_mmap=options.flag("mmap"),
         use_mlock=options.flag("mlock"),
         flash_attn=options.word("flash-attn"),
+        numa=options.text("numa"),
         parallel=layout.slots,
         kv_unified=layout.unified,
         swa_full=options.flag("swa-full"),

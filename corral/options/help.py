@@ -50,6 +50,9 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "n-predict": "default token budget of a request; `-1` = up to the context",
     "parallel": "slots served together by continuous batching. Default `-1` (automatic), as "
     "llama-server (tools/server/server.cpp): 4 slots sharing one unified KV cache",
+    "numa": "NUMA optimizations, as llama-server's --numa: distribute (spread over all nodes), "
+    "isolate (the node the worker started on) or numactl (the CPU map numactl gives); drop the "
+    "page cache first if the model ran without it",
     "swa-full": "a sliding-window model (gemma-3, gpt-oss) keeps its whole context in the window "
     "layers' cache too, as llama-server's --swa-full: more memory, and any earlier prompt can be "
     "resumed; without it the cache holds the window, and checkpoints cover resumes",

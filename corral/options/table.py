@@ -225,6 +225,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default="true",
     ),
     OptionSpec("flash-attn", "switch", spellings=("fa", "LLAMA_ARG_FLASH_ATTN"), default="auto"),
+    # llama-server's --numa (common/arg.cpp); unset: no NUMA strategy.
+    OptionSpec(
+        "numa",
+        "choice",
+        spellings=("LLAMA_ARG_NUMA",),
+        literals=("distribute", "isolate", "numactl"),
+    ),
     OptionSpec(
         "cache-type-k",
         "choice",

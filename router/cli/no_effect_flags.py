@@ -108,7 +108,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-size-n",), 1),
     (("--spec-ngram-size-m",), 1),
     (("--spec-ngram-min-hits",), 1),
-    (("--numa",), 1),
 )
 _NOT_YET = "not implemented yet"
 _THREADS = "CPU affinity, priority and polling: llama-cpp-python's API sets none of them"
@@ -158,7 +157,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
         ("--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits"),
         "older names of the `--spec-ngram-*` settings",
     ),
-    "--numa": "NUMA placement: " + _NOT_YET,
 }
 _DEST = "no_effect_flags"
 # llama-server's variable of each flag, by every spelling.

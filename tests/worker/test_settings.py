@@ -260,3 +260,18 @@ def test_an_empty_folder_is_refused_as_llama_server_refuses_it(
     with pytest.raises(SystemExit):
         parse_worker_args(["-m", "m.gguf", flag, ""])
     assert f"{flag}: not a directory: " in capsys.readouterr().err
+
+
+def test_numa_and_the_window_cache_as_llama_server() -> None:
+    told = parse_worker_args(
+        ["--model", "m.gguf", "--numa", "isolate", "--swa-full", "-ctxcp", "4"]
+    )
+    assert (told.numa, told.swa_full, told.ctx_checkpoints) == ("isolate", True, 4)
+    defaults = parse_worker_args(["--model", "m.gguf"])
+    assert (defaults.numa, defaults.swa_full, defaults.ctx_checkpoints) == (None, False, 32)
+    assert defaults.checkpoint_min_step == 8192
+
+
+def test_an_unknown_numa_strategy_is_refused() -> None:
+    with pytest.raises(SystemExit):
+        parse_worker_args(["--model", "m.gguf", "--numa", "mirror"])

@@ -42,6 +42,12 @@ __all__ = ["LoadedModel"]
 
 _log = structlog.get_logger("corral.worker.model")
 
+_NUMA = {
+    "distribute": llama_cpp.GGML_NUMA_STRATEGY_DISTRIBUTE,
+    "isolate": llama_cpp.GGML_NUMA_STRATEGY_ISOLATE,
+    "numactl": llama_cpp.GGML_NUMA_STRATEGY_NUMACTL,
+}
+
 
 class LoadedModel:
     def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
@@ -50,6 +56,8 @@ class LoadedModel:
         # Their global scales too; the adapters themselves are loaded again on wake.
         self.adapters = LoraAdapters(settings.lora, apply=not settings.lora_init_without_apply)
         llama_cpp.llama_backend_init()
+        if settings.numa is not None:  # as llama-server, right after the back-end's start
+            llama_cpp.llama_numa_init(_NUMA[settings.numa])
         add_rpc_servers(settings.rpc)  # before the load, which picks its devices
         self.kv_store = open_kv_store(settings)
         self.offload = Offload(settings.gpu, settings.n_gpu_layers, settings.alias)
