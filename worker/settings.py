@@ -101,6 +101,7 @@ class WorkerSettings:
     numa: str | None = None  # distribute, isolate or numactl: llama_numa_init's strategy
     parallel: int = _SERVER_KV.slots
     kv_unified: bool = _SERVER_KV.unified  # one KV cache shared by the slots
+    kv_unified_per_slot: int = _SERVER_KV.per_slot  # a slot's most tokens; 0: no cap
     # A sliding-window model keeps its whole context in the window layers too (more memory)
     swa_full: bool = _SERVER.flag("swa-full")
     ctx_checkpoints: int = _SERVER.integer("ctx-checkpoints")  # per slot; 0 or less: none
@@ -162,7 +163,12 @@ class WorkerSettings:
     def kv_layout(self) -> KvLayout:
         """The KV cache's layout, as the router's memory estimate computes it."""
         return KvLayout(
-            self.parallel, self.kv_unified, self.ctx_size, self.cache_type_k, self.cache_type_v
+            self.parallel,
+            self.kv_unified,
+            self.ctx_size,
+            self.cache_type_k,
+            self.cache_type_v,
+            self.kv_unified_per_slot,
         )
 
 
@@ -329,7 +335,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         cors_origins=_comma_list(args.cors_origins),
         host=args.host,
         port=args.port,
-        ctx_size=options.integer("ctx-size"),
+        ctx_size=layout.ctx_size,
         threads=_threads(options.text("threads")),
         threads_batch=_threads(options.text("threads-batch"))
         if "threads-batch" in options
@@ -359,6 +365,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         numa=options.text("numa"),
         parallel=layout.slots,
         kv_unified=layout.unified,
+        kv_unified_per_slot=layout.per_slot,
         swa_full=options.flag("swa-full"),
         ctx_checkpoints=options.integer("ctx-checkpoints"),
         checkpoint_min_step=options.integer("checkpoint-min-step"),

@@ -53,6 +53,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "numa": "NUMA optimizations, as llama-server's --numa: distribute (spread over all nodes), "
     "isolate (the node the worker started on) or numactl (the CPU map numactl gives); drop the "
     "page cache first if the model ran without it",
+    "kv-unified-per-slot": "the most tokens one slot may hold (0: no cap); without "
+    "--ctx-size the context is sized to the slots times it, as llama-server",
     "swa-full": "a sliding-window model (gemma-3, gpt-oss) keeps its whole context in the window "
     "layers' cache too, as llama-server's --swa-full: more memory, and any earlier prompt can be "
     "resumed; without it the cache holds the window, and checkpoints cover resumes",

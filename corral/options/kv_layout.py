@@ -40,6 +40,7 @@ class KvLayout(msgspec.Struct, frozen=True):
     ctx_size: int  # --ctx-size; 0: the trained context per stream
     type_k: str  # --cache-type-k
     type_v: str  # --cache-type-v
+    per_slot: int = 0  # --kv-unified-per-slot: the most tokens one slot may hold; 0: no cap
 
     @property
     def streams(self) -> int:
@@ -52,21 +53,33 @@ class KvLayout(msgspec.Struct, frozen=True):
 
     def n_ctx_seq(self, n_ctx_train: int) -> int:
         """Tokens one slot's sequence may hold."""
-        return self.n_ctx(n_ctx_train) // self.streams
+        return self.slot_cap(self.n_ctx(n_ctx_train) // self.streams)
+
+    def slot_cap(self, n_ctx_seq: int) -> int:
+        """A sequence's room in a context of ``n_ctx_seq`` per stream, with
+        ``--kv-unified-per-slot`` (llama-server's ``n_ctx_slot()``)."""
+        return min(n_ctx_seq, self.per_slot) if self.per_slot > 0 else n_ctx_seq
 
 
 def kv_layout(options: ModelOptions) -> KvLayout:
     """The layout a model's options give. As llama-server: automatic slots (``--parallel``
     -1, its default, or 0) are four sharing one cache whatever ``--kv-unified`` says; a number of
-    slots splits the context between them unless ``--kv-unified``."""
+    slots splits the context between them unless ``--kv-unified``. ``--kv-unified-per-slot N``
+    caps each slot at N tokens and, without ``--ctx-size``, makes the context slots times N."""
     parallel = options.integer("parallel")
     auto = parallel <= 0
+    slots = AUTO_SLOTS if auto else parallel
+    per_slot = options.integer("kv-unified-per-slot")
+    ctx_size = options.integer("ctx-size")
+    if per_slot > 0 and "ctx-size" not in options:
+        ctx_size = slots * per_slot  # llama-server's server.cpp sizes the pool so, unless -c
     return KvLayout(
-        slots=AUTO_SLOTS if auto else parallel,
+        slots=slots,
         unified=auto or options.flag("kv-unified"),
-        ctx_size=options.integer("ctx-size"),
+        ctx_size=ctx_size,
         type_k=options.word("cache-type-k"),
         type_v=options.word("cache-type-v"),
+        per_slot=per_slot,
     )
 
 

@@ -119,6 +119,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         negatives=("no-kv-unified", "no-kvu", "LLAMA_ARG_NO_KV_UNIFIED"),
         default="false",
     ),
+    OptionSpec(
+        "kv-unified-per-slot",
+        "int",
+        spellings=("LLAMA_ARG_KV_UNIFIED_PER_SLOT",),
+        bound="non_negative",
+        default="0",
+    ),
     # Sliding-window models (gemma-3, gpt-oss): the window layers' cache keeps only the window
     # unless --swa-full; checkpoints of it let a prompt that differs before the window resume
     # (worker/cache/checkpoints.py).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -55,6 +56,7 @@ class BatchEngine:
         adapters: LoraAdapters | None = None,
         speculator: Speculator | None = None,
         caches: SlotCaches | None = None,
+        slot_cap: Callable[[int], int] = lambda n_ctx_seq: n_ctx_seq,
     ) -> None:
         self._ctx = ctx
         self._caches = caches or SlotCaches(ctx)
@@ -63,7 +65,7 @@ class BatchEngine:
         self._vocab = vocab
         self._n_vocab = n_vocab
         self._n_batch = n_batch
-        self.n_ctx_seq = llama_cpp.llama_n_ctx_seq(ctx)
+        self.n_ctx_seq = slot_cap(llama_cpp.llama_n_ctx_seq(ctx))  # --kv-unified-per-slot
         self.slots = [Slot(i) for i in range(n_parallel)]
         self._candidates: dict[int, Candidates] = {}  # each slot's draw array, made on first use
         self.waiting: deque[Generation] = deque()

@@ -197,6 +197,7 @@ class LoadedModel:
             self.metrics,
             self.adapters,
             speculator=self.speculator,
+            slot_cap=settings.kv_layout.slot_cap,
             caches=SlotCaches(
                 self.ctx,
                 restore=None if store is None else partial(store.restore, self.ctx),

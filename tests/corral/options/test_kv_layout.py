@@ -22,6 +22,8 @@ CASES = [
     (("parallel", "2"), ("ctx-size", "512"), ("kv-unified", "true")),
     (("parallel", "3"),),
     (("parallel", "-1"), ("kv-unified", "false"), ("cache-type-k", "f32")),
+    (("parallel", "2"), ("kv-unified-per-slot", "256")),
+    (("kv-unified-per-slot", "256"), ("ctx-size", "2048")),
 ]
 
 
@@ -55,3 +57,10 @@ def test_automatic_slots_are_four_sharing_one_cache_whatever_kv_unified_says() -
     split = _router_layout((("parallel", "2"), ("ctx-size", "512")))
     assert (split.streams, split.n_ctx(2048), split.n_ctx_seq(2048)) == (2, 512, 256)
     assert _router_layout((("parallel", "2"),)).n_ctx(2048) == 4096  # trained context per stream
+
+
+def test_kv_unified_per_slot_sizes_the_pool_unless_ctx_size_is_given() -> None:
+    sized = _router_layout((("parallel", "3"), ("kv-unified-per-slot", "256")))
+    assert (sized.n_ctx(2048), sized.n_ctx_seq(2048)) == (768, 256)
+    capped = _router_layout((("kv-unified-per-slot", "256"), ("ctx-size", "4096")))
+    assert (capped.n_ctx(2048), capped.n_ctx_seq(2048)) == (4096, 256)  # a cap on each slot
