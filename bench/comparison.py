@@ -11,6 +11,7 @@ __all__ = ["Target", "print_comparison"]
 class Target:
     ratio: float  # Corral's figure over the other's
     at_most: bool = False  # True: a time or a size, where lower is better
+    within: bool = False  # True: a reading of the same thing, off by at most 1 - ratio either way
 
 
 def print_comparison(
@@ -35,8 +36,12 @@ def print_comparison(
             if target is None:
                 verdict = ""
             else:
-                met = ratio <= target.ratio if target.at_most else ratio >= target.ratio
-                sign = "<=" if target.at_most else ">="
-                verdict = f"  {sign} {target.ratio:.2f} {'met' if met else 'MISSED'}"
+                if target.within:
+                    met, sign = abs(ratio - 1) <= 1 - target.ratio, "~="
+                    shown = f"1 +/- {1 - target.ratio:.2f}"
+                else:
+                    met = ratio <= target.ratio if target.at_most else ratio >= target.ratio
+                    sign, shown = ("<=" if target.at_most else ">="), f"{target.ratio:.2f}"
+                verdict = f"  {sign} {shown} {'met' if met else 'MISSED'}"
             row += f"   {ratio:5.2f}{verdict}"
         print(row)
