@@ -53,6 +53,9 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "numa": "NUMA optimizations, as llama-server's --numa: distribute (spread over all nodes), "
     "isolate (the node the worker started on) or numactl (the CPU map numactl gives); drop the "
     "page cache first if the model ran without it",
+    "cache-reuse": "the shortest run of tokens a prompt reuses from further on in its slot's "
+    "cache by shifting it into place (0: none), as llama-server's --cache-reuse; a request's "
+    "n_cache_reuse overrides it",
     "kv-unified-per-slot": "the most tokens one slot may hold (0: no cap); without "
     "--ctx-size the context is sized to the slots times it, as llama-server",
     "swa-full": "a sliding-window model (gemma-3, gpt-oss) keeps its whole context in the window "

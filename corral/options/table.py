@@ -120,6 +120,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         default="false",
     ),
     OptionSpec(
+        "cache-reuse",
+        "int",
+        spellings=("LLAMA_ARG_CACHE_REUSE",),
+        bound="non_negative",
+        default="0",
+    ),
+    OptionSpec(
         "kv-unified-per-slot",
         "int",
         spellings=("LLAMA_ARG_KV_UNIFIED_PER_SLOT",),

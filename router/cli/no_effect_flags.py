@@ -1,7 +1,7 @@
 """llama-server flags Corral accepts but does not implement yet.
 
 A single-model llama-server command line carries flags such as ``--threads-http 4`` or
-``--cache-reuse 256``; refusing them at startup would make Corral no drop-in. Each is parsed with
+``--cpu-mask ff``; refusing them at startup would make Corral no drop-in. Each is parsed with
 its arity, so a value-taking flag consumes its value instead of leaving it to be read as something
 else, and the router logs one notice per flag saying that it has no effect here (docs/serving.md).
 """
@@ -22,7 +22,6 @@ __all__ = ["NO_EFFECT_FLAGS", "add_no_effect_flags", "no_effect_given", "no_effe
 NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--verbosity", "-lv", "--log-verbosity"), 1),
     (("--props",), 0),
-    (("--cache-reuse",), 1),
     # Sampling runs on the CPU here; llama.cpp's own tests spell it with an underscore.
     (("--backend-sampling", "-bs", "--backend_sampling"), 0),
     # CORS is answered as docs/operations.md says: never with credentials, the headers a
@@ -122,7 +121,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
         "CORS is answered as docs/operations.md says: never with credentials",
     ),
     "--no-spec-draft-backend-sampling": "sampling runs on the CPU here",
-    "--cache-reuse": _NOT_YET,
     "--completion-bash": "`corral serve --help` lists every flag",
     **dict.fromkeys(("-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS),
     **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),

@@ -181,6 +181,9 @@ def prepare_generation(
             cache_prompt=model.settings.cache_prompt
             if body.cache_prompt is None
             else body.cache_prompt,
+            n_cache_reuse=model.settings.cache_reuse
+            if body.n_cache_reuse is None
+            else body.n_cache_reuse,
             id_slot=body.id_slot,
             media=media,
             lora=lora,

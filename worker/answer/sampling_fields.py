@@ -59,6 +59,7 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     stop: str | list[str] | None = None
     ignore_eos: bool | None = None  # None: the worker's --ignore-eos
     cache_prompt: bool | None = None  # None: the worker's --[no-]cache-prompt
+    n_cache_reuse: Annotated[int, Meta(ge=0)] | None = None  # None: the worker's --cache-reuse
     id_slot: int = -1  # run on this slot (wrapped around), waiting for it; -1: any
     # Keys and list entries are token ids or strings (worker.sampling.logit_bias); false bans a
     # token.

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worker.cache.checkpoints import Checkpoints
+from worker.cache.chunk_reuse import shift_chunks
 from worker.cache.prompt_cache import PromptCache
 from worker.engine.generation import Generation
 from worker.engine.lora_adapters import AdapterScales
@@ -65,6 +66,8 @@ class SlotCaches:
     ) -> None:
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._checkpoints = checkpoints
+        # --cache-reuse moves cells to other positions: not in a sliding-window or recurrent cache
+        self._can_shift = bool(llama_cpp.llama_memory_can_shift(self._memory))
         self._prompt_cache = prompt_cache
         self._idle_aside = idle_aside and prompt_cache is not None
         self._restores: list[Restore] = [] if prompt_cache is None else [prompt_cache.restore]
@@ -86,6 +89,8 @@ class SlotCaches:
                     self._took_back(slot, restore)
                     reused = reusable(slot, generation)
                     break
+        if reuse and generation.n_cache_reuse > 0 and self._can_shift:
+            reused = shift_chunks(self._memory, slot, prompt, reused, generation.n_cache_reuse)
         keep = min(reused, len(prompt) - 1)  # the last prompt token must be decoded for logits
         if self._checkpoints is not None:
             keep = self._checkpoints.resumable(slot.id, keep)

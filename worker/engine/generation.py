@@ -80,6 +80,7 @@ class Generation:
     stops: list[str] = field(default_factory=list)
     ignore_eos: bool = False
     cache_prompt: bool = True
+    n_cache_reuse: int = 0  # reuse cached chunks this long from further on, shifted into place
     id_slot: int = -1  # the slot to run on (llama-server's id_slot); -1: the best free one
     lora: dict[int, float] | None = None  # the request's adapter scales; None: the global ones
     context_shift: bool = False  # a full context drops old tokens instead of ending

@@ -59,13 +59,13 @@ def test_section_tags_are_canonicalised() -> None:
 
 def test_llama_server_keys_corral_does_not_act_on_load_with_a_notice() -> None:
     text = (
-        "[*]\ncache-reuse = 256\nLLAMA_ARG_CONT_BATCHING = 1\n"
+        "[*]\nthreads-http = 4\nLLAMA_ARG_CONT_BATCHING = 1\n"
         "[draft]\nmodel = a.gguf\nspec-draft-p-split = 0.1\nc = 512\n"
     )
     with capture_logs() as logs:
         assert parse(text) == {"*": {}, "draft": {"model": "a.gguf", "ctx-size": "512"}}
     noticed = [(log["section"], log["key"]) for log in logs if "no effect" in log["event"]]
-    assert noticed == [("*", "cache-reuse"), ("*", "LLAMA_ARG_CONT_BATCHING"),
+    assert noticed == [("*", "threads-http"), ("*", "LLAMA_ARG_CONT_BATCHING"),
                        ("draft", "spec-draft-p-split")]  # fmt: skip
     assert all(log["log_level"] == "warning" for log in logs)
 
