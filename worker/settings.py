@@ -151,6 +151,7 @@ class WorkerSettings:
     sse_ping_interval: float = _SERVER.real("sse-ping-interval")
     # Requests that do not say reuse the slot's cached prompt
     cache_prompt: bool = _SERVER.flag("cache-prompt")
+    spm_infill: bool = _SERVER.flag("spm-infill")  # /infill: suffix before prefix
     cache_reuse: int = _SERVER.integer("cache-reuse")  # --cache-reuse: shortest chunk shifted
     # A last assistant message is continued, unasked
     prefill_assistant: bool = _SERVER.flag("prefill-assistant")
@@ -406,6 +407,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         sse_ping_interval=options.real("sse-ping-interval"),
         embd_normalize=options.integer("embd-normalize"),
         cache_prompt=options.flag("cache-prompt"),
+        spm_infill=options.flag("spm-infill"),
         cache_reuse=options.integer("cache-reuse"),
         prefill_assistant=options.flag("prefill-assistant"),
         ignored={n: options.given[n] for n in NOT_YET_SUPPORTED if n in options},

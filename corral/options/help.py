@@ -53,6 +53,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "numa": "NUMA optimizations, as llama-server's --numa: distribute (spread over all nodes), "
     "isolate (the node the worker started on) or numactl (the CPU map numactl gives); drop the "
     "page cache first if the model ran without it",
+    "spm-infill": "/infill lays the prompt out suffix first (Suffix/Prefix/Middle), as some "
+    "models were trained, instead of Prefix/Suffix/Middle",
     "cache-reuse": "the shortest run of tokens a prompt reuses from further on in its slot's "
     "cache by shifting it into place (0: none), as llama-server's --cache-reuse; a request's "
     "n_cache_reuse overrides it",

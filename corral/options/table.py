@@ -119,6 +119,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         negatives=("no-kv-unified", "no-kvu", "LLAMA_ARG_NO_KV_UNIFIED"),
         default="false",
     ),
+    OptionSpec("spm-infill", "bool", default="false"),
     OptionSpec(
         "cache-reuse",
         "int",

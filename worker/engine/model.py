@@ -340,7 +340,7 @@ class LoadedModel:
         self, prefix: str, suffix: str, prompt: str, extra: list[tuple[str, str]]
     ) -> list[int]:
         """llama-server's fill-in-the-middle layout (:func:`infill_tokens`)."""
-        return infill_tokens(self.model, prefix, suffix, prompt, extra)
+        return infill_tokens(self.model, prefix, suffix, prompt, extra, self.settings.spm_infill)
 
     def rerank_prompt(self, query: str, document: str) -> list[int]:
         """llama-server's reranking input for one document (:func:`rerank_tokens`)."""

@@ -18,12 +18,18 @@ def _plain(model: LlamaModel, text: str) -> list[int]:
 
 
 def infill_tokens(
-    model: LlamaModel, prefix: str, suffix: str, prompt: str, extra: list[tuple[str, str]]
+    model: LlamaModel,
+    prefix: str,
+    suffix: str,
+    prompt: str,
+    extra: list[tuple[str, str]],
+    spm: bool = False,
 ) -> list[int]:
     """llama-server's fill-in-the-middle layout; ``ValueError`` for models without FIM.
 
     [extra files] [BOS] FIM_PRE prefix prompt FIM_SUF suffix FIM_MID, extra files being
-    FIM_SEP filename text each when the model has a separator token.
+    FIM_SEP filename text each when the model has a separator token; with ``spm``
+    (``--spm-infill``, for models trained that way) the suffix part comes before the prefix's.
     """
     vocab = model.vocab
     pre, suf, mid = (
@@ -46,15 +52,9 @@ def infill_tokens(
         tokens += _plain(model, text)
     if model.add_bos_token():
         tokens.append(model.token_bos())
-    return [
-        *tokens,
-        pre,
-        *_plain(model, prefix),
-        *_plain(model, prompt),
-        suf,
-        *_plain(model, suffix),
-        mid,
-    ]
+    before = [pre, *_plain(model, prefix), *_plain(model, prompt)]
+    after = [suf, *_plain(model, suffix)]
+    return [*tokens, *(after + before if spm else before + after), mid]
 
 
 def rerank_tokens(model: LlamaModel, query: str, document: str) -> list[int]:
