@@ -34,7 +34,7 @@ from corral.options.model_options import ModelOptions
 from router.catalogue.catalogue import CatalogueEntry
 from router.workers.devices import Device, DeviceInventory
 from router.workers.memory_budget import kv_cache_bytes
-from router.workers.model_state import ModelState
+from router.workers.model_state import ModelState, Status
 from router.workers.placement import Placement
 
 __all__ = [
@@ -154,10 +154,13 @@ class DevicePlanner:
 
     def in_use(self, state: ModelState) -> dict[str, int]:
         """Bytes per GPU a running model's worker holds now: as the driver counts its process
-        (its CUDA context included), else as the worker reported once loaded."""
+        (its CUDA context included), else as the worker reported once loaded, nothing while it
+        sleeps (its weights and KV cache are freed; the margin covers its CUDA context)."""
         process = state.process
         driver = self.inventory.process_memory().get(process.pid) if process is not None else None
-        return driver or state.gpu_bytes
+        if driver:
+            return driver
+        return {} if state.status is Status.SLEEPING else state.gpu_bytes
 
     def held(self, state: ModelState) -> dict[str, int]:
         """Bytes per GPU a running model holds, or will once its load is done."""

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from corral.children.device_use import OutOfMemory
+from corral.children.protocol import StateMessage
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.answers import api_error
 from router.scheduling.device_planner import DevicePlanner
@@ -77,6 +78,20 @@ async def test_idle_models_on_the_device_that_needs_room_go_least_recent_first()
             Status.LOADED,
         )
         assert h.scheduler.evictions == 1
+
+
+async def test_a_sleeping_model_holds_no_room_it_freed() -> None:
+    """Asleep, a worker has freed its weights and KV cache (``--sleep-idle-seconds``): where the
+    driver gives no per-process figure, what it reported at load no longer counts."""
+    sizes = {name: 10 * G for name in "acd"}
+    cuda0 = pinned("CUDA0")
+    async with harness(0, names="acd", devices=planner(sizes), a=cuda0, c=cuda0, d=cuda0) as h:
+        a = await h.load("a", on("CUDA0", 10 * G))
+        await h.load("c", on("CUDA0", 10 * G))
+        h.launcher.children["a"].say(StateMessage("sleeping", {}))
+        await h.until(lambda: a.status is Status.SLEEPING)
+        d = await h.load("d", on("CUDA0", 10 * G))  # 10 + 10 <= 23 GiB once a sleeps
+        assert (a.status, d.status, h.scheduler.evictions) == (Status.SLEEPING, Status.LOADED, 0)
 
 
 async def test_a_busy_model_is_never_evicted_for_gpu_memory() -> None:
