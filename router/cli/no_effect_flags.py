@@ -135,7 +135,8 @@ NO_EFFECT_REASONS: dict[str, str] = {
     **dict.fromkeys(("-lm", "-lzm"), "models load with mmap unless `--no-mmap`"),
     **dict.fromkeys(
         ("--control-vector", "--control-vector-scaled", "--control-vector-layer-range"),
-        "llama-cpp-python exposes no control vectors",
+        "control vectors are " + _NOT_YET + " (llama.cpp reads their files in common/, which "
+        "llama-cpp-python does not wrap)",
     ),
     "--tools-runtime": "built-in tools run in the router (docs/tools.md)",
     **dict.fromkeys(("-ag", "-no-ag"), "no agent loop in the server; clients run their own"),
