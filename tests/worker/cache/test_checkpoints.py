@@ -62,37 +62,33 @@ def _same_distribution(got: dict[int, float], want: dict[int, float]) -> bool:
     return got.keys() == want.keys() and all(abs(got[t] - want[t]) < 1e-3 for t in want)
 
 
+def _after(url: str, first: list[int], second: list[int], n: int = 1) -> tuple[int, bool]:
+    """``second`` read after ``first`` (and ``n`` tokens of answer) in the slot: how many of its
+    tokens came from the cache, and whether its answer is the one a clean slot gives."""
+    _complete(url, first, n=n)
+    again = _complete(url, second)
+    fresh = _complete(url, second, cache_prompt=False)
+    return again["timings"]["cache_n"], _same_distribution(_top(again), _top(fresh))
+
+
 def test_a_prompt_cut_before_the_window_is_read_again(swa_worker: WorkerProcess) -> None:
     first = _tokens(1, 700)
-    second = first[:400] + _tokens(2, 5)
-    _complete(swa_worker.url, first)
-    again = _complete(swa_worker.url, second)
-    assert again["timings"]["cache_n"] == 0  # no checkpoint that early: read from the start
-    fresh = _complete(swa_worker.url, second, cache_prompt=False)
-    assert _same_distribution(_top(again), _top(fresh))
+    # No checkpoint that early: read from the start.
+    assert _after(swa_worker.url, first, first[:400] + _tokens(2, 5)) == (0, True)
 
 
 def test_a_prompt_cut_inside_the_window_resumes(swa_worker: WorkerProcess) -> None:
     first = _tokens(1, 700)
-    second = first[:690] + _tokens(2, 5)
-    _complete(swa_worker.url, first)
-    again = _complete(swa_worker.url, second)
-    assert again["timings"]["cache_n"] == 690
-    fresh = _complete(swa_worker.url, second, cache_prompt=False)
-    assert _same_distribution(_top(again), _top(fresh))
+    assert _after(swa_worker.url, first, first[:690] + _tokens(2, 5)) == (690, True)
 
 
 def test_the_next_turn_resumes_from_a_checkpoint(swa_worker: WorkerProcess) -> None:
     """A chat's next turn shares the last prompt but not the answer after it (a template that
     drops the reasoning, say): the window of the prompt's end is gone, a checkpoint has it."""
     first = _tokens(1, 700)
-    second = first + _tokens(3, 5)
-    _complete(swa_worker.url, first, n=300)  # the window now holds the answer's end
-    again = _complete(swa_worker.url, second)
-    # The checkpoint 4 tokens before the end; as llama-server, its last token is read again.
-    assert again["timings"]["cache_n"] == 700 - 4 - 1
-    fresh = _complete(swa_worker.url, second, cache_prompt=False)
-    assert _same_distribution(_top(again), _top(fresh))
+    # The answer's 300 tokens push the prompt's end out of the window. The checkpoint 4 tokens
+    # before the end serves; as llama-server, its last token is read again.
+    assert _after(swa_worker.url, first, first + _tokens(3, 5), n=300) == (700 - 4 - 1, True)
 
 
 @pytest.mark.parametrize("swa_worker", [("--ctx-checkpoints", "0")], indirect=True)
@@ -106,12 +102,7 @@ def test_without_checkpoints_the_next_turn_is_read_again(swa_worker: WorkerProce
 @pytest.mark.parametrize("swa_worker", [("--swa-full",)], indirect=True)
 def test_with_swa_full_any_prefix_resumes(swa_worker: WorkerProcess) -> None:
     first = _tokens(1, 700)
-    second = first[:400] + _tokens(2, 5)
-    _complete(swa_worker.url, first)
-    again = _complete(swa_worker.url, second)
-    assert again["timings"]["cache_n"] == 400
-    fresh = _complete(swa_worker.url, second, cache_prompt=False)
-    assert _same_distribution(_top(again), _top(fresh))
+    assert _after(swa_worker.url, first, first[:400] + _tokens(2, 5)) == (400, True)
 
 
 @pytest.mark.parametrize("swa_worker", [("--cache-ram", "64")], indirect=True)
