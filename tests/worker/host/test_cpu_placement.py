@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from corral.children.protocol import EXIT_STOPPED, RELEASE_COMMAND, SPARE_STATE
 from tests.support.worker_process import WorkerProcess, worker
 from worker.host.cpu_placement import cpu_set, parse_cpu_mask, parse_cpu_range
 
@@ -116,6 +117,40 @@ def test_prio_renices_every_thread_or_warns_where_not_permitted(
     assert niceness == dict.fromkeys(threads, expected)
     warnings = log.read_text().count("failed to set process priority")
     assert warnings == (0 if permitted else 1)
+
+
+def test_a_released_worker_gives_its_next_model_its_own_cpus_back(models_dir: Path) -> None:
+    own = os.sched_getaffinity(0)
+    first = min(own)
+    spare = WorkerProcess(None, as_child=True)
+    try:
+        spare.hand_over(models_dir / "alpha.gguf", "-Cr", f"{first}-{first}")
+        spare.send(RELEASE_COMMAND + b"\n")
+        spare.read_until(SPARE_STATE)
+        spare.hand_over(models_dir / "beta.gguf")
+        with _answering(spare):
+            threads = _threads(spare.process.pid)
+            pinned = {tid: os.sched_getaffinity(tid) for tid in threads}
+            assert pinned == {tid: own for tid in threads}
+    finally:
+        spare.close()
+
+
+def test_a_reniced_worker_ends_when_released(alpha: Path) -> None:
+    # Its niceness cannot be taken back unprivileged: the next model must not inherit it.
+    reniced = _may_take(5)
+    spare = WorkerProcess(None, as_child=True)
+    try:
+        spare.hand_over(alpha, "--prio", "-1")
+        spare.send(RELEASE_COMMAND + b"\n")
+        if reniced:
+            with pytest.raises(AssertionError, match="closed stdout"):
+                spare.read_until(SPARE_STATE)
+            assert spare.process.wait(timeout=30) == EXIT_STOPPED
+        else:  # its priority is as it was: it serves again
+            spare.read_until(SPARE_STATE)
+    finally:
+        spare.close()
 
 
 @pytest.mark.parametrize(
