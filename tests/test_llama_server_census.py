@@ -72,7 +72,7 @@ _VALUES: dict[str, list[str]] = {
     "--host": ["127.0.0.1"],
     "--port": ["8080"],
     "--cpu-mask": ["0x1"],
-    "--cpu-range": ["0-1"],
+    "--cpu-range": ["0-0"],
     "--spec-synth-rates": ["0.5"],
     "--reasoning-effort": ["low"],
 }

@@ -16,6 +16,7 @@ import structlog
 
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.logs import configure_logging
+from worker.host.cpu_placement import apply_cpu_set, apply_priority
 from worker.settings import WorkerSettings, parse_worker_args
 from worker.spare import SPARE_FLAG, wait_for_model, wait_for_next_model
 
@@ -38,9 +39,18 @@ async def _serve(
     return code, lifecycle.app if lifecycle.released and code == EXIT_STOPPED else None
 
 
+def _place_threads(settings: WorkerSettings) -> bool:
+    """-C/-Cr/--prio on every thread, before the model loads (threads started later inherit
+    them); True when the threads' niceness changed."""
+    if settings.cpus is not None:
+        apply_cpu_set(set(settings.cpus))
+    return settings.priority != 0 and apply_priority(settings.priority)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     spare = args == [SPARE_FLAG]
+    own_cpus = os.sched_getaffinity(0)  # a released model's -C/-Cr gives them back
     settings = None if spare else parse_worker_args(args)
     states = StateWriter.claim_stdout()
     configure_logging()
@@ -56,11 +66,18 @@ def main(argv: list[str] | None = None) -> None:
         if not settings.model.is_file():
             _log.error("model file not found", model=str(settings.model))
             sys.exit(EXIT_FAILED)
+        reniced = _place_threads(settings)
         # uvloop, as uvicorn itself would pick: on the default asyncio loop every answer from
         # a socket handed to uvicorn stalled ~40 ms (a delayed ACK), /health included.
         code, app = uvloop.run(_serve(settings, states, app))
         if app is None:
             break
+        if reniced:
+            # An unprivileged process cannot lower its niceness again: rather than serve the
+            # next model at this one's --prio, the process ends (the router copes, §1).
+            _log.info("model released; its --prio stays with the process, which ends")
+            break
+        apply_cpu_set(own_cpus)
         # Released (docs/protocol.md §1): the model is closed, its caches saved; the process
         # is a spare again, for the router's next load.
         _log.info("model released", model=settings.alias)

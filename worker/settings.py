@@ -25,6 +25,7 @@ from corral.options.flags import (
 from corral.options.kv_layout import KvLayout, kv_layout
 from corral.options.model_options import ModelOptions
 from worker.devices.settings import GpuSettings, gpu_settings
+from worker.host.cpu_placement import cpu_set
 from worker.host.cpu_threads import default_threads
 from worker.model_settings import (
     ProjectorSettings,
@@ -99,6 +100,8 @@ class WorkerSettings:
     use_mlock: bool = _SERVER.flag("mlock")
     flash_attn: str = _SERVER.word("flash-attn")  # on, off or auto
     numa: str | None = None  # distribute, isolate or numactl: llama_numa_init's strategy
+    cpus: frozenset[int] | None = None  # -C and -Cr: every thread's CPUs; None: as started
+    priority: int = 0  # --prio: -1 low … 3 realtime; 0 leaves the threads' niceness as it is
     parallel: int = _SERVER_KV.slots
     kv_unified: bool = _SERVER_KV.unified  # one KV cache shared by the slots
     kv_unified_per_slot: int = _SERVER_KV.per_slot  # a slot's most tokens; 0: no cap
@@ -247,6 +250,16 @@ def _rpc(value: str | None, parser: argparse.ArgumentParser) -> tuple[Endpoint, 
         parser.error(f"--rpc: {exc}")
 
 
+def _cpus(options: ModelOptions, parser: argparse.ArgumentParser) -> frozenset[int] | None:
+    # Checked against the CPUs this process may run on: a worker pinned by an earlier model
+    # was given its own CPUs back when it released that model (worker/main.py).
+    try:
+        cpus = cpu_set(options.text("cpu-mask"), options.text("cpu-range"), os.sched_getaffinity(0))
+    except ValueError as exc:
+        parser.error(str(exc))
+    return None if cpus is None else frozenset(cpus)
+
+
 def _comma_list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
@@ -365,6 +378,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         use_mlock=options.flag("mlock"),
         flash_attn=options.word("flash-attn"),
         numa=options.text("numa"),
+        cpus=_cpus(options, parser),
+        priority=options.integer("prio"),
         parallel=layout.slots,
         kv_unified=layout.unified,
         kv_unified_per_slot=layout.per_slot,

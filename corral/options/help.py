@@ -55,6 +55,14 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "page cache first if the model ran without it",
     "spm-infill": "/infill lays the prompt out suffix first (Suffix/Prefix/Middle), as some "
     "models were trained, instead of Prefix/Suffix/Middle",
+    "cpu-mask": "CPU affinity as llama-server's -C: a hex mask (`0x` optional), bit n for CPU n; "
+    "with `cpu-range` it adds up to one set that every thread of the worker is pinned to "
+    "before the model loads",
+    "cpu-range": "CPU affinity as llama-server's -Cr: `lo-hi`, either end optional (`4-`: from "
+    "CPU 4 to the last); adds to `cpu-mask`",
+    "prio": "priority of the worker's threads, as llama-server's --prio: -1 low (nice 5), 0 "
+    "normal (unchanged), 1 medium (-5), 2 high (-10), 3 realtime (-20); raising it needs the "
+    "privilege to, else a warning is logged and it stays",
     "cache-reuse": "the shortest run of tokens a prompt reuses from further on in its slot's "
     "cache by shifting it into place (0: none), as llama-server's --cache-reuse; a request's "
     "n_cache_reuse overrides it",

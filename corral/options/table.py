@@ -247,6 +247,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
         spellings=("LLAMA_ARG_NUMA",),
         literals=("distribute", "isolate", "numactl"),
     ),
+    # llama-server's CPU affinity and priority (worker/host/cpu_placement.py): -C and -Cr add
+    # up to one CPU set, --prio -1..3 is low..realtime; unset: as the worker was started.
+    OptionSpec("cpu-mask", "str", spellings=("C",)),
+    OptionSpec("cpu-range", "str", spellings=("Cr",)),
+    OptionSpec("prio", "choice", literals=("-1", "0", "1", "2", "3"), default="0"),
     OptionSpec(
         "cache-type-k",
         "choice",

@@ -1,7 +1,7 @@
 """llama-server flags Corral accepts but does not implement yet.
 
 A single-model llama-server command line carries flags such as ``--threads-http 4`` or
-``--cpu-mask ff``; refusing them at startup would make Corral no drop-in. Each is parsed with
+``--poll 50``; refusing them at startup would make Corral no drop-in. Each is parsed with
 its arity, so a value-taking flag consumes its value instead of leaving it to be read as something
 else, and the router logs one notice per flag saying that it has no effect here (docs/serving.md).
 """
@@ -53,10 +53,7 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-simple-min-hits",), 1),
     # llama-server flags (issue 29); why each has no effect is in NO_EFFECT_REASONS.
     (("--completion-bash",), 0),
-    (("-C", "--cpu-mask"), 1),
-    (("-Cr", "--cpu-range"), 1),
     (("--cpu-strict",), 1),
-    (("--prio",), 1),
     (("--poll",), 1),
     (("-Cb", "--cpu-mask-batch"), 1),
     (("-Crb", "--cpu-range-batch"), 1),
@@ -107,7 +104,9 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-ngram-min-hits",), 1),
 )
 _NOT_YET = "not implemented yet"
-_THREADS = "CPU affinity, priority and polling: llama-cpp-python's API sets none of them"
+_STRICT = "llama-cpp-python pins no thread to one CPU: -C/-Cr give every thread the whole set"
+_POLL = "llama-cpp-python sets no polling level: ggml's OpenMP threads spin a bounded while"
+_BATCH = "llama-cpp-python runs one thread pool: -C/-Cr/--prio apply to it"
 _LOGS = "Corral logs through its own structured log (`--log-format`, `--log-requests`)"
 # Why a flag has no effect, by its first spelling (docs/configuration.md shows it).
 NO_EFFECT_REASONS: dict[str, str] = {
@@ -121,8 +120,9 @@ NO_EFFECT_REASONS: dict[str, str] = {
     ),
     "--no-spec-draft-backend-sampling": "sampling runs on the CPU here",
     "--completion-bash": "`corral serve --help` lists every flag",
-    **dict.fromkeys(("-C", "-Cr", "--cpu-strict", "--prio", "--poll", "-Cb", "-Crb"), _THREADS),
-    **dict.fromkeys(("--cpu-strict-batch", "--prio-batch", "--poll-batch"), _THREADS),
+    "--cpu-strict": _STRICT,
+    "--poll": _POLL,
+    **dict.fromkeys(("-Cb", "-Crb", "--cpu-strict-batch", "--prio-batch", "--poll-batch"), _BATCH),
     **dict.fromkeys(("--perf", "--no-perf"), "timings are always measured and answered"),
     **dict.fromkeys(("-e", "--no-escape"), "llama-server's CLI prompt escapes: no CLI prompt here"),
     "-sp": "special tokens follow each request's own fields",

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from corral.children.environment import ROUTER_PID_ENV
 from corral.children.protocol import (
@@ -40,7 +41,9 @@ class WorkerProcess:
         as_child: bool,
         args: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
+        log: Path | None = None,
     ) -> None:
+        """``log``: a file that takes the worker's log (stderr); none: the log is dropped."""
         # Saved KV caches go to this worker's own folder unless the test names one.
         self._scratch = tempfile.TemporaryDirectory(prefix="corral-worker-")
         env = {**os.environ, "XDG_CACHE_HOME": self._scratch.name, **(extra_env or {})}
@@ -48,14 +51,19 @@ class WorkerProcess:
         if as_child:
             env[ROUTER_PID_ENV] = str(os.getpid())
         flags = ["--spare"] if model is None else self.model_flags(model, *args)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "worker", *flags],
-            stdin=subprocess.PIPE if as_child else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
+        stderr: IO[bytes] | int = subprocess.DEVNULL if log is None else log.open("wb")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "worker", *flags],
+                stdin=subprocess.PIPE if as_child else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=env,
+                start_new_session=True,
+            )
+        finally:
+            if not isinstance(stderr, int):
+                stderr.close()  # the child has its own copy
         self.states: list[StateMessage] = []
         self.stray_lines: list[str] = []
         self._splitter = LineSplitter()
@@ -119,10 +127,14 @@ class WorkerProcess:
 
 @contextmanager
 def worker(
-    model: Path, *args: str, as_child: bool = True, env: dict[str, str] | None = None
+    model: Path,
+    *args: str,
+    as_child: bool = True,
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
 ) -> Iterator[WorkerProcess]:
     """A worker for ``model``; ``args`` are extra flags (later ones win over the defaults)."""
-    process = WorkerProcess(model, as_child=as_child, args=args, extra_env=env)
+    process = WorkerProcess(model, as_child=as_child, args=args, extra_env=env, log=log)
     try:
         yield process
     finally:

@@ -55,7 +55,7 @@ def test_serve_help_groups_every_flag_with_its_meaning_and_default() -> None:
 @pytest.mark.parametrize(
     ("args", "error", "hint"),
     [
-        (("serve", "--prot", "1"), "unrecognized arguments: --prot 1", "did you mean --port?"),
+        (("serve", "--pott", "1"), "unrecognized arguments: --pott 1", "did you mean --port?"),
         (("serve", "--ctx-sise", "8"), "unrecognized arguments: --ctx-sise 8", "--ctx-size?"),
         (("pull", "--hf-tokn", "t", "a/b"), "unrecognized arguments: --hf-tokn", "--hf-token?"),
         (("sevre",), "unknown command 'sevre'", "did you mean 'serve'?"),

@@ -141,9 +141,9 @@ def test_alias_and_tags_come_from_llama_arg_variables(
 
 def test_no_effect_flags_consume_their_values_and_are_noted_once() -> None:
     settings = parse_serve_args(
-        ["--prio", "-1", "-lv", "5", "--threads-http", "4", "--verbosity", "3", "-c", "256"]
+        ["--poll", "50", "-lv", "5", "--threads-http", "4", "--verbosity", "3", "-c", "256"]
     )
-    assert settings.no_effect_flags == ("--prio", "--verbosity", "--threads-http")
+    assert settings.no_effect_flags == ("--poll", "--verbosity", "--threads-http")
     assert settings.model_options["ctx-size"] == "256"  # read after them, not swallowed
 
 
