@@ -461,6 +461,8 @@ def _values(spec: OptionSpec) -> str:
         return "`on`, `off`"
     if spec.kind == "numbers":
         return "numbers ≥ 0, comma-separated"
+    if spec.kind == "pair":
+        return "two integers"
     if spec.kind == "list":
         items = {
             "rpc": "`HOST:PORT` items",

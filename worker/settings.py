@@ -135,6 +135,8 @@ class WorkerSettings:
     kv_cache_dir: Path = Path("kv-cache")
     kv_cache_max: int = _SERVER.integer("kv-cache-max")
     lora: tuple[tuple[str, float], ...] = ()  # adapter files and their scales, ids in order
+    control_vectors: tuple[tuple[str, float], ...] = ()  # files and their scales
+    control_vector_layers: tuple[int, int] = (-1, -1)  # first, last; -1: the model's
     lora_init_without_apply: bool = _SERVER.flag("lora-init-without-apply")
     speculative: SpeculativeSettings = field(default_factory=SpeculativeSettings)
     gpu: GpuSettings = field(default_factory=GpuSettings)
@@ -233,14 +235,21 @@ def _preserve_default(preserve: str | None) -> dict[str, Any]:
     return {} if preserve is None else {"preserve_reasoning": preserve == "true"}
 
 
-def _lora_files(options: ModelOptions) -> tuple[tuple[str, float], ...]:
-    # The option table has checked both lists; --lora's adapters come first, at scale 1.
-    plain = [(path, 1.0) for path in options.items("lora")]
+def _scaled_files(
+    options: ModelOptions, plain_name: str, scaled_name: str
+) -> tuple[tuple[str, float], ...]:
+    # The option table has checked both lists; the plain files come first, at scale 1.
+    plain = [(path, 1.0) for path in options.items(plain_name)]
     scaled = [
         (path, float(scale))
-        for path, _, scale in (item.rpartition(":") for item in options.items("lora-scaled"))
+        for path, _, scale in (item.rpartition(":") for item in options.items(scaled_name))
     ]
     return (*plain, *scaled)
+
+
+def _layer_range(value: str | None) -> tuple[int, int]:
+    first, _, last = (value or "-1,-1").partition(",")  # the option table checked the pair
+    return int(first), int(last)
 
 
 def _rpc(value: str | None, parser: argparse.ArgumentParser) -> tuple[Endpoint, ...]:
@@ -407,7 +416,9 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         kv_persist=options.flag("kv-persist"),
         kv_cache_dir=options.path("kv-cache-dir") or default_kv_cache_dir(os.environ),
         kv_cache_max=options.integer("kv-cache-max"),
-        lora=_lora_files(options),
+        lora=_scaled_files(options, "lora", "lora-scaled"),
+        control_vectors=_scaled_files(options, "control-vector", "control-vector-scaled"),
+        control_vector_layers=_layer_range(options.text("control-vector-layer-range")),
         lora_init_without_apply=options.flag("lora-init-without-apply"),
         speculative=speculative_settings(options),
         gpu=gpu_settings(options),

@@ -20,7 +20,15 @@ from typing import BinaryIO
 
 from corral.hub.sizes import human_size
 
-__all__ = ["GGUFError", "GGUFLayout", "gguf_file_problem", "read_gguf_layout", "read_gguf_metadata"]
+__all__ = [
+    "GGUFError",
+    "GGUFLayout",
+    "GGUFTensor",
+    "gguf_file_problem",
+    "read_gguf_layout",
+    "read_gguf_metadata",
+    "read_gguf_tensors",
+]
 
 Scalar = int | float | bool | str
 
@@ -178,10 +186,17 @@ def _tensor_bytes(kind: int, dims: list[int]) -> int:
     return elements // block[0] * block[1]
 
 
-def read_gguf_layout(path: Path) -> GGUFLayout:
-    """Where the file's tensor data ends by its header: key/values and tensor infos are read
-    (arrays jumped over), nothing of the weights. Raises :class:`GGUFError` saying what is wrong.
-    """
+@dataclass(frozen=True, slots=True)
+class GGUFTensor:
+    name: str
+    kind: int  # ggml type (0: F32)
+    dims: tuple[int, ...]
+    offset: int  # where its data starts in the file
+
+
+def read_gguf_tensors(path: Path) -> tuple[GGUFLayout, list[GGUFTensor]]:
+    """The file's layout and its tensors' names, types, shapes and data offsets (nothing of the
+    data itself). Raises :class:`GGUFError` saying what is wrong."""
     with path.open("rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size < 4:
@@ -193,7 +208,7 @@ def read_gguf_layout(path: Path) -> GGUFLayout:
             version = int(cursor.take("<4xI"))
             if version not in (2, 3):
                 raise GGUFError(f"corrupt header: GGUF version {version}")
-            tensors, keys = cursor.count(), cursor.count()
+            n_tensors, keys = cursor.count(), cursor.count()
             alignment = _DEFAULT_ALIGNMENT
             for _ in range(keys):
                 key, kind = cursor.string(), int(cursor.take("<I"))
@@ -201,18 +216,31 @@ def read_gguf_layout(path: Path) -> GGUFLayout:
                     alignment = int(cursor.take("<I")) or _DEFAULT_ALIGNMENT
                 else:
                     cursor.skip_value(kind)
-            end = parameters = 0
-            for _ in range(tensors):
-                cursor.skip(cursor.count())  # the name
+            infos = []
+            for _ in range(n_tensors):
+                name = cursor.string()
                 n_dims = int(cursor.take("<I"))
                 if n_dims > _MAX_DIMS:
                     raise GGUFError(f"corrupt header: a tensor of {n_dims} dimensions")
-                dims = [int(cursor.take("<Q")) for _ in range(n_dims)]
+                dims = tuple(int(cursor.take("<Q")) for _ in range(n_dims))
                 kind, offset = int(cursor.take("<I")), int(cursor.take("<Q"))
-                end = max(end, offset + _tensor_bytes(kind, dims))
-                parameters += math.prod(dims)
+                infos.append((name, kind, dims, offset))
             data_start = -(-cursor.pos // alignment) * alignment
-            return GGUFLayout(size, data_start + end, parameters)
+    end = max(
+        (offset + _tensor_bytes(kind, list(dims)) for _, kind, dims, offset in infos), default=0
+    )
+    parameters = sum(math.prod(dims) for _, _, dims, _ in infos)
+    tensors = [
+        GGUFTensor(name, kind, dims, data_start + offset) for name, kind, dims, offset in infos
+    ]
+    return GGUFLayout(size, data_start + end, parameters), tensors
+
+
+def read_gguf_layout(path: Path) -> GGUFLayout:
+    """Where the file's tensor data ends by its header: key/values and tensor infos are read
+    (arrays jumped over), nothing of the weights. Raises :class:`GGUFError` saying what is wrong.
+    """
+    return read_gguf_tensors(path)[0]
 
 
 def gguf_file_problem(path: Path) -> str | None:

@@ -129,6 +129,10 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
                         const="false",
                         help=argparse.SUPPRESS,
                     )
+        elif spec.kind == "pair":  # two values after the flag, as upstream's
+            group.add_argument(
+                *flags, dest=_dest(spec), nargs=2, metavar=("START", "END"), help=help_
+            )
         elif spec.kind in ("list", "strings", "scaled-list"):
             # Repeatable as upstream's --lora; the values are joined into one comma list.
             metavar = (

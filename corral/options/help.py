@@ -63,6 +63,11 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "prio": "priority of the worker's threads, as llama-server's --prio: -1 low (nice 5), 0 "
     "normal (unchanged), 1 medium (-5), 2 high (-10), 3 realtime (-20); raising it needs the "
     "privilege to, else a warning is logged and it stays",
+    "control-vector": "control vector files (GGUF, `direction.N` tensors), added to the "
+    "hidden state at scale 1",
+    "control-vector-scaled": "control vector files with their scale, `FILE:SCALE`",
+    "control-vector-layer-range": "the first and last layer (N of `direction.N`) the control "
+    "vectors apply to; default 1 to the model's last",
     "cache-reuse": "the shortest run of tokens a prompt reuses from further on in its slot's "
     "cache by shifting it into place (0: none), as llama-server's --cache-reuse; a request's "
     "n_cache_reuse overrides it",

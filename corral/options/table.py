@@ -333,6 +333,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("lora", "list"),
     OptionSpec("lora-scaled", "scaled-list"),
     OptionSpec("lora-init-without-apply", "bool", default="false"),
+    # Control vectors (common/arg.cpp): added to the hidden state of the layers in the range.
+    OptionSpec("control-vector", "list"),
+    OptionSpec("control-vector-scaled", "scaled-list"),
+    OptionSpec("control-vector-layer-range", "pair"),
     # Speculative decoding. The router turns spec-draft-hf and relative model-draft paths into
     # an absolute model-draft before a worker sees them (router/catalogue/draft_models.py).
     OptionSpec(
@@ -597,6 +601,8 @@ def render_worker_args(options: Iterable[tuple[str, str]]) -> list[str]:
             continue
         if spec.kind == "strings":  # one flag per string, so that each stays whole
             args += [arg for item in string_items(value) for arg in (f"--{name}", item)]
+        elif spec.kind == "pair":
+            args += [f"--{name}", *value.split(",")]
         elif spec.kind != "bool":
             args += [f"--{name}", value]
         elif value == "true":

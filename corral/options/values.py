@@ -29,7 +29,8 @@ __all__ = [
 # (--lora); strings: a repeatable flag whose every value is one string, commas included (-r),
 # held as a JSON array of them; scaled-list: a list of FILE:SCALE items (--lora-scaled);
 # on-off: a bool written with its value, ``--fit on``; numbers: non-negative numbers split by
-# commas or slashes, as llama-server's --tensor-split and --fit-target.
+# commas or slashes, as llama-server's --tensor-split and --fit-target; pair: two integers, a flag
+# of two values (--control-vector-layer-range START END), held as ``START,END``.
 OptionKind = Literal[
     "int",
     "float",
@@ -44,6 +45,7 @@ OptionKind = Literal[
     "scaled-list",
     "on-off",
     "numbers",
+    "pair",
 ]
 # worker: rendered as a worker flag; model: shapes the catalogue entry (path, names);
 # preset: read by the router only (upstream's preset-only keys and Corral's own).
@@ -164,6 +166,11 @@ def normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
         return "on" if parse_bool(raw) != negated else "off"
     if spec.kind == "numbers":
         return ",".join(_number_item(item) for item in re.split(r"[,/]+", raw.strip()))
+    if spec.kind == "pair":
+        items = [item for item in re.split(r"[,\s]+", raw.strip()) if item]
+        if len(items) != 2 or not all(re.fullmatch(r"-?\d+", item) for item in items):
+            raise ValueError(f"expected two integers, got '{raw}'")
+        return ",".join(str(int(item)) for item in items)
     if spec.kind == "switch":
         if raw.lower() in ("auto", "-1"):
             return "auto"

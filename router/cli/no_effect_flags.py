@@ -77,9 +77,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--video-ffmpeg-dir",), 1),
     (("-lm", "--load-mode"), 1),
     (("-lzm", "--lazy-mode"), 1),
-    (("--control-vector",), 1),
-    (("--control-vector-scaled",), 1),
-    (("--control-vector-layer-range",), 2),
     (("-mu", "--model-url"), 1),
     (("-dr", "--docker-repo"), 1),
     (("--tools-runtime",), 1),
@@ -133,11 +130,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
     "--video-fps": "no video input yet",
     **dict.fromkeys(("--video-timestamp-interval", "--video-ffmpeg-dir"), "no video input yet"),
     **dict.fromkeys(("-lm", "-lzm"), "models load with mmap unless `--no-mmap`"),
-    **dict.fromkeys(
-        ("--control-vector", "--control-vector-scaled", "--control-vector-layer-range"),
-        "control vectors are " + _NOT_YET + " (llama.cpp reads their files in common/, which "
-        "llama-cpp-python does not wrap)",
-    ),
     "--tools-runtime": "built-in tools run in the router (docs/tools.md)",
     **dict.fromkeys(("-ag", "-no-ag"), "no agent loop in the server; clients run their own"),
     "--threads-http": "the router serves HTTP on one event loop: there is no HTTP thread pool",

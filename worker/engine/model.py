@@ -20,6 +20,7 @@ from worker.devices.inventory import gpu_devices
 from worker.devices.offload import Offload
 from worker.engine.batching import BatchEngine
 from worker.engine.beside import beside
+from worker.engine.control_vectors import apply_control_vectors
 from worker.engine.embedding_context import Embedder
 from worker.engine.generation import EngineMetrics
 from worker.engine.llama_model import LlamaModel
@@ -122,7 +123,15 @@ class LoadedModel:
         load_params.progress_callback = self._progress
 
         def make_context() -> Any:  # once the model below is loaded
-            return new_context(self.model, ctx_params, settings)
+            ctx = new_context(self.model, ctx_params, settings)
+            try:
+                apply_control_vectors(
+                    ctx, self.model.model, settings.control_vectors, settings.control_vector_layers
+                )
+            except ValueError:
+                llama_cpp.llama_free(ctx)
+                raise
+            return ctx
 
         placement = LayerPlacement()  # the model's and its context's buffers
         model: LlamaModel | None = None
