@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import gguf
+import numpy as np
 import pytest
 
 from corral.hub.gguf_header import (
@@ -13,6 +14,7 @@ from corral.hub.gguf_header import (
     gguf_file_problem,
     read_gguf_layout,
     read_gguf_metadata,
+    read_gguf_tensors,
 )
 from corral.hub.sizes import human_size
 from tests.support.tiny_gguf import write_tiny_gguf
@@ -94,3 +96,22 @@ def test_a_garbage_header_says_so(tmp_path: Path, content: bytes, problem: str) 
 
 def test_the_tensor_type_table_is_ggmls() -> None:
     assert {int(kind): size for kind, size in gguf.GGML_QUANT_SIZES.items()} == _GGML_BLOCKS
+
+
+def test_tensor_offsets_point_at_their_data(tmp_path: Path) -> None:
+    path = tmp_path / "t.gguf"
+    writer = gguf.GGUFWriter(path, "controlvector")
+    writer.add_tensor("direction.1", np.arange(4, dtype=np.float32))
+    writer.add_tensor("direction.2", np.full(3, 7, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    layout, tensors = read_gguf_tensors(path)
+    assert [(t.name, t.kind, t.dims) for t in tensors] == [
+        ("direction.1", 0, (4,)),
+        ("direction.2", 0, (3,)),
+    ]
+    data = [np.fromfile(path, np.float32, t.dims[0], offset=t.offset).tolist() for t in tensors]
+    assert data == [[0, 1, 2, 3], [7, 7, 7]]
+    assert (layout.data_end, layout.parameters) == (tensors[-1].offset + 3 * 4, 7)
