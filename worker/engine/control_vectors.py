@@ -13,13 +13,14 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from corral.hub.gguf_header import GGUFError, read_gguf_tensors
 from worker.host.llama_bindings import llama_cpp
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["apply_control_vectors", "load_control_vectors"]
 
@@ -27,6 +28,8 @@ _F32 = 0  # ggml's type number
 
 
 def _directions(path: Path) -> dict[int, npt.NDArray[np.float32]]:
+    import numpy as np  # only for a model with control vectors (tests/worker/host: fence)
+
     try:
         _, tensors = read_gguf_tensors(path)
     except (OSError, GGUFError) as error:
@@ -48,6 +51,8 @@ def _directions(path: Path) -> dict[int, npt.NDArray[np.float32]]:
 def load_control_vectors(files: Sequence[tuple[str, float]]) -> npt.NDArray[np.float32]:
     """The files' directions times their scales, summed: row N-1 is layer N's (rows of zeros
     for layers none of them names)."""
+    import numpy as np  # as above
+
     layers: dict[int, npt.NDArray[np.float32]] = {}
     for name, scale in files:
         for layer, direction in _directions(Path(name)).items():
