@@ -17,60 +17,32 @@ import re
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# The same reading of arg.cpp as the preset keys'.
+from scripts.gen_llama_server_keys import ENV, call_arguments, serves, without_comments  # noqa: E402
+
 __all__ = ["main", "server_flags"]
 
-TARGET = Path(__file__).resolve().parent.parent / "corral" / "options" / "llama_server_flags.py"
-_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|//[^\n]*|/\*.*?\*/', re.S)
-_EXAMPLES = re.compile(r"\.set_(examples|excludes)\(\{([^}]*)\}\)")
-_ENV = re.compile(r'\.set_env\("([^"]*)"\)')
-_OPEN, _CLOSE = "([{", ")]}"
-
-
-def _without_comments(source: str) -> str:
-    return _STRING_OR_COMMENT.sub(lambda m: "" if m[0].startswith("/") else m[0], source)
-
-
-def _arguments(source: str, open_paren: int) -> tuple[list[str], int]:
-    """The top-level arguments of the call whose ``(`` is at ``open_paren``, and its ``)``."""
-    depth, i, start, found = 0, open_paren, open_paren + 1, []
-    while True:
-        char = source[i]
-        if char in "\"'":
-            i = _STRING_OR_COMMENT.match(source, i).end()  # type: ignore[union-attr]
-            continue
-        if char in _OPEN:
-            depth += 1
-        elif char in _CLOSE:
-            depth -= 1
-            if depth == 0:
-                found.append(source[start:i].strip())
-                return found, i
-        elif char == "," and depth == 1:
-            found.append(source[start:i].strip())
-            start = i + 1
-        i += 1
+TARGET = ROOT / "corral" / "options" / "llama_server_flags.py"
 
 
 def server_flags(arg_cpp: str) -> list[tuple[int, str, list[str]]]:
     """(arity, variable or "-", spellings) of every option llama-server parses."""
-    source = _without_comments(arg_cpp)
+    source = without_comments(arg_cpp)
     options: list[tuple[int, str, list[str]]] = []
     for call in re.finditer(r"add_opt\(common_arg\(", source):
-        arguments, end = _arguments(source, call.end() - 1)
+        arguments, end = call_arguments(source, call.end() - 1)
         # The whole add_opt(...) after the option: its .set_examples/.set_env calls.
-        tail = source[end : _arguments(source, call.start() + len("add_opt"))[1]]
+        tail = source[end : call_arguments(source, call.start() + len("add_opt"))[1]]
+        if not serves(tail):
+            continue
         lists = [a for a in arguments if a.startswith("{")]
         spellings = [s for listed in lists for s in re.findall(r'"([^"]*)"', listed)]
         # What is left: the value hints, the help text and the handler.
         arity = len(arguments) - len(lists) - 2
-        tags = {kind: set(re.findall(r"LLAMA_EXAMPLE_\w+", names)) for kind, names in
-                _EXAMPLES.findall(tail)}  # fmt: skip
-        examples = tags.get("examples", {"LLAMA_EXAMPLE_COMMON"})
-        if not examples & {"LLAMA_EXAMPLE_SERVER", "LLAMA_EXAMPLE_COMMON"}:
-            continue
-        if "LLAMA_EXAMPLE_SERVER" in tags.get("excludes", set()):
-            continue
-        env = _ENV.search(tail)
+        env = ENV.search(tail)
         options.append((arity, env[1] if env else "-", spellings))
     return options
 

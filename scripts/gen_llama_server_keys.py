@@ -17,51 +17,66 @@ import sys
 import textwrap
 from pathlib import Path
 
-__all__ = ["main", "server_keys"]
+__all__ = ["ENV", "call_arguments", "main", "server_keys", "serves", "without_comments"]
 
-TARGET = Path(__file__).resolve().parent.parent / "router" / "llama_server_keys.py"
+TARGET = Path(__file__).resolve().parent.parent / "router" / "catalogue" / "llama_server_keys.py"
 _STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|//[^\n]*|/\*.*?\*/', re.S)
 _LISTS = re.compile(r"\s*\{([^{}]*)\}\s*,\s*(?:\{([^{}]*)\}\s*,)?")
 _EXAMPLES = re.compile(r"\.set_(examples|excludes)\(\{([^}]*)\}\)")
-_ENV = re.compile(r'\.set_env\("([^"]*)"\)')
+ENV = re.compile(r'\.set_env\("([^"]*)"\)')
+_OPEN, _CLOSE = "([{", ")]}"
 
 
-def _without_comments(source: str) -> str:
+def without_comments(source: str) -> str:
     return _STRING_OR_COMMENT.sub(lambda m: "" if m[0].startswith("/") else m[0], source)
 
 
-def _call_end(source: str, open_paren: int) -> int:
-    """The index of the parenthesis closing the one at ``open_paren`` (strings skipped)."""
-    depth, i = 0, open_paren
+def call_arguments(source: str, open_paren: int) -> tuple[list[str], int]:
+    """The top-level arguments of the call whose ``(`` is at ``open_paren``, and its ``)``."""
+    depth, i, start, found = 0, open_paren, open_paren + 1, []
     while True:
-        if source[i] in "\"'":
+        char = source[i]
+        if char in "\"'":
             i = _STRING_OR_COMMENT.match(source, i).end()  # type: ignore[union-attr]
             continue
-        depth += {"(": 1, ")": -1}.get(source[i], 0)
-        if depth == 0:
-            return i
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                found.append(source[start:i].strip())
+                return found, i
+        elif char == "," and depth == 1:
+            found.append(source[start:i].strip())
+            start = i + 1
         i += 1
 
 
+def serves(calls: str) -> bool:
+    """Whether an option whose ``.set_examples``/``.set_excludes`` calls are in ``calls`` is one
+    ``common_params_parser_init`` keeps for ``LLAMA_EXAMPLE_SERVER``."""
+    tags = {kind: set(re.findall(r"LLAMA_EXAMPLE_\w+", names)) for kind, names in
+            _EXAMPLES.findall(calls)}  # fmt: skip
+    examples = tags.get("examples", {"LLAMA_EXAMPLE_COMMON"})
+    if not examples & {"LLAMA_EXAMPLE_SERVER", "LLAMA_EXAMPLE_COMMON"}:
+        return False
+    return "LLAMA_EXAMPLE_SERVER" not in tags.get("excludes", set())
+
+
 def server_keys(arg_cpp: str) -> set[str]:
-    source = _without_comments(arg_cpp)
+    source = without_comments(arg_cpp)
     keys: set[str] = set()
     for call in re.finditer(r"add_opt\(common_arg\(", source):
         # The whole add_opt(...): the option, then its .set_examples/.set_env calls.
-        block = source[call.end() : _call_end(source, call.start() + len("add_opt"))]
+        block = source[call.end() : call_arguments(source, call.start() + len("add_opt"))[1]]
         lists = _LISTS.match(block)
         assert lists is not None, block[:80]
         args = re.findall(r'"([^"]*)"', lists[1])
         negatives = re.findall(r'"([^"]*)"', lists[2] or "")
-        tags = {kind: set(re.findall(r"LLAMA_EXAMPLE_\w+", names)) for kind, names in
-                _EXAMPLES.findall(block)}  # fmt: skip
-        examples = tags.get("examples", {"LLAMA_EXAMPLE_COMMON"})
-        if not examples & {"LLAMA_EXAMPLE_SERVER", "LLAMA_EXAMPLE_COMMON"}:
-            continue
-        if "LLAMA_EXAMPLE_SERVER" in tags.get("excludes", set()):
+        if not serves(block):
             continue
         keys |= {flag.lstrip("-") for flag in (*args, *negatives)}
-        for env in _ENV.findall(block):
+        for env in ENV.findall(block):
             keys.add(env)
             if negatives:
                 keys.add(env.replace("LLAMA_ARG_", "LLAMA_ARG_NO_"))
