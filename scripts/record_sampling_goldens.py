@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import json
 import pathlib
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The recording helpers of the chat-template goldens, which came first.
+from scripts.record_template_goldens import free_port, request_json  # noqa: E402
 from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
 
 # What llama-server and the worker under test both run with (the worker tests' context size).
@@ -186,26 +187,9 @@ BAD: dict[str, dict[str, Any]] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _request(url: str, body: dict[str, Any]) -> tuple[int, Any]:
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"null")
-
-
 @contextlib.contextmanager
 def _llama_server(server: pathlib.Path, model: pathlib.Path, flags: list[str]) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     argv = [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
             *flags, "--no-warmup"]  # fmt: skip
     with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
@@ -229,7 +213,7 @@ def _completions(
     recorded = {}
     for name, fields in cases.items():
         body = {**common, **fields}
-        status, answer = _request(f"{base}/completion", body)
+        status, answer = request_json(f"{base}/completion", body, timeout=120)
         assert status == 200, (name, answer)
         recorded[name] = {
             "body": body,
@@ -245,18 +229,18 @@ def _record(server: pathlib.Path, model: pathlib.Path) -> dict[str, Any]:
         probs = {}
         for name, fields in PROBS.items():
             body = {**_BASE, **fields}
-            status, answer = _request(f"{base}/completion", body)
+            status, answer = request_json(f"{base}/completion", body, timeout=120)
             assert status == 200, (name, answer)
             probs[name] = {"body": body, "probabilities": answer["completion_probabilities"]}
         chats = {}
         for name, fields in CHATS.items():
             body = {**_CHAT_BASE, **fields}
-            status, answer = _request(f"{base}/v1/chat/completions", body)
+            status, answer = request_json(f"{base}/v1/chat/completions", body, timeout=120)
             assert status == 200, (name, answer)
             chats[name] = {"body": body, "content": answer["choices"][0]["message"]["content"]}
         responses = {}
         for name, body in RESPONSES.items():
-            status, answer = _request(f"{base}/v1/responses", body)
+            status, answer = request_json(f"{base}/v1/responses", body, timeout=120)
             assert status == 200, (name, answer)
             text = "".join(
                 part["text"]
@@ -268,7 +252,7 @@ def _record(server: pathlib.Path, model: pathlib.Path) -> dict[str, Any]:
         bad = {}
         for name, fields in BAD.items():
             body = {**_BASE, **fields}
-            status, answer = _request(f"{base}/completion", body)
+            status, answer = request_json(f"{base}/completion", body, timeout=120)
             kept = {"content": answer["content"]} if status == 200 else answer
             bad[name] = {"body": body, "status": status, "answer": kept}
     with _llama_server(server, model, [*SERVER_FLAGS, *DEFAULT_FLAGS]) as base:
@@ -288,7 +272,7 @@ def _record(server: pathlib.Path, model: pathlib.Path) -> dict[str, Any]:
             with _llama_server(server, tuned, [*SERVER_FLAGS, *flags]) as base:
                 with urllib.request.urlopen(f"{base}/props", timeout=30) as response:
                     props = json.loads(response.read())
-                status, answer = _request(f"{base}/completion", _PLAIN)
+                status, answer = request_json(f"{base}/completion", _PLAIN, timeout=120)
                 assert status == 200, (name, answer)
                 model_defaults[name] = {
                     "flags": flags,

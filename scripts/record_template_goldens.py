@@ -108,18 +108,21 @@ CONVERSATIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
 
 
-def _request(url: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+def request_json(
+    url: str, body: dict[str, Any] | None = None, timeout: float = 60
+) -> tuple[int, Any]:
+    """A GET, or a POST of ``body`` as JSON: the status and the JSON answer, errors included."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"null")
@@ -127,7 +130,7 @@ def _request(url: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
 
 def _record_one(server: pathlib.Path, template: pathlib.Path, work: pathlib.Path) -> dict[str, Any]:
     model = write_tiny_gguf(work / "model.gguf", chat_template=template.read_text())
-    port = _free_port()
+    port = free_port()
     argv = [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
             "-c", "1024", "-np", "1", "--no-warmup"]  # fmt: skip
     with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
@@ -138,16 +141,16 @@ def _record_one(server: pathlib.Path, template: pathlib.Path, work: pathlib.Path
                     error = process.stderr.read().decode(errors="replace") if process.stderr else ""
                     return {"load_error": error.strip().splitlines()[-1:]}
                 try:
-                    if _request(f"{base}/health")[0] == 200:
+                    if request_json(f"{base}/health")[0] == 200:
                         break
                 except OSError:
                     pass
                 time.sleep(0.1)  # a one-off recording script polling a starting server
             cases = {}
             for name, body in CONVERSATIONS.items():
-                status, answer = _request(f"{base}/apply-template", body)
+                status, answer = request_json(f"{base}/apply-template", body)
                 cases[name] = {"prompt": answer["prompt"]} if status == 200 else {"error": answer}
-            _, props = _request(f"{base}/props")
+            _, props = request_json(f"{base}/props")
             return {"caps": props.get("chat_template_caps"), "cases": cases}
         finally:
             process.terminate()
