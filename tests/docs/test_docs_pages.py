@@ -27,6 +27,7 @@ PAGES = [
     "benchmarks",
     "scaling",
     "llama-server-tests",
+    "security",
 ]
 
 
