@@ -12,21 +12,11 @@ from pathlib import Path
 import psutil
 
 from tests.support.hub_cache import lay_out
-from tests.support.router_process import RouterProcess, running_router
+from tests.support.router_process import running_router
 from tests.support.tiny_gguf import write_tiny_gguf
 
 MODEL = "acme/tiny-GGUF:Q8_0"
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
-
-
-def _worker_pids(router: RouterProcess) -> dict[str, int]:
-    """Each running model's worker process, by the name the router gave it."""
-    pids = {}
-    for child in psutil.Process(router.process.pid).children():
-        argv = child.cmdline()
-        if "--alias" in argv:
-            pids[argv[argv.index("--alias") + 1]] = child.pid
-    return pids
 
 
 def test_deleting_a_model_stops_every_entry_that_loads_its_files(
@@ -45,7 +35,7 @@ def test_deleting_a_model_stops_every_entry_that_loads_its_files(
         for name in (MODEL, "chat", "drafted"):
             reply = router.client.post("/v1/chat/completions", json={"model": name, **CHAT})
             assert reply.status_code == 200, reply.text
-        workers = _worker_pids(router)
+        workers = router.worker_pids()
         assert {MODEL, "chat", "drafted"} <= workers.keys()
 
         removal = router.client.delete("/models", params={"model": MODEL})
