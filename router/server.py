@@ -55,7 +55,9 @@ def _download_missing(settings: ServeSettings) -> ServeSettings:
     on stderr).
 
     A repository with a root ``preset.ini`` is a remote preset (:mod:`corral.hub.remote_preset`):
-    the settings that come back serve it as ``--models-preset``, in router mode.
+    the settings that come back serve it as ``--models-preset``, in router mode, naming the
+    repository so that the file may set only upstream's whitelist of keys (docs/security.md),
+    whether just downloaded or cached (``--offline`` too).
     """
     cache_dir = settings.cache_dir
     if cache_dir is None:
@@ -80,6 +82,7 @@ def _download_missing(settings: ServeSettings) -> ServeSettings:
             settings = replace(
                 settings,
                 models_preset=preset,
+                models_preset_repo=repo,
                 hf_repos=tuple(r for r in settings.hf_repos if r != reference),
                 single_model=False,
             )

@@ -24,6 +24,9 @@ class ServeSettings:
     models_spare: int = 1  # spare workers kept warm for the next load (router.workers.spares)
     models_autoload: bool = True
     models_preset: Path | None = None
+    # The hub repository models_preset came from (``-hf`` on a remote preset): that file may set
+    # only upstream's whitelist of keys (router/catalogue/remote_presets.py); None: the user's.
+    models_preset_repo: str | None = None
     hf_repos: tuple[str, ...] = ()  # hub-cache models to load at startup ("org/repo[:TAG]")
     timeout: float = 3600.0  # longest silence from a worker within one response
     # Faults (docs/operations.md): seconds without progress before a busy worker (a loading

@@ -38,6 +38,7 @@ def load_catalogue(settings: ServeSettings) -> Catalogue:
         model_files=settings.model_files,
         mmproj_file=settings.mmproj_file,
         preset_file=settings.models_preset,
+        preset_repo=settings.models_preset_repo,
         cache_dir=settings.cache_dir,
         cli_options=settings.model_options,
     )
@@ -47,7 +48,7 @@ def load_catalogue(settings: ServeSettings) -> Catalogue:
 def load_peers(settings: ServeSettings) -> tuple[PeerConfig, ...]:
     """The preset's ``[peer NAME]`` sections; raises ``CatalogueError`` as a bad model would."""
     try:
-        return load_peer_configs(settings.models_preset)
+        return load_peer_configs(settings.models_preset, remote=settings.models_preset_repo)
     except PresetError as error:
         raise CatalogueError(str(error)) from None
 

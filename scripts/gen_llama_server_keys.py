@@ -8,6 +8,9 @@ and, for an option with a negative flag, the ``LLAMA_ARG_NO_*`` variant. The opt
 ``common_params_parser_init`` keeps for ``LLAMA_EXAMPLE_SERVER``: tagged for the server or for
 every program, and not excluded from the server. Run it against the arg.cpp of the llama.cpp
 that llama-cpp-python vendors when the pinned version changes.
+
+The keys of the options arg.cpp marks ``.set_sampling()`` are written apart too: upstream's
+remote-preset whitelist starts from them (router/catalogue/remote_presets.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-__all__ = ["ENV", "call_arguments", "main", "server_keys", "serves", "without_comments"]
+__all__ = [
+    "ENV",
+    "call_arguments",
+    "main",
+    "sampling_keys",
+    "server_keys",
+    "serves",
+    "without_comments",
+]
 
 TARGET = Path(__file__).resolve().parent.parent / "router" / "catalogue" / "llama_server_keys.py"
 _STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|//[^\n]*|/\*.*?\*/', re.S)
@@ -63,9 +74,10 @@ def serves(calls: str) -> bool:
     return "LLAMA_EXAMPLE_SERVER" not in tags.get("excludes", set())
 
 
-def server_keys(arg_cpp: str) -> set[str]:
+def _server_options(arg_cpp: str) -> list[tuple[set[str], bool]]:
+    """Every option llama-server parses: its preset keys, and whether it is a sampling one."""
     source = without_comments(arg_cpp)
-    keys: set[str] = set()
+    options: list[tuple[set[str], bool]] = []
     for call in re.finditer(r"add_opt\(common_arg\(", source):
         # The whole add_opt(...): the option, then its .set_examples/.set_env calls.
         block = source[call.end() : call_arguments(source, call.start() + len("add_opt"))[1]]
@@ -75,31 +87,53 @@ def server_keys(arg_cpp: str) -> set[str]:
         negatives = re.findall(r'"([^"]*)"', lists[2] or "")
         if not serves(block):
             continue
-        keys |= {flag.lstrip("-") for flag in (*args, *negatives)}
+        keys = {flag.lstrip("-") for flag in (*args, *negatives)}
         for env in ENV.findall(block):
             keys.add(env)
             if negatives:
                 keys.add(env.replace("LLAMA_ARG_", "LLAMA_ARG_NO_"))
-    return keys
+        options.append((keys, ".set_sampling()" in block))
+    return options
+
+
+def server_keys(arg_cpp: str) -> set[str]:
+    return {key for keys, _ in _server_options(arg_cpp) for key in keys}
+
+
+def sampling_keys(arg_cpp: str) -> set[str]:
+    return {key for keys, sampling in _server_options(arg_cpp) if sampling for key in keys}
+
+
+def _listing(name: str, keys: set[str]) -> str:
+    body = textwrap.fill(" ".join(sorted(keys)), width=100, break_on_hyphens=False)
+    return f'_{name} = """\n{body}\n"""\n'
 
 
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    keys = sorted(server_keys(Path(sys.argv[1]).read_text(encoding="utf-8")))
-    body = textwrap.fill(" ".join(keys), width=100, break_on_hyphens=False)
+    arg_cpp = Path(sys.argv[1]).read_text(encoding="utf-8")
+    keys, sampling = server_keys(arg_cpp), sampling_keys(arg_cpp)
     header = (
         '"""Every preset key llama-server accepts (made by scripts/gen_llama_server_keys.py).\n\n'
         "Flags without dashes, negative flags and environment names of the options llama-server\n"
         "parses, from the common/arg.cpp of the llama.cpp llama-cpp-python vendors. A preset key\n"
         "in here that Corral's option table does not know is accepted with a notice that it has\n"
-        'no effect (docs/serving.md), never a startup error.\n"""\n\n'
-        '__all__ = ["LLAMA_SERVER_KEYS"]\n\n'
+        "no effect (docs/serving.md), never a startup error. The keys of the options arg.cpp\n"
+        "marks as sampling ones are listed apart too: upstream's remote-preset whitelist starts\n"
+        'from them (router/catalogue/remote_presets.py).\n"""\n\n'
+        '__all__ = ["LLAMA_SERVER_KEYS", "LLAMA_SERVER_SAMPLING_KEYS"]\n\n'
     )
-    listing = f'_KEYS = """\n{body}\n"""\n\nLLAMA_SERVER_KEYS = frozenset(_KEYS.split())\n'
+    listing = (
+        _listing("KEYS", keys)
+        + "\n"
+        + _listing("SAMPLING_KEYS", sampling)
+        + "\nLLAMA_SERVER_KEYS = frozenset(_KEYS.split())\n"
+        + "LLAMA_SERVER_SAMPLING_KEYS = frozenset(_SAMPLING_KEYS.split())\n"
+    )
     TARGET.write_text(header + listing, encoding="utf-8")
-    print(f"wrote {len(keys)} keys to {TARGET}")
+    print(f"wrote {len(keys)} keys ({len(sampling)} of sampling options) to {TARGET}")
     return 0
 
 

@@ -2,7 +2,9 @@
 
 llama-server's ``-hf org/repo`` fetches only that file from such a repository and serves it as
 ``--models-preset`` in router mode (``common/download.cpp``: the file wins over any GGUF in the
-repository). The download child and the router share these rules (docs/serving.md).
+repository). The download child and the router share these rules (docs/serving.md). The file is
+a stranger's: the router lets it set only upstream's whitelist of keys and no peers
+(router/catalogue/remote_presets.py, docs/security.md).
 """
 
 from __future__ import annotations

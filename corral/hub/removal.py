@@ -27,6 +27,7 @@ from corral.hub.names import parse_reference
 __all__ = [
     "STALE_PARTIAL_SECONDS",
     "NotInCache",
+    "files_to_remove",
     "remove_cached_model",
     "sweep_stale_partials",
 ]
@@ -70,12 +71,9 @@ def _remove_empty_dirs(top: Path) -> None:
             os.rmdir(directory)
 
 
-def remove_cached_model(cache_dir: Path, name: str) -> list[Path]:
-    """Delete ``org/repo:TAG``'s files (see the module docstring); returns what was deleted.
-
-    Raises :class:`NotInCache` when there is nothing to delete, and
-    :class:`~corral.hub.names.InvalidReference` for a malformed name.
-    """
+def _plan(cache_dir: Path, name: str) -> tuple[Path, list[Path], set[Path]]:
+    """The repository's folder, the snapshot entries to unlink and the blobs that nothing
+    references once they are gone; raises as :func:`remove_cached_model`."""
     repo, tag = parse_reference(name)
     if tag is None:
         raise NotInCache(f"'{name}' names no tag; remove one model at a time (org/repo:TAG)")
@@ -85,7 +83,7 @@ def remove_cached_model(cache_dir: Path, name: str) -> list[Path]:
     if not _real_dir(repo_dir) or not _real_dir(snapshots_dir):
         raise NotInCache(f"'{name}' is not in the hub cache {cache_dir}")
     may_delete_blobs = _real_dir(blobs_dir)
-    removed: list[Path] = []
+    entries: list[Path] = []
     freed: set[Path] = set()
     for snapshot in sorted(snapshots_dir.iterdir()):
         if not _real_dir(snapshot):
@@ -95,14 +93,41 @@ def remove_cached_model(cache_dir: Path, name: str) -> list[Path]:
             blob = _blob_of(path, blobs_dir)
             if blob is not None and may_delete_blobs:
                 freed.add(blob)
-            path.unlink()
-            removed.append(path)
-        _remove_empty_dirs(snapshot)
-    if not removed:
+            entries.append(path)
+    if not entries:
         raise NotInCache(f"'{name}' is not in the hub cache {cache_dir}")
+    doomed = set(entries)
     for snapshot in snapshots_dir.iterdir():
         for file in snapshot_files(snapshot) if _real_dir(snapshot) else []:
-            freed.discard(_blob_of(snapshot.joinpath(*file.parts), blobs_dir) or Path())
+            path = snapshot.joinpath(*file.parts)
+            if path not in doomed:
+                freed.discard(_blob_of(path, blobs_dir) or Path())
+    return repo_dir, entries, freed
+
+
+def files_to_remove(cache_dir: Path, name: str) -> set[Path]:
+    """The real paths of the files whose bytes :func:`remove_cached_model` would delete now: the
+    blobs it frees, and snapshot entries that are copies rather than links. A model whose files
+    resolve to one of them loses them (the router stops every such model first); raises as
+    :func:`remove_cached_model`."""
+    _, entries, freed = _plan(cache_dir, name)
+    return freed | {path for path in entries if not path.is_symlink()}
+
+
+def remove_cached_model(cache_dir: Path, name: str) -> list[Path]:
+    """Delete ``org/repo:TAG``'s files (see the module docstring); returns what was deleted.
+
+    Raises :class:`NotInCache` when there is nothing to delete, and
+    :class:`~corral.hub.names.InvalidReference` for a malformed name.
+    """
+    repo_dir, entries, freed = _plan(cache_dir, name)
+    removed: list[Path] = []
+    for path in entries:
+        path.unlink()
+        removed.append(path)
+    for snapshot in sorted((repo_dir / "snapshots").iterdir()):
+        if _real_dir(snapshot):
+            _remove_empty_dirs(snapshot)
     for blob in sorted(freed):
         with contextlib.suppress(FileNotFoundError):
             blob.unlink()

@@ -1,11 +1,15 @@
 """``POST /models`` (download from the hub) and ``DELETE /models`` (remove from the cache).
 
 docs/protocol.md §3; the rules for what a removal deletes are in :mod:`corral.hub.removal`.
+Every model whose files resolve to what a removal deletes (the entry named, a preset section on
+the same file, a model drafting with it) is stopped first, and none of them loads again until
+the catalogue has been read anew (:mod:`router.workers.load_holds`, docs/security.md).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +19,10 @@ from litestar import Request, delete, post
 from litestar.params import FromQuery
 
 from corral.http.errors import ApiError
-from corral.hub.removal import NotInCache, remove_cached_model
+from corral.hub.removal import NotInCache, files_to_remove, remove_cached_model
 from router.api.models import model_in_body
 from router.api.runtime import RouterRuntime, runtime
-from router.catalogue.catalogue import CatalogueError
+from router.catalogue.catalogue import CatalogueEntry, CatalogueError
 from router.security.api_keys import admin_only
 
 __all__ = ["download_routes", "remove_cache_model"]
@@ -52,17 +56,38 @@ async def remove_cache_model(rt: RouterRuntime, name: str) -> None:
     # The entry's path came from scanning the cache; one that leads elsewhere is not ours.
     if not _inside(entry.path.parent, cache_dir):
         raise ApiError(400, f"model '{entry.name}' is not inside the hub cache {cache_dir}")
-    await rt.pool.stop(rt.pool.models[entry.name])
     try:
-        removed = await anyio.to_thread.run_sync(remove_cached_model, cache_dir, entry.name)
+        doomed = await anyio.to_thread.run_sync(files_to_remove, cache_dir, entry.name)
     except NotInCache:
-        removed = []  # gone already (removed by hand, or by another router)
-    _log.info("model removed", model=entry.name, files=[str(path) for path in removed])
-    try:
-        await rt.reloader.reload()
-    except CatalogueError as exc:  # e.g. a preset section still names the removed model
-        _log.error("reload after a removal failed", model=entry.name, error=str(exc))
+        doomed = set()  # gone already (removed by hand, or by another router)
+    entries = list(rt.pool.catalogue.entries.values())
+    users = {entry.name} | await anyio.to_thread.run_sync(_users_of, entries, doomed)
+    with rt.pool.holds.holding(users):
+        async with anyio.create_task_group() as group:
+            for name in users:
+                group.start_soon(rt.pool.stop, rt.pool.models[name])
+        if others := sorted(users - {entry.name}):
+            _log.info("stopped the models that load a removed model's files", model=entry.name,
+                      others=others)  # fmt: skip
+        try:
+            removed = await anyio.to_thread.run_sync(remove_cached_model, cache_dir, entry.name)
+        except NotInCache:
+            removed = []
+        _log.info("model removed", model=entry.name, files=[str(path) for path in removed])
+        try:
+            await rt.reloader.reload()
+        except CatalogueError as exc:  # e.g. a preset section still names the removed model
+            _log.error("reload after a removal failed", model=entry.name, error=str(exc))
     rt.pool.events.publish(entry.name, "model_remove")
+
+
+def _users_of(entries: Iterable[CatalogueEntry], doomed: set[Path]) -> set[str]:
+    """The entries that load one of the ``doomed`` files, by real path (blocking: a thread)."""
+    return {
+        entry.name
+        for entry in entries
+        if any(Path(os.path.realpath(path)) in doomed for path in entry.files())
+    }
 
 
 @delete("/models", status_code=200, opt=admin_only())

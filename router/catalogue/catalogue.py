@@ -318,17 +318,21 @@ def build_catalogue(
     cache_dir: Path | None,
     cli_options: dict[str, str],
     mmproj_file: Path | None = None,
+    preset_repo: str | None = None,
 ) -> Catalogue:
     """Every model from every source, with its options merged; raises :class:`CatalogueError`.
 
     ``cli_options`` are the router's per-model flags (any spelling of
     :data:`corral.options.table.OPTIONS`); file and name options among them are dropped, as upstream
     strips them from the base preset. ``mmproj_file`` (``--mmproj``) is the projector of the
-    ``model_files`` (``-m``), as a single-model llama-server pairs them.
+    ``model_files`` (``-m``), as a single-model llama-server pairs them. ``preset_repo``: the
+    hub repository ``preset_file`` came from (a remote preset: only upstream's whitelist of keys).
     """
     try:
         cli = normalise_options(cli_options.items(), where="command line")
-        preset = load_preset_file(preset_file) if preset_file is not None else None
+        preset = (
+            load_preset_file(preset_file, remote=preset_repo) if preset_file is not None else None
+        )
     except OptionError as error:
         raise CatalogueError(str(error)) from None
     cli = {key: value for key, value in cli.items() if key not in _IDENTITY_KEYS}

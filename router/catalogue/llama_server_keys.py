@@ -3,10 +3,12 @@
 Flags without dashes, negative flags and environment names of the options llama-server
 parses, from the common/arg.cpp of the llama.cpp llama-cpp-python vendors. A preset key
 in here that Corral's option table does not know is accepted with a notice that it has
-no effect (docs/serving.md), never a startup error.
+no effect (docs/serving.md), never a startup error. The keys of the options arg.cpp
+marks as sampling ones are listed apart too: upstream's remote-preset whitelist starts
+from them (router/catalogue/remote_presets.py).
 """
 
-__all__ = ["LLAMA_SERVER_KEYS"]
+__all__ = ["LLAMA_SERVER_KEYS", "LLAMA_SERVER_SAMPLING_KEYS"]
 
 _KEYS = """
 C Cb Cbd Cd Cr Crb Crd HF_TOKEN LLAMA_API_KEY LLAMA_ARG_AGENT LLAMA_ARG_ALIAS LLAMA_ARG_API_KEY_FILE
@@ -108,4 +110,15 @@ webui-mcp-proxy xtc-probability xtc-threshold yarn-attn-factor yarn-beta-fast ya
 yarn-ext-factor yarn-orig-ctx
 """
 
+_SAMPLING_KEYS = """
+LLAMA_ARG_BACKEND_SAMPLING LLAMA_ARG_FREQUENCY_PENALTY LLAMA_ARG_MIN_P LLAMA_ARG_PRESENCE_PENALTY
+LLAMA_ARG_REPEAT_PENALTY LLAMA_ARG_TEMPERATURE LLAMA_ARG_TOP_K LLAMA_ARG_TOP_P adaptive-decay
+adaptive-target backend-sampling bs dry-allowed-length dry-base dry-multiplier dry-penalty-last-n
+dry-sequence-breaker dynatemp-exp dynatemp-range frequency-penalty grammar grammar-file ignore-eos j
+jf json-schema json-schema-file l logit-bias min-p mirostat mirostat-ent mirostat-lr
+presence-penalty repeat-last-n repeat-penalty s sampler-seq samplers sampling-seq seed temp
+temperature top-k top-n-sigma top-nsigma top-p typical typical-p xtc-probability xtc-threshold
+"""
+
 LLAMA_SERVER_KEYS = frozenset(_KEYS.split())
+LLAMA_SERVER_SAMPLING_KEYS = frozenset(_SAMPLING_KEYS.split())

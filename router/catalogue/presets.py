@@ -5,6 +5,10 @@ the
 settings of two reloads compare as plain strings. A key llama-server accepts that the table does
 not know (:data:`~router.catalogue.llama_server_keys.LLAMA_SERVER_KEYS`) is left out with a one-line
 notice, so a preset written for llama-server loads; any other key is an error.
+
+A remote preset, one that came from a hub repository, is parsed with ``remote`` naming that
+repository: it may set only :data:`~router.catalogue.remote_presets.REMOTE_PRESET_KEYS` and no
+peers (docs/security.md, "Hub repositories").
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import structlog
 from corral.hub.names import canonical_tag
 from corral.options.table import OptionError, find_option, normalise_options
 from router.catalogue.llama_server_keys import LLAMA_SERVER_KEYS
+from router.catalogue.remote_presets import remote_key_allowed
 
 __all__ = [
     "DEFAULTS_SECTION",
@@ -99,8 +104,27 @@ def _without_no_effect_keys(
     return kept
 
 
-def parse_preset_text(text: str, *, source: str) -> PresetFile:
-    """Parse INI text; ``source`` names the file in messages and anchors relative paths."""
+def _check_remote(repo: str, source: str, name: str, pairs: list[tuple[str, str]]) -> None:
+    """Refuse what a hub repository's preset may not set (docs/security.md)."""
+    where = f"{source}: section [{name}]"
+    whose = f"a preset from hub repository {repo}"
+    if name.startswith(PEER_SECTION_PREFIX):
+        key = f" (key '{pairs[0][0]}')" if pairs else ""
+        raise PresetError(f"{where}{key}: {whose} cannot add peers")
+    for key, _ in pairs:
+        if key != "version" and not remote_key_allowed(key):  # version: as normalise_options
+            raise PresetError(
+                f"{where}: key '{key}' is not allowed in {whose}: it may set sampling keys,"
+                " hf-repo, hf-repo-draft, pooling, jinja, batch-size, ubatch-size, cache-reuse,"
+                " chat-template-kwargs and mmap only (docs/security.md)"
+            )
+
+
+def parse_preset_text(text: str, *, source: str, remote: str | None = None) -> PresetFile:
+    """Parse INI text; ``source`` names the file in messages and anchors relative paths.
+
+    ``remote``: the hub repository the text comes from, whose keys are checked first.
+    """
     raw_sections: dict[str, tuple[int, list[tuple[str, str]]]] = {_IMPLICIT_SECTION: (0, [])}
     current = raw_sections[_IMPLICIT_SECTION][1]
     for number, line in enumerate(text.splitlines(), start=1):
@@ -130,6 +154,8 @@ def parse_preset_text(text: str, *, source: str) -> PresetFile:
     defaults: dict[str, str] = {}
     peers: dict[str, RawSection] = {}
     for name, (line_number, pairs) in raw_sections.items():
+        if remote is not None:
+            _check_remote(remote, source, name, pairs)
         if name.startswith(PEER_SECTION_PREFIX):
             peer = name.removeprefix(PEER_SECTION_PREFIX).strip(" \t")
             peers[peer] = RawSection(peer, tuple(pairs), line_number)
@@ -146,15 +172,16 @@ def parse_preset_text(text: str, *, source: str) -> PresetFile:
     return PresetFile(Path(source), defaults, sections, peers)
 
 
-def load_preset_file(path: Path) -> PresetFile:
-    """Read and parse a preset file; a missing or unreadable file is a :class:`PresetError`."""
+def load_preset_file(path: Path, *, remote: str | None = None) -> PresetFile:
+    """Read and parse a preset file (``remote``: as :func:`parse_preset_text`); a missing or
+    unreadable file is a :class:`PresetError`."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise PresetError(f"preset file does not exist: {path}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise PresetError(f"cannot read preset file {path}: {error}") from None
-    return parse_preset_text(text, source=str(path))
+    return parse_preset_text(text, source=str(path), remote=remote)
 
 
 def render_ini(name: str, options: Iterable[tuple[str, str]]) -> str:

@@ -130,5 +130,7 @@ def peer_configs(preset: PresetFile) -> tuple[PeerConfig, ...]:
     return tuple(_peer(preset, section) for section in preset.peers.values())
 
 
-def load_peer_configs(path: Path | None) -> tuple[PeerConfig, ...]:
-    return peer_configs(load_preset_file(path)) if path is not None else ()
+def load_peer_configs(path: Path | None, *, remote: str | None = None) -> tuple[PeerConfig, ...]:
+    """The peers of the preset at ``path``; ``remote``: the hub repository it came from, whose
+    preset may name none (router.catalogue.presets refuses it)."""
+    return peer_configs(load_preset_file(path, remote=remote)) if path is not None else ()

@@ -15,6 +15,7 @@ from router.workers.errors import (
     AlreadyRunning,
     LoadFailed,
     LoadInterrupted,
+    LoadsHeld,
     LoadStalled,
     ModelNotFound,
     NoRoom,
@@ -58,6 +59,8 @@ def api_error(error: SchedulingError) -> ApiError:
         return ApiError(503, f"model '{name}' {error.reason}")
     if isinstance(error, LoadFailed):
         return ApiError(500, f"model '{name}' failed to load: {error.reason}")
+    if isinstance(error, LoadsHeld):
+        return ApiError(503, f"model '{name}' cannot load now: its files are being removed")
     if isinstance(error, LoadInterrupted):
         return ApiError(503, f"model '{name}' was stopped before it finished loading")
     return ApiError(500, f"model '{name}': {error}")

@@ -31,6 +31,7 @@ from router.workers.errors import (
     AlreadyRunning,
     LoadFailed,
     LoadInterrupted,
+    LoadsHeld,
     LoadStalled,
     NoRoom,
     OutOfDeviceMemory,
@@ -237,7 +238,10 @@ class Scheduler:
         return self._short_of(running, [state])
 
     def _try_claim(self, entry: _Entry, state: ModelState) -> bool:
-        if self._queue[0] is not entry or entry.claimed or not self._has_room(state):
+        # A held model (a removal is deleting its files, router.workers.load_holds) waits for
+        # the reload that ends the hold, without holding up the queue behind it.
+        head = next((e for e in self._queue if not self._pool.holds.held(e.name)), None)
+        if head is not entry or entry.claimed or not self._has_room(state):
             return False
         entry.claimed = True
         return True
@@ -272,7 +276,11 @@ class Scheduler:
             return
         models = self._pool.models
         # A queued name a reload has removed needs no room.
-        coming = [models[e.name] for e in self._queue if not e.claimed and e.name in models]
+        coming = [
+            models[e.name]
+            for e in self._queue
+            if not e.claimed and e.name in models and not self._pool.holds.held(e.name)
+        ]
         if not coming:
             return
         # Stopping models count as gone: their room is already on its way.
@@ -291,6 +299,8 @@ class Scheduler:
         state = self._pool.get(name)
         if state.running:
             raise AlreadyRunning(name)
+        if self._pool.holds.held(state.name):
+            raise LoadsHeld(name)
         while (short := self._room_short(state)) is not None:
             victim = self.pick_victim(short)
             if victim is None:

@@ -10,6 +10,7 @@ __all__ = [
     "LoadFailed",
     "LoadInterrupted",
     "LoadStalled",
+    "LoadsHeld",
     "ModelNotFound",
     "NoRoom",
     "OutOfDeviceMemory",
@@ -52,6 +53,10 @@ class LoadFailed(SchedulingError):
 
 class LoadInterrupted(SchedulingError):
     """The load was stopped (evicted, unloaded, reloaded) before it finished."""
+
+
+class LoadsHeld(SchedulingError):
+    """The model's files are being removed from the hub cache (router.workers.load_holds)."""
 
 
 class LoadStalled(LoadFailed):

@@ -33,8 +33,9 @@ from router.observe.topics import Topic
 from router.workers.broadcast import Broadcast
 from router.workers.catalogue_diff import carried_over, stale_models
 from router.workers.child_supervisor import ChildExit, ChildSupervisor
-from router.workers.errors import AlreadyRunning
+from router.workers.errors import AlreadyRunning, LoadsHeld
 from router.workers.launcher import WORKER_COMMAND, WorkerLauncher
+from router.workers.load_holds import LoadHolds
 from router.workers.lookup import find_model
 from router.workers.model_state import ModelFields, ModelState, Status
 from router.workers.placement import Placement
@@ -101,6 +102,7 @@ class WorkerPool:
         self.exited: Topic[WorkerExited] = Topic()  # each worker's exit, after the bookkeeping
         self.answered: Topic[WorkerAnswered] = Topic()  # the first answer bytes since a start
         self.changed = Broadcast()
+        self.holds = LoadHolds(self.changed)  # models whose files a removal is deleting
         self._timeout = timeout
         self._clock = clock
         # What is wrong with a model's file, asked before its worker starts (None: no check).
@@ -213,6 +215,8 @@ class WorkerPool:
         """
         if state.running:
             raise AlreadyRunning(state.name)
+        if self.holds.held(state.name):
+            raise LoadsHeld(state.name)
         fields = self._writable(state)
         fields.placement = placement
         fields.args = worker_argv(state.entry) + (placement.worker_args() if placement else [])

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 __all__ = ["RouterProcess", "running_router"]
 
@@ -130,6 +131,18 @@ class RouterProcess:
     def models(self) -> dict[str, dict[str, Any]]:
         data = self.client.get("/models").raise_for_status().json()["data"]
         return {entry["id"]: entry for entry in data}
+
+    def worker_pids(self) -> dict[str, int]:
+        """Each running model's worker process, by the name the router gave it (``--alias``)."""
+        pids = {}
+        for child in psutil.Process(self.process.pid).children():
+            try:
+                argv = child.cmdline()
+            except psutil.Error:
+                continue  # exited meanwhile (or a zombie): no worker of a running model
+            if "--alias" in argv:
+                pids[argv[argv.index("--alias") + 1]] = child.pid
+        return pids
 
     def stop(self) -> int:
         if self.process.poll() is None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from worker.settings import WorkerSettings
 
-__all__ = ["CacheKey", "cache_key"]
+__all__ = ["LABEL", "CacheKey", "cache_key"]
 
 # Settings that change neither the cache's layout nor its contents for a given token list.
 _NOT_IN_KEY = frozenset(
@@ -69,6 +69,9 @@ _NOT_IN_KEY = frozenset(
 )
 # Bumped when Corral's file layout or what goes into the key changes.
 _KEY_VERSION = 1
+# What every :attr:`CacheKey.label` looks like (see :func:`cache_key`): the folders
+# worker.cache.kv_store may prune; any other folder under --kv-cache-dir is not Corral's.
+LABEL = re.compile(r"[A-Za-z0-9._-]{0,64}-[0-9a-f]{16}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -18,7 +18,9 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import re
 import shutil
+import stat
 import struct
 import time
 import zlib
@@ -30,7 +32,7 @@ from typing import Any
 
 import structlog
 
-from worker.cache.kv_key import CacheKey, cache_key
+from worker.cache.kv_key import LABEL, CacheKey, cache_key
 from worker.cache.prompt_cache import SetAside, seq_state
 from worker.engine.token_prefix import common_prefix
 from worker.host.llama_bindings import llama_cpp
@@ -50,6 +52,11 @@ _SUFFIX = ".kv"
 MIN_TOKENS = 16
 # A temporary file this old was left by a worker killed while saving.
 _STALE_TEMP_SECONDS = 3600
+# The names this module gives files (_file_name, and the temporary name in _save_one): the
+# only ones prune deletes, in LABEL folders only, so a shared folder keeps everyone else's
+# files (docs/security.md, "Local users and processes").
+_SAVED_NAME = re.compile(r"[0-9a-f]{32}\.kv")
+_TEMP_NAME = re.compile(r"\.[0-9a-f]{32}\.kv\.[0-9]+\.tmp")
 
 
 def _token_bytes(tokens: list[int]) -> bytes:
@@ -81,7 +88,9 @@ class KvStore:
 
     def _scan(self) -> None:
         try:
-            paths = sorted(self.directory.glob("*" + _SUFFIX))
+            paths = sorted(
+                p for p in self.directory.glob("*" + _SUFFIX) if _SAVED_NAME.fullmatch(p.name)
+            )
         except OSError:
             return
         for path in paths:
@@ -223,20 +232,26 @@ class KvStore:
         return True
 
     def prune(self) -> None:
-        """Delete the least recently used files of every model until the folder fits the cap."""
+        """Delete the least recently used files of every model until the folder fits the cap.
+
+        Only files named as this module names them, in folders named as cache keys label
+        them, and never through a symbolic link: whatever else the folder holds is not ours.
+        """
         files: list[tuple[float, int, Path]] = []
         now = time.time()
         try:
-            for path in self.root.glob("*/*"):
+            for path in self._own_files():
                 try:
-                    stat = path.stat()
+                    info = path.lstat()
                 except OSError:
                     continue  # another worker removed it meanwhile
-                if path.name.endswith(".tmp"):
-                    if now - stat.st_mtime > _STALE_TEMP_SECONDS:
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                if _TEMP_NAME.fullmatch(path.name):
+                    if now - info.st_mtime > _STALE_TEMP_SECONDS:
                         path.unlink(missing_ok=True)
-                elif path.suffix == _SUFFIX:
-                    files.append((stat.st_mtime, stat.st_size, path))
+                elif _SAVED_NAME.fullmatch(path.name):
+                    files.append((info.st_mtime, info.st_size, path))
         except OSError as exc:
             _log.warning("kv cache folder not pruned", path=str(self.root), reason=str(exc))
             return
@@ -252,6 +267,19 @@ class KvStore:
             total -= size
             self._saved.pop(path, None)
             _log.info("kv cache pruned", path=str(path), bytes=size)
+
+    def _own_files(self) -> list[Path]:
+        """Every file in a cache-key folder of the root (see :meth:`prune`)."""
+        files: list[Path] = []
+        for folder in self.root.iterdir():
+            if not LABEL.fullmatch(folder.name):
+                continue
+            try:
+                if stat.S_ISDIR(folder.lstat().st_mode):
+                    files.extend(folder.iterdir())
+            except OSError:
+                continue  # another worker's folder, removed meanwhile
+        return files
 
 
 def _copied_state(copy: SetAside) -> Any:

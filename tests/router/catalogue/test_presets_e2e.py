@@ -163,10 +163,13 @@ def test_hf_repo_missing_from_the_cache_is_a_startup_error_offline(tmp_path: Pat
 def test_hf_repo_with_a_preset_ini_is_served_as_the_preset(tmp_path: Path, hub: FakeHub) -> None:
     # llama-server's remote presets: -hf on a repository with a root preset.ini.
     cache = _fake_cache(tmp_path)
-    preset = b"[chat]\nhf-repo = acme/tiny-GGUF:Q8_0\nc = 256\n[other]\nhf-repo = acme/tiny-GGUF\n"
+    # Only upstream's whitelist of keys (docs/security.md): the context size is the user's call.
+    preset = (
+        b"[chat]\nhf-repo = acme/tiny-GGUF:Q8_0\ntemp = 0.5\n[other]\nhf-repo = acme/tiny-GGUF\n"
+    )
     hub.add_repo("acme/presets", {"preset.ini": HubFile(preset, lfs=False)})
     env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
-    with running_router(["-hf", "acme/presets"], env=env) as router:
+    with running_router(["-hf", "acme/presets", "-c", "256"], env=env) as router:
         router.wait_for_log("using preset.ini from a hub repository", repo="acme/presets")
         assert {"chat", "other"} <= set(router.models())  # router mode: the sections are models
         reply = router.client.post("/tokenize", json={"model": "chat", "content": "hi"})

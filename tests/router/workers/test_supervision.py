@@ -35,15 +35,6 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def _worker_pids(router: RouterProcess) -> dict[str, int]:
-    pids = {}
-    for child in psutil.Process(router.process.pid).children():
-        cmdline = child.cmdline()
-        if "worker" in cmdline:
-            pids[cmdline[cmdline.index("--alias") + 1]] = child.pid
-    return pids
-
-
 def _status(router: RouterProcess, name: str) -> dict[str, Any]:
     status: dict[str, Any] = router.models()[name]["status"]
     return status
@@ -51,7 +42,7 @@ def _status(router: RouterProcess, name: str) -> dict[str, Any]:
 
 def test_crashed_worker_is_reported_and_restarted(router: RouterProcess) -> None:
     assert router.client.post("/v1/chat/completions", json={"model": "alpha", **CHAT}).is_success
-    first_pid = _worker_pids(router)["alpha"]
+    first_pid = router.worker_pids()["alpha"]
 
     os.kill(first_pid, signal.SIGKILL)
     _wait_for(lambda: _status(router, "alpha")["value"] == "unloaded", "the crash to be seen")
@@ -67,17 +58,17 @@ def test_crashed_worker_is_reported_and_restarted(router: RouterProcess) -> None
     status = _status(router, "alpha")
     assert status["value"] == "loaded"
     assert "failed" not in status
-    assert _worker_pids(router)["alpha"] != first_pid
+    assert router.worker_pids()["alpha"] != first_pid
 
 
 def test_crash_of_one_worker_leaves_the_others_serving(router: RouterProcess) -> None:
     for name in ("alpha", "beta"):
         assert router.client.post("/v1/chat/completions", json={"model": name, **CHAT}).is_success
-    pids = _worker_pids(router)
+    pids = router.worker_pids()
     os.kill(pids["alpha"], signal.SIGKILL)
     _wait_for(lambda: _status(router, "alpha")["value"] == "unloaded", "the crash to be seen")
     assert _status(router, "beta")["value"] == "loaded"
-    assert _worker_pids(router)["beta"] == pids["beta"]
+    assert router.worker_pids()["beta"] == pids["beta"]
     assert router.client.post("/v1/chat/completions", json={"model": "beta", **CHAT}).is_success
 
 
@@ -151,7 +142,7 @@ def test_sigkilled_router_leaves_no_worker_behind(models_dir: Path) -> None:
         for name in ("alpha", "beta"):
             response = router.client.post("/v1/chat/completions", json={"model": name, **CHAT})
             assert response.is_success
-        pids = _worker_pids(router)
+        pids = router.worker_pids()
         assert len(pids) == 2
         router.process.send_signal(signal.SIGKILL)
         router.process.wait(timeout=10)
@@ -164,7 +155,7 @@ def test_sigterm_stops_every_worker_gracefully(models_dir: Path) -> None:
     router = RouterProcess(["--models-dir", str(models_dir)])
     for name in ("alpha", "beta"):
         assert router.client.post("/v1/chat/completions", json={"model": name, **CHAT}).is_success
-    pids = _worker_pids(router)
+    pids = router.worker_pids()
     # uvicorn re-raises the signal once its graceful shutdown is done, as servers conventionally do.
     assert router.stop() == -signal.SIGTERM
     assert all(_gone(pid) for pid in pids.values())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,31 @@ def test_the_size_cap_removes_the_least_recently_used_saves(model: Path, tmp_pat
     assert kept != first
     with worker(model, "--kv-cache-dir", str(tmp_path)) as process:
         assert _complete(process.url, SECOND)["timings"]["cache_n"] == 0
+
+
+def test_the_size_cap_prunes_only_files_the_store_named_itself(model: Path, tmp_path: Path) -> None:
+    # A shared --kv-cache-dir (or a preset that pointed it at $HOME) holds other people's files
+    # too: old, large, named *.kv and *.tmp, beside and inside the store's own folders.
+    _answer_then_stop(model, tmp_path, FIRST)
+    (first,) = _saved(tmp_path)
+    size = first.stat().st_size
+    yesterday = time.time() - 24 * 3600
+    foreign = [
+        tmp_path / "notes" / "notes.kv",
+        tmp_path / "notes" / "x.tmp",
+        tmp_path / "kv-0123456789abcdef" / "notes.kv",  # named like a store folder
+        first.parent / "notes.kv",
+        first.parent / "x.tmp",
+    ]
+    own_leftover = first.parent / f".{'0' * 32}.kv.12345.tmp"  # a killed save of ours
+    for path in [*foreign, own_leftover]:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"x" * size)
+        os.utime(path, (yesterday, yesterday))
+    _answer_then_stop(model, tmp_path, OTHER, "--kv-cache-max", str(size * 3 // 2))
+    assert [path for path in foreign if not path.exists()] == []
+    assert not own_leftover.exists()
+    assert not first.exists()  # the store's own least recently used save went, as before
 
 
 def test_a_save_that_cannot_be_written_is_skipped_and_the_stop_goes_on(
