@@ -64,16 +64,15 @@ def test_no_file_outside_the_directory_is_served(router: RouterProcess, path: st
     assert "not for the web" not in answer.text
 
 
-@pytest.fixture(scope="module")
-def prefixed(models_dir: Path) -> Iterator[RouterProcess]:
-    args = ["--models-dir", str(models_dir), "--ctx-size", "512", "--api-prefix", "/v2"]
-    with running_router(args) as process:
-        yield process
-
-
-def test_requests_relayed_to_a_worker_lose_the_prefix(prefixed: RouterProcess) -> None:
+def test_requests_relayed_to_a_worker_lose_the_prefix(models_dir: Path) -> None:
     """The worker knows no prefix: ``/v2/v1/chat/completions`` reaches it as
     ``/v1/chat/completions``, through the official client, whole and streamed."""
+    args = ["--models-dir", str(models_dir), "--ctx-size", "512", "--api-prefix", "/v2"]
+    with running_router(args) as prefixed:
+        _relay_through(prefixed)
+
+
+def _relay_through(prefixed: RouterProcess) -> None:
     ask: dict[str, Any] = {"model": "alpha", "messages": HI, "max_tokens": 6, "temperature": 0}
     with openai.OpenAI(base_url=f"{prefixed.url}/v1", api_key="unused", max_retries=0) as client:
         whole = client.chat.completions.create(**ask).choices[0].message.content
