@@ -29,8 +29,8 @@ from router.app import create_app
 from router.catalogue.catalogue import CatalogueError
 from router.cli.hub_download import DownloadFailed, download_model
 from router.observe.access_log import AccessLog
+from router.security.connections import ConnectionLimits, guarded_protocol
 from router.security.guard import warn_if_exposed
-from router.security.request_limits import BoundedHttpToolsProtocol
 from router.settings import ServeSettings
 from router.tools.toolbox import ToolBox
 
@@ -133,7 +133,8 @@ def serve(settings: ServeSettings) -> None:
         ssl_keyfile=settings.ssl_key_file,
         ssl_certfile=settings.ssl_cert_file,
         lifespan="on",
-        http=BoundedHttpToolsProtocol,
+        # Deadlines for receiving a request, and the connection cap (docs/security.md).
+        http=guarded_protocol(ConnectionLimits.from_environment(settings.max_connections)),
         # Long streams would otherwise hold shutdown open indefinitely.
         timeout_graceful_shutdown=5,
     )

@@ -46,6 +46,7 @@ class ServeSettings:
     log_requests: bool = True  # one access line per request
     ui_mcp_proxy: bool = False  # /cors-proxy fetches URLs for callers; else 403
     max_body: int = 64 << 20  # bytes of a request body; more is a 413 before it is read
+    max_connections: int = 512  # open client connections; more are refused 503; 0: no limit
     # Single-model mode (docs/serving.md): one -m or -hf model, no models dir or preset. That
     # model answers every request whatever it names, and takes --alias/--tags (which are
     # parsed in any mode but applied only in this one).

@@ -34,6 +34,7 @@ _TYPE_BY_STATUS = {
     403: "permission_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",  # the request did not arrive in time (a client's fault)
     413: "invalid_request_error",
     414: "invalid_request_error",
     429: "rate_limit_error",

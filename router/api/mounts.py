@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import mimetypes
 from pathlib import Path
+from urllib.parse import quote
 
 from litestar.enums import ScopeType
 from litestar.types import (
@@ -50,7 +51,8 @@ async def _answer(
 
 
 class ApiPrefix:
-    """Every route under ``prefix``; ``scope["path"]`` loses it and ``root_path`` gains it."""
+    """Every route under ``prefix``; ``scope["path"]`` and ``raw_path`` lose it and
+    ``root_path`` gains it."""
 
     def __init__(self, app: ASGIApp, prefix: str) -> None:
         self._app = app
@@ -69,8 +71,19 @@ class ApiPrefix:
             return
         inner = path[len(self._prefix) :] or "/"
         root = scope.get("root_path", "") + self._prefix
-        moved = dict(scope) | {"path": inner, "root_path": root}
+        moved = dict(scope) | {"path": inner, "raw_path": self._raw_inner(scope, inner)}
+        moved["root_path"] = root
         await self._app(moved, receive, send)  # type: ignore[arg-type]  # a TypedDict's copy
+
+    def _raw_inner(self, scope: Scope, inner: str) -> bytes:
+        """``raw_path`` without the prefix too: the relay sends it to workers and peers as it
+        is (router.relay.proxy.request_target), and they know no prefix."""
+        raw: bytes | None = scope.get("raw_path")
+        prefix = self._prefix.encode()
+        if raw is not None and (raw == prefix or raw.startswith(prefix + b"/")):
+            return raw[len(prefix) :] or b"/"
+        # The prefix was sent percent-encoded (or no raw path came): encode the decoded path.
+        return quote(inner).encode()
 
 
 class StaticFiles:

@@ -70,6 +70,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         parser.error("--models-spare must be 0 (no spare worker) or a number of workers")
     if args.max_queue < 0:
         parser.error("--max-queue must be 0 (no limit) or a number of requests")
+    if args.max_connections < 0:
+        parser.error("--max-connections must be 0 (no limit) or a number of connections")
     if args.models_preset is not None and not Path(args.models_preset).is_file():
         parser.error(f"--models-preset {args.models_preset}: no such file")
     hf_repos = tuple(_flag_or_env(args.hf_repos, "LLAMA_ARG_HF_REPO"))
@@ -134,6 +136,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         log_requests=args.log_requests,
         ui_mcp_proxy=args.ui_mcp_proxy,
         max_body=max_body,
+        max_connections=args.max_connections,
         single_model=single,
         aliases=tuple(parse_list(args.alias or "")),
         tags=tuple(parse_list(args.tags or "")),

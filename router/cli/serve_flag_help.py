@@ -90,6 +90,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "Corral: largest request body (`64M`; K/M/G/T are powers of 1024); larger ones get 413 "
         "before they are read",
     ),
+    "max_connections": (
+        "CORRAL_MAX_CONNECTIONS",
+        "Corral: client connections open at once; more are answered 503 and closed (each is a "
+        "file descriptor: raise `ulimit -n` with it); `0`: no limit",
+    ),
     "cors_origins": (
         "LLAMA_ARG_CORS_ORIGINS",
         "origins browsers may call from, comma-separated; `localhost` = http(s) on "
@@ -210,6 +215,7 @@ SERVE_METAVARS: dict[str, str] = {
     "api_keys": "KEY[,KEY…]",
     "api_key_files": "FILE",
     "max_body": "SIZE",
+    "max_connections": "N",
     "cors_origins": "LIST",
     "hf_repos": "ORG/REPO[:TAG]",
     "hf_file": "FILE",

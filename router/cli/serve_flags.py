@@ -122,6 +122,7 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
         "security", ("--api-key-file",), "api_key_files", action="append", reads_variable=False
     ),
     _ServeFlag("security", ("--max-body",), "max_body", "64M"),
+    _ServeFlag("security", ("--max-connections",), "max_connections", 512, int),
     # No default here: unset, it depends on whether tools are on (router.cli.main).
     _ServeFlag("security", ("--cors-origins",), "cors_origins"),
     # llama-server flags (issue 29): TLS.

@@ -5,6 +5,11 @@ disconnect closes the peer connection, which stops the peer's generation (or, wi
 ``X-Conversation-Id``, leaves it running for replay on a Corral peer). What differs: the body's
 ``model`` is renamed when the peer has a prefix, the router's own key is replaced by the peer's,
 and failures of the peer are 502s that name it.
+
+A peer is another party (docs/security.md, Peers): it gets only the headers that describe the
+request, never the client's cookies, credentials or addresses, and only the headers that
+describe its answer come back, never one that acts on the router's origin (``Set-Cookie``,
+``Clear-Site-Data``, ``Strict-Transport-Security``...).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import time
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+import anyio
 import msgspec
 from litestar import Request
 from litestar.response.base import ASGIResponse
@@ -25,7 +31,6 @@ from router.relay.proxy import (
     TRANSLATED_DROP,
     WHOLE_BELOW,
     RelayResponse,
-    request_headers,
     request_target,
 )
 from router.relay.translation import AnswerTranslation
@@ -36,6 +41,25 @@ __all__ = ["forward_to_peer"]
 # The peer's own refusal of our key is the operator's problem, not the client's: a 502 that
 # says so, rather than a 401 that would look like the client's key was wrong.
 _REFUSED = (401, 403)
+# Its reason is read whole, as far as this and for as long as that (the rest is not needed).
+_REFUSAL_MAX_BYTES = 1 << 20
+_REFUSAL_SECONDS = 10.0
+# What a request tells a peer (docs/scaling.md): ASGI names are lower case. Content-Length is
+# the relay's own; the peer's key is added.
+_TO_PEER = frozenset({
+    b"accept", b"content-type", b"content-encoding", b"user-agent", b"x-conversation-id",
+    b"anthropic-version", b"anthropic-beta",
+})  # fmt: skip
+# What comes back from it: what describes the body, and what tells a client when to retry.
+_FROM_PEER = frozenset({
+    b"content-type", b"content-encoding", b"content-language", b"cache-control",
+    b"x-accel-buffering", b"retry-after", b"x-should-retry", b"x-request-id",
+    b"process-start-time-unix",
+})  # fmt: skip
+
+
+def _from_peer(name: bytes) -> bool:
+    return name in _FROM_PEER or name.startswith(b"x-ratelimit-")
 
 
 def _renamed_body(body: bytes, remote: str) -> bytes:
@@ -77,7 +101,7 @@ async def forward_to_peer(
     local worker (router.relay.proxy.forward)."""
     peer, stats = route.peer, route.peer.stats
     note_model(name)
-    headers = request_headers(request.scope)
+    headers = [(k, v) for k, v in request.scope["headers"] if k in _TO_PEER]
     if target is None:
         target = request_target(request.scope)
     else:  # a translated body: a JSON body of its own
@@ -102,13 +126,16 @@ async def forward_to_peer(
     stats.responses[upstream.status] += 1
     if upstream.status in _REFUSED:
         stats.errors += 1
+        answer = b""
         try:
-            answer = await upstream.read()
+            with anyio.move_on_after(_REFUSAL_SECONDS):
+                answer = await upstream.read(_REFUSAL_MAX_BYTES)
         except UpstreamError:
-            answer = b""
+            pass
         finally:
             upstream.close()
         raise _refusal(peer.name, upstream.status, answer)
+    upstream.headers[:] = [(k, v) for k, v in upstream.headers if _from_peer(k)]
 
     def cut_error(exc: UpstreamError) -> ApiError:
         stats.errors += 1

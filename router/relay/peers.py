@@ -5,6 +5,9 @@ Each peer's model list is fetched at startup, on reload (``?reload=1``, SIGHUP) 
 ``refresh`` seconds, in the background: a slow or dead peer delays nothing local. A peer that
 cannot be listed keeps its last good list (and an explicit ``models`` list is served regardless),
 so its models answer 502 with the reason rather than vanish into 404s.
+
+A peer is any server on the network, so what the router takes from it is bounded
+(docs/security.md, Peers): a listing's bytes and names, any other answer read whole.
 """
 
 from __future__ import annotations
@@ -24,12 +27,19 @@ from router.catalogue.listing import ListingStatus, ModelListing
 from router.relay.peer_config import PeerConfig
 from router.workers.worker_http import UpstreamError, WorkerClient
 
-__all__ = ["Peer", "PeerRoute", "PeerSet", "PeerStats"]
+__all__ = ["LISTING_MAX_BYTES", "LISTING_MAX_NAMES", "Peer", "PeerRoute", "PeerSet", "PeerStats"]
 
 _log = structlog.get_logger("corral.peers")
 # A listing is a small question: a peer that takes longer is reported down, not waited on.
 _LIST_SECONDS = 10.0
 _CONNECT_SECONDS = 5.0
+# A listing is read whole: an OpenAI-style one of 4,096 models with long descriptions fits.
+LISTING_MAX_BYTES = 8 << 20
+# Names kept from one listing, in the peer's order; the rest are left out (and logged). Every
+# /models lists them all, so a peer must not make that arbitrarily long.
+LISTING_MAX_NAMES = 4096
+# Other answers read whole (stream lookups and stops) are small.
+_WHOLE_MAX_BYTES = 1 << 20
 
 
 class _ListedModel(msgspec.Struct):
@@ -63,6 +73,8 @@ class Peer:
             party=f"peer '{config.name}'",
         )
         self.listed: tuple[str, ...] = ()  # the peer's own names, from its last good listing
+        # What it answers for, as a set: a route is one lookup, whatever the peer lists.
+        self._answers = frozenset(config.models or ())
         self.error: str | None = None  # why the last listing failed; None once one succeeds
         self.refreshed = anyio.Event()  # set after the first listing, good or not
 
@@ -74,23 +86,30 @@ class Peer:
         key = self.config.api_key
         return [(b"authorization", b"Bearer " + key.encode())] if key is not None else []
 
-    async def exchange(self, method: str, target: bytes, body: bytes | None) -> tuple[int, bytes]:
-        """A whole small request and answer (stream lookups and stops), with the peer's key."""
+    async def exchange(
+        self, method: str, target: bytes, body: bytes | None, limit: int = _WHOLE_MAX_BYTES
+    ) -> tuple[int, bytes]:
+        """A whole small request and answer (stream lookups and stops), with the peer's key;
+        an answer over ``limit`` bytes is an :class:`UpstreamError`."""
         headers = [(b"content-type", b"application/json")] if body is not None else []
         path = self.config.base_path.encode() + target
         answer = await self.client.request(method, path, headers + self.auth_headers(), body)
         try:
-            return answer.status, await answer.read()
+            return answer.status, await answer.read(limit)
         finally:
             answer.close()
 
     def remote_names(self) -> tuple[str, ...]:
+        """The peer's names this router serves, in order (listings)."""
         return self.config.models if self.config.models is not None else self.listed
+
+    def answers_for(self, remote: str) -> bool:
+        return remote in self._answers
 
     async def refresh(self) -> None:
         try:
             with anyio.fail_after(min(self.config.timeout, _LIST_SECONDS)):
-                status, body = await self.exchange("GET", b"/v1/models", None)
+                status, body = await self.exchange("GET", b"/v1/models", None, LISTING_MAX_BYTES)
             if status != 200:
                 raise UpstreamError(f"listing its models answered {status}: {_reason(body)}")
             listing = msgspec.json.decode(body, type=_Listing)
@@ -100,11 +119,19 @@ class Peer:
                 _log.warning("peer not listed", peer=self.name, url=self.config.url, error=error)
             self.error = error
         else:
-            listed = tuple(model.id for model in listing.data)
-            if listed != self.listed or self.error is not None or not self.refreshed.is_set():
-                _log.info("peer listed", peer=self.name, models=list(listed))
-            self.listed, self.error = listed, None
+            self._take(tuple(dict.fromkeys(model.id for model in listing.data)))
         self.refreshed.set()
+
+    def _take(self, listed: tuple[str, ...]) -> None:
+        kept = listed[:LISTING_MAX_NAMES]
+        if kept != self.listed or self.error is not None or not self.refreshed.is_set():
+            if len(kept) < len(listed):  # logged with each new listing, as "peer listed" is
+                _log.warning("peer listing truncated", peer=self.name, listed=len(listed),
+                             kept=len(kept))  # fmt: skip
+            _log.info("peer listed", peer=self.name, models=list(kept))
+        self.listed, self.error = kept, None
+        if self.config.models is None:
+            self._answers = frozenset(kept)
 
     async def refresh_every(self, seconds: float) -> None:
         await self.refresh()
@@ -193,7 +220,7 @@ class PeerSet:
             if not name.startswith(prefix) or (local and not peer.config.prefer):
                 continue
             remote = name.removeprefix(prefix)
-            if remote in peer.remote_names():
+            if peer.answers_for(remote):
                 return PeerRoute(peer, remote)
         return None
 

@@ -6,11 +6,14 @@ they arrive, so nothing larger is ever buffered. Only its message is Corral's, s
 says which flag to raise.
 
 The URL and header bounds are enforced while uvicorn parses the request, since by the time the
-app sees a request its headers are already in memory.
+app sees a request its headers are already in memory. httptools keeps a header line whole until
+its end before it calls back, so the bytes of an unfinished head are counted as they arrive too.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any, Final
 
@@ -24,6 +27,7 @@ from corral.http.header_spelling import SpelledHeadersProtocol
 
 __all__ = [
     "MAX_HEADER_BYTES",
+    "MAX_HEAD_BYTES",
     "MAX_URL_BYTES",
     "BoundedHttpToolsProtocol",
     "body_limit_handlers",
@@ -34,6 +38,8 @@ __all__ = [
 MAX_URL_BYTES: Final = 8 << 10
 # All header lines together; a browser's cookies for a shared host name fit with room to spare.
 MAX_HEADER_BYTES: Final = 64 << 10
+# The whole head as received: the two above, the request line and the separators.
+MAX_HEAD_BYTES: Final = MAX_URL_BYTES + MAX_HEADER_BYTES + (8 << 10)
 
 
 class _Refused(Exception):
@@ -67,9 +73,25 @@ class BoundedHttpToolsProtocol(SpelledHeadersProtocol):
     is answered instead as 414 or 431 with the error JSON.
     """
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._head_received: int | None = None  # bytes of an unfinished head; None: none
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._head_received is None:
+            return
+        # The whole chunk counts: only a pipelined request's body could come before the head
+        # in it, and clients do not pipeline bodies.
+        self._head_received += len(data)
+        if self._head_received > MAX_HEAD_BYTES and not self.transport.is_closing():
+            limit = format_size(MAX_HEADER_BYTES)
+            self.answer_and_close(ApiError(431, f"the request's headers are larger than {limit}"))
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_bytes = 0
+        self._head_received = 0
         self._refusal: ApiError | None = None
 
     def on_url(self, url: bytes) -> None:
@@ -77,6 +99,10 @@ class BoundedHttpToolsProtocol(SpelledHeadersProtocol):
         if len(self.url) > MAX_URL_BYTES:
             self._refusal = ApiError(414, f"the URL is longer than {format_size(MAX_URL_BYTES)}")
             raise _Refused
+
+    def on_headers_complete(self) -> None:
+        self._head_received = None
+        super().on_headers_complete()
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_bytes += len(name) + len(value) + 4  # ": " and CRLF, as sent
@@ -91,13 +117,25 @@ class BoundedHttpToolsProtocol(SpelledHeadersProtocol):
         if refusal is None:
             super().send_400_response(msg)
             return
-        body = msgspec.json.encode(refusal.envelope())
-        head = [f"HTTP/1.1 {refusal.status} {HTTPStatus(refusal.status).phrase}".encode()]
+        self.answer_and_close(refusal)
+
+    def answer(self, error: ApiError, extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
+        """Write ``error`` as the error JSON, from outside the app (which has not seen the
+        request), saying that the connection closes."""
+        body = msgspec.json.encode(error.envelope())
+        head = [f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}".encode()]
         head += [name + b": " + value for name, value in self.server_state.default_headers]
+        head += [name + b": " + value for name, value in extra]
         head += [
             b"content-type: application/json",
             b"content-length: " + str(len(body)).encode(),
             b"connection: close",
         ]
         self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+
+    def answer_and_close(self, error: ApiError) -> None:
+        """Answer ``error`` and close, or only close when an answer is already under way (a
+        pipelined request's): nothing else can be said then."""
+        if self.cycle is None or not self.cycle.response_started or self.cycle.response_complete:
+            self.answer(error)
         self.transport.close()

@@ -22,7 +22,7 @@ from typing import cast
 
 import httptools
 
-__all__ = ["PAUSE_ABOVE", "UpstreamError", "UpstreamResponse", "WorkerClient"]
+__all__ = ["MAX_HEAD_BYTES", "PAUSE_ABOVE", "UpstreamError", "UpstreamResponse", "WorkerClient"]
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -32,6 +32,9 @@ IDLE_EXPIRY_SECONDS = 30.0
 _MAX_IDLE = 64
 # Reading pauses while this much of an answer waits for a slow client (a worker then blocks).
 PAUSE_ABOVE = 1 << 20
+# A response head (status line and headers) larger than this is refused: a worker's are a few
+# hundred bytes, and a peer (any server on the network) must not grow the router's memory.
+MAX_HEAD_BYTES = 64 << 10
 
 
 class UpstreamError(Exception):
@@ -48,6 +51,10 @@ class _Connection(asyncio.Protocol):
         self.paused = False
         self.interim = False
         self.idle_since = 0.0
+        # Bytes received since the answer's head began; None once the head is in. httptools
+        # buffers a header line of any length before calling on_header, so the bound is kept
+        # on the bytes fed to it.
+        self.head_bytes: int | None = 0
 
     # asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -62,6 +69,12 @@ class _Connection(asyncio.Protocol):
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self._fail(UpstreamError(f"invalid HTTP from {self.party}: {exc}"))
+            return
+        if self.head_bytes is not None:  # still in a head: after this chunk, is it too long?
+            self.head_bytes += len(data)
+            if self.head_bytes > MAX_HEAD_BYTES:
+                limit = MAX_HEAD_BYTES >> 10
+                self._fail(UpstreamError(f"{self.party} sent a head larger than {limit} KiB"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -72,7 +85,11 @@ class _Connection(asyncio.Protocol):
         if self.answer is not None:
             self.answer.headers.append((name.lower(), value))
 
+    def on_message_begin(self) -> None:
+        self.head_bytes = 0
+
     def on_headers_complete(self) -> None:
+        self.head_bytes = None
         status = self.parser.get_status_code()
         if status < 200:  # "100 Continue" and the like: the real answer follows
             self.interim = True
@@ -151,8 +168,23 @@ class UpstreamResponse:
                 return
             await self._wait()
 
-    async def read(self) -> bytes:
-        return b"".join([chunk async for chunk in self.chunks()])
+    async def read(self, limit: int | None = None) -> bytes:
+        """The whole body; more than ``limit`` bytes raise :class:`UpstreamError` (then close
+        the answer, which closes the connection)."""
+        if limit is None:
+            return b"".join([chunk async for chunk in self.chunks()])
+        too_large = UpstreamError(f"{self._connection.party} answered more than {limit >> 10} KiB")
+        length = self.header(b"content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            raise too_large  # announced: not worth waiting for
+        pieces: list[bytes] = []
+        size = 0
+        async for chunk in self.chunks():
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            pieces.append(chunk)
+        return b"".join(pieces)
 
     def close(self) -> None:
         if self._closed:

@@ -1,14 +1,19 @@
-"""``--api-prefix`` and ``--path`` on a real router: every route under the prefix, files first."""
+"""``--api-prefix`` and ``--path`` on a real router: every route under the prefix, files first,
+and requests relayed to workers without it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from tests.support.router_process import RouterProcess, running_router
+
+HI = [{"role": "user", "content": "hi"}]
 
 
 @pytest.fixture
@@ -57,3 +62,28 @@ def test_no_file_outside_the_directory_is_served(router: RouterProcess, path: st
     answer = httpx.get(_origin(router) + path)
     assert answer.status_code == 404
     assert "not for the web" not in answer.text
+
+
+def test_requests_relayed_to_a_worker_lose_the_prefix(models_dir: Path) -> None:
+    """The worker knows no prefix: ``/v2/v1/chat/completions`` reaches it as
+    ``/v1/chat/completions``, through the official client, whole and streamed."""
+    args = ["--models-dir", str(models_dir), "--ctx-size", "512", "--api-prefix", "/v2"]
+    with running_router(args) as prefixed:
+        _relay_through(prefixed)
+
+
+def _relay_through(prefixed: RouterProcess) -> None:
+    ask: dict[str, Any] = {"model": "alpha", "messages": HI, "max_tokens": 6, "temperature": 0}
+    with openai.OpenAI(base_url=f"{prefixed.url}/v1", api_key="unused", max_retries=0) as client:
+        whole = client.chat.completions.create(**ask).choices[0].message.content
+        assert whole
+        stream = client.chat.completions.create(**ask, stream=True)
+        pieces = [chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices]
+    assert "".join(pieces) == whole
+    props = prefixed.client.get("/props", params={"model": "alpha"})
+    assert props.status_code == 200, props.text
+    assert "default_generation_settings" in props.json()  # the worker's own answer
+    body = {"model": "alpha", "messages": HI, "stream": False, "options": {"num_predict": 6}}
+    ollama = prefixed.client.post("/api/chat", json=body)
+    assert ollama.status_code == 200, ollama.text
+    assert ollama.json()["message"]["content"]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from router.cli.main import parse_serve_args
-from router.security.request_limits import MAX_HEADER_BYTES, MAX_URL_BYTES
+from router.security.request_limits import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_URL_BYTES
 from tests.support.router_process import RouterProcess, running_router
 
 MAX_BODY = 1024
@@ -127,6 +127,17 @@ def test_long_urls_and_large_headers_are_refused_with_the_error_json(
         limited, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 30000 + b"\r\n\r\n"
     )
     assert status == 200
+
+
+def test_a_header_line_that_never_ends_is_refused_once_the_head_passes_its_bound(
+    limited: RouterProcess,
+) -> None:
+    """httptools keeps an unfinished header line whole (its callback comes at the line's end):
+    the bytes of an unfinished head are counted as they come, and one byte over is refused."""
+    start = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Endless: "
+    status, body = _raw(limited, start + b"a" * (MAX_HEAD_BYTES + 1 - len(start)))
+    assert status == 431
+    assert httpx.Response(431, content=body).json()["error"]["code"] == 431
 
 
 @pytest.mark.parametrize("name", TRAVERSALS)

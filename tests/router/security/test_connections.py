@@ -1,0 +1,160 @@
+"""Deadlines for receiving a request and the cap on open connections (docs/security.md,
+Connections), over real TCP against a real router.
+
+The ``quick`` router's deadlines are shortened to ``SECONDS`` (instead of 30 s for a head and
+60 s for a stalled body) so that the tests wait seconds, not minutes; each waits for the router
+to close a connection with a generous client-side timeout, never for a measured time.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from router.cli.main import parse_serve_args
+from router.security.connections import DEADLINE_ENV
+from tests.support.router_process import RouterProcess, running_router
+
+SECONDS = 2.0
+# Far beyond any deadline here: a socket still open after this is a failure, not slowness.
+PATIENCE = 90.0
+PROMPT = [{"role": "user", "content": "hi"}]
+_TYPES = {404: "not_found_error", 408: "invalid_request_error", 503: "unavailable_error"}
+
+
+@pytest.fixture(scope="module")
+def quick(models_dir: Path) -> Iterator[RouterProcess]:
+    args = ["--models-dir", str(models_dir), "--ctx-size", "512"]
+    with running_router(args, {DEADLINE_ENV: str(SECONDS)}) as router:
+        yield router
+
+
+def _connect(router: RouterProcess) -> socket.socket:
+    host, port = router.url.removeprefix("http://").rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=PATIENCE)
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    """Everything the router sends until it closes the connection (a timeout fails the test)."""
+    received = b""
+    while chunk := sock.recv(65536):
+        received += chunk
+    return received
+
+
+def _error(answer: bytes) -> tuple[int, str]:
+    """The status and message of an error JSON answer that closes the connection."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"connection: close" in head.lower()
+    error = json.loads(body)["error"]
+    status = int(head.split(b" ", 2)[1])
+    assert error["code"] == status
+    assert error["type"] == _TYPES[status]
+    return status, error["message"]
+
+
+def test_half_a_head_is_answered_408_and_closed(quick: RouterProcess) -> None:
+    with _connect(quick) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        answer = _until_closed(sock)
+    assert _error(answer) == (408, "the request's head did not arrive within 2 s")
+
+
+def test_a_connection_that_sends_nothing_is_closed(quick: RouterProcess) -> None:
+    with _connect(quick) as sock:
+        assert _until_closed(sock) == b""
+
+
+def test_on_keep_alive_the_next_heads_deadline_runs_from_the_last_answer(
+    quick: RouterProcess,
+) -> None:
+    with _connect(quick) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200 ")
+        sock.sendall(b"GET /health HTTP/1.1\r\n")
+        answer = _until_closed(sock)
+    assert _error(answer)[0] == 408
+
+
+def test_a_stalled_body_is_answered_408_and_closed(quick: RouterProcess) -> None:
+    with _connect(quick) as sock:
+        head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+        sock.sendall(head + b'{"model": ')
+        answer = _until_closed(sock)
+    assert _error(answer) == (408, "the request's body stopped arriving for 2 s")
+
+
+def test_a_slow_body_that_keeps_moving_is_read(quick: RouterProcess) -> None:
+    """Three times the deadline in all, but never more than a fifth of it without a byte."""
+    body = json.dumps({"model": "nope", "messages": PROMPT}).encode().ljust(150)
+    pieces = [body[i : i + 10] for i in range(0, len(body), 10)]
+    with _connect(quick) as sock:
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+        )
+        for piece in pieces:
+            time.sleep(3 * SECONDS / len(pieces))
+            sock.sendall(piece)
+        answer = _until_closed(sock)
+    # Read whole and routed: the model does not exist.
+    assert _error(answer) == (404, "model 'nope' not found")
+
+
+def test_an_answer_takes_as_long_as_it_takes(quick: RouterProcess) -> None:
+    """A stream whose model loads first and whose client reads slowly lasts several deadlines:
+    it completes, and the connection serves the next request."""
+    body = {"model": "alpha", "messages": PROMPT, "max_tokens": 16, "ignore_eos": True,
+            "stream": True}  # fmt: skip
+    events = []
+    with quick.client.stream("POST", "/v1/chat/completions", json=body) as answer:
+        assert answer.status_code == 200
+        for line in answer.iter_lines():
+            if line.startswith("data: "):
+                events.append(line)
+                time.sleep(SECONDS / 4)
+    assert events[-1] == "data: [DONE]"
+    assert len(events) > 12  # more than three deadlines spent reading
+    assert quick.client.get("/health").status_code == 200
+
+
+def test_connections_over_the_cap_are_refused_with_503(models_dir: Path) -> None:
+    args = ["--models-dir", str(models_dir), "--max-connections", "3"]
+    with running_router(args) as router:
+        held = [_connect(router) for _ in range(3)]
+        for sock in held:  # open, as a slow client's, and counted
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        with _connect(router) as extra:
+            answer = _until_closed(extra)
+        status, message = _error(answer)
+        assert status == 503
+        assert message == "the router has 3 connections open, its limit (--max-connections)"
+        router.wait_for_log("connections refused", limit=3)
+        for sock in held:  # the ones within the cap are served
+            sock.sendall(b"Connection: close\r\n\r\n")
+            assert _until_closed(sock).startswith(b"HTTP/1.1 200 ")
+            sock.close()
+        # Their places are free again, once the router has seen them go.
+        for _ in range(100):
+            with _connect(router) as again:
+                again.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                if _until_closed(again).startswith(b"HTTP/1.1 200 "):
+                    break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the router kept refusing after its connections closed")
+
+
+def test_the_max_connections_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_serve_args([]).max_connections == 512
+    assert parse_serve_args(["--max-connections", "0"]).max_connections == 0
+    with pytest.raises(SystemExit) as exit_info:
+        parse_serve_args(["--max-connections", "-1"])
+    assert exit_info.value.code == 2
+    assert "--max-connections" in capsys.readouterr().err

@@ -1,0 +1,153 @@
+"""A peer that misbehaves on request: a real HTTP server on loopback (the standard library's)
+that a router lists and relays to like any OpenAI-compatible server (docs/scaling.md).
+
+What it answers depends on the path and the model asked for:
+
+- ``GET /v1/models`` lists ``names``; under ``/huge`` the listing is padded past 8 MiB.
+- ``POST`` for model ``endless-refusal``: a 401 whose body never ends; ``endless-header-line``:
+  a head with one header line that never ends; ``endless-header-lines``: header lines without
+  end. Each stops once the router closes the connection (or after ``ENDLESS_BYTES``), and
+  records in ``sent`` how much it managed to write.
+- any other ``POST``: a chat completion naming the model, with headers a peer must not get to
+  set on the router's origin (``Set-Cookie``...) beside ones a client may use.
+
+Every request's headers are kept in ``requests``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["ENDLESS_BYTES", "FakePeer", "running_fake_peer"]
+
+ENDLESS_BYTES = 256 << 20
+_PIECE = 64 << 10
+# Headers a peer answers with that must not reach a client of the router, and one that may.
+HOSTILE_HEADERS = {
+    "Set-Cookie": "session=from-the-peer; Path=/",
+    "Clear-Site-Data": '"*"',
+    "Strict-Transport-Security": "max-age=31536000",
+    "Location": "https://peer.example/elsewhere",
+}
+KEPT_HEADERS = {"X-Ratelimit-Remaining-Requests": "99", "Retry-After": "3"}
+
+
+class FakePeer:
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+        self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
+        self.sent: dict[str, int] = {}  # bytes written by each endless answer, once it stopped
+        self.stopped = threading.Condition()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def wait_sent(self, mode: str, timeout: float = 120.0) -> int:
+        with self.stopped:
+            assert self.stopped.wait_for(lambda: mode in self.sent, timeout), f"{mode} never ended"
+        return self.sent[mode]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        peer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                peer.requests.append(("GET", self.path, _lowered(self.headers.items())))
+                if not self.path.endswith("/v1/models"):
+                    self._json(404, {"error": {"code": 404, "message": "no such route"}})
+                    return
+                pad = "x" * 1000 if self.path.startswith("/huge/") else ""
+                count = 9000 if pad else len(peer.names)
+                names = [f"{pad}{i}" for i in range(count)] if pad else peer.names
+                self._json(200, {"object": "list", "data": [{"id": name} for name in names]})
+
+            def do_POST(self) -> None:
+                peer.requests.append(("POST", self.path, _lowered(self.headers.items())))
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                model = str(json.loads(body or b"{}").get("model", ""))
+                if model.startswith("endless-"):
+                    self.close_connection = True
+                    self._endless(model)
+                    return
+                answer = {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "from the fake peer"},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                }
+                self._json(200, answer, {**HOSTILE_HEADERS, **KEPT_HEADERS})
+
+            def _json(
+                self, status: int, document: Any, extra: dict[str, str] | None = None
+            ) -> None:
+                raw = json.dumps(document).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                for name, value in (extra or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _endless(self, mode: str) -> None:
+                if mode == "endless-refusal":  # a close-delimited body: no length announced
+                    start = b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\n\r\n"
+                    piece = b"refused " * (_PIECE // 8)
+                elif mode == "endless-header-line":
+                    start, piece = b"HTTP/1.1 200 OK\r\nX-Big: ", b"a" * _PIECE
+                else:
+                    start = b"HTTP/1.1 200 OK\r\n"
+                    piece = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 54) for i in range(1024))
+                sent = 0
+                try:
+                    self.wfile.write(start)
+                    while sent < ENDLESS_BYTES:
+                        self.wfile.write(piece)
+                        sent += len(piece)
+                except OSError:
+                    pass  # the router closed the connection: what this measures
+                with peer.stopped:
+                    peer.sent[mode] = sent
+                    peer.stopped.notify_all()
+
+        return Handler
+
+    def serve(self) -> None:
+        self._server.serve_forever(poll_interval=0.1)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _lowered(items: Iterator[tuple[str, str]] | Any) -> dict[str, str]:
+    return {name.lower(): value for name, value in items}
+
+
+@contextmanager
+def running_fake_peer(names: Sequence[str]) -> Iterator[FakePeer]:
+    peer = FakePeer(names)
+    thread = threading.Thread(target=peer.serve, daemon=True)
+    thread.start()
+    try:
+        yield peer
+    finally:
+        peer.close()
+        thread.join(timeout=10)
