@@ -6,8 +6,8 @@ Both are ASGI wrappers around the whole app, as llama-server applies them before
   Web UI at ``/v2/``); a path outside it is a JSON 404.
 - ``--path DIR`` serves the files of ``DIR`` (``/`` is its ``index.html``) for ``GET`` and
   ``HEAD``, ahead of the routes, as llama-server's mount point does; a path naming no file
-  there, or one leading out of it (``..``, a symlink), goes on to the routes. The files are
-  public, like the built-in Web UI's.
+  there, or one leading out of it (``..``, a symlink, an ``index.html`` that is one), goes on
+  to the routes. The files are public, like the built-in Web UI's.
 """
 
 from __future__ import annotations
@@ -15,8 +15,12 @@ from __future__ import annotations
 import json
 import mimetypes
 from pathlib import Path
+from typing import Final
 from urllib.parse import quote
 
+import anyio
+import anyio.to_thread
+from anyio import AsyncFile
 from litestar.enums import ScopeType
 from litestar.types import (
     ASGIApp,
@@ -29,10 +33,10 @@ from litestar.types import (
 
 __all__ = ["ApiPrefix", "StaticFiles"]
 
+_CHUNK_BYTES: Final = 64 * 1024
 
-async def _answer(
-    send: Send, status: int, body: bytes, content_type: str, *, head: bool = False
-) -> None:
+
+async def _answer(send: Send, status: int, body: bytes, content_type: str) -> None:
     start: HTTPResponseStartEvent = {
         "type": "http.response.start",
         "status": status,
@@ -44,7 +48,7 @@ async def _answer(
     await send(start)
     end: HTTPResponseBodyEvent = {
         "type": "http.response.body",
-        "body": b"" if head else body,
+        "body": body,
         "more_body": False,
     }
     await send(end)
@@ -87,31 +91,65 @@ class ApiPrefix:
 
 
 class StaticFiles:
-    """``GET``/``HEAD`` of a file under ``directory`` answered with it; the rest to ``app``."""
+    """``GET``/``HEAD`` of a file under ``directory`` answered with it; the rest to ``app``.
+
+    A file is sent in chunks read in a worker thread: however large it is, the event loop never
+    waits on the disk and the router holds one chunk of it at a time (docs/security.md).
+    """
 
     def __init__(self, app: ASGIApp, directory: Path) -> None:
         self._app = app
         self._directory = directory.resolve()
 
-    def _file(self, path: str) -> Path | None:
+    def _file(self, path: str) -> tuple[Path, int] | None:
         relative = path.lstrip("/") or "index.html"
         candidate = (self._directory / relative).resolve()
         if candidate.is_dir():
-            candidate = candidate / "index.html"
+            # Resolved again: an index.html that is a symlink may lead anywhere.
+            candidate = (candidate / "index.html").resolve()
         if not candidate.is_relative_to(self._directory) or not candidate.is_file():
             return None
-        return candidate
+        return candidate, candidate.stat().st_size
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP or scope["method"] not in ("GET", "HEAD"):
             await self._app(scope, receive, send)
             return
-        found = self._file(scope["path"])
-        if found is None:
+        try:
+            found = await anyio.to_thread.run_sync(self._file, scope["path"])
+            file = None if found is None else await anyio.open_file(found[0], "rb")
+        except (OSError, ValueError):  # unreadable, gone since it was found, or a NUL in the path
+            found = file = None
+        if found is None or file is None:
             await self._app(scope, receive, send)
             return
-        content_type = mimetypes.guess_type(found.name)[0] or "application/octet-stream"
-        if content_type.startswith("text/"):
-            content_type += "; charset=utf-8"
-        body = found.read_bytes()
-        await _answer(send, 200, body, content_type, head=scope["method"] == "HEAD")
+        async with file:
+            await _send_file(send, found[0], found[1], file, head=scope["method"] == "HEAD")
+
+
+async def _send_file(
+    send: Send, path: Path, size: int, file: AsyncFile[bytes], *, head: bool
+) -> None:
+    content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    if content_type.startswith("text/"):
+        content_type += "; charset=utf-8"
+    start: HTTPResponseStartEvent = {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [
+            (b"content-type", content_type.encode()),
+            (b"content-length", str(size).encode()),
+        ],
+    }
+    await send(start)
+    left = 0 if head else size  # never more than announced, if the file grows meanwhile
+    while left > 0 and (chunk := await file.read(min(_CHUNK_BYTES, left))):
+        left -= len(chunk)
+        more: HTTPResponseBodyEvent = {
+            "type": "http.response.body",
+            "body": chunk,
+            "more_body": True,
+        }
+        await send(more)
+    end: HTTPResponseBodyEvent = {"type": "http.response.body", "body": b"", "more_body": False}
+    await send(end)

@@ -47,7 +47,10 @@ class ToolCall:
 
     def path(self, name: str = "path") -> Path:
         """The parameter as a confined path (raises ``OutsideRoot``)."""
-        return self.root.resolve(required_str(self.params, name), self.cwd)
+        given = required_str(self.params, name)
+        if "\0" in given:  # no file has one, and the OS refuses it (a ValueError, not a 500)
+            raise BadToolParams(f'"{name}" must not contain a NUL character')
+        return self.root.resolve(given, self.cwd)
 
 
 @dataclass(frozen=True, slots=True)

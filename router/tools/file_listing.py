@@ -3,20 +3,22 @@
 As llama-server's walker: symlinked directories are never entered (a link can loop, or lead out
 of the tools root), junk directories (``.git``, ``node_modules``, …) are listed but never
 walked, and a walk stops at a time budget, saying so. Unlike llama-server, ``.gitignore`` is not
-consulted (no ``git ls-files``): docs/tools.md.
+consulted (no ``git ls-files``): docs/tools.md. Globs become RE2 patterns, matched in time
+linear in the path (Python's ``re`` takes hours over ``**a**a**a…``), and a ``[...]`` class
+that is not one (``[z-a]``) is :class:`BadGlob`, the tool's ``{"error": …}``.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Final, Literal
 
-__all__ = ["Entry", "Listing", "list_entries", "path_glob_match"]
+from router.tools.linear_regex import BadRegex, LinearRegex, escape
+
+__all__ = ["BadGlob", "Entry", "GlobPattern", "Listing", "list_entries"]
 
 Kind = Literal["file", "dir", "all"]
 
@@ -67,8 +69,11 @@ def list_entries(base: Path, max_depth: int, kind: Kind) -> Listing:
     return listing
 
 
-@lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+class BadGlob(ValueError):
+    """A glob whose ``[...]`` class is not one (``[z-a]``); the message names the pattern."""
+
+
+def _glob_source(pattern: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(pattern):
@@ -91,18 +96,33 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             i = close + 1
             continue
         else:
-            out.append(re.escape(char))
+            out.append(escape(char))
         i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+    return "".join(out)
 
 
-def path_glob_match(pattern: str, rel: str) -> bool:
-    """No ``/`` in the pattern: it matches the base name at any depth; else the whole relative
-    path, anchored with ``**/`` unless it already is (or starts with ``/``)."""
-    if "/" not in pattern:
-        return _glob_regex(pattern).match(PurePosixPath(rel).name) is not None
-    if pattern.startswith("/"):
-        pattern = pattern[1:]
-    elif not (pattern == "**" or pattern.startswith("**/")):
-        pattern = "**/" + pattern
-    return _glob_regex(pattern).match(rel) is not None
+@dataclass(frozen=True, slots=True)
+class GlobPattern:
+    """A glob as llama-server matches it: with no ``/`` it matches the base name at any depth;
+    else the whole relative path, anchored with ``**/`` unless it already is (or starts with
+    ``/``). Matched by RE2: ``**a**a**a…`` is linear in the path, not exponential."""
+
+    _regex: LinearRegex
+    _base_name_only: bool
+
+    @classmethod
+    def compile(cls, pattern: str) -> GlobPattern:
+        whole = pattern
+        if "/" in pattern:
+            if pattern.startswith("/"):
+                whole = pattern[1:]
+            elif not (pattern == "**" or pattern.startswith("**/")):
+                whole = "**/" + pattern
+        try:
+            regex = LinearRegex.compile(_glob_source(whole), dot_matches_newline=True)
+        except BadRegex as exc:
+            raise BadGlob(f'invalid glob pattern "{pattern}": {exc}') from None
+        return cls(regex, "/" not in pattern)
+
+    def matches(self, rel: str) -> bool:
+        return self._regex.fullmatch(PurePosixPath(rel).name if self._base_name_only else rel)

@@ -6,9 +6,9 @@ Every path goes through :class:`~router.tools.confinement.ToolsRoot` first (``To
 from __future__ import annotations
 
 import base64
-from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
+from router.tools.bounded_reads import LineReader, open_regular_file
 from router.tools.definitions import (
     BadToolParams,
     Tool,
@@ -21,17 +21,15 @@ from router.tools.definitions import (
 )
 from router.tools.text_edits import EditRefused, TextEdit, apply_edits
 
-__all__ = ["FILE_TOOLS", "file_lines"]
+__all__ = ["FILE_TOOLS"]
 
-READ_MAX_BYTES: Final = 16 * 1024
+READ_MAX_BYTES: Final = 16 * 1024  # what read_file answers with, whatever the range
+# How far into a file read_file reads to reach the lines asked for; memory stays at one line
+# of READ_MAX_BYTES, so this bounds only the time a call spends (docs/tools.md).
+READ_SCAN_MAX_BYTES: Final = 64 * 1024 * 1024
 READ_MAX_BYTES_BASE64: Final = 32 * 1024 * 1024
-
-
-def file_lines(content: bytes) -> list[str]:
-    """Lines as C++'s ``getline`` reads them: a final newline does not start another line."""
-    text = content.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    return lines[:-1] if lines and lines[-1] == "" else lines
+EDIT_MAX_BYTES: Final = 16 * 1024 * 1024
+_TRUNCATED: Final = "[output truncated]"
 
 
 def _read_file(call: ToolCall) -> ToolResult:
@@ -44,40 +42,65 @@ def _read_file(call: ToolCall) -> ToolResult:
         size = path.stat().st_size
     except OSError:
         return {"error": f"cannot stat file: {given}"}
-    if call.base64:
-        return _read_base64(path, given, size)
-    if size > READ_MAX_BYTES and end == -1:
+    if size > READ_MAX_BYTES and end == -1 and not call.base64:
         return {
             "error": f"file too large ({size} bytes, max {READ_MAX_BYTES}). Use "
             "start_line/end_line to read a portion."
         }
     try:
-        content = path.read_bytes()
+        file = open_regular_file(path)
     except OSError:
         return {"error": f"failed to open file: {given}"}
+    with file:
+        if call.base64:
+            return _read_base64(file, size)
+        reader = LineReader(file, READ_SCAN_MAX_BYTES)
+        text = _read_lines(reader, start, end, numbered)
+    if reader.exhausted and not text:
+        return {
+            "error": f"line {start} is past the first {READ_SCAN_MAX_BYTES} bytes of {given}, "
+            "the most read_file reads"
+        }
+    return {"plain_text_response": text}
+
+
+def _read_lines(reader: LineReader, start: int, end: int, numbered: bool) -> str:
+    """Lines ``start``..``end`` (-1: to the end), at most READ_MAX_BYTES of them in all."""
     out: list[str] = []
     used = 0
-    for number, line in enumerate(file_lines(content), start=1):
+    number = 0
+    while end == -1 or number < end:
+        number += 1
         if number < start:
+            if not reader.skip_line():
+                break
             continue
-        if end != -1 and number > end:
+        # A line longer than the answer may be never fits: it is read past, not kept.
+        line = reader.next_line(READ_MAX_BYTES)
+        if line is None:
             break
-        piece = f"{number}\u2192{line}\n" if numbered else f"{line}\n"
-        if used + len(piece.encode()) > READ_MAX_BYTES:
-            out.append("[output truncated]")
-            break
+        content, whole = line
+        text = content.decode("utf-8", errors="replace")
+        piece = f"{number}\u2192{text}\n" if numbered else f"{text}\n"
+        size = len(piece.encode())
+        if not whole or used + size > READ_MAX_BYTES:
+            out.append(_TRUNCATED)
+            return "".join(out)
         out.append(piece)
-        used += len(piece.encode())
-    return {"plain_text_response": "".join(out)}
+        used += size
+    if reader.exhausted and out:
+        out.append(_TRUNCATED)
+    return "".join(out)
 
 
-def _read_base64(path: Path, given: str, size: int) -> ToolResult:
+def _read_base64(file: BinaryIO, size: int) -> ToolResult:
+    too_large = {"error": f"file too large ({size} bytes, max {READ_MAX_BYTES_BASE64})"}
     if size > READ_MAX_BYTES_BASE64:
-        return {"error": f"file too large ({size} bytes, max {READ_MAX_BYTES_BASE64})"}
-    try:
-        content = path.read_bytes()
-    except OSError:
-        return {"error": f"failed to open file: {given}"}
+        return too_large
+    # One byte past the cap: the file may have grown since its size was taken.
+    content = file.read(READ_MAX_BYTES_BASE64 + 1)
+    if len(content) > READ_MAX_BYTES_BASE64:
+        return too_large
     return {"base64": base64.b64encode(content).decode(), "size_bytes": len(content)}
 
 
@@ -113,9 +136,16 @@ def _edit_file(call: ToolCall) -> ToolResult:
     edits = _edits(call.params)
     path = call.path()
     try:
-        content = path.read_bytes().decode("utf-8", errors="replace")
+        with open_regular_file(path) as file:
+            raw = file.read(EDIT_MAX_BYTES + 1)
     except OSError:
         return {"error": f"failed to open file: {given}"}
+    if len(raw) > EDIT_MAX_BYTES:
+        return {
+            "error": f"file too large to edit (more than {EDIT_MAX_BYTES} bytes): {given}; "
+            "use write_file to replace it"
+        }
+    content = raw.decode("utf-8", errors="replace")
     try:
         changed = apply_edits(content, edits, given)
     except EditRefused as exc:

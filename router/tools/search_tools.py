@@ -1,8 +1,11 @@
-"""``file_glob_search`` and ``grep_search`` (shapes, texts and limits as llama-server's)."""
+"""``file_glob_search`` and ``grep_search`` (shapes, texts and limits as llama-server's).
+
+Patterns and globs are matched by RE2 (:mod:`router.tools.linear_regex`), never by Python's
+backtracking ``re``; a pattern RE2 does not take is the tool's ``{"error": …}`` (docs/tools.md).
+"""
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from router.tools.definitions import (
@@ -15,24 +18,34 @@ from router.tools.definitions import (
     required_str,
     threaded,
 )
-from router.tools.file_listing import list_entries, path_glob_match
-from router.tools.file_tools import file_lines
+from router.tools.file_listing import BadGlob, GlobPattern, list_entries
+from router.tools.grep_lines import GREP_MAX_CONTEXT_LINES, GrepScan
+from router.tools.linear_regex import BadRegex, LinearRegex, escape
 
 __all__ = ["SEARCH_TOOLS"]
 
 GLOB_MAX_RESULTS: Final = 100
-GREP_MAX_RESULTS: Final = 100
 _KINDS: Final = ("file", "dir", "all")
 
 
-def _wanted(rel: str, include: str, exclude: str) -> bool:
-    return path_glob_match(include, rel) and not (exclude and path_glob_match(exclude, rel))
+class _Filter:
+    """``include`` and ``exclude`` of a call (raises :class:`BadGlob`)."""
+
+    def __init__(self, include: str, exclude: str) -> None:
+        self._include = GlobPattern.compile(include)
+        self._exclude = GlobPattern.compile(exclude) if exclude else None
+
+    def wants(self, rel: str) -> bool:
+        return self._include.matches(rel) and not (self._exclude and self._exclude.matches(rel))
+
+
+def _filter(call: ToolCall) -> _Filter:
+    include = optional_str(call.params, "include", "**")
+    return _Filter(include, optional_str(call.params, "exclude", ""))
 
 
 def _file_glob_search(call: ToolCall) -> ToolResult:
     given = required_str(call.params, "path")
-    include = optional_str(call.params, "include", "**")
-    exclude = optional_str(call.params, "exclude", "")
     kind = optional_str(call.params, "type", "file")
     max_depth = max(0, optional_int(call.params, "max_depth", 0))
     limit = optional_int(call.params, "limit", GLOB_MAX_RESULTS)
@@ -40,11 +53,15 @@ def _file_glob_search(call: ToolCall) -> ToolResult:
         return {"error": f"invalid limit: {limit} (expected 1 or more)"}
     if kind not in _KINDS:
         return {"error": f'invalid type: {kind} (expected "file", "dir" or "all")'}
+    try:
+        wanted = _filter(call)
+    except BadGlob as exc:
+        return {"error": str(exc)}
     base = call.path()
     if not base.is_dir():
         return {"error": f"path does not exist or is not a directory: {given}"}
     listing = list_entries(base, max_depth, kind)  # type: ignore[arg-type]
-    matches = [e for e in listing.entries if _wanted(e.rel, include, exclude)]
+    matches = [e for e in listing.entries if wanted.wants(e.rel)]
     shown = matches[: min(limit, GLOB_MAX_RESULTS)]
     text = "".join(f"{e.rel}{'/' if e.is_dir else ''}\n" for e in shown)
     text += f"\n---\nTotal matches: {len(matches)}\n"
@@ -59,67 +76,41 @@ def _file_glob_search(call: ToolCall) -> ToolResult:
     return {"plain_text_response": text, "entries": entries, "base": base.as_posix()}
 
 
-def _pattern(call: ToolCall) -> re.Pattern[str]:
+def _pattern(call: ToolCall) -> LinearRegex:
     source = required_str(call.params, "pattern")
     if optional_bool(call.params, "literal", False):
-        source = re.escape(source)
-    flags = re.IGNORECASE if optional_bool(call.params, "ignore_case", False) else 0
-    return re.compile(source, flags)
+        source = escape(source)
+    return LinearRegex.compile(source, ignore_case=optional_bool(call.params, "ignore_case", False))
 
 
 def _grep_search(call: ToolCall) -> ToolResult:
     given = required_str(call.params, "path")
-    include = optional_str(call.params, "include", "**")
-    exclude = optional_str(call.params, "exclude", "")
     numbered = optional_bool(call.params, "return_line_numbers", False)
-    context = max(0, optional_int(call.params, "context_lines", 0))
+    context = min(max(0, optional_int(call.params, "context_lines", 0)), GREP_MAX_CONTEXT_LINES)
     try:
         pattern = _pattern(call)
-    except re.error as exc:
-        return {"error": f"invalid regex: {exc}"}
+    except BadRegex as exc:
+        return {"error": f"invalid regex: {exc} (RE2 syntax: no backreferences or lookaround)"}
+    try:
+        wanted = _filter(call)
+    except BadGlob as exc:
+        return {"error": str(exc)}
     target = call.path()
     if target.is_file():
         files = [(target, given)]
     elif target.is_dir():
         listing = list_entries(target, 0, "file")
-        files = [
-            (target / e.rel, e.rel) for e in listing.entries if _wanted(e.rel, include, exclude)
-        ]
+        files = [(target / e.rel, e.rel) for e in listing.entries if wanted.wants(e.rel)]
     else:
         return {"error": f"path does not exist: {given}"}
-    show_numbers = numbered or context > 0
-    out: list[str] = []
-    total = 0
+    scan = GrepScan(pattern, context, show_numbers=numbered or context > 0)
     for path, shown in files:
+        if scan.done:
+            break
         # A listed file may be a symlink leading out of the root: never read through it.
-        if not call.root.contains(path.resolve()):
-            continue
-        try:
-            lines = file_lines(path.read_bytes())
-        except OSError:
-            continue
-        for i, line in enumerate(lines):
-            if total >= GREP_MAX_RESULTS:
-                break
-            if not pattern.search(line):
-                continue
-            first, last = (
-                (max(0, i - context), min(len(lines) - 1, i + context)) if context else (i, i)
-            )
-            for j in range(first, last + 1):
-                mark = ":" if j == i else "-"
-                number = f"{j + 1}{mark}" if show_numbers else ""
-                out.append(f"{shown}{mark}{number}{lines[j]}\n")
-            if context:
-                out.append("--\n")
-            total += 1
-    text = "".join(out) + f"\n---\nTotal matches: {total}\n"
-    if total >= GREP_MAX_RESULTS:
-        text += (
-            f"[{GREP_MAX_RESULTS} matches limit reached. Narrow the path/pattern/include to see "
-            "more.]\n"
-        )
-    return {"plain_text_response": text}
+        if call.root.contains(path.resolve()):
+            scan.file(path, shown)
+    return {"plain_text_response": scan.text()}
 
 
 def _prop(kind: str, description: str) -> dict[str, str]:
@@ -176,7 +167,9 @@ SEARCH_TOOLS: Final = (
             "properties": {
                 "path": _prop("string", "File or directory to search in"),
                 "pattern": _prop(
-                    "string", "Pattern to search for (regular expression unless literal is true)"
+                    "string",
+                    "Pattern to search for (regular expression unless literal is true; RE2 "
+                    "syntax: no backreferences or lookaround)",
                 ),
                 "include": _prop("string", "Glob pattern to filter files (default: **)"),
                 "exclude": _prop("string", "Glob pattern to exclude files"),

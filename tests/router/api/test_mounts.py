@@ -1,5 +1,6 @@
 """``--api-prefix`` and ``--path`` on a real router: every route under the prefix, files first,
-and requests relayed to workers without it."""
+none from outside the directory, big ones streamed (docs/security.md), and requests relayed to
+workers without the prefix."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import httpx
 import openai
 import pytest
 
+from tests.support.process_memory import peak_rss_bytes, sparse_file
 from tests.support.router_process import RouterProcess, running_router
 
 HI = [{"role": "user", "content": "hi"}]
+BIG = 256 * 1024 * 1024  # sparse: no room on the disk
 
 
 @pytest.fixture
@@ -26,6 +29,9 @@ def router(tmp_path: Path) -> Iterator[RouterProcess]:
     (site / "docs" / "index.html").write_text("the docs")
     (tmp_path / "secret.txt").write_text("not for the web")
     (site / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    (site / "linked").mkdir()
+    (site / "linked" / "index.html").symlink_to(tmp_path / "secret.txt")
+    sparse_file(site / "big.bin", BIG)
     args = ["--models-dir", str(tmp_path / "models"), "--api-prefix", "v2/", "--path", str(site)]
     with running_router(args) as process:
         yield process
@@ -57,7 +63,9 @@ def test_the_directorys_files_are_served_ahead_of_the_routes(router: RouterProce
     assert router.client.get("/nothing.txt").status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/v2/%2E%2E/secret.txt", "/v2/leak.txt"])
+@pytest.mark.parametrize(
+    "path", ["/v2/%2E%2E/secret.txt", "/v2/leak.txt", "/v2/linked/", "/v2/a%00b.txt"]
+)
 def test_no_file_outside_the_directory_is_served(router: RouterProcess, path: str) -> None:
     answer = httpx.get(_origin(router) + path)
     assert answer.status_code == 404
@@ -87,3 +95,15 @@ def _relay_through(prefixed: RouterProcess) -> None:
     ollama = prefixed.client.post("/api/chat", json=body)
     assert ollama.status_code == 200, ollama.text
     assert ollama.json()["message"]["content"]
+
+
+def test_a_big_file_is_streamed_not_held(router: RouterProcess) -> None:
+    before = peak_rss_bytes(router.process.pid)
+    received = 0
+    with router.client.stream("GET", "/big.bin") as answer:
+        assert answer.headers["content-length"] == str(BIG)
+        for chunk in answer.iter_bytes():
+            received += len(chunk)
+    assert received == BIG
+    # Read whole, the file alone would take its size; streamed, a chunk of it at a time.
+    assert peak_rss_bytes(router.process.pid) - before < BIG // 4

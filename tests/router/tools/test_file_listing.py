@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from router.tools.file_listing import list_entries, path_glob_match
+from router.tools.file_listing import GlobPattern, list_entries
 
 
 @pytest.mark.parametrize(
@@ -26,7 +26,7 @@ from router.tools.file_listing import list_entries, path_glob_match
     ],
 )
 def test_glob_patterns_match_as_llama_servers(pattern: str, path: str, matches: bool) -> None:
-    assert path_glob_match(pattern, path) is matches
+    assert GlobPattern.compile(pattern).matches(path) is matches
 
 
 def test_junk_directories_are_listed_but_never_walked(tmp_path: Path) -> None:

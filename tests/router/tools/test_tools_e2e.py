@@ -215,6 +215,7 @@ def test_exec_timeout_kills_the_command(router: RouterProcess) -> None:
         ({"tool": "no_such_tool"}, 404, 'unknown tool "no_such_tool"'),
         ({"tool": "read_file", "stream": True}, 404, "does not support stream = true"),
         ({"tool": "read_file", "params": {"path": 3}}, 400, '"path" must be a string'),
+        ({"tool": "read_file", "params": {"path": "a\0b"}}, 400, '"path" must not contain a NUL'),
         ({"params": {}}, 400, "invalid request"),
         ({"tool": "read_file", "params": []}, 400, "invalid request"),
     ],
