@@ -100,8 +100,8 @@ async def download(
     connecting and to each read. Every failure is the client's error (400)."""
     import httpx  # lazily: 2 MiB of a worker's memory for a rare request (docs/benchmarks.md)
 
-    target = httpx.URL(url)
     try:
+        target = httpx.URL(url)
         async with httpx.AsyncClient(timeout=wait_seconds) as client:
             for _ in range(_MAX_HOPS + 1):
                 addresses = await _addresses(target, field, allow_private)
@@ -121,6 +121,8 @@ async def download(
                 finally:
                     await response.aclose()
             raise InvalidInput(f"{field}: failed to download {url}: too many redirects")
+    except httpx.InvalidURL as exc:  # the URL given, or a redirect's Location
+        raise InvalidInput(f"{field}: invalid URL: {exc}") from None
     except httpx.TimeoutException:
         raise InvalidInput(f"{field}: {url} did not answer within {wait_seconds:g} s") from None
     except httpx.HTTPError as exc:

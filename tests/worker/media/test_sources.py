@@ -113,6 +113,7 @@ async def test_data_uris_and_bare_base64() -> None:
         ("data:text/plain;base64,aGk=", "unsupported data URI type 'text/plain;base64'"),
         ("not base64!", "invalid base64"),
         ("file:///etc/hostname", "file:// URLs are not allowed unless --media-path"),
+        ("http://999.1.1.1/x.png", "invalid URL: Invalid IPv4 address"),
     ],
 )
 async def test_malformed_references(url: str, wanted: str) -> None:
