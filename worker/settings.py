@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corral.children.environment import DEFAULT_MAX_BODY, max_body_from
 from corral.options.flags import (
     ExactFlagParser,
     add_model_flags,
@@ -27,6 +28,7 @@ from corral.options.model_options import ModelOptions
 from worker.devices.settings import GpuSettings, gpu_settings
 from worker.host.cpu_placement import cpu_set
 from worker.host.cpu_threads import default_threads
+from worker.media.rules import MediaRules
 from worker.model_settings import (
     ProjectorSettings,
     RopeSettings,
@@ -126,6 +128,10 @@ class WorkerSettings:
     endpoint_slots: bool = _SERVER.flag("slots")  # GET /slots; --no-slots answers 501, as upstream
     slot_save_path: Path | None = None  # POST /slots/{id}: no path, no save/restore (501)
     media_path: Path | None = None  # file:// media come from here; none: file:// refused (400)
+    # URL media may name private, loopback and link-local hosts (docs/security.md)
+    media_allow_private: bool = _SERVER.flag("media-allow-private")
+    # A request's media in all, however given: the router's --max-body (MAX_BODY_ENV)
+    media_max_bytes: int = DEFAULT_MAX_BODY
     # Copies of slot caches in host memory; -1: no cap, 0: none
     cache_ram_mib: int = _SERVER.integer("cache-ram")
     # With a unified cache, idle slots' caches go to those copies
@@ -165,6 +171,11 @@ class WorkerSettings:
     ignored: dict[str, str] = field(default_factory=dict)
     # llama-server flags a worker has no use for (--models-dir, --threads-http, …), as given.
     no_effect_flags: tuple[str, ...] = ()
+
+    @property
+    def media_rules(self) -> MediaRules:
+        """What a request's media may make this worker read (worker/media/rules.py)."""
+        return MediaRules(self.media_path, self.media_allow_private, self.media_max_bytes)
 
     @property
     def kv_layout(self) -> KvLayout:
@@ -411,6 +422,8 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         endpoint_slots=options.flag("slots"),
         slot_save_path=slot_save_path,
         media_path=media_path,
+        media_allow_private=options.flag("media-allow-private"),
+        media_max_bytes=max_body_from(os.environ),
         cache_ram_mib=options.integer("cache-ram"),
         cache_idle_slots=options.flag("cache-idle-slots"),
         kv_persist=options.flag("kv-persist"),

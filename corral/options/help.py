@@ -141,7 +141,11 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "slot-save-path": "folder for `POST /slots/{id}?action=save|restore` files (without it: 501)",
     "media-path": "folder that `file://` media URLs are read from, by a path relative to it "
     "(`file://photos/cat.png`); none outside it (no `..`, no link out); without it: 400. "
+    "A file larger than the request's media may take (`--max-body` in all) is refused unread. "
     "Checked at startup; in a preset, relative to the INI file",
+    "media-allow-private": "Corral: let `http(s)` media URLs reach private, loopback and "
+    "link-local addresses (`localhost`, `10.x`, `192.168.x`, `169.254.169.254`…); without it, "
+    "a URL or a redirect to one is refused (400) unfetched",
     "cache-ram": "most host memory (MiB) the copies of slot caches may take (`-1`: no cap, "
     "`0`: none, and idle slots keep their caches); a prompt that shares more with a copy than "
     "with its slot's cache gets the copy back. Default 8192, as llama-server",

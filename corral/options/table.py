@@ -281,6 +281,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("slot-save-path", "str"),
     # Local media: file:// URLs read from this folder only (worker/media/local_files.py).
     OptionSpec("media-path", "str"),
+    # Corral: URL media may name private hosts (worker/media/downloads.py); off, refused.
+    OptionSpec("media-allow-private", "bool", default="false"),
     # Copies of slot caches in host memory, in MiB; -1: no cap, 0: none
     # (worker/cache/prompt_cache.py).
     OptionSpec(

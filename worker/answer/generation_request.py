@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import anyio.to_thread
 import msgspec
 from litestar import Response
 
@@ -35,6 +36,7 @@ from worker.state import AnyRequest
 __all__ = [
     "ContextError",
     "MakeGeneration",
+    "body_grammar",
     "context_error_response",
     "prepare_generation",
     "sampling_params",
@@ -45,15 +47,31 @@ __all__ = [
 MakeGeneration = Callable[[Callable[[GenerationEvent], None]], Generation]
 
 
+async def body_grammar(body: SamplingFields) -> str | None:
+    """The request's own grammar (``grammar``, ``json_schema`` or ``response_format``) as GBNF;
+    400 for one that cannot be used. A schema is converted in a thread, within the converter's
+    size caps (worker/sampling/schema_limits.py), so that a large one never stalls the other
+    streams of this worker (docs/security.md, "Media and JSON schemas in workers")."""
+    convert = functools.partial(grammar_for, body.grammar, body.json_schema, body.response_format)
+    try:
+        if body.json_schema is None and body.response_format is None:
+            return convert()  # GBNF as given: nothing to convert
+        return await anyio.to_thread.run_sync(convert)
+    except GrammarError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
 def sampling_params(
     model: LoadedModel,
     body: SamplingFields,
+    grammar: str | None,
     tool_grammar: str | None = None,
     triggers: tuple[str, ...] = (),
     reasoning_budget: ReasoningBudget | None = None,
 ) -> SamplingParams:
     """The request's sampling over the worker's defaults (llama-server's
-    ``params_from_json_cmpl``), with its biases, grammar and budget."""
+    ``params_from_json_cmpl``), with its biases, budget and grammar: ``grammar`` is the
+    request's own (:func:`body_grammar`), else the worker's default, else ``tool_grammar``."""
     sampling = request_sampling(model.sampling, body)
     # A request's own biases replace -l's, as llama-server's (its handler clears the list).
     bias, text_bias = (
@@ -63,10 +81,6 @@ def sampling_params(
     )
     if sampling.ignore_eos:  # as llama-server: end-of-generation tokens are never sampled
         bias.update(dict.fromkeys(model.eog_tokens, -math.inf))
-    try:
-        grammar = grammar_for(body.grammar, body.json_schema, body.response_format)
-    except GrammarError as exc:
-        raise ApiError(400, str(exc)) from None
     if grammar is None and tool_grammar is None:
         grammar = _default_grammar(model.settings.grammar, model.settings.json_schema)
     if tool_grammar is not None:
@@ -106,13 +120,18 @@ def token_budget(model: LoadedModel, *requested: int | None) -> int | None:
 
 
 async def verbose_prompt(
-    engine: Engine, model: LoadedModel, body: SamplingFields, prompt: list[int], budget: int | None
+    engine: Engine,
+    model: LoadedModel,
+    body: SamplingFields,
+    grammar: str | None,
+    prompt: list[int],
+    budget: int | None,
 ) -> RenderedPrompt | None:
     """What an OpenAI answer's ``__verbose`` needs, when the request (else ``--verbose``) asks
     for it: the prompt as text and the settings it runs with."""
     if not (model.settings.verbose if body.verbose is None else body.verbose):
         return None
-    settings = request_settings(model, body, sampling_params(model, body), budget)
+    settings = request_settings(model, body, sampling_params(model, body, grammar), budget)
     text = await engine.call(lambda: model.detokenize(prompt))
     return RenderedPrompt(text, settings)
 
@@ -150,6 +169,7 @@ def context_error_response(request: AnyRequest, exc: ContextError) -> Response[d
 def prepare_generation(
     model: LoadedModel,
     body: SamplingFields,
+    grammar: str | None,
     prompt: list[int],
     max_tokens: int | None,
     tool_grammar: str | None = None,
@@ -159,11 +179,11 @@ def prepare_generation(
 ) -> MakeGeneration:
     """Check the request against the model and return how to build its generation.
 
-    The grammar is only turned into GBNF text here; llama.cpp parses it once, as the generation
-    is queued (:meth:`~worker.engine.batching.BatchEngine.submit`); ``grammar_triggers`` make the
-    tool grammar a lazy one.
+    ``grammar`` is the request's own (:func:`body_grammar`), already GBNF text; llama.cpp parses
+    it once, as the generation is queued (:meth:`~worker.engine.batching.BatchEngine.submit`);
+    ``grammar_triggers`` make the tool grammar a lazy one.
     """
-    params = sampling_params(model, body, tool_grammar, grammar_triggers, reasoning_budget)
+    params = sampling_params(model, body, grammar, tool_grammar, grammar_triggers, reasoning_budget)
     max_predict_ms = time_limit_ms(body)
     n_indent = indent(body)
     _check_context(model, prompt)

@@ -51,6 +51,8 @@ _NOT_IN_KEY = frozenset(
         "endpoint_slots",
         "slot_save_path",
         "media_path",
+        "media_allow_private",
+        "media_max_bytes",
         "kv_persist",
         "kv_cache_dir",
         "kv_cache_max",

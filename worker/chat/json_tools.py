@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from worker.sampling.grammars import GrammarError, grammar_for
+from worker.sampling.json_schema import SchemaError
+from worker.sampling.schema_limits import check_schema_size
 
 __all__ = ["ToolAnswer", "ToolPlan", "chosen_tools", "plan_tools"]
 
@@ -107,6 +109,10 @@ def chosen_tools(
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise GrammarError(f"tools[{index}] must be {{'type': 'function', 'function': …}}")
         functions[function["name"]] = function
+    try:  # before either converter (Corral's, or a native syntax's) sees them
+        check_schema_size([function.get("parameters") for function in functions.values()])
+    except SchemaError as exc:
+        raise GrammarError(f"tools: {exc}") from None
     if isinstance(tool_choice, dict):
         name = (tool_choice.get("function") or {}).get("name")
         if name not in functions:

@@ -24,7 +24,7 @@ async def chat_media_prompt(
     """The conversation tokenized with its media, or None when it has none (400 for media the
     model cannot read). ``messages`` are rendered as the chat template renders text."""
     marked, files = await take_message_media(
-        messages, model.modalities, media_marker(), model.settings.media_path
+        messages, model.modalities, media_marker(), model.settings.media_rules
     )
     if not files:
         return None

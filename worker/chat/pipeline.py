@@ -9,15 +9,22 @@ API: each shape reads the output with the same :class:`~worker.chat.formats.Outp
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio.to_thread
 import msgspec
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError
 from worker.answer.answer_context import AnswerContext
-from worker.answer.generation_request import prepare_generation, token_budget, verbose_prompt
+from worker.answer.generation_request import (
+    body_grammar,
+    prepare_generation,
+    token_budget,
+    verbose_prompt,
+)
 from worker.answer.pipeline import PromptJob, answer, completions_per_prompt
 from worker.answer.response_shape import ResponseShape
 from worker.chat.continuation import continuation, continued_tail
@@ -63,7 +70,8 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
     source = template.source
     if describes and template.tool_use is not None:
         source = template.tool_use.source
-    plan = plan_output(
+    plan_call = functools.partial(
+        plan_output,
         source,
         msgspec.to_builtins(body.messages),
         body.tools,
@@ -72,6 +80,9 @@ async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) ->
         body.reasoning_format or model.settings.reasoning_format,
         native=describes,
     )
+    # Tools' schemas become a grammar there: in a thread, as a request's own schema
+    # (docs/security.md, "Media and JSON schemas in workers").
+    plan = await anyio.to_thread.run_sync(plan_call) if body.tools else plan_call()
     tools = body.tools if describes and not plan.generic else None
     kwargs = body.chat_template_kwargs
     budget, tags = _budget(body, model), plan.format.thinking
@@ -118,13 +129,22 @@ async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) 
     chat = await _chat_prompt(engine, model, body)
     plan = chat.plan
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
+    grammar = await body_grammar(body)
     make = prepare_generation(
-        model, body, chat.tokens, budget, plan.grammar, plan.triggers, chat.thinking, chat.media
+        model,
+        body,
+        grammar,
+        chat.tokens,
+        budget,
+        plan.grammar,
+        plan.triggers,
+        chat.thinking,
+        chat.media,
     )
     parser = plan.stream if body.stream else plan.whole
     include_usage = body.stream_options is not None and body.stream_options.include_usage
     context = AnswerContext(model.settings.alias, include_usage=include_usage)
-    rendered = await verbose_prompt(engine, model, body, chat.tokens, budget)
+    rendered = await verbose_prompt(engine, model, body, grammar, chat.tokens, budget)
     job = PromptJob(make, len(chat.tokens), rendered)
     return await answer(
         request, engine, context, lambda c: shape(c, parser), [job], per_prompt, body.stream

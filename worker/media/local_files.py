@@ -8,15 +8,19 @@ The path must pass upstream's file-name rules (``fs_validate_filename`` in commo
 subfolders allowed): no ``..`` anywhere, no control or reserved characters. Corral also refuses a
 file whose real location, links followed, is outside the folder, so that a link placed in it
 cannot hand a client any file the worker can read. Every refusal is the client's error (400).
+A file is read only if it is a regular file no larger than what the request's media may still
+take (:class:`~worker.media.rules.MediaBudget`), and no more of it than that is read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from pathlib import Path
 
 from worker.host.errors import InvalidInput
+from worker.media.rules import ByteCap
 
 __all__ = ["read_local_media"]
 
@@ -48,21 +52,44 @@ def _allowed_path(path: str) -> bool:
     )
 
 
-def _read_inside(folder: Path, relative: str, field: str) -> bytes:
+def _read_capped(path: str, cap: ByteCap, field: str, relative: str) -> bytes:
+    """At most ``cap.bytes`` of a regular file, its size checked before reading."""
+    unreadable = InvalidInput(f"{field}: file does not exist or cannot be opened: {relative}")
+    try:
+        # Non-blocking: opening a FIFO placed in the folder must not hang the read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        raise unreadable from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # a folder, device or FIFO: no size to check
+            raise unreadable
+        if info.st_size > cap.bytes:
+            raise InvalidInput(f"{field}: {cap.refusal}")
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        with os.fdopen(fd, "rb") as file:
+            data = file.read(cap.bytes + 1)  # a file that grew since is refused all the same
+    except OSError:
+        raise unreadable from None
+    if len(data) > cap.bytes:
+        raise InvalidInput(f"{field}: {cap.refusal}")
+    return data
+
+
+def _read_inside(folder: Path, relative: str, field: str, cap: ByteCap) -> bytes:
     real_folder = os.path.realpath(folder)
     target = os.path.realpath(f"{real_folder}/{relative}")
     if not Path(target).is_relative_to(real_folder):
         raise InvalidInput(f"{field}: file path is not allowed: {relative}")
-    try:
-        return Path(target).read_bytes()
-    except OSError:
-        raise InvalidInput(
-            f"{field}: file does not exist or cannot be opened: {relative}"
-        ) from None
+    return _read_capped(target, cap, field, relative)
 
 
-async def read_local_media(url: str, field: str, media_path: Path | None) -> bytes:
-    """The bytes of the file a ``file://`` URL names inside ``media_path``."""
+async def read_local_media(url: str, field: str, media_path: Path | None, cap: ByteCap) -> bytes:
+    """The bytes of the file a ``file://`` URL names inside ``media_path``, at most
+    ``cap.bytes`` of them (what the request's media budget has left)."""
     if media_path is None:
         raise InvalidInput(
             f"{field}: file:// URLs are not allowed unless --media-path is specified"
@@ -71,4 +98,4 @@ async def read_local_media(url: str, field: str, media_path: Path | None) -> byt
     if not _allowed_path(relative):
         raise InvalidInput(f"{field}: file path is not allowed: {relative}")
     # Off the event loop: a large file on a slow disk must not stall other requests.
-    return await asyncio.to_thread(_read_inside, media_path, relative, field)
+    return await asyncio.to_thread(_read_inside, media_path, relative, field, cap)

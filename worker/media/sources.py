@@ -2,24 +2,27 @@
 ``file://`` URL inside the ``--media-path`` folder (:mod:`worker.media.local_files`).
 
 As llama-server's ``handle_media`` (``tools/server/server-common.cpp``): remote files are
-fetched by the worker with a size and a time limit (10 MB, 10 s), and anything unreadable is
-the client's error (400) naming the field.
+fetched by the worker (:mod:`worker.media.downloads`) with a size and a time limit (10 MB,
+10 s), and anything unreadable is the client's error (400) naming the field. Whatever the
+source, a request's media together stay within its :class:`~worker.media.rules.MediaBudget`.
 """
 
 from __future__ import annotations
 
 import binascii
 from base64 import b64decode
-from pathlib import Path
 
 from worker.host.errors import InvalidInput
+from worker.media.downloads import download
 from worker.media.local_files import read_local_media
+from worker.media.rules import ByteCap, MediaBudget, MediaRules
 
 __all__ = ["FETCH_MAX_BYTES", "FETCH_TIMEOUT_SECONDS", "decode_base64", "read_media"]
 
 FETCH_MAX_BYTES = 10 * 1024 * 1024
 FETCH_TIMEOUT_SECONDS = 10.0
 _DATA_KINDS = ("data:image/", "data:audio/")
+_NO_FILES_NO_PRIVATE = MediaRules()  # the defaults: no file:// media, no private hosts
 
 
 def decode_base64(text: str, field: str) -> bytes:
@@ -45,47 +48,27 @@ def _data_uri(url: str, field: str) -> bytes:
     return decode_base64(payload, field)
 
 
-async def _fetch(url: str, field: str, max_bytes: int, wait_seconds: float) -> bytes:
-    import httpx  # lazily: 2 MiB of a worker's memory for a rare request (docs/benchmarks.md)
-
-    body = bytearray()
-    try:
-        async with (
-            httpx.AsyncClient(timeout=wait_seconds, follow_redirects=True) as client,
-            client.stream("GET", url) as response,
-        ):
-            status = response.status_code
-            if not 200 <= status < 300:
-                raise InvalidInput(f"{field}: failed to download {url}: HTTP {status}")
-            async for piece in response.aiter_bytes():
-                body += piece
-                if len(body) > max_bytes:
-                    raise InvalidInput(f"{field}: {url} is larger than {max_bytes} bytes")
-    except httpx.TimeoutException:
-        raise InvalidInput(f"{field}: {url} did not answer within {wait_seconds:g} s") from None
-    except httpx.HTTPError as exc:
-        raise InvalidInput(f"{field}: failed to download {url}: {exc}") from None
-    return bytes(body)
-
-
 async def read_media(
     url: str,
     field: str,
+    budget: MediaBudget,
+    rules: MediaRules = _NO_FILES_NO_PRIVATE,
     *,
-    max_bytes: int = FETCH_MAX_BYTES,
     wait_seconds: float = FETCH_TIMEOUT_SECONDS,
-    media_path: Path | None = None,
 ) -> bytes:
-    """The bytes ``url`` names; ``field`` (e.g. ``messages[0].content[1].image_url``) starts
-    every error message. ``max_bytes`` and ``wait_seconds`` bound a download (the wait applies
-    to connecting and to each read); ``media_path`` is the folder ``file://`` URLs may read
-    (None: they are refused)."""
+    """The bytes ``url`` names, spent from ``budget``; ``field`` (e.g.
+    ``messages[0].content[1].image_url``) starts every error message. A download is bounded by
+    ``FETCH_MAX_BYTES``, the budget and ``wait_seconds`` (connecting, and each read); ``rules``
+    say which folder ``file://`` URLs may read and whether URLs may name private hosts."""
     if not url:
         raise InvalidInput(f"{field}: no media given")
     if url.startswith(("http://", "https://")):
-        return await _fetch(url, field, max_bytes, wait_seconds)
-    if url.startswith("file://"):
-        return await read_local_media(url, field, media_path)
-    if url.startswith("data:"):
-        return _data_uri(url, field)
-    return decode_base64(url, field)
+        cap = budget.cap(ByteCap(FETCH_MAX_BYTES, f"{url} is larger than {FETCH_MAX_BYTES} bytes"))
+        data = await download(url, field, cap, wait_seconds, allow_private=rules.allow_private)
+    elif url.startswith("file://"):
+        data = await read_local_media(url, field, rules.media_path, budget.cap())
+    elif url.startswith("data:"):
+        data = _data_uri(url, field)
+    else:
+        data = decode_base64(url, field)
+    return budget.spend(data, field)

@@ -36,6 +36,7 @@ from worker.sampling.json_schema import (
     Tuple,
     read_schema,
 )
+from worker.sampling.schema_limits import OptionalWeight, check_schema_size
 from worker.sampling.schema_pattern import InvalidPattern, UnsupportedPattern, pattern_to_rule
 from worker.sampling.schema_rules import (
     INT_MAX,
@@ -89,6 +90,7 @@ class _Converter:
         self.refs_being_resolved: set[str] = set()
         self.errors: list[str] = []
         self.warnings: list[str] = []
+        self.optional_weight = OptionalWeight()
 
     def add_rule(self, name: str, rule: str) -> str:
         esc_name = _INVALID_RULE_CHARS.sub("-", name)
@@ -204,6 +206,8 @@ class _Converter:
             )
             kv_rules["*"] = self.add_rule(sub_name + "-kv", f'{key_rule} ":" space {value_rule}')
             optional_props.append("*")
+        # Counted again here: allOf merges its objects' properties into one.
+        self.optional_weight.add(len(optional_props))
         if not required_props and not optional_props:
             return '"{" space "}"'
         rule = '"{" space ' + ' "," space '.join(kv_rules[p] for p in required_props)
@@ -338,11 +342,15 @@ class _Converter:
 
 def json_schema_to_grammar(schema: Any) -> str:
     """llama.cpp's GBNF for ``schema`` (decoded JSON); SchemaError with llama.cpp's message
-    where it rejects the schema."""
+    where it rejects the schema, and for a schema past Corral's size caps
+    (:mod:`worker.sampling.schema_limits`), which llama.cpp does not have."""
+    check_schema_size(schema)
     try:
         root = read_schema(_byte_view(schema))
+        converter = _Converter()
+        converter.visit(root, "")
     except SchemaError as exc:
         raise SchemaError(f"JSON schema conversion failed:\n{exc}") from None
-    converter = _Converter()
-    converter.visit(root, "")
+    except RecursionError:  # within the caps, only a pathological pattern or name gets here
+        raise SchemaError("JSON schema conversion failed:\nnested too deeply") from None
     return _text(converter.grammar())

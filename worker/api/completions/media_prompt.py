@@ -49,7 +49,7 @@ async def completion_prompts(
 async def _media_prompt(
     engine: Engine, model: LoadedModel, prompt: MultimodalPrompt
 ) -> CompletionPrompt:
-    files = take_prompt_media(prompt.multimodal_data, model.modalities)
+    files = take_prompt_media(prompt.multimodal_data, model.modalities, model.settings.media_rules)
 
     def tokenize() -> MediaPrompt:
         projector = model.projector

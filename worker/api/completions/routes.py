@@ -8,6 +8,7 @@ from litestar.response.base import ASGIResponse
 from corral.http.errors import ApiError, decode_body
 from worker.answer.answer_context import AnswerContext, RenderedPrompt
 from worker.answer.generation_request import (
+    body_grammar,
     prepare_generation,
     sampling_params,
     token_budget,
@@ -42,10 +43,11 @@ async def completions(request: AnyRequest) -> ASGIResponse:
     per_prompt = completions_per_prompt(body, _n_parallel(model))
     prompts = await completion_prompts(engine, model, body.prompt)
     budget = token_budget(model, body.max_tokens, body.n_predict)
+    grammar = await body_grammar(body)
     jobs: list[PromptJob] = []
     for prompt in prompts:
-        make = prepare_generation(model, body, prompt.tokens, budget, media=prompt.media)
-        rendered = await verbose_prompt(engine, model, body, prompt.tokens, budget)
+        make = prepare_generation(model, body, grammar, prompt.tokens, budget, media=prompt.media)
+        rendered = await verbose_prompt(engine, model, body, grammar, prompt.tokens, budget)
         jobs.append(PromptJob(make, len(prompt.tokens), rendered))
     context = AnswerContext(model.settings.alias)
     return await answer(request, engine, context, TextShape, jobs, per_prompt, body.stream)
@@ -67,12 +69,13 @@ async def native_completion(request: AnyRequest) -> ASGIResponse:
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
     # The settings as they will run: text biases as the tokens they ban.
-    unresolved = sampling_params(model, body)
+    grammar = await body_grammar(body)
+    unresolved = sampling_params(model, body, grammar)
     params = await engine.call(lambda: with_text_bias(unresolved, model.vocab))
     settings = request_settings(model, body, params, budget)
     jobs = [
         PromptJob(
-            prepare_generation(model, body, prompt.tokens, budget, media=prompt.media),
+            prepare_generation(model, body, grammar, prompt.tokens, budget, media=prompt.media),
             len(prompt.tokens),
             RenderedPrompt(text, settings),
         )
@@ -103,7 +106,11 @@ async def infill(request: AnyRequest) -> ASGIResponse:
     except ValueError as exc:
         raise ApiError(501, str(exc)) from None
     make = prepare_generation(
-        model, body, prompt, token_budget(model, body.n_predict, body.max_tokens)
+        model,
+        body,
+        await body_grammar(body),
+        prompt,
+        token_budget(model, body.n_predict, body.max_tokens),
     )
     job = PromptJob(make, len(prompt))
     context = AnswerContext(model.settings.alias)
