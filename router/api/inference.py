@@ -32,7 +32,7 @@ PROXIED_POST = [
     "/embeddings", "/v1/embeddings", "/rerank", "/v1/rerank", "/reranking", "/v1/reranking",
     "/tokenize", "/detokenize", "/apply-template", "/predict",
 ]  # fmt: skip
-PROXIED_GET = ["/slots", "/lora-adapters"]
+PROXIED_GET = ["/slots"]  # and GET /lora-adapters (router/api/lora.py)
 
 
 class RouteKey(msgspec.Struct):
