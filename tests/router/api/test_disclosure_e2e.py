@@ -9,25 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.router_process import RouterProcess, running_router
+from tests.support.keyed_router import bearer, keyed_router
+from tests.support.router_process import RouterProcess
 
 ADMIN, INFERENCE = "paths-admin-key", "paths-inference-key"
 
 
 @pytest.fixture(scope="module")
 def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
-    keys = tmp_path_factory.mktemp("disclosure") / "keys.txt"
-    keys.write_text(f"{ADMIN} admin\n{INFERENCE} inference\n")
-    args = ["--models-dir", str(models_dir), "--ctx-size", "512", "--api-key-file", str(keys)]
-    with running_router(args) as router:
-        router.client.headers["Authorization"] = f"Bearer {ADMIN}"
+    folder = tmp_path_factory.mktemp("disclosure")
+    keys = [f"{ADMIN} admin", f"{INFERENCE} inference"]
+    with keyed_router(models_dir, folder, keys, "--ctx-size", "512", admin=ADMIN) as router:
         assert router.client.post("/models/load", json={"model": "alpha"}).is_success
         router.wait_for_log("model loaded", model="alpha")
         yield router
-
-
-def _as(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 @pytest.mark.parametrize(
@@ -44,7 +39,7 @@ def _as(key: str) -> dict[str, str]:
 def test_an_inference_key_sees_no_paths(
     team: RouterProcess, models_dir: Path, method: str, path: str, body: dict[str, str] | None
 ) -> None:
-    answer = team.client.request(method, path, json=body, headers=_as(INFERENCE))
+    answer = team.client.request(method, path, json=body, headers=bearer(INFERENCE))
     assert answer.status_code == 200, answer.text
     folder = str(models_dir.resolve()).replace("/", "\\/")  # as JSON may escape it
     assert str(models_dir.resolve()) not in answer.text
@@ -57,7 +52,7 @@ def test_the_model_list_has_no_command_line_for_an_inference_key(
     admin = {e["id"]: e for e in team.client.get("/models").json()["data"]}
     assert str(models_dir.resolve() / "alpha.gguf") in admin["alpha"]["status"]["args"]
     assert "model = " in admin["alpha"]["status"]["preset"]
-    listed = team.client.get("/models", headers=_as(INFERENCE)).json()["data"]
+    listed = team.client.get("/models", headers=bearer(INFERENCE)).json()["data"]
     inference = {e["id"]: e for e in listed}
     for name in ("alpha", "beta"):
         assert "args" not in inference[name]["status"]
@@ -69,10 +64,10 @@ def test_the_model_list_has_no_command_line_for_an_inference_key(
 
 def test_props_and_show_name_the_file_not_its_path(team: RouterProcess, models_dir: Path) -> None:
     path = str(models_dir.resolve() / "alpha.gguf")
-    props = team.client.get("/props?model=alpha", headers=_as(INFERENCE)).json()
+    props = team.client.get("/props?model=alpha", headers=bearer(INFERENCE)).json()
     assert props["model_path"] == "alpha.gguf"
     assert team.client.get("/props?model=alpha").json()["model_path"] == path
-    show = team.client.post("/api/show", json={"model": "alpha"}, headers=_as(INFERENCE)).json()
+    show = team.client.post("/api/show", json={"model": "alpha"}, headers=bearer(INFERENCE)).json()
     assert show["modelfile"].splitlines()[1] == "FROM alpha"
     admin_show = team.client.post("/api/show", json={"model": "alpha"}).json()
     assert admin_show["modelfile"].splitlines()[1] == f"FROM {path}"

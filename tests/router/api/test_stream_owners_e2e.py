@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from tests.support.chat_streams import stream_body
-from tests.support.router_process import RouterProcess, running_router
+from tests.support.keyed_router import bearer, keyed_router
+from tests.support.router_process import RouterProcess
 
 ALICE, BOB = "streams-alice-key", "streams-bob-key"
 CONV = "chat-42"  # a client-chosen id, as the docs' examples use
@@ -20,15 +21,14 @@ CONV = "chat-42"  # a client-chosen id, as the docs' examples use
 
 @pytest.fixture(scope="module")
 def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
-    keys = tmp_path_factory.mktemp("stream-owners") / "keys.txt"
-    keys.write_text(f"{ALICE} inference\n{BOB} inference\n")
-    args = ["--models-dir", str(models_dir), "--ctx-size", "512", "--api-key-file", str(keys)]
-    with running_router(args) as router:
+    folder = tmp_path_factory.mktemp("stream-owners")
+    keys = [f"{ALICE} inference", f"{BOB} inference"]
+    with keyed_router(models_dir, folder, keys, "--ctx-size", "512") as router:
         yield router
 
 
 def _as(key: str, **headers: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}", **headers}
+    return {**bearer(key), **headers}
 
 
 def _session(router: RouterProcess, key: str, tokens: int) -> bytes:

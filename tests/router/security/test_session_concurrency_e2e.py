@@ -12,23 +12,23 @@ from pathlib import Path
 import pytest
 
 from tests.support.chat_streams import CHAT, active_requests, stream_body, until
-from tests.support.router_process import RouterProcess, running_router
+from tests.support.keyed_router import bearer, keyed_router
+from tests.support.router_process import RouterProcess
 
 ADMIN, ONE_AT_A_TIME = "sessions-admin-key", "sessions-one-at-a-time"
 
 
 @pytest.fixture(scope="module")
 def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
-    keys = tmp_path_factory.mktemp("session-limits") / "keys.txt"
-    keys.write_text(f"{ADMIN} admin\n{ONE_AT_A_TIME} inference concurrency=1\n")
-    # 32k of context: room for an answer that runs as long as the test needs.
-    args = ["--models-dir", str(models_dir), "--ctx-size", "32768", "--api-key-file", str(keys)]
-    with running_router(args) as router:
-        router.client.headers["Authorization"] = f"Bearer {ADMIN}"  # /metrics, for the lease
+    folder = tmp_path_factory.mktemp("session-limits")
+    keys = [f"{ADMIN} admin", f"{ONE_AT_A_TIME} inference concurrency=1"]
+    # 32k of context: room for an answer that runs as long as the test needs. The admin key
+    # reads /metrics, for the lease.
+    with keyed_router(models_dir, folder, keys, "--ctx-size", "32768", admin=ADMIN) as router:
         yield router
 
 
-LIMITED = {"Authorization": f"Bearer {ONE_AT_A_TIME}"}
+LIMITED = bearer(ONE_AT_A_TIME)
 
 
 def _start_and_leave(router: RouterProcess, conv: str, tokens: int) -> None:

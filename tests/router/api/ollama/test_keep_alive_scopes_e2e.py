@@ -14,7 +14,8 @@ from typing import Any
 import ollama
 import pytest
 
-from tests.support.router_process import RouterProcess, running_router
+from tests.support.keyed_router import bearer, keyed_router
+from tests.support.router_process import RouterProcess
 
 ADMIN, INFERENCE = "keep-alive-admin", "keep-alive-inference"
 HI = [{"role": "user", "content": "hi"}]
@@ -25,17 +26,15 @@ FOREVER = timedelta(days=365 * 100)  # far beyond any ttl: Ollama's "pinned"
 @pytest.fixture(scope="module")
 def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
     home = tmp_path_factory.mktemp("keep-alive-team")
-    (home / "keys.txt").write_text(f"{ADMIN} admin\n{INFERENCE} inference\n")
     (home / "models.ini").write_text(f"[alpha]\nttl = {TTL}\n")
-    args = ["--models-dir", str(models_dir), "--models-preset", str(home / "models.ini")]
-    args += ["--ctx-size", "512", "--api-key-file", str(home / "keys.txt")]
-    with running_router(args) as router:
-        router.client.headers["Authorization"] = f"Bearer {ADMIN}"  # /api/ps, /models
-        yield router
+    keys = [f"{ADMIN} admin", f"{INFERENCE} inference"]
+    preset = ("--models-preset", str(home / "models.ini"))
+    with keyed_router(models_dir, home, keys, *preset, "--ctx-size", "512", admin=ADMIN) as router:
+        yield router  # its own client reads /api/ps and /models as the admin
 
 
 def _client(router: RouterProcess, key: str) -> ollama.Client:
-    return ollama.Client(host=router.url, timeout=120, headers={"Authorization": f"Bearer {key}"})
+    return ollama.Client(host=router.url, timeout=120, headers=bearer(key))
 
 
 def _running(router: RouterProcess) -> dict[str, Any]:
