@@ -17,7 +17,7 @@ from litestar.types import Receive
 
 from corral.http.errors import ApiError
 
-__all__ = ["ClientDisconnected", "cancel_on_disconnect", "until_disconnected"]
+__all__ = ["ClientDisconnected", "cancel_on_disconnect", "client_left", "until_disconnected"]
 
 T = TypeVar("T")
 
@@ -28,10 +28,15 @@ class ClientDisconnected(ApiError):
         super().__init__(499, "client closed the request", "client_disconnected")
 
 
-async def cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    """Cancel ``scope`` when the client leaves (after the body, only a disconnect can come)."""
+async def client_left(receive: Receive) -> None:
+    """Return when the client leaves (after the body, only a disconnect can come)."""
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+async def cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` when the client leaves."""
+    await client_left(receive)
     scope.cancel()
 
 

@@ -20,6 +20,7 @@ from router.relay.proxy import autoload_wanted, forward
 from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
 from router.security.api_keys import admin_only
+from router.security.callers import caller_id
 from router.single_model import single_model_target
 
 __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"]
@@ -32,7 +33,7 @@ PROXIED_POST = [
     "/embeddings", "/v1/embeddings", "/rerank", "/v1/rerank", "/reranking", "/v1/reranking",
     "/tokenize", "/detokenize", "/apply-template", "/predict",
 ]  # fmt: skip
-PROXIED_GET = ["/slots", "/lora-adapters"]
+PROXIED_GET = ["/slots"]  # and GET /lora-adapters (router/api/lora.py)
 
 
 class RouteKey(msgspec.Struct):
@@ -73,20 +74,20 @@ async def _forward_to(
     target: bytes | None = None,
     translation: AnswerTranslation | None = None,
 ) -> ASGIResponse:
-    conversation = request.headers.get("x-conversation-id")
-    resumable = bool(conversation) and request.method == "POST"
+    # A resumable session (docs/protocol.md §5), its key's (router/relay/conversations.py).
+    conversation = request.headers.get("x-conversation-id") if request.method == "POST" else None
+    caller = caller_id(request.scope)
     peer = rt.peers.route(name, local=rt.pool.catalogue.resolve(name) is not None)
-    if peer is not None:
-        if conversation and resumable:  # replays of it go to the same peer (api/streams.py)
-            rt.conversations.claim(conversation, name)
+    if peer is not None:  # replays of a session go to the same peer (api/streams.py)
+        claimed = rt.conversations.claim(caller, conversation, name) if conversation else None
         return await forward_to_peer(
-            request, name, peer, body, detached=resumable, target=target, translation=translation
+            request, name, peer, body, session=claimed, target=target, translation=translation
         )
     with scheduling_answered():
         state = rt.pool.get(name)
     session = None
-    if conversation and resumable:
-        session = rt.conversations.claim(conversation, state.entry.name)
+    if conversation:
+        session = rt.conversations.claim(caller, conversation, state.entry.name)
     try:
         return await forward(
             request,

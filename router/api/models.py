@@ -16,6 +16,12 @@ from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
 from corral.hub.mmproj_inputs import input_modalities
 from corral.hub.sizes import files_size
 from corral.llama_build import corral_version, llama_build_info
+from router.api.disclosure import (
+    JsonRewrite,
+    event_for_inference,
+    listing_for_inference,
+    props_for_inference,
+)
 from router.api.inference import forward_to_model
 from router.api.runtime import RouterRuntime, runtime
 from router.catalogue.catalogue import CatalogueError
@@ -23,6 +29,7 @@ from router.catalogue.listing import ListingStatus, ModelListing
 from router.observe.events import ModelEvent
 from router.scheduling.answers import scheduling_answered
 from router.security.api_keys import admin_only
+from router.security.callers import is_admin
 from router.single_model import ollama_models
 from router.workers.memory_budget import resident_memory
 from router.workers.model_state import ModelState, Status
@@ -49,7 +56,8 @@ async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASG
     settings = runtime(request).settings
     if model or settings.single_model:
         # llama-server with one model answers /props itself; so does that model's worker here.
-        return await forward_to_model(request, model, None)
+        hidden = None if is_admin(request.scope) else JsonRewrite(props_for_inference)
+        return await forward_to_model(request, model, None, translation=hidden)
     return json_response(
         {
             "role": "router",
@@ -177,6 +185,8 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
     data.sort(key=lambda entry: entry.id)
+    if not is_admin(request.scope):  # no paths or command lines (router/api/disclosure.py)
+        data = [listing_for_inference(entry) for entry in data]
     listing: dict[str, Any] = {"object": "list", "data": data}
     devices = _devices(rt)
     if devices:  # Corral's own, beside the list: what each GPU holds now
@@ -248,6 +258,7 @@ _encode_event = msgspec.json.Encoder().encode
 
 async def _model_events(request: AnyRequest) -> AsyncIterator[bytes]:
     events = runtime(request).pool.events
+    admin = is_admin(request.scope)
     subscription = events.subscribe()
     try:
         yield b": connected\n\n"  # flushes the headers at once
@@ -256,7 +267,8 @@ async def _model_events(request: AnyRequest) -> AsyncIterator[bytes]:
             if not batch:
                 yield b": keep-alive\n\n"
             for event in batch:
-                yield b"data: " + _encode_event(event) + b"\n\n"
+                shown = event if admin else event_for_inference(event)
+                yield b"data: " + _encode_event(shown) + b"\n\n"
     finally:
         events.unsubscribe(subscription)
 

@@ -7,13 +7,18 @@ None of them ever loads a model. A replay of a session whose POST still waits fo
 load is told to retry (503): that load will answer the POST. A replay of a session that is gone
 with its worker (the worker stopped or is stopping) is told so (404 with the reason), never to
 retry. A DELETE withdraws a parked POST.
+
+Each reaches only the caller's own sessions: the conversation ids it names are looked up among
+its key's claims, and the worker (or peer) is asked with the key's session ids
+(router/relay/conversations.py), so another key's stream is as unknown as one never started.
+None takes a ``concurrency`` slot: the generation it watches is counted by its POST.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import msgspec
@@ -24,10 +29,12 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
 from router.api.runtime import RouterRuntime, runtime
-from router.relay.conversations import stop_reason
+from router.relay.conversations import Claim, session_key, stop_reason
 from router.relay.peer_proxy import forward_to_peer
 from router.relay.peers import PeerRoute
 from router.relay.proxy import WorkerStopping, relay
+from router.security.api_keys import uncounted
+from router.security.callers import caller_id
 from router.workers.model_state import Status
 from router.workers.worker_http import UpstreamError
 
@@ -50,13 +57,32 @@ def _conversation(conv_id: str | None) -> str:
     return conv_id
 
 
-def _peer_owner(rt: RouterRuntime, conversation: str) -> tuple[str, PeerRoute] | None:
+def _peer_owner(rt: RouterRuntime, claim: Claim | None) -> tuple[str, PeerRoute] | None:
     """The peer model that owns a conversation (its POST was relayed to a peer)."""
-    model = rt.conversations.owner(conversation)
-    if model is None or model in rt.pool.models:
+    if claim is None or claim.ended is not None or claim.model in rt.pool.models:
         return None
-    route = rt.peers.route(model, local=False)
-    return (model, route) if route is not None else None
+    route = rt.peers.route(claim.model, local=False)
+    return (claim.model, route) if route is not None else None
+
+
+def _stream_target(request: AnyRequest, claim: Claim) -> bytes:
+    """The replay's own path and query, with the id its worker (or peer) knows the session by."""
+    pairs = parse_qsl(request.scope["query_string"].decode("latin-1"), keep_blank_values=True)
+    query = [(k, v) for k, v in pairs if k != "conv_id"]
+    return b"/v1/stream?" + urlencode([("conv_id", claim.session_key), *query]).encode()
+
+
+def _own_sessions(answer: list[Any], caller: str | None) -> list[Any]:
+    """A worker's lookup answer with the caller's ids as the caller knows them."""
+    if caller is None:
+        return answer
+    prefix = session_key(caller, "")
+    found = []
+    for item in answer:
+        key = item.get("conversation_id") if isinstance(item, dict) else None
+        if isinstance(key, str) and key.startswith(prefix):  # only what was asked comes back
+            found.append({**item, "conversation_id": key.removeprefix(prefix)})
+    return found
 
 
 def _exchange(rt: RouterRuntime, model: str) -> Exchange | None:
@@ -72,14 +98,13 @@ def _exchange(rt: RouterRuntime, model: str) -> Exchange | None:
     return client.exchange
 
 
-@get("/v1/stream")
+@get("/v1/stream", opt=uncounted())
 async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> ASGIResponse:
     rt = runtime(request)
-    conversation = _conversation(conv_id)
-    remote = _peer_owner(rt, conversation)
-    if remote is not None:
-        return await forward_to_peer(request, *remote, None)
-    claim = rt.conversations.find(conversation)
+    claim = rt.conversations.find(caller_id(request.scope), _conversation(conv_id))
+    remote = _peer_owner(rt, claim)
+    if remote is not None and claim is not None:
+        return await forward_to_peer(request, *remote, None, target=_stream_target(request, claim))
     if claim is not None and claim.ended is not None:
         raise ApiError(404, f"Stream not found: {claim.ended}")
     state = rt.pool.models.get(claim.model) if claim is not None else None
@@ -92,20 +117,24 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
         # replay reached it: the worker is on its way out, and the session with it.
         if rt.scheduler.hold(state, request.scope) is None:
             raise WorkerStopping
-        return await relay(request, rt.scheduler, state, None)
+        return await relay(
+            request, rt.scheduler, state, None, target=_stream_target(request, claim)
+        )
     except WorkerStopping:
         raise ApiError(404, f"Stream not found: {stop_reason(state)}") from None
 
 
-@post("/v1/streams/lookup", status_code=200)
+@post("/v1/streams/lookup", status_code=200, opt=uncounted())
 async def lookup(request: AnyRequest) -> list[Any]:
     rt = runtime(request)
+    caller = caller_id(request.scope)
     body = decode_body(await request.body(), LookupRequest)
     ids = [item for item in body.conversation_ids if isinstance(item, str) and item]
     found: list[Any] = []
 
     async def ask(model: str, exchange: Exchange, conversations: list[str]) -> None:
-        question = msgspec.json.encode({"conversation_ids": conversations})
+        keys = [session_key(caller, conversation) for conversation in conversations]
+        question = msgspec.json.encode({"conversation_ids": keys})
         try:
             with anyio.fail_after(_QUICK_SECONDS):
                 status, answer = await exchange("POST", b"/v1/streams/lookup", question)
@@ -113,26 +142,29 @@ async def lookup(request: AnyRequest) -> list[Any]:
             _log.warning("stream lookup failed", model=model, error=str(exc))
             return
         if status == 200:
-            found.extend(msgspec.json.decode(answer))
+            found.extend(_own_sessions(msgspec.json.decode(answer), caller))
 
     async with anyio.create_task_group() as group:
-        for model, conversations in rt.conversations.by_model(ids).items():
+        for model, conversations in rt.conversations.by_model(caller, ids).items():
             exchange = _exchange(rt, model)
             if exchange is not None:
                 group.start_soon(ask, model, exchange, conversations)
     return found
 
 
-@delete("/v1/stream", status_code=204)
+@delete("/v1/stream", status_code=204, opt=uncounted())
 async def stop(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> Response[None]:
+    """204 whether or not the caller had such a session (idempotent): another key's stream is
+    neither stopped nor told apart from one that never was."""
     rt = runtime(request)
-    conversation = _conversation(conv_id)
-    model = rt.conversations.owner(conversation)
+    caller, conversation = caller_id(request.scope), _conversation(conv_id)
+    model = rt.conversations.owner(caller, conversation)
     exchange = _exchange(rt, model) if model is not None else None
     # Forgotten first: a request still waiting for its model then knows it is not wanted.
-    rt.conversations.forget(conversation)
+    rt.conversations.forget(caller, conversation)
     if exchange is not None:
-        target = b"/v1/stream?" + urlencode({"conv_id": conversation}).encode()
+        key = session_key(caller, conversation)
+        target = b"/v1/stream?" + urlencode({"conv_id": key}).encode()
         try:
             with anyio.fail_after(_QUICK_SECONDS):
                 await exchange("DELETE", target, None)

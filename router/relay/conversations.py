@@ -5,17 +5,22 @@ is *attached* to the model's worker at the moment the request is sent to it. Onl
 exit can lose a session, and only the sessions it held: the claims attached to it end, with the
 reason kept for the replays that come later ("model 'X' stopped"). A claim not yet attached
 (its request waits for the model's next load) stays, and that load answers it. A DELETE is the
-only thing that withdraws a waiting request. The map is bounded.
+only thing that withdraws a waiting request.
+
+A conversation belongs to the key that started it (docs/security.md, "Key holders"): every
+lookup names the caller's key id as well as the conversation id, so one key's ids never reach
+another's sessions, and the worker knows each session by :attr:`Claim.session_key`, the id
+behind its key's. The map is bounded; when it is full, the caller holding the most claims loses
+its oldest, so a key that floods it only pushes out its own.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
 
 from router.workers.model_state import ModelState
 
-__all__ = ["Claim", "ConversationOwners", "stop_reason"]
+__all__ = ["Claim", "ConversationOwners", "session_key", "stop_reason"]
 
 _MAX_CONVERSATIONS = 10_000
 
@@ -29,16 +34,28 @@ def stop_reason(state: ModelState) -> str:
     return f"model '{state.name}' stopped"
 
 
+def session_key(caller: str | None, conversation: str) -> str:
+    """The id a worker (or a peer) knows a caller's conversation by: behind the key's id, so
+    two keys' conversations never meet there; the client's own id on a router without keys."""
+    return conversation if caller is None else f"{caller}/{conversation}"
+
+
 class Claim:
     """One session POST's hold on its conversation, from routing until the session is gone."""
 
-    __slots__ = ("_claims", "attached", "conversation", "ended", "model")
+    __slots__ = ("_claims", "attached", "caller", "conversation", "ended", "model")
 
-    def __init__(self, conversation: str, model: str, claims: Mapping[str, Claim]) -> None:
-        self.conversation, self.model = conversation, model
-        self._claims = claims  # the owners' map: a newer claim or a DELETE replaces this one
+    def __init__(
+        self, caller: str | None, conversation: str, model: str, claims: dict[str, Claim]
+    ) -> None:
+        self.caller, self.conversation, self.model = caller, conversation, model
+        self._claims = claims  # its caller's: a newer claim or a DELETE replaces this one
         self.attached = False  # sent to the model's current worker, whose session it now is
         self.ended: str | None = None  # why the session is gone, once it is
+
+    @property
+    def session_key(self) -> str:
+        return session_key(self.caller, self.conversation)
 
     def live(self) -> bool:
         """Still the conversation's claim: not replaced, forgotten (DELETE) or ended."""
@@ -61,43 +78,55 @@ class Claim:
 
 class ConversationOwners:
     def __init__(self, limit: int = _MAX_CONVERSATIONS) -> None:
-        self._claims: OrderedDict[str, Claim] = OrderedDict()
+        # Each caller's claims, oldest first; None is every caller of a router without keys.
+        self._callers: dict[str | None, OrderedDict[str, Claim]] = {}
         self._limit = limit
+        self._count = 0
 
-    def claim(self, conversation: str, model: str) -> Claim:
+    def claim(self, caller: str | None, conversation: str, model: str) -> Claim:
         """Record ``model`` as the owner; the claim holds until replaced, forgotten or ended."""
-        claim = Claim(conversation, model, self._claims)
-        self._claims[conversation] = claim
-        self._claims.move_to_end(conversation)
-        while len(self._claims) > self._limit:  # the oldest conversations go first
-            self._claims.popitem(last=False)
+        claims = self._callers.setdefault(caller, OrderedDict())
+        claim = Claim(caller, conversation, model, claims)
+        self._count += conversation not in claims
+        claims[conversation] = claim
+        claims.move_to_end(conversation)
+        while self._count > self._limit:
+            # The biggest holder's oldest goes: a flood evicts its own claims, not others'.
+            # Callers are the configured keys, few enough to compare on every overflow.
+            biggest = max(self._callers, key=lambda name: len(self._callers[name]))
+            self._callers[biggest].popitem(last=False)
+            self._count -= 1
         return claim
 
-    def find(self, conversation: str) -> Claim | None:
-        """The conversation's latest claim, ended or not."""
-        return self._claims.get(conversation)
+    def find(self, caller: str | None, conversation: str) -> Claim | None:
+        """The caller's latest claim on the conversation, ended or not."""
+        claims = self._callers.get(caller)
+        return claims.get(conversation) if claims is not None else None
 
-    def owner(self, conversation: str) -> str | None:
+    def owner(self, caller: str | None, conversation: str) -> str | None:
         """The model whose worker has (or will have) the session; None once it ended."""
-        claim = self._claims.get(conversation)
+        claim = self.find(caller, conversation)
         return claim.model if claim is not None and claim.ended is None else None
 
-    def forget(self, conversation: str) -> None:
-        self._claims.pop(conversation, None)
+    def forget(self, caller: str | None, conversation: str) -> None:
+        claims = self._callers.get(caller)
+        if claims is not None and claims.pop(conversation, None) is not None:
+            self._count -= 1
 
     def worker_exited(self, state: ModelState) -> None:
         """A worker exited: the sessions attached to it died with it. (A model runs at most one
         worker at a time, so the model's attached claims are that worker's.)"""
         reason = stop_reason(state)
-        for claim in self._claims.values():
-            if claim.model == state.name and claim.attached and claim.ended is None:
-                claim.ended = reason
+        for claims in self._callers.values():
+            for claim in claims.values():
+                if claim.model == state.name and claim.attached and claim.ended is None:
+                    claim.ended = reason
 
-    def by_model(self, conversations: list[str]) -> dict[str, list[str]]:
-        """The asked conversations that have a live owner, grouped by it."""
+    def by_model(self, caller: str | None, conversations: list[str]) -> dict[str, list[str]]:
+        """The caller's asked conversations that have a live owner, grouped by it."""
         grouped: dict[str, list[str]] = {}
         for conversation in conversations:
-            model = self.owner(conversation)
+            model = self.owner(caller, conversation)
             if model is not None:
                 grouped.setdefault(model, []).append(conversation)
         return grouped

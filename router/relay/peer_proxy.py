@@ -2,7 +2,8 @@
 
 The same relay as to a local worker (router.relay.proxy): bytes through as they come, a client
 disconnect closes the peer connection, which stops the peer's generation (or, with
-``X-Conversation-Id``, leaves it running for replay on a Corral peer). What differs: the body's
+``X-Conversation-Id``, leaves it running for replay on a Corral peer, and relays it to its end,
+as a local worker's). What differs: the body's
 ``model`` is renamed when the peer has a prefix, the router's own key is replaced by the peer's,
 and failures of the peer are 502s that name it.
 
@@ -26,13 +27,9 @@ from litestar.response.base import ASGIResponse
 from corral.http.disconnect import until_disconnected
 from corral.http.errors import ApiError
 from router.observe.access_log import note_model
+from router.relay.conversations import Claim
 from router.relay.peers import PeerRoute
-from router.relay.proxy import (
-    TRANSLATED_DROP,
-    WHOLE_BELOW,
-    RelayResponse,
-    request_target,
-)
+from router.relay.proxy import WHOLE_BELOW, RelayResponse, request_headers, request_target
 from router.relay.translation import AnswerTranslation
 from router.workers.worker_http import UpstreamError
 
@@ -93,21 +90,18 @@ async def forward_to_peer(
     route: PeerRoute,
     body: bytes | None,
     *,
-    detached: bool = False,
+    session: Claim | None = None,
     target: bytes | None = None,
     translation: AnswerTranslation | None = None,
 ) -> ASGIResponse:
-    """Send the request to the peer; ``detached``, ``target`` and ``translation`` as for a
+    """Send the request to the peer; ``session``, ``target`` and ``translation`` as for a
     local worker (router.relay.proxy.forward)."""
     peer, stats = route.peer, route.peer.stats
     note_model(name)
-    headers = [(k, v) for k, v in request.scope["headers"] if k in _TO_PEER]
-    if target is None:
-        target = request_target(request.scope)
-    else:  # a translated body: a JSON body of its own
-        headers = [(k, v) for k, v in headers if k not in TRANSLATED_DROP]
-        headers.append((b"content-type", b"application/json"))
-    target = peer.config.base_path.encode() + target
+    sent = request_headers(request.scope, session, translated=translation is not None)
+    headers = [(k, v) for k, v in sent if k in _TO_PEER]
+    target = peer.config.base_path.encode() + (target or request_target(request.scope))
+    detached = session is not None
     if route.remote != name:
         target = _renamed_target(target, route.remote)
         if body:
@@ -142,5 +136,10 @@ async def forward_to_peer(
         return ApiError(502, f"peer '{peer.name}' stopped while answering: {exc}")
 
     return RelayResponse(
-        upstream, name, progress=lambda: None, cut_error=cut_error, translation=translation
+        upstream,
+        name,
+        progress=lambda: None,
+        cut_error=cut_error,
+        translation=translation,
+        detached=detached,
     )

@@ -3,6 +3,9 @@
 Bodies go through byte for byte. Streams are relayed chunk by chunk with no buffering; a short
 answer that announces its length goes out whole. A client that disconnects cancels the relay,
 which closes the upstream connection, which makes the worker stop generating (docs/protocol.md §3).
+A resumable session's generation goes on without its client (§5), and so does its relay: it
+reads the rest of the answer for nobody, so the request, its key's ``concurrency`` slot and
+its lease on the model last until the generation ends (docs/security.md, "Key holders").
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from litestar import Request
 from litestar.response.base import ASGIResponse
 from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
-from corral.http.disconnect import cancel_on_disconnect, until_disconnected
+from corral.http.disconnect import client_left, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
 from router.relay.conversations import Claim
@@ -53,7 +56,14 @@ _HOP_BY_HOP = {
 # Workers never see the router's credentials (docs/protocol.md §8); compression would defeat
 # streaming; the router has read the whole body already, so a worker has nothing to say to
 # "Expect: 100-continue".
-_REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding", b"expect"}
+# A session's id is the router's to give (the key's namespace, router/relay/conversations.py).
+_REQUEST_DROP = _HOP_BY_HOP | {
+    b"authorization",
+    b"x-api-key",
+    b"accept-encoding",
+    b"expect",
+    b"x-conversation-id",
+}
 # A translated request's body is the router's: the client's description of its own is wrong.
 TRANSLATED_DROP = {b"content-type", b"content-encoding"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
@@ -68,9 +78,19 @@ def request_target(scope: Scope) -> bytes:
     return path + b"?" + query if query else path
 
 
-def request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+def request_headers(
+    scope: Scope, session: Claim | None = None, *, translated: bool = False
+) -> list[tuple[bytes, bytes]]:
+    """The headers a worker or a peer gets: the session's id if it is one, and for a
+    ``translated`` body the JSON content type of the body the router made."""
     # ASGI servers give header names in lower case.
-    return [(k, v) for k, v in scope["headers"] if k not in _REQUEST_DROP]
+    drop = _REQUEST_DROP | TRANSLATED_DROP if translated else _REQUEST_DROP
+    headers = [(k, v) for k, v in scope["headers"] if k not in drop]
+    if session is not None:
+        headers.append((b"x-conversation-id", session.session_key.encode("latin-1")))
+    if translated:
+        headers.append((b"content-type", b"application/json"))
+    return headers
 
 
 def _response_headers(upstream: UpstreamResponse) -> list[tuple[bytes, bytes]]:
@@ -90,9 +110,23 @@ class RelayResponse(ASGIResponse):
     request, just after (router/scheduling/leases.py). A stream cut by the upstream ends with
     the SSE error event ``cut_error`` makes of the reason. ``translation`` turns the answer
     into another API's (router/relay/translation.py).
+
+    A ``detached`` answer (a resumable session's) is read to its end even once its client has
+    gone: the generation goes on in the worker, and it is this request, until the worker's
+    answer ends (the generation finished, a DELETE stopped it, the worker went), that counts it
+    against its key's ``concurrency`` and holds the model's lease.
     """
 
-    __slots__ = ("_cut_error", "_headers", "_name", "_progress", "_translation", "_upstream")
+    __slots__ = (
+        "_client_gone",
+        "_cut_error",
+        "_detached",
+        "_headers",
+        "_name",
+        "_progress",
+        "_translation",
+        "_upstream",
+    )
 
     def __init__(
         self,
@@ -102,9 +136,12 @@ class RelayResponse(ASGIResponse):
         progress: Callable[[], None],
         cut_error: Callable[[UpstreamError], ApiError],
         translation: AnswerTranslation | None = None,
+        detached: bool = False,
     ) -> None:
         super().__init__(status_code=upstream.status)
         self._upstream = upstream
+        self._detached = detached
+        self._client_gone = False
         self._headers = _response_headers(upstream)
         self._name = name
         self._cut_error = cut_error
@@ -122,13 +159,26 @@ class RelayResponse(ASGIResponse):
                 await send({"type": "http.response.body", "body": body, "more_body": False})
                 return
             await self._start(send, [])
-            # Litestar's own streaming responses watch for a disconnect the same way.
             async with anyio.create_task_group() as group:
-                group.start_soon(cancel_on_disconnect, receive, group.cancel_scope)
+                group.start_soon(self._watch_client, receive, group.cancel_scope)
                 await self._copy(send)
                 group.cancel_scope.cancel()
         finally:
             self._upstream.close()
+
+    async def _watch_client(self, receive: Receive, relay: anyio.CancelScope) -> None:
+        """A client that leaves ends the relay (Litestar's own streaming responses watch for a
+        disconnect the same way), unless the answer is ``detached``: then only the sending
+        stops, and the rest is read for nobody."""
+        await client_left(receive)
+        if self._detached:
+            self._client_gone = True
+        else:
+            relay.cancel()
+
+    async def _send_body(self, send: Send, body: bytes, *, more: bool = True) -> None:
+        if not self._client_gone:
+            await send({"type": "http.response.body", "body": body, "more_body": more})
 
     async def _start(
         self, send: Send, extra: list[tuple[bytes, bytes]], *, translated: bool = False
@@ -160,15 +210,14 @@ class RelayResponse(ASGIResponse):
             return
         await self._start(send, media, translated=True)
         async with anyio.create_task_group() as group:
-            group.start_soon(cancel_on_disconnect, receive, group.cancel_scope)
+            group.start_soon(self._watch_client, receive, group.cancel_scope)
             try:
                 async for piece in translation.stream(self._chunks()):
-                    await send({"type": "http.response.body", "body": piece, "more_body": True})
+                    await self._send_body(send, piece)
             except UpstreamError as exc:
                 _log.warning("connection lost mid-response", model=self._name, error=str(exc))
-                piece = translation.error(self._cut_error(exc))
-                await send({"type": "http.response.body", "body": piece, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await self._send_body(send, translation.error(self._cut_error(exc)))
+            await self._send_body(send, b"", more=False)
             group.cancel_scope.cancel()
 
     def _is_sse(self) -> bool:
@@ -181,15 +230,13 @@ class RelayResponse(ASGIResponse):
 
     async def _copy(self, send: Send) -> None:
         try:
-            async for chunk in self._upstream.chunks():
-                self._progress()
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            async for chunk in self._chunks():
+                await self._send_body(send, chunk)
         except UpstreamError as exc:
             _log.warning("connection lost mid-response", model=self._name, error=str(exc))
             if self._is_sse():
-                event = sse_error_event(self._cut_error(exc))
-                await send({"type": "http.response.body", "body": event, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await self._send_body(send, sse_error_event(self._cut_error(exc)))
+        await self._send_body(send, b"", more=False)
 
 
 def _fault_error(state: ModelState) -> ApiError | None:
@@ -307,12 +354,8 @@ async def relay(
         if scheduler.fake_timing:
             await anyio.sleep(scheduler.fake_timing)
         scope = request.scope
-        headers = request_headers(scope)
-        if target is None:
-            target = request_target(scope)
-        else:  # a translated body: a JSON body of its own
-            headers = [(k, v) for k, v in headers if k not in TRANSLATED_DROP]
-            headers.append((b"content-type", b"application/json"))
+        headers = request_headers(scope, session, translated=translation is not None)
+        target = target or request_target(scope)
         sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
         upstream = await (sending if session is not None else until_disconnected(request, sending))
     except UpstreamError as exc:
@@ -334,4 +377,5 @@ async def relay(
         progress=lambda: scheduler.note_progress(state),
         cut_error=cut_error,
         translation=translation,
+        detached=session is not None,
     )

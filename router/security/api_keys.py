@@ -24,20 +24,25 @@ from litestar.types import Scope
 
 __all__ = [
     "ADMIN_OPT",
+    "UNCOUNTED_OPT",
     "ApiKey",
     "ApiKeyFileError",
     "KeyScope",
     "admin_only",
+    "is_uncounted",
     "key_id",
     "load_api_keys",
     "needs_admin",
     "parse_key_line",
     "parse_list",
+    "uncounted",
 ]
 
 # The key in a route handler's ``opt`` that marks it as management: True, or the name of a
 # query parameter that makes a request management when it has a non-empty value (?reload=1).
 ADMIN_OPT: Final = "corral_admin"
+# The key in a route handler's ``opt`` of a request that takes no ``concurrency`` slot.
+UNCOUNTED_OPT: Final = "corral_uncounted"
 
 
 _SCOPES: Final = ("admin", "inference")
@@ -165,3 +170,17 @@ def needs_admin(scope: Scope) -> bool:
         query = scope.get("query_string", b"").decode("latin-1")
         return any(name == marker and value for name, value in parse_qsl(query, True))
     return False
+
+
+def uncounted() -> dict[str, Any]:
+    """The ``opt`` of a route that takes no ``concurrency`` slot (``rpm`` still applies): the
+    resumable-stream routes, which start no generation. A generation is counted once, by its
+    POST, for as long as it runs (docs/operations.md); its key must still be able to replay it
+    or stop it while it does."""
+    return {UNCOUNTED_OPT: True}
+
+
+def is_uncounted(scope: Scope) -> bool:
+    """Whether the route a request matched is :func:`uncounted`."""
+    opt: Mapping[str, Any] = getattr(scope.get("route_handler"), "opt", None) or {}
+    return opt.get(UNCOUNTED_OPT) is True

@@ -32,7 +32,8 @@ from litestar.types import ASGIApp, ExceptionHandler, ExceptionHandlersMap, Rece
 
 from corral.http.errors import ApiError, ErrorEnvelope, error_response
 from corral.http.key_check import KeyDigests, invalid_key_error, presented_keys
-from router.security.api_keys import ApiKey, KeyScope, needs_admin
+from router.security.api_keys import ApiKey, KeyScope, is_uncounted, needs_admin
+from router.security.callers import remember_key
 from router.security.rate_limits import Clock, LimitExceeded, Limits
 from router.settings import ServeSettings
 
@@ -197,18 +198,25 @@ class ApiKeyMiddleware(ASGIMiddleware):
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         key = self._auth.check(scope)
+        remember_key(scope, key)  # for the handlers whose answer depends on it
         limiter = self._auth.limits.for_key(key) if key is not None else None
         if limiter is None:
             await next_app(scope, receive, send)
             return
+        counted = not is_uncounted(scope)
         try:
-            limiter.admit()
+            limiter.admit(counted=counted)
         except LimitExceeded as exc:
             _log.info("refused: the key's limits", key=key.id if key else None, reason=exc.message)
             raise
+        if not counted:
+            await next_app(scope, receive, send)
+            return
         try:
             # The app returns once the response has been sent in full (a stream: its last
-            # byte, or the client gone), so a stream counts as in flight until it ends.
+            # byte, or the client gone), so a stream counts as in flight until it ends. A
+            # resumable session's stream ends when its generation does, client or not
+            # (router/relay/proxy.py): detached, it still counts.
             await next_app(scope, receive, send)
         finally:
             limiter.release()

@@ -67,9 +67,11 @@ class KeyLimiter:
         self._bucket = TokenBucket(key.rpm, clock) if key.rpm is not None else None
         self.in_flight = 0
 
-    def admit(self) -> None:
-        """Count a request in, or raise :class:`LimitExceeded`; pair with :meth:`release`."""
-        if self._concurrency is not None and self.in_flight >= self._concurrency:
+    def admit(self, *, counted: bool = True) -> None:
+        """Count a request in, or raise :class:`LimitExceeded`; pair with :meth:`release`.
+        A request not ``counted`` (an ``uncounted`` route) only spends a token of the rate,
+        and is paired with nothing."""
+        if counted and self._concurrency is not None and self.in_flight >= self._concurrency:
             raise LimitExceeded(
                 f"too many requests in flight for this key (at most {self._concurrency})",
                 CONCURRENCY_RETRY_SECONDS,
@@ -78,7 +80,8 @@ class KeyLimiter:
         wait = self._bucket.take() if self._bucket is not None else 0.0
         if wait > 0:
             raise LimitExceeded("rate limit reached for this key", wait)
-        self.in_flight += 1
+        if counted:
+            self.in_flight += 1
 
     def release(self) -> None:
         self.in_flight -= 1

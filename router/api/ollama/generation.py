@@ -4,6 +4,12 @@ Each request is translated into the worker's own API (router/api/ollama/translat
 through the same relay as every other request (scheduler, lease, autoload, stall watchdog,
 disconnects), and its answer translated back (router/api/ollama/answers.py). A model a peer
 serves is asked the same way, on the peer's OpenAI-compatible routes (a llama-server will do).
+
+How long a model stays loaded is management (docs/security.md, "Key holders"): an inference
+key's ``keep_alive`` is read (a malformed one is still a 400) and then ignored, so its chats
+work as they would with an admin key while the model keeps the lifetime its admin gave it; an
+empty prompt (Ollama's load, or unload with ``keep_alive: 0``) is refused to it (403), as
+``POST /models/load`` and ``/models/unload`` are.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from router.api.ollama.protocol import (
 from router.api.ollama.translate import WorkerCall, chat_call, generate_call
 from router.api.runtime import RouterRuntime, runtime
 from router.scheduling.answers import scheduling_answered
+from router.security.callers import is_admin
 from router.workers.model_state import ModelState
 
 __all__ = ["answer_chat", "answer_embed", "answer_generate"]
@@ -66,11 +73,13 @@ async def _generation(
     call = translate(found.name)  # a bad body is refused before any load
     chat = isinstance(body, ChatRequest)
     load_seconds: Callable[[], float] = lambda: 0.0  # noqa: E731  (a peer's load is its own)
+    if empty:  # Ollama's way to load (or, with keep_alive 0, unload) a model
+        _may_load_or_unload(request)
     if found.entry is not None:
         with scheduling_answered():
             state = rt.pool.get(found.name)
-        keep_alive = _keep_alive(rt, state, body.keep_alive)
-        if empty:  # Ollama's way to load (or, with keep_alive 0, unload) a model
+        keep_alive = _keep_alive(request, rt, state, body.keep_alive)
+        if empty:
             unload = keep_alive == 0
             return await _load_or_unload(request, rt, state, body, chat=chat, unload=unload)
         if not state.serving:  # it waits for a load (or for a stopping worker and a load)
@@ -86,11 +95,21 @@ async def _generation(
     )
 
 
-def _keep_alive(rt: RouterRuntime, state: ModelState, value: KeepAlive | None) -> float | None:
+def _may_load_or_unload(request: AnyRequest) -> None:
+    if not is_admin(request.scope):
+        message = "this key may not load or unload models (it is an inference key)"
+        raise ApiError(403, message, "permission_error")
+
+
+def _keep_alive(
+    request: AnyRequest, rt: RouterRuntime, state: ModelState, value: KeepAlive | None
+) -> float | None:
+    """The request's keep-alive in seconds, which becomes the model's if an admin sent it."""
     if value is None:
         return None
     seconds = keep_alive_seconds(value)
-    rt.pool.keep_alive(state, seconds)
+    if is_admin(request.scope):
+        rt.pool.keep_alive(state, seconds)
     return seconds
 
 
@@ -182,8 +201,9 @@ async def answer_embed(request: AnyRequest, *, legacy: bool) -> ASGIResponse:
     if found.entry is not None:
         with scheduling_answered():
             state = rt.pool.get(found.name)
-        _keep_alive(rt, state, body.keep_alive)
+        _keep_alive(request, rt, state, body.keep_alive)
         if not any(inputs):  # as Ollama: nothing to embed loads the model
+            _may_load_or_unload(request)
             await _load(request, rt, state)
     if not any(inputs):
         return json_response({"model": body.model, "embeddings": []})

@@ -28,6 +28,7 @@ from router.api.ollama.management import (
 from router.api.ollama.protocol import CopyRequest, DeleteRequest, PullRequest, ShowRequest
 from router.api.runtime import runtime
 from router.security.api_keys import admin_only
+from router.security.callers import is_admin
 
 __all__ = ["OLLAMA_VERSION", "ollama_router"]
 
@@ -72,7 +73,8 @@ async def ps(request: AnyRequest) -> dict[str, Any]:
 async def show(request: AnyRequest) -> dict[str, Any]:
     body = decode_body(await request.body(), ShowRequest)
     entry = find_model(runtime(request), body.named())
-    return await anyio.to_thread.run_sync(show_model, entry)
+    paths = is_admin(request.scope)  # inference keys see no paths (router/api/disclosure.py)
+    return await anyio.to_thread.run_sync(lambda: show_model(entry, paths=paths))
 
 
 @post("/chat", status_code=200)

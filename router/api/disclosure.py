@@ -1,0 +1,105 @@
+"""What an ``inference`` key is not told: where the server keeps its files and how it runs its
+workers (docs/security.md, "Key holders (scopes)").
+
+Admin keys, and every caller of a router without keys, see the answers as they are. For an
+inference key the listings leave out each worker's command line (``status.args``) and its
+effective preset (``status.preset``), which name paths and flags; and wherever an answer names
+a file (``/props``' ``model_path``, a LoRA adapter's ``path``, ``/api/show``'s Modelfile, an
+error message) only the file's own name is left. A model's name, size, context and
+capabilities are what a client needs, and they stay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET
+
+from corral.http.errors import ApiError
+from router.catalogue.listing import ModelListing
+from router.observe.events import ModelEvent
+
+__all__ = [
+    "JsonRewrite",
+    "adapters_for_inference",
+    "event_for_inference",
+    "hide_paths",
+    "listing_for_inference",
+    "props_for_inference",
+]
+
+# An absolute path's folders: a "/" that starts a word (not one inside a URL, "a/b" or "//"),
+# then folder names each ending in "/". What follows the last "/" is the file's name and stays.
+_FOLDERS: Final = re.compile(r"(?<![\w.:/~-])(?:~|[A-Za-z]:)?/(?:[^\s/'\"`]+/)+")
+
+
+def hide_paths(text: str) -> str:
+    """``text`` with every absolute path cut to its last part."""
+    return _FOLDERS.sub("", text)
+
+
+def _file_name(value: Any) -> Any:
+    return hide_paths(value) if isinstance(value, str) else value
+
+
+def listing_for_inference(entry: ModelListing) -> ModelListing:
+    """A ``GET /models`` entry without the worker's argv and preset, and errors without paths."""
+    status = msgspec.structs.replace(entry.status, args=UNSET, preset=UNSET)
+    if isinstance(status.error, str):
+        status.error = hide_paths(status.error)
+    return msgspec.structs.replace(entry, status=status)
+
+
+def event_for_inference(event: ModelEvent) -> ModelEvent:
+    """A ``/models/sse`` event with its error (a failed load's, a download's) without paths."""
+    data = event.data
+    if data is None or not isinstance(data.get("error"), str):
+        return event
+    return msgspec.structs.replace(event, data={**data, "error": hide_paths(data["error"])})
+
+
+def props_for_inference(props: Any) -> Any:
+    """A worker's ``/props`` with the model's file name for its path (llama.cpp's Web UI shows
+    the name it reads there)."""
+    if isinstance(props, dict) and "model_path" in props:
+        return {**props, "model_path": _file_name(props["model_path"])}
+    return props
+
+
+def adapters_for_inference(adapters: Any) -> Any:
+    """A worker's ``GET /lora-adapters`` with each adapter's file name for its path."""
+    if not isinstance(adapters, list):
+        return adapters
+    return [
+        {**item, "path": _file_name(item.get("path"))} if isinstance(item, dict) else item
+        for item in adapters
+    ]
+
+
+class JsonRewrite:
+    """A worker's JSON answer passed through ``rewrite`` (an answer translation,
+    router/relay/translation.py); an error or anything not JSON goes through as it is."""
+
+    media_type = "application/json"
+
+    def __init__(self, rewrite: Callable[[Any], Any]) -> None:
+        self._rewrite = rewrite
+
+    def whole(self, status: int, body: bytes) -> tuple[int, bytes]:
+        if status >= 400:
+            return status, body
+        try:
+            document = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            return status, body
+        return status, msgspec.json.encode(self._rewrite(document))
+
+    async def stream(self, events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        async for chunk in events:  # none of the rewritten routes streams
+            yield chunk
+
+    def error(self, error: ApiError) -> bytes:
+        return msgspec.json.encode(error.envelope())

@@ -1,0 +1,45 @@
+"""Who sent a request, for the handlers whose answer depends on it (docs/security.md, "Key
+holders (scopes)").
+
+:class:`~router.security.guard.ApiKeyMiddleware` finds the request's key before any handler
+runs and leaves it in the ASGI scope; handlers read it back here rather than matching the key
+again. A router without keys has no callers to tell apart: everyone is admin, as before keys
+existed, and :func:`caller_id` is None for all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any, Final, cast
+
+from litestar.types import Scope
+
+from router.security.api_keys import ApiKey, KeyScope
+
+__all__ = ["caller_id", "is_admin", "remember_key", "request_key"]
+
+_KEY: Final = "corral.key"  # the scope's key: ASGI lets servers and apps add their own
+
+
+def remember_key(scope: Scope, key: ApiKey | None) -> None:
+    """The middleware's note of the key a request carries (None: a router without keys, or a
+    public route)."""
+    cast("MutableMapping[str, Any]", scope)[_KEY] = key
+
+
+def request_key(scope: Scope) -> ApiKey | None:
+    key: ApiKey | None = cast("MutableMapping[str, Any]", scope).get(_KEY)
+    return key
+
+
+def is_admin(scope: Scope) -> bool:
+    """Whether the request may manage models: an admin key, or any caller without keys."""
+    key = request_key(scope)
+    return key is None or key.scope is KeyScope.ADMIN
+
+
+def caller_id(scope: Scope) -> str | None:
+    """The short id of the request's key (what separates one key's resumable streams from
+    another's); None on a router without keys."""
+    key = request_key(scope)
+    return key.id if key is not None else None
