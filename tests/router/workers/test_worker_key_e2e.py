@@ -91,21 +91,15 @@ def _stream(router: RouterProcess, model: str, headers: dict[str, str] | None = 
 
 
 @pytest.fixture
-def slots_dir(tmp_path: Path) -> Path:
-    folder = tmp_path / "slots"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
-def keyed_router(models_dir: Path, slots_dir: Path) -> Iterator[RouterProcess]:
+def keyed_router(models_dir: Path, tmp_path: Path) -> Iterator[RouterProcess]:
+    """Slot files go to ``tmp_path``, empty at first."""
     args = ["--models-dir", str(models_dir), "--ctx-size", "512", "--slot-save-path"]
-    with running_router([*args, str(slots_dir), "--metrics"]) as router:
+    with running_router([*args, str(tmp_path), "--metrics"]) as router:
         yield router
 
 
 def test_a_local_process_on_a_workers_port_is_refused_everywhere(
-    keyed_router: RouterProcess, slots_dir: Path
+    keyed_router: RouterProcess, tmp_path: Path
 ) -> None:
     router = keyed_router
     _chat(router, "alpha")
@@ -113,7 +107,7 @@ def test_a_local_process_on_a_workers_port_is_refused_everywhere(
     _assert_refused(port)
     _assert_refused(port, {"X-Corral-Worker-Key": "guessed"})
     _assert_refused(port, {"Authorization": "Bearer guessed"})
-    assert list(slots_dir.iterdir()) == []  # the refused save wrote nothing
+    assert list(tmp_path.iterdir()) == []  # the refused save wrote nothing
     # Through the router, all of it still works (no router key: every caller is admin).
     _stream(router, "alpha")
     conv = {"X-Conversation-Id": "local-users-1::alpha"}
@@ -122,7 +116,7 @@ def test_a_local_process_on_a_workers_port_is_refused_everywhere(
     assert replay.content == received
     saved = router.client.post("/slots/0?action=save&model=alpha", json={"filename": "mine.bin"})
     assert saved.status_code == 200, saved.text
-    assert (slots_dir / "mine.bin").is_file()
+    assert (tmp_path / "mine.bin").is_file()
     assert router.client.get("/slots", params={"model": "alpha"}).status_code == 200
     metrics = router.client.get("/metrics", params={"model": "alpha"})
     assert metrics.status_code == 200
