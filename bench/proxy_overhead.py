@@ -2,9 +2,11 @@
 
 One router is started on ``--port 0``; the first routed request loads the model, and the worker's
 own ``listening`` log line (which the router re-emits, tagged with the model) gives its port, so
-the very same worker is measured routed and direct. Routed and direct runs alternate (ABBA) so
-that drift from anything else on the machine falls on both alike. This is a measurement, not a
-test: it exits 0 whether or not the targets are met.
+the very same worker is measured routed and direct. Direct requests carry the key the router gave
+the worker, read from its environment as only the same user can (docs/protocol.md §8); the router
+starts no spare, whose workers get their key on stdin instead. Routed and direct runs alternate
+(ABBA) so that drift from anything else on the machine falls on both alike. This is a
+measurement, not a test: it exits 0 whether or not the targets are met.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import Any
 import httpx
 import psutil
 
+from corral.children.worker_key import WORKER_KEY_ENV
+
 REPO = Path(__file__).resolve().parents[1]
 TARGET_ADDED_P50_MS = 1.0
 TARGET_STREAM_RATIO = 0.98
@@ -53,7 +57,7 @@ class Router:
     """A ``corral serve`` child whose JSON log is read for its URL and its workers' ports."""
 
     def __init__(self, models_dir: Path, serve_args: list[str]) -> None:
-        command = [sys.executable, "-m", "router", "serve", "--port", "0"]
+        command = [sys.executable, "-m", "router", "serve", "--port", "0", "--models-spare", "0"]
         self.process = subprocess.Popen(
             [*command, "--models-dir", str(models_dir), *serve_args],
             stdin=subprocess.DEVNULL,
@@ -253,7 +257,10 @@ async def measure(router: Router, settings: dict[str, int], model: str) -> dict[
         pid = router.worker_pid(port)
         direct_url = f"http://127.0.0.1:{port}"
         log(f"router {router.url}, worker pid {pid} at {direct_url}")
-        async with httpx.AsyncClient(base_url=direct_url, timeout=timeout, limits=limits) as direct:
+        keyed = {"X-Corral-Worker-Key": psutil.Process(pid).environ()[WORKER_KEY_ENV]}
+        async with httpx.AsyncClient(
+            base_url=direct_url, headers=keyed, timeout=timeout, limits=limits
+        ) as direct:
             run = Run({"routed": routed, "direct": direct}, router.cpu_seconds, model, settings)
             slots = int((await direct.get("/props")).json().get("total_slots", 1))
             log(f"tokenize latency, {settings['requests']} requests each ...")

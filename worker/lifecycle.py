@@ -66,9 +66,14 @@ class WorkerLifecycle:
     """Create it on the event loop that will serve; :meth:`serve` returns the exit code."""
 
     def __init__(
-        self, settings: WorkerSettings, states: StateWriter, app: Litestar | None = None
+        self,
+        settings: WorkerSettings,
+        states: StateWriter,
+        app: Litestar | None = None,
+        router_key: str = "",
     ) -> None:
-        """``app``: one :func:`create_worker_app` built ahead (a spare's), else built here."""
+        """``app``: one :func:`create_worker_app` built ahead (a spare's), else built here.
+        ``router_key``: the key every request must carry (its router's), or "" for none."""
         self.settings = settings
         self._states = states
         self._loop = asyncio.get_running_loop()
@@ -82,7 +87,9 @@ class WorkerLifecycle:
         bind_worker_state(self.app, self.state)
         self._server = PromptServer(
             uvicorn.Config(
-                with_access_rules(self.app, settings.api_keys, settings.cors_origins),
+                with_access_rules(
+                    self.app, settings.api_keys, settings.cors_origins, router_key=router_key
+                ),
                 log_config=None,
                 lifespan="off",
                 ws="none",  # no websocket routes; "auto" would import websockets (2 MiB)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
+from corral.children.worker_key import WORKER_KEY_ENV
 from corral.logs import configure_logging
 from worker.host.cpu_placement import apply_cpu_set, apply_priority
 from worker.settings import WorkerSettings, parse_worker_args
@@ -29,12 +30,12 @@ _log = structlog.get_logger("corral.worker")
 
 
 async def _serve(
-    settings: WorkerSettings, states: StateWriter, app: Litestar | None
+    settings: WorkerSettings, states: StateWriter, app: Litestar | None, router_key: str
 ) -> tuple[int, Litestar | None]:
     """Serve the model; the exit code, and the app when the router took the process back."""
     from worker.lifecycle import WorkerLifecycle  # lazily: see the docstring
 
-    lifecycle = WorkerLifecycle(settings, states, app)
+    lifecycle = WorkerLifecycle(settings, states, app, router_key)
     code = await lifecycle.serve()
     return code, lifecycle.app if lifecycle.released and code == EXIT_STOPPED else None
 
@@ -50,6 +51,10 @@ def _place_threads(settings: WorkerSettings) -> bool:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     spare = args == [SPARE_FLAG]
+    # The key only the router knows (docs/protocol.md §8): a new worker's comes in its
+    # environment, out of which it goes now (nothing this process starts inherits it); a
+    # spare's comes with each model.
+    router_key = os.environ.pop(WORKER_KEY_ENV, "")
     own_cpus = os.sched_getaffinity(0)  # a released model's -C/-Cr gives them back
     settings = None if spare else parse_worker_args(args)
     states = StateWriter.claim_stdout()
@@ -59,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     app = None
     if settings is None:
         handover = wait_for_model(states)
-        settings, app = parse_worker_args(handover.argv), handover.app
+        settings, app = parse_worker_args(handover.command.argv), handover.app
+        router_key = handover.command.key
     import uvloop  # lazily: see the docstring
 
     while True:
@@ -69,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
         reniced = _place_threads(settings)
         # uvloop, as uvicorn itself would pick: on the default asyncio loop every answer from
         # a socket handed to uvicorn stalled ~40 ms (a delayed ACK), /health included.
-        code, app = uvloop.run(_serve(settings, states, app))
+        code, app = uvloop.run(_serve(settings, states, app, router_key))
         if app is None:
             break
         if reniced:
@@ -81,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
         # Released (docs/protocol.md §1): the model is closed, its caches saved; the process
         # is a spare again, for the router's next load.
         _log.info("model released", model=settings.alias)
-        settings = parse_worker_args(wait_for_next_model(states))
+        command = wait_for_next_model(states)
+        settings, router_key = parse_worker_args(command.argv), command.key
     # Everything is saved and closed by now (the KV caches with the model). The interpreter's
     # own teardown (every module, the llama.cpp libraries) takes 50-200 ms, and with
     # --models-max 1 the next model waits for this process to be gone: skip it.

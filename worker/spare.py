@@ -43,7 +43,7 @@ _SERVING_MODULES = ("uvloop", "worker.lifecycle")
 class Handover(NamedTuple):
     """The model a spare was handed, and what its warm-up made ready for it."""
 
-    argv: list[str]  # the worker flags of the load command
+    command: LoadCommand  # the worker flags, and the key its router calls it with
     app: Litestar  # the worker's app, built before there was a model
 
 
@@ -75,33 +75,33 @@ def _armed() -> queue.SimpleQueue[LoadCommand | None]:
     return commands
 
 
-def _load_command(commands: queue.SimpleQueue[LoadCommand | None]) -> list[str]:
-    """Block until the load command; return its worker flags.
+def _load_command(commands: queue.SimpleQueue[LoadCommand | None]) -> LoadCommand:
+    """Block until the load command; return it.
 
     An exit command before it ends the process with code 0; stdin EOF kills it (the lifeline).
     """
     command = commands.get()
     if command is None:
         sys.exit(EXIT_STOPPED)
-    return command.argv
+    return command
 
 
 def wait_for_model(states: StateWriter) -> Handover:
-    """Warm up, then block until the load command; return its worker flags and the app."""
+    """Warm up, then block until the load command; return it and the app."""
     commands = _armed()
     made = _WarmUp()
     warm_up = threading.Thread(
         target=_import_serving_code, args=(states, made), name="spare-warm-up", daemon=True
     )
     warm_up.start()
-    argv = _load_command(commands)
+    command = _load_command(commands)
     warm_up.join()
     if made.app is None:  # the warm-up failed; its traceback is in the log
         sys.exit(EXIT_FAILED)
-    return Handover(argv, made.app)
+    return Handover(command, made.app)
 
 
-def wait_for_next_model(states: StateWriter) -> list[str]:
+def wait_for_next_model(states: StateWriter) -> LoadCommand:
     """A worker that released its model (the release command) is a spare again, with
     everything imported and its app built: it says so and waits for its next model."""
     commands = _armed()  # before the spare state: the load command may follow it at once

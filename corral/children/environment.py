@@ -1,7 +1,8 @@
 """What a child (worker or download) inherits from the router: its environment without secrets.
 
-Workers serve loopback only, with no key (docs/protocol.md §8); the hub token is for download
-children only, which get it back explicitly.
+Workers serve loopback only, and only to the router: each gets a key of its own
+(``corral/children/worker_key.py``, docs/protocol.md §8), never the router's API keys; the hub
+token is for download children only, which get it back explicitly.
 """
 
 from __future__ import annotations

@@ -61,10 +61,13 @@ class StateMessage(msgspec.Struct, frozen=True):
 
 
 class LoadCommand(msgspec.Struct, frozen=True):
-    """``{"argv": […]}``: the worker flags a spare worker parses as if it had been started with
-    them (``--model FILE --alias NAME …``, without the interpreter and ``-m worker``)."""
+    """``{"argv": […], "key": …}``: the worker flags a spare worker parses as if it had been
+    started with them (``--model FILE --alias NAME …``, without the interpreter and
+    ``-m worker``), and the key the router will call it with (``corral/children/worker_key.py``;
+    a new worker gets it in its environment; empty: none)."""
 
     argv: list[str]
+    key: str = ""
 
 
 class LogLine(NamedTuple):
@@ -82,8 +85,8 @@ _decode_state = msgspec.json.Decoder(StateMessage).decode
 _decode_load = msgspec.json.Decoder(LoadCommand).decode
 
 
-def encode_load(argv: list[str]) -> bytes:
-    return LOAD_PREFIX + msgspec.json.encode(LoadCommand(argv)) + b"\n"
+def encode_load(argv: list[str], key: str = "") -> bytes:
+    return LOAD_PREFIX + msgspec.json.encode(LoadCommand(argv, key)) + b"\n"
 
 
 def parse_load(line: bytes) -> LoadCommand | None:

@@ -19,6 +19,7 @@ from litestar import Request
 from litestar.response.base import ASGIResponse
 from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
+from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.disconnect import client_left, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
@@ -53,17 +54,14 @@ _HOP_BY_HOP = {
     b"proxy-connection",
     b"host",
 }
-# Workers never see the router's credentials (docs/protocol.md §8); compression would defeat
-# streaming; the router has read the whole body already, so a worker has nothing to say to
-# "Expect: 100-continue".
-# A session's id is the router's to give (the key's namespace, router/relay/conversations.py).
+# Workers never see the router's credentials, and the worker key is the router's to send
+# (docs/protocol.md §8); compression would defeat streaming; the router has read the whole body
+# already, so a worker has nothing to say to "Expect: 100-continue". A session's id is the
+# router's to give (the key's namespace, router/relay/conversations.py).
 _REQUEST_DROP = _HOP_BY_HOP | {
-    b"authorization",
-    b"x-api-key",
-    b"accept-encoding",
-    b"expect",
+    b"authorization", b"x-api-key", WORKER_KEY_HEADER, b"accept-encoding", b"expect",
     b"x-conversation-id",
-}
+}  # fmt: skip
 # A translated request's body is the router's: the client's description of its own is wrong.
 TRANSLATED_DROP = {b"content-type", b"content-encoding"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).

@@ -40,8 +40,9 @@ class ChildProcess(Protocol):
 
     async def send_exit(self) -> None: ...
 
-    async def send_load(self, argv: Sequence[str]) -> None:
-        """Hand a spare worker its model: the flags it is to serve with."""
+    async def send_load(self, argv: Sequence[str], key: str) -> None:
+        """Hand a spare worker its model: the flags it is to serve with, and the key the router
+        will call it with (a pipe, which no other user can read: docs/protocol.md §8)."""
         ...
 
     async def send_release(self) -> None:
@@ -81,8 +82,8 @@ class _Subprocess:
     async def send_exit(self) -> None:
         await self._send(EXIT_COMMAND + b"\n")
 
-    async def send_load(self, argv: Sequence[str]) -> None:
-        await self._send(encode_load(list(argv)))
+    async def send_load(self, argv: Sequence[str], key: str) -> None:
+        await self._send(encode_load(list(argv), key))
 
     async def send_release(self) -> None:
         await self._send(RELEASE_COMMAND + b"\n")

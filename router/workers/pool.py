@@ -25,6 +25,7 @@ from anyio.abc import TaskGroup
 from corral.children.device_use import DeviceInfo, OutOfMemory, ready_devices
 from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_FAILED, StateMessage
+from corral.children.worker_key import WORKER_KEY_ENV, new_worker_key
 from corral.http.cors import NO_CORS
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.catalogue.model_details import declares_pooling
@@ -56,7 +57,8 @@ FAKE_TIMING_SECONDS = 2.0 if os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING") el
 
 
 def worker_argv(entry: CatalogueEntry) -> list[str]:
-    # Workers serve loopback only, with no key, and to no web page (docs/protocol.md §8).
+    # Workers serve loopback only, to the router only (their key is in their environment, never
+    # here: a command line is world-readable), and to no web page (docs/protocol.md §8).
     projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
     tags = ["--tags", ",".join(entry.tags)] if entry.tags else []
     # An embedding model answers embeddings without a flag (its options may still say no).
@@ -223,13 +225,15 @@ class WorkerPool:
         fields.device_use = []
         fields.out_of_memory = None
         started = self._clock()
+        # A new key for each start: one a stopped worker had is worth nothing (§8).
+        key = new_worker_key()
         supervisor = ChildSupervisor(
             self._launcher,
             fields.args,
-            child_environment(),
+            {**child_environment(), WORKER_KEY_ENV: key},
             name=state.name,
             source="worker",
-            on_state=lambda message: self._on_state(state, message, started),
+            on_state=lambda message: self._on_state(state, message, started, key),
             stop_timeout=state.entry.stop_timeout,
             check=self._file_check(state.entry.path),
         )
@@ -307,7 +311,7 @@ class WorkerPool:
             await anyio.sleep(self.fake_timing)
         self._settle_exit(state, await supervisor.run())
 
-    def _on_state(self, state: ModelState, message: StateMessage, started: float) -> None:
+    def _on_state(self, state: ModelState, message: StateMessage, started: float, key: str) -> None:
         fields = self._writable(state)
         fields.last_progress = self._clock()  # any state message shows the worker is alive
         if message.state == "loading":
@@ -320,7 +324,7 @@ class WorkerPool:
                 host, port = info.pop("host", "127.0.0.1"), info.pop("port")
                 fields.meta = info.get("meta", {})
                 self._note_devices(state, info)
-                fields.client = WorkerClient(str(host), int(port), self._timeout)
+                fields.client = WorkerClient(str(host), int(port), self._timeout, key=key)
                 fields.load_seconds = self._clock() - started
                 fields.loads += 1
                 fields.load_seconds_total += fields.load_seconds

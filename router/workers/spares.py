@@ -38,6 +38,7 @@ from anyio.abc import TaskGroup
 
 from corral.children.environment import child_environment
 from corral.children.protocol import SPARE_STATE, ChildLine, LogLine, StateMessage
+from corral.children.worker_key import WORKER_KEY_ENV
 from router.workers.child_logs import relay_log_line
 from router.workers.launcher import WORKER_COMMAND, ChildProcess, WorkerLauncher
 from router.workers.memory_budget import MemoryBudget, process_rss
@@ -108,11 +109,11 @@ class _Spare:
             self._used = True
             self._owner.fill()
 
-    async def hand_over(self, argv: Sequence[str]) -> None:
+    async def hand_over(self, argv: Sequence[str], key: str) -> None:
         self.handed_over = True
         self.served += 1
         self._detached = anyio.Event()
-        await self._process.send_load(argv)
+        await self._process.send_load(argv, key)
 
     # --- ChildProcess, for the supervisor of the model it became ------------------------------
 
@@ -132,8 +133,8 @@ class _Spare:
         else:
             await self._process.send_exit()
 
-    async def send_load(self, argv: Sequence[str]) -> None:
-        await self._process.send_load(argv)
+    async def send_load(self, argv: Sequence[str], key: str) -> None:
+        await self._process.send_load(argv, key)
 
     async def send_release(self) -> None:
         await self._process.send_release()
@@ -270,12 +271,18 @@ class SpareWorkers:
             process.used_now()
 
     async def launch(self, argv: Sequence[str], env: Mapping[str, str]) -> ChildProcess:
-        """A worker for ``argv``: a warm spare if one fits, else a new process."""
+        """A worker for ``argv``: a warm spare if one fits, else a new process.
+
+        The worker's key, which a new process gets in ``env``, reaches a spare in its load
+        command (docs/protocol.md §8): a spare started before the key existed is as good.
+        """
         command = tuple(argv[: len(WORKER_COMMAND)])
         spare = next((spare for spare in self._spares if spare.warm), None)
-        if spare is None or command != WORKER_COMMAND or dict(env) != self._env:
+        key = env.get(WORKER_KEY_ENV, "")
+        shared = {name: value for name, value in env.items() if name != WORKER_KEY_ENV}
+        if spare is None or command != WORKER_COMMAND or shared != self._env:
             return await self._launcher.launch(argv, env)
         self._spares.remove(spare)
         _log.info("handing a model to a spare worker", pid=spare.pid)
-        await spare.hand_over(argv[len(WORKER_COMMAND) :])
+        await spare.hand_over(argv[len(WORKER_COMMAND) :], key)
         return spare

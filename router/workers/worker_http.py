@@ -8,6 +8,7 @@ client needs no TLS, redirects, cookies, proxies or content decoding.
 
 An answer's body is what the worker sent, de-chunked; closing an answer before its end closes
 the connection, which is how a worker learns that nobody is listening and stops generating.
+Every request to a worker carries the key the router gave it (docs/protocol.md §8).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from collections.abc import AsyncIterator, Iterable
 from typing import cast
 
 import httptools
+
+from corral.children.worker_key import WORKER_KEY_HEADER
 
 __all__ = ["MAX_HEAD_BYTES", "PAUSE_ABOVE", "UpstreamError", "UpstreamResponse", "WorkerClient"]
 
@@ -241,8 +244,9 @@ class WorkerClient:
 
     ``timeout`` bounds each silence: connecting, waiting for the answer, and between two chunks
     of it (a long prefill or a non-streaming generation is legitimately quiet that long).
-    Peers (router.relay.peers) use the same client: ``tls`` for one behind an HTTPS reverse proxy,
-    ``party`` to name it in errors.
+    ``key``: the worker's own key (``corral/children/worker_key.py``), sent with every request.
+    Peers (router.relay.peers) use the same client, without a key: ``tls`` for one behind an
+    HTTPS reverse proxy, ``party`` to name it in errors.
     """
 
     def __init__(
@@ -254,9 +258,11 @@ class WorkerClient:
         *,
         tls: ssl.SSLContext | None = None,
         party: str = "the worker",
+        key: str = "",
     ) -> None:
         self._address = (host, port)
         self._host_header = f"{host}:{port}".encode()
+        self._key_line = WORKER_KEY_HEADER + b": " + key.encode() + b"\r\n" if key else b""
         self._tls = tls
         self._party = party
         self._timeout = timeout
@@ -281,7 +287,10 @@ class WorkerClient:
         """
         connection = await self._connection()
         answer = connection.answer = UpstreamResponse(self, connection, self._timeout)
-        head = [method.encode(), b" ", target, b" HTTP/1.1\r\nhost: ", self._host_header, b"\r\n"]
+        head = [
+            method.encode(), b" ", target, b" HTTP/1.1\r\nhost: ", self._host_header, b"\r\n",
+            self._key_line,
+        ]  # fmt: skip
         for name, value in headers:
             head += [name, b": ", value, b"\r\n"]
         if body is not None:

@@ -29,6 +29,7 @@ class FakeChild:
         self._receive: MemoryObjectReceiveStream[ChildLine | int] = receive
         self.exit_commands = 0
         self.loads: list[list[str]] = []  # the flags a spare was handed, in order
+        self.load_keys: list[str] = []  # the worker key each load command carried
         self.signals: list[signal.Signals] = []
         self.received: list[str] = []  # the exit command and signals, in the order they came
         # A hung worker: lets a test check that stop() escalates.
@@ -71,8 +72,9 @@ class FakeChild:
             self._send.send_nowait(LogLine(last_words))
         self._exit(code)
 
-    async def send_load(self, argv: Sequence[str]) -> None:
+    async def send_load(self, argv: Sequence[str], key: str) -> None:
         self.loads.append(list(argv))
+        self.load_keys.append(key)
         self.received.append("load command")
 
     async def send_release(self) -> None:

@@ -90,9 +90,10 @@ class WorkerProcess:
         self.process.stdin.write(line)
         self.process.stdin.flush()
 
-    def hand_over(self, model: Path, *args: str) -> None:
-        """A spare's load command, as the router sends it; returns once the model serves."""
-        self.send(encode_load(self.model_flags(model, *args)))
+    def hand_over(self, model: Path, *args: str, key: str = "") -> None:
+        """A spare's load command, as the router sends it (with the worker key ``key``, if
+        any); returns once the model serves."""
+        self.send(encode_load(self.model_flags(model, *args), key))
         self._serving()
 
     def read_until(self, state: str) -> StateMessage:

@@ -82,6 +82,28 @@ def test_a_released_worker_is_a_spare_again_and_serves_its_next_model(
         spare.close()
 
 
+def test_each_model_a_spare_is_handed_answers_only_the_key_of_its_load_command(
+    spare: WorkerProcess, models_dir: Path
+) -> None:
+    # docs/protocol.md §8: a spare's environment has no key; each load command brings one.
+    chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+
+    def status(key: str | None) -> int:
+        headers = {} if key is None else {"X-Corral-Worker-Key": key}
+        url = f"{spare.url}/v1/chat/completions"
+        return httpx.post(url, json=chat, headers=headers, timeout=60).status_code
+
+    try:
+        spare.hand_over(models_dir / "alpha.gguf", "--alias", "first", key="first-key")
+        assert [status(None), status("second-key"), status("first-key")] == [401, 401, 200]
+        spare.send(RELEASE_COMMAND + b"\n")
+        spare.read_until(SPARE_STATE)
+        spare.hand_over(models_dir / "beta.gguf", "--alias", "second", key="second-key")
+        assert [status(None), status("first-key"), status("second-key")] == [401, 401, 200]
+    finally:
+        spare.close()
+
+
 def test_an_exit_command_before_any_model_stops_the_spare(spare: WorkerProcess) -> None:
     try:
         spare.send(EXIT_COMMAND + b"\n")

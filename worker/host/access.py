@@ -1,10 +1,12 @@
-"""Who may call a worker run alone as llama-server: ``--api-key`` and ``--cors-origins``.
+"""Who may call a worker: only its router, or, run alone as llama-server, ``--api-key`` holders.
 
-Under the router a worker listens on loopback for the router only: it gets no key, and the
-router passes ``--cors-origins none`` so that no web page can read a keyless worker's answers
-(its ``/slots`` show other callers' prompts). Run alone, it answers as llama-server does
-(docs/serving.md, "A worker alone"): CORS from :mod:`corral.http.cors`, and with keys every request
-but ``/health``, ``/v1/health`` and CORS preflights needs one, unknown routes included.
+Under the router a worker listens on loopback for the router only: every request, ``/health``
+and ``OPTIONS`` included, needs the key the router gave it (``corral/children/worker_key.py``,
+docs/protocol.md §8), since any local user or process can reach a loopback port. The router also
+passes ``--cors-origins none``, so no web page is answered with CORS headers (its ``/slots`` show
+other callers' prompts). Run alone, it answers as llama-server does (docs/serving.md, "A worker
+alone"): CORS from :mod:`corral.http.cors`, and with keys every request but ``/health``,
+``/v1/health`` and CORS preflights needs one, unknown routes included.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Final
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.cors import NO_CORS, CorsHeaders
 from corral.http.errors import json_response
 from corral.http.key_check import KeyDigests, invalid_key_error, presented_keys
@@ -22,6 +25,33 @@ from corral.http.key_check import KeyDigests, invalid_key_error, presented_keys
 __all__ = ["with_access_rules"]
 
 _PUBLIC_PATHS: Final = frozenset(("/health", "/v1/health"))
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:
+    error = invalid_key_error()
+    await json_response(error.envelope(), error.status)(scope, receive, send)
+
+
+class _RouterOnly:
+    """ASGI wrapper: a request without the router's key for this worker gets the same 401."""
+
+    def __init__(self, app: ASGIApp, key: str) -> None:
+        self.app = app
+        self._key = KeyDigests([key])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:  # lifespan is off and websockets are not served
+            await self.app(scope, receive, send)
+            return
+        headers = scope["headers"]
+        presented = [value for name, value in headers if name == WORKER_KEY_HEADER]
+        if not any(self._key.match(value) is not None for value in presented):
+            await _refuse(scope, receive, send)
+            return
+        # The routes never see the key, so none can echo it.
+        kept = [(name, value) for name, value in headers if name != WORKER_KEY_HEADER]
+        scope["headers"] = kept
+        await self.app(scope, receive, send)
 
 
 class _KeyRequired:
@@ -39,20 +69,17 @@ class _KeyRequired:
         return any(self._keys.match(key) is not None for key in presented_keys(scope["headers"]))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._allows(scope):
-            await self.app(scope, receive, send)
-            return
-        error = invalid_key_error()
-        await json_response(error.envelope(), error.status)(scope, receive, send)
+        await (self.app if self._allows(scope) else _refuse)(scope, receive, send)
 
 
 def with_access_rules(
-    app: ASGIApp, api_keys: Sequence[str], cors_origins: Sequence[str]
+    app: ASGIApp, api_keys: Sequence[str], cors_origins: Sequence[str], router_key: str = ""
 ) -> ASGIApp:
     """``app`` behind the key check, and that behind CORS (a 401 carries CORS headers too, and
-    a preflight needs no key), unless ``cors_origins`` is ``[NO_CORS]``."""
+    a preflight needs no key), unless ``cors_origins`` is ``[NO_CORS]``; all of it behind the
+    router's key when there is one."""
     if api_keys:
         app = _KeyRequired(app, api_keys)
-    if list(cors_origins) == [NO_CORS]:
-        return app
-    return CorsHeaders(app, cors_origins)
+    if list(cors_origins) != [NO_CORS]:
+        app = CorsHeaders(app, cors_origins)
+    return _RouterOnly(app, router_key) if router_key else app

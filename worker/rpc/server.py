@@ -123,9 +123,15 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging()
     _check_address(args, parser)
     endpoint = f"{args.host}:{args.port}"
+    # ggml's server takes TCP connections from anyone (no key, no Unix socket, no peer check),
+    # so what it exposes depends on the address alone (docs/security.md, local users).
+    if ipaddress.IPv4Address(args.host).is_loopback:
+        reach = "every local user and process"
+    else:
+        reach = "anyone who can reach this address (local users too)"
     _log.warning(
-        "the RPC protocol has no authentication or encryption: anyone who can reach this "
-        "address can run code on these devices and read their memory; use a trusted network",
+        f"the RPC protocol has no authentication or encryption: {reach} can use these "
+        "devices, read and write their memory; use it only where that is acceptable",
         endpoint=endpoint,
     )
     if args.mem is not None:

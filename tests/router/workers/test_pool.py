@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from corral.children.worker_key import WORKER_KEY_ENV
 from corral.http.errors import ApiError
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.scheduling.answers import api_error, scheduling_answered
@@ -102,10 +103,25 @@ def test_an_embedding_model_answers_embeddings_without_a_flag(tmp_path: Path) ->
     assert "--embeddings" not in worker_argv(_entry("b", path=garbage))
 
 
-def test_workers_get_no_key_and_answer_no_web_page() -> None:
+def test_workers_get_no_api_key_and_answer_no_web_page() -> None:
     argv = worker_argv(_entry("a"))
     assert argv[argv.index("--cors-origins") + 1] == "none"
     assert "--api-key" not in argv
+
+
+async def test_each_worker_start_gets_a_key_of_its_own_in_its_environment() -> None:
+    # docs/protocol.md §8: never on the command line (world-readable), new at each start.
+    async with harness(models_max=2) as h:
+        state = await h.load("a")
+        first = h.launcher.environments["a"][WORKER_KEY_ENV]
+        await h.load("b")
+        assert h.launcher.environments["b"][WORKER_KEY_ENV] != first
+        await h.pool.stop(state)
+        await h.load("a")
+        again = h.launcher.environments["a"][WORKER_KEY_ENV]
+        assert len(first) >= 43
+        assert again != first
+        assert not any(first in arg or again in arg for arg in state.args)
 
 
 def test_a_model_is_found_by_name_or_alias() -> None:

@@ -13,6 +13,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from corral.children.worker_key import WORKER_KEY_ENV
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.leases import Lease
 from router.workers.errors import LoadFailed
@@ -52,6 +53,11 @@ async def test_a_load_takes_the_warm_spare_and_a_new_one_starts_once_it_answered
             [flags] = spare.loads
             assert flags == h.state("a").args[len(SPARE_ARGV) - 1 :]  # without `python -m worker`
             assert flags[:4] == ["--model", "/models/a.gguf", "--alias", "a"]
+            # The worker key a new process would get in its environment comes in the load
+            # command; the spare was started without one (docs/protocol.md §8).
+            [key] = spare.load_keys
+            assert len(key) >= 43
+            assert WORKER_KEY_ENV not in h.launcher.environments["spare1"]
             await anyio.wait_all_tasks_blocked()
             assert h.launcher.launched == ["spare1"]  # neither a new process for a, nor a spare
             spare.ready()

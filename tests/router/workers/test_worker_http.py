@@ -70,6 +70,22 @@ async def _post(client: WorkerClient, body: bytes = b"{}") -> UpstreamResponse:
     return await client.request("POST", b"/tokenize?x=1", headers, body)
 
 
+async def test_every_request_carries_the_workers_key_and_a_keyless_client_none(
+    upstream: Upstream,
+) -> None:
+    # docs/protocol.md §8: a worker answers only its router; a peer's client has no worker key.
+    keyed = WorkerClient("127.0.0.1", upstream.port, timeout=5, key="k-123")
+    await (await _post(keyed)).read()
+    assert await keyed.exchange("GET", b"/health", None) == (200, b"ok")
+    await keyed.aclose()
+    peer = WorkerClient("127.0.0.1", upstream.port, timeout=5, party="peer 'b'")
+    await (await _post(peer)).read()
+    await peer.aclose()
+    heads = [request.split(b"\r\n\r\n")[0].split(b"\r\n") for _, request in upstream.requests]
+    assert [b"x-corral-worker-key: k-123" in head for head in heads] == [True, True, False]
+    assert not any(line.startswith(b"x-corral-worker-key") for line in heads[2])
+
+
 async def test_requests_go_out_as_given_and_share_one_connection(upstream: Upstream) -> None:
     client = WorkerClient("127.0.0.1", upstream.port, timeout=5)
     for _ in range(2):

@@ -64,6 +64,37 @@ def test_health_and_preflights_need_no_key(keyed: WorkerProcess) -> None:
     assert refused.headers["access-control-allow-origin"] == "http://web.mydomain.fr"
 
 
+def test_a_routers_worker_answers_only_requests_with_its_key(models_dir: Path) -> None:
+    # docs/protocol.md §8: the router's key, in the environment it starts the worker with, is
+    # asked of every request, /health and preflights included; any local process can reach
+    # the port, only the router knows the key.
+    env = {"CORRAL_WORKER_KEY": "the-routers-key"}
+    with worker(models_dir / "alpha.gguf", "--cors-origins", "none", env=env) as child:
+        for headers in (
+            {},
+            {"X-Corral-Worker-Key": "the-routers-key-but-longer"},
+            {"X-Corral-Worker-Key": ""},
+            {"Authorization": "Bearer the-routers-key"},
+            {"X-Api-Key": "the-routers-key"},
+        ):
+            for method, path in (
+                ("POST", "/completions"),
+                ("POST", "/slots/0?action=erase"),
+                ("GET", "/health"),
+                ("GET", "/no/such/route"),
+                ("OPTIONS", "/completions"),
+            ):
+                answer = httpx.request(
+                    method, f"{child.url}{path}", json=PROMPT, headers={**PREFLIGHT, **headers}
+                )
+                assert answer.status_code == 401, (method, path, headers)
+                assert answer.json()["error"]["type"] == "authentication_error"
+        keyed = {"X-Corral-Worker-Key": "the-routers-key"}
+        assert httpx.get(f"{child.url}/health", headers=keyed).status_code == 200
+        answer = httpx.post(f"{child.url}/completions", json=PROMPT, headers=keyed, timeout=60)
+        assert answer.status_code == 200, answer.text
+
+
 def test_the_routers_workers_answer_no_page(models_dir: Path) -> None:
     # The router passes --cors-origins none: a keyless loopback worker no browser may read.
     with worker(models_dir / "alpha.gguf", "--cors-origins", "none") as child:

@@ -54,6 +54,8 @@ def test_it_serves_warns_and_stops_cleanly_on_sigterm() -> None:
         assert server.process.stderr is not None
         log = server.process.stderr.read().decode()
     assert "the RPC protocol has no authentication" in log
+    # On loopback it is open to every local user: the warning says so (docs/security.md).
+    assert "every local user and process can use these devices" in log
     assert "rpc server stopping" in log
     with pytest.raises(RpcServerUnavailable, match="Connection refused"):
         say_hello(server.endpoint, timeout=10)
