@@ -19,7 +19,7 @@ import structlog
 from router.api.metrics import RequestCounter
 from router.api.runtime import RouterRuntime
 from router.catalogue.catalogue import CatalogueError
-from router.catalogue.file_check import model_file_problem
+from router.catalogue.file_check import entry_problem
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
 from router.reloads import Reloader
@@ -56,7 +56,7 @@ async def running_services(
             launcher=spares,
             task_group=group,
             timeout=settings.timeout,
-            check_file=model_file_problem,
+            check_files=entry_problem,
             fake_timing=0.0 if settings.single_model else FAKE_TIMING_SECONDS,
         )
         # The router reads GPUs through NVML (or what workers report), never a CUDA context.
@@ -108,3 +108,5 @@ async def _reload_on_sighup(reloader: Reloader) -> None:
                 await reloader.reload()
             except CatalogueError as exc:  # keep serving the old catalogue
                 _log.error("reload failed, keeping the current models", error=str(exc))
+            except Exception:  # a bug must not end the router, which this task's group is
+                _log.exception("reload failed, keeping the current models")

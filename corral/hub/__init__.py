@@ -5,7 +5,8 @@
 :mod:`~corral.hub.shards` (split models), :mod:`~corral.hub.mmproj` (which projector a model
 uses), :mod:`~corral.hub.cache_layout` (huggingface_hub's folders), :mod:`~corral.hub.cache_scan`
 (which models the cache holds), :mod:`~corral.hub.removal` (deleting one),
-:mod:`~corral.hub.sizes` and :mod:`~corral.hub.gguf_header` (a GGUF's metadata).
+:mod:`~corral.hub.sizes` and :mod:`~corral.hub.gguf_header` (a GGUF's metadata, over the bounded
+:mod:`~corral.hub.gguf_cursor`).
 
 Nothing here imports huggingface_hub: the router and the CLI use these modules too.
 """

@@ -2,105 +2,90 @@
 
 The router uses the metadata to estimate a model's context memory before the model first runs
 (see :mod:`router.workers.memory_budget`), and the layout to refuse a truncated or corrupt file
-before
-starting a worker, saying what is wrong (llama.cpp's own message names neither). Arrays (the
-vocabulary, merges, …) are skipped, not read.
+before starting a worker, saying what is wrong (llama.cpp's own message names neither). Arrays
+(the vocabulary, merges, …) are skipped, not read. Every read is bounded whatever the header
+claims (:mod:`corral.hub.gguf_cursor`): these raise :class:`GGUFError` and nothing else.
 Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
 """
 
 from __future__ import annotations
 
 import math
-import mmap
 import os
-import struct
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
+from corral.hub.gguf_cursor import GGUFCursor, GGUFError, Scalar, Truncated
 from corral.hub.sizes import human_size
 
 __all__ = [
     "GGUFError",
     "GGUFLayout",
     "GGUFTensor",
+    "Scalar",
     "gguf_file_problem",
     "read_gguf_layout",
     "read_gguf_metadata",
     "read_gguf_tensors",
 ]
 
-Scalar = int | float | bool | str
-
 _MAGIC = b"GGUF"
-# Value types by number: the struct format of each fixed-size one.
-_FIXED = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q"}
-_FIXED |= {11: "<q", 12: "<d"}
-_STRING, _ARRAY = 8, 9
+_MAX_KEYS = 1 << 16  # key/value pairs; real models have a few dozen
+_MAX_TENSORS = 1 << 18  # real models have thousands at most
+_MAX_TENSOR_NAME = 63  # llama.cpp's GGML_MAX_NAME, less its terminating NUL
+_MAX_DIMS = 8  # ggml has 4; more means the header is garbage, not a model
+_MAX_ELEMENTS = (1 << 63) - 1  # a tensor's elements, as llama.cpp checks them (INT64_MAX)
 
 
-class GGUFError(ValueError):
-    """Not a GGUF file, or one this reader does not understand (version 1)."""
-
-
-def _read(stream: BinaryIO, fmt: str) -> int | float | bool:
-    size = struct.calcsize(fmt)
-    data = stream.read(size)
-    if len(data) != size:
-        raise GGUFError("the file ends inside its header")
-    value: int | float | bool = struct.unpack(fmt, data)[0]
-    return value
-
-
-def _string(stream: BinaryIO) -> str:
-    length = int(_read(stream, "<Q"))
-    # A garbage length must not become a read (an allocation) of that many bytes.
-    if length > os.fstat(stream.fileno()).st_size - stream.tell():
-        raise GGUFError("the file ends inside its header")
-    return stream.read(length).decode("utf-8", "replace")
-
-
-def _skip_array(stream: BinaryIO) -> None:
-    kind, count = int(_read(stream, "<I")), int(_read(stream, "<Q"))
-    if kind in _FIXED:
-        stream.seek(count * struct.calcsize(_FIXED[kind]), 1)
-    elif kind == _STRING:
-        for _ in range(count):
-            stream.seek(int(_read(stream, "<Q")), 1)
-    elif kind == _ARRAY:
-        for _ in range(count):
-            _skip_array(stream)
-    else:
-        raise GGUFError(f"unknown array element type {kind}")
+@contextmanager
+def _header(path: Path) -> Iterator[GGUFCursor]:
+    """A cursor after the file's magic and version. Non-blocking: a FIFO named ``*.gguf`` must
+    not hang its reader."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise GGUFError(f"cannot open the file: {error.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise GGUFError("not a GGUF file: not a regular file")
+        if info.st_size < 4:
+            raise GGUFError(
+                "not a GGUF file: it is empty" if not info.st_size else "not a GGUF file"
+            )
+        cursor = GGUFCursor(fd, info.st_size)
+        if cursor.raw(4) != _MAGIC:
+            raise GGUFError("not a GGUF file: it does not start with 'GGUF'")
+        version = cursor.u32()
+        if version not in (2, 3):  # 1 had 32-bit counts; 2 and 3 differ only in byte order
+            raise GGUFError(f"corrupt header: GGUF version {version}")
+        yield cursor
+    except OSError as error:  # a read error half-way (an I/O error, a file on a lost mount)
+        raise GGUFError(f"cannot read the file: {error.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def read_gguf_metadata(path: Path, *, stop_at: str | None = None) -> dict[str, Scalar]:
-    """The scalar keys of the header (``general.architecture``, ``llama.block_count``, …).
+    """The scalar keys of the header (``general.architecture``, ``llama.block_count``, …);
+    string values longer than the cursor's caps are left out.
 
     ``stop_at``: stop at the first key with this prefix. llama.cpp's converters write the
     tokenizer last, and its vocabulary (a string array of 100k+ entries) is most of a header.
     """
-    with path.open("rb") as stream:
-        if stream.read(4) != _MAGIC:
-            raise GGUFError(f"{path.name} is not a GGUF file")
-        version = int(_read(stream, "<I"))
-        if version < 2:
-            raise GGUFError(f"{path.name}: GGUF version {version} is not supported")
-        _read(stream, "<Q")  # tensor count
+    with _header(path) as cursor:
+        cursor.count(_MAX_TENSORS, "tensors")
         metadata: dict[str, Scalar] = {}
-        for _ in range(int(_read(stream, "<Q"))):
-            key = _string(stream)
+        for _ in range(cursor.count(_MAX_KEYS, "keys")):
+            key = cursor.name()
             if stop_at is not None and key.startswith(stop_at):
                 break
-            kind = int(_read(stream, "<I"))
-            if kind in _FIXED:
-                metadata[key] = _read(stream, _FIXED[kind])
-            elif kind == _STRING:
-                metadata[key] = _string(stream)
-            elif kind == _ARRAY:
-                _skip_array(stream)
-            else:
-                raise GGUFError(f"{path.name}: unknown value type {kind} for '{key}'")
+            value = cursor.value(cursor.u32())
+            if value is not None:
+                metadata[key] = value
         return metadata
 
 
@@ -116,59 +101,6 @@ _GGML_BLOCKS: dict[int, tuple[int, int]] = {
     39: (32, 17), 40: (64, 36), 41: (128, 18),
 }  # fmt: skip
 _DEFAULT_ALIGNMENT = 32
-_MAX_DIMS = 8  # ggml has 4; more means the header is garbage, not a model
-_MAX_COUNT = 1 << 32  # tensors, keys or array elements: beyond this the header is garbage
-
-
-class _Truncated(GGUFError):
-    """The file ends where its header says there is more."""
-
-
-class _Cursor:
-    """Reads a GGUF header from a buffer (the mapped file), checking every read's bounds."""
-
-    def __init__(self, data: bytes | mmap.mmap) -> None:
-        self.data, self.pos = data, 0
-
-    def take(self, fmt: str) -> int | float | bool:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self.data):
-            raise _Truncated("the file ends inside its header")
-        value: int | float | bool = struct.unpack_from(fmt, self.data, self.pos)[0]
-        self.pos += size
-        return value
-
-    def count(self) -> int:
-        value = int(self.take("<Q"))
-        if value > _MAX_COUNT:
-            raise GGUFError(f"corrupt header: a count of {value}")
-        return value
-
-    def skip(self, size: int) -> None:
-        if self.pos + size > len(self.data):
-            raise _Truncated("the file ends inside its header")
-        self.pos += size
-
-    def string(self) -> str:
-        length = self.count()
-        start = self.pos
-        self.skip(length)
-        return bytes(self.data[start : self.pos]).decode("utf-8", "replace")
-
-    def skip_value(self, kind: int) -> None:
-        if kind in _FIXED:
-            self.skip(struct.calcsize(_FIXED[kind]))
-        elif kind == _STRING:
-            self.skip(self.count())
-        elif kind == _ARRAY:
-            inner, count = int(self.take("<I")), self.count()
-            if inner in _FIXED:  # one jump over the whole array
-                self.skip(count * struct.calcsize(_FIXED[inner]))
-            else:
-                for _ in range(count):
-                    self.skip_value(inner)
-        else:
-            raise GGUFError(f"corrupt header: unknown value type {kind}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,35 +129,20 @@ class GGUFTensor:
 def read_gguf_tensors(path: Path) -> tuple[GGUFLayout, list[GGUFTensor]]:
     """The file's layout and its tensors' names, types, shapes and data offsets (nothing of the
     data itself). Raises :class:`GGUFError` saying what is wrong."""
-    with path.open("rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        if size < 4:
-            raise GGUFError("not a GGUF file: it is empty" if not size else "not a GGUF file")
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            cursor = _Cursor(data)
-            if data[:4] != _MAGIC:
-                raise GGUFError("not a GGUF file: it does not start with 'GGUF'")
-            version = int(cursor.take("<4xI"))
-            if version not in (2, 3):
-                raise GGUFError(f"corrupt header: GGUF version {version}")
-            n_tensors, keys = cursor.count(), cursor.count()
-            alignment = _DEFAULT_ALIGNMENT
-            for _ in range(keys):
-                key, kind = cursor.string(), int(cursor.take("<I"))
-                if key == "general.alignment" and kind == 4:
-                    alignment = int(cursor.take("<I")) or _DEFAULT_ALIGNMENT
-                else:
-                    cursor.skip_value(kind)
-            infos = []
-            for _ in range(n_tensors):
-                name = cursor.string()
-                n_dims = int(cursor.take("<I"))
-                if n_dims > _MAX_DIMS:
-                    raise GGUFError(f"corrupt header: a tensor of {n_dims} dimensions")
-                dims = tuple(int(cursor.take("<Q")) for _ in range(n_dims))
-                kind, offset = int(cursor.take("<I")), int(cursor.take("<Q"))
-                infos.append((name, kind, dims, offset))
-            data_start = -(-cursor.pos // alignment) * alignment
+    with _header(path) as cursor:
+        n_tensors, keys = cursor.count(_MAX_TENSORS, "tensors"), cursor.count(_MAX_KEYS, "keys")
+        alignment = _DEFAULT_ALIGNMENT
+        for _ in range(keys):
+            key, kind = cursor.name(), cursor.u32()
+            if key == "general.alignment" and kind == 4:
+                alignment = cursor.u32() or _DEFAULT_ALIGNMENT
+                if alignment & (alignment - 1):  # as llama.cpp refuses it
+                    raise GGUFError(f"corrupt header: alignment {alignment} is not a power of 2")
+            else:
+                cursor.skip_value(kind)
+        infos = [_tensor_info(cursor) for _ in range(n_tensors)]
+        data_start = -(-cursor.pos // alignment) * alignment
+        size = cursor.size
     end = max(
         (offset + _tensor_bytes(kind, list(dims)) for _, kind, dims, offset in infos), default=0
     )
@@ -234,6 +151,17 @@ def read_gguf_tensors(path: Path) -> tuple[GGUFLayout, list[GGUFTensor]]:
         GGUFTensor(name, kind, dims, data_start + offset) for name, kind, dims, offset in infos
     ]
     return GGUFLayout(size, data_start + end, parameters), tensors
+
+
+def _tensor_info(cursor: GGUFCursor) -> tuple[str, int, tuple[int, ...], int]:
+    name = cursor.name("tensor", _MAX_TENSOR_NAME)
+    n_dims = cursor.u32()
+    if n_dims > _MAX_DIMS:
+        raise GGUFError(f"corrupt header: a tensor of {n_dims} dimensions")
+    dims = tuple(int(cursor.fixed(10)) for _ in range(n_dims))
+    if math.prod(dims) > _MAX_ELEMENTS or any(dim > _MAX_ELEMENTS for dim in dims):
+        raise GGUFError(f"corrupt header: tensor '{name}' has a shape of {list(dims)}")
+    return name, cursor.u32(), dims, int(cursor.fixed(10))
 
 
 def read_gguf_layout(path: Path) -> GGUFLayout:
@@ -247,12 +175,12 @@ def gguf_file_problem(path: Path) -> str | None:
     """What is wrong with a model file, in words, or ``None`` when its header and size agree."""
     try:
         layout = read_gguf_layout(path)
-    except _Truncated:
+    except Truncated:
         return "file is truncated: it ends inside its header"
     except GGUFError as error:
         return str(error)
-    except (OSError, ValueError) as error:
-        return f"cannot read the file: {error}"
+    except Exception as error:  # a reader's bug must not fail a listing: say what it was
+        return f"cannot read the header: {error!r}"
     if layout.data_end > layout.size:
         return (
             f"file is truncated: {human_size(layout.size)} of the "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from corral.hub.gguf_header import GGUFError, read_gguf_metadata
+from corral.hub.gguf_header import read_gguf_metadata
 
 __all__ = ["input_modalities"]
 
@@ -28,7 +28,7 @@ def _projector_inputs(mmproj: Path, mtime_ns: int, size: int) -> tuple[str, ...]
     # Keyed by mtime and size too: a projector replaced on disk is read again.
     try:
         header = read_gguf_metadata(mmproj)
-    except (OSError, GGUFError):
-        return ()
+    except Exception:  # a bad projector must not fail a listing
+        return ()  # its model is listed with the projector's problem (router/catalogue)
     kinds = (("clip.has_vision_encoder", "image"), ("clip.has_audio_encoder", "audio"))
     return tuple(kind for key, kind in kinds if header.get(key) is True)

@@ -6,6 +6,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio
 import msgspec
 from litestar import Request, get, post
 from litestar.params import FromQuery
@@ -24,15 +25,17 @@ from router.api.disclosure import (
 )
 from router.api.inference import forward_to_model
 from router.api.runtime import RouterRuntime, runtime
-from router.catalogue.catalogue import CatalogueError
+from router.catalogue.catalogue import CatalogueEntry, CatalogueError
+from router.catalogue.file_check import entry_problem
 from router.catalogue.listing import ListingStatus, ModelListing
 from router.observe.events import ModelEvent
 from router.scheduling.answers import scheduling_answered
 from router.security.api_keys import admin_only
 from router.security.callers import is_admin
 from router.single_model import ollama_models
+from router.workers.child_supervisor import EXIT_CANNOT_START
 from router.workers.memory_budget import resident_memory
-from router.workers.model_state import ModelState, Status
+from router.workers.model_state import BAD_FILE, ModelState, Status
 
 __all__ = ["gpu_memory", "model_in_body", "model_routes"]
 
@@ -75,7 +78,7 @@ async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASG
     )
 
 
-def _status(state: ModelState, retry_after: float) -> ListingStatus:
+def _status(state: ModelState, retry_after: float, problem: str | None = None) -> ListingStatus:
     status = ListingStatus(
         value=state.status.value, args=state.args, preset=state.entry.preset_text()
     )
@@ -84,7 +87,21 @@ def _status(state: ModelState, retry_after: float) -> ListingStatus:
         # Corral's own: why the router killed it ("stalled", "load_stalled"), else it crashed;
         # and how long the crash-loop backoff keeps it from loading again.
         status.reason, status.retry_after = state.failure_reason, round(retry_after, 3)
+    elif problem is not None and not state.running:
+        # An unusable file, found before any load: listed as a load would leave it (docs/api.md).
+        status.failed, status.exit_code, status.error = True, EXIT_CANNOT_START, problem
+        status.reason, status.retry_after = BAD_FILE, 0.0
     return status
+
+
+def _read_headers(entries: list[CatalogueEntry]) -> dict[str, str | None]:
+    """What is wrong with each model's files, and what its projector reads: header walks, in a
+    thread (their verdicts are kept, so the listing then finds them at no cost)."""
+    problems = {}
+    for entry in entries:
+        problems[entry.name] = entry_problem(entry)
+        input_modalities(entry.mmproj)
+    return problems
 
 
 def _capabilities(inputs: list[str]) -> list[str]:
@@ -99,9 +116,11 @@ def _entry(
     created: int,
     retry_after: float = 0.0,
     on_gpus: Mapping[str, int] | None = None,
+    problem: str | None = None,
 ) -> ModelListing:
     """One model's entry; ``on_gpus``: what its worker holds per GPU (the device planner's
-    reading, the driver's figure where it has one), else what the worker reported."""
+    reading, the driver's figure where it has one), else what the worker reported;
+    ``problem``: what is wrong with its files."""
     inputs = input_modalities(state.entry.mmproj)
     entry = ModelListing(
         id=state.entry.name,
@@ -109,7 +128,7 @@ def _entry(
         tags=list(state.entry.tags),
         owned_by="llamacpp",
         created=created,
-        status=_status(state, retry_after),
+        status=_status(state, retry_after, problem),
         source=state.entry.source,
         can_remove=state.entry.source == "cache",
         pinned=state.entry.pin,
@@ -175,11 +194,22 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     created = int(time.time())
     models = rt.pool.models
     catalogue = rt.pool.catalogue
-    data = [
-        _entry(state, created, rt.scheduler.retry_after(state), gpu_memory(rt, state))
+    listed = [
+        state
         for state in models.values()
         # A name a ``prefer = peer`` peer answers for is listed as that peer's.
         if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None
+    ]
+    problems = await anyio.to_thread.run_sync(_read_headers, [state.entry for state in listed])
+    data = [
+        _entry(
+            state,
+            created,
+            rt.scheduler.retry_after(state),
+            gpu_memory(rt, state),
+            problems.get(state.name),
+        )
+        for state in listed
     ]
     data += rt.peers.listing(created, lambda name: catalogue.resolve(name) is not None)
     downloads = rt.downloads.jobs.values()

@@ -3,7 +3,8 @@ and the file's identity (size, modification time, digest). Ollama's ``/api/tags`
 and ``/api/show`` report these.
 
 Reading a header skips its arrays (the vocabulary) but still walks them, so the answer is kept
-per file version (path, size, modification time).
+per file version (path, size, modification time). A header that cannot be read gives what the
+file's name says: what is wrong with it is the file check's to say (router/catalogue/file_check.py).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def declares_pooling(path: Path) -> bool:
 def _pooling(path: Path, size: int, mtime_ns: int) -> bool:
     try:
         metadata = read_gguf_metadata(path, stop_at="tokenizer.")  # before the vocabulary
-    except (OSError, ValueError):  # GGUFError is a ValueError
-        return False
+    except Exception:  # a bad header must not stop a start or a reload
+        return False  # the file check says what is wrong (router/catalogue/file_check.py)
     return f"{metadata.get('general.architecture')}.pooling_type" in metadata
 
 
@@ -89,7 +90,7 @@ def _details(path: Path, file_size: int, mtime_ns: int, size: int) -> ModelDetai
     try:
         metadata = read_gguf_metadata(path)
         parameters = read_gguf_layout(path).parameters
-    except (OSError, ValueError):  # GGUFError is a ValueError
+    except Exception:  # a bad header must not fail a listing
         metadata, parameters = {}, 0
     count = metadata.get("general.parameter_count")
     if isinstance(count, int) and not isinstance(count, bool) and count > 0:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from corral.http.errors import ApiError
 from router.workers.errors import (
     AlreadyRunning,
+    BadModelFile,
     LoadFailed,
     LoadInterrupted,
     LoadsHeld,
@@ -54,6 +55,10 @@ def api_error(error: SchedulingError) -> ApiError:
             f"model '{name}' does not fit on {error.device}: it needs {error.needed >> 20} MiB, "
             f"{error.free >> 20} MiB are free",
             "unavailable_error",
+        )
+    if isinstance(error, BadModelFile):  # nothing to retry until the file is replaced
+        return ApiError(
+            422, f"model '{name}' failed to load: {error.reason}", "invalid_request_error"
         )
     if isinstance(error, LoadStalled):  # a timeout, not a broken model: worth another try
         return ApiError(503, f"model '{name}' {error.reason}")

@@ -29,6 +29,7 @@ from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.workers.errors import (
     AlreadyRunning,
+    BadModelFile,
     LoadFailed,
     LoadInterrupted,
     LoadsHeld,
@@ -171,6 +172,8 @@ class Scheduler:
         self._pool.start(state, placement)
 
     def _load_error(self, state: ModelState) -> LoadFailed | LoadInterrupted:
+        if state.failed and state.bad_file:
+            return BadModelFile(state.name, state.error)
         oom = state.out_of_memory
         if state.failed and oom is not None:
             return OutOfDeviceMemory(state.name, oom.device, oom.needed, oom.free)

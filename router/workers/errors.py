@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyRunning",
+    "BadModelFile",
     "LoadFailed",
     "LoadInterrupted",
     "LoadStalled",
@@ -49,6 +50,11 @@ class LoadFailed(SchedulingError):
     def __init__(self, model: str, reason: str | None) -> None:
         super().__init__(model)
         self.reason = reason
+
+
+class BadModelFile(LoadFailed):
+    """No worker was started: one of the model's files is unusable; ``reason`` says what is
+    wrong (a truncated download, a malformed header)."""
 
 
 class LoadInterrupted(SchedulingError):

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
-from corral.hub.gguf_header import GGUFError, read_gguf_metadata
+from corral.hub.gguf_header import read_gguf_metadata
 from corral.hub.sizes import files_size
 from corral.options.kv_layout import kv_bytes, kv_layout, kv_shape
 from router.catalogue.catalogue import CatalogueEntry
@@ -68,13 +68,12 @@ def kv_cache_bytes(entry: CatalogueEntry, ctx: int | None = None) -> int:
     ``ctx``: for this many tokens instead of its ``ctx-size`` (or trained context when unset).
     """
     try:
-        meta = read_gguf_metadata(entry.path, stop_at="tokenizer.")
-    except (OSError, GGUFError):
+        shape = kv_shape(read_gguf_metadata(entry.path, stop_at="tokenizer."))
+        if shape is None:
+            return 0
+        return kv_bytes(shape, kv_layout(entry.model_options), ctx)
+    except Exception:  # a bad header (NaN, 0 heads) must not fail a schedule
         return 0
-    shape = kv_shape(meta)
-    if shape is None:
-        return 0
-    return kv_bytes(shape, kv_layout(entry.model_options), ctx)
 
 
 @functools.lru_cache(maxsize=256)

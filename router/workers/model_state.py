@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from router.workers.child_supervisor import ChildSupervisor
     from router.workers.worker_http import WorkerClient
 
-__all__ = ["ModelFields", "ModelState", "Status"]
+__all__ = ["BAD_FILE", "ModelFields", "ModelState", "Status"]
+
+# ``/models``' failure reason for a model whose files the router refused to start (docs/api.md).
+BAD_FILE = "bad_file"
 
 
 class Status(enum.StrEnum):
@@ -68,6 +71,8 @@ class ModelFields:
     # told ("stalled: no progress for 60 s"), until its next start.
     fault: str | None = None
     fault_message: str | None = None
+    # Its last start was refused: the file check found one of its files unusable (``error``).
+    bad_file: bool = False
     # A request's keep-alive (Ollama's ``keep_alive``), seconds idle before the ttl unloads the
     # worker, ``inf`` never; None: the entry's ``ttl``. Until the worker exits.
     keep_alive: float | None = None
@@ -207,6 +212,11 @@ class ModelState:
         return self._fields.fault
 
     @property
+    def bad_file(self) -> bool:
+        """Its last start was refused for an unusable file; ``error`` says what is wrong."""
+        return self._fields.bad_file
+
+    @property
     def keep_alive(self) -> float | None:
         return self._fields.keep_alive
 
@@ -217,9 +227,12 @@ class ModelState:
     @property
     def failure_reason(self) -> str:
         """Why its last run failed, as ``/models`` says it: the router's fault (``stalled``,
-        ``load_stalled``), ``out_of_memory`` on a device, else ``crashed``."""
+        ``load_stalled``), ``bad_file`` (refused before it started), ``out_of_memory`` on a
+        device, else ``crashed``."""
         if self.fault is not None:
             return self.fault
+        if self._fields.bad_file:
+            return BAD_FILE
         return "out_of_memory" if self.out_of_memory is not None else "crashed"
 
     @property

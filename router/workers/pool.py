@@ -13,7 +13,6 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -94,7 +93,7 @@ class WorkerPool:
         events: EventBus | None = None,
         timeout: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
-        check_file: Callable[[Path], str | None] | None = None,
+        check_files: Callable[[CatalogueEntry], str | None] | None = None,
         fake_timing: float = FAKE_TIMING_SECONDS,
     ) -> None:
         self.events = events or EventBus()
@@ -107,8 +106,8 @@ class WorkerPool:
         self.holds = LoadHolds(self.changed)  # models whose files a removal is deleting
         self._timeout = timeout
         self._clock = clock
-        # What is wrong with a model's file, asked before its worker starts (None: no check).
-        self._check_file = check_file
+        # What is wrong with a model's files, asked before its worker starts (None: no check).
+        self._check_files = check_files
         self._launcher = launcher
         self._tasks = task_group
         # Views handed out stay valid after a reload replaced them (a request may still hold one).
@@ -235,7 +234,7 @@ class WorkerPool:
             source="worker",
             on_state=lambda message: self._on_state(state, message, started, key),
             stop_timeout=state.entry.stop_timeout,
-            check=self._file_check(state.entry.path),
+            check=self._files_check(state.entry),
         )
         fields.exited = anyio.Event()
         fields.supervisor = supervisor
@@ -248,9 +247,9 @@ class WorkerPool:
         self.events.publish(state.name, "model_status", {"status": "loading"})
         self._tasks.start_soon(self._run_worker, state, supervisor)
 
-    def _file_check(self, path: Path) -> Callable[[], str | None] | None:
-        check = self._check_file
-        return None if check is None else lambda: check(path)
+    def _files_check(self, entry: CatalogueEntry) -> Callable[[], str | None] | None:
+        check = self._check_files
+        return None if check is None else lambda: check(entry)
 
     def request_stop(self, state: ModelState) -> None:
         """Mark the model stopping now (the scheduler counts on that); stop it in the background."""
@@ -371,9 +370,12 @@ class WorkerPool:
             fields.exit_code = None if expected else ended.code or None
             fields.error = None if expected or not returncode else reason
         fields.device_use = []
+        fields.bad_file = ended.refused
         if fields.exit_code:
             fields.out_of_memory = OutOfMemory.parse(reason or "")
-            fields.failures += 1
+            # A refused file is checked again at the next request, at no cost (the verdict is
+            # kept while the file is unchanged): no backoff keeps its error from that request.
+            fields.failures = 0 if ended.refused else fields.failures + 1
             fields.failures_total += 1
             fields.failed_at = self._clock()
         if fields.client is not None:

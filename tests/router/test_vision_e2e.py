@@ -112,7 +112,10 @@ def test_a_projector_that_does_not_load_fails_the_load_saying_so(
     model, _ = seer_files
     (tmp_path / "seer").mkdir()
     (tmp_path / "seer" / model.name).symlink_to(model)
-    (tmp_path / "seer" / "mmproj-seer.gguf").write_bytes(b"GGUF" + b"\x00" * 64)
+    # A header the router's check passes (version 3, no keys or tensors, 32 bytes with its
+    # padding) but clip.cpp refuses; a malformed header is listed and refused before any load
+    # (tests/router/catalogue/test_malformed_models.py).
+    (tmp_path / "seer" / "mmproj-seer.gguf").write_bytes(b"GGUF\x03" + b"\x00" * 27)
     with running_router(["--models-dir", str(tmp_path)]) as router:
         reply = _chat(router, "seer", image=False)
         assert reply.status_code == 500

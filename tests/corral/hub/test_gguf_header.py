@@ -42,11 +42,14 @@ def test_reading_can_stop_before_the_tokenizer(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"PK\x03\x04 a zip file", "is not a GGUF file"),
-        (b"GGUF\x01\x00\x00\x00", "GGUF version 1 is not supported"),
+        (b"PK\x03\x04 a zip file", "not a GGUF file: it does not start with 'GGUF'"),
+        (b"GGUF\x01\x00\x00\x00", "corrupt header: GGUF version 1"),
         (b"GGUF\x03\x00\x00\x00\x00", "the file ends inside its header"),
-        # Text after the magic: a string length of ~10^18 bytes, refused, never read.
-        (b"GGUF but not really a model file", "the file ends inside its header"),
+        # Text where the first key is: a name of ~10^18 bytes, refused, never read.
+        (
+            b"GGUF\x03\x00\x00\x00" + bytes(8) + b"\x01" + bytes(7) + b"not really a model",
+            "corrupt header: a key name of 7809634769682329454 bytes",
+        ),
     ],
 )
 def test_other_files_are_refused(tmp_path: Path, content: bytes, message: str) -> None:
@@ -85,7 +88,7 @@ def test_a_file_cut_short_says_how_much_of_it_is_there(tmp_path: Path) -> None:
         (b"\x00garbage" * 64, "not a GGUF file: it does not start with 'GGUF'"),
         (b"GGUF" + bytes(range(256)) * 4, "corrupt header: GGUF version 50462976"),
         # Version 3, then a tensor count no file could hold.
-        (b"GGUF\x03\x00\x00\x00" + b"\xff" * 16, "corrupt header: a count of 18446744073709551615"),
+        (b"GGUF\x03\x00\x00\x00" + b"\xff" * 16, "corrupt header: 18446744073709551615 tensors"),
     ],
 )
 def test_a_garbage_header_says_so(tmp_path: Path, content: bytes, problem: str) -> None:

@@ -117,13 +117,15 @@ def test_a_truncated_or_corrupt_file_fails_at_once_saying_what_is_wrong(tmp_path
     expected = {"cut": truncated, "junk": "not a GGUF file: it does not start with 'GGUF'"}
     with running_router(["--models-dir", str(tmp_path)]) as router:
         for name, problem in expected.items():
-            response = router.client.post("/v1/chat/completions", json={"model": name, **CHAT})
-            assert response.status_code == 500
-            message = response.json()["error"]["message"]
-            assert message == f"model '{name}' failed to load: {problem}"
+            # Listed with its problem before any load (docs/api.md), then refused with it.
             status = _status(router, name)
             assert status["failed"] is True
-            assert status["error"] == problem
+            assert (status["error"], status["reason"]) == (problem, "bad_file")
+            response = router.client.post("/v1/chat/completions", json={"model": name, **CHAT})
+            assert response.status_code == 422
+            message = response.json()["error"]["message"]
+            assert message == f"model '{name}' failed to load: {problem}"
+            assert _status(router, name) == status
         assert router.client.post(
             "/v1/chat/completions", json={"model": "whole", **CHAT}
         ).is_success
