@@ -38,6 +38,8 @@ class ServeSettings:
     # Kept out of repr so that logging the settings never prints a key.
     api_keys: tuple[ApiKey, ...] = field(default=(), repr=False)
     cors_origins: tuple[str, ...] = ("*",)
+    # Host names served besides loopback ones (corral/http/hosts.py); "*": any.
+    allowed_hosts: tuple[str, ...] = ()
     hf_token: str | None = field(default=None, repr=False)  # for download children only
     log_format: str | None = None  # "text" or "json"; None: text on a terminal, else JSON
     log_requests: bool = True  # one access line per request

@@ -82,7 +82,13 @@ class WorkerLifecycle:
         bind_worker_state(self.app, self.state)
         self._server = PromptServer(
             uvicorn.Config(
-                with_access_rules(self.app, settings.api_keys, settings.cors_origins),
+                with_access_rules(
+                    self.app,
+                    settings.api_keys,
+                    settings.cors_origins,
+                    settings.allowed_hosts,
+                    self._sockets,
+                ),
                 log_config=None,
                 lifespan="off",
                 ws="none",  # no websocket routes; "auto" would import websockets (2 MiB)

@@ -129,6 +129,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         ui_settings=_ui_settings(model_options, parser),
         api_keys=api_keys,
         cors_origins=tuple(parse_list(args.cors_origins or cors_default)),
+        allowed_hosts=tuple(parse_list(args.allowed_hosts or "")),
         hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
         log_format=args.log_format,
         log_requests=args.log_requests,

@@ -95,6 +95,12 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "origins browsers may call from, comma-separated; `localhost` = http(s) on "
         "localhost, 127.0.0.1 or [::1], any port",
     ),
+    "allowed_hosts": (
+        "CORRAL_ALLOWED_HOSTS",
+        "Host names the router answers to besides loopback ones, comma-separated (a proxy's "
+        "name, a LAN name); `*`: any. Listening on loopback only, other names get 403 (DNS "
+        "rebinding); beyond loopback, unset means any",
+    ),
     "hf_repos": (
         "LLAMA_ARG_HF_REPO",
         "load this hub model (`org/repo[:TAG]`) at startup, downloading it first (with "
@@ -211,6 +217,7 @@ SERVE_METAVARS: dict[str, str] = {
     "api_key_files": "FILE",
     "max_body": "SIZE",
     "cors_origins": "LIST",
+    "allowed_hosts": "LIST",
     "hf_repos": "ORG/REPO[:TAG]",
     "hf_file": "FILE",
     "timeout": "SECONDS",
@@ -234,6 +241,7 @@ _SHOWN_DEFAULTS = {
     "log_format": "text on a terminal, else json",
     "models_memory_max": "no limit",
     "cors_origins": "`*`; `localhost` with tools or MCP servers",
+    "allowed_hosts": "loopback names only, when listening on loopback only",
     "tools_root": "the working directory",
 }
 

@@ -124,6 +124,7 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag("security", ("--max-body",), "max_body", "64M"),
     # No default here: unset, it depends on whether tools are on (router.cli.main).
     _ServeFlag("security", ("--cors-origins",), "cors_origins"),
+    _ServeFlag("security", ("--allowed-hosts",), "allowed_hosts"),
     # llama-server flags (issue 29): TLS.
     _ServeFlag("security", ("--ssl-key-file",), "ssl_key_file", convert=Path),
     _ServeFlag("security", ("--ssl-cert-file",), "ssl_cert_file", convert=Path),

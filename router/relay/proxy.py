@@ -52,8 +52,16 @@ _HOP_BY_HOP = {
 }
 # Workers never see the router's credentials (docs/protocol.md §8); compression would defeat
 # streaming; the router has read the whole body already, so a worker has nothing to say to
-# "Expect: 100-continue".
-_REQUEST_DROP = _HOP_BY_HOP | {b"authorization", b"x-api-key", b"accept-encoding", b"expect"}
+# "Expect: 100-continue". The page's Origin was the router's to check (router/security/
+# origins.py): to a worker, or a peer, the router is the client, and a worker refuses any
+# request that carries one (worker/host/access.py).
+_REQUEST_DROP = _HOP_BY_HOP | {
+    b"authorization",
+    b"x-api-key",
+    b"accept-encoding",
+    b"expect",
+    b"origin",
+}
 # A translated request's body is the router's: the client's description of its own is wrong.
 TRANSLATED_DROP = {b"content-type", b"content-encoding"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).

@@ -132,6 +132,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "LLAMA_ARG_MODELS_AUTOLOAD": ("off", "models_autoload", False),
     "LLAMA_API_KEY": ("k1,k2", "api_keys", (ApiKey("k1"), ApiKey("k2"))),
     "LLAMA_ARG_CORS_ORIGINS": ("localhost", "cors_origins", ("localhost",)),
+    "CORRAL_ALLOWED_HOSTS": ("llm.example,gpu.lan", "allowed_hosts", ("llm.example", "gpu.lan")),
     "LLAMA_ARG_HF_REPO": ("acme/x-GGUF:Q8_0", "hf_repos", ("acme/x-GGUF:Q8_0",)),
     "LLAMA_ARG_TIMEOUT": ("12", "timeout", 12.0),
     "LLAMA_ARG_ALIAS": ("a,b", "aliases", ("a", "b")),
