@@ -44,6 +44,7 @@ class ServeSettings:
     log_format: str | None = None  # "text" or "json"; None: text on a terminal, else JSON
     log_requests: bool = True  # one access line per request
     ui_mcp_proxy: bool = False  # /cors-proxy fetches URLs for callers; else 403
+    ui_mcp_proxy_private: bool = False  # ... loopback, link-local and private ones too
     max_body: int = 64 << 20  # bytes of a request body; more is a 413 before it is read
     # Single-model mode (docs/serving.md): one -m or -hf model, no models dir or preset. That
     # model answers every request whatever it names, and takes --alias/--tags (which are

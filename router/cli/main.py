@@ -134,6 +134,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         log_format=args.log_format,
         log_requests=args.log_requests,
         ui_mcp_proxy=args.ui_mcp_proxy,
+        ui_mcp_proxy_private=args.ui_mcp_proxy_private,
         max_body=max_body,
         single_model=single,
         aliases=tuple(parse_list(args.alias or "")),

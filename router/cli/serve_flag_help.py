@@ -144,6 +144,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "serve llama-server's `/cors-proxy`, which fetches any http(s) URL for a caller (its "
         "Web UI's MCP client): only where every caller is trusted; off: 403",
     ),
+    "ui_mcp_proxy_private": (
+        "CORRAL_UI_MCP_PROXY_PRIVATE",
+        "let `/cors-proxy` fetch loopback, link-local and private addresses too (MCP servers on "
+        "this machine or the LAN); without it they get 403",
+    ),
     "hf_token": (
         "HF_TOKEN",
         "hub token for downloads (else `HF_TOKEN`, else `HUGGING_FACE_HUB_TOKEN`); given to "

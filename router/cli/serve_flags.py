@@ -136,6 +136,13 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag(
         "security", ("--ui-mcp-proxy", "--webui-mcp-proxy"), "ui_mcp_proxy", False, action=_ON_OFF
     ),
+    _ServeFlag(
+        "security",
+        ("--ui-mcp-proxy-private",),
+        "ui_mcp_proxy_private",
+        False,
+        action="store_true",
+    ),
     _ServeFlag("logging", ("--log-format",), "log_format", choices=("text", "json")),
     _ServeFlag("logging", ("--log-requests",), "log_requests", True, action=_ON_OFF),
 )

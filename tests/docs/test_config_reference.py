@@ -157,6 +157,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
         (McpServerConfig("s", "srv"),),
     ),
     "LLAMA_ARG_UI_MCP_PROXY": ("1", "ui_mcp_proxy", True),
+    "CORRAL_UI_MCP_PROXY_PRIVATE": ("1", "ui_mcp_proxy_private", True),
     "LLAMA_ARG_API_PREFIX": ("/v2", "api_prefix", "/v2"),
     "LLAMA_ARG_REUSE_PORT": ("1", "reuse_port", True),
 }
