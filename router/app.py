@@ -20,6 +20,7 @@ from router.api.ollama.routes import ollama_router
 from router.api.tools import tool_routes
 from router.scheduling.leases import release_leases
 from router.security.guard import ApiKeyAuth
+from router.security.origins import OriginGate
 from router.security.request_limits import body_limit_handlers
 from router.services import running_services
 from router.settings import ServeSettings
@@ -62,8 +63,9 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             ollama_router,
         ],
         exception_handlers=auth.exception_handlers(handlers),
-        # Outermost: leases on models end with their request, whatever ends it.
-        middleware=[release_leases, *auth.middleware()],
+        # Outermost: leases on models end with their request, whatever ends it. Then what a web
+        # page may do (docs/security.md), which no key changes, before the key check.
+        middleware=[release_leases, OriginGate(settings.cors_origins), *auth.middleware()],
         lifespan=[lifespan],
         state=State({"auth": auth, "tools": tools}),
         # Litestar checks Content-Length before reading and counts the bytes of a chunked

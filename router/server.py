@@ -20,6 +20,7 @@ from litestar.types import ASGIApp
 
 from corral.children.environment import MAX_BODY_ENV
 from corral.http.cors import CorsHeaders
+from corral.http.hosts import host_check, listens_on_loopback_only
 from corral.http.sockets import bind_hosts
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.remote_preset import cached_preset
@@ -127,8 +128,15 @@ def serve(settings: ServeSettings) -> None:
     except OSError as exc:
         _log.error("cannot listen", host=settings.host, port=settings.port, error=str(exc))
         raise SystemExit(1) from None
-    config = uvicorn.Config(
+    # Outermost, the Host check (DNS rebinding): before CORS, so no name but the router's own
+    # gets even a preflight's answer.
+    served = host_check(
         CorsHeaders(_mounted(app, settings), settings.cors_origins),
+        settings.allowed_hosts,
+        loopback_only=listens_on_loopback_only(sockets),
+    )
+    config = uvicorn.Config(
+        served,
         log_config=None,
         ssl_keyfile=settings.ssl_key_file,
         ssl_certfile=settings.ssl_cert_file,

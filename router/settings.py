@@ -41,10 +41,13 @@ class ServeSettings:
     # Kept out of repr so that logging the settings never prints a key.
     api_keys: tuple[ApiKey, ...] = field(default=(), repr=False)
     cors_origins: tuple[str, ...] = ("*",)
+    # Host names served besides loopback ones (corral/http/hosts.py); "*": any.
+    allowed_hosts: tuple[str, ...] = ()
     hf_token: str | None = field(default=None, repr=False)  # for download children only
     log_format: str | None = None  # "text" or "json"; None: text on a terminal, else JSON
     log_requests: bool = True  # one access line per request
     ui_mcp_proxy: bool = False  # /cors-proxy fetches URLs for callers; else 403
+    ui_mcp_proxy_private: bool = False  # ... loopback, link-local and private ones too
     max_body: int = 64 << 20  # bytes of a request body; more is a 413 before it is read
     max_connections: int = 512  # open client connections; more are refused 503; 0: no limit
     # Single-model mode (docs/serving.md): one -m or -hf model, no models dir or preset. That

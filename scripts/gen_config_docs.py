@@ -66,6 +66,8 @@ WORKER_FLAG_HELP: dict[str, str] = {
     "llama-server's (the router passes none)",
     "cors_origins": "run alone: origins browsers may call from, as `corral serve --cors-origins`; "
     "`none`: no CORS headers (what the router passes)",
+    "allowed_hosts": "Host names to answer besides loopback ones, as `corral serve "
+    "--allowed-hosts`; `*`: any",
     "list_devices": "print the GPU devices llama.cpp sees (name, description, total and free "
     "MiB), as llama-server's `--list-devices`, then exit",
 }

@@ -14,7 +14,8 @@ repositories they download (``POST /models``, the remote preset) are served by
 changes to the copy: the session fixture that downloads every preset's real model is a no-op,
 and ``wget`` (used only by tests of other files) is a stub. With ``--tools`` the wrapper adds
 ``--tools-root /`` and ``--tools-allow-exec``, which llama-server's tools need no flag for
-(docs/tools.md, differences). ``LLAMA_SERVER_BIN_PATH`` in the
+(docs/tools.md, differences), and with ``--ui-mcp-proxy`` it adds ``--ui-mcp-proxy-private``
+(the tests' targets are on loopback; docs/llama-server-tests.md). ``LLAMA_SERVER_BIN_PATH`` in the
 environment runs another server instead (a ``llama-server`` built from the same tree, to
 compare).
 """
@@ -93,6 +94,8 @@ def main() -> int:
         wrapper.write_text(
             '#!/bin/sh\ncase " $* " in\n'
             '  *" --tools "*) set -- --tools-root / --tools-allow-exec "$@" ;;\n'
+            'esac\ncase " $* " in\n'
+            '  *" --ui-mcp-proxy "*) set -- --ui-mcp-proxy-private "$@" ;;\n'
             f'esac\nexec "{ROOT}/.venv/bin/corral" serve "$@"\n'
         )
         wrapper.chmod(0o755)

@@ -280,7 +280,13 @@ def _server_binary(server: str) -> Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     if server == "corral":
         wrapper = bin_dir / "corral-serve"
-        wrapper.write_text(f'#!/bin/sh\nexec {ROOT}/.venv/bin/python -m router serve "$@"\n')
+        # The tests' /cors-proxy targets are on loopback, which Corral refuses unless told
+        # (docs/llama-server-tests.md).
+        wrapper.write_text(
+            '#!/bin/sh\ncase " $* " in\n'
+            '  *" --ui-mcp-proxy "*) set -- --ui-mcp-proxy-private "$@" ;;\n'
+            f'esac\nexec {ROOT}/.venv/bin/python -m router serve "$@"\n'
+        )
     elif server == "worker":
         wrapper = bin_dir / "corral-worker"
         wrapper.write_text(

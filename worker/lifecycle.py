@@ -88,7 +88,12 @@ class WorkerLifecycle:
         self._server = PromptServer(
             uvicorn.Config(
                 with_access_rules(
-                    self.app, settings.api_keys, settings.cors_origins, router_key=router_key
+                    self.app,
+                    settings.api_keys,
+                    settings.cors_origins,
+                    settings.allowed_hosts,
+                    self._sockets,
+                    router_key=router_key,
                 ),
                 log_config=None,
                 lifespan="off",

@@ -76,6 +76,7 @@ class WorkerSettings:
     # Run alone as llama-server (worker/host/access.py); the router passes neither key nor origins.
     api_keys: tuple[str, ...] = ()
     cors_origins: tuple[str, ...] = ("*",)
+    allowed_hosts: tuple[str, ...] = ()  # Host names besides loopback ones (corral/http/hosts.py)
     # The defaults are llama-server's (docs/serving.md, Defaults): 0 = the trained context.
     ctx_size: int = _SERVER_KV.ctx_size
     threads: int = 1
@@ -326,6 +327,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--api-key", help="key(s) every request needs, comma-separated")
     parser.add_argument("--cors-origins", default="*", help="origins browsers may call from")
     parser.add_argument(
+        "--allowed-hosts", default="", help="Host names to answer besides loopback ones; *: any"
+    )
+    parser.add_argument(
         "--list-devices", action=_ListDevices, nargs=0, help="print the GPU devices and exit"
     )
     add_model_flags(parser)
@@ -368,6 +372,7 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
         tags=tuple(sorted({tag.strip() for tag in (args.tags or "").split(",")} - {""})),
         api_keys=_comma_list(args.api_key or ""),
         cors_origins=_comma_list(args.cors_origins),
+        allowed_hosts=_comma_list(args.allowed_hosts),
         host=args.host,
         port=args.port,
         ctx_size=layout.ctx_size,

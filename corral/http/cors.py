@@ -10,8 +10,9 @@ See docs/protocol.md §8.
   http(s) origins on localhost, 127.0.0.1 and [::1] (any port), other entries themselves.
   As llama-server's default, ``*`` answers with the request's own ``Origin`` (``*`` for a
   request without one); without credentials that grants exactly what ``*`` would.
-- A disallowed origin gets its answer without the header (a preflight still 200), as
-  llama-server does, so the browser refuses the page access; the request itself is not refused.
+- A disallowed origin gets no header (a preflight still 200), as llama-server does, so the
+  browser refuses the page access. That only hides answers: whether a request from a page may
+  run at all is :mod:`corral.http.origins`' decision, made with :meth:`CorsPolicy.names`.
 
 Unlike llama-server, credentials are never allowed (no ``Access-Control-Allow-Credentials``):
 keys travel in headers a page sets itself, and a cookie a proxy in front of Corral set must not
@@ -58,15 +59,22 @@ class CorsPolicy:
         self._loopback = LOOPBACK_ORIGINS in origins
         self._literal = frozenset(o for o in origins if o not in ("*", LOOPBACK_ORIGINS))
 
+    def names(self, origin: str) -> bool:
+        """Whether ``origin`` is named in the list (itself, or a loopback origin by ``localhost``),
+        rather than only covered by ``*``: such pages may manage the server too."""
+        return origin in self._literal or (
+            self._loopback and _LOOPBACK_ORIGIN.fullmatch(origin) is not None
+        )
+
+    def covers(self, origin: str) -> bool:
+        """Whether a page from ``origin`` may call the server at all (``*`` or named)."""
+        return self._any or self.names(origin)
+
     def allow_origin(self, origin: str | None) -> str | None:
         """The ``Access-Control-Allow-Origin`` value for a request from ``origin``, if any."""
         if origin is None:
             return "*" if self._any else None
-        if self._any:
-            return origin
-        if origin in self._literal or (self._loopback and _LOOPBACK_ORIGIN.fullmatch(origin)):
-            return origin
-        return None
+        return origin if self.covers(origin) else None
 
 
 def _header(scope: Scope, wanted: bytes) -> bytes | None:

@@ -22,6 +22,7 @@ from corral.http.errors import ApiError, decode_body, json_response
 from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.security.api_keys import KeyScope
 from router.security.guard import ApiKeyAuth
+from router.security.origins import runs_tools
 from router.tools.confinement import OutsideRoot
 from router.tools.definitions import BadToolParams, Tool, ToolCall, ToolResult
 from router.tools.toolbox import ToolBox
@@ -117,7 +118,7 @@ async def _stream(tool: Tool, call: ToolCall, key_id: str | None) -> AsyncIterat
         _audit(key_id, tool.name, call.params, outcome, stream=True)
 
 
-@post("/tools", status_code=200)
+@post("/tools", status_code=200, opt=runs_tools())
 async def call_tool(request: AnyRequest) -> ASGIResponse:
     toolbox = _toolbox(request)
     body = decode_body(await request.body(), ToolRequest)

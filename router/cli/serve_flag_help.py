@@ -100,6 +100,12 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "origins browsers may call from, comma-separated; `localhost` = http(s) on "
         "localhost, 127.0.0.1 or [::1], any port",
     ),
+    "allowed_hosts": (
+        "CORRAL_ALLOWED_HOSTS",
+        "Host names the router answers to besides loopback ones, comma-separated (a proxy's "
+        "name, a LAN name); `*`: any. Listening on loopback only, other names get 403 (DNS "
+        "rebinding); beyond loopback, unset means any",
+    ),
     "hf_repos": (
         "LLAMA_ARG_HF_REPO",
         "load this hub model (`org/repo[:TAG]`) at startup, downloading it first (with "
@@ -142,6 +148,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "LLAMA_ARG_UI_MCP_PROXY",
         "serve llama-server's `/cors-proxy`, which fetches any http(s) URL for a caller (its "
         "Web UI's MCP client): only where every caller is trusted; off: 403",
+    ),
+    "ui_mcp_proxy_private": (
+        "CORRAL_UI_MCP_PROXY_PRIVATE",
+        "let `/cors-proxy` fetch loopback, link-local and private addresses too (MCP servers on "
+        "this machine or the LAN); without it they get 403",
     ),
     "hf_token": (
         "HF_TOKEN",
@@ -217,6 +228,7 @@ SERVE_METAVARS: dict[str, str] = {
     "max_body": "SIZE",
     "max_connections": "N",
     "cors_origins": "LIST",
+    "allowed_hosts": "LIST",
     "hf_repos": "ORG/REPO[:TAG]",
     "hf_file": "FILE",
     "timeout": "SECONDS",
@@ -240,6 +252,7 @@ _SHOWN_DEFAULTS = {
     "log_format": "text on a terminal, else json",
     "models_memory_max": "no limit",
     "cors_origins": "`*`; `localhost` with tools or MCP servers",
+    "allowed_hosts": "loopback names only, when listening on loopback only",
     "tools_root": "the working directory",
 }
 

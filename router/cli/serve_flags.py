@@ -125,6 +125,7 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag("security", ("--max-connections",), "max_connections", 512, int),
     # No default here: unset, it depends on whether tools are on (router.cli.main).
     _ServeFlag("security", ("--cors-origins",), "cors_origins"),
+    _ServeFlag("security", ("--allowed-hosts",), "allowed_hosts"),
     # llama-server flags (issue 29): TLS.
     _ServeFlag("security", ("--ssl-key-file",), "ssl_key_file", convert=Path),
     _ServeFlag("security", ("--ssl-cert-file",), "ssl_cert_file", convert=Path),
@@ -135,6 +136,13 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag(_TOOLS, ("--mcp-servers-json",), "mcp_servers_json"),
     _ServeFlag(
         "security", ("--ui-mcp-proxy", "--webui-mcp-proxy"), "ui_mcp_proxy", False, action=_ON_OFF
+    ),
+    _ServeFlag(
+        "security",
+        ("--ui-mcp-proxy-private",),
+        "ui_mcp_proxy_private",
+        False,
+        action="store_true",
     ),
     _ServeFlag("logging", ("--log-format",), "log_format", choices=("text", "json")),
     _ServeFlag("logging", ("--log-requests",), "log_requests", True, action=_ON_OFF),

@@ -57,10 +57,12 @@ _HOP_BY_HOP = {
 # Workers never see the router's credentials, and the worker key is the router's to send
 # (docs/protocol.md §8); compression would defeat streaming; the router has read the whole body
 # already, so a worker has nothing to say to "Expect: 100-continue". A session's id is the
-# router's to give (the key's namespace, router/relay/conversations.py).
+# router's to give (the key's namespace, router/relay/conversations.py). The page's Origin was
+# the router's to check (router/security/origins.py): to a worker, or a peer, the router is the
+# client, and a worker refuses any request that carries one (worker/host/access.py).
 _REQUEST_DROP = _HOP_BY_HOP | {
     b"authorization", b"x-api-key", WORKER_KEY_HEADER, b"accept-encoding", b"expect",
-    b"x-conversation-id",
+    b"x-conversation-id", b"origin",
 }  # fmt: skip
 # A translated request's body is the router's: the client's description of its own is wrong.
 TRANSLATED_DROP = {b"content-type", b"content-encoding"}

@@ -132,6 +132,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "LLAMA_ARG_MODELS_AUTOLOAD": ("off", "models_autoload", False),
     "LLAMA_API_KEY": ("k1,k2", "api_keys", (ApiKey("k1"), ApiKey("k2"))),
     "LLAMA_ARG_CORS_ORIGINS": ("localhost", "cors_origins", ("localhost",)),
+    "CORRAL_ALLOWED_HOSTS": ("llm.example,gpu.lan", "allowed_hosts", ("llm.example", "gpu.lan")),
     "LLAMA_ARG_HF_REPO": ("acme/x-GGUF:Q8_0", "hf_repos", ("acme/x-GGUF:Q8_0",)),
     "LLAMA_ARG_TIMEOUT": ("12", "timeout", 12.0),
     "LLAMA_ARG_ALIAS": ("a,b", "aliases", ("a", "b")),
@@ -157,6 +158,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
         (McpServerConfig("s", "srv"),),
     ),
     "LLAMA_ARG_UI_MCP_PROXY": ("1", "ui_mcp_proxy", True),
+    "CORRAL_UI_MCP_PROXY_PRIVATE": ("1", "ui_mcp_proxy_private", True),
     "LLAMA_ARG_API_PREFIX": ("/v2", "api_prefix", "/v2"),
     "LLAMA_ARG_REUSE_PORT": ("1", "reuse_port", True),
 }

@@ -31,6 +31,7 @@ _NOT_IN_KEY = frozenset(
         "port",
         "api_keys",  # a secret: never in a key written beside the caches
         "cors_origins",
+        "allowed_hosts",
         "threads",
         "threads_batch",
         "batch_size",

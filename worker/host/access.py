@@ -4,13 +4,19 @@ Under the router a worker listens on loopback for the router only: every request
 and ``OPTIONS`` included, needs the key the router gave it (``corral/children/worker_key.py``,
 docs/protocol.md §8), since any local user or process can reach a loopback port. The router also
 passes ``--cors-origins none``, so no web page is answered with CORS headers (its ``/slots`` show
-other callers' prompts). Run alone, it answers as llama-server does (docs/serving.md, "A worker
-alone"): CORS from :mod:`corral.http.cors`, and with keys every request but ``/health``,
-``/v1/health`` and CORS preflights needs one, unknown routes included.
+other callers' prompts), nor can make it act: the router sends no ``Origin``, so a request that
+carries one comes from a page and is refused. Run alone, it answers as llama-server does
+(docs/serving.md, "A worker alone"): CORS from :mod:`corral.http.cors`, and with keys every
+request but ``/health``, ``/v1/health`` and CORS preflights needs one, unknown routes included;
+unlike llama-server, pages get the Origin check of :mod:`corral.http.origins` (slot files and
+LoRA scales are management), alone or not.
+
+Either way the Host check of :mod:`corral.http.hosts` keeps DNS-rebinding pages out.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from typing import Final
 
@@ -18,13 +24,22 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from corral.children.worker_key import WORKER_KEY_HEADER
-from corral.http.cors import NO_CORS, CorsHeaders
+from corral.http.cors import NO_CORS, CorsHeaders, CorsPolicy
 from corral.http.errors import json_response
+from corral.http.hosts import host_check, listens_on_loopback_only
 from corral.http.key_check import KeyDigests, invalid_key_error, presented_keys
+from corral.http.origins import OriginCheck
 
 __all__ = ["with_access_rules"]
 
 _PUBLIC_PATHS: Final = frozenset(("/health", "/v1/health"))
+# What the router marks admin-only among a worker's routes (router/api/inference.py, lora.py):
+# slot save/restore/erase write and read files, LoRA scales change every caller's answers.
+_MANAGEMENT_POSTS: Final = ("/slots/", "/lora-adapters")
+
+
+def _is_management(scope: Scope) -> bool:
+    return scope.get("method") == "POST" and scope["path"].startswith(_MANAGEMENT_POSTS)
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:
@@ -73,13 +88,23 @@ class _KeyRequired:
 
 
 def with_access_rules(
-    app: ASGIApp, api_keys: Sequence[str], cors_origins: Sequence[str], router_key: str = ""
+    app: ASGIApp,
+    api_keys: Sequence[str],
+    cors_origins: Sequence[str],
+    allowed_hosts: Sequence[str],
+    sockets: Sequence[socket.socket],
+    router_key: str = "",
 ) -> ASGIApp:
-    """``app`` behind the key check, and that behind CORS (a 401 carries CORS headers too, and
-    a preflight needs no key), unless ``cors_origins`` is ``[NO_CORS]``; all of it behind the
-    router's key when there is one."""
+    """``app`` behind the key check, that behind the Origin check, that behind CORS (a 401 or
+    403 carries CORS headers too, and a preflight needs no key) unless ``cors_origins`` is
+    ``[NO_CORS]``, that behind the router's key when there is one, and all of it behind the
+    Host check for the listening ``sockets``."""
     if api_keys:
         app = _KeyRequired(app, api_keys)
-    if list(cors_origins) != [NO_CORS]:
+    no_cors = list(cors_origins) == [NO_CORS]
+    app = OriginCheck(app, CorsPolicy(() if no_cors else cors_origins), _is_management)
+    if not no_cors:
         app = CorsHeaders(app, cors_origins)
-    return _RouterOnly(app, router_key) if router_key else app
+    if router_key:
+        app = _RouterOnly(app, router_key)
+    return host_check(app, allowed_hosts, loopback_only=listens_on_loopback_only(sockets))

@@ -11,7 +11,9 @@ from tests.support.worker_process import worker
 def _raw_head(url: str, path: str) -> bytes:
     host, port = url.removeprefix("http://").rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=30) as conn:
-        conn.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        conn.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode()
+        )
         data = b""
         while b"\r\n\r\n" not in data and (chunk := conn.recv(65536)):
             data += chunk

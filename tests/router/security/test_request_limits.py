@@ -82,7 +82,9 @@ def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_sent(
     limited: RouterProcess,
 ) -> None:
     # Ten gigabytes announced, one byte sent: the answer comes without the rest.
-    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n"
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10000000000\r\n"
+    )
     status, body = _raw(limited, request + b"\r\n{")
     assert status == 413
     assert httpx.Response(413, content=body).json() == SPEC_413
@@ -109,11 +111,11 @@ def test_long_urls_and_large_headers_are_refused_with_the_error_json(
     limited: RouterProcess,
 ) -> None:
     path = b"/health?" + b"a" * MAX_URL_BYTES
-    status, body = _raw(limited, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, body = _raw(limited, b"GET " + path + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert status == 414
     assert httpx.Response(414, content=body).json()["error"]["code"] == 414
     header = b"X-Big: " + b"a" * MAX_HEADER_BYTES + b"\r\n"
-    status, body = _raw(limited, b"GET /health HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n")
+    status, body = _raw(limited, b"GET /health HTTP/1.1\r\nHost: localhost\r\n" + header + b"\r\n")
     assert status == 431
     assert httpx.Response(431, content=body).json()["error"] == {
         "code": 431,
@@ -121,10 +123,12 @@ def test_long_urls_and_large_headers_are_refused_with_the_error_json(
         "type": "invalid_request_error",
     }
     # Within the bounds, the same requests are served.
-    status, _ = _raw(limited, b"GET /health?" + b"a" * 4000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, _ = _raw(
+        limited, b"GET /health?" + b"a" * 4000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    )
     assert status == 200
     status, _ = _raw(
-        limited, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 30000 + b"\r\n\r\n"
+        limited, b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 30000 + b"\r\n\r\n"
     )
     assert status == 200
 
@@ -173,7 +177,7 @@ def test_stream_routes_treat_conversation_ids_as_names(
 
 def test_raw_dot_segments_in_paths_are_not_routes(limited: RouterProcess) -> None:
     for path in [b"/models/../v1/models", b"/v1/%2e%2e/models", b"/assets/..%2f..%2fapp.py"]:
-        status, _ = _raw(limited, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _ = _raw(limited, b"GET " + path + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
         assert status == 404, path
 
 

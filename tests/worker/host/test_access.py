@@ -1,4 +1,5 @@
-"""A worker run alone as llama-server: ``--api-key`` and CORS (worker/host/access.py), for real."""
+"""A worker run alone as llama-server: ``--api-key``, CORS, the Origin and Host checks
+(worker/host/access.py), for real."""
 
 from __future__ import annotations
 
@@ -96,10 +97,67 @@ def test_a_routers_worker_answers_only_requests_with_its_key(models_dir: Path) -
 
 
 def test_the_routers_workers_answer_no_page(models_dir: Path) -> None:
-    # The router passes --cors-origins none: a keyless loopback worker no browser may read.
+    # The router passes --cors-origins none: a keyless loopback worker no browser may read, nor
+    # make act (the router sends no Origin; a request with one comes from a page).
     with worker(models_dir / "alpha.gguf", "--cors-origins", "none") as child:
         preflight = httpx.options(f"{child.url}/completions", headers=PREFLIGHT)
         props = httpx.get(f"{child.url}/props", headers={"Origin": "http://web.mydomain.fr"})
+        simple = httpx.post(
+            f"{child.url}/slots/0?action=erase",
+            content=b"{}",
+            headers={"Origin": "http://web.mydomain.fr", "Content-Type": "text/plain"},
+        )
+        assert httpx.get(f"{child.url}/props").status_code == 200
     assert "access-control-allow-origin" not in preflight.headers
-    assert props.status_code == 200
     assert "access-control-allow-origin" not in props.headers
+    assert (props.status_code, simple.status_code) == (403, 403)
+
+
+@pytest.fixture(scope="module")
+def slot_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("slots")
+
+
+@pytest.fixture(scope="module")
+def keyless(models_dir: Path, slot_files: Path) -> Iterator[WorkerProcess]:
+    """As llama-server's default: no key, --cors-origins *; slot files on."""
+    with worker(models_dir / "alpha.gguf", "--slot-save-path", str(slot_files)) as child:
+        yield child
+
+
+def _from_page(url: str, origin: str, body: bytes = b"{}") -> httpx.Response:
+    """A page's simple fetch(): no preflight."""
+    headers = {"Origin": origin, "Content-Type": "text/plain"}
+    return httpx.post(url, content=body, headers=headers, timeout=60)
+
+
+def test_star_lets_any_page_run_inference_but_not_manage(
+    keyless: WorkerProcess, slot_files: Path
+) -> None:
+    evil = "https://evil.example"
+    answer = _from_page(f"{keyless.url}/completions", evil, b'{"prompt": "Once", "n_predict": 1}')
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["access-control-allow-origin"] == evil
+    for path in ("/slots/0?action=save", "/slots/0?action=erase", "/lora-adapters"):
+        refused = _from_page(f"{keyless.url}{path}", evil, b'{"filename": "x.bin"}')
+        assert refused.status_code == 403, path
+        assert refused.json()["error"]["type"] == "permission_error"
+        assert refused.headers["access-control-allow-origin"] == evil  # it may read why
+    assert list(slot_files.iterdir()) == []
+    # Its own Web UI may: an Origin equal to the worker's own.
+    own = _from_page(f"{keyless.url}/slots/0?action=save", keyless.url, b'{"filename": "x.bin"}')
+    assert own.status_code == 200, own.text
+    assert (slot_files / "x.bin").is_file()
+
+
+def test_a_rebinding_name_gets_403(keyless: WorkerProcess) -> None:
+    port = httpx.URL(keyless.url).port
+    refused = httpx.get(f"{keyless.url}/props", headers={"Host": f"evil.example:{port}"})
+    assert refused.status_code == 403
+    assert httpx.get(f"{keyless.url}/props", headers={"Host": f"localhost:{port}"}).is_success
+
+
+def test_allowed_hosts_adds_names(models_dir: Path) -> None:
+    with worker(models_dir / "alpha.gguf", "--allowed-hosts", "llm.example") as child:
+        assert httpx.get(f"{child.url}/props", headers={"Host": "llm.example"}).is_success
+        assert httpx.get(f"{child.url}/props", headers={"Host": "evil.example"}).status_code == 403

@@ -1,0 +1,104 @@
+"""Which web pages may make a server act: the Origin check (docs/security.md, "Web pages").
+
+CORS (:mod:`corral.http.cors`) only decides which pages may *read* answers. A browser sends some
+requests without asking first (a "simple" request: a POST whose ``Content-Type`` is
+``text/plain``, a form), from any page, and a server that parses any body as JSON acts on them.
+So the request's ``Origin`` is checked before anything runs, against the same ``--cors-origins``:
+
+- no ``Origin`` (curl, the SDKs, a navigation) or the server's own origin (its Web UI, an
+  ``Origin`` equal to ``scheme://Host`` of the request): as the key allows;
+- an origin the list names (itself, or a loopback origin by ``localhost``): as the key allows;
+- an origin only ``*`` covers: everything but management, which ``*`` never opens to pages;
+- any other origin: nothing (403); its preflights are still answered, as llama-server does.
+
+What counts as management is the caller's to say (route markers in the router, paths in a
+worker run alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+from urllib.parse import urlsplit
+
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from corral.http.cors import CorsPolicy
+from corral.http.errors import ApiError, json_response
+
+__all__ = ["OriginCheck", "page_refusal", "request_origin"]
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def _header(scope: Scope, wanted: bytes) -> str | None:
+    for name, value in scope["headers"]:
+        if name == wanted:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def request_origin(scope: Scope) -> str | None:
+    """The request's ``Origin`` header, if it has one."""
+    return _header(scope, b"origin")
+
+
+def _site(url: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an origin, default ports filled in; None if it is none."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:  # a port out of range or not a number
+        return None
+    if not parts.hostname or port is None:
+        return None
+    return parts.scheme.lower(), parts.hostname.lower(), port
+
+
+def _is_own(origin: str, scope: Scope) -> bool:
+    """Whether ``origin`` is the server's own, as the browser reached it (``scheme://Host``).
+    The scheme is uvicorn's, which behind a TLS proxy follows ``X-Forwarded-Proto``."""
+    host = _header(scope, b"host")
+    if host is None:
+        return False
+    own = _site(f"{scope.get('scheme', 'http')}://{host}")
+    return own is not None and _site(origin) == own
+
+
+def page_refusal(policy: CorsPolicy, scope: Scope, *, management: bool) -> ApiError | None:
+    """The 403 for a request a web page may not make, or None when it may go on."""
+    origin = request_origin(scope)
+    if origin is None or policy.names(origin) or _is_own(origin, scope):
+        return None
+    if not policy.covers(origin):
+        message = f"web pages from {origin} may not call this server (see --cors-origins)"
+    elif management:
+        message = (
+            f"web pages from {origin} may not manage this server or run its tools: "
+            "--cors-origins * never covers them; name the origin to allow it"
+        )
+    else:
+        return None
+    return ApiError(403, message, "permission_error")
+
+
+class OriginCheck:
+    """ASGI wrapper: the Origin check for a server whose management routes a predicate on the
+    request tells (a worker run alone). The router checks after routing instead, where each
+    route says whether it is management (router/security/origins.py)."""
+
+    def __init__(
+        self, app: ASGIApp, policy: CorsPolicy, is_management: Callable[[Scope], bool]
+    ) -> None:
+        self.app = app
+        self._policy = policy
+        self._is_management = is_management
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == ScopeType.HTTP and scope["method"] != "OPTIONS":
+            refused = page_refusal(self._policy, scope, management=self._is_management(scope))
+            if refused is not None:
+                await json_response(refused.envelope(), refused.status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
