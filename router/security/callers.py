@@ -4,7 +4,11 @@ holders (scopes)").
 :class:`~router.security.guard.ApiKeyMiddleware` finds the request's key before any handler
 runs and leaves it in the ASGI scope; handlers read it back here rather than matching the key
 again. A router without keys has no callers to tell apart: everyone is admin, as before keys
-existed, and :func:`caller_id` is None for all.
+existed, and :func:`caller_id` is None for all. A web page that only ``--cors-origins *``
+covers is never admin, key or not (:class:`~router.security.origins.OriginGate` notes it):
+``*`` lets pages run inference, and what an inference route does beyond answering (Ollama's
+``keep_alive``, its empty-prompt load and unload) or tells (paths, command lines) is
+management's (docs/security.md, "Web pages").
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from litestar.types import Scope
 
 from router.security.api_keys import ApiKey, KeyScope
 
-__all__ = ["caller_id", "is_admin", "remember_key", "request_key"]
+__all__ = ["caller_id", "is_admin", "remember_key", "remember_star_page", "request_key"]
 
 _KEY: Final = "corral.key"  # the scope's key: ASGI lets servers and apps add their own
+_STAR_PAGE: Final = "corral.star_page"
 
 
 def remember_key(scope: Scope, key: ApiKey | None) -> None:
@@ -27,13 +32,21 @@ def remember_key(scope: Scope, key: ApiKey | None) -> None:
     cast("MutableMapping[str, Any]", scope)[_KEY] = key
 
 
+def remember_star_page(scope: Scope) -> None:
+    """The Origin check's note that the request comes from a page only ``*`` covers."""
+    cast("MutableMapping[str, Any]", scope)[_STAR_PAGE] = True
+
+
 def request_key(scope: Scope) -> ApiKey | None:
     key: ApiKey | None = cast("MutableMapping[str, Any]", scope).get(_KEY)
     return key
 
 
 def is_admin(scope: Scope) -> bool:
-    """Whether the request may manage models: an admin key, or any caller without keys."""
+    """Whether the request may manage models: an admin key, or any caller without keys, but
+    never a page only ``*`` covers."""
+    if cast("MutableMapping[str, Any]", scope).get(_STAR_PAGE):
+        return False
     key = request_key(scope)
     return key is None or key.scope is KeyScope.ADMIN
 

@@ -11,6 +11,9 @@ routes are management is said where each route is written, in its ``opt``:
   ``*`` covers may: ``POST /tools`` (built-in and MCP tools).
 
 ``DELETE /v1/stream`` (stopping a generation, which an ``inference`` key may do) is no management.
+A page only ``*`` covers is also no admin inside the inference routes it may use
+(:func:`router.security.callers.is_admin`): Ollama's ``keep_alive`` and empty-prompt
+load/unload, and paths in listings, are not its to use or see.
 The check runs after routing, as the key check does, and before it (router/app.py): a request
 that matched no route runs nothing anyway.
 """
@@ -28,6 +31,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from corral.http.cors import CorsPolicy
 from corral.http.origins import page_refusal, request_origin
 from router.security.api_keys import needs_admin
+from router.security.callers import remember_star_page
 
 __all__ = ["TOOLS_OPT", "OriginGate", "is_management", "runs_tools"]
 
@@ -67,4 +71,8 @@ class OriginGate(ASGIMiddleware):
                 path=scope.get("path_template"),
             )
             raise refused
+        if page_refusal(self._policy, scope, management=True) is not None:
+            # Let through as inference only: what the handler would do beyond that is an
+            # admin's (router.security.callers.is_admin).
+            remember_star_page(scope)
         await next_app(scope, receive, send)

@@ -209,3 +209,18 @@ def test_a_page_the_list_does_not_cover_gets_nothing(
     _assert_refused(_from_page(loopback_pages, EVIL, method, path, body))
     assert not (workspace / "pwned.txt").exists()
     assert _status(loopback_pages, "alpha") == "unloaded"
+
+
+def test_a_page_only_star_covers_may_not_unload_through_keep_alive(
+    loaded_alpha: RouterProcess,
+) -> None:
+    """Ollama's ``keep_alive`` rides on an inference route: from a page only ``*`` covers it
+    is ignored, as an inference key's, and an empty-prompt unload is refused."""
+    ask = {"model": "alpha", "prompt": "hi", "stream": False, "options": {"num_predict": 1}}
+    reply = _from_page(loaded_alpha, EVIL, "POST", "/api/generate", {**ask, "keep_alive": 0})
+    assert reply.status_code == 200, reply.text
+    unload = {"model": "alpha", "keep_alive": 0}
+    assert _from_page(loaded_alpha, EVIL, "POST", "/api/generate", unload).status_code == 403
+    assert _status(loaded_alpha, "alpha") == "loaded"
+    listed = _from_page(loaded_alpha, EVIL, "GET", "/models").json()["data"]
+    assert all("args" not in entry["status"] for entry in listed)  # no command lines either
