@@ -6,13 +6,13 @@ workers with a real projector, and a real HTTP server on loopback that counts wh
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from tests.support.local_server import serving
 from tests.support.router_process import RouterProcess, running_router
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_media import png_bytes
@@ -52,14 +52,8 @@ class _Images(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def images() -> Iterator[ImageServer]:
-    server = ImageServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(ImageServer()) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")

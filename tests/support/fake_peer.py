@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.local_server import serving
+
 __all__ = ["ENDLESS_BYTES", "FakePeer", "running_fake_peer"]
 
 ENDLESS_BYTES = 256 << 20
@@ -129,13 +131,6 @@ class FakePeer:
 
         return Handler
 
-    def serve(self) -> None:
-        self._server.serve_forever(poll_interval=0.1)
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
 
 def _lowered(items: Iterator[tuple[str, str]] | Any) -> dict[str, str]:
     return {name.lower(): value for name, value in items}
@@ -144,10 +139,5 @@ def _lowered(items: Iterator[tuple[str, str]] | Any) -> dict[str, str]:
 @contextmanager
 def running_fake_peer(names: Sequence[str]) -> Iterator[FakePeer]:
     peer = FakePeer(names)
-    thread = threading.Thread(target=peer.serve, daemon=True)
-    thread.start()
-    try:
+    with serving(peer._server):
         yield peer
-    finally:
-        peer.close()
-        thread.join(timeout=10)

@@ -4,7 +4,6 @@ what Corral adds (docs/security.md): admin only, public targets only unless
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.local_server import serving
 from tests.support.router_process import RouterProcess, running_router
 
 
@@ -44,14 +44,8 @@ class _Target(BaseHTTPRequestHandler):
 @pytest.fixture
 def target() -> Iterator[tuple[str, list[dict[str, str]]]]:
     handler: type[_Target] = type("Handler", (_Target,), {"seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as server:
         yield f"http://127.0.0.1:{server.server_port}/capture", handler.seen
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_off_by_default(models_dir: Path) -> None:

@@ -10,7 +10,6 @@ keep every key (docs/security.md, "Hub repositories").
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from tests.support.fake_hub import FakeHub, HubFile
 from tests.support.hub_cache import lay_out
+from tests.support.local_server import serving
 from tests.support.router_process import RouterProcess, running_router
 from tests.support.tiny_gguf import write_tiny_gguf
 
@@ -59,14 +59,8 @@ class _AttackerHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def attacker() -> Iterator[_Attacker]:
-    server = _Attacker()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_Attacker()) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

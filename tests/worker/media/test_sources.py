@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import socket
 import ssl
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.local_server import serving
 from tests.support.tiny_media import png_bytes
 from tests.support.tls import self_signed
 from worker.host.errors import InvalidInput
@@ -62,13 +62,8 @@ def _serving(tls: ssl.SSLContext | None = None) -> Iterator[int]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Files)
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield server.server_port
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")
