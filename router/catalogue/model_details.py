@@ -54,7 +54,10 @@ def human_parameters(count: int) -> str:
 
 def model_details(entry: CatalogueEntry) -> ModelDetails:
     """The model's details; a file that cannot be read reports what its name says."""
-    stat = entry.path.stat()
+    try:
+        stat = entry.path.stat()
+    except OSError:  # gone since the catalogue was read (deleted, moved): a listing still answers
+        return _details(entry.path, 0, 0, 0)
     size = sum(_size(path) for path in entry.files())
     return _details(entry.path, stat.st_size, stat.st_mtime_ns, size)
 

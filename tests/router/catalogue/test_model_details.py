@@ -29,3 +29,13 @@ def test_details_come_from_the_header_and_a_blob_is_named_by_its_hash(tmp_path: 
     blob = tmp_path / f"sha256-{digest}"  # Ollama's blob store names files so
     model.rename(blob)
     assert model_details(CatalogueEntry("tiny", blob, "preset")).digest == digest
+
+
+def test_a_file_gone_since_the_listing_reports_what_its_name_says(tmp_path: Path) -> None:
+    """``/api/show`` and the listings read details of catalogue entries, which may have lost
+    their file since the catalogue was read: an answer, never an error (a 500 before)."""
+    model = write_tiny_gguf(tmp_path / "tiny-Q4_K_M.gguf")
+    entry = CatalogueEntry("tiny", model, "models_dir")
+    model.unlink()
+    details = model_details(entry)
+    assert (details.family, details.quantization, details.size) == ("", "Q4_K_M", 0)
