@@ -68,6 +68,10 @@ _REQUEST_DROP = _HOP_BY_HOP | {
 TRANSLATED_DROP = {b"content-type", b"content-encoding"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
 WHOLE_BELOW = 1 << 20
+# A whole answer translated into another API's shape is held in memory first: a peer (another
+# party, docs/security.md) could otherwise send one without end. A worker's largest whole
+# answers (long outputs with token probabilities) stay far below it.
+_TRANSLATED_WHOLE_MAX = 64 << 20
 # The router's own server adds these; CORS is the router's business, not a worker's.
 _RESPONSE_DROP = _HOP_BY_HOP | {b"server", b"date"}
 
@@ -197,7 +201,7 @@ class RelayResponse(ASGIResponse):
         if not self._is_sse():
             try:
                 self.status_code, body = translation.whole(
-                    self.status_code, await self._upstream.read()
+                    self.status_code, await self._upstream.read(_TRANSLATED_WHOLE_MAX)
                 )
             except UpstreamError as exc:
                 error = self._cut_error(exc)

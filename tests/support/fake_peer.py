@@ -4,7 +4,8 @@ that a router lists and relays to like any OpenAI-compatible server (docs/scalin
 What it answers depends on the path and the model asked for:
 
 - ``GET /v1/models`` lists ``names``; under ``/huge`` the listing is padded past 8 MiB.
-- ``POST`` for model ``endless-refusal``: a 401 whose body never ends; ``endless-header-line``:
+- ``POST`` for model ``endless-refusal``: a 401 whose body never ends; ``endless-answer``: a 200
+  whose body never ends; ``endless-header-line``:
   a head with one header line that never ends; ``endless-header-lines``: header lines without
   end. Each stops once the router closes the connection (or after ``ENDLESS_BYTES``), and
   records in ``sent`` how much it managed to write.
@@ -112,6 +113,9 @@ class FakePeer:
                 if mode == "endless-refusal":  # a close-delimited body: no length announced
                     start = b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\n\r\n"
                     piece = b"refused " * (_PIECE // 8)
+                elif mode == "endless-answer":  # the same, as a 200 JSON answer
+                    start = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"
+                    piece = b" " * _PIECE
                 elif mode == "endless-header-line":
                     start, piece = b"HTTP/1.1 200 OK\r\nX-Big: ", b"a" * _PIECE
                 else:

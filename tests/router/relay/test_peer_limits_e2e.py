@@ -24,6 +24,10 @@ from tests.support.router_process import RouterProcess, running_router
 LISTED = 20_000
 PROMPT = [{"role": "user", "content": "hi"}]
 ENDLESS = ["endless-refusal", "endless-header-line", "endless-header-lines"]
+# Relayed as it comes on the OpenAI routes (the client's own reading bounds it); translated
+# whole for Ollama's.
+ENDLESS_ANSWER = "endless-answer"
+BAD = [*ENDLESS, ENDLESS_ANSWER]
 # What a peer may be told: these, the relay's own framing and the peer's key (none here).
 ALLOWED = {"accept", "content-type", "content-encoding", "user-agent", "x-conversation-id",
            "anthropic-version", "anthropic-beta", "host", "content-length"}  # fmt: skip
@@ -40,7 +44,7 @@ def near(fake: FakePeer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[R
     preset = tmp_path_factory.mktemp("near") / "models.ini"
     preset.write_text(
         f"[peer fake]\nurl = {fake.url}\nrefresh = 0\n\n"
-        f"[peer bad]\nurl = {fake.url}\nrefresh = 0\nmodels = {', '.join(ENDLESS)}\n\n"
+        f"[peer bad]\nurl = {fake.url}\nrefresh = 0\nmodels = {', '.join(BAD)}\n\n"
         f"[peer huge]\nurl = {fake.url}/huge\nrefresh = 0\n"
     )
     with running_router(["--models-preset", str(preset)]) as router:
@@ -55,7 +59,7 @@ def test_a_long_listing_is_cut_to_the_cap_and_stays_correct(near: RouterProcess)
     models = near.models()
     served = {name for name, entry in models.items() if entry["status"].get("peer") == "fake"}
     assert served == {f"m{i}" for i in range(LISTING_MAX_NAMES)}  # the first ones, in order
-    assert set(models) - served == set(ENDLESS)  # bad's explicit list; huge lists nothing
+    assert set(models) - served == set(BAD)  # bad's explicit list; huge lists nothing
     with openai.OpenAI(base_url=f"{near.url}/v1", api_key="unused", max_retries=0) as client:
         last = client.chat.completions.create(model=f"m{LISTING_MAX_NAMES - 1}", messages=PROMPT)  # type: ignore[arg-type]
         assert last.choices[0].message.content == "from the fake peer"
@@ -127,3 +131,16 @@ def test_the_ollama_api_relays_to_the_peer_without_its_headers(near: RouterProce
     assert answer.status_code == 200, answer.text
     assert answer.json()["message"]["content"] == "from the fake peer"
     assert "set-cookie" not in answer.headers
+
+
+def test_an_endless_answer_translated_whole_is_cut_with_a_clean_error(
+    near: RouterProcess, fake: FakePeer
+) -> None:
+    """Ollama's API reads a whole answer before translating it: from a peer whose answer never
+    ends, the router stops at its bound (64 MiB) rather than holding all of it."""
+    body = {"model": ENDLESS_ANSWER, "messages": PROMPT, "stream": False}
+    answer = near.client.post("/api/chat", json=body)
+    assert answer.status_code == 502, answer.text
+    assert answer.json()["error"].startswith("peer 'bad' ")
+    assert fake.wait_sent(ENDLESS_ANSWER) < ENDLESS_BYTES // 2
+    assert near.client.get("/health").status_code == 200
