@@ -84,7 +84,8 @@ def test_on_keep_alive_the_next_heads_deadline_runs_from_the_last_answer(
 
 def test_a_stalled_body_is_answered_408_and_closed(quick: RouterProcess) -> None:
     with _connect(quick) as sock:
-        head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n"
+        head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
+        head += b"Content-Length: 100\r\n\r\n"
         sock.sendall(head + b'{"model": ')
         answer = _until_closed(sock)
     assert _error(answer) == (408, "the request's body stopped arriving for 2 s")
@@ -96,7 +97,8 @@ def test_a_slow_body_that_keeps_moving_is_read(quick: RouterProcess) -> None:
     pieces = [body[i : i + 10] for i in range(0, len(body), 10)]
     with _connect(quick) as sock:
         sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\n"
             b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
         )
         for piece in pieces:
@@ -143,7 +145,9 @@ def test_connections_over_the_cap_are_refused_with_503(models_dir: Path) -> None
         # Their places are free again, once the router has seen them go.
         for _ in range(100):
             with _connect(router) as again:
-                again.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                again.sendall(
+                    b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+                )
                 if _until_closed(again).startswith(b"HTTP/1.1 200 "):
                     break
             time.sleep(0.1)
