@@ -146,8 +146,9 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     ),
     "ui_mcp_proxy": (
         "LLAMA_ARG_UI_MCP_PROXY",
-        "serve llama-server's `/cors-proxy`, which fetches any http(s) URL for a caller (its "
-        "Web UI's MCP client): only where every caller is trusted; off: 403",
+        "serve llama-server's `/cors-proxy`, which fetches an http(s) URL for an admin caller "
+        "(its Web UI's MCP client), public addresses only unless `--ui-mcp-proxy-private`; "
+        "off: 403",
     ),
     "ui_mcp_proxy_private": (
         "CORRAL_UI_MCP_PROXY_PRIVATE",
