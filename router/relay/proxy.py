@@ -32,7 +32,6 @@ from router.workers.model_state import ModelState
 from router.workers.worker_http import UpstreamError, UpstreamResponse
 
 __all__ = [
-    "TRANSLATED_DROP",
     "WHOLE_BELOW",
     "RelayResponse",
     "WorkerStopping",
@@ -65,7 +64,7 @@ _REQUEST_DROP = _HOP_BY_HOP | {
     b"x-conversation-id", b"origin",
 }  # fmt: skip
 # A translated request's body is the router's: the client's description of its own is wrong.
-TRANSLATED_DROP = {b"content-type", b"content-encoding"}
+_TRANSLATED_DROP = {b"content-type", b"content-encoding"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
 WHOLE_BELOW = 1 << 20
 # A whole answer translated into another API's shape is held in memory first: a peer (another
@@ -88,7 +87,7 @@ def request_headers(
     """The headers a worker or a peer gets: the session's id if it is one, and for a
     ``translated`` body the JSON content type of the body the router made."""
     # ASGI servers give header names in lower case.
-    drop = _REQUEST_DROP | TRANSLATED_DROP if translated else _REQUEST_DROP
+    drop = _REQUEST_DROP | _TRANSLATED_DROP if translated else _REQUEST_DROP
     headers = [(k, v) for k, v in scope["headers"] if k not in drop]
     if session is not None:
         headers.append((b"x-conversation-id", session.session_key.encode("latin-1")))
