@@ -1,4 +1,4 @@
-"""Write corral/options/llama_server_flags.py: every flag of llama-server's ``--help``.
+"""Rewrite corral/options/llama_server_flags.py's table: every flag of llama-server's ``--help``.
 
     .venv/bin/python scripts/gen_llama_server_flags.py PATH/TO/llama_cpp_python-VERSION
 
@@ -6,7 +6,8 @@ The argument is the unpacked sdist of the pinned llama-cpp-python (``pip downloa
 --no-deps --no-binary :all: llama-cpp-python==VERSION``): the flags are read from its
 ``vendor/llama.cpp/common/arg.cpp``, and the table records the sdist's version and the llama.cpp
 commit it vendors (the submodule's ``HEAD`` in the sdist's ``.git``), which a test checks
-against the installed llama-cpp-python. Run it again when the pin changes.
+against the installed llama-cpp-python. Only those three are rewritten; the module's code is
+its own. Run it again when the pin changes.
 
 One line an option, as ``common_params_parser_init`` builds them for ``LLAMA_EXAMPLE_SERVER``:
 ``ARITY VARIABLE KIND SPELLING... [/ NEGATIVE...]``, where ARITY is how many values the option
@@ -102,57 +103,20 @@ def _vendored_commit(sdist: Path) -> str:
     return head
 
 
-_HEADER = '''"""Every flag of llama-server's ``--help`` (made by scripts/gen_llama_server_flags.py).
-
-From the common/arg.cpp of the llama.cpp llama-cpp-python vendors, one line an option:
-how many values it takes, its variable (``-``: none), ``sampling`` for a sampling option, then
-its spellings and, after a ``/``, its negative ones. ``python -m worker`` accepts each one it
-does not implement with a notice (:mod:`corral.options.flags`), ``corral serve`` too
-(:mod:`router.cli.no_effect`); the census test gives every one to both parsers.
-"""
-
-# ruff: noqa: E501 (one line an option, however long)
-
-from __future__ import annotations
-
-from typing import NamedTuple
-
-__all__ = ["LLAMA_CPP_COMMIT", "LLAMA_CPP_PYTHON_VERSION", "LLAMA_SERVER_FLAGS", "LlamaServerFlag"]
-
-# The sdist read, and the llama.cpp commit it vendors (tests/corral/options/ checks both
-# against the installed llama-cpp-python).
-LLAMA_CPP_PYTHON_VERSION = "{version}"
-LLAMA_CPP_COMMIT = "{commit}"
-
-
-class LlamaServerFlag(NamedTuple):
-    arity: int  # how many values follow the flag
-    env: str | None  # its LLAMA_ARG_* (or other) variable
-    spellings: tuple[str, ...]  # with their dashes; negative spellings too, last
-    negatives: tuple[str, ...]  # the negative spellings among them
-    sampling: bool  # arg.cpp marks it a sampling option
-
-
-def _flag(arity: str, env: str, kind: str, *spellings: str) -> LlamaServerFlag:
-    slash = spellings.index("/") if "/" in spellings else len(spellings)
-    return LlamaServerFlag(
-        int(arity),
-        None if env == "-" else env,
-        spellings[:slash] + spellings[slash + 1 :],
-        spellings[slash + 1 :],
-        kind == "sampling",
-    )
-
-
-_FLAGS = """
-'''
-_FOOTER = '''
-"""
-
-LLAMA_SERVER_FLAGS: tuple[LlamaServerFlag, ...] = tuple(
-    _flag(*line.split()) for line in _FLAGS.strip().splitlines()
-)
-'''
+def _rewritten(text: str, version: str, commit: str, lines: list[str]) -> str:
+    """TARGET with its version, commit and table replaced; the rest of it (the tuple's type,
+    how a line is read) is written there by hand."""
+    for pattern, value in (
+        (r'^LLAMA_CPP_PYTHON_VERSION = "[^"]*"$', f'LLAMA_CPP_PYTHON_VERSION = "{version}"'),
+        (r'^LLAMA_CPP_COMMIT = "[^"]*"$', f'LLAMA_CPP_COMMIT = "{commit}"'),
+        (r'^_FLAGS = """\n.*?^"""$', '_FLAGS = """\n' + "\n".join(lines) + '\n"""'),
+    ):
+        # A replacement string reads backslashes as escapes: none of the value's may be one.
+        value = value.replace("\\", "\\\\")
+        text, found = re.subn(pattern, value, text, count=1, flags=re.M | re.S)
+        if not found:
+            raise SystemExit(f"{TARGET}: nothing matches {pattern}")
+    return text
 
 
 def main() -> int:
@@ -165,8 +129,10 @@ def main() -> int:
         raise SystemExit(f"{sdist / 'PKG-INFO'}: no Version line")
     arg_cpp = sdist / "vendor" / "llama.cpp" / "common" / "arg.cpp"
     lines = server_flags(arg_cpp.read_text(encoding="utf-8"))
-    header = _HEADER.replace("{version}", version[1]).replace("{commit}", _vendored_commit(sdist))
-    TARGET.write_text(header + "\n".join(lines) + _FOOTER, encoding="utf-8")
+    text = _rewritten(
+        TARGET.read_text(encoding="utf-8"), version[1], _vendored_commit(sdist), lines
+    )
+    TARGET.write_text(text, encoding="utf-8")
     print(f"wrote {len(lines)} options to {TARGET}")
     return 0
 

@@ -1,4 +1,4 @@
-"""Every flag of llama-server's ``--help`` (made by scripts/gen_llama_server_flags.py).
+"""Every flag of llama-server's ``--help`` (the table by scripts/gen_llama_server_flags.py).
 
 From the common/arg.cpp of the llama.cpp llama-cpp-python vendors, one line an option:
 how many values it takes, its variable (``-``: none), ``sampling`` for a sampling option, then
