@@ -4,10 +4,11 @@ A single-model llama-server command line carries flags such as ``--threads-http 
 ``--poll 50``; refusing them at startup would make Corral no drop-in. They are derived, not
 listed: every flag of llama-server's ``--help`` (:mod:`corral.options.llama_server_flags`) that
 the parser does not define by then (the router's own flags, the option table's, the shortcuts),
-as ``python -m worker`` takes those it has no use for. Each is parsed with its arity, so a
-value-taking flag consumes its value instead of leaving it to be read as something else, and
-the router logs one notice per flag saying that it has no effect here (docs/serving.md); why
-each has none is in :mod:`router.cli.no_effect_flags`.
+as ``python -m worker`` takes those it has no use for, and the few spellings llama-server lacks
+that Corral takes all the same (:data:`ALSO_SPELLED`, :data:`NOT_LLAMA_SERVER_FLAGS`). Each is
+parsed with its arity, so a value-taking flag consumes its value instead of leaving it to be
+read as something else, and the router logs one notice per flag saying that it has no effect
+here (docs/serving.md); why each has none is in :mod:`router.cli.no_effect_flags`.
 """
 
 from __future__ import annotations
@@ -19,14 +20,11 @@ from typing import NamedTuple
 
 from corral.options.flags import NotedFlag, undefined_llama_server_flags
 from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS
-from router.cli.no_effect_flags import (
-    ALSO_SPELLED,
-    GROUP_REASONS,
-    NO_EFFECT_REASONS,
-    NOT_LLAMA_SERVER_FLAGS,
-)
+from router.cli.no_effect_flags import GROUP_REASONS, NO_EFFECT_REASONS
 
 __all__ = [
+    "ALSO_SPELLED",
+    "NOT_LLAMA_SERVER_FLAGS",
     "NoEffectFlag",
     "add_no_effect_flags",
     "no_effect_flags",
@@ -35,6 +33,15 @@ __all__ = [
 ]
 
 _DEST = "no_effect_flags"
+
+# Spellings llama-server's --help lacks, by the flag they are taken as: llama.cpp's own tests
+# spell --backend-sampling with an underscore.
+ALSO_SPELLED: dict[str, tuple[str, ...]] = {"--backend-sampling": ("--backend_sampling",)}
+# Flags of llama.cpp's speculative example (not llama-server's) taken with the --spec-draft-*
+# flags since they came (spellings, how many values), so that a command line naming them starts.
+NOT_LLAMA_SERVER_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("--spec-draft-cpu-range-batch", "-Crbd", "--cpu-range-batch-draft"), 1),
+)
 # llama-server's variable of each flag, by every spelling (a negative one's too).
 _VARIABLES = {s: flag.env for flag in LLAMA_SERVER_FLAGS if flag.env for s in flag.spellings}
 

@@ -10,7 +10,7 @@ a no-effect flag has no reason or a reason names no such flag.
 
 from __future__ import annotations
 
-__all__ = ["ALSO_SPELLED", "GROUP_REASONS", "NOT_LLAMA_SERVER_FLAGS", "NO_EFFECT_REASONS"]
+__all__ = ["GROUP_REASONS", "NO_EFFECT_REASONS"]
 
 _STRICT = "llama-cpp-python pins no thread to one CPU: -C/-Cr give every thread the whole set"
 _POLL = "llama-cpp-python sets no polling level: ggml's OpenMP threads spin a bounded while"
@@ -61,11 +61,3 @@ NO_EFFECT_REASONS: dict[str, str] = {
 GROUP_REASONS: dict[str, str] = {
     "--spec-": "speculative tuning that llama-cpp-python's API or the types Corral runs ignore",
 }
-# Spellings llama-server's --help lacks, by the flag they are taken as: llama.cpp's own tests
-# spell --backend-sampling with an underscore.
-ALSO_SPELLED: dict[str, tuple[str, ...]] = {"--backend-sampling": ("--backend_sampling",)}
-# Flags of llama.cpp's speculative example (not llama-server's) taken with the --spec-draft-*
-# flags since they came (spellings, how many values), so that a command line naming them starts.
-NOT_LLAMA_SERVER_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
-    (("--spec-draft-cpu-range-batch", "-Crbd", "--cpu-range-batch-draft"), 1),
-)

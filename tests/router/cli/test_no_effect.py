@@ -8,8 +8,14 @@ import pytest
 
 from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS
 from router.cli.main import parse_serve_args
-from router.cli.no_effect import add_no_effect_flags, no_effect_flags, no_effect_reason
-from router.cli.no_effect_flags import ALSO_SPELLED, NO_EFFECT_REASONS, NOT_LLAMA_SERVER_FLAGS
+from router.cli.no_effect import (
+    ALSO_SPELLED,
+    NOT_LLAMA_SERVER_FLAGS,
+    add_no_effect_flags,
+    no_effect_flags,
+    no_effect_reason,
+)
+from router.cli.no_effect_flags import NO_EFFECT_REASONS
 from router.cli.serve_flags import serve_parser
 
 _LLAMA_SPELLINGS = {s for flag in LLAMA_SERVER_FLAGS for s in flag.spellings}
