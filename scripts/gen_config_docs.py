@@ -28,7 +28,7 @@ from corral.options.flags import WORKER_OPTIONS, flag_spelling, option_flags
 from corral.options.help import MODEL_OPTION_HELP
 from corral.options.table import OPTIONS, OptionSpec, find_option
 from router.cli.commands import _parser as _cache_commands_parser
-from router.cli.no_effect_flags import NO_EFFECT_FLAGS, no_effect_reason
+from router.cli.no_effect import no_effect_flags, no_effect_reason
 from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.cli.serve_flags import serve_parser as _serve_parser
 from router.cli.shortcuts import SHORTCUT_DEST, SHORTCUTS
@@ -425,7 +425,7 @@ def _no_effect_section() -> list[str]:
             " ".join(f"`{s}{' VALUE' * arity}`" for s in spellings),
             no_effect_reason(spellings[0]),
         ]
-        for spellings, arity in NO_EFFECT_FLAGS
+        for spellings, arity in no_effect_flags(serve_parser())
     ]
     return [
         "### Accepted, no effect yet",

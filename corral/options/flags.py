@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from corral.options.help import MODEL_OPTION_HELP
-from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS
+from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS, LlamaServerFlag
 from corral.options.table import OPTIONS, OptionError, OptionSpec, normalise_options
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "model_options_from",
     "option_flags",
     "other_flags_given",
+    "undefined_llama_server_flags",
 ]
 
 WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.role == "worker")
@@ -192,6 +193,16 @@ class NotedFlag(argparse.Action):
         setattr(namespace, self.dest, noted)
 
 
+def undefined_llama_server_flags(parser: argparse.ArgumentParser) -> list[LlamaServerFlag]:
+    """The llama-server flags none of whose spellings ``parser`` defines, in arg.cpp's order.
+
+    A partly defined one is left out too: its other spellings are refused, which the census
+    test catches.
+    """
+    defined = parser._option_string_actions
+    return [f for f in LLAMA_SERVER_FLAGS if not any(s in defined for s in f.spellings)]
+
+
 def add_other_llama_server_flags(parser: argparse.ArgumentParser) -> None:
     """Every llama-server flag the parser does not define, taken with its arity and noted.
 
@@ -199,9 +210,7 @@ def add_other_llama_server_flags(parser: argparse.ArgumentParser) -> None:
     (``--models-dir``, ``--threads-http``, …) it has no use for; each consumes its values, so
     that they are not read as something else, and :func:`other_flags_given` names it.
     """
-    for flag in LLAMA_SERVER_FLAGS:
-        if any(s in parser._option_string_actions for s in flag.spellings):
-            continue  # defined here (a partly defined one is the census test's to catch)
+    for flag in undefined_llama_server_flags(parser):
         parser.add_argument(
             *flag.spellings,
             dest=_OTHER_DEST,
