@@ -1,0 +1,469 @@
+"""The one table of sampling fields: each field's names, option, type, range and defaults.
+
+A sampling field is one setting of llama.cpp's sampler chain that a request may set and a
+per-model option gives the default of: ``top_k`` in a request body, ``--top-k`` on a command
+line (``top-k`` in a preset), ``general.sampling.top_k`` in a model file, ``top_k`` in Ollama's
+``options``. This module is the only product module that writes those names. Built from its
+rows: the option table's sampling rows and their help (:func:`sampling_option_rows`, spliced
+into :data:`corral.options.table.OPTIONS`), a worker's request defaults
+(worker/sampling/server_defaults.py), a request's checks (worker/answer/sampling_request.py),
+``generation_settings`` (worker/sampling/generation_settings.py) and the Ollama API's maps
+(router/api/ollama). Code that needs one field by name uses its row (``TOP_K.option``).
+
+The types that hold the fields as attributes (the request Struct ``SamplingFields``,
+``SamplingParams``, Ollama's ``Options``) write them as Python fields, so that mypy checks every
+use; tests/corral/test_sampling_fields.py checks them against this table, and that no other
+product module writes a field's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from corral.options.values import Bound, OptionKind, OptionSpec
+
+__all__ = [
+    "SAMPLING_FIELDS",
+    "SamplingField",
+    "SamplingOption",
+    "sampling_option_help",
+    "sampling_option_rows",
+]
+
+INT32_MAX = 2**31 - 1
+_FLT_MAX = 3.4028234663852886e38
+
+# float/int: a number, read from its option with ModelOptions.real/integer; flag: an on/off
+# option; other: a value its readers parse with code of their own (lists, the sampler order).
+FieldKind = Literal["float", "int", "flag", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """How a request's number is held to upstream's range (server-schema.cpp): ``soft`` clamps
+    it into [low, high], ``hard`` refuses the request outside it, ``any`` takes it as it is."""
+
+    strength: Literal["soft", "hard", "any"]
+    low: float = 0
+    high: float = 0
+
+
+ANY = Limit("any")
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingOption:
+    """A worker option that gives a field's default: its row in the option table, and help."""
+
+    spec: OptionSpec
+    help: str  # its line in `corral serve --help` and docs/configuration.md
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingField:
+    """One sampling field. ``request`` is llama-server's name in a request body, the
+    ``SamplingParams`` attribute and the ``generation_settings`` key."""
+
+    request: str
+    kind: FieldKind
+    options: tuple[SamplingOption, ...] = ()  # the first is the field's own; none: no option
+    limit: Limit | None = None  # a number a request sets, checked so; None: own code reads it
+    gguf: str = ""  # the model file's key for its default, which a flag beats; "": none
+    ollama: str | None = None  # the name in Ollama's `options`
+    modelfile: bool = False  # Ollama's Modelfile documents it (/api/show's `parameters`)
+    stages: tuple[str, ...] = ()  # the samplers (upstream's names) that read it
+
+    @property
+    def option(self) -> str:
+        """The canonical name of the field's own option."""
+        return self.options[0].spec.name
+
+
+def _option(
+    name: str,
+    kind: OptionKind,
+    help: str,
+    *,
+    spellings: tuple[str, ...] = (),
+    bound: Bound = "any",
+    literals: tuple[str, ...] = (),
+    default: str | None = None,
+) -> tuple[SamplingOption]:
+    spec = OptionSpec(
+        name, kind, spellings=spellings, bound=bound, literals=literals, default=default
+    )
+    return (SamplingOption(spec, help),)
+
+
+_GGUF = "general.sampling."
+
+# The rows, in the order llama-server writes them in ``generation_settings``
+# (server-task.cpp, task_params::to_json); the option table lists their options in this order.
+SEED = SamplingField(
+    "seed",
+    "int",
+    _option("seed", "int", "default seed; `-1` = random", spellings=("s",), default="-1"),
+    ollama="seed",
+    modelfile=True,
+    stages=("xtc", "mirostat", "adaptive_p", "dist"),
+)
+TEMPERATURE = SamplingField(
+    "temperature",
+    "float",
+    _option(
+        "temp",
+        "float",
+        "default temperature",
+        spellings=("temperature", "LLAMA_ARG_TEMPERATURE"),
+        bound="non_negative",
+        default="0.8",
+    ),
+    limit=Limit("soft", 0.0, float("inf")),
+    gguf=_GGUF + "temp",
+    ollama="temperature",
+    modelfile=True,
+    stages=("temperature", "mirostat"),
+)
+DYNATEMP_RANGE = SamplingField(
+    "dynatemp_range",
+    "float",
+    _option("dynatemp-range", "float", "dynamic temperature range (`0.0` = off)", default="0"),
+    limit=ANY,
+    stages=("temperature",),
+)
+DYNATEMP_EXPONENT = SamplingField(
+    "dynatemp_exponent",
+    "float",
+    _option("dynatemp-exp", "float", "dynamic temperature exponent", default="1"),
+    limit=ANY,
+    stages=("temperature",),
+)
+TOP_K = SamplingField(
+    "top_k",
+    "int",
+    _option(
+        "top-k",
+        "int",
+        "top-k sampling: keep the K likeliest tokens (`0` = off)",
+        spellings=("LLAMA_ARG_TOP_K",),
+        default="40",
+    ),
+    limit=Limit("soft", 0, INT32_MAX),
+    gguf=_GGUF + "top_k",
+    ollama="top_k",
+    modelfile=True,
+    stages=("top_k",),
+)
+TOP_P = SamplingField(
+    "top_p",
+    "float",
+    _option(
+        "top-p",
+        "float",
+        "top-p (nucleus) sampling (`1.0` = off)",
+        spellings=("LLAMA_ARG_TOP_P",),
+        default="0.95",
+    ),
+    limit=Limit("soft", 0.0, 1.0),
+    gguf=_GGUF + "top_p",
+    ollama="top_p",
+    modelfile=True,
+    stages=("top_p",),
+)
+MIN_P = SamplingField(
+    "min_p",
+    "float",
+    _option(
+        "min-p",
+        "float",
+        "min-p sampling, relative to the likeliest token (`0.0` = off)",
+        spellings=("LLAMA_ARG_MIN_P",),
+        default="0.05",
+    ),
+    limit=Limit("soft", 0.0, 1.0),
+    gguf=_GGUF + "min_p",
+    ollama="min_p",
+    modelfile=True,
+    stages=("min_p",),
+)
+TOP_N_SIGMA = SamplingField(
+    "top_n_sigma",
+    "float",
+    _option(
+        "top-nsigma",
+        "float",
+        "top-n-sigma sampling (`-1.0` = off)",
+        spellings=("top-n-sigma",),
+        default="-1",
+    ),
+    limit=ANY,
+    stages=("top_n_sigma",),
+)
+XTC_PROBABILITY = SamplingField(
+    "xtc_probability",
+    "float",
+    _option(
+        "xtc-probability",
+        "float",
+        "XTC: chance of removing the top tokens (`0.0` = off)",
+        default="0",
+    ),
+    limit=Limit("soft", 0.0, 1.0),
+    gguf=_GGUF + "xtc_probability",
+    stages=("xtc",),
+)
+XTC_THRESHOLD = SamplingField(
+    "xtc_threshold",
+    "float",
+    _option(
+        "xtc-threshold",
+        "float",
+        "XTC: probability above which tokens are removed (above 0.5 = off)",
+        default="0.1",
+    ),
+    limit=Limit("soft", 0.0, 1.0),
+    gguf=_GGUF + "xtc_threshold",
+    stages=("xtc",),
+)
+TYPICAL_P = SamplingField(
+    "typical_p",
+    "float",
+    _option(
+        "typical",
+        "float",
+        "locally typical sampling, parameter p (`1.0` = off)",
+        spellings=("typical-p",),
+        default="1",
+    ),
+    limit=ANY,
+    ollama="typical_p",
+    stages=("typ_p",),
+)
+REPEAT_LAST_N = SamplingField(
+    "repeat_last_n",
+    "int",
+    _option(
+        "repeat-last-n",
+        "int",
+        "last n tokens (prompt included) the repetition penalties look at (`0` = off)",
+        bound="non_negative",
+        default="64",
+    ),
+    limit=Limit("hard", 0, INT32_MAX),
+    gguf=_GGUF + "penalty_last_n",
+    ollama="repeat_last_n",
+    modelfile=True,
+    stages=("penalties",),
+)
+REPEAT_PENALTY = SamplingField(
+    "repeat_penalty",
+    "float",
+    _option(
+        "repeat-penalty",
+        "float",
+        "penalize repeated tokens (`1.0` = off)",
+        spellings=("LLAMA_ARG_REPEAT_PENALTY",),
+        bound="positive",
+        default="1",
+    ),
+    limit=ANY,
+    gguf=_GGUF + "penalty_repeat",
+    ollama="repeat_penalty",
+    modelfile=True,
+    stages=("penalties",),
+)
+PRESENCE_PENALTY = SamplingField(
+    "presence_penalty",
+    "float",
+    _option(
+        "presence-penalty",
+        "float",
+        "repeat alpha presence penalty (`0.0` = off)",
+        spellings=("LLAMA_ARG_PRESENCE_PENALTY",),
+        default="0",
+    ),
+    limit=ANY,
+    ollama="presence_penalty",
+    stages=("penalties",),
+)
+FREQUENCY_PENALTY = SamplingField(
+    "frequency_penalty",
+    "float",
+    _option(
+        "frequency-penalty",
+        "float",
+        "repeat alpha frequency penalty (`0.0` = off)",
+        spellings=("LLAMA_ARG_FREQUENCY_PENALTY",),
+        default="0",
+    ),
+    limit=ANY,
+    ollama="frequency_penalty",
+    stages=("penalties",),
+)
+DRY_MULTIPLIER = SamplingField(
+    "dry_multiplier",
+    "float",
+    _option(
+        "dry-multiplier", "float", "DRY repetition penalty multiplier (`0.0` = off)", default="0"
+    ),
+    limit=ANY,
+    stages=("dry",),
+)
+DRY_BASE = SamplingField(
+    "dry_base",
+    "float",
+    _option("dry-base", "float", "DRY penalty base (below 1.0: ignored)", default="1.75"),
+    limit=ANY,
+    stages=("dry",),
+)
+DRY_ALLOWED_LENGTH = SamplingField(
+    "dry_allowed_length",
+    "int",
+    _option(
+        "dry-allowed-length",
+        "int",
+        "DRY: repetitions longer than this are penalized",
+        default="2",
+    ),
+    limit=Limit("hard", 0, INT32_MAX),
+    stages=("dry",),
+)
+DRY_PENALTY_LAST_N = SamplingField(
+    "dry_penalty_last_n",
+    "int",
+    _option(
+        "dry-penalty-last-n",
+        "int",
+        "DRY: how many last tokens to scan (`0` = off)",
+        bound="non_negative",
+        default="64",
+    ),
+    limit=Limit("hard", 0, INT32_MAX),
+    stages=("dry",),
+)
+DRY_SEQUENCE_BREAKERS = SamplingField(
+    "dry_sequence_breakers",
+    "other",
+    _option(
+        "dry-sequence-breaker",
+        "list",
+        "DRY sequence breakers, repeatable; they replace the defaults (a comma cannot be one "
+        "here); `none`: no breakers",
+    ),
+    stages=("dry",),
+)
+MIROSTAT = SamplingField(
+    "mirostat",
+    "int",
+    _option(
+        "mirostat",
+        "choice",
+        "Mirostat sampling: `0` off, `1` Mirostat, `2` Mirostat 2.0; replaces the samplers but "
+        "temperature",
+        literals=("0", "1", "2"),
+        default="0",
+    ),
+    limit=Limit("soft", 0, 2),
+    gguf=_GGUF + "mirostat",
+    stages=("mirostat",),
+)
+MIROSTAT_TAU = SamplingField(
+    "mirostat_tau",
+    "float",
+    _option("mirostat-ent", "float", "Mirostat target entropy, tau", default="5"),
+    limit=ANY,
+    gguf=_GGUF + "mirostat_tau",
+    stages=("mirostat",),
+)
+MIROSTAT_ETA = SamplingField(
+    "mirostat_eta",
+    "float",
+    _option("mirostat-lr", "float", "Mirostat learning rate, eta", default="0.1"),
+    limit=ANY,
+    gguf=_GGUF + "mirostat_eta",
+    stages=("mirostat",),
+)
+ADAPTIVE_TARGET = SamplingField(
+    "adaptive_target",
+    "float",
+    _option(
+        "adaptive-target",
+        "float",
+        "adaptive-p: select tokens near this probability (`-1.0` = off)",
+        default="-1",
+    ),
+    limit=Limit("soft", -_FLT_MAX, 1.0),
+    stages=("adaptive_p",),
+)
+ADAPTIVE_DECAY = SamplingField(
+    "adaptive_decay",
+    "float",
+    _option(
+        "adaptive-decay", "float", "adaptive-p: decay of the target's adaptation", default="0.9"
+    ),
+    limit=Limit("hard", 0.0, 0.99),
+    stages=("adaptive_p",),
+)
+IGNORE_EOS = SamplingField(
+    "ignore_eos",
+    "flag",
+    _option(
+        "ignore-eos",
+        "bool",
+        "never stop at an end-of-generation token (bans them)",
+        default="false",
+    ),
+    stages=("logit_bias",),
+)
+LOGIT_BIAS = SamplingField(
+    "logit_bias",
+    "other",
+    _option(
+        "logit-bias",
+        "list",
+        "`TOKEN_ID(+/-)BIAS`, repeatable: biases of every request that gives no `logit_bias` "
+        "of its own (a request's replace them, as llama-server's)",
+        spellings=("l",),
+    ),
+    stages=("logit_bias",),
+)
+# No option: a request's alone (llama-server has no flag for it).
+MIN_KEEP = SamplingField(
+    "min_keep",
+    "int",
+    limit=Limit("hard", 0, INT32_MAX),
+    stages=("top_p", "min_p", "typ_p", "xtc"),
+)
+# Two options: the samplers by name (the first), or one letter each.
+SAMPLERS = SamplingField(
+    "samplers",
+    "other",
+    _option(
+        "samplers",
+        "str",
+        "the samplers in order, separated by `;` (names as a request's `samplers`)",
+    )
+    + _option(
+        "sampler-seq",
+        "str",
+        "the samplers in order, one letter each (`e` penalties, `d` dry, `s` top-n-sigma, `k` "
+        "top-k, `y` typical, `p` top-p, `m` min-p, `x` xtc, `t` temperature)",
+        spellings=("sampling-seq",),
+    ),
+    gguf=_GGUF + "sequence",
+)
+
+SAMPLING_FIELDS: tuple[SamplingField, ...] = tuple(
+    row for row in globals().values() if isinstance(row, SamplingField)
+)  # every row above, in the order written
+
+
+def sampling_option_rows() -> tuple[OptionSpec, ...]:
+    """The option table's rows of the fields' options (worker options, each a request default)."""
+    return tuple(option.spec for row in SAMPLING_FIELDS for option in row.options)
+
+
+def sampling_option_help() -> dict[str, str]:
+    """The help line of each sampling option, by canonical name."""
+    return {option.spec.name: option.help for row in SAMPLING_FIELDS for option in row.options}
