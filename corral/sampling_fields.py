@@ -23,8 +23,14 @@ from typing import Literal
 
 from corral.options.values import Bound, OptionKind, OptionSpec
 
+# Besides these, each row is a constant of its own (TOP_K, SAMPLERS, …), for code that needs
+# one field by name.
 __all__ = [
+    "ANY",
+    "INT32_MAX",
     "SAMPLING_FIELDS",
+    "FieldKind",
+    "Limit",
     "SamplingField",
     "SamplingOption",
     "sampling_option_help",
@@ -70,7 +76,7 @@ class SamplingField:
     options: tuple[SamplingOption, ...] = ()  # the first is the field's own; none: no option
     limit: Limit | None = None  # a number a request sets, checked so; None: own code reads it
     gguf: str = ""  # the model file's key for its default, which a flag beats; "": none
-    ollama: str | None = None  # the name in Ollama's `options`
+    ollama: str = ""  # the name in Ollama's `options`; "": none
     modelfile: bool = False  # Ollama's Modelfile documents it (/api/show's `parameters`)
     stages: tuple[str, ...] = ()  # the samplers (upstream's names) that read it
 
