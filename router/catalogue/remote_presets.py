@@ -30,7 +30,8 @@ __all__ = ["REMOTE_PRESET_KEYS", "remote_key_allowed"]
 # upstream's list.
 REMOTE_PRESET_KEYS = frozenset(
     {
-        # Sampling: request defaults, what is generated, never where anything is read from.
+        # Sampling: request defaults, what is generated, never where anything is read from:
+        # every option of the sampling fields' table (each one upstream allows too, tested).
         *(spec.name for spec in sampling_option_rows()),
         "grammar",
         "json-schema",
