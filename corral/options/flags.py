@@ -19,6 +19,7 @@ from typing import Any
 from corral.options.help import MODEL_OPTION_HELP
 from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS, LlamaServerFlag
 from corral.options.table import OPTIONS, OptionError, OptionSpec, normalise_options
+from corral.sampling_fields import DRY_SEQUENCE_BREAKERS, LOGIT_BIAS
 
 __all__ = [
     "ExactFlagParser",
@@ -41,9 +42,9 @@ _LIST_ITEMS = {
     "device": "DEV",
     "spec-draft-device": "DEV",
     "override-tensor": "PATTERN=TYPE",
-    "dry-sequence-breaker": "STRING",
+    DRY_SEQUENCE_BREAKERS.option: "STRING",
     "reverse-prompt": "PROMPT",
-    "logit-bias": "TOKEN_ID(+/-)BIAS",
+    LOGIT_BIAS.option: "TOKEN_ID(+/-)BIAS",
 }
 _METAVARS = {"on-off": "on|off", "numbers": "N0,N1,..."}
 

@@ -7,6 +7,8 @@ reaching both. Written as Markdown (backticks); the terminal help drops the back
 
 from __future__ import annotations
 
+from corral.sampling_fields import sampling_option_help
+
 __all__ = ["MODEL_OPTION_HELP"]
 
 # Every option of OPTIONS, by canonical name.
@@ -83,38 +85,8 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "holds as many as --ctx-checkpoints allows (0: no minimum)",
     "kv-unified": "one KV cache shared by all slots, each of which may use the whole context "
     "(`-kvu`); default off, but always on with automatic slots, as llama-server",
-    "temp": "default temperature",
-    "seed": "default seed; `-1` = random",
-    # Sampling (issue 27): each is the default of the request field named in docs/api.md.
-    "top-k": "top-k sampling: keep the K likeliest tokens (`0` = off)",
-    "top-p": "top-p (nucleus) sampling (`1.0` = off)",
-    "min-p": "min-p sampling, relative to the likeliest token (`0.0` = off)",
-    "typical": "locally typical sampling, parameter p (`1.0` = off)",
-    "top-nsigma": "top-n-sigma sampling (`-1.0` = off)",
-    "xtc-probability": "XTC: chance of removing the top tokens (`0.0` = off)",
-    "xtc-threshold": "XTC: probability above which tokens are removed (above 0.5 = off)",
-    "repeat-last-n": "last n tokens (prompt included) the repetition penalties look at (`0` = off)",
-    "repeat-penalty": "penalize repeated tokens (`1.0` = off)",
-    "presence-penalty": "repeat alpha presence penalty (`0.0` = off)",
-    "frequency-penalty": "repeat alpha frequency penalty (`0.0` = off)",
-    "dry-multiplier": "DRY repetition penalty multiplier (`0.0` = off)",
-    "dry-base": "DRY penalty base (below 1.0: ignored)",
-    "dry-allowed-length": "DRY: repetitions longer than this are penalized",
-    "dry-penalty-last-n": "DRY: how many last tokens to scan (`0` = off)",
-    "dry-sequence-breaker": "DRY sequence breakers, repeatable; they replace the defaults (a "
-    "comma cannot be one here); `none`: no breakers",
-    "dynatemp-range": "dynamic temperature range (`0.0` = off)",
-    "dynatemp-exp": "dynamic temperature exponent",
-    "mirostat": "Mirostat sampling: `0` off, `1` Mirostat, `2` Mirostat 2.0; "
-    "replaces the samplers but temperature",
-    "mirostat-lr": "Mirostat learning rate, eta",
-    "mirostat-ent": "Mirostat target entropy, tau",
-    "adaptive-target": "adaptive-p: select tokens near this probability (`-1.0` = off)",
-    "adaptive-decay": "adaptive-p: decay of the target's adaptation",
-    "samplers": "the samplers in order, separated by `;` (names as a request's `samplers`)",
-    "sampler-seq": "the samplers in order, one letter each (`e` penalties, `d` dry, `s` "
-    "top-n-sigma, `k` top-k, `y` typical, `p` top-p, `m` min-p, `x` xtc, `t` temperature)",
-    "ignore-eos": "never stop at an end-of-generation token (bans them)",
+    # Sampling: the help of each sampling option is in its row (corral/sampling_fields.py).
+    **sampling_option_help(),
     "chat-template": "one of llama.cpp's built-in template names (`chatml`, `llama3`, `gemma`, "
     "…) or Jinja text, instead of the GGUF's (docs/templates.md)",
     "chat-template-file": "Jinja chat template read from this file, instead of the GGUF's",
@@ -252,8 +224,6 @@ MODEL_OPTION_HELP: dict[str, str] = {
     "json-schema-file": "`json-schema`, read from this file",
     "reverse-prompt": "stop string of every request that gives no `stop` of its own; "
     "repeatable, each kept, as llama-server",
-    "logit-bias": "`TOKEN_ID(+/-)BIAS`, repeatable: biases of every request that gives no "
-    "`logit_bias` of its own (a request's replace them, as llama-server's)",
     "ui-config": "settings for the Web UI as a JSON object, answered as `/props`'s "
     "`ui_settings` (the router's and the model's)",
     "ui-config-file": "`ui-config`, read from this file",

@@ -20,6 +20,7 @@ from corral.options.values import (
     parse_size,
     string_items,
 )
+from corral.sampling_fields import sampling_option_rows
 from corral.suggest import did_you_mean
 
 __all__ = [
@@ -151,49 +152,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
         bound="non_negative",
         default="8192",
     ),
-    OptionSpec(
-        "temp",
-        "float",
-        spellings=("temperature", "LLAMA_ARG_TEMPERATURE"),
-        bound="non_negative",
-        default="0.8",
-    ),
-    OptionSpec("seed", "int", spellings=("s",), default="-1"),
-    # Sampling (issue 27): llama-server's sampling flags (common/arg.cpp), each a request default.
-    OptionSpec("top-k", "int", spellings=("LLAMA_ARG_TOP_K",), default="40"),
-    OptionSpec("top-p", "float", spellings=("LLAMA_ARG_TOP_P",), default="0.95"),
-    OptionSpec("min-p", "float", spellings=("LLAMA_ARG_MIN_P",), default="0.05"),
-    OptionSpec("typical", "float", spellings=("typical-p",), default="1"),
-    OptionSpec("top-nsigma", "float", spellings=("top-n-sigma",), default="-1"),
-    OptionSpec("xtc-probability", "float", default="0"),
-    OptionSpec("xtc-threshold", "float", default="0.1"),
-    OptionSpec("repeat-last-n", "int", bound="non_negative", default="64"),
-    OptionSpec(
-        "repeat-penalty",
-        "float",
-        spellings=("LLAMA_ARG_REPEAT_PENALTY",),
-        bound="positive",
-        default="1",
-    ),
-    OptionSpec("presence-penalty", "float", spellings=("LLAMA_ARG_PRESENCE_PENALTY",), default="0"),
-    OptionSpec(
-        "frequency-penalty", "float", spellings=("LLAMA_ARG_FREQUENCY_PENALTY",), default="0"
-    ),
-    OptionSpec("dry-multiplier", "float", default="0"),
-    OptionSpec("dry-base", "float", default="1.75"),
-    OptionSpec("dry-allowed-length", "int", default="2"),
-    OptionSpec("dry-penalty-last-n", "int", bound="non_negative", default="64"),
-    OptionSpec("dry-sequence-breaker", "list"),
-    OptionSpec("dynatemp-range", "float", default="0"),
-    OptionSpec("dynatemp-exp", "float", default="1"),
-    OptionSpec("mirostat", "choice", literals=("0", "1", "2"), default="0"),
-    OptionSpec("mirostat-lr", "float", default="0.1"),
-    OptionSpec("mirostat-ent", "float", default="5"),
-    OptionSpec("adaptive-target", "float", default="-1"),
-    OptionSpec("adaptive-decay", "float", default="0.9"),
-    OptionSpec("samplers", "str"),
-    OptionSpec("sampler-seq", "str", spellings=("sampling-seq",)),
-    OptionSpec("ignore-eos", "bool", default="false"),
+    # Sampling: llama-server's sampling flags (common/arg.cpp), each a request default; their
+    # rows are built from the table of sampling fields.
+    *sampling_option_rows(),
     OptionSpec("chat-template", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE",)),
     OptionSpec("chat-template-file", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_FILE",)),
     OptionSpec("chat-template-kwargs", "str", spellings=("LLAMA_ARG_CHAT_TEMPLATE_KWARGS",)),
@@ -465,9 +426,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("grammar-file", "str"),
     OptionSpec("json-schema", "str", spellings=("j",)),
     OptionSpec("json-schema-file", "str", spellings=("jf",)),
-    # Repeatable, as llama-server: every -r a stop string, every -l TOKEN_ID(+/-)BIAS a bias.
+    # Repeatable, as llama-server: every -r a stop string (-l, the biases: sampling rows).
     OptionSpec("reverse-prompt", "strings", spellings=("r",)),
-    OptionSpec("logit-bias", "list", spellings=("l",)),
     # The projector (libmtmd): its device, warm-up and image token bounds; "none" is the CPU.
     OptionSpec("mmproj-device", "str", spellings=("mmdev",)),
     OptionSpec("warmup", "bool", negatives=("no-warmup",), default="true"),
