@@ -5,9 +5,10 @@
 
 Flags come from the real argparse parsers (``corral serve``, ``python -m worker``, ``corral
 pull/ls/rm/ps``), preset keys, per-model flags and their defaults (llama-server's) from the
-option table. Only the one-line descriptions are written here, keyed by the parser's ``dest`` or
-the option's name: a flag or key without one stops the script, so a new option cannot reach the
-code without reaching the reference (tests/docs checks both).
+option table, each option's description from its row's help. Only the worker's own flags'
+one-line descriptions are written here, keyed by the parser's ``dest``: a flag or key without
+one stops the script, so a new option cannot reach the code without reaching the reference
+(tests/docs checks both).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from unittest import mock
 from corral.children.environment import SECRET_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
 from corral.options.flags import WORKER_OPTIONS, flag_spelling, option_flags
-from corral.options.help import MODEL_OPTION_HELP
 from corral.options.table import OPTIONS, OptionSpec, find_option
 from router.cli.commands import _parser as _cache_commands_parser
 from router.cli.no_effect_flags import NO_EFFECT_FLAGS, no_effect_reason
@@ -33,11 +33,10 @@ from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.cli.serve_flags import serve_parser as _serve_parser
 from router.cli.shortcuts import SHORTCUT_DEST, SHORTCUTS
 from worker.rpc.server import rpc_server_parser
-from worker.settings import NOT_YET_SUPPORTED, parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 __all__ = [
     "ENVIRONMENT",
-    "MODEL_OPTION_HELP",
     "SERVE_FLAG_HELP",
     "WORKER_FLAG_HELP",
     "EnvVar",
@@ -487,7 +486,7 @@ def _values(spec: OptionSpec) -> str:
 
 def _worker_default(spec: OptionSpec) -> str:
     """The option's default as the table holds it (llama-server's), or what unset means."""
-    if spec.name in NOT_YET_SUPPORTED:
+    if spec.no_effect is not None:
         return "—"
     if spec.name in _WRITTEN_DEFAULTS:
         return _WRITTEN_DEFAULTS[spec.name]
@@ -519,7 +518,7 @@ def _model_options_section() -> list[str]:
                 f"`{env}`" if env else "—",
                 _values(spec),
                 _worker_default(spec),
-                MODEL_OPTION_HELP[spec.name],
+                spec.help,
             ]
         )
     return [
@@ -660,8 +659,8 @@ def _rpc_server_section() -> list[str]:
 def _preset_section() -> list[str]:
     rows = []
     for spec in OPTIONS:
-        if spec.name not in MODEL_OPTION_HELP:
-            _die(f"option '{spec.name}' has no description in MODEL_OPTION_HELP")
+        if not spec.help:
+            _die(f"option '{spec.name}' has no description (its row's help)")
         others = [s for s in spec.spellings]
         negatives = list(spec.negatives)
         rows.append(
@@ -671,12 +670,9 @@ def _preset_section() -> list[str]:
                 _code(negatives) if negatives else "—",
                 spec.role,
                 _values(spec),
-                MODEL_OPTION_HELP[spec.name],
+                spec.help,
             ]
         )
-    stale = set(MODEL_OPTION_HELP) - {spec.name for spec in OPTIONS}
-    if stale:
-        _die(f"MODEL_OPTION_HELP describes options that do not exist: {sorted(stale)}")
     return [
         _PRESET_PROSE,
         *_table(

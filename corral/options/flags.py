@@ -16,7 +16,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.options.help import MODEL_OPTION_HELP
 from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS
 from corral.options.table import OPTIONS, OptionError, OptionSpec, normalise_options
 
@@ -94,7 +93,7 @@ def _env_name(spec: OptionSpec) -> str | None:
 
 def _help(spec: OptionSpec) -> str:
     # Plain text for a terminal: the descriptions are Markdown, and argparse formats with %.
-    text = MODEL_OPTION_HELP[spec.name].replace("`", "").replace("%", "%%")
+    text = spec.help.replace("`", "").replace("%", "%%")
     negatives = [flag_spelling(n) for n in spec.negatives if not n.startswith(_ENV_PREFIXES)]
     if negatives:
         text += f"; off: {', '.join(negatives)}"

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "OptionError",
@@ -21,6 +22,7 @@ __all__ = [
     "parse_bool",
     "parse_size",
     "string_items",
+    "typed_value",
 ]
 
 # int/float/str as named; bool: on|off words; switch: on|off|auto (flash-attn); choice: one of
@@ -76,6 +78,14 @@ class OptionSpec:
     # llama-server's default (common/common.h, common/arg.cpp) as canonical text; None: unset
     # means something no value says (the model's own, the CPU count), which the reader decides.
     default: str | None = None
+    # What it means, as Markdown: `corral serve --help` (backticks dropped) and the docs.
+    help: str = ""
+    # The WorkerSettings field a worker-role option fills, its value converted by its kind
+    # (worker/settings/); None: a router-only option, one a named derivation reads
+    # (worker/settings/derived.py), or one with no effect.
+    dest: str | None = None
+    # Why a worker-role option has no effect (the worker logs it when given); None: it has one.
+    no_effect: str | None = None
 
 
 def _format_float(number: float) -> str:
@@ -206,3 +216,43 @@ def normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
         raise ValueError(f"expected a finite number, got '{raw}'")
     _check_bound(spec, real, raw)
     return _format_float(real)
+
+
+def _items(text: str) -> tuple[str, ...]:
+    return tuple(item for item in text.split(",") if item)
+
+
+def _scaled(text: str) -> tuple[tuple[str, float], ...]:
+    return tuple(
+        (path, float(scale)) for path, _, scale in (i.rpartition(":") for i in _items(text))
+    )
+
+
+def _pair(text: str) -> tuple[int, int]:
+    first, _, last = text.partition(",")
+    return int(first), int(last)
+
+
+# The value a setting holds of each kind, from its canonical text.
+_TYPED: dict[str, Callable[[str], Any]] = {
+    "int": int,
+    "size": int,
+    "float": float,
+    "bool": lambda text: text == "true",
+    "on-off": lambda text: text == "on",
+    "str": str,
+    "choice": str,
+    "switch": str,
+    "list": _items,
+    "choices": _items,
+    "strings": lambda text: tuple(string_items(text)),
+    "scaled-list": _scaled,
+    "numbers": lambda text: tuple(float(item) for item in _items(text)),
+    "pair": _pair,
+}
+
+
+def typed_value(spec: OptionSpec, text: str) -> Any:
+    """An option's canonical text as the value a setting holds: ``"2048"`` → 2048, ``"true"`` →
+    True, a list → a tuple of its items, a pair → two integers."""
+    return _TYPED[spec.kind](text)

@@ -6,7 +6,7 @@ import pytest
 
 from corral.options.table import normalise_options, render_worker_args
 from router.cli.main import parse_serve_args
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.settings import WorkerSettings, parse_worker_args
+from worker.settings.parse import parse_worker_args
+from worker.settings.worker_settings import WorkerSettings
 
 
 @pytest.mark.parametrize("flag", ["--reranking", "--rerank"])
