@@ -26,6 +26,7 @@ from unittest import mock
 from corral.children.environment import SECRET_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
 from corral.options.flags import WORKER_OPTIONS, flag_spelling, option_flags
+from corral.options.kinds import KINDS
 from corral.options.table import OPTIONS, OptionSpec, find_option
 from router.cli.commands import _parser as _cache_commands_parser
 from router.cli.no_effect_flags import NO_EFFECT_FLAGS, no_effect_reason
@@ -95,7 +96,6 @@ _DEFAULT_MEANS = {
     "fit-target": "`1024`",
     "tensor-split": "llama.cpp's (by free memory)",
 }
-_LISTS = ("list", "strings", "scaled-list", "numbers", "choices")
 _NONE_MEANS = {
     "chat-template": "the GGUF's",
     "chat-template-file": "the GGUF's",
@@ -447,41 +447,21 @@ def _spellings(spec: OptionSpec) -> tuple[list[str], list[str]]:
     return flags, negatives
 
 
+# What a list's items are, where they are not files.
+_LIST_ITEMS = {
+    "rpc": "`HOST:PORT` items",
+    "device": "device names",
+    "spec-draft-device": "device names",
+    "override-tensor": "`PATTERN=TYPE` items",
+    "dry-sequence-breaker": "strings",
+    "logit-bias": "`TOKEN_ID(+/-)BIAS` items",
+}
+
+
 def _values(spec: OptionSpec) -> str:
-    if spec.kind == "bool":
-        return "on/off"
-    if spec.kind == "switch":
-        return "`on`, `off`, `auto`"
-    if spec.kind == "choice":
-        return _code(spec.literals)
-    if spec.kind == "choices":
-        return "comma-separated list of " + _code(spec.literals)
-    if spec.kind == "size":
-        return "size (`512M`, `8G`)"
-    if spec.kind == "on-off":
-        return "`on`, `off`"
-    if spec.kind == "numbers":
-        return "numbers ≥ 0, comma-separated"
-    if spec.kind == "pair":
-        return "two integers"
-    if spec.kind == "list":
-        items = {
-            "rpc": "`HOST:PORT` items",
-            "device": "device names",
-            "spec-draft-device": "device names",
-            "override-tensor": "`PATTERN=TYPE` items",
-            "dry-sequence-breaker": "strings",
-            "logit-bias": "`TOKEN_ID(+/-)BIAS` items",
-        }
-        return f"{items.get(spec.name, 'files')}, comma-separated"
-    if spec.kind == "scaled-list":
-        return "`FILE:SCALE` items, comma-separated"
-    if spec.kind == "strings":
-        return "text, repeatable (in a preset: one, or a JSON array of them)"
-    words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
-    bound = {"any": "", "non_negative": " ≥ 0", "positive": " > 0"}[spec.bound]
-    extra = f" or {_code(spec.literals)}" if spec.literals else ""
-    return f"{words}{bound}{extra}"
+    if spec.name in _LIST_ITEMS:
+        return f"{_LIST_ITEMS[spec.name]}, comma-separated"
+    return KINDS[spec.kind].describe(spec)
 
 
 def _worker_default(spec: OptionSpec) -> str:
@@ -493,8 +473,8 @@ def _worker_default(spec: OptionSpec) -> str:
     if spec.name in _DEFAULT_MEANS:
         return _DEFAULT_MEANS[spec.name]
     if spec.default is None:
-        return _NONE_MEANS.get(spec.name, "none" if spec.kind in _LISTS else "—")
-    if spec.kind in ("bool", "on-off"):
+        return _NONE_MEANS.get(spec.name, "none" if KINDS[spec.kind].listed else "—")
+    if KINDS[spec.kind].boolean:
         return "on" if spec.default in ("true", "on") else "off"
     return f"`{spec.default}`"
 
@@ -507,7 +487,7 @@ def _model_options_section() -> list[str]:
     rows = []
     for spec in WORKER_OPTIONS:
         flags, negatives = _spellings(spec)
-        metavar = "" if spec.kind == "bool" else " " + spec.kind.upper()
+        metavar = "" if KINDS[spec.kind].takes == "switch" else " " + spec.kind.upper()
         text = " ".join(f"`{flag}{metavar}`" for flag in flags)
         if negatives:
             text += " / " + " ".join(f"`{negative}`" for negative in negatives)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from corral.options.kinds import KINDS, normalise_value
 from corral.options.rows import (
     adapters,
     catalogue,
@@ -30,7 +31,6 @@ from corral.options.rows.speculative import SPEC_TYPES
 from corral.options.values import (
     OptionError,
     OptionSpec,
-    normalise_value,
     parse_bool,
     parse_size,
     string_items,
@@ -122,14 +122,11 @@ def render_worker_args(options: Iterable[tuple[str, str]]) -> list[str]:
     args: list[str] = []
     for name, value in options:
         spec = _BY_NAME[name]
+        kind = KINDS[spec.kind]
         if spec.role != "worker":
             continue
-        if spec.kind == "strings":  # one flag per string, so that each stays whole
-            args += [arg for item in string_items(value) for arg in (f"--{name}", item)]
-        elif spec.kind == "pair":
-            args += [f"--{name}", *value.split(",")]
-        elif spec.kind != "bool":
-            args += [f"--{name}", value]
+        if kind.takes != "switch":
+            args += kind.worker_args(f"--{name}", value)
         elif value == "true":
             args.append(f"--{name}")
         elif spec.negatives:

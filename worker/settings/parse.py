@@ -21,8 +21,8 @@ from corral.options.flags import (
     add_other_llama_server_flags,
     model_options_from,
 )
+from corral.options.kinds import typed_value
 from corral.options.model_options import ModelOptions
-from corral.options.values import typed_value
 from worker.settings.derived import DERIVATIONS, Given
 from worker.settings.worker_settings import WorkerSettings
 
