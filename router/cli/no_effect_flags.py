@@ -46,7 +46,6 @@ NO_EFFECT_FLAGS: tuple[tuple[tuple[str, ...], int], ...] = (
     (("--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"), 1),
     (("--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"), 1),
     (("--spec-draft-override-tensor", "-otd", "--override-tensor-draft"), 1),
-    (("--spec-draft-cpu-moe", "-cmoed", "--cpu-moe-draft"), 0),
     (("--spec-draft-n-cpu-moe", "--spec-draft-ncmoe", "-ncmoed", "--n-cpu-moe-draft"), 1),
     (("--spec-draft-backend-sampling",), 0),
     (("--no-spec-draft-backend-sampling",), 0),

@@ -119,4 +119,11 @@ ROWS: tuple[OptionSpec, ...] = (
         spellings=("devd", "device-draft"),
         help="devices the draft model offloads to, as `device` (default: the model's)",
     ),
+    OptionSpec(
+        "spec-draft-cpu-moe",
+        "bool",
+        spellings=("cmoed", "cpu-moe-draft", "LLAMA_ARG_SPEC_DRAFT_CPU_MOE"),
+        default="false",
+        help="keep every Mixture-of-Experts weight of the draft model on the CPU",
+    ),
 )
