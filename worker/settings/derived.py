@@ -21,10 +21,10 @@ from corral.options.flags import other_flags_given
 from corral.options.kv_layout import kv_layout
 from corral.options.model_options import ModelOptions
 from corral.options.rows import gpu, sampling, speculative
-from corral.options.table import option_spec
+from corral.options.table import OptionSpec, option_spec
 from worker.devices.settings import gpu_settings
 from worker.sampling.server_defaults import sampling_defaults
-from worker.settings import readers as values
+from worker.settings import readers
 from worker.settings.groups import (
     default_constraint,
     kv_overrides,
@@ -54,21 +54,21 @@ class Derivation:
     derive: Callable[[Given], dict[str, Any]]  # the WorkerSettings fields it fills, by name
 
 
-def _names(rows: Any) -> tuple[str, ...]:
-    return tuple(spec.name for spec in rows.ROWS)
+def _names(rows: tuple[OptionSpec, ...]) -> tuple[str, ...]:
+    return tuple(spec.name for spec in rows)
 
 
 def _own_flags(given: Given) -> dict[str, Any]:
     args = given.args
-    names = values.comma_list(args.alias or "")
+    names = readers.comma_list(args.alias or "")
     return {
         "model": args.model,
         "alias": min(names) if names else args.model.stem,
         "aliases": tuple(sorted(set(names))),
-        "tags": tuple(sorted(set(values.comma_list(args.tags or "")))),
-        "api_keys": values.comma_list(args.api_key or ""),
-        "cors_origins": values.comma_list(args.cors_origins),
-        "allowed_hosts": values.comma_list(args.allowed_hosts),
+        "tags": tuple(sorted(set(readers.comma_list(args.tags or "")))),
+        "api_keys": readers.comma_list(args.api_key or ""),
+        "cors_origins": readers.comma_list(args.cors_origins),
+        "allowed_hosts": readers.comma_list(args.allowed_hosts),
         "host": args.host,
         "port": args.port,
         "mmproj": args.mmproj,
@@ -92,19 +92,19 @@ def _threads(given: Given) -> dict[str, Any]:
     options = given.options
     batch = options.text("threads-batch")
     return {
-        "threads": values.threads(options.text("threads")),
-        "threads_batch": values.threads(batch) if batch is not None else None,
+        "threads": readers.threads(options.text("threads")),
+        "threads_batch": readers.threads(batch) if batch is not None else None,
     }
 
 
 def _template_kwargs(given: Given) -> dict[str, Any]:
     options = given.options
     return {
-        "chat_template_kwargs": values.thinking_default(
+        "chat_template_kwargs": readers.thinking_default(
             options.word("reasoning"),
-            values.effort_default(options.text("reasoning-effort"))
-            | values.preserve_default(options.text("reasoning-preserve"))
-            | values.template_kwargs(options.text("chat-template-kwargs"), given.parser),
+            readers.effort_default(options.text("reasoning-effort"))
+            | readers.preserve_default(options.text("reasoning-preserve"))
+            | readers.template_kwargs(options.text("chat-template-kwargs"), given.parser),
         )
     }
 
@@ -128,16 +128,16 @@ def _constraint(given: Given) -> dict[str, Any]:
 def _folders(given: Given) -> dict[str, Any]:
     options, parser = given.options, given.parser
     return {
-        "slot_save_path": values.folder(options, "slot-save-path", parser),
-        "media_path": values.folder(options, "media-path", parser),
+        "slot_save_path": readers.folder(options, "slot-save-path", parser),
+        "media_path": readers.folder(options, "media-path", parser),
     }
 
 
 def _control_vectors(given: Given) -> dict[str, Any]:
     options = given.options
     return {
-        "control_vectors": values.scaled_files(options, "control-vector", "control-vector-scaled"),
-        "control_vector_layers": values.layer_range(options.text("control-vector-layer-range")),
+        "control_vectors": readers.scaled_files(options, "control-vector", "control-vector-scaled"),
+        "control_vector_layers": readers.layer_range(options.text("control-vector-layer-range")),
     }
 
 
@@ -151,46 +151,64 @@ def _ignored(given: Given) -> dict[str, str]:
     return {name: value for name, value in given.options if option_spec(name).no_effect}
 
 
-_COPY = ("chat-template", "chat-template-file")
+_LAYOUT = (
+    "ctx-size",
+    "parallel",
+    "kv-unified",
+    "kv-unified-per-slot",
+    "cache-type-k",
+    "cache-type-v",
+)
 _TEMPLATE = ("reasoning", "reasoning-effort", "reasoning-preserve", "chat-template-kwargs")
-_ROPE = ("rope-scaling", "rope-scale", "rope-freq-scale", "yarn-orig-ctx", "yarn-ext-factor")
-_YARN = ("yarn-attn-factor", "yarn-beta-slow", "yarn-beta-fast")
-_PROJECTOR = ("mmproj-device", "warmup", "image-min-tokens", "image-max-tokens")
+_ROPE = (
+    "rope-scaling",
+    "rope-scale",
+    "rope-freq-scale",
+    "yarn-orig-ctx",
+    "yarn-ext-factor",
+    "yarn-attn-factor",
+    "yarn-beta-slow",
+    "yarn-beta-fast",
+)
+_PROJECTOR = (
+    "mmproj-device",
+    "warmup",
+    "image-min-tokens",
+    "image-max-tokens",
+    "mtmd-batch-max-tokens",
+)
 _CONSTRAINT = ("grammar", "grammar-file", "json-schema", "json-schema-file")
-_LAYOUT = ("ctx-size", "parallel", "kv-unified", "kv-unified-per-slot")
 
 DERIVATIONS: tuple[Derivation, ...] = (
     Derivation("the worker's own flags", (), _own_flags),
-    Derivation(
-        "kv layout",
-        (*_LAYOUT, "cache-type-k", "cache-type-v"),
-        _layout,
-    ),
+    Derivation("kv layout", _LAYOUT, _layout),
     Derivation("threads", ("threads", "threads-batch"), _threads),
     _derivation(
         "n_gpu_layers",
         ("n-gpu-layers",),
-        lambda g: values.gpu_layers(g.options.word("n-gpu-layers")),
+        lambda g: readers.gpu_layers(g.options.word("n-gpu-layers")),
     ),
-    _derivation("rpc", ("rpc",), lambda g: values.rpc(g.options.text("rpc"), g.parser)),
+    _derivation("rpc", ("rpc",), lambda g: readers.rpc(g.options.text("rpc"), g.parser)),
     _derivation(
-        "sampling", (*_names(sampling), "logit-bias"), lambda g: sampling_defaults(g.options)
+        "sampling", (*_names(sampling.ROWS), "logit-bias"), lambda g: sampling_defaults(g.options)
     ),
-    _derivation("chat_template", _COPY, lambda g: values.chat_template(g.options, g.parser)),
+    _derivation(
+        "chat_template",
+        ("chat-template", "chat-template-file"),
+        lambda g: readers.chat_template(g.options, g.parser),
+    ),
     Derivation("template variables", _TEMPLATE, _template_kwargs),
-    _derivation("cpus", ("cpu-mask", "cpu-range"), lambda g: values.cpus(g.options, g.parser)),
+    _derivation("cpus", ("cpu-mask", "cpu-range"), lambda g: readers.cpus(g.options, g.parser)),
     _derivation("priority", ("prio",), lambda g: int(g.options.word("prio"))),
     _derivation(
         "sleep_idle_seconds",
         ("sleep-idle-seconds",),
-        lambda g: values.sleep_after(g.options.integer("sleep-idle-seconds")),
+        lambda g: readers.sleep_after(g.options.integer("sleep-idle-seconds")),
     ),
     Derivation("embeddings", ("embeddings", "pooling", "reranking"), _embeddings),
-    _derivation("rope", (*_ROPE, *_YARN), lambda g: rope_settings(g.options)),
+    _derivation("rope", _ROPE, lambda g: rope_settings(g.options)),
     _derivation("kv_overrides", ("override-kv",), lambda g: kv_overrides(g.options.given)),
-    _derivation(
-        "projector", (*_PROJECTOR, "mtmd-batch-max-tokens"), lambda g: projector_settings(g.options)
-    ),
+    _derivation("projector", _PROJECTOR, lambda g: projector_settings(g.options)),
     Derivation("folders", ("slot-save-path", "media-path"), _folders),
     _derivation(
         "kv_cache_dir",
@@ -200,15 +218,15 @@ DERIVATIONS: tuple[Derivation, ...] = (
     _derivation(
         "lora",
         ("lora", "lora-scaled"),
-        lambda g: values.scaled_files(g.options, "lora", "lora-scaled"),
+        lambda g: readers.scaled_files(g.options, "lora", "lora-scaled"),
     ),
     Derivation(
         "control vectors",
         ("control-vector", "control-vector-scaled", "control-vector-layer-range"),
         _control_vectors,
     ),
-    _derivation("speculative", _names(speculative), lambda g: speculative_settings(g.options)),
-    _derivation("gpu", _names(gpu), lambda g: gpu_settings(g.options)),
+    _derivation("speculative", _names(speculative.ROWS), lambda g: speculative_settings(g.options)),
+    _derivation("gpu", _names(gpu.ROWS), lambda g: gpu_settings(g.options)),
     Derivation("request constraint", _CONSTRAINT, _constraint),
     _derivation(
         "ui_settings", ("ui-config", "ui-config-file"), lambda g: ui_settings(g.options.given)
