@@ -6,8 +6,8 @@ worker setting it fills (its ``dest``) or why it has no effect. Its rows are wri
 :mod:`corral.options.rows`. The router's preset INI, its per-model CLI defaults, the
 worker-argument renderer, the worker's own flags (:mod:`corral.options.flags`) and settings, and
 the generated docs all go through it, so a key means the same thing wherever it is written.
-Values are normalised by :mod:`corral.options.values`, whose types and parsers are exported from
-here too.
+Values are normalised by their kind's object (:mod:`corral.options.kinds`); the row's types and
+the parsers of :mod:`corral.options.values` are exported from here too.
 """
 
 from __future__ import annotations

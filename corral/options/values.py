@@ -34,7 +34,8 @@ __all__ = [
 # held as a JSON array of them; scaled-list: a list of FILE:SCALE items (--lora-scaled);
 # on-off: a bool written with its value, ``--fit on``; numbers: non-negative numbers split by
 # commas or slashes, as llama-server's --tensor-split and --fit-target; pair: two integers, a flag
-# of two values (--control-vector-layer-range START END), held as ``START,END``.
+# of two values (--control-vector-layer-range START END), held as ``START,END``. Each is one
+# object of corral/options/kinds.py, which says all a kind means.
 OptionKind = Literal[
     "int",
     "float",
