@@ -32,8 +32,6 @@ __all__ = [
     "FieldKind",
     "Limit",
     "SamplingField",
-    "SamplingOption",
-    "sampling_option_help",
     "sampling_option_rows",
 ]
 
@@ -59,21 +57,14 @@ ANY = Limit("any")
 
 
 @dataclass(frozen=True, slots=True)
-class SamplingOption:
-    """A worker option that gives a field's default: its row in the option table, and help."""
-
-    spec: OptionSpec
-    help: str  # its line in `corral serve --help` and docs/configuration.md
-
-
-@dataclass(frozen=True, slots=True)
 class SamplingField:
     """One sampling field. ``request`` is llama-server's name in a request body, the
     ``SamplingParams`` attribute and the ``generation_settings`` key."""
 
     request: str
     kind: FieldKind
-    options: tuple[SamplingOption, ...] = ()  # the first is the field's own; none: no option
+    # Its option rows, help included: the first is the field's own; none: no option
+    options: tuple[OptionSpec, ...] = ()
     limit: Limit | None = None  # a number a request sets, checked so; None: own code reads it
     gguf: str = ""  # the model file's key for its default, which a flag beats; "": none
     ollama: str = ""  # the name in Ollama's `options`; "": none
@@ -83,7 +74,7 @@ class SamplingField:
     @property
     def option(self) -> str:
         """The canonical name of the field's own option."""
-        return self.options[0].spec.name
+        return self.options[0].name
 
 
 def _option(
@@ -95,11 +86,11 @@ def _option(
     bound: Bound = "any",
     literals: tuple[str, ...] = (),
     default: str | None = None,
-) -> tuple[SamplingOption]:
+) -> tuple[OptionSpec]:
     spec = OptionSpec(
-        name, kind, spellings=spellings, bound=bound, literals=literals, default=default
+        name, kind, spellings=spellings, bound=bound, literals=literals, default=default, help=help
     )
-    return (SamplingOption(spec, help),)
+    return (spec,)
 
 
 _GGUF = "general.sampling."
@@ -271,9 +262,4 @@ SAMPLING_FIELDS: tuple[SamplingField, ...] = tuple(
 
 def sampling_option_rows() -> tuple[OptionSpec, ...]:
     """The option table's rows of the fields' options (worker options, each a request default)."""
-    return tuple(option.spec for row in SAMPLING_FIELDS for option in row.options)
-
-
-def sampling_option_help() -> dict[str, str]:
-    """The help line of each sampling option, by canonical name."""
-    return {option.spec.name: option.help for row in SAMPLING_FIELDS for option in row.options}
+    return tuple(option for row in SAMPLING_FIELDS for option in row.options)

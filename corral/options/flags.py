@@ -11,12 +11,11 @@ a notice (:func:`add_other_llama_server_flags`).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.options.help import MODEL_OPTION_HELP
+from corral.options.kinds import KINDS
 from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS, LlamaServerFlag
 from corral.options.table import OPTIONS, OptionError, OptionSpec, normalise_options
 from corral.sampling_fields import DRY_SEQUENCE_BREAKERS, LOGIT_BIAS
@@ -46,7 +45,6 @@ _LIST_ITEMS = {
     "reverse-prompt": "PROMPT",
     LOGIT_BIAS.option: "TOKEN_ID(+/-)BIAS",
 }
-_METAVARS = {"on-off": "on|off", "numbers": "N0,N1,..."}
 
 
 class ExactFlagParser(argparse.ArgumentParser):
@@ -96,7 +94,7 @@ def _env_name(spec: OptionSpec) -> str | None:
 
 def _help(spec: OptionSpec) -> str:
     # Plain text for a terminal: the descriptions are Markdown, and argparse formats with %.
-    text = MODEL_OPTION_HELP[spec.name].replace("`", "").replace("%", "%%")
+    text = spec.help.replace("`", "").replace("%", "%%")
     negatives = [flag_spelling(n) for n in spec.negatives if not n.startswith(_ENV_PREFIXES)]
     if negatives:
         text += f"; off: {', '.join(negatives)}"
@@ -113,7 +111,8 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
     for spec in WORKER_OPTIONS:
         flags = option_flags(spec)
         help_ = _help(spec)
-        if spec.kind == "bool":
+        takes = KINDS[spec.kind].takes
+        if takes == "switch":
             group.add_argument(
                 *flags,
                 dest=_dest(spec),
@@ -131,24 +130,18 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
                         const="false",
                         help=argparse.SUPPRESS,
                     )
-        elif spec.kind == "pair":  # two values after the flag, as upstream's
+        elif takes == "two":  # two values after the flag, as upstream's
             group.add_argument(
                 *flags, dest=_dest(spec), nargs=2, metavar=("START", "END"), help=help_
             )
-        elif spec.kind in ("list", "strings", "scaled-list"):
+        elif takes == "repeated":
             # Repeatable as upstream's --lora; the values are joined into one comma list.
-            metavar = (
-                "FILE:SCALE" if spec.kind == "scaled-list" else _LIST_ITEMS.get(spec.name, "FILE")
-            )
+            metavar = _LIST_ITEMS.get(spec.name) or KINDS[spec.kind].metavar(spec)
             group.add_argument(
                 *flags, dest=_dest(spec), metavar=metavar, action="append", help=help_
             )
         else:
-            metavar = (
-                "|".join(spec.literals)
-                if spec.kind == "choice"
-                else _METAVARS.get(spec.kind, spec.kind.upper())
-            )
+            metavar = KINDS[spec.kind].metavar(spec)
             group.add_argument(*flags, dest=_dest(spec), metavar=metavar, default=None, help=help_)
 
 
@@ -160,9 +153,8 @@ def model_options_from(
     given: list[tuple[str, str]] = []
     for spec in WORKER_OPTIONS:
         value = getattr(args, _dest(spec))
-        if isinstance(value, list):
-            # Each value of a repeated `strings` flag is one string, whatever it holds.
-            value = json.dumps(value) if spec.kind == "strings" else ",".join(value)
+        if isinstance(value, list):  # a repeated flag's values, as one text
+            value = KINDS[spec.kind].join(value)
         if value is not None:
             given.append((spec.name, value))
         elif any(n in env for n in spec.negatives if n.startswith("LLAMA_ARG_NO_")):

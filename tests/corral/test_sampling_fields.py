@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from corral.options.help import MODEL_OPTION_HELP
 from corral.options.model_options import ModelOptions
 from corral.options.table import OPTIONS
 from corral.sampling_fields import SAMPLING_FIELDS, SamplingField, sampling_option_rows
@@ -37,8 +36,8 @@ def _names(row: SamplingField) -> set[str]:
     the model file's key (whole and after its prefix), Ollama's name."""
     names = {row.request, row.ollama or row.request}
     for option in row.options:
-        spellings = option.spec.spellings
-        names |= {option.spec.name, *(s for s in spellings if len(s) > 2 and s.islower())}
+        spellings = option.spellings
+        names |= {option.name, *(s for s in spellings if len(s) > 2 and s.islower())}
     if row.gguf:
         names |= {row.gguf, row.gguf.rpartition(".")[2]}
     return names
@@ -108,7 +107,7 @@ def test_every_option_is_in_the_option_table_with_its_help() -> None:
     options = {spec.name: spec for spec in OPTIONS}
     for spec in sampling_option_rows():
         assert options[spec.name] is spec
-        assert MODEL_OPTION_HELP[spec.name]
+        assert spec.help
 
 
 def test_the_stages_are_the_chains_samplers() -> None:

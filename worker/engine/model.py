@@ -36,7 +36,7 @@ from worker.media.projector import Projector
 from worker.rpc.devices import add_rpc_servers, rpc_device_labels
 from worker.sampling.server_defaults import model_sampling_defaults
 from worker.sampling.text import token_piece
-from worker.settings import WorkerSettings
+from worker.settings.worker_settings import WorkerSettings
 from worker.speculative import Speculator, fitted_draft
 from worker.templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 

@@ -1,7 +1,7 @@
 """A request's sampling settings, as llama.cpp's ``common_params_sampling`` holds them.
 
 The defaults are llama.cpp's (common/common.h); a worker's own defaults come from its options
-(``--temp``, ``--top-k``, …, :mod:`worker.settings`), and each request starts from those, as
+(``--temp``, ``--top-k``, …, :mod:`worker.settings.parse`), and each request starts from those, as
 llama-server's ``params_from_json_cmpl`` does (:mod:`worker.answer.sampling_request`). The
 sampler names and letters are upstream's (common/sampling.cpp), aliases included.
 """

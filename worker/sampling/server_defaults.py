@@ -89,7 +89,7 @@ def sampling_defaults(options: ModelOptions) -> SamplingParams:
         for breaker in options.items(DRY_SEQUENCE_BREAKERS.option):
             breakers = [] if breaker == "none" else [*breakers, breaker]
         params = replace(params, dry_sequence_breakers=tuple(breakers))
-    by_name, by_letter = (option.spec.name for option in SAMPLERS.options)
+    by_name, by_letter = (option.name for option in SAMPLERS.options)
     if by_name in options:
         params = replace(params, samplers=samplers_from_names(options.word(by_name).split(";")))
     if by_letter in options:

@@ -14,7 +14,7 @@ import pytest
 from worker.engine.llama_params import new_context
 from worker.engine.model import LoadedModel
 from worker.host.llama_bindings import llama_cpp
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 
 def _mapped(path: Path) -> bool:
