@@ -34,17 +34,18 @@ class GpuSettings:
     op_offload: bool = _SERVER.flag("op-offload")
     draft_devices: tuple[str, ...] | None = None  # --spec-draft-device; None: as --device
     draft_cpu_moe: bool = _SERVER.flag("spec-draft-cpu-moe")  # the draft's own --cpu-moe
+    draft_n_cpu_moe: int = _SERVER.integer("spec-draft-n-cpu-moe")  # and its own --n-cpu-moe
 
     def for_draft(self) -> GpuSettings:
         """A draft model's, as llama-server derives them (common_base_params_to_speculative):
         its own devices if given, the split as the model's, none of the model's overrides but
-        its own --spec-draft-cpu-moe."""
+        its own --spec-draft-[n-]cpu-moe."""
         return replace(
             self,
             devices=self.draft_devices or self.devices,
             override_tensor=(),
             cpu_moe=self.draft_cpu_moe,
-            n_cpu_moe=0,
+            n_cpu_moe=self.draft_n_cpu_moe,
             n_cpu_ffn=0,
         )
 
@@ -71,4 +72,5 @@ def gpu_settings(options: ModelOptions) -> GpuSettings:
         op_offload=options.flag("op-offload"),
         draft_devices=_items(options, "spec-draft-device"),
         draft_cpu_moe=options.flag("spec-draft-cpu-moe"),
+        draft_n_cpu_moe=options.integer("spec-draft-n-cpu-moe"),
     )

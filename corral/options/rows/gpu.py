@@ -126,4 +126,17 @@ ROWS: tuple[OptionSpec, ...] = (
         default="false",
         help="keep every Mixture-of-Experts weight of the draft model on the CPU",
     ),
+    OptionSpec(
+        "spec-draft-n-cpu-moe",
+        "int",
+        spellings=(
+            "spec-draft-ncmoe",
+            "ncmoed",
+            "n-cpu-moe-draft",
+            "LLAMA_ARG_SPEC_DRAFT_N_CPU_MOE",
+        ),
+        bound="non_negative",
+        default="0",
+        help="keep the Mixture-of-Experts weights of the draft model's first N layers on the CPU",
+    ),
 )

@@ -236,6 +236,15 @@ def test_a_draft_model_keeps_its_experts_on_the_cpu_as_told(flag: str) -> None:
     assert parse_worker_args(["-m", "m.gguf", "-cmoe"]).gpu.for_draft().cpu_moe is False
 
 
+@pytest.mark.parametrize(
+    "flag", ["--spec-draft-n-cpu-moe", "--spec-draft-ncmoe", "-ncmoed", "--n-cpu-moe-draft"]
+)
+def test_a_draft_model_keeps_its_first_layers_experts_on_the_cpu_as_told(flag: str) -> None:
+    gpu = parse_worker_args(["-m", "m.gguf", flag, "3"]).gpu
+    assert (gpu.n_cpu_moe, gpu.for_draft().n_cpu_moe) == (0, 3)
+    assert parse_worker_args(["-m", "m.gguf", "-ncmoe", "5"]).gpu.for_draft().n_cpu_moe == 0
+
+
 def test_settings_given_no_flags_are_the_settings_built_without_any() -> None:
     # Both read llama-server's defaults from the option table, so no field keeps a default of
     # its own that the flags' parser does not know (or the other way round).
