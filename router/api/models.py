@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body, json_response
 from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
+from corral.http.worker_routes import PROPS
 from corral.hub.mmproj_inputs import input_modalities
 from corral.hub.sizes import files_size
 from corral.llama_build import corral_version, llama_build_info
@@ -54,7 +55,7 @@ async def health(request: AnyRequest) -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/props")
+@get(PROPS.paths)
 async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASGIResponse:
     settings = runtime(request).settings
     if model or settings.single_model:
