@@ -26,6 +26,7 @@ from router.api.disclosure import (
 )
 from router.api.inference import forward_to_model
 from router.api.runtime import RouterRuntime, runtime
+from router.catalogue.capabilities import capabilities
 from router.catalogue.catalogue import CatalogueEntry, CatalogueError
 from router.catalogue.file_check import entry_problem
 from router.catalogue.listing import ListingStatus, ModelListing
@@ -105,13 +106,6 @@ def _read_headers(entries: list[CatalogueEntry]) -> dict[str, str | None]:
     return problems
 
 
-def _capabilities(inputs: list[str]) -> list[str]:
-    """Corral's ``capabilities`` words, which clients (the Web UI) check before offering to
-    attach an image."""
-    capabilities = ["completion"] + (["multimodal"] if len(inputs) > 1 else [])
-    return capabilities + [{"image": "vision", "audio": "audio"}[kind] for kind in inputs[1:]]
-
-
 def _entry(
     state: ModelState,
     created: int,
@@ -122,7 +116,7 @@ def _entry(
     """One model's entry; ``on_gpus``: what its worker holds per GPU (the device planner's
     reading, the driver's figure where it has one), else what the worker reported;
     ``problem``: what is wrong with its files."""
-    inputs = input_modalities(state.entry.mmproj)
+    can = capabilities(state.entry)
     entry = ModelListing(
         id=state.entry.name,
         aliases=list(state.entry.aliases),
@@ -136,8 +130,8 @@ def _entry(
         ttl=state.entry.ttl,
         tools=list(state.entry.tools) if state.entry.tools is not None else None,
         size=files_size(state.entry.files()),
-        architecture={"input_modalities": inputs, "output_modalities": ["text"]},
-        capabilities=_capabilities(inputs),
+        architecture={"input_modalities": list(can.inputs), "output_modalities": ["text"]},
+        capabilities=can.corral_words(),
     )
     if state.running and state.meta is not None:
         entry.meta = state.meta
