@@ -32,6 +32,7 @@ from router.catalogue.file_check import entry_problem
 from router.catalogue.listing import ListingStatus, ModelListing
 from router.observe.events import ModelEvent
 from router.scheduling.answers import scheduling_answered
+from router.scheduling.device_snapshot import DeviceSnapshot
 from router.security.api_keys import admin_only
 from router.security.callers import is_admin
 from router.single_model import ollama_models
@@ -39,7 +40,7 @@ from router.workers.child_supervisor import EXIT_CANNOT_START
 from router.workers.memory_budget import resident_memory
 from router.workers.model_state import BAD_FILE, ModelState, Status
 
-__all__ = ["gpu_memory", "model_in_body", "model_routes"]
+__all__ = ["device_snapshot", "gpu_memory", "model_in_body", "model_routes"]
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -154,18 +155,26 @@ def _entry(
     return entry
 
 
-def gpu_memory(rt: RouterRuntime, state: ModelState) -> dict[str, int]:
+def device_snapshot(rt: RouterRuntime) -> DeviceSnapshot | None:
+    """One reading of the GPUs for a whole listing, as for a scheduling decision
+    (router/scheduling/device_snapshot.py); None without a device planner."""
+    planner = rt.scheduler.devices
+    return planner.snapshot() if planner is not None else None
+
+
+def gpu_memory(
+    rt: RouterRuntime, state: ModelState, snap: DeviceSnapshot | None = None
+) -> dict[str, int]:
     """Bytes per GPU a model's worker holds: the device planner's reading (the driver's figure
     where it has one), else what the worker reported; {} when it holds none."""
     planner = rt.scheduler.devices
     if planner is not None and state.running:
-        return planner.in_use(state)
+        return planner.in_use(state, snap)
     return state.gpu_bytes
 
 
-def _devices(rt: RouterRuntime) -> list[dict[str, Any]]:
+def _devices(snap: DeviceSnapshot | None) -> list[dict[str, Any]]:
     """Every GPU the router sees, with its memory now (``devices`` of ``GET /models``)."""
-    planner = rt.scheduler.devices
     return [
         {
             "name": device.name,
@@ -174,7 +183,7 @@ def _devices(rt: RouterRuntime) -> list[dict[str, Any]]:
             "free": device.free,
             "used": device.used,
         }
-        for device in (planner.inventory.devices() if planner is not None else [])
+        for device in (snap.devices if snap is not None else [])
     ]
 
 
@@ -196,12 +205,13 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
         if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None
     ]
     problems = await anyio.to_thread.run_sync(_read_headers, [state.entry for state in listed])
+    snap = device_snapshot(rt)
     data = [
         _entry(
             state,
             created,
             rt.scheduler.retry_after(state),
-            gpu_memory(rt, state),
+            gpu_memory(rt, state, snap),
             problems.get(state.name),
         )
         for state in listed
@@ -213,7 +223,7 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     if not is_admin(request.scope):  # no paths or command lines (router/api/disclosure.py)
         data = [listing_for_inference(entry) for entry in data]
     listing: dict[str, Any] = {"object": "list", "data": data}
-    devices = _devices(rt)
+    devices = _devices(snap)
     if devices:  # Corral's own, beside the list: what each GPU holds now
         listing["devices"] = devices
     if rt.settings.single_model and len(models) == 1:
