@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from litestar import Litestar, get
-from litestar.exceptions import HTTPException
-from litestar.params import FromQuery
 from litestar.testing import TestClient
 
 from corral.http.errors import ApiError, exception_handlers
+from tests.support.raising_routes import RAISING_ROUTES
 
 
 @get("/full")
@@ -32,23 +31,8 @@ def test_an_error_s_headers_reach_the_client_with_its_envelope() -> None:
         assert "retry-after" not in client.get("/plain").headers
 
 
-@get("/teapot")
-async def teapot() -> None:
-    raise HTTPException(status_code=418, detail="short and stout", headers={"X-Spout": "1"})
-
-
-@get("/boom")
-async def boom() -> None:
-    raise RuntimeError("a secret path /home/user/model.gguf")
-
-
-@get("/typed")
-async def typed(count: FromQuery[int]) -> int:
-    return count
-
-
 def test_the_triage_gives_each_exception_its_status_message_and_headers() -> None:
-    app = Litestar([teapot, boom, typed], exception_handlers=exception_handlers)
+    app = Litestar(RAISING_ROUTES, exception_handlers=exception_handlers)
     with TestClient(app) as client:
         response = client.get("/teapot")
         assert (response.status_code, response.headers["x-spout"]) == (418, "1")

@@ -4,42 +4,20 @@ error JSON of every other route, spelled ``{"error": "…"}``."""
 from __future__ import annotations
 
 import pytest
-from litestar import Litestar, Router, get
-from litestar.exceptions import HTTPException
-from litestar.params import FromQuery
+from litestar import Litestar, Router
 from litestar.testing import TestClient
 
-from corral.http.errors import ApiError, exception_handlers
+from corral.http.errors import exception_handlers
 from router.api.ollama.errors import ollama_exception_handlers
+from tests.support.raising_routes import RAISING_PATHS, RAISING_ROUTES
 
 
-@get("/busy")
-async def busy() -> None:
-    raise ApiError(503, "try later", headers={"Retry-After": "1"})
-
-
-@get("/teapot")
-async def teapot() -> None:
-    raise HTTPException(status_code=418, detail="short and stout", headers={"X-Spout": "1"})
-
-
-@get("/boom")
-async def boom() -> None:
-    raise RuntimeError("a secret path /home/user/model.gguf")
-
-
-@get("/typed")
-async def typed(count: FromQuery[int]) -> int:
-    return count
-
-
-HANDLERS = [busy, teapot, boom, typed]
-
-
-@pytest.mark.parametrize("path", ["/busy", "/teapot", "/boom", "/typed?count=many"])
+@pytest.mark.parametrize("path", RAISING_PATHS)
 def test_ollama_answers_what_the_core_answers_in_its_own_shape(path: str) -> None:
-    ollama = Router("/api", route_handlers=HANDLERS, exception_handlers=ollama_exception_handlers)
-    app = Litestar([*HANDLERS, ollama], exception_handlers=exception_handlers)
+    ollama = Router(
+        "/api", route_handlers=RAISING_ROUTES, exception_handlers=ollama_exception_handlers
+    )
+    app = Litestar([*RAISING_ROUTES, ollama], exception_handlers=exception_handlers)
     with TestClient(app) as client:
         core, shaped = client.get(path), client.get(f"/api{path}")
     assert shaped.status_code == core.status_code
