@@ -19,7 +19,7 @@ PACKAGES = ("corral", "router", "worker", "downloads")
 # path (`/models/sse`), a hub reference (`org/repo:TAG`) or a llama.cpp file (`common/arg.cpp`).
 TOP_LEVEL = (*PACKAGES, "tests", "scripts", "docs", "bench", "webui", "config")
 TICKED = re.compile(r"`([^`]+)`")
-PATHLIKE = re.compile(r"[A-Za-z0-9_./-]+")
+REPO_PATH = re.compile(rf"(?<![\w./-])(?:{'|'.join(TOP_LEVEL)})/[A-Za-z0-9_./-]*")
 MODULE_NAME = re.compile(r"[a-z_][a-z0-9_]*/?")
 DOTTED = re.compile(r"(?:corral|router|worker|downloads)(?:\.[a-z_][a-z0-9_]*)+")
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
@@ -54,11 +54,11 @@ def _is_module_under(base: Path, name: str) -> bool:
 
 
 def repository_paths(text: str) -> list[str]:
-    """Ticked names with a slash that start at a top-level folder of the repository."""
+    """Names with a slash that start at a top-level folder of the repository, ticked or not
+    (``router/workers/pool.py``, (router/api/webui.py), ``tests/support/``)."""
     found = []
-    for name in TICKED.findall(text):
-        if "/" in name and PATHLIKE.fullmatch(name) and name.split("/")[0] in TOP_LEVEL:
-            found.append(name)
+    for match in REPO_PATH.finditer(text):
+        found.append(match.group(0).rstrip(".,;:"))
     return found
 
 
@@ -138,8 +138,7 @@ def code_map_names(text: str) -> list[tuple[Path, str, bool]]:
 
 
 def test_every_repository_path_the_page_names_exists() -> None:
-    text = page_text()
-    paths = repository_paths(text)
+    paths = repository_paths(PAGE.read_text(encoding="utf-8"))  # the diagrams' too
     assert "router/workers/memory_budget.py" in paths
     missing = sorted({p for p in paths if not (ROOT / p).exists()})
     assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
@@ -180,8 +179,12 @@ def test_a_stale_name_is_caught() -> None:
     named = code_map_names(page)
     stale = [n for base, n, direct in named if not _is_module_under(base, n)]
     assert stale == ["gone_module"]
-    assert repository_paths("see `router/workers/gone.py` and `/models/sse`") == [
+    assert repository_paths("see `router/workers/gone.py`, `/models/sse`, org/repo") == [
         "router/workers/gone.py"
+    ]
+    assert repository_paths("(router/gone.py). In tests/gone/.") == [
+        "router/gone.py",
+        "tests/gone/",
     ]
     assert module_names("`corral.hub.gone` and `corral serve`") == ["corral.hub.gone"]
     assert scoped_names("`ollama/` (`protocol` types, `--flag`), `x` (`not_a_module`)") == [
