@@ -72,5 +72,5 @@ class ServeSettings:
     ssl_key_file: Path | None = None
     ssl_cert_file: Path | None = None
     # llama-server flags given that Corral accepts without implementing
-    # (router.cli.no_effect_flags).
+    # (router.cli.no_effect).
     no_effect_flags: tuple[str, ...] = ()

@@ -5,9 +5,10 @@
 
 Flags come from the real argparse parsers (``corral serve``, ``python -m worker``, ``corral
 pull/ls/rm/ps``), preset keys, per-model flags and their defaults (llama-server's) from the
-option table. Only the one-line descriptions are written here, keyed by the parser's ``dest`` or
-the option's name: a flag or key without one stops the script, so a new option cannot reach the
-code without reaching the reference (tests/docs checks both).
+option table, each option's description from its row's help. Only the worker's own flags'
+one-line descriptions are written here, keyed by the parser's ``dest``: a flag or key without
+one stops the script, so a new option cannot reach the code without reaching the reference
+(tests/docs checks both).
 """
 
 from __future__ import annotations
@@ -25,19 +26,18 @@ from unittest import mock
 from corral.children.environment import SECRET_ENV
 from corral.hub.cache_layout import CACHE_DIR_VARIABLES
 from corral.options.flags import WORKER_OPTIONS, flag_spelling, option_flags
-from corral.options.help import MODEL_OPTION_HELP
+from corral.options.kinds import KINDS
 from corral.options.table import OPTIONS, OptionSpec, find_option
 from router.cli.commands import _parser as _cache_commands_parser
-from router.cli.no_effect_flags import NO_EFFECT_FLAGS, no_effect_reason
+from router.cli.no_effect import no_effect_flags, no_effect_reason
 from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
 from router.cli.serve_flags import serve_parser as _serve_parser
 from router.cli.shortcuts import SHORTCUT_DEST, SHORTCUTS
 from worker.rpc.server import rpc_server_parser
-from worker.settings import NOT_YET_SUPPORTED, parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 __all__ = [
     "ENVIRONMENT",
-    "MODEL_OPTION_HELP",
     "SERVE_FLAG_HELP",
     "WORKER_FLAG_HELP",
     "EnvVar",
@@ -96,7 +96,6 @@ _DEFAULT_MEANS = {
     "fit-target": "`1024`",
     "tensor-split": "llama.cpp's (by free memory)",
 }
-_LISTS = ("list", "strings", "scaled-list", "numbers", "choices")
 _NONE_MEANS = {
     "chat-template": "the GGUF's",
     "chat-template-file": "the GGUF's",
@@ -425,7 +424,7 @@ def _no_effect_section() -> list[str]:
             " ".join(f"`{s}{' VALUE' * arity}`" for s in spellings),
             no_effect_reason(spellings[0]),
         ]
-        for spellings, arity in NO_EFFECT_FLAGS
+        for spellings, arity in no_effect_flags(serve_parser())
     ]
     return [
         "### Accepted, no effect yet",
@@ -448,54 +447,34 @@ def _spellings(spec: OptionSpec) -> tuple[list[str], list[str]]:
     return flags, negatives
 
 
+# What a list's items are, where they are not files.
+_LIST_ITEMS = {
+    "rpc": "`HOST:PORT` items",
+    "device": "device names",
+    "spec-draft-device": "device names",
+    "override-tensor": "`PATTERN=TYPE` items",
+    "dry-sequence-breaker": "strings",
+    "logit-bias": "`TOKEN_ID(+/-)BIAS` items",
+}
+
+
 def _values(spec: OptionSpec) -> str:
-    if spec.kind == "bool":
-        return "on/off"
-    if spec.kind == "switch":
-        return "`on`, `off`, `auto`"
-    if spec.kind == "choice":
-        return _code(spec.literals)
-    if spec.kind == "choices":
-        return "comma-separated list of " + _code(spec.literals)
-    if spec.kind == "size":
-        return "size (`512M`, `8G`)"
-    if spec.kind == "on-off":
-        return "`on`, `off`"
-    if spec.kind == "numbers":
-        return "numbers ≥ 0, comma-separated"
-    if spec.kind == "pair":
-        return "two integers"
-    if spec.kind == "list":
-        items = {
-            "rpc": "`HOST:PORT` items",
-            "device": "device names",
-            "spec-draft-device": "device names",
-            "override-tensor": "`PATTERN=TYPE` items",
-            "dry-sequence-breaker": "strings",
-            "logit-bias": "`TOKEN_ID(+/-)BIAS` items",
-        }
-        return f"{items.get(spec.name, 'files')}, comma-separated"
-    if spec.kind == "scaled-list":
-        return "`FILE:SCALE` items, comma-separated"
-    if spec.kind == "strings":
-        return "text, repeatable (in a preset: one, or a JSON array of them)"
-    words = {"int": "integer", "float": "number", "str": "text"}[spec.kind]
-    bound = {"any": "", "non_negative": " ≥ 0", "positive": " > 0"}[spec.bound]
-    extra = f" or {_code(spec.literals)}" if spec.literals else ""
-    return f"{words}{bound}{extra}"
+    if spec.name in _LIST_ITEMS:
+        return f"{_LIST_ITEMS[spec.name]}, comma-separated"
+    return KINDS[spec.kind].describe(spec)
 
 
 def _worker_default(spec: OptionSpec) -> str:
     """The option's default as the table holds it (llama-server's), or what unset means."""
-    if spec.name in NOT_YET_SUPPORTED:
+    if spec.no_effect is not None:
         return "—"
     if spec.name in _WRITTEN_DEFAULTS:
         return _WRITTEN_DEFAULTS[spec.name]
     if spec.name in _DEFAULT_MEANS:
         return _DEFAULT_MEANS[spec.name]
     if spec.default is None:
-        return _NONE_MEANS.get(spec.name, "none" if spec.kind in _LISTS else "—")
-    if spec.kind in ("bool", "on-off"):
+        return _NONE_MEANS.get(spec.name, "none" if KINDS[spec.kind].listed else "—")
+    if KINDS[spec.kind].boolean:
         return "on" if spec.default in ("true", "on") else "off"
     return f"`{spec.default}`"
 
@@ -508,7 +487,7 @@ def _model_options_section() -> list[str]:
     rows = []
     for spec in WORKER_OPTIONS:
         flags, negatives = _spellings(spec)
-        metavar = "" if spec.kind == "bool" else " " + spec.kind.upper()
+        metavar = "" if KINDS[spec.kind].takes == "switch" else " " + spec.kind.upper()
         text = " ".join(f"`{flag}{metavar}`" for flag in flags)
         if negatives:
             text += " / " + " ".join(f"`{negative}`" for negative in negatives)
@@ -519,7 +498,7 @@ def _model_options_section() -> list[str]:
                 f"`{env}`" if env else "—",
                 _values(spec),
                 _worker_default(spec),
-                MODEL_OPTION_HELP[spec.name],
+                spec.help,
             ]
         )
     return [
@@ -660,8 +639,8 @@ def _rpc_server_section() -> list[str]:
 def _preset_section() -> list[str]:
     rows = []
     for spec in OPTIONS:
-        if spec.name not in MODEL_OPTION_HELP:
-            _die(f"option '{spec.name}' has no description in MODEL_OPTION_HELP")
+        if not spec.help:
+            _die(f"option '{spec.name}' has no description (its row's help)")
         others = [s for s in spec.spellings]
         negatives = list(spec.negatives)
         rows.append(
@@ -671,12 +650,9 @@ def _preset_section() -> list[str]:
                 _code(negatives) if negatives else "—",
                 spec.role,
                 _values(spec),
-                MODEL_OPTION_HELP[spec.name],
+                spec.help,
             ]
         )
-    stale = set(MODEL_OPTION_HELP) - {spec.name for spec in OPTIONS}
-    if stale:
-        _die(f"MODEL_OPTION_HELP describes options that do not exist: {sorted(stale)}")
     return [
         _PRESET_PROSE,
         *_table(

@@ -141,7 +141,7 @@ sys.path.insert(0, {root!r})
 from corral.hub.cache_layout import repo_folder_name
 from corral.hub.cache_scan import scan_cache
 from corral.hub.mmproj import is_mmproj
-from worker.settings import worker_flags
+from worker.settings.parse import worker_flags
 
 arity = {arity!r}
 args, model, repo, file = sys.argv[1:], None, None, None

@@ -19,7 +19,7 @@ from router.catalogue.presets import parse_preset_text
 from router.cli.main import parse_serve_args
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tls import self_signed
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 # A valid value for the flags "1" is not one for, by any spelling; {file} and {dir} are
 # replaced by an existing file and directory.

@@ -20,12 +20,13 @@ from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.http.header_spelling import SpelledHeadersProtocol
 from corral.http.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_hosts
+from corral.options.table import option_spec
 from worker.app import bind_worker_state, create_worker_app
 from worker.engine.engine import Engine
 from worker.engine.model import LoadedModel
 from worker.host.access import with_access_rules
 from worker.host.http_server import PromptServer
-from worker.settings import WorkerSettings
+from worker.settings.worker_settings import WorkerSettings
 from worker.state import WorkerState
 
 __all__ = ["LoadProgress", "WorkerLifecycle"]
@@ -117,7 +118,10 @@ class WorkerLifecycle:
         settings = self.settings
         lifeline.arm(on_exit_command=self._exit_command, on_release_command=self._release_command)
         for name, value in settings.ignored.items():
-            _log.warning("option accepted but not supported yet", option=name, value=value)
+            reason = option_spec(name).no_effect
+            _log.warning(
+                "option accepted but not supported yet", option=name, value=value, reason=reason
+            )
         for flag in settings.no_effect_flags:
             _log.warning("llama-server flag has no effect in a worker", flag=flag)
         _log.info("listening", host=self.host, port=self.port, model=str(settings.model))

@@ -18,7 +18,8 @@ from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.children.worker_key import WORKER_KEY_ENV
 from corral.logs import configure_logging
 from worker.host.cpu_placement import apply_cpu_set, apply_priority
-from worker.settings import WorkerSettings, parse_worker_args
+from worker.settings.parse import parse_worker_args
+from worker.settings.worker_settings import WorkerSettings
 from worker.spare import SPARE_FLAG, wait_for_model, wait_for_next_model
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from corral.http.errors import ApiError
 from worker.answer.stream_sessions import StreamSessions, StreamSettings
 from worker.engine.engine import Engine
 from worker.engine.model import LoadedModel
-from worker.settings import WorkerSettings
+from worker.settings.worker_settings import WorkerSettings
 
 __all__ = ["AnyRequest", "WorkerState", "loaded"]
 

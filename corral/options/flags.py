@@ -11,14 +11,14 @@ a notice (:func:`add_other_llama_server_flags`).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.options.help import MODEL_OPTION_HELP
-from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS
+from corral.options.kinds import KINDS
+from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS, LlamaServerFlag
 from corral.options.table import OPTIONS, OptionError, OptionSpec, normalise_options
+from corral.sampling_fields import DRY_SEQUENCE_BREAKERS, LOGIT_BIAS
 
 __all__ = [
     "ExactFlagParser",
@@ -29,6 +29,7 @@ __all__ = [
     "model_options_from",
     "option_flags",
     "other_flags_given",
+    "undefined_llama_server_flags",
 ]
 
 WORKER_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if spec.role == "worker")
@@ -40,11 +41,10 @@ _LIST_ITEMS = {
     "device": "DEV",
     "spec-draft-device": "DEV",
     "override-tensor": "PATTERN=TYPE",
-    "dry-sequence-breaker": "STRING",
+    DRY_SEQUENCE_BREAKERS.option: "STRING",
     "reverse-prompt": "PROMPT",
-    "logit-bias": "TOKEN_ID(+/-)BIAS",
+    LOGIT_BIAS.option: "TOKEN_ID(+/-)BIAS",
 }
-_METAVARS = {"on-off": "on|off", "numbers": "N0,N1,..."}
 
 
 class ExactFlagParser(argparse.ArgumentParser):
@@ -94,7 +94,7 @@ def _env_name(spec: OptionSpec) -> str | None:
 
 def _help(spec: OptionSpec) -> str:
     # Plain text for a terminal: the descriptions are Markdown, and argparse formats with %.
-    text = MODEL_OPTION_HELP[spec.name].replace("`", "").replace("%", "%%")
+    text = spec.help.replace("`", "").replace("%", "%%")
     negatives = [flag_spelling(n) for n in spec.negatives if not n.startswith(_ENV_PREFIXES)]
     if negatives:
         text += f"; off: {', '.join(negatives)}"
@@ -111,7 +111,8 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
     for spec in WORKER_OPTIONS:
         flags = option_flags(spec)
         help_ = _help(spec)
-        if spec.kind == "bool":
+        takes = KINDS[spec.kind].takes
+        if takes == "switch":
             group.add_argument(
                 *flags,
                 dest=_dest(spec),
@@ -129,24 +130,18 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
                         const="false",
                         help=argparse.SUPPRESS,
                     )
-        elif spec.kind == "pair":  # two values after the flag, as upstream's
+        elif takes == "two":  # two values after the flag, as upstream's
             group.add_argument(
                 *flags, dest=_dest(spec), nargs=2, metavar=("START", "END"), help=help_
             )
-        elif spec.kind in ("list", "strings", "scaled-list"):
+        elif takes == "repeated":
             # Repeatable as upstream's --lora; the values are joined into one comma list.
-            metavar = (
-                "FILE:SCALE" if spec.kind == "scaled-list" else _LIST_ITEMS.get(spec.name, "FILE")
-            )
+            metavar = _LIST_ITEMS.get(spec.name) or KINDS[spec.kind].metavar(spec)
             group.add_argument(
                 *flags, dest=_dest(spec), metavar=metavar, action="append", help=help_
             )
         else:
-            metavar = (
-                "|".join(spec.literals)
-                if spec.kind == "choice"
-                else _METAVARS.get(spec.kind, spec.kind.upper())
-            )
+            metavar = KINDS[spec.kind].metavar(spec)
             group.add_argument(*flags, dest=_dest(spec), metavar=metavar, default=None, help=help_)
 
 
@@ -158,9 +153,8 @@ def model_options_from(
     given: list[tuple[str, str]] = []
     for spec in WORKER_OPTIONS:
         value = getattr(args, _dest(spec))
-        if isinstance(value, list):
-            # Each value of a repeated `strings` flag is one string, whatever it holds.
-            value = json.dumps(value) if spec.kind == "strings" else ",".join(value)
+        if isinstance(value, list):  # a repeated flag's values, as one text
+            value = KINDS[spec.kind].join(value)
         if value is not None:
             given.append((spec.name, value))
         elif any(n in env for n in spec.negatives if n.startswith("LLAMA_ARG_NO_")):
@@ -192,6 +186,16 @@ class NotedFlag(argparse.Action):
         setattr(namespace, self.dest, noted)
 
 
+def undefined_llama_server_flags(parser: argparse.ArgumentParser) -> list[LlamaServerFlag]:
+    """The llama-server flags none of whose spellings ``parser`` defines, in arg.cpp's order.
+
+    A partly defined one is left out too: its other spellings are refused, which the census
+    test catches.
+    """
+    defined = parser._option_string_actions
+    return [f for f in LLAMA_SERVER_FLAGS if not any(s in defined for s in f.spellings)]
+
+
 def add_other_llama_server_flags(parser: argparse.ArgumentParser) -> None:
     """Every llama-server flag the parser does not define, taken with its arity and noted.
 
@@ -199,9 +203,7 @@ def add_other_llama_server_flags(parser: argparse.ArgumentParser) -> None:
     (``--models-dir``, ``--threads-http``, …) it has no use for; each consumes its values, so
     that they are not read as something else, and :func:`other_flags_given` names it.
     """
-    for flag in LLAMA_SERVER_FLAGS:
-        if any(s in parser._option_string_actions for s in flag.spellings):
-            continue  # defined here (a partly defined one is the census test's to catch)
+    for flag in undefined_llama_server_flags(parser):
         parser.add_argument(
             *flag.spellings,
             dest=_OTHER_DEST,

@@ -1,9 +1,9 @@
-"""What a per-model option's value may be, and how a raw value becomes its canonical text.
+"""What a per-model option's row holds, and the parsers behind its values.
 
 The kinds, roles and bounds :data:`corral.options.table.OPTIONS` is written in, and the parsers
-behind them. Values are validated and normalised here ("on" → "true", "1e3" → "1000"), which
-keeps the settings of two reloads comparable as plain strings. Callers import these from
-:mod:`corral.options.table`, the table's front door.
+each kind's object (:mod:`corral.options.kinds`) normalises with ("on" → "true", "1e3" →
+"1000"), which keeps the settings of two reloads comparable as plain strings. Callers import
+these from :mod:`corral.options.table`, the table's front door.
 """
 
 from __future__ import annotations
@@ -17,9 +17,13 @@ from typing import Literal
 __all__ = [
     "OptionError",
     "OptionSpec",
-    "normalise_value",
+    "check_bound",
+    "format_float",
+    "list_items",
+    "number_item",
     "parse_bool",
     "parse_size",
+    "scaled_item",
     "string_items",
 ]
 
@@ -30,7 +34,8 @@ __all__ = [
 # held as a JSON array of them; scaled-list: a list of FILE:SCALE items (--lora-scaled);
 # on-off: a bool written with its value, ``--fit on``; numbers: non-negative numbers split by
 # commas or slashes, as llama-server's --tensor-split and --fit-target; pair: two integers, a flag
-# of two values (--control-vector-layer-range START END), held as ``START,END``.
+# of two values (--control-vector-layer-range START END), held as ``START,END``. Each is one
+# object of corral/options/kinds.py, which says all a kind means.
 OptionKind = Literal[
     "int",
     "float",
@@ -76,14 +81,22 @@ class OptionSpec:
     # llama-server's default (common/common.h, common/arg.cpp) as canonical text; None: unset
     # means something no value says (the model's own, the CPU count), which the reader decides.
     default: str | None = None
+    # What it means, as Markdown: `corral serve --help` (backticks dropped) and the docs.
+    help: str = ""
+    # The WorkerSettings field a worker-role option fills, its value converted by its kind
+    # (worker/settings/); None: a router-only option, one a named derivation reads
+    # (worker/settings/derived.py), or one with no effect.
+    dest: str | None = None
+    # Why a worker-role option has no effect (the worker logs it when given); None: it has one.
+    no_effect: str | None = None
 
 
-def _format_float(number: float) -> str:
+def format_float(number: float) -> str:
     text = repr(number)
     return text.removesuffix(".0")
 
 
-def _check_bound(spec: OptionSpec, number: float, raw: str) -> None:
+def check_bound(spec: OptionSpec, number: float, raw: str) -> None:
     if spec.bound == "positive" and number <= 0:
         raise ValueError(f"expected a number above 0, got '{raw}'")
     if spec.bound == "non_negative" and number < 0:
@@ -112,14 +125,14 @@ def parse_size(raw: str) -> int:
     return int(float(match["number"]) * _SIZE_UNITS[match["unit"].lower()])
 
 
-def _list_items(raw: str) -> list[str]:
+def list_items(raw: str) -> list[str]:
     items = [item.strip() for item in raw.split(",") if item.strip()]
     if not items:
         raise ValueError("expected one or more comma-separated values, got nothing")
     return items
 
 
-def _scaled_item(item: str) -> str:
+def scaled_item(item: str) -> str:
     path, colon, scale = item.rpartition(":")
     try:
         number = float(scale) if colon and path else math.nan
@@ -127,17 +140,17 @@ def _scaled_item(item: str) -> str:
         number = math.nan
     if not math.isfinite(number):
         raise ValueError(f"expected FILE:SCALE, got '{item}'")
-    return f"{path}:{_format_float(number)}"
+    return f"{path}:{format_float(number)}"
 
 
-def _number_item(item: str) -> str:
+def number_item(item: str) -> str:
     try:
         number = float(item)
     except ValueError:
         number = math.nan
     if not math.isfinite(number) or number < 0:
         raise ValueError(f"expected numbers of at least 0 split by commas, got '{item}'")
-    return _format_float(number)
+    return format_float(number)
 
 
 def string_items(raw: str) -> list[str]:
@@ -150,59 +163,3 @@ def string_items(raw: str) -> list[str]:
     if isinstance(items, list) and items and all(isinstance(item, str) for item in items):
         return items
     return [raw]
-
-
-def normalise_value(spec: OptionSpec, raw: str, *, negated: bool) -> str:
-    """The canonical text of a value; ``ValueError`` says what was expected."""
-    if spec.kind == "list":
-        return ",".join(_list_items(raw))
-    if spec.kind == "scaled-list":
-        return ",".join(_scaled_item(item) for item in _list_items(raw))
-    if spec.kind == "strings":
-        return json.dumps(string_items(raw))
-    if spec.kind == "bool":
-        return "true" if parse_bool(raw) != negated else "false"
-    if spec.kind == "on-off":
-        return "on" if parse_bool(raw) != negated else "off"
-    if spec.kind == "numbers":
-        return ",".join(_number_item(item) for item in re.split(r"[,/]+", raw.strip()))
-    if spec.kind == "pair":
-        items = [item for item in re.split(r"[,\s]+", raw.strip()) if item]
-        if len(items) != 2 or not all(re.fullmatch(r"-?\d+", item) for item in items):
-            raise ValueError(f"expected two integers, got '{raw}'")
-        return ",".join(str(int(item)) for item in items)
-    if spec.kind == "switch":
-        if raw.lower() in ("auto", "-1"):
-            return "auto"
-        return "on" if parse_bool(raw) else "off"
-    if spec.kind == "choice":
-        if raw.lower() not in spec.literals:
-            raise ValueError(f"expected one of {', '.join(spec.literals)}, got '{raw}'")
-        return raw.lower()
-    if spec.kind == "choices":
-        words = [word.strip().lower() for word in raw.split(",")]
-        unknown = [word for word in words if word not in spec.literals]
-        if unknown:
-            raise ValueError(f"expected some of {', '.join(spec.literals)}, got '{unknown[0]}'")
-        return ",".join(words)
-    if spec.kind == "str":
-        return raw
-    if spec.kind == "size":
-        return str(parse_size(raw))
-    if raw in spec.literals:
-        return raw
-    if spec.kind == "int":
-        try:
-            number = int(raw)
-        except ValueError:
-            raise ValueError(f"expected an integer, got '{raw}'") from None
-        _check_bound(spec, number, raw)
-        return str(number)
-    try:
-        real = float(raw)
-    except ValueError:
-        raise ValueError(f"expected a number, got '{raw}'") from None
-    if not math.isfinite(real):
-        raise ValueError(f"expected a finite number, got '{raw}'")
-    _check_bound(spec, real, raw)
-    return _format_float(real)

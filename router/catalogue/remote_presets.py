@@ -13,6 +13,7 @@ user's own and keep every key.
 from __future__ import annotations
 
 from corral.options.table import find_option
+from corral.sampling_fields import sampling_option_rows
 from router.catalogue.llama_server_keys import LLAMA_SERVER_SAMPLING_KEYS
 
 __all__ = ["REMOTE_PRESET_KEYS", "remote_key_allowed"]
@@ -29,36 +30,9 @@ __all__ = ["REMOTE_PRESET_KEYS", "remote_key_allowed"]
 # upstream's list.
 REMOTE_PRESET_KEYS = frozenset(
     {
-        # Sampling: request defaults, what is generated, never where anything is read from.
-        "samplers",
-        "sampler-seq",
-        "seed",
-        "ignore-eos",
-        "temp",
-        "top-k",
-        "top-p",
-        "min-p",
-        "top-nsigma",
-        "xtc-probability",
-        "xtc-threshold",
-        "typical",
-        "repeat-last-n",
-        "repeat-penalty",
-        "presence-penalty",
-        "frequency-penalty",
-        "dry-multiplier",
-        "dry-base",
-        "dry-allowed-length",
-        "dry-penalty-last-n",
-        "dry-sequence-breaker",
-        "adaptive-target",
-        "adaptive-decay",
-        "dynatemp-range",
-        "dynatemp-exp",
-        "mirostat",
-        "mirostat-lr",
-        "mirostat-ent",
-        "logit-bias",
+        # Sampling: request defaults, what is generated, never where anything is read from:
+        # every option of the sampling fields' table (each one upstream allows too, tested).
+        *(spec.name for spec in sampling_option_rows()),
         "grammar",
         "json-schema",
         # The few others upstream names. hf-repo and spec-draft-hf (upstream's hf-repo-draft)

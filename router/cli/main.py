@@ -15,7 +15,7 @@ from corral.options.table import OptionError, normalise_options, parse_size
 from corral.options.text_files import json_object, text_or_file
 from router.cli.commands import CACHE_COMMANDS, run_cache_command
 from router.cli.help import main_help, unknown_command
-from router.cli.no_effect_flags import no_effect_given
+from router.cli.no_effect import no_effect_given
 from router.cli.serve_flags import serve_parser
 from router.security.api_keys import ApiKeyFileError, load_api_keys, parse_list
 from router.settings import ServeSettings
@@ -103,7 +103,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
     _check_tls(args.ssl_key_file, args.ssl_cert_file, parser)
     # Tools read and write files: only pages from this machine may call them, unless told.
     cors_default = "localhost" if tools or mcp_servers else "*"
-    no_effect = no_effect_given(args)
+    no_effect = no_effect_given(args, parser)
     model_options = _model_options(args, parser)
     if not single:
         # llama-server's router strips its own --alias too; several models take theirs from a

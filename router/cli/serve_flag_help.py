@@ -1,6 +1,6 @@
 """What each ``corral serve`` flag means, and how ``--help`` shows it.
 
-The descriptions here and in :mod:`corral.options.help` are the one source for
+The descriptions here and in the option rows (:mod:`corral.options.rows`) are the one source for
 ``corral serve --help`` and docs/configuration.md (scripts/gen_config_docs.py stops when a flag
 has none). The variable named beside a description is the one the flag falls back to
 (:mod:`router.cli.serve_flags` reads it for the default, or :mod:`router.cli.main` after parsing),

@@ -20,7 +20,7 @@ from corral.options.table import parse_bool
 from router.cli.commands import run_cache_command
 from router.cli.help import SuggestingParser
 from router.cli.list_devices import ListDevices
-from router.cli.no_effect_flags import add_no_effect_flags
+from router.cli.no_effect import add_no_effect_flags
 from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS, flag_help
 from router.cli.shortcuts import add_shortcut_flags
 

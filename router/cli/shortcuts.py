@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral.sampling_fields import MIN_P, TEMPERATURE, TOP_K, TOP_P
+
 __all__ = ["SHORTCUTS", "SHORTCUT_DEST", "Shortcut", "add_shortcut_flags"]
 
 SHORTCUT_DEST = "model_shortcut"  # unused: the action writes the flags' own destinations
@@ -34,10 +36,10 @@ _GPT_OSS = {
     "batch-size": "32768",
     "parallel": "2",
     "ctx-size": str(131072 * 2),
-    "temp": "1",
-    "top-p": "1",
-    "top-k": "0",
-    "min-p": "0.01",
+    TEMPERATURE.option: "1",
+    TOP_P.option: "1",
+    TOP_K.option: "0",
+    MIN_P.option: "0.01",
     "jinja": "true",
 }
 _QWEN_DRAFT = "ggml-org/Qwen2.5-Coder-0.5B-Q8_0-GGUF:Q8_0"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,8 @@ def test_every_preset_key_and_spelling_is_documented(reference: str) -> None:
 
 
 def test_a_missing_description_stops_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(gen_config_docs.MODEL_OPTION_HELP, "ttl")
+    undescribed = [replace(s, help="") if s.name == "ttl" else s for s in OPTIONS]
+    monkeypatch.setattr(gen_config_docs, "OPTIONS", tuple(undescribed))
     with pytest.raises(SystemExit, match="'ttl' has no description"):
         gen_config_docs.render()
     monkeypatch.undo()

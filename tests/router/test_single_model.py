@@ -9,7 +9,8 @@ import httpx
 import openai
 import pytest
 
-from router.cli.no_effect_flags import NO_EFFECT_FLAGS
+from router.cli.no_effect import no_effect_flags
+from router.cli.serve_flags import serve_parser
 from tests.support.hub_cache import REPO, lay_out
 from tests.support.router_process import RouterProcess, running_router
 
@@ -111,6 +112,9 @@ def test_several_models_still_refuse_unknown_and_missing_names(models_dir: Path)
         assert "models" not in router.client.get("/v1/models").json()
         assert router.client.post("/tokenize", json={"model": "tiny"}).status_code == 404
         router.wait_for_log(NOTICE, flag="--alias")
+
+
+NO_EFFECT_FLAGS = no_effect_flags(serve_parser())
 
 
 def _no_effect_argv() -> list[str]:

@@ -13,12 +13,11 @@ from dataclasses import replace
 from typing import Any
 
 from corral.http.errors import ApiError
+from corral.sampling_fields import INT32_MAX, SAMPLING_FIELDS
 from worker.answer.sampling_fields import SamplingFields
 from worker.sampling.params import SamplingParams, samplers_from_chars, samplers_from_names
 
 __all__ = ["INT32_MAX", "hard_limit", "indent", "request_sampling", "time_limit_ms"]
-
-INT32_MAX = 2**31 - 1
 
 
 def _text(number: float) -> str:
@@ -106,63 +105,36 @@ def time_limit_ms(body: SamplingFields) -> int:
 
 
 def request_sampling(defaults: SamplingParams, body: SamplingFields) -> SamplingParams:
-    """``defaults`` with the request's sampling fields applied, in upstream's field order."""
+    """``defaults`` with the request's sampling fields applied, in the table's order."""
     values: dict[str, Any] = {}
-    for name, (kind, low, high) in _NUMBERS.items():
-        if (raw := getattr(body, name)) is None:
+    for row, limit in _NUMBERS:
+        if (raw := getattr(body, row.request)) is None:
             continue
-        value = _number(name, raw)
-        if kind == "hard":
-            hard_limit(name, int(value) if name in _INTEGERS else value, low, high)
-        elif kind == "soft":
-            value = _clamp(value, low, high)
-        values[name] = int(value) if name in _INTEGERS else float(value)
-    if "dry_base" in values and values["dry_base"] < 1.0:
-        values["dry_base"] = defaults.dry_base  # upstream: below 1, the server's value
-    if "repeat_penalty" in values and values["repeat_penalty"] <= 0:
+        value = _number(row.request, raw)
+        integer = row.kind == "int"
+        if limit.strength == "hard":
+            hard_limit(row.request, int(value) if integer else value, limit.low, limit.high)
+        elif limit.strength == "soft":
+            value = _clamp(value, limit.low, limit.high)
+        values[row.request] = int(value) if integer else float(value)
+    params = replace(defaults, **values)
+    if body.dry_base is not None and params.dry_base < 1.0:
+        params = replace(params, dry_base=defaults.dry_base)  # upstream: the server's value
+    if body.repeat_penalty is not None and params.repeat_penalty <= 0:
         raise ApiError(
             400,
             "Failed to initialize samplers: penalty_repeat must be finite and greater than 0",
         )
     if body.dry_sequence_breakers is not None:
-        values["dry_sequence_breakers"] = _breakers(body.dry_sequence_breakers)
+        params = replace(params, dry_sequence_breakers=_breakers(body.dry_sequence_breakers))
     if body.samplers is not None and (samplers := _samplers(body.samplers)) is not None:
-        values["samplers"] = samplers
+        params = replace(params, samplers=samplers)
     if body.seed is not None:
-        values["seed"] = body.seed
+        params = replace(params, seed=body.seed)
     if body.ignore_eos is not None:
-        values["ignore_eos"] = body.ignore_eos
-    return replace(defaults, **values)
+        params = replace(params, ignore_eos=body.ignore_eos)
+    return params
 
 
-# Each numeric field: "soft" (clamped), "hard" (refused outside) or "none", and its range;
-# llama-server's schema, field by field.
-_NUMBERS: dict[str, tuple[str, float, float]] = {
-    "top_k": ("soft", 0, INT32_MAX),
-    "top_p": ("soft", 0.0, 1.0),
-    "min_p": ("soft", 0.0, 1.0),
-    "top_n_sigma": ("none", 0, 0),
-    "xtc_probability": ("soft", 0.0, 1.0),
-    "xtc_threshold": ("soft", 0.0, 1.0),
-    "typical_p": ("none", 0, 0),
-    "temperature": ("soft", 0.0, float("inf")),
-    "dynatemp_range": ("none", 0, 0),
-    "dynatemp_exponent": ("none", 0, 0),
-    "repeat_last_n": ("hard", 0, INT32_MAX),
-    "repeat_penalty": ("none", 0, 0),
-    "frequency_penalty": ("none", 0, 0),
-    "presence_penalty": ("none", 0, 0),
-    "dry_multiplier": ("none", 0, 0),
-    "dry_base": ("none", 0, 0),
-    "dry_allowed_length": ("hard", 0, INT32_MAX),
-    "dry_penalty_last_n": ("hard", 0, INT32_MAX),
-    "mirostat": ("soft", 0, 2),
-    "mirostat_tau": ("none", 0, 0),
-    "mirostat_eta": ("none", 0, 0),
-    "adaptive_target": ("soft", -3.4028234663852886e38, 1.0),
-    "adaptive_decay": ("hard", 0.0, 0.99),
-    "min_keep": ("hard", 0, INT32_MAX),
-}
-_INTEGERS = frozenset(
-    {"top_k", "repeat_last_n", "dry_allowed_length", "dry_penalty_last_n", "mirostat", "min_keep"}
-)
+# The numbers a request may set, each with the limit llama-server's schema holds it to.
+_NUMBERS = [(row, row.limit) for row in SAMPLING_FIELDS if row.limit is not None]

@@ -17,7 +17,7 @@ import re
 from importlib.metadata import version
 from typing import Any
 
-from worker.settings import WorkerSettings
+from worker.settings.worker_settings import WorkerSettings
 
 __all__ = ["LABEL", "CacheKey", "cache_key"]
 

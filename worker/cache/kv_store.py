@@ -36,7 +36,7 @@ from worker.cache.kv_key import LABEL, CacheKey, cache_key
 from worker.cache.prompt_cache import SetAside, seq_state
 from worker.engine.token_prefix import common_prefix
 from worker.host.llama_bindings import llama_cpp
-from worker.settings import WorkerSettings
+from worker.settings.worker_settings import WorkerSettings
 
 __all__ = ["MIN_TOKENS", "KvStore", "open_kv_store"]
 

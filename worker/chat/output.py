@@ -80,7 +80,7 @@ def _native_grammar(
     chosen = [{"type": "function", "function": f} for f in functions.values()]
     try:
         built = native.grammar(chosen, lazy=not required, parallel=parallel, thinking=thinking)
-    except Exception as exc:  # the schema converter raises bare exceptions
+    except Exception as exc:  # a schema llama.cpp refuses, or tools of another shape
         raise ApiError(400, f"tools cannot be converted to a grammar: {exc}") from None
     return built.gbnf, built.triggers
 

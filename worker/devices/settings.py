@@ -33,15 +33,17 @@ class GpuSettings:
     kv_offload: bool = _SERVER.flag("kv-offload")
     op_offload: bool = _SERVER.flag("op-offload")
     draft_devices: tuple[str, ...] | None = None  # --spec-draft-device; None: as --device
+    draft_cpu_moe: bool = _SERVER.flag("spec-draft-cpu-moe")  # the draft's own --cpu-moe
 
     def for_draft(self) -> GpuSettings:
         """A draft model's, as llama-server derives them (common_base_params_to_speculative):
-        its own devices if given, the split as the model's, none of the model's overrides."""
+        its own devices if given, the split as the model's, none of the model's overrides but
+        its own --spec-draft-cpu-moe."""
         return replace(
             self,
             devices=self.draft_devices or self.devices,
             override_tensor=(),
-            cpu_moe=False,
+            cpu_moe=self.draft_cpu_moe,
             n_cpu_moe=0,
             n_cpu_ffn=0,
         )
@@ -68,4 +70,5 @@ def gpu_settings(options: ModelOptions) -> GpuSettings:
         kv_offload=options.flag("kv-offload"),
         op_offload=options.flag("op-offload"),
         draft_devices=_items(options, "spec-draft-device"),
+        draft_cpu_moe=options.flag("spec-draft-cpu-moe"),
     )

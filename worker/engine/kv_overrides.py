@@ -25,7 +25,7 @@ _STR_SIZE = 128  # llama_model_kv_override's val_str
 
 def override_array(overrides: tuple[tuple[str, str, str], ...]) -> Any:
     """The ``llama_model_kv_override`` array for (key, type, value) triples already checked by
-    :func:`worker.model_settings.kv_overrides`; keep it alive until the model is loaded."""
+    :func:`worker.settings.groups.kv_overrides`; keep it alive until the model is loaded."""
     array = (llama_cpp.llama_model_kv_override * (len(overrides) + 1))()
     for item, (key, kind, value) in zip(array, overrides, strict=False):
         item.key = key.encode()

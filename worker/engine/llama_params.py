@@ -15,7 +15,7 @@ from worker.engine.kv_overrides import override_array
 from worker.engine.llama_model import LlamaModel
 from worker.engine.rope import set_rope
 from worker.host.llama_bindings import llama_cpp
-from worker.settings import WorkerSettings
+from worker.settings.worker_settings import WorkerSettings
 
 __all__ = ["context_params", "model_params", "new_context"]
 

@@ -7,6 +7,7 @@ at a time, while continuous batching needs a context with ``n_seq_max = --parall
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from functools import partial
 from typing import Any
 
@@ -35,7 +36,7 @@ from worker.media.projector import Projector
 from worker.rpc.devices import add_rpc_servers, rpc_device_labels
 from worker.sampling.server_defaults import model_sampling_defaults
 from worker.sampling.text import token_piece
-from worker.settings import WorkerSettings
+from worker.settings.worker_settings import WorkerSettings
 from worker.speculative import Speculator, fitted_draft
 from worker.templates import ChatTemplates, RenderRequest, TemplateChoice, VocabTokens
 
@@ -102,7 +103,9 @@ class LoadedModel:
         on_progress: Callable[[float], None],
         beside_context: Callable[[], None] | None = None,
     ) -> None:
-        """The weights, then the context; ``beside_context`` runs while the context is made."""
+        """The weights, the context, then what serves beside them; ``beside_context`` runs
+        while the context is made. Each step's resource is registered on a stack as it is
+        acquired: when a later step fails, the earlier ones are released, the last first."""
         settings = self.settings
         load_params, ctx_params = model_params(settings), context_params(settings)
         # As llama-server: --fit on shrinks what was left unset to the devices' free memory.
@@ -121,23 +124,62 @@ class LoadedModel:
         # Kept on self: ctypes would free the callback while llama.cpp still holds it.
         self._progress = llama_cpp.llama_progress_callback(progress)
         load_params.progress_callback = self._progress
+        with ExitStack() as acquired:
+            placement = self._load_model(acquired, load_params, ctx_params, beside_context)
+            labels = rpc_device_labels()
+            self.devices = placement.devices(labels)
+            self.gpu_devices = gpu_devices(labels)  # what the model left free
+            self.fit_report = self.offload.report(self.devices, len(self.gpu_devices))
+            self.projector: Projector | None = None
+            if settings.mmproj is not None:
+                self.projector = Projector(
+                    settings.mmproj,
+                    self.model.model,
+                    use_gpu=settings.mmproj_offload,
+                    threads=self._threads,
+                    settings=settings.projector,
+                )
+                acquired.callback(self.projector.close)
+            self.adapters.load(self.model.model)  # the adapters are freed with the model
+            self._embedder: Embedder | None = None
+            self.speculator = Speculator.load(
+                settings.speculative,
+                target_vocab=self.vocab,
+                n_ctx=self.n_ctx,
+                n_seq=settings.parallel,
+                n_batch=settings.batch_size,
+                threads=self._threads,
+                gpu=settings.gpu,
+            )
+            if self.speculator is not None:
+                acquired.callback(self.speculator.close)
+            self._batching(settings)
+            acquired.pop_all()  # all loaded: close() releases them from here on
+
+    def _load_model(
+        self,
+        acquired: ExitStack,
+        load_params: Any,
+        ctx_params: Any,
+        beside_context: Callable[[], None] | None,
+    ) -> LayerPlacement:
+        """The weights and their context, each registered on ``acquired``; MemoryError naming
+        the device (docs/protocol.md §1) when llama.cpp ran out of memory for them."""
+        settings = self.settings
 
         def make_context() -> Any:  # once the model below is loaded
             ctx = new_context(self.model, ctx_params, settings)
-            try:
-                apply_control_vectors(
-                    ctx, self.model.model, settings.control_vectors, settings.control_vector_layers
-                )
-            except ValueError:
-                llama_cpp.llama_free(ctx)
-                raise
+            acquired.callback(llama_cpp.llama_free, ctx)
+            apply_control_vectors(
+                ctx, self.model.model, settings.control_vectors, settings.control_vector_layers
+            )
             return ctx
 
         placement = LayerPlacement()  # the model's and its context's buffers
-        model: LlamaModel | None = None
         try:
             with placement:
-                self.model = model = LlamaModel(str(settings.model), load_params)
+                self.model = LlamaModel(str(settings.model), load_params)
+                acquired.callback(self.model.close)
                 self.vocab = self.model.vocab
                 self.n_vocab = self.model.n_vocab()
                 # llama.cpp indexes the logits by these ids unchecked: refused at load.
@@ -154,44 +196,16 @@ class LoadedModel:
                     else beside(beside_context, make_context)
                 )
         except Exception:
-            if model is not None:
-                model.close()  # before the free memory is read
+            acquired.close()  # the model (all there is yet) goes before the free memory is read
             oom = placement.out_of_memory()
             if oom is not None:  # the reason the router reads (docs/protocol.md §1)
                 raise MemoryError(oom.format()) from None
             raise
-        labels = rpc_device_labels()
-        self.devices = placement.devices(labels)
-        self.gpu_devices = gpu_devices(labels)  # what the model left free
-        self.fit_report = self.offload.report(self.devices, len(self.gpu_devices))
-        self.projector = (
-            Projector(
-                settings.mmproj,
-                self.model.model,
-                use_gpu=settings.mmproj_offload,
-                threads=self._threads,
-                settings=settings.projector,
-            )
-            if settings.mmproj is not None
-            else None
-        )
-        self.adapters.load(self.model.model)
-        self._embedder: Embedder | None = None
+        return placement
+
+    def _batching(self, settings: WorkerSettings) -> None:
+        """The prompt cache and the batching engine over the loaded context."""
         store = self.kv_store
-        try:
-            self.speculator = Speculator.load(
-                settings.speculative,
-                target_vocab=self.vocab,
-                n_ctx=self.n_ctx,
-                n_seq=settings.parallel,
-                n_batch=settings.batch_size,
-                threads=self._threads,
-                gpu=settings.gpu,
-            )
-        except Exception:
-            llama_cpp.llama_free(self.ctx)
-            self.model.close()
-            raise
         # llama-server's: --cache-ram 0 turns the cache off, and with it the idle slots' clearing.
         cache_ram = settings.cache_ram_mib
         self.prompt_cache = (

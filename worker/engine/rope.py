@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from worker.host.llama_bindings import llama_cpp
-from worker.model_settings import RopeSettings
+from worker.settings.groups import RopeSettings
 
 __all__ = ["set_rope"]
 

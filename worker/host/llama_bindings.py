@@ -3,9 +3,8 @@
 ``import llama_cpp`` runs the package's ``__init__``, which imports the high-level ``Llama`` and
 with it numpy, the chat formats and the tokenizer and cache classes: about 20 MiB of a worker's
 resident memory (docs/benchmarks.md, Memory) for code a worker never calls. A worker needs only
-the ctypes module ``llama_cpp.llama_cpp`` (and two light helpers, ``_utils`` and
-``llama_grammar``), so the package is registered bare, its ``__init__`` never run, and its
-submodules import as usual.
+the ctypes module ``llama_cpp.llama_cpp`` (and its light helper ``_utils``), so the package is
+registered bare, its ``__init__`` never run, and its submodules import as usual.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from worker.host.import_fence import bare_package
 
-__all__ = ["llama_cpp", "llama_grammar"]
+__all__ = ["llama_cpp"]
 
 
 def _bindings() -> types.ModuleType:
@@ -32,8 +31,5 @@ def _bindings() -> types.ModuleType:
 
 if TYPE_CHECKING:
     import llama_cpp.llama_cpp as llama_cpp
-    import llama_cpp.llama_grammar as llama_grammar
 else:
     llama_cpp = _bindings()
-    # its JSON Schema converter builds the tool-call grammars (worker/chat/formats/gbnf.py)
-    llama_grammar = importlib.import_module("llama_cpp.llama_grammar")

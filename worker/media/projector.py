@@ -22,7 +22,7 @@ from worker.host.errors import InvalidInput
 from worker.host.ggml_backends import device_by_name
 from worker.host.llama_bindings import llama_cpp
 from worker.media.content import MediaFile, Modalities
-from worker.model_settings import ProjectorSettings
+from worker.settings.groups import ProjectorSettings
 
 __all__ = ["MEDIA_TOKEN", "MediaPrompt", "Projector", "media_marker"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from corral.sampling_fields import IGNORE_EOS, LOGIT_BIAS, SAMPLING_FIELDS
 from worker.sampling.params import SamplingParams
 
 __all__ = ["generation_settings"]
@@ -25,45 +26,33 @@ def generation_settings(
     stream: bool = False,
     n_probs: int = 0,
 ) -> dict[str, Any]:
-    """The ``params`` object of llama-server's ``/props`` and ``generation_settings``."""
-    return {
-        "seed": params.seed,
-        "temperature": params.temperature,
-        "dynatemp_range": params.dynatemp_range,
-        "dynatemp_exponent": params.dynatemp_exponent,
-        "top_k": params.top_k,
-        "top_p": params.top_p,
-        "min_p": params.min_p,
-        "top_n_sigma": params.top_n_sigma,
-        "xtc_probability": params.xtc_probability,
-        "xtc_threshold": params.xtc_threshold,
-        "typical_p": params.typical_p,
-        "repeat_last_n": params.repeat_last_n,
-        "repeat_penalty": params.repeat_penalty,
-        "presence_penalty": params.presence_penalty,
-        "frequency_penalty": params.frequency_penalty,
-        "dry_multiplier": params.dry_multiplier,
-        "dry_base": params.dry_base,
-        "dry_allowed_length": params.dry_allowed_length,
-        "dry_penalty_last_n": params.dry_penalty_last_n,
-        "dry_sequence_breakers": list(params.dry_sequence_breakers),
-        "mirostat": params.mirostat,
-        "mirostat_tau": params.mirostat_tau,
-        "mirostat_eta": params.mirostat_eta,
-        "adaptive_target": params.adaptive_target,
-        "adaptive_decay": params.adaptive_decay,
-        "stop": stops or [],
-        "max_tokens": n_predict,
-        "n_predict": n_predict,
-        "n_keep": n_keep,
-        "ignore_eos": params.ignore_eos,
-        "stream": stream,
+    """The ``params`` object of llama-server's ``/props`` and ``generation_settings``: every
+    sampling field, with the request's own settings where upstream writes them among those."""
+    settings: dict[str, Any] = {}
+    for row in SAMPLING_FIELDS:
+        if row is IGNORE_EOS:
+            settings |= {
+                "stop": stops or [],
+                "max_tokens": n_predict,
+                "n_predict": n_predict,
+                "n_keep": n_keep,
+            }
+        settings[row.request] = _shown(getattr(params, row.request))
+        if row is IGNORE_EOS:
+            settings["stream"] = stream
+        elif row is LOGIT_BIAS:
+            settings["n_probs"] = n_probs
+    return settings
+
+
+def _shown(value: Any) -> Any:
+    """A setting as JSON shows it: tuples as arrays, biases as upstream's list of them."""
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, dict):
         # -inf (a banned token) is null in JSON, as upstream writes it.
-        "logit_bias": [
+        return [
             {"bias": bias if math.isfinite(bias) else None, "token": token}
-            for token, bias in params.logit_bias.items()
-        ],
-        "n_probs": n_probs,
-        "min_keep": params.min_keep,
-        "samplers": list(params.samplers),
-    }
+            for token, bias in value.items()
+        ]
+    return value

@@ -58,6 +58,8 @@ class Primitive:
 class Ref:
     ref: str
     target: Schema | None = None  # set once the whole schema is read: a cycle needs it late
+    # Starts its rule's name: documents read into one grammar (tools') each name theirs apart.
+    scope: str = ""
 
 
 @dataclass(slots=True)
@@ -190,13 +192,14 @@ def _format(schema: dict[str, Any], path: str) -> str:
 
 
 class _Reader:
-    def __init__(self, root: Any) -> None:
+    def __init__(self, root: Any, scope: str) -> None:
         self._root = root
+        self._scope = scope
         self._refs: dict[str, Schema | None] = {}
         self._pending: list[Ref] = []
 
-    def read(self) -> Schema:
-        node = self._node(self._root, "#")
+    def read(self, schema: Any) -> Schema:
+        node = self._node(schema, "#")
         for ref in self._pending:
             ref.target = self._refs[ref.ref]
         return node
@@ -229,7 +232,7 @@ class _Reader:
         if value not in self._refs:
             self._refs[value] = None  # reserved first, so that a cycle back here stops
             self._refs[value] = self._node(self._resolve(value, path), value)
-        node = Ref(value)
+        node = Ref(value, scope=self._scope)
         self._pending.append(node)
         return node
 
@@ -301,6 +304,8 @@ class _Reader:
         return node
 
     def _node(self, schema: Any, path: str) -> Schema:
+        if isinstance(schema, Schema):  # a document read before, its references its own
+            return schema
         if not isinstance(schema, dict):
             raise _fail(path, "schema must be an object")
         if "$ref" in schema:
@@ -356,6 +361,11 @@ class _Reader:
         raise _fail(path, f"unrecognized type {kind}")
 
 
-def read_schema(schema: Any) -> Schema:
-    """``schema`` (decoded JSON) as nodes; SchemaError where llama.cpp rejects it."""
-    return _Reader(schema).read()
+def read_schema(schema: Any, root: Any = None, scope: str = "") -> Schema:
+    """``schema`` (decoded JSON) as nodes; SchemaError where llama.cpp rejects it.
+
+    Its ``#/`` references point into ``root`` (by default ``schema`` itself: a part of a
+    document read alone keeps its references), and ``scope`` starts their rules' names. Nodes
+    already read may stand in it for schemas: a tool's parameters inside the object of its call.
+    """
+    return _Reader(schema if root is None else root, scope).read(schema)

@@ -1,7 +1,7 @@
 """A request's sampling settings, as llama.cpp's ``common_params_sampling`` holds them.
 
 The defaults are llama.cpp's (common/common.h); a worker's own defaults come from its options
-(``--temp``, ``--top-k``, …, :mod:`worker.settings`), and each request starts from those, as
+(``--temp``, ``--top-k``, …, :mod:`worker.settings.parse`), and each request starts from those, as
 llama-server's ``params_from_json_cmpl`` does (:mod:`worker.answer.sampling_request`). The
 sampler names and letters are upstream's (common/sampling.cpp), aliases included.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from corral import sampling_fields as rows
 from corral.options.model_options import ModelOptions
 from worker.sampling.reasoning_budget import ReasoningBudget
 
@@ -21,10 +22,11 @@ __all__ = [
     "samplers_from_names",
 ]
 
-# The samplers a chain runs, in upstream's canonical names, and its default order.
-# llama-server's defaults, from the option table: a model given no sampling flags.
+# llama-server's defaults, from the option table: a model given no sampling flags. Each field's
+# option is its row's in the table of sampling fields (corral/sampling_fields.py).
 _SERVER = ModelOptions()
 
+# The samplers a chain runs, in upstream's canonical names, and its default order.
 DEFAULT_SAMPLERS = (
     "penalties",
     "dry",
@@ -93,36 +95,35 @@ def samplers_from_chars(chars: str) -> tuple[str, ...]:
 class SamplingParams:
     """Every sampling setting of one request; the defaults are llama.cpp's (common.h)."""
 
-    temperature: float = _SERVER.real("temp")
-    dynatemp_range: float = _SERVER.real("dynatemp-range")
-    dynatemp_exponent: float = _SERVER.real("dynatemp-exp")
-    top_k: int = _SERVER.integer("top-k")
-    top_p: float = _SERVER.real("top-p")
-    min_p: float = _SERVER.real("min-p")
-    typical_p: float = _SERVER.real("typical")
-    top_n_sigma: float = _SERVER.real("top-nsigma")
-    xtc_probability: float = _SERVER.real("xtc-probability")
-    xtc_threshold: float = _SERVER.real("xtc-threshold")
-    repeat_last_n: int = _SERVER.integer("repeat-last-n")
-    repeat_penalty: float = _SERVER.real("repeat-penalty")
-    presence_penalty: float = _SERVER.real("presence-penalty")
-    frequency_penalty: float = _SERVER.real("frequency-penalty")
-    dry_multiplier: float = _SERVER.real("dry-multiplier")
-    dry_base: float = _SERVER.real("dry-base")
-    dry_allowed_length: int = _SERVER.integer("dry-allowed-length")
-    dry_penalty_last_n: int = _SERVER.integer("dry-penalty-last-n")
+    temperature: float = _SERVER.real(rows.TEMPERATURE.option)
+    dynatemp_range: float = _SERVER.real(rows.DYNATEMP_RANGE.option)
+    dynatemp_exponent: float = _SERVER.real(rows.DYNATEMP_EXPONENT.option)
+    top_k: int = _SERVER.integer(rows.TOP_K.option)
+    top_p: float = _SERVER.real(rows.TOP_P.option)
+    min_p: float = _SERVER.real(rows.MIN_P.option)
+    typical_p: float = _SERVER.real(rows.TYPICAL_P.option)
+    top_n_sigma: float = _SERVER.real(rows.TOP_N_SIGMA.option)
+    xtc_probability: float = _SERVER.real(rows.XTC_PROBABILITY.option)
+    xtc_threshold: float = _SERVER.real(rows.XTC_THRESHOLD.option)
+    repeat_last_n: int = _SERVER.integer(rows.REPEAT_LAST_N.option)
+    repeat_penalty: float = _SERVER.real(rows.REPEAT_PENALTY.option)
+    presence_penalty: float = _SERVER.real(rows.PRESENCE_PENALTY.option)
+    frequency_penalty: float = _SERVER.real(rows.FREQUENCY_PENALTY.option)
+    dry_multiplier: float = _SERVER.real(rows.DRY_MULTIPLIER.option)
+    dry_base: float = _SERVER.real(rows.DRY_BASE.option)
+    dry_allowed_length: int = _SERVER.integer(rows.DRY_ALLOWED_LENGTH.option)
+    dry_penalty_last_n: int = _SERVER.integer(rows.DRY_PENALTY_LAST_N.option)
     dry_sequence_breakers: tuple[str, ...] = ("\n", ":", '"', "*")
-    mirostat: int = _SERVER.integer("mirostat")  # 0: off, 1: Mirostat, 2: Mirostat 2.0
-    mirostat_tau: float = _SERVER.real("mirostat-ent")
-    mirostat_eta: float = _SERVER.real("mirostat-lr")
-    adaptive_target: float = _SERVER.real("adaptive-target")
-    adaptive_decay: float = _SERVER.real("adaptive-decay")
+    mirostat: int = _SERVER.integer(rows.MIROSTAT.option)  # 0: off, 1: Mirostat, 2: Mirostat 2.0
+    mirostat_tau: float = _SERVER.real(rows.MIROSTAT_TAU.option)
+    mirostat_eta: float = _SERVER.real(rows.MIROSTAT_ETA.option)
+    adaptive_target: float = _SERVER.real(rows.ADAPTIVE_TARGET.option)
+    adaptive_decay: float = _SERVER.real(rows.ADAPTIVE_DECAY.option)
     min_keep: int = 0
-    ignore_eos: bool = _SERVER.flag(
-        "ignore-eos"
-    )  # end-of-generation tokens are banned (a logit bias of -inf)
+    # End-of-generation tokens are banned (a logit bias of -inf).
+    ignore_eos: bool = _SERVER.flag(rows.IGNORE_EOS.option)
     samplers: tuple[str, ...] = DEFAULT_SAMPLERS
-    seed: int = _SERVER.integer("seed")
+    seed: int = _SERVER.integer(rows.SEED.option)
     logit_bias: dict[int, float] = field(default_factory=dict)
     text_bias: tuple[tuple[str, float], ...] = ()  # by text, tokenized as the request is queued
     grammar: str | None = None  # GBNF, from `grammar`, `json_schema` or `response_format`

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from worker.sampling.json_schema import (
@@ -49,7 +51,7 @@ from worker.sampling.schema_rules import (
     format_literal,
 )
 
-__all__ = ["SchemaError", "json_schema_to_grammar"]
+__all__ = ["SchemaError", "SchemaRules", "json_schema_to_grammar"]
 
 _log = logging.getLogger(__name__)
 _INVALID_RULE_CHARS = re.compile(r"[^a-zA-Z0-9-]+")
@@ -87,7 +89,7 @@ def _with_suffix(name: str, suffix: str) -> str:
 class _Converter:
     def __init__(self) -> None:
         self.rules: dict[str, str] = {"space": SPACE_RULE}
-        self.refs_being_resolved: set[str] = set()
+        self.refs_being_resolved: set[tuple[str, str]] = set()
         self.errors: list[str] = []
         self.warnings: list[str] = []
         self.optional_weight = OptionalWeight()
@@ -164,14 +166,15 @@ class _Converter:
 
     def resolve_ref(self, ref: Ref) -> str:
         fragment = ref.ref.split("#", 1)[1] if "#" in ref.ref else ref.ref
-        ref_name = "ref" + _INVALID_RULE_CHARS.sub("-", fragment)
-        if ref_name not in self.rules and ref.ref not in self.refs_being_resolved:
+        ref_name = ref.scope + "ref" + _INVALID_RULE_CHARS.sub("-", fragment)
+        key = (ref.scope, ref.ref)
+        if ref_name not in self.rules and key not in self.refs_being_resolved:
             if ref.target is None:
                 self.errors.append(f"Unresolved $ref {ref.ref}")
                 return ""
-            self.refs_being_resolved.add(ref.ref)
+            self.refs_being_resolved.add(key)
             ref_name = self.visit(ref.target, ref_name)
-            self.refs_being_resolved.discard(ref.ref)
+            self.refs_being_resolved.discard(key)
         return ref_name
 
     def object_rule(
@@ -340,17 +343,50 @@ class _Converter:
         return "".join(f"{name} ::= {rule}\n" for name, rule in sorted(self.rules.items()))
 
 
+class SchemaRules:
+    """The rules of several JSON Schemas in one grammar, as llama.cpp's tool-call grammars hold
+    each tool's (worker/chat/formats): each schema's rule under a name the caller gives, the
+    rules they share (``space``, ``string``…) written once, each document's ``$ref`` rules
+    named apart. Errors are llama.cpp's, raised as SchemaError."""
+
+    def __init__(self) -> None:
+        self._converter = _Converter()
+
+    def read(self, schema: Any, name: str, root: Any = None) -> Schema:
+        """``schema`` (decoded JSON) as nodes, to stand for a part of a schema given to
+        :meth:`add`; its ``#/`` references point into ``root`` (by default itself), their rules
+        named after ``name``."""
+        scope = _byte_view(name) + "-" if name else ""
+        with _conversion_errors():
+            return read_schema(_byte_view(schema), _byte_view(root), scope)
+
+    def add(self, schema: Any, name: str, root: Any = None) -> str:
+        """The rule of ``schema`` (decoded JSON, in which :meth:`read`'s nodes may stand), named
+        ``name`` ("" names it ``root``); ``root`` as for :meth:`read`."""
+        node = self.read(schema, name, root)
+        with _conversion_errors():
+            return _text(self._converter.visit(node, _byte_view(name)))
+
+    def gbnf(self) -> str:
+        """Every rule added, one a line (no newline after the last)."""
+        return _text(self._converter.grammar()).rstrip("\n")
+
+
+@contextmanager
+def _conversion_errors() -> Iterator[None]:
+    try:
+        yield
+    except SchemaError as exc:
+        raise SchemaError(f"JSON schema conversion failed:\n{exc}") from None
+    except RecursionError:  # within the caps, only a pathological pattern or name gets here
+        raise SchemaError("JSON schema conversion failed:\nnested too deeply") from None
+
+
 def json_schema_to_grammar(schema: Any) -> str:
     """llama.cpp's GBNF for ``schema`` (decoded JSON); SchemaError with llama.cpp's message
     where it rejects the schema, and for a schema past Corral's size caps
     (:mod:`worker.sampling.schema_limits`), which llama.cpp does not have."""
     check_schema_size(schema)
-    try:
-        root = read_schema(_byte_view(schema))
-        converter = _Converter()
-        converter.visit(root, "")
-    except SchemaError as exc:
-        raise SchemaError(f"JSON schema conversion failed:\n{exc}") from None
-    except RecursionError:  # within the caps, only a pathological pattern or name gets here
-        raise SchemaError("JSON schema conversion failed:\nnested too deeply") from None
-    return _text(converter.grammar())
+    rules = SchemaRules()
+    rules.add(schema, "")
+    return rules.gbnf() + "\n"

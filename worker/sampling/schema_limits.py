@@ -1,10 +1,10 @@
 """How large a JSON Schema a request may have turned into a grammar (docs/security.md, "Media and
 JSON schemas in workers").
 
-llama.cpp's converter, and the ports of it Corral runs (its own, and llama-cpp-python's for
-native tool-call syntaxes), recurse once per level of a schema and, for an object's optional
-properties, once per property, writing the alternatives for every suffix of them: an object of
-n optional properties costs n² to n³. Unbounded, one request of 1,600 optional properties took
+llama.cpp's converter, and Corral's port of it (``schema_grammar``, for the tools' grammars
+too), recurse once per level of a schema and, for an object's optional properties, once per
+property, writing the alternatives for every suffix of them: an object of n optional
+properties costs n² to n³. Unbounded, one request of 1,600 optional properties took
 seconds and then failed with a RecursionError. These caps keep every schema a client sends
 (``json_schema``, ``response_format``, the tools' ``parameters`` together) within a fraction of
 a second of conversion, and one past them is a 400 that names the limit before any conversion

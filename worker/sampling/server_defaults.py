@@ -13,60 +13,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 from corral.options.model_options import ModelOptions
+from corral.sampling_fields import (
+    DRY_SEQUENCE_BREAKERS,
+    LOGIT_BIAS,
+    SAMPLERS,
+    SAMPLING_FIELDS,
+)
 from worker.sampling.params import SamplingParams, samplers_from_chars, samplers_from_names
 
 __all__ = ["model_sampling_defaults", "parse_server_logit_bias", "sampling_defaults"]
 
-# Option name → SamplingParams field, for the plain numbers.
-_FLOATS = {
-    "temp": "temperature",
-    "top-p": "top_p",
-    "min-p": "min_p",
-    "typical": "typical_p",
-    "top-nsigma": "top_n_sigma",
-    "xtc-probability": "xtc_probability",
-    "xtc-threshold": "xtc_threshold",
-    "repeat-penalty": "repeat_penalty",
-    "presence-penalty": "presence_penalty",
-    "frequency-penalty": "frequency_penalty",
-    "dry-multiplier": "dry_multiplier",
-    "dry-base": "dry_base",
-    "dynatemp-range": "dynatemp_range",
-    "dynatemp-exp": "dynatemp_exponent",
-    "mirostat-lr": "mirostat_eta",
-    "mirostat-ent": "mirostat_tau",
-    "adaptive-target": "adaptive_target",
-    "adaptive-decay": "adaptive_decay",
-}
-_INTS = {
-    "seed": "seed",
-    "top-k": "top_k",
-    "repeat-last-n": "repeat_last_n",
-    "dry-allowed-length": "dry_allowed_length",
-    "dry-penalty-last-n": "dry_penalty_last_n",
-    "mirostat": "mirostat",
-}
-assert set(_FLOATS.values()) | set(_INTS.values()) <= {f.name for f in fields(SamplingParams)}
-
-
-# general.sampling.<key> → (the flag that overrides it, SamplingParams field, int or not).
-_MODEL_KEYS = {
-    "top_k": ("top-k", "top_k", True),
-    "top_p": ("top-p", "top_p", False),
-    "min_p": ("min-p", "min_p", False),
-    "xtc_probability": ("xtc-probability", "xtc_probability", False),
-    "xtc_threshold": ("xtc-threshold", "xtc_threshold", False),
-    "temp": ("temp", "temperature", False),
-    "penalty_last_n": ("repeat-last-n", "repeat_last_n", True),
-    "penalty_repeat": ("repeat-penalty", "repeat_penalty", False),
-    "mirostat": ("mirostat", "mirostat", True),
-    "mirostat_tau": ("mirostat-ent", "mirostat_tau", False),
-    "mirostat_eta": ("mirostat-lr", "mirostat_eta", False),
-}
+# The fields a model file may give a number for (general.sampling.*).
+_NUMBERS = tuple(row for row in SAMPLING_FIELDS if row.gguf and row.kind in ("float", "int"))
 # common/arg.cpp reads `ss >> key >> sign` then std::stof of the rest: an integer, a sign, a float.
 _SERVER_BIAS = re.compile(r"\s*([-+]?\d+)\s*([-+])(.+)")
 _LEADING_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
@@ -78,16 +40,17 @@ def model_sampling_defaults(
     """``defaults`` with the model file's ``general.sampling.*`` where no flag in ``flags``
     (option names) set the value; numbers read as strtol/strtof read them, from the front."""
     values: dict[str, Any] = {}
-    for key, (flag, field, integer) in _MODEL_KEYS.items():
-        raw = metadata.get(f"general.sampling.{key}")
-        match = _LEADING_NUMBER.match(raw) if raw is not None and flag not in flags else None
+    for row in _NUMBERS:
+        raw = metadata.get(row.gguf)
+        match = _LEADING_NUMBER.match(raw) if raw is not None and row.option not in flags else None
         if match is not None:
             number = float(match.group(0))
-            values[field] = int(number) if integer else number
-    sequence = metadata.get("general.sampling.sequence")
-    if sequence and "samplers" not in flags:
-        values["samplers"] = samplers_from_names(sequence.split(";"))
-    return replace(defaults, **values)
+            values[row.request] = int(number) if row.kind == "int" else number
+    params = replace(defaults, **values)
+    sequence = metadata.get(SAMPLERS.gguf)
+    if sequence and SAMPLERS.option not in flags:
+        params = replace(params, samplers=samplers_from_names(sequence.split(";")))
+    return params
 
 
 def parse_server_logit_bias(entries: Iterable[str]) -> dict[int, float]:
@@ -108,20 +71,31 @@ def parse_server_logit_bias(entries: Iterable[str]) -> dict[int, float]:
 def sampling_defaults(options: ModelOptions) -> SamplingParams:
     """The sampling settings a request gets when it names none: the options given, else the
     table's defaults (llama-server's)."""
-    values: dict[str, Any] = {field: options.real(name) for name, field in _FLOATS.items()}
-    values |= {field: options.integer(name) for name, field in _INTS.items()}
-    if values["dry_base"] < 1.0:  # as common/arg.cpp: a --dry-base below 1 is ignored
-        values["dry_base"] = ModelOptions().real("dry-base")
-    if "dry-sequence-breaker" in options:
+    values: dict[str, Any] = {}
+    for row in SAMPLING_FIELDS:
+        if not row.options:
+            continue
+        if row.kind == "float":
+            values[row.request] = options.real(row.option)
+        elif row.kind == "int":
+            values[row.request] = options.integer(row.option)
+        elif row.kind == "flag":
+            values[row.request] = options.flag(row.option)
+    params = SamplingParams(**values)
+    if params.dry_base < 1.0:  # as common/arg.cpp: a --dry-base below 1 is ignored
+        params = replace(params, dry_base=SamplingParams().dry_base)
+    if DRY_SEQUENCE_BREAKERS.option in options:
         breakers: list[str] = []
-        for breaker in options.items("dry-sequence-breaker"):
+        for breaker in options.items(DRY_SEQUENCE_BREAKERS.option):
             breakers = [] if breaker == "none" else [*breakers, breaker]
-        values["dry_sequence_breakers"] = tuple(breakers)
-    values["ignore_eos"] = options.flag("ignore-eos")
-    if "samplers" in options:
-        values["samplers"] = samplers_from_names(options.word("samplers").split(";"))
-    if "sampler-seq" in options:
-        values["samplers"] = samplers_from_chars(options.word("sampler-seq"))
-    if "logit-bias" in options:
-        values["logit_bias"] = parse_server_logit_bias(options.items("logit-bias"))
-    return SamplingParams(**values)
+        params = replace(params, dry_sequence_breakers=tuple(breakers))
+    by_name, by_letter = (option.name for option in SAMPLERS.options)
+    if by_name in options:
+        params = replace(params, samplers=samplers_from_names(options.word(by_name).split(";")))
+    if by_letter in options:
+        params = replace(params, samplers=samplers_from_chars(options.word(by_letter)))
+    if LOGIT_BIAS.option in options:
+        params = replace(
+            params, logit_bias=parse_server_logit_bias(options.items(LOGIT_BIAS.option))
+        )
+    return params

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from corral.sampling_fields import SAMPLING_FIELDS
 from router.api.ollama.names import Copies, ollama_name, tagged
 from router.catalogue.capabilities import CHAT_TEMPLATE, capabilities
 from router.catalogue.catalogue import CatalogueEntry
@@ -28,12 +29,13 @@ __all__ = [
 
 # Ollama says "for ever" as a time about 292 years from now (Go's longest duration).
 _FOREVER = timedelta(days=106_751)
-# A model's options that Ollama calls parameters, by Corral's option names.
+# A model's options that Ollama's Modelfile names as parameters, by Corral's option names.
 _PARAMETERS = {
-    "ctx-size": "num_ctx", "n-predict": "num_predict", "temp": "temperature", "seed": "seed",
-    "top-k": "top_k", "top-p": "top_p", "min-p": "min_p", "repeat-penalty": "repeat_penalty",
-    "repeat-last-n": "repeat_last_n", "keep": "num_keep",
-}  # fmt: skip
+    "ctx-size": "num_ctx",
+    "n-predict": "num_predict",
+    "keep": "num_keep",
+    **{row.option: row.ollama for row in SAMPLING_FIELDS if row.modelfile},
+}
 
 
 def timestamp(seconds: float) -> str:

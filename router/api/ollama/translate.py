@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from corral.http.errors import ApiError
+from corral.sampling_fields import SAMPLING_FIELDS
 from router.api.ollama.go_template import render_go_template
 from router.api.ollama.protocol import ChatRequest, GenerateRequest, Message, Options
 
@@ -19,11 +20,8 @@ __all__ = ["WorkerCall", "chat_call", "generate_call"]
 
 _encode = msgspec.json.Encoder().encode
 _CHAT, _COMPLETIONS, _INFILL = b"/v1/chat/completions", b"/v1/completions", b"/infill"
-# Ollama's options that are sampling fields of the same name in every worker API.
-_SAME_NAME = (
-    "temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty", "repeat_last_n",
-    "presence_penalty", "frequency_penalty", "seed", "stop",
-)  # fmt: skip
+# Ollama's options that are sampling fields: Ollama's name → the worker's request field.
+_SAMPLING = {row.ollama: row.request for row in SAMPLING_FIELDS if row.ollama}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +35,10 @@ class WorkerCall:
 def _sampling(options: Options | None) -> dict[str, Any]:
     if options is None:
         return {}
-    fields = {name: getattr(options, name) for name in _SAME_NAME}
+    fields = {request: getattr(options, name) for name, request in _SAMPLING.items()}
     fields = {name: value for name, value in fields.items() if value is not None}
+    if options.stop is not None:
+        fields["stop"] = options.stop
     # -1 is "no limit" and -2 "fill the context" in Ollama: the worker's default either way.
     if options.num_predict is not None and options.num_predict >= 0:
         fields["n_predict"] = options.num_predict

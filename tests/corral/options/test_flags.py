@@ -6,7 +6,7 @@ import pytest
 
 from corral.options.table import normalise_options, render_worker_args
 from router.cli.main import parse_serve_args
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 
 @pytest.mark.parametrize(
@@ -40,9 +40,9 @@ def test_an_unknown_flag_still_gets_the_closest_one(capsys: pytest.CaptureFixtur
 
 
 def test_flags_are_taken_exactly_as_llama_server_spells_them() -> None:
-    settings = parse_serve_args(["-c", "2048", "-lv", "3", "-cmoed"])
+    settings = parse_serve_args(["-c", "2048", "-lv", "3", "-ncmoed", "2"])
     assert settings.model_options["ctx-size"] == "2048"
-    assert settings.no_effect_flags == ("--verbosity", "--spec-draft-cpu-moe")
+    assert settings.no_effect_flags == ("--verbosity", "--spec-draft-n-cpu-moe")
 
 
 def test_a_worker_notes_the_llama_server_flags_it_has_no_use_for() -> None:

@@ -12,7 +12,7 @@ from corral.options.model_options import ModelOptions
 from corral.options.table import normalise_options
 from worker.engine.model import LoadedModel
 from worker.host.llama_bindings import llama_cpp
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 # (the options as a preset gives them to the router, the flags the router renders from them)
 CASES = [

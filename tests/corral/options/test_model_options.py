@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from corral.options.kinds import normalise_value
 from corral.options.model_options import ModelOptions
 from corral.options.table import OPTIONS, OptionSpec, normalise_options
-from corral.options.values import normalise_value
 from worker.sampling.params import SamplingParams
 
 

@@ -15,7 +15,7 @@ from router.workers.memory_budget import (
 )
 from router.workers.model_state import ModelFields, ModelState, Status
 from tests.support.tiny_gguf import write_tiny_gguf
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 
 def _state(entry: CatalogueEntry, **fields: Any) -> ModelState:

@@ -14,7 +14,7 @@ import pytest
 
 from corral.children.protocol import EXIT_FAILED
 from tests.support.worker_process import worker
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 CHAT = [{"role": "user", "content": "Say something."}]
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from worker.answer.sse_pings import PING, with_pings
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from worker.cache.kv_key import cache_key
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 
 def test_names_keys_and_origins_leave_the_cache_key_alone(tmp_path: Path) -> None:
@@ -40,7 +40,7 @@ def test_the_cache_key_is_the_same_in_every_process(tmp_path: Path) -> None:
     args = ["--model", str(model), "--ctx-size", "64", "-np", "2", "--cache-type-k", "f16"]
     script = (
         "import sys; from worker.cache.kv_key import cache_key; "
-        "from worker.settings import parse_worker_args; "
+        "from worker.settings.parse import parse_worker_args; "
         "print(cache_key(parse_worker_args(sys.argv[1:])).digest.hex())"
     )
     digests = {

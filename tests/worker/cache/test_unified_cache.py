@@ -19,7 +19,7 @@ from worker.engine.generation import Delta, Failed, Finished, Generation, Genera
 from worker.engine.model import LoadedModel
 from worker.host.llama_bindings import llama_cpp
 from worker.sampling.params import SamplingParams
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 FIRST, SECOND = [5 + i % 40 for i in range(100)], [60 + i % 40 for i in range(100)]
 THIRD = [100 + i % 30 for i in range(60)]

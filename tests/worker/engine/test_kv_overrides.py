@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.support.worker_process import worker
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 
 def _tokens(model: Path, *flags: str) -> list[int]:

@@ -10,7 +10,7 @@ import pytest
 from tests.support.tiny_gguf import write_tiny_gguf
 from worker.engine.model import LoadedModel
 from worker.host.llama_bindings import llama_cpp
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 
 @pytest.mark.parametrize(("flags", "order"), [((), "PSM"), (("--spm-infill",), "SPM")])

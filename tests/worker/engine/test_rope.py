@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from tests.support.worker_process import worker
-from worker.model_settings import RopeSettings
-from worker.settings import parse_worker_args
+from worker.settings.groups import RopeSettings
+from worker.settings.parse import parse_worker_args
 
 PROMPT = "Once upon a time, in a land far away, there lived a"
 

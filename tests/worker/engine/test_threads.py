@@ -8,7 +8,7 @@ import pytest
 
 from worker.engine.model import LoadedModel
 from worker.host.llama_bindings import llama_cpp
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 
 @pytest.mark.parametrize(("flags", "batch_threads"), [((), 1), (("-tb", "2"), 2)])

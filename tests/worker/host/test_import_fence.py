@@ -18,7 +18,8 @@ from worker.host.import_fence import FENCED_MODULES
 # Optional packages no worker imports (worker/host/import_fence.py), uvicorn's CLI, and what only a
 # rare request or setting needs: numpy (a draft model, a spent reasoning budget), libmtmd
 # (--mmproj), httpx (media by URL), websockets; PyYAML's modules (its bare package stays); what
-# the real pdb and logging.config would bring (their stand-ins stay).
+# the real pdb and logging.config would bring (their stand-ins stay); llama-cpp-python's JSON
+# Schema converter (Corral's port builds every grammar, the tools' too).
 _KEPT_OUT = (
     *FENCED_MODULES,
     "bdb",
@@ -31,6 +32,7 @@ _KEPT_OUT = (
     "click",
     "uvicorn.main",
     "llama_cpp.mtmd_cpp",
+    "llama_cpp.llama_grammar",
     "httpx",
     "websockets",
 )

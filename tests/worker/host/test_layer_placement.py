@@ -12,7 +12,7 @@ import pytest
 from corral.children.device_use import OutOfMemory
 from corral.children.protocol import EXIT_FAILED
 from worker.engine.model import LoadedModel
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 # tests/support/tiny_gguf.py: two blocks (llama.cpp counts the output layer too), two KV heads
 # of 16 dimensions, a 2,048-token training context.

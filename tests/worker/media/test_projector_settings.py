@@ -14,8 +14,8 @@ from tests.support.tiny_media import png_bytes
 from tests.support.tiny_mmproj import write_tiny_mmproj
 from tests.support.worker_process import worker
 from worker.host.ggml_backends import device_by_name
-from worker.model_settings import ProjectorSettings
-from worker.settings import parse_worker_args
+from worker.settings.groups import ProjectorSettings
+from worker.settings.parse import parse_worker_args
 
 
 @pytest.fixture(scope="module")

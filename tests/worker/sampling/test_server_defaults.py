@@ -6,7 +6,7 @@ import pytest
 
 from corral.options.table import normalise_options, render_worker_args
 from worker.sampling.params import DEFAULT_SAMPLERS, SamplingParams
-from worker.settings import parse_worker_args
+from worker.settings.parse import parse_worker_args
 
 
 def _sampling(*flags: str) -> SamplingParams:

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from corral.http.errors import ApiError
+from corral.sampling_fields import TEMPERATURE, TOP_P
 from worker.answer.sampling_fields import SamplingFields
 from worker.api.responses.protocol import (
     FunctionCallItem,
@@ -141,8 +142,8 @@ def echoed_fields(body: ResponsesRequest) -> dict[str, Any]:
         "instructions": body.instructions,
         "max_output_tokens": body.max_output_tokens,
         "parallel_tool_calls": body.parallel_tool_calls,
-        "temperature": body.temperature,
-        "top_p": body.top_p,
+        TEMPERATURE.request: body.temperature,
+        TOP_P.request: body.top_p,
         "tool_choice": msgspec.to_builtins(body.tool_choice) if body.tool_choice else "auto",
         "tools": msgspec.to_builtins(body.tools or []),
     }

@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from llama_cpp.llama_grammar import SchemaConverter
+from worker.sampling.schema_grammar import SchemaRules
+from worker.sampling.schema_rules import SPACE_RULE
 
 __all__ = [
     "GAP_RULE",
@@ -16,18 +17,15 @@ __all__ = [
     "functions",
     "literal",
     "regex_escape",
-    "schema_converter",
     "text_without",
 ]
 
 # llama.cpp's "space" (json-schema-to-grammar.cpp's SPACE_RULE): a bounded run, so a model
-# cannot pad a call forever. Named apart: llama-cpp-python's converter defines its own "space".
-GAP_RULE = 'gap ::= | " " | "\\n"{1,2} [ \\t]{0,20}'
+# cannot pad a call forever; for the syntaxes that are not JSON, whose grammars may have no
+# schema's rules (and so no "space").
+GAP_RULE = f"gap ::= {SPACE_RULE}"
 # Characters a trigger must escape in llama.cpp's (ECMAScript) regular expressions.
 _REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
-# llama-cpp-python's converter is untyped; its three methods used here are visit,
-# resolve_refs and format_grammar.
-_SCHEMA_CONVERTER: Any = SchemaConverter
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +62,6 @@ def regex_escape(text: str) -> str:
     return _REGEX_SPECIAL.sub(r"\\\1", text)
 
 
-def schema_converter(prop_order: dict[str, int] | None = None) -> Any:
-    """llama-cpp-python's port of llama.cpp's JSON Schema to GBNF converter."""
-    return _SCHEMA_CONVERTER(
-        prop_order=prop_order or {}, allow_fetch=False, dotall=False, raw_pattern=False
-    )
-
-
 def functions(tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Each tool's name and parameter schema."""
     return [
@@ -79,10 +70,9 @@ def functions(tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def argument_rules(converter: Any, tools: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Each tool's name and the rule ``converter`` makes of its parameters' schema."""
-    rules = []
-    for index, (name, parameters) in enumerate(functions(tools)):
-        schema = converter.resolve_refs(parameters, f"tool-{index}")
-        rules.append((name, converter.visit(schema, f"tool-{index}-args")))
-    return rules
+def argument_rules(rules: SchemaRules, tools: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each tool's name and the rule of its parameters' schema, added to ``rules``."""
+    return [
+        (name, rules.add(parameters, f"tool-{index}-args"))
+        for index, (name, parameters) in enumerate(functions(tools))
+    ]

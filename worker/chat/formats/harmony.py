@@ -24,7 +24,6 @@ from worker.chat.formats.gbnf import (
     argument_rules,
     choice,
     literal,
-    schema_converter,
     text_without,
 )
 from worker.chat.formats.message import ParsedMessage, ToolCall
@@ -36,6 +35,7 @@ from worker.chat.formats.scanning import (
     marked_segments,
 )
 from worker.chat.formats.syntax import NativeSyntax
+from worker.sampling.schema_grammar import SchemaRules
 
 __all__ = ["GPT_OSS", "HarmonySyntax"]
 
@@ -69,14 +69,14 @@ class HarmonySyntax(NativeSyntax):
         parallel: bool,
         thinking: ThinkingTags | None = None,
     ) -> ToolGrammar:
-        converter = schema_converter()
+        schemas = SchemaRules()
         calls = []
-        for name, args in argument_rules(converter, tools):
+        for name, args in argument_rules(schemas, tools):
             recipient = literal(f" to=functions.{name}")
             calls.append(f'{recipient} channel constraint "<|message|>" {args}')
             calls.append(f'channel {recipient} constraint "<|message|>" {args}')
         rules = [
-            converter.format_grammar(),
+            schemas.gbnf(),
             GAP_RULE,
             'channel ::= "<|channel|>" ("commentary" | "analysis")',
             'constraint ::= (gap "<|constrain|>"? [A-Za-z0-9_-]+)?',

@@ -5,8 +5,8 @@ Each is described by data (:class:`JsonToolSyntax`): the literal that opens the 
 either a JSON array of call objects after it, or a run of calls that each open with a pattern
 (capturing the function name when the format puts it outside the JSON) and close with a literal.
 Argument text is kept as the model wrote it, so streamed pieces add up to the final arguments.
-The grammar holds each call to its tool's JSON Schema, with the rules of llama-cpp-python's port
-of llama.cpp's schema converter.
+The grammar holds each call to its tool's JSON Schema, with the rules of llama.cpp's schema
+converter (Corral's port of it, as for ``json_schema``).
 """
 
 from __future__ import annotations
@@ -16,13 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from worker.chat.formats.gbnf import (
-    ToolGrammar,
-    functions,
-    literal,
-    regex_escape,
-    schema_converter,
-)
+from worker.chat.formats.gbnf import ToolGrammar, functions, literal, regex_escape
 from worker.chat.formats.message import ParsedMessage, ToolCall
 from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import (
@@ -35,6 +29,7 @@ from worker.chat.formats.scanning import (
 )
 from worker.chat.formats.syntax import NativeSyntax
 from worker.chat.formats.tool_grammar import ToolSection
+from worker.sampling.schema_grammar import SchemaRules
 
 __all__ = ["JsonToolSyntax"]
 
@@ -84,42 +79,35 @@ class JsonToolSyntax(NativeSyntax):
         parallel: bool,
         thinking: ThinkingTags | None = None,
     ) -> ToolGrammar:
-        converter = self.schema_converter()
-        calls = self.call_rules(tools, converter)
+        rules = SchemaRules()
+        calls = self.call_rules(tools, rules)
         return self.section().grammar(
-            converter.format_grammar(), calls, lazy=lazy, parallel=parallel, thinking=thinking
+            rules.gbnf(), calls, lazy=lazy, parallel=parallel, thinking=thinking
         )
 
-    def schema_converter(self) -> Any:
-        """The converter for the calls' JSON, which collects the rules the calls use."""
-        # Keys in the order the models write them: the id first for Command R7B, last for Mistral.
-        keys = [self.name_keys[0], self.args_keys[0]]
-        if self.id_key:
-            keys.insert(0 if self.id_key != "id" else 2, self.id_key)
-        return schema_converter({key: index for index, key in enumerate(keys)})
-
-    def call_rules(self, tools: list[dict[str, Any]], converter: Any) -> list[str]:
-        """Each tool's call, as GBNF."""
+    def call_rules(self, tools: list[dict[str, Any]], rules: SchemaRules) -> list[str]:
+        """Each tool's call, as GBNF, its schemas' rules added to ``rules``."""
         calls: list[str] = []
         named = "(?P<name>" in (self.call_head or "")
         tail = literal(self.write_tail) if self.write_tail else ""
         for index, (name, parameters) in enumerate(functions(tools)):
-            schema = converter.resolve_refs(parameters, f"tool-{index}")
             if named:
-                args = converter.visit(schema, f"tool-{index}-args")
+                args = rules.add(parameters, f"tool-{index}-args")
                 head = literal(self.write_head.replace("{name}", name))
                 calls.append(f"{head} {args} {tail}".strip())
                 continue
+            # The call object's keys in the order the models write them.
+            arguments = rules.read(parameters, f"tool-{index}")
             properties: dict[str, Any] = {self.name_keys[0]: {"const": name},
-                                          self.args_keys[0]: schema}  # fmt: skip
+                                          self.args_keys[0]: arguments}  # fmt: skip
             if self.name_is_key:
-                properties = {name: schema}
-            if self.id_key == "id":  # Mistral Nemo's nine-character call ids
+                properties = {name: arguments}
+            if self.id_key == "id":  # Mistral Nemo's nine-character call ids, last
                 properties["id"] = {"type": "string", "pattern": "^[a-zA-Z0-9]{9}$"}
-            elif self.id_key:
-                properties[self.id_key] = {"type": "string"}
+            elif self.id_key:  # Command R7B's, first
+                properties = {self.id_key: {"type": "string"}, **properties}
             call = {"type": "object", "properties": properties, "required": list(properties)}
-            body = converter.visit(call, f"tool-{index}-call")
+            body = rules.add(call, f"tool-{index}-call")
             head = literal(self.write_head) if self.write_head else ""
             calls.append(f"{head} {body} {tail}".strip())
         return calls

@@ -25,6 +25,7 @@ from worker.chat.formats.message import ParsedMessage, ToolCall
 from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import MalformedToolCall, held_back, json_value
 from worker.chat.formats.syntax import NativeSyntax
+from worker.sampling.schema_grammar import SchemaRules
 
 __all__ = ["BUILTIN_TOOLS", "CODE_TOOLS", "PYTHON_TAG", "PythonTagSyntax"]
 
@@ -71,7 +72,7 @@ def _builtin_call(text: str, names: frozenset[str]) -> ToolCall | None:
 
 
 def _builtin_calls(
-    builtin: frozenset[str], tools: list[dict[str, Any]], converter: Any
+    builtin: frozenset[str], tools: list[dict[str, Any]], rules: SchemaRules
 ) -> list[str]:
     """``<|python_tag|>name.call(k=v, …)`` for the request's built-in tools, each argument a
     JSON value of its schema, as llama.cpp's grammar writes them."""
@@ -79,10 +80,9 @@ def _builtin_calls(
     for index, (name, parameters) in enumerate(functions(tools)):
         if name not in builtin:
             continue
-        schema = converter.resolve_refs(parameters, f"builtin-{index}")
-        properties = schema.get("properties") or {BUILTIN_TOOLS[name]: {"type": "string"}}
+        properties = parameters.get("properties") or {BUILTIN_TOOLS[name]: {"type": "string"}}
         args = ' ", " '.join(
-            f"{literal(key + '=')} {converter.visit(value, f'builtin-{index}-{key}')}"
+            f"{literal(key + '=')} {rules.add(value, f'builtin-{index}-{key}', parameters)}"
             for key, value in properties.items()
         )
         calls.append(f"{literal(PYTHON_TAG + name + '.call(')} {args} {literal(')')}")
@@ -102,12 +102,12 @@ class PythonTagSyntax(NativeSyntax):
         parallel: bool,
         thinking: ThinkingTags | None = None,
     ) -> ToolGrammar:
-        converter = self.custom.schema_converter()
-        calls = self.custom.call_rules(tools, converter)
-        builtin = _builtin_calls(self.builtin, tools, converter)
+        rules = SchemaRules()
+        calls = self.custom.call_rules(tools, rules)
+        builtin = _builtin_calls(self.builtin, tools, rules)
         section = self.custom.section(*((regex_escape(PYTHON_TAG),) if builtin else ()))
         return section.grammar(
-            converter.format_grammar(),
+            rules.gbnf(),
             [*calls, *builtin],
             lazy=lazy,
             parallel=parallel,

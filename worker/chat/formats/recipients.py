@@ -24,13 +24,13 @@ from worker.chat.formats.gbnf import (
     choice,
     literal,
     regex_escape,
-    schema_converter,
     text_without,
 )
 from worker.chat.formats.message import ParsedMessage, ToolCall
 from worker.chat.formats.reasoning import ThinkingTags
 from worker.chat.formats.scanning import MalformedToolCall, arguments_object, held_back
 from worker.chat.formats.syntax import NativeSyntax
+from worker.sampling.schema_grammar import SchemaRules
 
 __all__ = ["FUNCTIONARY_V3_2", "RecipientSyntax"]
 
@@ -50,12 +50,12 @@ class RecipientSyntax(NativeSyntax):
         parallel: bool,
         thinking: ThinkingTags | None = None,
     ) -> ToolGrammar:
-        converter = schema_converter()
+        schemas = SchemaRules()
         calls = [
-            f"{literal(name + chr(10))} {args}" for name, args in argument_rules(converter, tools)
+            f"{literal(name + chr(10))} {args}" for name, args in argument_rules(schemas, tools)
         ]
         repeat = f' ("{_NEXT}" tool-call)*' if parallel else ""
-        rules = [converter.format_grammar(), f"tool-call ::= {choice(calls)}"]
+        rules = [schemas.gbnf(), f"tool-call ::= {choice(calls)}"]
         if lazy:
             # A call opens the answer (the prompt ends with ">>>") or follows ">>>" later.
             everyone = regex_escape(self.everyone)

@@ -16,6 +16,7 @@ from worker.chat.formats.python_tag import PythonTagSyntax
 from worker.chat.formats.pythonic import LFM2
 from worker.chat.formats.recipients import FUNCTIONARY_V3_2
 from worker.sampling.grammar_sampler import GrammarSampler
+from worker.sampling.schema_grammar import SchemaError
 
 TOOLS = [
     {
@@ -185,3 +186,53 @@ def test_minimax_m3_closes_each_parameter_by_its_name(vocab: Any) -> None:
     assert _accepts(vocab, grammar.gbnf, grammar.triggers, call)
     wrong = call.replace("</city>", "</town>")
     assert not _accepts(vocab, grammar.gbnf, grammar.triggers, wrong)
+
+
+def _valued_tool(name: str, value: dict[str, Any]) -> dict[str, Any]:
+    """A tool of one required parameter ``v``, its schema ``value`` under ``$defs``."""
+    parameters = {
+        "type": "object",
+        "$defs": {"V": value},
+        "properties": {"v": {"$ref": "#/$defs/V"}},
+        "required": ["v"],
+    }
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+def test_each_tool_s_references_are_its_own(vocab: Any) -> None:
+    tools = [
+        _valued_tool("f", {"type": "string", "maxLength": 3}),
+        _valued_tool("g", {"type": "integer", "minimum": 1}),
+    ]
+    grammar = families.HERMES.grammar(tools, lazy=False, parallel=False)
+
+    def call(name: str, value: str) -> str:
+        return f'<tool_call>\n{{"name": "{name}", "arguments": {{"v": {value}}}}}\n</tool_call>'
+
+    assert _accepts(vocab, grammar.gbnf, (), call("f", '"ab"'))
+    assert _accepts(vocab, grammar.gbnf, (), call("g", "7"))
+    assert not _accepts(vocab, grammar.gbnf, (), call("g", '"ab"'))
+    # The request's tools are read, never rewritten: the same tools make the same grammar again.
+    assert families.HERMES.grammar(tools, lazy=False, parallel=False) == grammar
+
+
+def test_a_built_in_call_s_argument_may_refer_to_its_tool_s_schema(vocab: Any) -> None:
+    search = _valued_tool("brave_search", {"enum": ["Oslo"]})
+    syntax = PythonTagSyntax(families.LLAMA_3_JSON).with_tools([search])
+    grammar = syntax.grammar([search], lazy=False, parallel=False)
+    call = '<|python_tag|>brave_search.call(v="{}")'
+    assert _accepts(vocab, grammar.gbnf, (), call.format("Oslo"))
+    assert not _accepts(vocab, grammar.gbnf, (), call.format("Lima"))
+
+
+def test_tools_schemas_are_converted_within_the_size_caps() -> None:
+    # check_schema_size passes each object of 100; allOf merges them into one of 300, which
+    # only the conversion sees, as for a request's json_schema (worker/sampling/schema_limits).
+    optional = [
+        {"type": "object", "properties": {f"o{n}_{i}": {"type": "string"} for i in range(100)}}
+        for n in range(3)
+    ]
+    tool = {"type": "function",
+            "function": {"name": "f", "parameters": {"allOf": [{"anyOf": optional}]}}}  # fmt: skip
+    with pytest.raises(SchemaError, match=r"JSON schema too large: .* \(an object of 300\)"):
+        families.HERMES.grammar([tool], lazy=True, parallel=False)

@@ -13,6 +13,7 @@ const THEME_ICONS = { system: "monitor", light: "sun", dark: "moon" };
 export class Sidebar {
   constructor(app) {
     this.app = app;
+    this.frame = 0; // a pending redraw (requestAnimationFrame id)
     this.filter = h("input", {
       class: "input sidebar-search", type: "search", placeholder: "Search chats",
       "aria-label": "Search chats", onInput: () => this.render(),
@@ -41,7 +42,14 @@ export class Sidebar {
         iconButton("key", "API key", () => app.editKey())));
     const rerender = () => this.render();
     conversations.addEventListener("change", rerender);
-    generations.addEventListener("update", rerender);
+    // A generation updates on every token; the list needs at most one redraw a frame.
+    generations.addEventListener("update", () => {
+      if (this.frame) return;
+      this.frame = requestAnimationFrame(() => {
+        this.frame = 0;
+        this.render();
+      });
+    });
     models.addEventListener("change", rerender);
     setInterval(rerender, 60_000); // "5 min ago" labels
     this.render();

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.settings import WorkerSettings, parse_worker_args
+from worker.settings.parse import parse_worker_args
+from worker.settings.worker_settings import WorkerSettings
 
 
 @pytest.mark.parametrize("flag", ["--reranking", "--rerank"])
@@ -226,6 +227,13 @@ def test_a_draft_model_takes_its_own_devices_and_none_of_the_models_overrides() 
     assert parse_worker_args(["-m", "m.gguf", "-dev", "CUDA0"]).gpu.for_draft().devices == (
         "CUDA0",
     )
+
+
+@pytest.mark.parametrize("flag", ["--spec-draft-cpu-moe", "-cmoed", "--cpu-moe-draft"])
+def test_a_draft_model_keeps_its_experts_on_the_cpu_as_told(flag: str) -> None:
+    gpu = parse_worker_args(["-m", "m.gguf", flag]).gpu
+    assert (gpu.cpu_moe, gpu.for_draft().cpu_moe) == (False, True)
+    assert parse_worker_args(["-m", "m.gguf", "-cmoe"]).gpu.for_draft().cpu_moe is False
 
 
 def test_settings_given_no_flags_are_the_settings_built_without_any() -> None:

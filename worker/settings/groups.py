@@ -2,7 +2,7 @@
 (``--grammar``, ``--json-schema``), the Web UI's settings, RoPE/YaRN scaling and the projector's.
 
 Read from the normalised per-model options (:mod:`corral.options.table`); a problem is an
-:class:`~corral.options.table.OptionError` that :func:`worker.settings.parse_worker_args`
+:class:`~corral.options.table.OptionError` that :func:`worker.settings.parse.parse_worker_args`
 turns into a startup error.
 """
 
