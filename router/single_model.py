@@ -15,6 +15,7 @@ from typing import Any
 from corral.hub.cache_layout import current_snapshot, repo_folder_name
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.names import InvalidReference, is_safe_repo_path, parse_reference
+from router.catalogue.capabilities import capabilities
 from router.catalogue.catalogue import Catalogue, CatalogueEntry, model_file_path
 from router.settings import ServeSettings
 
@@ -80,7 +81,6 @@ def ollama_models(entry: CatalogueEntry) -> list[dict[str, Any]]:
     """llama-server's single-model ``/v1/models`` also has an Ollama-style ``models`` list
     (``server-context.cpp``, ``get_res_models``); clients of that shape read it, placeholders
     and all."""
-    capabilities = ["completion", "multimodal"] if entry.mmproj else ["completion"]
     return [
         {
             "name": entry.name,
@@ -91,7 +91,7 @@ def ollama_models(entry: CatalogueEntry) -> list[dict[str, Any]]:
             "type": "model",
             "description": "",
             "tags": [""],
-            "capabilities": capabilities,
+            "capabilities": capabilities(entry).llama_server_words(),
             "parameters": "",
             "details": {
                 "parent_model": "",

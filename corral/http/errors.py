@@ -26,6 +26,7 @@ __all__ = [
     "exception_handlers",
     "json_response",
     "sse_error_event",
+    "triage",
 ]
 
 _TYPE_BY_STATUS = {
@@ -98,20 +99,30 @@ def sse_error_event(error: ApiError) -> bytes:
     return b"data: " + msgspec.json.encode(error.envelope()) + b"\n\n"
 
 
-def _from_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorEnvelope]:
+def triage(request: Request[Any, Any, Any], exc: Exception) -> ApiError:
+    """What an exception answers: its status, message and headers (docs/protocol.md §3).
+
+    The one place that decides it, for every API shape: the core's error JSON below and
+    Ollama's ``{"error": "…"}`` (router/api/ollama/errors.py) only spell the answer. Anything
+    that is not an HTTP error is a 500 whose traceback goes to the log, never to the client.
+    """
     if isinstance(exc, ApiError):
-        return error_response(exc)
+        return exc
     if isinstance(exc, ValidationException):
         detail = (
             "; ".join(str(item.get("message", item)) for item in exc.extra or [])
             if isinstance(exc.extra, list)
             else ""
         )
-        return error_response(ApiError(400, detail or exc.detail))
+        return ApiError(400, detail or exc.detail)
     if isinstance(exc, HTTPException):
-        return error_response(ApiError(exc.status_code, exc.detail))
+        return ApiError(exc.status_code, exc.detail, headers=exc.headers)
     _log.exception("unhandled error", path=request.url.path)
-    return error_response(ApiError(500, "internal server error"))
+    return ApiError(500, "internal server error")
+
+
+def _from_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorEnvelope]:
+    return error_response(triage(request, exc))
 
 
 exception_handlers: ExceptionHandlersMap = {Exception: _from_exception}

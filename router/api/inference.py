@@ -13,27 +13,23 @@ from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
+from corral.http.worker_routes import METRICS, SLOT_ACTION, Relay, relayed_paths
 from router.api.metrics import render_metrics
 from router.api.runtime import RouterRuntime, runtime
 from router.relay.peer_proxy import forward_to_peer
 from router.relay.proxy import autoload_wanted, forward
 from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
-from router.security.api_keys import admin_only
+from router.security.api_keys import relay_opt
 from router.security.callers import caller_id
 from router.single_model import single_model_target
 
 __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"]
 
-PROXIED_POST = [
-    "/completion", "/completions", "/v1/completions", "/chat/completions", "/v1/chat/completions",
-    "/chat/completions/input_tokens", "/v1/chat/completions/input_tokens", "/v1/messages",
-    "/v1/messages/count_tokens", "/v1/responses", "/responses", "/v1/responses/input_tokens",
-    "/responses/input_tokens", "/infill", "/embedding",
-    "/embeddings", "/v1/embeddings", "/rerank", "/v1/rerank", "/reranking", "/v1/reranking",
-    "/tokenize", "/detokenize", "/apply-template", "/predict",
-]  # fmt: skip
-PROXIED_GET = ["/slots"]  # and GET /lora-adapters (router/api/lora.py)
+# The paths relayed as they are, the model read from the body or ``?model=``; the worker's
+# others are relayed by handlers of their own or not at all (corral/http/worker_routes.py).
+PROXIED_POST = relayed_paths(Relay.BODY, "POST")
+PROXIED_GET = relayed_paths(Relay.QUERY, "GET")
 
 
 class RouteKey(msgspec.Struct):
@@ -111,7 +107,7 @@ async def proxy_post(request: Request[Any, Any, Any]) -> ASGIResponse:
     return await forward_to_model(request, decode_body(body, RouteKey).model, body)
 
 
-@post("/slots/{id_slot:str}", status_code=200, opt=admin_only())
+@post(SLOT_ACTION.paths, status_code=200, opt=relay_opt(SLOT_ACTION))
 async def slot_action(
     request: Request[Any, Any, Any], model: FromQuery[str | None] = None
 ) -> ASGIResponse:
@@ -129,7 +125,7 @@ async def proxy_get(
     return await forward_to_model(request, model, None)
 
 
-@get("/metrics")
+@get(METRICS.paths)
 async def metrics(
     request: Request[Any, Any, Any], model: FromQuery[str | None] = None
 ) -> ASGIResponse:

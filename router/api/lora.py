@@ -16,22 +16,23 @@ from litestar import Request, get, post
 from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
+from corral.http.worker_routes import LORA_ADAPTERS, SET_LORA_ADAPTERS
 from router.api.disclosure import JsonRewrite, adapters_for_inference
 from router.api.inference import forward_to_model
-from router.security.api_keys import admin_only
+from router.security.api_keys import relay_opt
 from router.security.callers import is_admin
 
 __all__ = ["lora_routes"]
 
 
-@post("/lora-adapters", status_code=200, opt=admin_only())
+@post(SET_LORA_ADAPTERS.paths, status_code=200, opt=relay_opt(SET_LORA_ADAPTERS))
 async def set_lora_adapters(
     request: Request[Any, Any, Any], model: FromQuery[str | None] = None
 ) -> ASGIResponse:
     return await forward_to_model(request, model, await request.body())
 
 
-@get("/lora-adapters")
+@get(LORA_ADAPTERS.paths, opt=relay_opt(LORA_ADAPTERS))
 async def lora_adapters(
     request: Request[Any, Any, Any], model: FromQuery[str | None] = None
 ) -> ASGIResponse:

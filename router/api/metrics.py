@@ -62,7 +62,8 @@ def _peer_lines(peers: Mapping[str, PeerStats]) -> list[str]:
 def _device_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) -> list[str]:
     """Each GPU's memory as its driver says now, and what each running model holds on it."""
     planner = scheduler.devices
-    devices = planner.inventory.devices() if planner is not None else []
+    snap = planner.snapshot() if planner is not None else None  # one reading for the page
+    devices = snap.devices if snap is not None else []
 
     def label(name: str) -> str:
         return f'{{device="{escape_label(name)}"}}'
@@ -88,7 +89,7 @@ def _device_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) ->
             (f'{{model="{escape_label(name)}",device="{escape_label(device)}"}}', held)
             for name, state in models
             if state.running and planner is not None
-            for device, held in sorted(planner.in_use(state).items())
+            for device, held in sorted(planner.in_use(state, snap).items())
         ),
     )
     return lines

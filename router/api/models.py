@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body, json_response
 from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
+from corral.http.worker_routes import PROPS
 from corral.hub.mmproj_inputs import input_modalities
 from corral.hub.sizes import files_size
 from corral.llama_build import corral_version, llama_build_info
@@ -25,11 +26,13 @@ from router.api.disclosure import (
 )
 from router.api.inference import forward_to_model
 from router.api.runtime import RouterRuntime, runtime
+from router.catalogue.capabilities import capabilities
 from router.catalogue.catalogue import CatalogueEntry, CatalogueError
 from router.catalogue.file_check import entry_problem
 from router.catalogue.listing import ListingStatus, ModelListing
 from router.observe.events import ModelEvent
 from router.scheduling.answers import scheduling_answered
+from router.scheduling.device_snapshot import DeviceSnapshot
 from router.security.api_keys import admin_only
 from router.security.callers import is_admin
 from router.single_model import ollama_models
@@ -37,7 +40,7 @@ from router.workers.child_supervisor import EXIT_CANNOT_START
 from router.workers.memory_budget import resident_memory
 from router.workers.model_state import BAD_FILE, ModelState, Status
 
-__all__ = ["gpu_memory", "model_in_body", "model_routes"]
+__all__ = ["device_snapshot", "gpu_memory", "model_in_body", "model_routes"]
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -54,7 +57,7 @@ async def health(request: AnyRequest) -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/props")
+@get(PROPS.paths)
 async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASGIResponse:
     settings = runtime(request).settings
     if model or settings.single_model:
@@ -104,13 +107,6 @@ def _read_headers(entries: list[CatalogueEntry]) -> dict[str, str | None]:
     return problems
 
 
-def _capabilities(inputs: list[str]) -> list[str]:
-    """Corral's ``capabilities`` words, which clients (the Web UI) check before offering to
-    attach an image."""
-    capabilities = ["completion"] + (["multimodal"] if len(inputs) > 1 else [])
-    return capabilities + [{"image": "vision", "audio": "audio"}[kind] for kind in inputs[1:]]
-
-
 def _entry(
     state: ModelState,
     created: int,
@@ -121,7 +117,7 @@ def _entry(
     """One model's entry; ``on_gpus``: what its worker holds per GPU (the device planner's
     reading, the driver's figure where it has one), else what the worker reported;
     ``problem``: what is wrong with its files."""
-    inputs = input_modalities(state.entry.mmproj)
+    can = capabilities(state.entry)
     entry = ModelListing(
         id=state.entry.name,
         aliases=list(state.entry.aliases),
@@ -135,8 +131,8 @@ def _entry(
         ttl=state.entry.ttl,
         tools=list(state.entry.tools) if state.entry.tools is not None else None,
         size=files_size(state.entry.files()),
-        architecture={"input_modalities": inputs, "output_modalities": ["text"]},
-        capabilities=_capabilities(inputs),
+        architecture={"input_modalities": list(can.inputs), "output_modalities": ["text"]},
+        capabilities=can.corral_words(),
     )
     if state.running and state.meta is not None:
         entry.meta = state.meta
@@ -159,18 +155,26 @@ def _entry(
     return entry
 
 
-def gpu_memory(rt: RouterRuntime, state: ModelState) -> dict[str, int]:
+def device_snapshot(rt: RouterRuntime) -> DeviceSnapshot | None:
+    """One reading of the GPUs for a whole listing, as for a scheduling decision
+    (router/scheduling/device_snapshot.py); None without a device planner."""
+    planner = rt.scheduler.devices
+    return planner.snapshot() if planner is not None else None
+
+
+def gpu_memory(
+    rt: RouterRuntime, state: ModelState, snap: DeviceSnapshot | None = None
+) -> dict[str, int]:
     """Bytes per GPU a model's worker holds: the device planner's reading (the driver's figure
     where it has one), else what the worker reported; {} when it holds none."""
     planner = rt.scheduler.devices
     if planner is not None and state.running:
-        return planner.in_use(state)
+        return planner.in_use(state, snap)
     return state.gpu_bytes
 
 
-def _devices(rt: RouterRuntime) -> list[dict[str, Any]]:
+def _devices(snap: DeviceSnapshot | None) -> list[dict[str, Any]]:
     """Every GPU the router sees, with its memory now (``devices`` of ``GET /models``)."""
-    planner = rt.scheduler.devices
     return [
         {
             "name": device.name,
@@ -179,7 +183,7 @@ def _devices(rt: RouterRuntime) -> list[dict[str, Any]]:
             "free": device.free,
             "used": device.used,
         }
-        for device in (planner.inventory.devices() if planner is not None else [])
+        for device in (snap.devices if snap is not None else [])
     ]
 
 
@@ -201,12 +205,13 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
         if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None
     ]
     problems = await anyio.to_thread.run_sync(_read_headers, [state.entry for state in listed])
+    snap = device_snapshot(rt)
     data = [
         _entry(
             state,
             created,
             rt.scheduler.retry_after(state),
-            gpu_memory(rt, state),
+            gpu_memory(rt, state, snap),
             problems.get(state.name),
         )
         for state in listed
@@ -218,7 +223,7 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     if not is_admin(request.scope):  # no paths or command lines (router/api/disclosure.py)
         data = [listing_for_inference(entry) for entry in data]
     listing: dict[str, Any] = {"object": "list", "data": data}
-    devices = _devices(rt)
+    devices = _devices(snap)
     if devices:  # Corral's own, beside the list: what each GPU holds now
         listing["devices"] = devices
     if rt.settings.single_model and len(models) == 1:

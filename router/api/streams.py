@@ -28,12 +28,13 @@ from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
+from corral.http.worker_routes import STREAM_LOOKUP, STREAM_REPLAY, STREAM_STOP
 from router.api.runtime import RouterRuntime, runtime
 from router.relay.conversations import Claim, session_key, stop_reason
 from router.relay.peer_proxy import forward_to_peer
 from router.relay.peers import PeerRoute
 from router.relay.proxy import WorkerStopping, relay
-from router.security.api_keys import uncounted
+from router.security.api_keys import relay_opt
 from router.security.callers import caller_id
 from router.workers.model_state import Status
 from router.workers.worker_http import UpstreamError
@@ -44,6 +45,8 @@ _log = structlog.get_logger("corral.streams")
 # Lookups and stops are small questions to a local worker: a slow one is skipped, not waited on.
 _QUICK_SECONDS = 1.0
 AnyRequest = Request[Any, Any, Any]
+# The worker's paths for a conversation's replay or stop, and for the lookup.
+_STREAM, _LOOKUP = STREAM_REPLAY.paths[0].encode(), STREAM_LOOKUP.paths[0].encode()
 Exchange = Callable[[str, bytes, bytes | None], Awaitable[tuple[int, bytes]]]
 
 
@@ -69,7 +72,7 @@ def _stream_target(request: AnyRequest, claim: Claim) -> bytes:
     """The replay's own path and query, with the id its worker (or peer) knows the session by."""
     pairs = parse_qsl(request.scope["query_string"].decode("latin-1"), keep_blank_values=True)
     query = [(k, v) for k, v in pairs if k != "conv_id"]
-    return b"/v1/stream?" + urlencode([("conv_id", claim.session_key), *query]).encode()
+    return _STREAM + b"?" + urlencode([("conv_id", claim.session_key), *query]).encode()
 
 
 def _own_sessions(answer: list[Any], caller: str | None) -> list[Any]:
@@ -98,7 +101,7 @@ def _exchange(rt: RouterRuntime, model: str) -> Exchange | None:
     return client.exchange
 
 
-@get("/v1/stream", opt=uncounted())
+@get(STREAM_REPLAY.paths, opt=relay_opt(STREAM_REPLAY))
 async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> ASGIResponse:
     rt = runtime(request)
     claim = rt.conversations.find(caller_id(request.scope), _conversation(conv_id))
@@ -124,7 +127,7 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
         raise ApiError(404, f"Stream not found: {stop_reason(state)}") from None
 
 
-@post("/v1/streams/lookup", status_code=200, opt=uncounted())
+@post(STREAM_LOOKUP.paths, status_code=200, opt=relay_opt(STREAM_LOOKUP))
 async def lookup(request: AnyRequest) -> list[Any]:
     rt = runtime(request)
     caller = caller_id(request.scope)
@@ -137,7 +140,7 @@ async def lookup(request: AnyRequest) -> list[Any]:
         question = msgspec.json.encode({"conversation_ids": keys})
         try:
             with anyio.fail_after(_QUICK_SECONDS):
-                status, answer = await exchange("POST", b"/v1/streams/lookup", question)
+                status, answer = await exchange("POST", _LOOKUP, question)
         except (UpstreamError, TimeoutError) as exc:
             _log.warning("stream lookup failed", model=model, error=str(exc))
             return
@@ -152,7 +155,7 @@ async def lookup(request: AnyRequest) -> list[Any]:
     return found
 
 
-@delete("/v1/stream", status_code=204, opt=uncounted())
+@delete(STREAM_STOP.paths, status_code=204, opt=relay_opt(STREAM_STOP))
 async def stop(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> Response[None]:
     """204 whether or not the caller had such a session (idempotent): another key's stream is
     neither stopped nor told apart from one that never was."""
@@ -164,7 +167,7 @@ async def stop(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> Re
     rt.conversations.forget(caller, conversation)
     if exchange is not None:
         key = session_key(caller, conversation)
-        target = b"/v1/stream?" + urlencode({"conv_id": key}).encode()
+        target = _STREAM + b"?" + urlencode({"conv_id": key}).encode()
         try:
             with anyio.fail_after(_QUICK_SECONDS):
                 await exchange("DELETE", target, None)

@@ -13,13 +13,14 @@ import functools
 import hashlib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from corral.hub.gguf_header import Scalar, read_gguf_layout, read_gguf_metadata
 from router.catalogue.catalogue import CatalogueEntry
 
-__all__ = ["ModelDetails", "declares_pooling", "human_parameters", "model_details"]
+__all__ = ["ModelDetails", "human_parameters", "model_details", "model_header"]
 
 # llama.cpp's ``general.file_type`` (enum llama_ftype) by number, as Ollama names them.
 _FILE_TYPES = {
@@ -62,23 +63,23 @@ def model_details(entry: CatalogueEntry) -> ModelDetails:
     return _details(entry.path, stat.st_size, stat.st_mtime_ns, size)
 
 
-def declares_pooling(path: Path) -> bool:
-    """Whether the GGUF declares a pooling type (``<arch>.pooling_type``): an embedding model,
-    whose worker runs with ``--embeddings`` unless its options say otherwise."""
+def model_header(path: Path) -> Mapping[str, Scalar]:
+    """A GGUF's header scalars before its vocabulary, read once per version of the file (a
+    listing, the KV cache estimate of every scheduling decision and the embedding test ask
+    often); empty when it cannot be read (the file check says why)."""
     try:
         stat = path.stat()
     except OSError:
-        return False  # the worker's start says what is wrong with the file
-    return _pooling(path, stat.st_size, stat.st_mtime_ns)
+        return {}  # the worker's start says what is wrong with the file
+    return _header(path, stat.st_size, stat.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=256)
-def _pooling(path: Path, size: int, mtime_ns: int) -> bool:
+def _header(path: Path, size: int, mtime_ns: int) -> Mapping[str, Scalar]:
     try:
-        metadata = read_gguf_metadata(path, stop_at="tokenizer.")  # before the vocabulary
-    except Exception:  # a bad header must not stop a start or a reload
-        return False  # the file check says what is wrong (router/catalogue/file_check.py)
-    return f"{metadata.get('general.architecture')}.pooling_type" in metadata
+        return read_gguf_metadata(path, stop_at="tokenizer.")  # before the vocabulary
+    except Exception:  # a bad header must not stop a start, a reload or a schedule
+        return {}
 
 
 def _size(path: Path) -> int:

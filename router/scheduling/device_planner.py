@@ -25,13 +25,14 @@ GPUs):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import structlog
 
 from corral.hub.sizes import files_size
 from corral.options.model_options import ModelOptions
 from router.catalogue.catalogue import CatalogueEntry
+from router.scheduling.device_snapshot import DeviceSnapshot, Estimate
 from router.workers.devices import Device, DeviceInventory
 from router.workers.memory_budget import kv_cache_bytes
 from router.workers.model_state import ModelState, Status
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_FIT_CTX",
     "DEFAULT_FIT_TARGET_MIB",
     "DevicePlanner",
+    "DeviceSnapshot",
     "choose_devices",
     "gguf_estimate",
 ]
@@ -50,9 +52,6 @@ MIB = 1 << 20
 # llama.cpp's --fit-target and --fit-ctx defaults (common/arg.cpp), from the option table.
 DEFAULT_FIT_TARGET_MIB = int(ModelOptions().items("fit-target")[0])
 DEFAULT_FIT_CTX = ModelOptions().integer("fit-ctx")
-
-# What a model takes on the GPUs at a context (None: its own), before it was ever measured.
-Estimate = Callable[[CatalogueEntry, int | None], int]
 
 
 def gguf_estimate(entry: CatalogueEntry, ctx: int | None) -> int:
@@ -132,39 +131,47 @@ class DevicePlanner:
         self._models_max = models_max
         self._estimate = estimate
 
+    def snapshot(self) -> DeviceSnapshot:
+        """What one decision reads of the GPUs, once (router/scheduling/device_snapshot.py).
+        Every method takes one; without it, it reads its own."""
+        return DeviceSnapshot(self.inventory, self._estimate)
+
     # --- what models take ------------------------------------------------------------------------
 
-    def need(self, state: ModelState) -> int:
+    def need(self, state: ModelState, snap: DeviceSnapshot | None = None) -> int:
         """Bytes the model takes on the GPUs once loaded: measured before, else estimated."""
-        return state.gpu_peak or self._estimate(state.entry, None)
+        return state.gpu_peak or (snap or self.snapshot()).estimate(state.entry, None)
 
-    def admit(self, state: ModelState) -> int:
+    def admit(self, state: ModelState, snap: DeviceSnapshot | None = None) -> int:
         """Bytes it must find free to load: with its context left to llama.cpp's fit (``ctx-size``
         unset, fit on), what it needs at ``--fit-ctx``; the fit shrinks it to what it is given."""
+        snap = snap or self.snapshot()
         options = state.entry.model_options
         if "ctx-size" in options or not options.flag("fit"):
-            return self.need(state)
-        return min(self.need(state), self.least_need(state.entry))
+            return self.need(state, snap)
+        return min(self.need(state, snap), self.least_need(state.entry, snap))
 
-    def least_need(self, entry: CatalogueEntry) -> int:
+    def least_need(self, entry: CatalogueEntry, snap: DeviceSnapshot | None = None) -> int:
         """What it takes at ``--fit-ctx`` (its own context if it set one)."""
+        snap = snap or self.snapshot()
         if _option(entry, "ctx-size") is not None:
-            return self._estimate(entry, None)
-        return self._estimate(entry, entry.model_options.integer("fit-ctx"))
+            return snap.estimate(entry, None)
+        return snap.estimate(entry, entry.model_options.integer("fit-ctx"))
 
-    def in_use(self, state: ModelState) -> dict[str, int]:
+    def in_use(self, state: ModelState, snap: DeviceSnapshot | None = None) -> dict[str, int]:
         """Bytes per GPU a running model's worker holds now: as the driver counts its process
         (its CUDA context included), else as the worker reported once loaded, nothing while it
         sleeps (its weights and KV cache are freed; the margin covers its CUDA context)."""
         process = state.process
-        driver = self.inventory.process_memory().get(process.pid) if process is not None else None
+        snap = snap or self.snapshot()
+        driver = snap.process_memory(process.pid) if process is not None else None
         if driver:
             return driver
         return {} if state.status is Status.SLEEPING else state.gpu_bytes
 
-    def held(self, state: ModelState) -> dict[str, int]:
+    def held(self, state: ModelState, snap: DeviceSnapshot | None = None) -> dict[str, int]:
         """Bytes per GPU a running model holds, or will once its load is done."""
-        used = self.in_use(state)
+        used = self.in_use(state, snap)
         placement = state.placement
         if state.gpu_bytes or placement is None or not placement.devices:
             return used
@@ -181,18 +188,20 @@ class DevicePlanner:
         staying: Iterable[ModelState],
         running: Iterable[ModelState],
         margins: Sequence[int] = (DEFAULT_FIT_TARGET_MIB,),
+        snap: DeviceSnapshot | None = None,
     ) -> dict[str, int]:
         """Bytes each device has for a newcomer, ``margins`` (MiB) kept (may be negative)."""
+        snap = snap or self.snapshot()
         reported: dict[str, int] = {}
         for state in running:  # the driver's "used" counts them: they are not someone else's
-            for name, used in self.in_use(state).items():
+            for name, used in self.in_use(state, snap).items():
                 reported[name] = reported.get(name, 0) + used
         rooms = {}
         for index, device in enumerate(devices):
             others = max(device.used - reported.get(device.name, 0), 0)
             rooms[device.name] = device.total - others - _margin(margins, index)
         for state in staying:
-            for name, held in self.held(state).items():
+            for name, held in self.held(state, snap).items():
                 if name in rooms:
                     rooms[name] -= held
         return rooms
@@ -204,27 +213,30 @@ class DevicePlanner:
         staying: Sequence[ModelState],
         coming: Sequence[ModelState],
         running: Iterable[ModelState],
+        snap: DeviceSnapshot | None = None,
     ) -> bool:
         """Whether ``coming`` fit on the GPUs next to ``staying`` (alone, anything does)."""
-        return not self.victim_devices(staying, coming, running)
+        return not self.victim_devices(staying, coming, running, snap)
 
     def victim_devices(
         self,
         staying: Sequence[ModelState],
         coming: Sequence[ModelState],
         running: Iterable[ModelState],
+        snap: DeviceSnapshot | None = None,
     ) -> set[str]:
         """The devices where idle models must make room for ``coming``; empty: they fit."""
-        devices = self.inventory.devices()
+        snap = snap or self.snapshot()
+        devices = snap.devices
         if not devices:
             return set()
         gpu_coming = [state for state in coming if on_gpu(state.entry)]
         if not gpu_coming:
             return set()
-        rooms = self.rooms(devices, staying, running, _margins(gpu_coming[0].entry))
-        occupied = any(self.held(state) for state in staying)
+        rooms = self.rooms(devices, staying, running, _margins(gpu_coming[0].entry), snap)
+        occupied = any(self.held(state, snap) for state in staying)
         for state in gpu_coming:
-            need, pinned = self.admit(state), _pinned(state.entry, rooms)
+            need, pinned = self.admit(state, snap), _pinned(state.entry, rooms)
             chosen = choose_devices(need, rooms, pinned)
             if chosen is None:
                 if occupied:  # the device closest to fitting it, or the ones it is pinned to
@@ -236,17 +248,22 @@ class DevicePlanner:
         return set()
 
     def place(
-        self, state: ModelState, staying: Sequence[ModelState], models: Iterable[ModelState]
+        self,
+        state: ModelState,
+        staying: Sequence[ModelState],
+        models: Iterable[ModelState],
+        snap: DeviceSnapshot | None = None,
     ) -> Placement:
         """Where ``state`` loads now, next to ``staying``; ``models``: every catalogue model."""
-        devices = self.inventory.devices()
+        snap = snap or self.snapshot()
+        devices = snap.devices
         if not devices or not on_gpu(state.entry):
             return Placement()
         models = list(models)
         running = [other for other in models if other.running]
         margins = _margins(state.entry)
-        rooms = self.rooms(devices, staying, running, margins)
-        need, pinned = self.admit(state), _pinned(state.entry, rooms)
+        rooms = self.rooms(devices, staying, running, margins, snap)
+        need, pinned = self.admit(state, snap), _pinned(state.entry, rooms)
         chosen = choose_devices(need, rooms, pinned)
         if chosen is None:
             chosen = pinned or tuple(rooms)
@@ -259,35 +276,40 @@ class DevicePlanner:
             return Placement(chosen, fits=False, needed=need, pinned=bool(pinned))
         if _option(state.entry, "ctx-size") is not None:  # the user's context: fit keeps it
             return Placement(chosen, needed=need, pinned=bool(pinned))
-        targets, share = self._shares(state, chosen, devices, rooms, staying, models, margins)
-        needed = min(self.need(state), share)  # the fit shrinks its context to the share
+        targets, share = self._shares(state, chosen, rooms, staying, models, margins, snap)
+        needed = min(self.need(state, snap), share)  # the fit shrinks its context to the share
         return Placement(chosen, targets, needed=needed, pinned=bool(pinned))
 
     def _shares(
         self,
         state: ModelState,
         chosen: tuple[str, ...],
-        devices: Sequence[Device],
         rooms: Mapping[str, int],
         staying: Sequence[ModelState],
         models: Sequence[ModelState],
         margins: Sequence[int],
+        snap: DeviceSnapshot,
     ) -> tuple[tuple[int, ...], int]:
         """The ``--fit-target`` (MiB per chosen device) that leaves room for the models to come,
         and the bytes that leaves the model (its share)."""
         gpu_models = [m for m in models if on_gpu(m.entry)]
         kept = len(gpu_models) if self._models_max <= 0 else min(self._models_max, len(gpu_models))
-        on_gpus = sum(1 for other in staying if self.held(other))
+        devices = snap.devices
+        on_gpus = sum(1 for other in staying if self.held(other, snap))
         to_come = max(kept - on_gpus - 1, 0)
         # The others spread over the GPUs: this model's devices keep room for their part of them.
         here = math.ceil(to_come * len(chosen) / len(devices))
         waiting = sorted(
-            (self.least_need(m.entry) for m in gpu_models if not m.running and m is not state),
+            (
+                self.least_need(m.entry, snap)
+                for m in gpu_models
+                if not m.running and m is not state
+            ),
             reverse=True,
         )
         reserve = sum(waiting[:here])
         room = sum(max(rooms[name], 0) for name in chosen)
-        share = max(self.least_need(state.entry), min(room - reserve, room // (here + 1)))
+        share = max(self.least_need(state.entry, snap), min(room - reserve, room // (here + 1)))
         leave = max(room - share, 0)
         index = {device.name: i for i, device in enumerate(devices)}
         targets = tuple(

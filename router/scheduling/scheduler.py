@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import anyio
 import structlog
 
-from router.scheduling.device_planner import DevicePlanner
+from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.workers.errors import (
     AlreadyRunning,
@@ -156,8 +156,9 @@ class Scheduler:
         oom = state.out_of_memory
         if oom is None or state.failures != 1:
             return False
+        snap = self._snapshot()
         for victim in self._idle_models():
-            if self.devices is not None and oom.device in self.devices.held(victim):
+            if self.devices is not None and oom.device in self.devices.held(victim, snap):
                 _log.info("evicting idle model for memory", model=victim.name, device=oom.device)
                 self.evictions += 1
                 self._pool.request_stop(victim)
@@ -210,7 +211,17 @@ class Scheduler:
         self._pool.changed.notify()
         self.tick()
 
-    def _short_of(self, staying: list[ModelState], coming: list[ModelState]) -> set[str] | None:
+    def _snapshot(self) -> DeviceSnapshot | None:
+        """What one decision reads of the GPUs, read once and passed down to every question
+        it asks (router/scheduling/device_snapshot.py); None without a device planner."""
+        return self.devices.snapshot() if self.devices is not None else None
+
+    def _short_of(
+        self,
+        staying: list[ModelState],
+        coming: list[ModelState],
+        snap: DeviceSnapshot | None = None,
+    ) -> set[str] | None:
         """None when ``coming`` may run next to ``staying`` (by count, host memory and GPU
         memory); else the GPUs that need room (empty: any idle model may make it)."""
         if 0 < self._models_max < len(staying) + len(coming):
@@ -222,7 +233,7 @@ class Scheduler:
                 return set()
         if self.devices is not None:
             running = [state for state in self._pool.models.values() if state.running]
-            short = self.devices.victim_devices(staying, coming, running)
+            short = self.devices.victim_devices(staying, coming, running, snap)
             if short:
                 return short
         return None
@@ -233,12 +244,12 @@ class Scheduler:
             self._pool.note_memory(state, self.memory.measure(state))
 
     def _has_room(self, state: ModelState) -> bool:
-        return self._room_short(state) is None
+        return self._room_short(state, self._snapshot()) is None
 
-    def _room_short(self, state: ModelState) -> set[str] | None:
+    def _room_short(self, state: ModelState, snap: DeviceSnapshot | None) -> set[str] | None:
         # Stopping models still count: their processes have not exited yet.
         running = [other for other in self._pool.models.values() if other.running]
-        return self._short_of(running, [state])
+        return self._short_of(running, [state], snap)
 
     def _try_claim(self, entry: _Entry, state: ModelState) -> bool:
         # A held model (a removal is deleting its files, router.workers.load_holds) waits for
@@ -262,15 +273,18 @@ class Scheduler:
             and state.entry.name not in wanted
         ]
 
-    def pick_victim(self, on: set[str] | None = None) -> ModelState | None:
+    def pick_victim(
+        self, on: set[str] | None = None, snap: DeviceSnapshot | None = None
+    ) -> ModelState | None:
         """The least recently used model that may be stopped to make room, if any.
 
-        ``on``: room is needed on these GPUs, so only a model that holds memory there will do.
+        ``on``: room is needed on these GPUs, so only a model that holds memory there will do;
+        ``snap``: the GPUs as the decision that asks read them.
         """
         candidates = self._idle_models()
         if on and self.devices is not None:
-            planner = self.devices
-            candidates = [state for state in candidates if on & planner.held(state).keys()]
+            planner, snap = self.devices, snap or self._snapshot()
+            candidates = [state for state in candidates if on & planner.held(state, snap).keys()]
         return min(candidates, key=lambda state: state.last_used, default=None)
 
     def tick(self) -> None:
@@ -286,10 +300,12 @@ class Scheduler:
         ]
         if not coming:
             return
-        # Stopping models count as gone: their room is already on its way.
+        # Stopping models count as gone: their room is already on its way. One reading of the
+        # GPUs for the whole decision: a victim's memory is freed only once its process exits.
         staying = [s for s in models.values() if s.running and not s.stop_requested]
-        while (short := self._short_of(staying, coming)) is not None:
-            victim = self.pick_victim(short)
+        snap = self._snapshot()
+        while (short := self._short_of(staying, coming, snap)) is not None:
+            victim = self.pick_victim(short, snap)
             if victim is None:
                 return  # everything is busy: a finishing request ticks again
             _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
@@ -304,8 +320,9 @@ class Scheduler:
             raise AlreadyRunning(name)
         if self._pool.holds.held(state.name):
             raise LoadsHeld(name)
-        while (short := self._room_short(state)) is not None:
-            victim = self.pick_victim(short)
+        # A decision per victim: each waits for the last one's exit, then reads the GPUs again.
+        while (short := self._room_short(state, snap := self._snapshot())) is not None:
+            victim = self.pick_victim(short, snap)
             if victim is None:
                 raise NoRoom(name)
             self.evictions += 1

@@ -22,6 +22,8 @@ from urllib.parse import parse_qsl
 
 from litestar.types import Scope
 
+from corral.http.worker_routes import WorkerRoute
+
 __all__ = [
     "ADMIN_OPT",
     "UNCOUNTED_OPT",
@@ -35,6 +37,7 @@ __all__ = [
     "needs_admin",
     "parse_key_line",
     "parse_list",
+    "relay_opt",
     "uncounted",
 ]
 
@@ -178,6 +181,12 @@ def uncounted() -> dict[str, Any]:
     POST, for as long as it runs (docs/operations.md); its key must still be able to replay it
     or stop it while it does."""
     return {UNCOUNTED_OPT: True}
+
+
+def relay_opt(route: WorkerRoute) -> dict[str, Any]:
+    """The ``opt`` of the router's route for a worker's: management and counting as the one
+    route list says (corral/http/worker_routes.py), so the worker's own check agrees."""
+    return {**(admin_only() if route.admin else {}), **({} if route.counted else uncounted())}
 
 
 def is_uncounted(scope: Scope) -> bool:

@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
-from corral.hub.gguf_header import read_gguf_metadata
 from corral.hub.sizes import files_size
 from corral.options.kv_layout import kv_bytes, kv_layout, kv_shape
 from router.catalogue.catalogue import CatalogueEntry
+from router.catalogue.model_details import model_header
 from router.workers.model_state import ModelState, Status
 
 __all__ = [
@@ -68,7 +68,7 @@ def kv_cache_bytes(entry: CatalogueEntry, ctx: int | None = None) -> int:
     ``ctx``: for this many tokens instead of its ``ctx-size`` (or trained context when unset).
     """
     try:
-        shape = kv_shape(read_gguf_metadata(entry.path, stop_at="tokenizer."))
+        shape = kv_shape(model_header(entry.path))  # read once per file version
         if shape is None:
             return 0
         return kv_bytes(shape, kv_layout(entry.model_options), ctx)

@@ -26,8 +26,8 @@ from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_FAILED, StateMessage
 from corral.children.worker_key import WORKER_KEY_ENV, new_worker_key
 from corral.http.cors import NO_CORS
+from router.catalogue.capabilities import declares_pooling
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
-from router.catalogue.model_details import declares_pooling
 from router.observe.events import EventBus
 from router.observe.topics import Topic
 from router.workers.broadcast import Broadcast

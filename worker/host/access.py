@@ -29,13 +29,14 @@ from corral.http.errors import json_response
 from corral.http.hosts import host_check, listens_on_loopback_only
 from corral.http.key_check import KeyDigests, invalid_key_error, presented_keys
 from corral.http.origins import OriginCheck
+from corral.http.worker_routes import management_prefixes, public_paths
 
 __all__ = ["with_access_rules"]
 
-_PUBLIC_PATHS: Final = frozenset(("/health", "/v1/health"))
-# What the router marks admin-only among a worker's routes (router/api/inference.py, lora.py):
+_PUBLIC_PATHS: Final = public_paths()
+# What the router marks admin-only among a worker's routes (corral/http/worker_routes.py):
 # slot save/restore/erase write and read files, LoRA scales change every caller's answers.
-_MANAGEMENT_POSTS: Final = ("/slots/", "/lora-adapters")
+_MANAGEMENT_POSTS: Final = management_prefixes("POST")
 
 
 def _is_management(scope: Scope) -> bool:

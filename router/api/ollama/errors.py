@@ -1,32 +1,26 @@
-"""Ollama's errors: ``{"error": "…"}`` with the status, on every ``/api/*`` route."""
+"""Ollama's errors: ``{"error": "…"}`` with the status, on every ``/api/*`` route.
+
+Which status and message an exception answers with is the core's triage
+(:func:`corral.http.errors.triage`); this module only gives it Ollama's shape.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-import structlog
 from litestar import Request, Response
-from litestar.exceptions import HTTPException, ValidationException
 from litestar.types import ExceptionHandlersMap
 
-from corral.http.errors import ApiError
+from corral.http.errors import triage
 
 __all__ = ["ollama_exception_handlers"]
 
-_log = structlog.get_logger("corral.ollama")
-
 
 def _ollama_error(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, str]]:
-    if isinstance(exc, ApiError):
-        status, message, headers = exc.status, exc.message, exc.headers or None
-    elif isinstance(exc, ValidationException):
-        status, message, headers = 400, str(exc.detail), None
-    elif isinstance(exc, HTTPException):
-        status, message, headers = exc.status_code, str(exc.detail), exc.headers
-    else:
-        _log.exception("unhandled error", path=request.url.path)
-        status, message, headers = 500, "internal server error", None
-    return Response({"error": message}, status_code=status, headers=headers)
+    error = triage(request, exc)
+    return Response(
+        {"error": error.message}, status_code=error.status, headers=error.headers or None
+    )
 
 
 # On the /api router: the app's handlers for keys, scopes and limits stay (more specific).

@@ -13,7 +13,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import decode_body, json_response
 from corral.http.streaming import ClosingStreamingResponse
-from router.api.models import gpu_memory
+from router.api.models import device_snapshot, gpu_memory
 from router.api.ollama.errors import ollama_exception_handlers
 from router.api.ollama.generation import answer_chat, answer_embed, answer_generate
 from router.api.ollama.listing import peer_models, running_models, show_model, tagged_models
@@ -60,8 +60,9 @@ async def tags(request: AnyRequest) -> dict[str, Any]:
 @get("/ps")
 async def ps(request: AnyRequest) -> dict[str, Any]:
     rt = runtime(request)
+    snap = device_snapshot(rt)  # one reading of the GPUs for the whole list
     states = [
-        (state, rt.scheduler.expires_in(state), gpu_memory(rt, state))
+        (state, rt.scheduler.expires_in(state), gpu_memory(rt, state, snap))
         for state in rt.pool.models.values()
         if state.running and not state.stop_requested
     ]

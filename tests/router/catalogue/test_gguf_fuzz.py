@@ -23,9 +23,10 @@ import pytest
 from corral.hub.gguf_header import GGUFError, read_gguf_metadata, read_gguf_tensors
 from corral.hub.mmproj_inputs import input_modalities
 from router.api.ollama.listing import show_model
+from router.catalogue.capabilities import declares_pooling
 from router.catalogue.catalogue import CatalogueEntry
 from router.catalogue.file_check import entry_problem
-from router.catalogue.model_details import declares_pooling, model_details
+from router.catalogue.model_details import model_details
 from router.workers.memory_budget import kv_cache_bytes
 from router.workers.pool import worker_argv
 from tests.support.gguf_mutations import Field, header_fields, mutated

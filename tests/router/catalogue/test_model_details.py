@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from router.catalogue.catalogue import CatalogueEntry
-from router.catalogue.model_details import human_parameters, model_details
+from router.catalogue.model_details import human_parameters, model_details, model_header
 from tests.support.tiny_gguf import write_tiny_gguf
 
 
@@ -39,3 +40,14 @@ def test_a_file_gone_since_the_listing_reports_what_its_name_says(tmp_path: Path
     model.unlink()
     details = model_details(entry)
     assert (details.family, details.quantization, details.size) == ("", "Q4_K_M", 0)
+
+
+def test_a_header_is_read_again_only_when_its_file_changes(tmp_path: Path) -> None:
+    path = write_tiny_gguf(tmp_path / "m.gguf")
+    first = model_header(path)
+    assert first["general.architecture"] == "llama"
+    assert model_header(path) is first  # kept
+    write_tiny_gguf(path, pooling="mean")  # replaced: another size and time
+    os.utime(path, ns=(1, 1))
+    assert "llama.pooling_type" in model_header(path)
+    assert model_header(tmp_path / "gone.gguf") == {}

@@ -26,6 +26,7 @@ from litestar import post
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import decode_body, json_response
+from corral.http.worker_routes import COUNT_TOKENS, MESSAGES
 from worker.api.anthropic.protocol import CountTokensRequest, MessagesRequest
 from worker.api.anthropic.shapes import MessagesShape
 from worker.api.anthropic.translate import to_chat_request
@@ -35,13 +36,13 @@ from worker.state import AnyRequest
 __all__ = ["anthropic_routes"]
 
 
-@post("/v1/messages", status_code=200)
+@post(MESSAGES.paths, status_code=200)
 async def messages(request: AnyRequest) -> ASGIResponse:
     body = decode_body(await request.body(), MessagesRequest)
     return await run_chat(request, to_chat_request(body), MessagesShape)
 
 
-@post("/v1/messages/count_tokens", status_code=200)
+@post(COUNT_TOKENS.paths, status_code=200)
 async def count_tokens(request: AnyRequest) -> ASGIResponse:
     body = decode_body(await request.body(), CountTokensRequest)
     return json_response(

@@ -8,6 +8,7 @@ from litestar import post
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import decode_body
+from corral.http.worker_routes import CHAT, CHAT_INPUT_TOKENS
 from worker.api.chat.shapes import ChatShape
 from worker.chat.pipeline import count_prompt_tokens, run_chat
 from worker.chat.request import ChatRequest
@@ -16,12 +17,12 @@ from worker.state import AnyRequest
 __all__ = ["chat_routes"]
 
 
-@post(["/v1/chat/completions", "/chat/completions"], status_code=200)
+@post(CHAT.paths, status_code=200)
 async def chat_completions(request: AnyRequest) -> ASGIResponse:
     return await run_chat(request, decode_body(await request.body(), ChatRequest), ChatShape)
 
 
-@post(["/v1/chat/completions/input_tokens", "/chat/completions/input_tokens"], status_code=200)
+@post(CHAT_INPUT_TOKENS.paths, status_code=200)
 async def chat_input_tokens(request: AnyRequest) -> dict[str, Any]:
     """How many prompt tokens the chat would take, as llama-server counts them."""
     body = decode_body(await request.body(), ChatRequest)

@@ -6,6 +6,7 @@ from litestar import post
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
+from corral.http.worker_routes import COMPLETION, COMPLETIONS, INFILL
 from worker.answer.answer_context import AnswerContext, RenderedPrompt
 from worker.answer.generation_request import (
     body_grammar,
@@ -34,7 +35,7 @@ def _n_parallel(model: LoadedModel) -> int:
     return len(model.batcher.slots)
 
 
-@post("/v1/completions", status_code=200)
+@post(COMPLETIONS.paths, status_code=200)
 async def completions(request: AnyRequest) -> ASGIResponse:
     engine, model = loaded(request)
     body = decode_body(await request.body(), CompletionRequest)
@@ -55,7 +56,7 @@ async def completions(request: AnyRequest) -> ASGIResponse:
 
 # llama-server serves the unprefixed plural with its native handler too (server.cpp): only
 # /v1/completions answers in OpenAI's shape.
-@post(["/completion", "/completions"], status_code=200)
+@post(COMPLETION.paths, status_code=200)
 async def native_completion(request: AnyRequest) -> ASGIResponse:
     engine, model = loaded(request)
     body = decode_body(await request.body(), NativeCompletionRequest)
@@ -94,7 +95,7 @@ async def native_completion(request: AnyRequest) -> ASGIResponse:
     )
 
 
-@post("/infill", status_code=200)
+@post(INFILL.paths, status_code=200)
 async def infill(request: AnyRequest) -> ASGIResponse:
     engine, model = loaded(request)
     body = decode_body(await request.body(), InfillRequest)

@@ -13,6 +13,7 @@ import msgspec
 from litestar import post
 
 from corral.http.errors import ApiError, decode_body
+from corral.http.worker_routes import RERANK
 from worker.api.embeddings.protocol import RerankRequest
 from worker.engine.engine import Engine
 from worker.engine.model import LoadedModel
@@ -62,7 +63,7 @@ async def _scores(
         raise ApiError(400, str(exc)) from None
 
 
-@post(["/rerank", "/v1/rerank", "/reranking", "/v1/reranking"], status_code=200)
+@post(RERANK.paths, status_code=200)
 async def rerank(request: AnyRequest) -> dict[str, Any] | list[dict[str, Any]]:
     engine, model = loaded(request)
     if not (model.settings.embeddings and model.settings.pooling == "rank"):

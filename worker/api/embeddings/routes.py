@@ -16,6 +16,7 @@ import msgspec
 from litestar import post
 
 from corral.http.errors import ApiError, decode_body
+from corral.http.worker_routes import EMBEDDING, EMBEDDINGS
 from worker.api.embeddings.protocol import EmbeddingRequest, Input
 from worker.engine.embedding_context import normalized
 from worker.engine.engine import Engine
@@ -100,12 +101,12 @@ async def _answer(request: AnyRequest, openai_shape: bool) -> Any:
     }
 
 
-@post("/v1/embeddings", status_code=200)
+@post(EMBEDDINGS.paths, status_code=200)
 async def openai_embeddings(request: AnyRequest) -> Any:
     return await _answer(request, openai_shape=True)
 
 
-@post(["/embedding", "/embeddings"], status_code=200)
+@post(EMBEDDING.paths, status_code=200)
 async def native_embedding(request: AnyRequest) -> Any:
     return await _answer(request, openai_shape=False)
 

@@ -7,20 +7,21 @@ from typing import Any
 from litestar import get, post
 
 from corral.http.errors import ApiError, decode_body
+from corral.http.worker_routes import LORA_ADAPTERS, SET_LORA_ADAPTERS
 from worker.engine.lora_adapters import LoraChoice
 from worker.state import AnyRequest, loaded
 
 __all__ = ["lora_routes"]
 
 
-@get("/lora-adapters")
+@get(LORA_ADAPTERS.paths)
 async def list_adapters(request: AnyRequest) -> list[dict[str, Any]]:
     engine, model = loaded(request)
     # A read: a sleeping model answers from what it had loaded, without waking.
     return await engine.call(model.adapters.describe, needs_model=False)
 
 
-@post("/lora-adapters", status_code=200)
+@post(SET_LORA_ADAPTERS.paths, status_code=200)
 async def set_adapters(request: AnyRequest) -> dict[str, bool]:
     """The listed scales for every request without its own ``lora``; 0 for the others."""
     engine, model = loaded(request)

@@ -9,6 +9,15 @@ from litestar import get, post
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
+from corral.http.worker_routes import (
+    APPLY_TEMPLATE,
+    DETOKENIZE,
+    HEALTH,
+    METRICS,
+    MODELS,
+    PROPS,
+    TOKENIZE,
+)
 from worker.api.model_info.prometheus_metrics import ScrapeWindow, render_metrics
 from worker.api.model_info.props import props_body
 from worker.api.model_info.protocol import ApplyTemplateRequest, DetokenizeRequest, TokenizeRequest
@@ -18,7 +27,7 @@ from worker.templates import TemplateRenderError
 __all__ = ["model_info_routes"]
 
 
-@post("/tokenize", status_code=200)
+@post(TOKENIZE.paths, status_code=200)
 async def tokenize(request: AnyRequest) -> dict[str, Any]:
     engine, model = loaded(request)
     body = decode_body(await request.body(), TokenizeRequest)
@@ -42,7 +51,7 @@ async def tokenize(request: AnyRequest) -> dict[str, Any]:
     return await engine.call(run)
 
 
-@post("/detokenize", status_code=200)
+@post(DETOKENIZE.paths, status_code=200)
 async def detokenize(request: AnyRequest) -> dict[str, Any]:
     engine, model = loaded(request)
     body = decode_body(await request.body(), DetokenizeRequest)
@@ -52,7 +61,7 @@ async def detokenize(request: AnyRequest) -> dict[str, Any]:
         raise ApiError(400, str(exc)) from None
 
 
-@post("/apply-template", status_code=200)
+@post(APPLY_TEMPLATE.paths, status_code=200)
 async def apply_template(request: AnyRequest) -> dict[str, str]:
     """The prompt a chat request would be turned into, without generating."""
     engine, model = loaded(request)
@@ -69,7 +78,7 @@ async def apply_template(request: AnyRequest) -> dict[str, str]:
     return {"prompt": prompt}
 
 
-@get("/metrics")
+@get(METRICS.paths)
 async def metrics(request: AnyRequest) -> ASGIResponse:
     state: WorkerState = request.app.state.worker
     engine, model = loaded(request)
@@ -87,7 +96,7 @@ async def metrics(request: AnyRequest) -> ASGIResponse:
     )
 
 
-@get(["/health", "/v1/health"])  # both, as llama-server
+@get(HEALTH.paths)  # both, as llama-server
 async def health(request: AnyRequest) -> dict[str, Any]:
     engine, _ = loaded(request)
     # Answered by the event loop, so a frozen process fails it by not answering; a wedged
@@ -95,13 +104,13 @@ async def health(request: AnyRequest) -> dict[str, Any]:
     return {"status": "ok", "engine_busy_seconds": round(engine.busy_seconds(), 3)}
 
 
-@get("/props")
+@get(PROPS.paths)
 async def props(request: AnyRequest) -> dict[str, Any]:
     _, model = loaded(request)
     return props_body(model)
 
 
-@get(["/v1/models", "/models"])
+@get(MODELS.paths)
 async def models(request: AnyRequest) -> dict[str, Any]:
     state: WorkerState = request.app.state.worker
     _, model = loaded(request)

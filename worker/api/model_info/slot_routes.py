@@ -14,6 +14,7 @@ from litestar import get, post
 from litestar.params import FromQuery
 
 from corral.http.errors import ApiError
+from corral.http.worker_routes import SLOT_ACTION, SLOTS
 from worker.cache.slot_files import erase_slot, restore_slot, save_slot, valid_filename
 from worker.engine.batching import slot_index
 from worker.engine.model import LoadedModel
@@ -75,7 +76,7 @@ def _describe(model: LoadedModel) -> tuple[list[dict[str, Any]], int]:
     return slots, idle
 
 
-@get("/slots")
+@get(SLOTS.paths)
 async def slots(
     request: AnyRequest, fail_on_no_slot: FromQuery[str | None] = None
 ) -> list[dict[str, Any]]:
@@ -103,7 +104,7 @@ def _filename(body: bytes) -> str:
     return name
 
 
-@post("/slots/{id_slot:str}", status_code=200)
+@post(SLOT_ACTION.paths, status_code=200)
 async def slot_action(
     request: AnyRequest, id_slot: str, action: FromQuery[str | None] = None
 ) -> dict[str, Any]:

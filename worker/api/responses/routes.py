@@ -26,6 +26,7 @@ from litestar import post
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import decode_body
+from corral.http.worker_routes import RESPONSES, RESPONSES_INPUT_TOKENS
 from worker.answer.answer_context import AnswerContext
 from worker.answer.response_shape import ResponseShape
 from worker.api.responses.protocol import ResponsesRequest
@@ -38,7 +39,7 @@ from worker.state import AnyRequest
 __all__ = ["responses_routes"]
 
 
-@post(["/v1/responses", "/responses"], status_code=200)
+@post(RESPONSES.paths, status_code=200)
 async def responses(request: AnyRequest) -> ASGIResponse:
     body = decode_body(await request.body(), ResponsesRequest)
     echo = echoed_fields(body)
@@ -49,7 +50,7 @@ async def responses(request: AnyRequest) -> ASGIResponse:
     return await run_chat(request, to_chat_request(body), shape)
 
 
-@post(["/v1/responses/input_tokens", "/responses/input_tokens"], status_code=200)
+@post(RESPONSES_INPUT_TOKENS.paths, status_code=200)
 async def responses_input_tokens(request: AnyRequest) -> dict[str, Any]:
     """How many prompt tokens the response would take, as llama-server counts them."""
     body = decode_body(await request.body(), ResponsesRequest)

@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
 from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
+from corral.http.worker_routes import STREAM_LOOKUP, STREAM_REPLAY, STREAM_STOP
 from worker.answer.sse_pings import with_pings
 from worker.answer.stream_sessions import OffsetLost, StreamSessions
 from worker.api.streams.protocol import LookupRequest
@@ -33,7 +34,7 @@ def _conversation(conv_id: str | None) -> str:
     return conv_id
 
 
-@get("/v1/stream")
+@get(STREAM_REPLAY.paths)
 async def replay(
     request: AnyRequest,
     conv_id: FromQuery[str | None] = None,
@@ -60,14 +61,14 @@ async def replay(
     )
 
 
-@post("/v1/streams/lookup", status_code=200)
+@post(STREAM_LOOKUP.paths, status_code=200)
 async def lookup(request: AnyRequest) -> list[dict[str, object]]:
     body = decode_body(await request.body(), LookupRequest)
     ids = [item for item in body.conversation_ids if isinstance(item, str) and item]
     return _sessions(request).lookup(ids)
 
 
-@delete("/v1/stream", status_code=204)
+@delete(STREAM_STOP.paths, status_code=204)
 async def stop(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> Response[None]:
     _sessions(request).delete(_conversation(conv_id))
     return Response(None, status_code=204)

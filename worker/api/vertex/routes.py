@@ -20,6 +20,7 @@ import msgspec
 from litestar import Litestar, post
 
 from corral.http.errors import ApiError
+from corral.http.worker_routes import PREDICT
 from worker.state import AnyRequest
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def predict_route(environ: Mapping[str, str] = os.environ) -> list[Any]:
     if environ.get("AIP_MODE") != "PREDICTION":
         return []
 
-    @post(environ.get("AIP_PREDICT_ROUTE") or "/predict", status_code=200)
+    @post(environ.get("AIP_PREDICT_ROUTE") or PREDICT.paths, status_code=200)
     async def predict(request: AnyRequest) -> dict[str, Any]:
         try:
             body = msgspec.json.decode(await request.body())

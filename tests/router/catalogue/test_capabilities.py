@@ -1,0 +1,81 @@
+"""One decision of what a model can do, spelled by each listing in its own words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from router.catalogue.capabilities import (
+    Capabilities,
+    capabilities,
+    declares_pooling,
+    is_embedding,
+)
+from router.catalogue.catalogue import CatalogueEntry
+from router.catalogue.model_details import model_details
+from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.tiny_mmproj import write_tiny_audio_mmproj, write_tiny_mmproj
+
+THINKING = "{% if enable_thinking %}<think>{% endif %}{{ messages[0].content }}"
+TOOLS = "{% if tools %}{{ tools | tojson }}{% endif %}{{ messages[0].content }}"
+
+
+def _entry(path: Path, mmproj: Path | None = None) -> CatalogueEntry:
+    return CatalogueEntry(path.stem, path, "models_dir", mmproj=mmproj)
+
+
+def test_an_embedding_model_is_one_in_every_listing(tmp_path: Path) -> None:
+    entry = _entry(write_tiny_gguf(tmp_path / "embed.gguf", pooling="mean"))
+    assert declares_pooling(entry.path)
+    can = capabilities(entry, model_details(entry).metadata)
+    assert can.embedding
+    assert can.ollama_words() == ["embedding"]
+    # Corral's and llama-server's lists never said "embedding": they still do not.
+    assert can.corral_words() == can.llama_server_words() == ["completion"]
+
+
+def test_a_chat_model_s_template_and_tokens_say_the_rest(tmp_path: Path) -> None:
+    thinking = _entry(write_tiny_gguf(tmp_path / "think.gguf", chat_template=THINKING, fim=True))
+    can = capabilities(thinking, model_details(thinking).metadata)
+    assert not declares_pooling(thinking.path)
+    assert can.ollama_words() == ["completion", "insert", "thinking"]
+    tools = _entry(write_tiny_gguf(tmp_path / "tools.gguf", chat_template=TOOLS))
+    assert capabilities(tools, model_details(tools).metadata).ollama_words() == [
+        "completion",
+        "tools",
+    ]
+
+
+def test_a_projector_adds_what_it_reads(tmp_path: Path) -> None:
+    model = write_tiny_gguf(tmp_path / "model.gguf")
+    vision = capabilities(_entry(model, write_tiny_mmproj(tmp_path / "mmproj-v.gguf")))
+    assert vision.corral_words() == ["completion", "multimodal", "vision"]
+    assert vision.llama_server_words() == ["completion", "multimodal"]
+    audio = capabilities(_entry(model, write_tiny_audio_mmproj(tmp_path / "mmproj-a.gguf")))
+    assert audio.inputs == ("text", "audio")
+    assert audio.corral_words() == ["completion", "multimodal", "audio"]
+    # A projector that cannot be read reads nothing, but llama-server's list still says so.
+    broken = _entry(model, tmp_path / "missing-mmproj.gguf")
+    assert capabilities(broken).corral_words() == ["completion"]
+    assert capabilities(broken).llama_server_words() == ["completion", "multimodal"]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "embedding"),
+    [
+        ({"general.architecture": "bert", "bert.pooling_type": 1}, True),
+        ({"general.architecture": "llama", "bert.pooling_type": 1}, False),
+        ({}, False),
+    ],
+)
+def test_an_embedding_model_declares_its_architecture_s_pooling(
+    metadata: dict[str, object], embedding: bool
+) -> None:
+    assert is_embedding(metadata) is embedding
+
+
+def test_without_the_header_only_the_projector_is_read() -> None:
+    can = Capabilities(("text",))
+    assert can.ollama_words() == ["completion"]
+    assert can.corral_words() == ["completion"]
