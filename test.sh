@@ -10,6 +10,13 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ]; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
         || echo "test.sh: could not install chromium; the Web UI tests will not run" >&2
 fi
+# tests/router/api/test_node_clients_e2e.py runs npm client libraries on Node.js 20+: as root,
+# install Debian's Node.js and npm when missing (without them the tests skip, or fail under
+# CI=true; a Node.js older than 20 counts as missing).
+if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; } \
+        || echo "test.sh: could not install Node.js and npm; the npm client tests will not run" >&2
+fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
