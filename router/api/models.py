@@ -14,7 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body, json_response
 from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
-from corral.http.worker_routes import PROPS
+from corral.http.worker_routes import MODEL, PROPS
 from corral.hub.mmproj_inputs import input_modalities
 from corral.hub.sizes import files_size
 from corral.llama_build import corral_version, llama_build_info
@@ -262,7 +262,7 @@ async def list_models(
     return json_response(listing)
 
 
-@get("/v1/models/{model_id:path}")
+@get(MODEL.paths)
 async def retrieve_model(request: AnyRequest, model_id: FromPath[str]) -> ASGIResponse:
     """One model's entry, as listed (OpenAI's and Anthropic's ``models.retrieve``); an alias, or
     a tag spelled in another case, finds its model's."""
