@@ -62,13 +62,8 @@ def flags_in_help(text: str) -> list[str]:
 
 
 def _rpc_server_flags() -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "worker.rpc", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    command = [sys.executable, "-m", "worker.rpc", "--help"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     return flags_in_help(done.stdout)
 
 
