@@ -37,6 +37,7 @@ __all__ = [
     "LORA_ADAPTERS",
     "MESSAGES",
     "METRICS",
+    "MODEL",
     "MODELS",
     "PREDICT",
     "PROPS",
@@ -166,6 +167,12 @@ MODELS = WorkerRoute(
     Relay.WORKER_ONLY,
     "the router lists every model of its catalogue itself (router/api/models.py)",
 )
+MODEL = WorkerRoute(
+    "GET",
+    ["/v1/models/{model_id:path}"],
+    Relay.WORKER_ONLY,
+    "the router answers each model's entry from its own list (router/api/models.py)",
+)
 
 WORKER_ROUTES: tuple[WorkerRoute, ...] = (
     CHAT,
@@ -195,6 +202,7 @@ WORKER_ROUTES: tuple[WorkerRoute, ...] = (
     STREAM_LOOKUP,
     HEALTH,
     MODELS,
+    MODEL,
 )
 
 

@@ -9,15 +9,22 @@ from typing import Any
 import anyio
 import msgspec
 from litestar import Request, get, post
-from litestar.params import FromQuery
+from litestar.params import FromPath, FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body, json_response
 from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
-from corral.http.worker_routes import PROPS
+from corral.http.worker_routes import MODEL, PROPS
 from corral.hub.mmproj_inputs import input_modalities
 from corral.hub.sizes import files_size
 from corral.llama_build import corral_version, llama_build_info
+from corral.suggest import closest
+from router.api.anthropic_models import (
+    PageQuery,
+    anthropic_model,
+    anthropic_page,
+    wants_anthropic,
+)
 from router.api.disclosure import (
     JsonRewrite,
     event_for_inference,
@@ -31,12 +38,13 @@ from router.catalogue.catalogue import CatalogueEntry, CatalogueError
 from router.catalogue.file_check import entry_problem
 from router.catalogue.listing import ListingStatus, ModelListing
 from router.observe.events import ModelEvent
-from router.scheduling.answers import scheduling_answered
+from router.scheduling.answers import api_error, scheduling_answered
 from router.scheduling.device_snapshot import DeviceSnapshot
 from router.security.api_keys import admin_only
 from router.security.callers import is_admin
 from router.single_model import ollama_models
 from router.workers.child_supervisor import EXIT_CANNOT_START
+from router.workers.errors import ModelNotFound
 from router.workers.memory_budget import resident_memory
 from router.workers.model_state import BAD_FILE, ModelState, Status
 
@@ -187,14 +195,11 @@ def _devices(snap: DeviceSnapshot | None) -> list[dict[str, Any]]:
     ]
 
 
-@get(["/models", "/v1/models"], opt=admin_only(when_query="reload"))
-async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None) -> dict[str, Any]:
-    rt = runtime(request)
-    if reload:
-        try:
-            await rt.reloader.reload()
-        except CatalogueError as exc:
-            raise ApiError(500, f"reload failed: {exc}") from None
+async def _listing(
+    rt: RouterRuntime, admin: bool
+) -> tuple[list[ModelListing], DeviceSnapshot | None]:
+    """Every model's entry, sorted by id (an inference key's without paths or command lines),
+    and the GPU reading they were made from."""
     created = int(time.time())
     models = rt.pool.models
     catalogue = rt.pool.catalogue
@@ -220,20 +225,58 @@ async def list_models(request: AnyRequest, reload: FromQuery[str | None] = None)
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
     data.sort(key=lambda entry: entry.id)
-    if not is_admin(request.scope):  # no paths or command lines (router/api/disclosure.py)
+    if not admin:  # no paths or command lines (router/api/disclosure.py)
         data = [listing_for_inference(entry) for entry in data]
+    if rt.settings.single_model and len(models) == 1 and rt.settings.aliases:
+        # As llama-server: every --alias, the id included. Any other name reaches the
+        # model too (single_model_target), the file's own among them.
+        for entry in data:
+            entry.aliases = sorted(set(rt.settings.aliases))
+    return data, snap
+
+
+@get(["/models", "/v1/models"], opt=admin_only(when_query="reload"))
+async def list_models(
+    request: AnyRequest,
+    reload: FromQuery[str | None] = None,
+    limit: FromQuery[int | None] = None,
+    after_id: FromQuery[str | None] = None,
+    before_id: FromQuery[str | None] = None,
+) -> ASGIResponse:
+    rt = runtime(request)
+    if reload:
+        try:
+            await rt.reloader.reload()
+        except CatalogueError as exc:
+            raise ApiError(500, f"reload failed: {exc}") from None
+    data, snap = await _listing(rt, is_admin(request.scope))
+    if wants_anthropic(request.headers):  # Anthropic's SDKs: a page of their entries
+        return json_response(anthropic_page(data, PageQuery(limit, after_id, before_id)))
     listing: dict[str, Any] = {"object": "list", "data": data}
     devices = _devices(snap)
     if devices:  # Corral's own, beside the list: what each GPU holds now
         listing["devices"] = devices
+    models = rt.pool.models
     if rt.settings.single_model and len(models) == 1:
         listing["models"] = ollama_models(next(iter(models.values())).entry)
-        if rt.settings.aliases:
-            # As llama-server: every --alias, the id included. Any other name reaches the
-            # model too (single_model_target), the file's own among them.
-            for entry in data:
-                entry.aliases = sorted(set(rt.settings.aliases))
-    return listing
+    return json_response(listing)
+
+
+@get(MODEL.paths)
+async def retrieve_model(request: AnyRequest, model_id: FromPath[str]) -> ASGIResponse:
+    """One model's entry, as listed (OpenAI's and Anthropic's ``models.retrieve``); an alias, or
+    a tag spelled in another case, finds its model's."""
+    rt = runtime(request)
+    model_id = model_id.removeprefix("/")  # a path parameter keeps its leading slash
+    data, _ = await _listing(rt, is_admin(request.scope))
+    local = rt.pool.catalogue.resolve(model_id)
+    name = local.name if local is not None else model_id
+    entry = next((e for e in data if e.id == name or model_id in e.aliases), None)
+    if entry is None:  # worded as any route's unknown model, with the closest ids
+        raise api_error(ModelNotFound(model_id, tuple(closest(model_id, [e.id for e in data]))))
+    if wants_anthropic(request.headers):
+        return json_response(anthropic_model(entry))
+    return json_response(entry)
 
 
 class ModelRequest(msgspec.Struct):
@@ -315,4 +358,4 @@ async def model_events(request: AnyRequest) -> ASGIResponse:
     )
 
 
-model_routes = [health, props, list_models, load_model, unload_model, model_events]
+model_routes = [health, props, list_models, retrieve_model, load_model, unload_model, model_events]

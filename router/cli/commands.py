@@ -31,7 +31,7 @@ from router.cli.router_client import (
     router_key,
 )
 
-__all__ = ["CACHE_COMMANDS", "run_cache_command"]
+__all__ = ["CACHE_COMMANDS", "cache_command_parsers", "run_cache_command"]
 
 _RUNNING = ("loading", "loaded", "sleeping", "downloading")
 _SERVING = ("loading", "loaded", "sleeping")  # a worker has the file open
@@ -277,8 +277,13 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 CACHE_COMMANDS = frozenset(_HANDLERS)
 
 
+def cache_command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Each cache command's own parser, by name (``corral rm``'s for ``rm``)."""
+    subparsers = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(subparsers.choices)
+
+
 def run_cache_command(command: str, argv: list[str]) -> int:
     # Parsed by the command's own parser, so a mistyped flag is matched against its flags.
-    subparsers = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
-    args = subparsers.choices[command].parse_args(argv)
+    args = cache_command_parsers()[command].parse_args(argv)
     return _HANDLERS[command](args)

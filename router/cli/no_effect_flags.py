@@ -28,7 +28,6 @@ NO_EFFECT_REASONS: dict[str, str] = {
         "CORS is answered as docs/operations.md says: never with credentials",
     ),
     "--no-spec-draft-backend-sampling": _CPU,
-    "--completion-bash": "`corral serve --help` lists every flag",
     "--cpu-strict": _STRICT,
     "--poll": _POLL,
     **dict.fromkeys(("-Cb", "-Crb", "--cpu-strict-batch", "--prio-batch", "--poll-batch"), _BATCH),

@@ -21,6 +21,11 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     # llama-server flags (issue 29).
     "version": ("", "print Corral's and llama.cpp's versions and exit"),
     "cache_list": ("", "list the hub cache's models (as `corral ls`) and exit"),
+    "completion_bash": (
+        "",
+        "print Corral's bash completion script (every command and flag) and exit: redirect it "
+        "into a file that bash sources",
+    ),
     "api_prefix": (
         "LLAMA_ARG_API_PREFIX",
         "serve every route under this path (`/v2`: `/v2/health`, `/v2/v1/models`, the Web UI "

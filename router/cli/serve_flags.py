@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from corral.llama_build import corral_version, llama_build_info
 from corral.options.flags import add_model_flags
 from corral.options.table import parse_bool
 from router.cli.commands import run_cache_command
+from router.cli.completion import bash_completion
 from router.cli.help import SuggestingParser
 from router.cli.list_devices import ListDevices
 from router.cli.no_effect import add_no_effect_flags
@@ -43,6 +45,15 @@ class _PrintAndExit(argparse.Action):
             print(f"corral {corral_version()} (llama.cpp {llama_build_info()})")
             parser.exit(0)
         parser.exit(run_cache_command("ls", []))  # the hub cache's models, as `corral ls`
+
+
+class _CompletionBash(argparse.Action):
+    """``--completion-bash``: print Corral's bash completion script and exit, as llama-server
+    prints its own."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
+        sys.stdout.write(bash_completion(parser))
+        parser.exit(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +85,14 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     # llama-server flags (issue 29).
     _ServeFlag("server", ("--version",), "version", action=_PrintAndExit, nargs=0),
     _ServeFlag("models", ("-cl", "--cache-list"), "cache_list", action=_PrintAndExit, nargs=0),
+    _ServeFlag(
+        "server",
+        ("--completion-bash",),
+        "completion_bash",
+        action=_CompletionBash,
+        nargs=0,
+        reads_variable=False,
+    ),
     _ServeFlag("server", ("--api-prefix",), "api_prefix", ""),
     _ServeFlag("server", ("--path",), "static_path", convert=Path),
     _ServeFlag("server", ("--reuse-port",), "reuse_port", False, action="store_true"),

@@ -14,10 +14,12 @@ empty prompt (Ollama's load, or unload with ``keep_alive: 0``) is refused to it 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
 import msgspec
 from litestar import Request
 from litestar.response.base import ASGIResponse
@@ -36,6 +38,9 @@ from router.api.ollama.protocol import (
 )
 from router.api.ollama.translate import WorkerCall, chat_call, generate_call
 from router.api.runtime import RouterRuntime, runtime
+from router.catalogue.capabilities import capabilities
+from router.catalogue.catalogue import CatalogueEntry
+from router.catalogue.model_details import model_details
 from router.scheduling.answers import scheduling_answered
 from router.security.callers import is_admin
 from router.workers.model_state import ModelState
@@ -71,6 +76,8 @@ async def _generation(
     started = time.perf_counter()
     found = find_served(rt, body.model)
     call = translate(found.name)  # a bad body is refused before any load
+    if found.entry is not None and body.think not in (None, False):
+        await _refuse_thinking(found.entry, body.model)
     chat = isinstance(body, ChatRequest)
     load_seconds: Callable[[], float] = lambda: 0.0  # noqa: E731  (a peer's load is its own)
     if empty:  # Ollama's way to load (or, with keep_alive 0, unload) a model
@@ -93,6 +100,17 @@ async def _generation(
     return await forward_to_model(
         request, found.name, call.body, target=call.target, translation=answer
     )
+
+
+async def _refuse_thinking(entry: CatalogueEntry, name: str) -> None:
+    """As Ollama: ``think`` (true or a level) on a model that cannot think is a 400, loads
+    included, rather than a chat whose thinking never comes. Whether it can is what
+    ``/api/show``'s capabilities say (its header's template, read in a thread); a peer's model
+    is left to its peer."""
+    details = await anyio.to_thread.run_sync(model_details, entry)
+    if not capabilities(entry, details.metadata).thinking:
+        # Ollama's words: the name as the request spelled it, quoted as Go's %q quotes it.
+        raise ApiError(400, f"{json.dumps(name, ensure_ascii=False)} does not support thinking")
 
 
 def _may_load_or_unload(request: AnyRequest) -> None:

@@ -30,6 +30,7 @@ def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     [
         ("GET", "/models", None),
         ("GET", "/v1/models", None),
+        ("GET", "/v1/models/alpha", None),
         ("GET", "/props?model=alpha", None),
         ("POST", "/api/show", {"model": "alpha"}),
         ("GET", "/api/ps", None),

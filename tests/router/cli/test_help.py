@@ -56,6 +56,10 @@ def test_serve_help_groups_every_flag_with_its_meaning_and_default() -> None:
     ("args", "error", "hint"),
     [
         (("serve", "--pott", "1"), "unrecognized arguments: --pott 1", "did you mean --port?"),
+        # A swap of two letters is one typo: --port, not --prio (difflib ties them).
+        (("serve", "--prot", "8080"), "unrecognized arguments: --prot", "did you mean --port?"),
+        (("serve", "--hsot", "0.0.0.0"), "unrecognized arguments: --hsot", "did you mean --host?"),
+        (("serve", "--modles-max", "2"), "unrecognized arguments", "did you mean --models-max?"),
         (("serve", "--ctx-sise", "8"), "unrecognized arguments: --ctx-sise 8", "--ctx-size?"),
         (("pull", "--hf-tokn", "t", "a/b"), "unrecognized arguments: --hf-tokn", "--hf-token?"),
         (("sevre",), "unknown command 'sevre'", "did you mean 'serve'?"),

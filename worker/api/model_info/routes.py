@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 from litestar import get, post
+from litestar.params import FromPath
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
@@ -14,6 +15,7 @@ from corral.http.worker_routes import (
     DETOKENIZE,
     HEALTH,
     METRICS,
+    MODEL,
     MODELS,
     PROPS,
     TOKENIZE,
@@ -110,12 +112,34 @@ async def props(request: AnyRequest) -> dict[str, Any]:
     return props_body(model)
 
 
-@get(MODELS.paths)
-async def models(request: AnyRequest) -> dict[str, Any]:
+def _entry(request: AnyRequest) -> dict[str, Any]:
     state: WorkerState = request.app.state.worker
     _, model = loaded(request)
-    entry = {**model.info(), "created": int(state.started)}
-    return {"object": "list", "data": [entry]}
+    return {**model.info(), "created": int(state.started)}
 
 
-model_info_routes = [tokenize, detokenize, health, props, models, apply_template, metrics]
+@get(MODELS.paths)
+async def models(request: AnyRequest) -> dict[str, Any]:
+    return {"object": "list", "data": [_entry(request)]}
+
+
+@get(MODEL.paths)
+async def model_entry(request: AnyRequest, model_id: FromPath[str]) -> dict[str, Any]:
+    """The one entry ``/v1/models`` lists, by its id or an alias (OpenAI's ``models.retrieve``;
+    a hub name's slash kept by the path parameter, which keeps a leading slash too)."""
+    entry, name = _entry(request), model_id.removeprefix("/")
+    if name != entry["id"] and name not in entry["aliases"]:
+        raise ApiError(404, f"model '{name}' not found")
+    return entry
+
+
+model_info_routes = [
+    tokenize,
+    detokenize,
+    health,
+    props,
+    models,
+    model_entry,
+    apply_template,
+    metrics,
+]

@@ -96,6 +96,27 @@ def test_think_is_the_reasoning_split(client: ollama.Client) -> None:
     assert "".join(p.message.thinking or "" for p in streamed) == thought.message.thinking
 
 
+@pytest.mark.parametrize("think", [True, "high"])
+def test_think_on_a_model_that_cannot_think_is_ollamas_400(
+    client: ollama.Client, shared_router: RouterProcess, think: bool | str
+) -> None:
+    with pytest.raises(ollama.ResponseError) as chat:
+        client.chat(model="alpha", messages=HI, think=think, options=GREEDY)
+    with pytest.raises(ollama.ResponseError) as generate:
+        client.generate(model="first", prompt="hi", think=think, options=GREEDY)
+    for raised, name in ((chat, "alpha"), (generate, "first")):  # the name as the request says
+        assert raised.value.status_code == 400
+        assert raised.value.error == f'"{name}" does not support thinking'
+    # Ollama's error JSON, streamed or not; ``think: false`` is no request to think.
+    body = {"model": "alpha", "messages": HI, "think": think, "stream": True}
+    answer = shared_router.client.post("/api/chat", json=body)
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {"error": '"alpha" does not support thinking'},
+    )
+    assert client.chat(model="alpha", messages=HI, think=False, options=GREEDY).message.content
+
+
 WEATHER = {
     "type": "function",
     "function": {

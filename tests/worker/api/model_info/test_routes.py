@@ -56,7 +56,12 @@ def test_props_has_llama_servers_fields(models_dir: Path) -> None:
         props = httpx.get(f"{child.url}/props").json()
         slots = httpx.get(f"{child.url}/slots").json()
         listed = httpx.get(f"{child.url}/v1/models").json()["data"]
+        # One entry, by its id or an alias (OpenAI's models.retrieve); another name is a 404.
+        entries = [httpx.get(f"{child.url}/v1/models/{name}") for name in ("a", "b", "alpha")]
     assert [(m["id"], m["aliases"]) for m in listed] == [("a", ["a", "b"])]
+    assert [entry.json() for entry in entries[:2]] == [listed[0], listed[0]]
+    assert entries[2].status_code == 404
+    assert entries[2].json()["error"]["message"] == "model 'alpha' not found"
     assert listed[0]["tags"] == ["chat", "fim", "small"]  # llama-server's --tags, a sorted set
     assert props["is_sleeping"] is False
     assert props["default_generation_settings"]["params"]["seed"] == 42
