@@ -31,9 +31,6 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "corral
 # node_clients/checks.mjs's limit: the tiny models never end a turn of their own accord
 # (tests/support/tiny_gguf.py), so every reply is that many tokens, cut by the limit.
 MAX_TOKENS = 8
-# models40 (issue 40) adds GET /v1/models/{id} and Anthropic's listing shape: until that lands
-# these checks fail, and xfail_strict turns their passing into a failure that says to drop this.
-NOT_YET_SERVED = pytest.mark.xfail(reason="GET /v1/models/{id}, Anthropic's listing: not yet")
 
 # `npm ci`: exactly the lock's versions, from npm's own cache where it has them; no install
 # scripts (none is needed); one quick retry, so that a machine without the registry skips in
@@ -180,7 +177,6 @@ def test_openai_lists_chats_streams_and_embeds(run_client: Callable[[str], Resul
     assert embedded["usage"]["prompt_tokens"] > 0
 
 
-@NOT_YET_SERVED
 def test_openai_retrieves_a_model(run_client: Callable[[str], Results]) -> None:
     assert _result(run_client("openai"), "models_retrieve") == {"id": "alpha", "object": "model"}
 
@@ -233,7 +229,6 @@ def test_anthropic_messages_whole_and_streamed(run_client: Callable[[str], Resul
     assert counted["input_tokens"] == _result(results, "message")["usage"]["input_tokens"]
 
 
-@NOT_YET_SERVED
 def test_anthropic_lists_and_retrieves_models(run_client: Callable[[str], Results]) -> None:
     results = run_client("anthropic")
     page = _result(results, "models_list")
