@@ -9,49 +9,22 @@ response's text as content deltas, a call's name then its argument text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import openai
 import pytest
 
 from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.worker_process import worker
+from tests.worker.chat.weather_tool import ASK, WEATHER
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string", "enum": ["Oslo", "Lima"]}},
-            "required": ["city"],
-        },
-    },
-}
 CLOCK = {"type": "function", "function": {"name": "clock", "description": "The time now"}}
-ASK = [{"role": "user", "content": "What is the weather in Oslo?"}]
 SEEDED: dict[str, Any] = {"seed": 7, "temperature": 0.8, "max_tokens": 120}
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_gguf(tmp_path_factory.mktemp("generic") / "generic.gguf", name="generic")
-
-
-@pytest.fixture(scope="module")
-def server(model: Path) -> Iterator[str]:
-    with worker(model, "--ctx-size", "1024") as child:
-        yield child.url
-
-
-@pytest.fixture(scope="module")
-def client(server: str) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=f"{server}/v1", api_key="x", max_retries=0) as client:
-        yield client
 
 
 def _ask(client: Any, stream: bool, **fields: Any) -> Any:
