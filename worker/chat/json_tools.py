@@ -10,31 +10,31 @@ tool calls and tool results in the history are written back in the same JSON for
 from __future__ import annotations
 
 import json
-import uuid
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from worker.chat.formats import ParsedMessage, ToolCall
+from worker.chat.formats.gbnf import parameters
+from worker.chat.formats.scanning import json_value, named_call_head
 from worker.sampling.grammars import GrammarError, grammar_for
 from worker.sampling.json_schema import SchemaError
 from worker.sampling.schema_limits import check_schema_size
 
-__all__ = ["ToolAnswer", "ToolPlan", "chosen_tools", "plan_tools"]
+__all__ = ["ToolPlan", "chosen_tools", "plan_tools"]
 
 _INSTRUCTIONS = (
     "You can call these tools. Answer with JSON only: either "
     '{"tool_call": {"name": <tool name>, "arguments": <arguments object>}} to call a tool'
 )
 _OR_RESPOND = ', or {"response": <your reply to the user>} to answer directly'
-
-
-@dataclass(frozen=True, slots=True)
-class ToolAnswer:
-    content: str | None
-    tool_calls: list[dict[str, Any]]
-
-    @property
-    def finish_reason(self) -> str:
-        return "tool_calls" if self.tool_calls else "stop"
+# How the grammar's two answers open (its "space" rule allows whitespace between tokens).
+_RESPONSE = re.compile(r'\s*\{\s*"response"\s*:\s*"')
+_CALL = re.compile(
+    r'\s*\{\s*"tool_call"\s*:\s*' + named_call_head(("name",), ("arguments",)).pattern
+)
+# The end of a JSON string's text so far: the unescaped closing quote, if it came.
+_STRING_END = re.compile(r'"|\\(?:u[0-9a-fA-F]{0,4}|.)?')
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,28 +66,68 @@ class ToolPlan:
             return [{**first, "content": merged}, *prepared[1:]]
         return [{"role": "system", "content": self.system_text}, *prepared]
 
-    def parse(self, text: str) -> ToolAnswer:
-        """The model's constrained answer as content or tool calls."""
-        try:
-            answer = json.loads(text)
-        except ValueError:  # cut short by max_tokens: give the client what there is
-            return ToolAnswer(text, [])
-        if "tool_call" in answer:
-            call = answer["tool_call"]
-            return ToolAnswer(
-                None,
-                [
-                    {
-                        "id": f"call_{uuid.uuid4().hex[:24]}",
-                        "type": "function",
-                        "function": {
-                            "name": call["name"],
-                            "arguments": json.dumps(call.get("arguments", {})),
-                        },
-                    }
-                ],
-            )
-        return ToolAnswer(str(answer.get("response", "")), [])
+    def parse(self, text: str, partial: bool) -> ParsedMessage:
+        """The model's constrained answer as content or a tool call, as it streams.
+
+        As llama-server's generic format: the ``response`` string streams as content, a call
+        once its name is written, then its arguments as compact JSON (the model's text without
+        the spacing the grammar allows, so the streamed pieces add up to the whole). An answer
+        cut short (``max_tokens``, a stop word) is read as a stream's prefix too, as
+        llama-server reads any answer that did not end at EOS: the text so far, or the call
+        with the arguments so far (``finish_reason: length``).
+        """
+        response = _RESPONSE.match(text)
+        if response is not None:
+            return ParsedMessage(content=_string_prefix(text, response.end()))
+        head = _CALL.match(text)
+        if head is not None:
+            start = _skip_space(text, head.end())
+            found = json_value(text, start)
+            arguments = _compact(text[start : found.end] if found is not None else text[start:])
+            return ParsedMessage(tool_calls=[ToolCall(json.loads(f'"{head["name"]}"'), arguments)])
+        if partial or json_value(text, 0) is None:
+            return ParsedMessage()  # not far enough to tell which answer it is
+        return ParsedMessage(content=text)  # JSON of another shape: not the grammar's
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def _compact(json_text: str) -> str:
+    """JSON text (whole or a prefix) without whitespace outside its strings, as llama.cpp
+    dumps a generic call's arguments; a prefix's is a prefix of the whole's."""
+    kept: list[str] = []
+    in_string = escaped = False
+    for char in json_text:
+        if in_string:
+            in_string = escaped or char != '"'
+            escaped = not escaped and char == "\\"
+        elif char.isspace():
+            continue
+        else:
+            in_string = char == '"'
+        kept.append(char)
+    return "".join(kept)
+
+
+def _string_prefix(text: str, pos: int) -> str:
+    """The JSON string opened just before ``pos``, decoded as far as it is written: up to its
+    closing quote, else without an escape still arriving or half a surrogate pair."""
+    written, scan = len(text), pos
+    while (found := _STRING_END.search(text, scan)) is not None:
+        escape = found.group()
+        if escape == '"':
+            written = found.start()
+            break
+        if found.end() == len(text) and (escape == "\\" or escape.startswith("\\u")):
+            written = found.start() if len(escape) < 6 else written  # still arriving
+            break
+        scan = found.end()
+    decoded = str(json.loads(f'"{text[pos:written]}"'))
+    return decoded[:-1] if decoded and "\ud800" <= decoded[-1] <= "\udbff" else decoded
 
 
 def _arguments(raw: Any) -> Any:
@@ -136,7 +176,7 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any) -> ToolPlan
                     "type": "object",
                     "properties": {
                         "name": {"const": name},
-                        "arguments": function.get("parameters") or {"type": "object"},
+                        "arguments": parameters(function),
                     },
                     "required": ["name", "arguments"],
                 }
@@ -157,7 +197,7 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any) -> ToolPlan
     assert grammar is not None
     described = json.dumps(
         [
-            {"name": n, "description": f.get("description", ""), "parameters": f.get("parameters")}
+            {"name": n, "description": f.get("description", ""), "parameters": parameters(f)}
             for n, f in functions.items()
         ]
     )

@@ -19,33 +19,14 @@ from worker.chat.formats import (
     ChatFormat,
     NativeSyntax,
     OutputParser,
-    ParsedMessage,
     ThinkingTags,
-    ToolCall,
     ToolSyntax,
     detect_format,
 )
-from worker.chat.json_tools import ToolPlan, chosen_tools, plan_tools
+from worker.chat.json_tools import chosen_tools, plan_tools
 from worker.sampling.grammars import GrammarError
 
 __all__ = ["OutputPlan", "plan_output"]
-
-
-@dataclass(frozen=True, slots=True)
-class _GenericSyntax:
-    """The generic JSON tool mode read as a tool syntax: only a finished answer says anything."""
-
-    plan: ToolPlan
-
-    def parse(self, text: str, partial: bool) -> ParsedMessage:
-        if partial:
-            return ParsedMessage()
-        answer = self.plan.parse(text)
-        calls = [
-            ToolCall(c["function"]["name"], c["function"]["arguments"], c["id"])
-            for c in answer.tool_calls
-        ]
-        return ParsedMessage(content=answer.content or "", tool_calls=calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +102,7 @@ def plan_output(
         except GrammarError as exc:
             raise ApiError(400, str(exc)) from None
         if plan is not None:
-            messages, grammar, syntax = plan.prepare(messages), plan.grammar, _GenericSyntax(plan)
+            messages, grammar, syntax = plan.prepare(messages), plan.grammar, plan
             generic = True
         elif told is not None:
             syntax = told = told.with_tools(tools)

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import anyio.to_thread
 import msgspec
@@ -31,7 +32,7 @@ from worker.chat.continuation import continuation, continued_tail
 from worker.chat.formats import OutputParser
 from worker.chat.media import chat_media_prompt
 from worker.chat.output import OutputPlan, plan_output
-from worker.chat.request import ChatRequest
+from worker.chat.request import ChatMessage, ChatRequest
 from worker.engine.engine import Engine
 from worker.engine.model import LoadedModel
 from worker.media.projector import MediaPrompt
@@ -39,7 +40,7 @@ from worker.sampling.reasoning_budget import ReasoningBudget
 from worker.state import AnyRequest, loaded
 from worker.templates import TemplateRenderError
 
-__all__ = ["ShapeFactory", "count_prompt_tokens", "run_chat"]
+__all__ = ["ShapeFactory", "count_prompt_tokens", "plan_chat", "run_chat"]
 
 ShapeFactory = Callable[[AnswerContext, OutputParser], ResponseShape]
 """Builds an API's answer shape for one completion, from its context and how to read the
@@ -60,30 +61,52 @@ def _budget(body: ChatRequest, model: LoadedModel) -> int:
     return asked if asked >= 0 else model.settings.reasoning_budget
 
 
-async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) -> _ChatPrompt:
-    """The conversation as prompt tokens, and how its answer is to be read."""
+async def plan_chat(
+    model: LoadedModel,
+    messages: list[ChatMessage],
+    tools: list[dict[str, Any]] | None,
+    tool_choice: str | dict[str, Any] | None,
+    parallel_tool_calls: bool = True,
+    reasoning_format: str | None = None,
+) -> tuple[OutputPlan, list[dict[str, Any]] | None]:
+    """How a conversation is put to the template and its answer read: the plan (its messages
+    are what the template renders) and the tools the template itself is given. The chat
+    routes and ``/apply-template`` both render through it, so they show the same prompt."""
     template = model.template
     # A template that describes tools gets them, in the model's own words, as llama-server
     # hands them over (even with tool_choice none), and its tool-call syntax is read back;
     # the others keep the generic tool mode (docs/tool-calls.md).
-    describes = bool(body.tools) and template.caps.supports_tools
+    describes = bool(tools) and template.caps.supports_tools
     source = template.source
     if describes and template.tool_use is not None:
         source = template.tool_use.source
     plan_call = functools.partial(
         plan_output,
         source,
-        msgspec.to_builtins(body.messages),
-        body.tools,
-        body.tool_choice,
-        body.parallel_tool_calls,
-        body.reasoning_format or model.settings.reasoning_format,
+        msgspec.to_builtins(messages),
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        reasoning_format or model.settings.reasoning_format,
         native=describes,
     )
     # Tools' schemas become a grammar there: in a thread, as a request's own schema
     # (docs/security.md, "Media and JSON schemas in workers").
-    plan = await anyio.to_thread.run_sync(plan_call) if body.tools else plan_call()
-    tools = body.tools if describes and not plan.generic else None
+    plan = await anyio.to_thread.run_sync(plan_call) if tools else plan_call()
+    return plan, tools if describes and not plan.generic else None
+
+
+async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) -> _ChatPrompt:
+    """The conversation as prompt tokens, and how its answer is to be read."""
+    template = model.template
+    plan, tools = await plan_chat(
+        model,
+        body.messages,
+        body.tools,
+        body.tool_choice,
+        body.parallel_tool_calls,
+        body.reasoning_format,
+    )
     kwargs = body.chat_template_kwargs
     budget, tags = _budget(body, model), plan.format.thinking
     budget_message = body.reasoning_budget_message

@@ -99,18 +99,42 @@ def test_prepare_adds_a_system_message_when_there_is_none() -> None:
 def test_parse_a_tool_call() -> None:
     plan = plan_tools([WEATHER], "auto")
     assert plan is not None
-    answer = plan.parse('{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}')
-    assert answer.content is None
-    assert answer.finish_reason == "tool_calls"
+    answer = plan.parse('{"tool_call": {"name": "weather", "arguments": {"city": "Oslo"}}}', False)
+    assert answer.content == ""
     (call,) = answer.tool_calls
-    assert call["id"].startswith("call_")
-    assert call["function"] == {"name": "weather", "arguments": '{"city": "Oslo"}'}
+    assert (call.name, call.arguments) == ("weather", '{"city":"Oslo"}')  # llama.cpp's dump
 
 
 def test_parse_a_direct_response_and_a_cut_short_answer() -> None:
     plan = plan_tools([WEATHER], "auto")
     assert plan is not None
-    direct = plan.parse('{"response": "It is sunny."}')
-    assert (direct.content, direct.tool_calls, direct.finish_reason) == ("It is sunny.", [], "stop")
-    cut = plan.parse('{"response": "It is')
-    assert (cut.content, cut.tool_calls) == ('{"response": "It is', [])
+    direct = plan.parse('{"response": "It is sunny."}', False)
+    assert (direct.content, direct.tool_calls) == ("It is sunny.", [])
+    # Cut by max_tokens: the text so far, as llama-server reads an answer not ended by EOS.
+    cut = plan.parse('{"response": "It is', False)
+    assert (cut.content, cut.tool_calls) == ("It is", [])
+    assert plan.parse('{"tool_call": {"na', False).content == ""
+
+
+def test_a_stream_s_prefixes_only_grow() -> None:
+    # Every prefix gives what the whole gives, cut: content and arguments never change behind.
+    plan = plan_tools([WEATHER], "auto")
+    assert plan is not None
+    response = '{ "response" : "a \\"b\\" \\u00e9 \\ud83d\\ude00 c"}'
+    call = '{"tool_call": {"name": "weather", "arguments": { "city": "Oslo" } } }'
+    for text in (response, call):
+        whole = plan.parse(text, False)
+        for end in range(len(text)):
+            part = plan.parse(text[:end], True)
+            assert whole.content.startswith(part.content)
+            for got, final in zip(part.tool_calls, whole.tool_calls, strict=False):
+                assert (got.name, final.arguments.startswith(got.arguments)) == (final.name, True)
+    assert plan.parse('{"tool_call": {"name": "weather", "arguments": ', True).tool_calls[0].name
+
+
+def test_a_tool_without_parameters_takes_none() -> None:
+    # OpenAI reads a missing ``parameters`` as no parameters: the arguments can only be {}.
+    plan = plan_tools([TIME], "required")
+    assert plan is not None
+    assert '"parameters": {"type": "object", "properties": {}}' in plan.system_text
+    assert 'alternative-0-tool-call-arguments ::= "{" space "}"\n' in plan.grammar

@@ -20,21 +20,8 @@ import pytest
 from tests.support.hermes_model import HERMES_TEMPLATE, USER_TOKENS
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
+from tests.worker.chat.weather_tool import ASK, PARAMETERS, WEATHER
 
-PARAMETERS = {
-    "type": "object",
-    "properties": {"city": {"type": "string", "enum": ["Oslo", "Lima"]}},
-    "required": ["city"],
-}
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": PARAMETERS,
-    },
-}
-ASK = [{"role": "user", "content": "What is the weather in Oslo?"}]
 ANSWER = "It is sunny in Oslo."
 GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 120}
 
@@ -44,18 +31,6 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("hermes") / "hermes.gguf"
     return write_tiny_gguf(path, name="hermes", chat_template=HERMES_TEMPLATE,
                            user_tokens=USER_TOKENS)  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def server(model: Path) -> Iterator[str]:
-    with worker(model, "--ctx-size", "1024") as child:
-        yield child.url
-
-
-@pytest.fixture(scope="module")
-def client(server: str) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=f"{server}/v1", api_key="x", max_retries=0) as client:
-        yield client
 
 
 @pytest.fixture(scope="module")

@@ -331,9 +331,13 @@ def test_tool_call_comes_back_as_tool_calls(models_dir: Path, stream: bool) -> N
             with httpx.stream("POST", url, json=body, timeout=120) as response:
                 chunks = [json.loads(line[6:]) for line in response.iter_lines()
                           if line.startswith("data: {")]  # fmt: skip
-            # As OpenAI streams them: the calls in a delta, then a last chunk with the reason.
+            # As OpenAI streams them: a call's id and name, its arguments in pieces, then a
+            # last chunk with the reason.
             deltas = [chunk["choices"][0]["delta"] for chunk in chunks]
-            calls = [call for delta in deltas for call in delta.get("tool_calls", [])]
+            first, *rest = [call for delta in deltas for call in delta.get("tool_calls", [])]
+            assert all(call["index"] == 0 and "id" not in call for call in rest)
+            arguments = "".join(call["function"]["arguments"] for call in (first, *rest))
+            calls = [{**first, "function": {**first["function"], "arguments": arguments}}]
             finish = chunks[-1]["choices"][0]["finish_reason"]
         assert finish == "tool_calls"
         assert len(calls) == 1

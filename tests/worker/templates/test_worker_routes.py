@@ -44,7 +44,17 @@ def _sample() -> list[GoldenCase]:
     return [case for case in golden_cases() if case.template in SAMPLE]
 
 
-@pytest.mark.parametrize("case", _sample(), ids=lambda c: c.id)
+def _describes_tools(stem: str) -> bool:
+    return bool(golden_template(stem)["caps"]["supports_tools"])
+
+
+def _generic(case: GoldenCase) -> bool:
+    """Tools the template does not describe: Corral's generic tool mode tells the model about
+    them, in the prompt, where llama-server's /apply-template leaves them out."""
+    return "tools" in case.body and not _describes_tools(case.template)
+
+
+@pytest.mark.parametrize("case", [c for c in _sample() if not _generic(c)], ids=lambda c: c.id)
 def test_apply_template_answers_as_llama_server(
     clients: dict[str, httpx.Client], case: GoldenCase
 ) -> None:
@@ -76,16 +86,13 @@ def _tokens(client: httpx.Client, text: str, add_special: bool) -> int:
 def _chat_cases() -> list[GoldenCase]:
     # Tools reach the template only where it describes them: for the others the chat path
     # keeps Corral's generic tool mode (docs/templates.md), so the prompt is not the golden.
-    def describes_tools(stem: str) -> bool:
-        return bool(golden_template(stem)["caps"]["supports_tools"])
-
     return [
         case
         for case in _sample()
         if case.prompt is not None
         and (
             case.conversation == "dialogue"
-            or (case.conversation == "tools" and describes_tools(case.template))
+            or (case.conversation == "tools" and _describes_tools(case.template))
         )
     ]
 
@@ -102,6 +109,29 @@ def test_the_chat_path_prompt_is_the_template_s_with_one_bos(
     # The vocabulary adds BOS; the template's own BOS text was cut, so it is there once.
     assert prompt_tokens == _tokens(client, case.prompt, add_special=True)
     assert prompt_tokens == _tokens(client, "<s>" + case.prompt, add_special=False)
+
+
+@pytest.mark.parametrize("case", [c for c in _sample() if _generic(c)], ids=lambda c: c.id)
+def test_apply_template_shows_the_generic_tool_instructions_the_chat_route_renders(
+    clients: dict[str, httpx.Client], case: GoldenCase
+) -> None:
+    client = clients[case.template]
+    applied = client.post("/apply-template", json=case.body)
+    assert applied.status_code == 200
+    prompt = applied.json()["prompt"]
+    assert "You can call these tools" in prompt
+    assert "get_weather" in prompt
+    chat = {**case.body, "max_tokens": 1, "verbose": True}
+    reply = client.post("/v1/chat/completions", json=chat).json()
+    # The chat route's prompt, as its tokens read back: the same text, after the BOS and the
+    # space the tiny (SentencePiece) vocabulary puts before the first word.
+    assert reply["__verbose"]["prompt"].removeprefix("<s>").removeprefix(" ") == prompt
+    assert reply["usage"]["prompt_tokens"] == _tokens(client, prompt, add_special=True)
+    required = client.post("/apply-template", json={**case.body, "tool_choice": "required"})
+    assert '"response"' not in required.json()["prompt"].split("Tools:")[0]
+    # No tools offered: llama-server's prompt, or its refusal (a tool turn gemma cannot render)
+    bare = client.post("/apply-template", json={**case.body, "tool_choice": "none"})
+    assert bare.json().get("prompt") == case.prompt
 
 
 def test_enable_thinking_follows_the_request_s_kwargs(clients: dict[str, httpx.Client]) -> None:
@@ -153,6 +183,8 @@ def test_template_flags(tmp_path: Path) -> None:
     with worker(model, "--no-jinja", "--chat-template", "llama3") as child:
         prompt = httpx.post(f"{child.url}/apply-template", json=body).json()["prompt"]
         assert prompt.startswith("<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>")
+        # llama-server refuses tools without --jinja; Corral's chat routes describe them in
+        # the generic tool mode's system message, and /apply-template shows that prompt.
         tools = [{"type": "function", "function": {"name": "f"}}]
-        refused = httpx.post(f"{child.url}/apply-template", json={**body, "tools": tools})
-        assert refused.status_code == 400
+        applied = httpx.post(f"{child.url}/apply-template", json={**body, "tools": tools})
+        assert "You can call these tools" in applied.json()["prompt"]

@@ -26,5 +26,6 @@ class DetokenizeRequest(msgspec.Struct, kw_only=True):
 class ApplyTemplateRequest(msgspec.Struct, kw_only=True):
     messages: list[ChatMessage]
     tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None  # required/none change the generic mode's
     chat_template_kwargs: dict[str, Any] | None = None
     add_generation_prompt: bool = True

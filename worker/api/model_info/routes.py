@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from litestar import get, post
 from litestar.params import FromPath
 from litestar.response.base import ASGIResponse
@@ -23,6 +22,7 @@ from corral.http.worker_routes import (
 from worker.api.model_info.prometheus_metrics import ScrapeWindow, render_metrics
 from worker.api.model_info.props import props_body
 from worker.api.model_info.protocol import ApplyTemplateRequest, DetokenizeRequest, TokenizeRequest
+from worker.chat.pipeline import plan_chat
 from worker.state import AnyRequest, WorkerState, loaded
 from worker.templates import TemplateRenderError
 
@@ -68,11 +68,13 @@ async def apply_template(request: AnyRequest) -> dict[str, str]:
     """The prompt a chat request would be turned into, without generating."""
     engine, model = loaded(request)
     body = decode_body(await request.body(), ApplyTemplateRequest)
-    messages = msgspec.to_builtins(body.messages)
+    # The chat routes' plan: tools reach the prompt as they reach the model (the template's
+    # own description, or the generic tool mode's instructions).
+    plan, tools = await plan_chat(model, body.messages, body.tools, body.tool_choice)
     templates = model.template
     try:
         render = templates.request(
-            messages, body.tools, body.chat_template_kwargs, body.add_generation_prompt
+            plan.messages, tools, body.chat_template_kwargs, body.add_generation_prompt
         )
         prompt = await engine.call(lambda: templates.render(render), needs_model=False)
     except TemplateRenderError as exc:

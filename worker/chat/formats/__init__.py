@@ -4,8 +4,8 @@ Every family's syntax implements one protocol (:mod:`syntax`: parse, grammar, wh
 from the request's tools, its own reasoning split). The package is data (:mod:`families`: the
 JSON and XML families; :mod:`detection`: which template speaks which), the two generic syntaxes
 those are made of (:mod:`json_calls`, :mod:`xml_calls`, with the section grammar they share in
-:mod:`tool_grammar`), the families with a shape of their own, each one module (:mod:`harmony`,
-:mod:`muse`, :mod:`recipients`, :mod:`gemma4`, :mod:`pythonic`, :mod:`python_tag`), the
+:mod:`tool_grammar`), the families with a shape of their own, each one module in :mod:`own_shape`
+(``harmony``, ``muse``, ``recipients``, ``gemma4``, ``pythonic``, ``python_tag``), the
 reasoning split and the per-request reader (:mod:`output`) that turns output text into a
 message, whole or streamed (docs/tool-calls.md).
 """

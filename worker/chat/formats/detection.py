@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from worker.chat.formats import families
-from worker.chat.formats.gemma4 import GEMMA4
-from worker.chat.formats.harmony import GPT_OSS
-from worker.chat.formats.muse import MUSE_GLIMMER
-from worker.chat.formats.python_tag import PythonTagSyntax
-from worker.chat.formats.pythonic import LFM2
+from worker.chat.formats.own_shape.gemma4 import GEMMA4
+from worker.chat.formats.own_shape.harmony import GPT_OSS
+from worker.chat.formats.own_shape.muse import MUSE_GLIMMER
+from worker.chat.formats.own_shape.python_tag import PythonTagSyntax
+from worker.chat.formats.own_shape.pythonic import LFM2
+from worker.chat.formats.own_shape.recipients import FUNCTIONARY_V3_2
 from worker.chat.formats.reasoning import ThinkingTags
-from worker.chat.formats.recipients import FUNCTIONARY_V3_2
 from worker.chat.formats.syntax import NativeSyntax
 
 __all__ = ["FORMATS", "ChatFormat", "detect_format"]

@@ -16,6 +16,7 @@ __all__ = [
     "choice",
     "functions",
     "literal",
+    "parameters",
     "regex_escape",
     "text_without",
 ]
@@ -62,12 +63,19 @@ def regex_escape(text: str) -> str:
     return _REGEX_SPECIAL.sub(r"\\\1", text)
 
 
+def parameters(function: dict[str, Any]) -> dict[str, Any]:
+    """A function's parameter schema. OpenAI reads a function without ``parameters`` as one
+    that takes none, so its arguments must be ``{}`` (not any object, which let the model
+    invent some); an empty schema stays "any object", as before."""
+    schema = function.get("parameters")
+    if schema is None:
+        return {"type": "object", "properties": {}}
+    return schema or {"type": "object"}
+
+
 def functions(tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Each tool's name and parameter schema."""
-    return [
-        (t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
-        for t in tools
-    ]
+    return [(t["function"]["name"], parameters(t["function"])) for t in tools]
 
 
 def argument_rules(rules: SchemaRules, tools: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ the family's triggers, or eager), what the syntax learns from the request's tool
 it splits the thinking off itself. The data families (:mod:`families`) get it from the two
 generic implementations, :class:`~worker.chat.formats.json_calls.JsonToolSyntax` and
 :class:`~worker.chat.formats.xml_calls.XmlToolSyntax`; a family with a shape of its own
-(:mod:`harmony`, :mod:`gemma4`, …) implements it in its module.
+(:mod:`own_shape`: ``harmony``, ``gemma4``, …) implements it in its module.
 """
 
 from __future__ import annotations

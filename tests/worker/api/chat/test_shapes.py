@@ -58,17 +58,40 @@ def test_the_stream_opens_with_the_role_and_ends_with_done() -> None:
     assert all(event["object"] == "chat.completion.chunk" for event in events[:-1])
 
 
-def test_a_generic_tool_call_is_held_then_sent_as_tool_calls() -> None:
+def test_a_generic_tool_call_streams_its_name_then_its_arguments() -> None:
+    # As llama-server's generic format: nothing before the name is whole, then the call with
+    # its name, then argument text as the model writes it.
     shape = ChatShape(AnswerContext("m"), GENERIC_TOOLS)
-    assert shape.stream_chunk(TOOL_ANSWER[:10]) == b""
-    assert shape.stream_chunk(TOOL_ANSWER[10:]) == b""
-    calls, closing = [data for _, data in sse_events(shape.stream_closing(finished()))][:2]
-    (call,) = calls["choices"][0]["delta"]["tool_calls"]
-    assert call["index"] == 0
-    assert call["id"].startswith("call_")
-    assert call["function"] == {"name": "weather", "arguments": json.dumps({"city": "Oslo"})}
-    assert closing["choices"][0] == {"index": 0, "delta": {}, "logprobs": None,
-                                     "finish_reason": "tool_calls"}  # fmt: skip
+    assert shape.stream_chunk(TOOL_ANSWER[:30]) == b""
+    cut = TOOL_ANSWER.index('"Oslo"')
+    stream = shape.stream_chunk(TOOL_ANSWER[30:cut]) + shape.stream_chunk(TOOL_ANSWER[cut:])
+    *events, done = [data for _, data in sse_events(stream + shape.stream_closing(finished()))]
+    deltas = [event["choices"][0]["delta"] for event in events]
+    calls = [delta["tool_calls"][0] for delta in deltas if "tool_calls" in delta]
+    assert calls[0]["id"].startswith("call_")
+    assert calls[0]["function"] == {"name": "weather", "arguments": '{"city":'}
+    assert [c["function"] for c in calls[1:]] == [{"arguments": '"Oslo"}'}]
+    assert (done, events[-1]["choices"][0]["finish_reason"]) == ("[DONE]", "tool_calls")
+
+
+def test_a_generic_response_streams_as_content() -> None:
+    shape = ChatShape(AnswerContext("m"), GENERIC_TOOLS)
+    # An escape still arriving waits for the piece that completes it.
+    pieces = ['{"response": "Sun', "ny \\", '"and\\" warm', '."}']
+    assert [d.get("content") for d in _deltas(shape, pieces)[:-1]] == [
+        "Sun", "ny ", '"and" warm', "."
+    ]  # fmt: skip
+
+
+def test_a_generic_call_cut_short_is_a_partial_call() -> None:
+    # llama-server reads an answer that did not end at EOS as a stream's prefix: the call so
+    # far, with finish_reason length (docs/tool-calls.md), never the raw JSON as content.
+    cut = TOOL_ANSWER[: TOOL_ANSWER.index("Oslo") + 2]
+    body = ChatShape(AnswerContext("m"), GENERIC_TOOLS).whole(cut, finished("length"))
+    message = body["choices"][0]["message"]
+    assert message["content"] is None
+    assert message["tool_calls"][0]["function"] == {"name": "weather", "arguments": '{"city":"Os'}
+    assert body["choices"][0]["finish_reason"] == "length"
 
 
 def _deltas(shape: ChatShape, pieces: list[str]) -> list[dict[str, Any]]:

@@ -79,22 +79,25 @@ def test_a_cut_stream_ends_completed_with_an_incomplete_response() -> None:
     assert data["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
 
 
-def test_a_tool_call_is_held_then_streamed_as_a_function_call() -> None:
+def test_a_tool_call_streams_as_a_function_call() -> None:
     shape = ResponsesShape(AnswerContext("m"), GENERIC_TOOLS, ECHO)
     opening = sse_events(shape.stream_opening())
     assert [name for name, _ in opening] == ["response.created", "response.in_progress"]
-    assert shape.stream_chunk(TOOL_ANSWER) == b""
-    events = sse_events(shape.stream_closing(finished()))
+    cut = TOOL_ANSWER.index('"Oslo"')
+    stream = shape.stream_chunk(TOOL_ANSWER[:cut]) + shape.stream_chunk(TOOL_ANSWER[cut:])
+    events = sse_events(stream + shape.stream_closing(finished()))
     assert [name for name, _ in events] == [
         "response.output_item.added",
+        "response.function_call_arguments.delta",
         "response.function_call_arguments.delta",
         "response.function_call_arguments.done",
         "response.output_item.done",
         "response.completed",
     ]
-    item = events[3][1]["item"]
+    assert [data["delta"] for _, data in events[1:3]] == ['{"city":', '"Oslo"}']
+    item = events[4][1]["item"]
     assert (item["type"], item["name"], item["arguments"]) == (
-        "function_call", "weather", '{"city": "Oslo"}'
+        "function_call", "weather", '{"city":"Oslo"}'
     )  # fmt: skip
     assert item["call_id"].startswith("call_")
     assert events[0][1]["item"]["arguments"] == ""
@@ -103,12 +106,11 @@ def test_a_tool_call_is_held_then_streamed_as_a_function_call() -> None:
 def test_a_direct_response_with_tools_is_a_message() -> None:
     shape = ResponsesShape(AnswerContext("m"), GENERIC_TOOLS, ECHO)
     shape.stream_opening()
-    shape.stream_chunk('{"response": "Sunny."}')
-    events = sse_events(shape.stream_closing(finished()))
+    events = sse_events(shape.stream_chunk('{"response": "Sun') + shape.stream_chunk('ny."}'))
     names = [name for name, _ in events]
-    assert names[:3] == ["response.output_item.added", "response.content_part.added",
-                         "response.output_text.delta"]  # fmt: skip
-    assert events[2][1]["delta"] == "Sunny."
+    assert names == ["response.output_item.added", "response.content_part.added",
+                     "response.output_text.delta", "response.output_text.delta"]  # fmt: skip
+    assert [data["delta"] for _, data in events[2:]] == ["Sun", "ny."]
 
 
 def test_reasoning_message_and_function_call_items_stream_in_order() -> None:

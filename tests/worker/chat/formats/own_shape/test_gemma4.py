@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.output_splits import assert_output_parses_to
 from worker.chat.formats import OutputParser, ThinkingTags
-from worker.chat.formats.gemma4 import GEMMA4
+from worker.chat.formats.own_shape.gemma4 import GEMMA4
 
 PARSER = OutputParser(tools=GEMMA4, thinking=ThinkingTags("<|channel>thought", "<channel|>"))
 Q = '<|"|>'

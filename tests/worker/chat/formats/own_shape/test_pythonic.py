@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.output_splits import assert_output_parses_to
 from worker.chat.formats import OutputParser, ThinkingTags, detect_format
-from worker.chat.formats.pythonic import LFM2
+from worker.chat.formats.own_shape.pythonic import LFM2
 
 PARSER = OutputParser(tools=LFM2, thinking=ThinkingTags())
 CASES: list[tuple[str, str, list[tuple[str, Any]]]] = [

@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.output_splits import assert_output_parses_to
 from worker.chat.formats import OutputParser, detect_format
-from worker.chat.formats.harmony import GPT_OSS, HarmonySyntax
+from worker.chat.formats.own_shape.harmony import GPT_OSS, HarmonySyntax
 
 THOUGHTS = "<|channel|>analysis<|message|>I'm\nthinking<|end|>"
 CASES: list[tuple[str, str, str, list[tuple[str, Any]]]] = [

@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.output_splits import assert_output_parses_to
 from worker.chat.formats import OutputParser, detect_format
-from worker.chat.formats.recipients import FUNCTIONARY_V3_2
+from worker.chat.formats.own_shape.recipients import FUNCTIONARY_V3_2
 
 CASES: list[tuple[str, str, list[tuple[str, Any]]]] = [
     ("all\nHello, world!\nWhat's up?", "Hello, world!\nWhat's up?", []),

@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.output_splits import assert_output_parses_to
 from worker.chat.formats import OutputParser, detect_format
-from worker.chat.formats.muse import MUSE_GLIMMER, MuseSyntax
+from worker.chat.formats.own_shape.muse import MUSE_GLIMMER, MuseSyntax
 
 TOOLS = [
     {

@@ -11,9 +11,9 @@ import pytest
 
 from tests.support.output_splits import assert_output_parses_to
 from worker.chat.formats import OutputParser, OutputStream, detect_format
-from worker.chat.formats.python_tag import PythonTagSyntax
+from worker.chat.formats.own_shape.python_tag import PythonTagSyntax
 
-TEMPLATES = Path(__file__).parents[2] / "template_goldens"
+TEMPLATES = Path(__file__).parents[3] / "template_goldens"
 
 
 def _tool(name: str, key: str) -> dict[str, Any]:
