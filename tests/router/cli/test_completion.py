@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from router.cli.completion import flags_in_help
-from tests.router.cli.test_help import corral
+from tests.support.corral_cli import corral
 
 BASH = shutil.which("bash")
 needs_bash = pytest.mark.skipif(BASH is None, reason="bash is not installed")

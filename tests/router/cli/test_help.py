@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from corral.options.flags import WORKER_OPTIONS
 from router.cli.help import COMMAND_SUMMARIES
-
-
-def corral(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLAMA_", "CORRAL_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "router", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+from tests.support.corral_cli import corral
 
 
 def test_corral_help_describes_every_command_in_one_line() -> None:
