@@ -60,10 +60,11 @@ def _ask(client: openai.OpenAI, text: str, tools: bool, max_tokens: int) -> tupl
         temperature=0,
         max_tokens=max_tokens,
         logprobs=True,
-        **({"tools": TOOLS} if tools else {}),
+        tools=TOOLS if tools else openai.omit,
     )
     choice = reply.choices[0]
-    calls = [(c.function.name, c.function.arguments) for c in choice.message.tool_calls or []]
+    # The function called and its arguments; a call's id is new each time.
+    calls = [c.model_dump().get("function") for c in choice.message.tool_calls or []]
     logprobs = [t.logprob for t in (choice.logprobs.content or [])] if choice.logprobs else []
     return choice.message.content, calls, logprobs
 
