@@ -106,7 +106,10 @@ class SlotCaches:
         """How many of ``generation``'s pending prompt tokens the next batch takes, at most
         ``room``; a checkpoint of the slot is taken first when one is due."""
         checkpoints = self._checkpoints
-        if checkpoints is None or generation.media is not None:
+        # The last prompt token, split off after the rest was read (worker/engine/batching.py),
+        # takes no checkpoint of its own: those due were taken before the rest.
+        split_off = len(generation.pending) == 1 and generation.n_past > generation.cached
+        if checkpoints is None or generation.media is not None or split_off:
             return min(room, len(generation.pending))
         n_prompt = len(generation.prompt)
         n_chunk = min(checkpoints.chunk(generation.n_past, n_prompt, room), len(generation.pending))

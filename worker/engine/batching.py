@@ -256,9 +256,10 @@ class BatchEngine:
                 continue
             if generation.adapter_scales != scales:
                 continue
-            chunk = generation.pending[
-                : self._caches.prompt_chunk(slot, generation, self._n_batch - n)
-            ]
+            # The last prompt token gets a step of its own, read fresh or cached: its logits come
+            # from the same kernels either way (docs/serving.md, "Repeatable answers").
+            room = min(self._n_batch - n, max(1, len(generation.pending) - 1))
+            chunk = generation.pending[: self._caches.prompt_chunk(slot, generation, room)]
             last = len(chunk) == len(generation.pending)
             for i, token in enumerate(chunk):
                 is_last = last and i == len(chunk) - 1
