@@ -3,7 +3,8 @@
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
-"${PYTHON:-python3}" scripts/bootstrap.py --dev
+# The bundled model too: tests/worker/engine/test_repeatable.py asks its answers of it.
+"${PYTHON:-python3}" scripts/bootstrap.py --dev --default-model
 # tests/webui drive Debian's Chromium: as root, install it when missing (without it they skip,
 # or fail under CI=true).
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ]; then
