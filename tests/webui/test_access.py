@@ -65,6 +65,8 @@ def test_files_are_served_with_types_and_revalidation(served: RouterProcess) -> 
     "path",
     [
         "/v1/unknown",
+        "/v1/unknown/deeper",
+        # A model id may hold "/" (org/repo:TAG): the model route's own 404, never the page.
         "/v1/models/unknown/deeper",
         "/c/some-conversation",
         "/index.html",
@@ -85,7 +87,9 @@ def test_no_fallback_shadows_the_api_or_leaves_the_assets(served: RouterProcess,
     assert answer.status_code == 404, path
     assert answer.headers["content-type"] == "application/json"
     assert answer.json()["error"]["code"] == 404
-    if path.startswith("/v1/"):
+    if path.startswith("/v1/models/"):
+        assert answer.json()["error"]["message"] == "model 'unknown/deeper' not found"
+    elif path.startswith("/v1/"):
         assert answer.json() == NOT_FOUND
     assert served.client.post("/v1/unknown", json={}).json() == NOT_FOUND
 
