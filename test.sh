@@ -24,4 +24,7 @@ fi
 # The layering contracts in pyproject.toml: no imports between router, worker and downloads,
 # and the layers inside each (docs/architecture.md, Code map).
 .venv/bin/lint-imports --no-logo
-exec .venv/bin/python -m pytest "$@"
+# Two test processes (pytest-xdist), a file each at a time: one process leaves a core idle while
+# it waits on the routers and workers it starts (CI: 2 cores, 36 minutes in one process).
+# CORRAL_TEST_PROCESSES=0 runs in this process, as `pytest` alone does.
+exec .venv/bin/python -m pytest -n "${CORRAL_TEST_PROCESSES:-2}" --dist loadfile "$@"
