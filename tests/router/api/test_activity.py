@@ -31,7 +31,7 @@ def _chat(router: RouterProcess, key: str, *, stream: bool = False) -> None:
             extra_headers={"traceparent": TRACE},
         )
         if stream:
-            for _ in answer:  # type: ignore[union-attr]
+            for _ in answer:
                 pass
 
 
