@@ -19,9 +19,8 @@ from tests.support.router_process import RouterProcess, running_router
 
 _REPOSITORY = Path(__file__).resolve().parents[3]
 CHAT = {"model": "alpha", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
-_DONE = re.compile(
-    r"^r\d+ +alpha +done +- ", re.MULTILINE
-)  # a request's row: id, model, state, key
+# A finished request's row: its id, model, state and key (none without keys).
+_DONE = re.compile(r"^r\d+ +alpha +done +- ", re.MULTILINE)
 
 
 class _Tmux:
