@@ -61,8 +61,8 @@ def _table(rows: list[tuple[str, ...]], width: int) -> list[str]:
 
 
 def _speed(record: dict[str, Any]) -> str:
-    predicted, generated = record.get("predicted_ms"), record.get("completion_tokens")
-    return f"{generated * 1000 / predicted:.1f}" if predicted and generated is not None else "-"
+    speed = record.get("tokens_per_s")
+    return f"{speed:.1f}" if speed is not None else "-"
 
 
 def render(snapshot: dict[str, Any], url: str, width: int = 100, height: int = 40) -> list[str]:

@@ -73,6 +73,7 @@ def tokens_from_answer(answer: Any, record: RequestRecord) -> None:
     if isinstance(timings, dict):
         record.prompt_ms = _number(timings.get("prompt_ms"))
         record.predicted_ms = _number(timings.get("predicted_ms"))
+        record.tokens_per_s = _number(timings.get("predicted_per_second"))
         if record.completion_tokens is None:
             record.completion_tokens = _int(timings.get("predicted_n"))
         if record.prompt_tokens is None:
@@ -81,13 +82,6 @@ def tokens_from_answer(answer: Any, record: RequestRecord) -> None:
             record.cached_tokens = _int(timings.get("cache_n"))
     if not record.model and isinstance(answer.get("model"), str):
         record.model = answer["model"]
-
-
-def tokens_per_second(record: RequestRecord) -> float | None:
-    """Generated tokens per second of generation, as llama-server computes it."""
-    if not record.predicted_ms or record.completion_tokens is None:
-        return None
-    return 1e3 / record.predicted_ms * record.completion_tokens
 
 
 def _last_event(data: bytes) -> Any:
@@ -195,8 +189,8 @@ class AccessLog:
             fields["prompt_tokens"] = record.prompt_tokens
         if record.completion_tokens is not None:
             fields["generated_tokens"] = record.completion_tokens
-        if (speed := tokens_per_second(record)) is not None:
-            fields["tokens_per_s"] = round(speed, 1)
+        if record.tokens_per_s is not None:
+            fields["tokens_per_s"] = round(record.tokens_per_s, 1)
         method = scope["method"]
         duration = round(duration_ms)
         summary = f"{method} {path} {status} {duration} ms"

@@ -56,6 +56,7 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     prompt_ms: float | None = None
     predicted_ms: float | None = None
     restored_tokens: int | None = None  # from a saved KV cache, when the worker says so
+    tokens_per_s: float | None = None  # the worker's ``predicted_per_second``
     status: int | None = None
     state: str = "queued"  # queued, loading, restoring, prompt, generating, done, failed
     trace_parent: str | None = None

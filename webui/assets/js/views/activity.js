@@ -6,7 +6,7 @@
 import { api, errorOf, readEvents, sleep } from "../api.js";
 import { h, iconButton, replace } from "../dom.js";
 import { formatBytes, formatNumber } from "../format.js";
-import { HOUR, lineChart, modelLanes } from "./plots.js";
+import { HOUR, lineChart, modelLanes, spanOf } from "./plots.js";
 
 const RETRY_MS = 2000;
 const SHOWN_FINISHED = 100; // finished requests in the table; the router keeps more
@@ -18,8 +18,7 @@ function seconds(value) {
 }
 
 function tokensPerSecond(record) {
-  if (!record.predicted_ms || record.completion_tokens === null || record.completion_tokens === undefined) return "";
-  return (record.completion_tokens * 1000 / record.predicted_ms).toFixed(1);
+  return typeof record.tokens_per_s === "number" ? record.tokens_per_s.toFixed(1) : "";
 }
 
 function requestRow(record, now) {
@@ -126,19 +125,21 @@ export class ActivityView {
     const recent = snapshot.events.filter((e) => e.at > now - HOUR);
     const names = snapshot.models.map((m) => m.name)
       .filter((name) => recent.some((e) => e.model === name) || live.some((r) => r.model === name));
-    replace(this.lanes, modelLanes(names, recent, now));
+    replace(this.lanes, modelLanes(names, recent, now, spanOf(recent.map((e) => e.at), now)));
     replace(this.events, recent.slice(-12).reverse().map((event) =>
       h("li", { dataset: { kind: event.kind, model: event.model } },
         h("time", {}, new Date(event.at * 1000).toLocaleTimeString()), " ",
         h("strong", {}, event.model), " ", event.kind, event.detail ? `: ${event.detail}` : "")));
     const samples = this.samples.filter((s) => s.at > now - HOUR);
+    const span = spanOf(samples.map((s) => s.at), now);
     replace(this.plots,
       lineChart("Tokens/s per model", series(samples, (s) => Object.fromEntries(
-        Object.entries(s.models).map(([name, m]) => [name, m.tokens_per_s ?? 0]))), now, (v) => v.toFixed(1)),
+        Object.entries(s.models).map(([name, m]) => [name, m.tokens_per_s ?? 0]))), now, span,
+      (v) => v.toFixed(1)),
       lineChart("Queue depth", [{ name: "waiting", points: samples.map((s) => [s.at, s.queue]) },
-        { name: "in flight", points: samples.map((s) => [s.at, s.in_flight]) }], now),
-      lineChart("Memory per model", series(samples, modelMemory), now, formatBytes),
+        { name: "in flight", points: samples.map((s) => [s.at, s.in_flight]) }], now, span),
+      lineChart("Memory per model", series(samples, modelMemory), now, span, formatBytes),
       lineChart("Memory per device (used)", series(samples, (s) => Object.fromEntries(
-        Object.entries(s.devices).map(([name, d]) => [name, d.used]))), now, formatBytes));
+        Object.entries(s.devices).map(([name, d]) => [name, d.used]))), now, span, formatBytes));
   }
 }

@@ -1,6 +1,7 @@
 // Small SVG plots for the activity view, drawn here with createElementNS (no library, no CDN):
 // line charts over the last hour and one lane per model with its loads, sleeps, evictions and
-// crashes.
+// crashes. Each spans what it has to show, from a minute up to the hour, so a router started a
+// minute ago is not a dot at the right edge.
 
 import { h } from "../dom.js";
 
@@ -9,6 +10,17 @@ const WIDTH = 560;
 const HEIGHT = 120;
 const PAD = { left: 44, right: 8, top: 8, bottom: 18 };
 export const HOUR = 3600;
+const MINUTE = 60;
+
+/** The seconds a plot spans: since its first point, a minute at least, an hour at most. */
+export function spanOf(times, now) {
+  const first = Math.min(now, ...times);
+  return Math.min(HOUR, Math.max(MINUTE, Math.ceil((now - first) / MINUTE) * MINUTE));
+}
+
+function ago(span) {
+  return `−${Math.round(span / MINUTE)} min`;
+}
 const COLOURS = ["#0f766e", "#b45309", "#7c3aed", "#2563eb", "#db2777", "#65a30d", "#475569"];
 
 function svg(tag, attrs = {}, ...children) {
@@ -27,12 +39,12 @@ export function colourOf(index) {
   return COLOURS[index % COLOURS.length];
 }
 
-// One chart: `series` is [{name, points: [[t, value], …]}], over [now - HOUR, now].
-export function lineChart(label, series, now, format = (v) => String(Math.round(v))) {
+// One chart: `series` is [{name, points: [[t, value], …]}], over [now - span, now].
+export function lineChart(label, series, now, span, format = (v) => String(Math.round(v))) {
   const innerW = WIDTH - PAD.left - PAD.right;
   const innerH = HEIGHT - PAD.top - PAD.bottom;
   const max = Math.max(1e-9, ...series.flatMap((s) => s.points.map(([, v]) => v)));
-  const x = (t) => PAD.left + innerW * Math.min(1, Math.max(0, 1 - (now - t) / HOUR));
+  const x = (t) => PAD.left + innerW * Math.min(1, Math.max(0, 1 - (now - t) / span));
   const y = (v) => PAD.top + innerH * (1 - v / max);
   const chart = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, class: "plot", role: "img",
     "aria-label": label });
@@ -43,7 +55,7 @@ export function lineChart(label, series, now, format = (v) => String(Math.round(
       document.createTextNode(format(max))),
     svg("text", { x: PAD.left - 4, y: y(0), class: "plot-label", "text-anchor": "end" },
       document.createTextNode("0")),
-    svg("text", { x: PAD.left, y: HEIGHT - 4, class: "plot-label" }, document.createTextNode("−60 min")),
+    svg("text", { x: PAD.left, y: HEIGHT - 4, class: "plot-label" }, document.createTextNode(ago(span))),
     svg("text", { x: WIDTH - PAD.right, y: HEIGHT - 4, class: "plot-label", "text-anchor": "end" },
       document.createTextNode("now")));
   series.forEach((s, index) => {
@@ -64,13 +76,13 @@ const EVENT_MARKS = {
 };
 
 // One lane per model: a bar while it was loaded (from a load to the next unload, eviction or
-// crash) and a mark at each event, over the last hour.
-export function modelLanes(models, events, now) {
+// crash) and a mark at each event, over [now - span, now].
+export function modelLanes(models, events, now, span) {
   const lane = 22;
   const height = PAD.top + lane * Math.max(1, models.length) + PAD.bottom;
   const innerW = WIDTH - PAD.left - PAD.right - 70;
   const left = PAD.left + 70;
-  const x = (t) => left + innerW * Math.min(1, Math.max(0, 1 - (now - t) / HOUR));
+  const x = (t) => left + innerW * Math.min(1, Math.max(0, 1 - (now - t) / span));
   const chart = svg("svg", { viewBox: `0 0 ${WIDTH} ${height}`, class: "plot plot-lanes", role: "img",
     "aria-label": "Model timeline" });
   models.forEach((name, row) => {
@@ -95,5 +107,9 @@ export function modelLanes(models, events, now) {
       `${event.kind}${event.detail ? `: ${event.detail}` : ""}`));
     }
   });
-  return h("figure", { class: "plot-figure" }, h("figcaption", {}, "Models over the last hour"), chart);
+  chart.append(
+    svg("text", { x: left, y: height - 4, class: "plot-label" }, document.createTextNode(ago(span))),
+    svg("text", { x: WIDTH - PAD.right, y: height - 4, class: "plot-label", "text-anchor": "end" },
+      document.createTextNode("now")));
+  return h("figure", { class: "plot-figure" }, h("figcaption", {}, "Models: loads, sleeps, evictions, crashes"), chart);
 }
