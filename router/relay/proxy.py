@@ -380,7 +380,7 @@ async def relay(
 
     def progress() -> None:
         scheduler.note_progress(state)
-        if record is not None:
+        if record is not None and record.first_token is None:
             record.chunk()  # the first piece of the answer: the activity view's first token
 
     return RelayResponse(
