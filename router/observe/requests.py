@@ -112,16 +112,20 @@ def close_record(token: Token[_Pending | None]) -> None:
 
 
 def begin_request(
-    model: str, key_id: str | None, trace_parent: str | None = None
+    model: str,
+    key_id: str | None,
+    trace_parent: str | None = None,
+    klass: str = "interactive",
 ) -> RequestRecord | None:
-    """The request is for ``model``, sent with the key ``key_id`` (None without keys) and the
-    client's ``traceparent``: it joins the history as in flight (once; a retry keeps its
-    record)."""
+    """The request is for ``model``, sent with the key ``key_id`` (None without keys) of the
+    class ``klass``, and the client's ``traceparent``: it joins the history as in flight (once;
+    a retry keeps its record)."""
     pending = _current.get()
     if pending is None:
         return None
     record = pending.record
     record.model, record.key_id, record.trace_parent = model, key_id, trace_parent
+    record.klass = klass
     if pending.history is not None:
         pending.history.begin(record)
     return record
