@@ -13,11 +13,13 @@ from litestar.datastructures import State
 from corral.http.errors import exception_handlers
 from router.api import inference_routes, model_routes, stream_routes, webui_routes
 from router.api.access import access_routes
+from router.api.activity import activity_routes
 from router.api.cors_proxy import cors_proxy_routes
 from router.api.downloads import download_routes
 from router.api.lora import lora_routes
 from router.api.ollama.routes import ollama_router
 from router.api.tools import tool_routes
+from router.observe.activity import Activity
 from router.scheduling.leases import release_leases
 from router.security.guard import ApiKeyAuth
 from router.security.origins import OriginGate
@@ -41,9 +43,12 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
         settings.mcp_servers,
     )
 
+    # The access-log wrapper outside the app (router/server.py) shares it: app.state.activity.
+    activity = Activity()
+
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        async with running_services(settings, plan, tools, launcher) as runtime:
+        async with running_services(settings, plan, tools, activity, launcher) as runtime:
             app.state.runtime = runtime
             yield
 
@@ -58,6 +63,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             *stream_routes,
             *webui_routes,
             *access_routes,
+            *activity_routes,
             *tool_routes,
             *cors_proxy_routes,
             ollama_router,
@@ -67,7 +73,7 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
         # page may do (docs/security.md), which no key changes, before the key check.
         middleware=[release_leases, OriginGate(settings.cors_origins), *auth.middleware()],
         lifespan=[lifespan],
-        state=State({"auth": auth, "tools": tools}),
+        state=State({"auth": auth, "tools": tools, "activity": activity}),
         # Litestar checks Content-Length before reading and counts the bytes of a chunked
         # body as they come, so a larger body is refused before it is buffered.
         request_max_body_size=settings.max_body,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import structlog
 import uvicorn
+from litestar import Litestar
 from litestar.types import ASGIApp
 
 from corral.children.environment import MAX_BODY_ENV
@@ -30,6 +31,7 @@ from router.app import create_app
 from router.catalogue.catalogue import CatalogueError
 from router.cli.hub_download import DownloadFailed, download_model
 from router.observe.access_log import AccessLog
+from router.observe.activity import Activity
 from router.security.connections import ConnectionLimits, guarded_protocol
 from router.security.guard import warn_if_exposed
 from router.settings import ServeSettings
@@ -100,12 +102,15 @@ class _RouterServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def _mounted(app: ASGIApp, settings: ServeSettings) -> ASGIApp:
-    """The app under ``--api-prefix``, behind ``--path``'s files; logged with the whole path."""
+def _mounted(app: Litestar, settings: ServeSettings) -> ASGIApp:
+    """The app under ``--api-prefix``, behind ``--path``'s files; logged with the whole path,
+    and each request recorded for the activity view, logged or not."""
+    activity: Activity = app.state.activity
+    mounted: ASGIApp = app
     if settings.static_path is not None:
-        app = StaticFiles(app, settings.static_path)
-    app = ApiPrefix(app, settings.api_prefix)
-    return AccessLog(app) if settings.log_requests else app
+        mounted = StaticFiles(mounted, settings.static_path)
+    mounted = ApiPrefix(mounted, settings.api_prefix)
+    return AccessLog(mounted, activity.history, log=settings.log_requests)
 
 
 def serve(settings: ServeSettings) -> None:

@@ -16,10 +16,12 @@ from contextlib import asynccontextmanager
 import anyio
 import structlog
 
+from router.api.activity import take_samples
 from router.api.metrics import RequestCounter
 from router.api.runtime import RouterRuntime
 from router.catalogue.catalogue import CatalogueError
 from router.catalogue.file_check import entry_problem
+from router.observe.activity import Activity
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
 from router.reloads import Reloader
@@ -45,6 +47,7 @@ async def running_services(
     settings: ServeSettings,
     plan: StartupPlan,
     tools: ToolBox,
+    activity: Activity,
     launcher: WorkerLauncher | None = None,
 ) -> AsyncIterator[RouterRuntime]:
     """Every service running for as long as the block lasts; on the way out the workers and
@@ -77,6 +80,8 @@ async def running_services(
         pool.exited.subscribe(lambda event: conversations.worker_exited(event.state))
         pool.exited.subscribe(lambda _: spares.fill())  # room may have come free
         reloader.reloaded.subscribe(lambda _: downloads.forget_finished())  # as upstream
+        pool.events.listen(activity.timeline.on_event)
+        scheduler.evicted.subscribe(activity.timeline.evicted)
 
         _log.info("models available", models=sorted(plan.catalogue.entries))
         peers.start(group, plan.peers)  # listed in the background: never in the way
@@ -88,8 +93,17 @@ async def running_services(
         group.start_soon(_reload_on_sighup, reloader)
         group.start_soon(downloads.sweep_stale_partials)
         runtime = RouterRuntime(
-            settings, pool, scheduler, RequestCounter(), downloads, reloader, conversations, peers
+            settings,
+            pool,
+            scheduler,
+            RequestCounter(),
+            downloads,
+            reloader,
+            conversations,
+            peers,
+            activity,
         )
+        group.start_soon(take_samples, runtime)
         try:
             yield runtime
         finally:

@@ -572,6 +572,11 @@ _CACHE_COMMAND_HELP: dict[str, dict[str, str]] = {
         **_ROUTER_FLAGS,
     },
     "ps": _ROUTER_FLAGS,
+    "top": {
+        **_ROUTER_FLAGS,
+        "interval": "seconds between refreshes",
+        "once": "print one screen and exit (for scripts)",
+    },
 }
 _CACHE_COMMAND_SUMMARY = {
     "pull": "download into the hub cache, with a progress bar, speed and time left; resumes a "
@@ -581,6 +586,9 @@ _CACHE_COMMAND_SUMMARY = {
     "rm": "delete one model's files from the hub cache; when the router at `--url` is serving it, "
     "only after a confirmation (or `--force`)",
     "ps": "the models a running router has loaded, with each worker's resident memory",
+    "top": "a running router's activity, live in the terminal (`q` ends it): models with their "
+    "tokens/s and memory, each device's memory, the requests and their states, the models' "
+    "last loads and evictions; over SSH too ([operations.md](operations.md#activity))",
 }
 
 
@@ -595,7 +603,8 @@ def _cache_commands_section() -> list[str]:
         "",
         "They work on the hub cache directly (found as in [environment variables]"
         "(#environment-variables)), with or without a router; a running router sees their "
-        "changes at its next reload (`GET /models?reload=1` or SIGHUP). `ps` asks a router.",
+        "changes at its next reload (`GET /models?reload=1` or SIGHUP). `ps` and `top` ask a "
+        "router.",
         "",
     ]
     for command, sub in subparsers.choices.items():

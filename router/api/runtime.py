@@ -10,6 +10,7 @@ from litestar import Request
 
 from router.api.metrics import RequestCounter
 from router.api.ollama.names import Copies
+from router.observe.activity import Activity
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
 from router.reloads import Reloader
@@ -31,6 +32,7 @@ class RouterRuntime:
     reloader: Reloader
     conversations: ConversationOwners
     peers: PeerSet
+    activity: Activity
     ollama_copies: Copies = field(default_factory=Copies)  # /api/copy's names
 
 

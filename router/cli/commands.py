@@ -1,4 +1,5 @@
-"""``corral pull``, ``corral ls``, ``corral rm`` and ``corral ps`` (docs/protocol.md §7).
+"""``corral pull``, ``corral ls``, ``corral rm``, ``corral ps`` and ``corral top``
+(docs/protocol.md §7; ``top`` is router/cli/top.py).
 
 ``pull`` and ``rm`` work on the hub cache directly, no router needed: ``pull`` runs the same
 download child a router starts for ``POST /models`` (:mod:`router.cli.hub_download`). ``ls`` lists
@@ -30,6 +31,7 @@ from router.cli.router_client import (
     fetch_models,
     router_key,
 )
+from router.cli.top import add_top_flags, run_top
 
 __all__ = ["CACHE_COMMANDS", "cache_command_parsers", "run_cache_command"]
 
@@ -265,6 +267,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_router_flags(rm)
     ps = command("ps")
     _add_router_flags(ps)
+    top = command("top")
+    _add_router_flags(top)
+    add_top_flags(top)
     return parser
 
 
@@ -273,6 +278,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ls": _ls,
     "rm": _rm,
     "ps": _ps,
+    "top": run_top,
 }
 CACHE_COMMANDS = frozenset(_HANDLERS)
 

@@ -2,16 +2,17 @@
 carries ``usage``/``timings``, the token counts and speed (issue 17: requests left no trace).
 
 An ASGI wrapper outside the Litestar app, so that every answer is seen, refusals by the API-key
-check and CORS included. The relay must not slow down: streamed chunks are only tested for the
-bytes ``"timings"``/``"usage"`` (a C-speed search) and the one that has them is kept by
-reference; the JSON is parsed once, at the end. Whole JSON answers are parsed when small.
+check and CORS included. It makes each request's :class:`~router.observe.requests.RequestRecord`
+(the one the activity view shows, issue 39), whether access lines are written or not, and
+closes it with the answer's status and tokens. The relay must not slow down: streamed chunks
+are only tested for the bytes ``"timings"``/``"usage"`` (a C-speed search) and the one that has
+them is kept by reference; the JSON is parsed once, at the end. Whole JSON answers are parsed
+when small.
 """
 
 from __future__ import annotations
 
 import time
-from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -19,7 +20,15 @@ import structlog
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 
-__all__ = ["AccessLog", "RequestNote", "note_model", "tokens_from_answer"]
+from router.observe.requests import (
+    RequestHistory,
+    RequestRecord,
+    close_record,
+    current_record,
+    open_record,
+)
+
+__all__ = ["AccessLog", "note_model", "tokens_from_answer"]
 
 _log = structlog.get_logger("corral.access")
 _PARSED_BELOW = 1 << 20  # whole answers larger than this are not read for their usage
@@ -27,52 +36,52 @@ _MARKERS = (b'"timings"', b'"usage"')
 _QUIET_PREFIXES = ("/assets/",)  # the Web UI's static files: a dozen lines per page load
 
 
-@dataclass(slots=True)
-class RequestNote:
-    """What the handlers know and the wrapper does not: the model a request was for."""
-
-    model: str | None = None
-
-
-_current: ContextVar[RequestNote | None] = ContextVar("corral_access_note", default=None)
-
-
 def note_model(name: str) -> None:
     """Name the model of the request being handled (no-op outside an :class:`AccessLog`)."""
-    note = _current.get()
-    if note is not None:
-        note.model = name
+    record = current_record()
+    if record is not None:
+        record.model = name
 
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def tokens_from_answer(answer: Any) -> dict[str, Any]:
-    """Prompt and generated tokens and tokens/s from an answer's ``timings`` or ``usage``."""
+def _int(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if number is not None else None
+
+
+def _first(mapping: dict[str, Any], names: tuple[str, ...]) -> int | None:
+    return next((int(mapping[n]) for n in names if _number(mapping.get(n)) is not None), None)
+
+
+def tokens_from_answer(answer: Any, record: RequestRecord) -> None:
+    """Fill ``record``'s token counts and times from an answer's ``usage`` and ``timings``."""
     if not isinstance(answer, dict):
-        return {}
-    found: dict[str, Any] = {}
+        return
     timings, usage = answer.get("timings"), answer.get("usage")
     if isinstance(usage, dict):
         # OpenAI's names, then Anthropic's.
-        for field, names in (
-            ("prompt_tokens", ("prompt_tokens", "input_tokens")),
-            ("generated_tokens", ("completion_tokens", "output_tokens")),
-        ):
-            value = next((usage[n] for n in names if _number(usage.get(n)) is not None), None)
-            if value is not None:
-                found[field] = int(value)
+        record.prompt_tokens = _first(usage, ("prompt_tokens", "input_tokens"))
+        record.completion_tokens = _first(usage, ("completion_tokens", "output_tokens"))
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict):
+            record.cached_tokens = _int(details.get("cached_tokens"))
+        if record.cached_tokens is None:
+            record.cached_tokens = _int(usage.get("cache_read_input_tokens"))
     if isinstance(timings, dict):
-        if (speed := _number(timings.get("predicted_per_second"))) is not None:
-            found["tokens_per_s"] = round(speed, 1)
-        if "generated_tokens" not in found and _number(timings.get("predicted_n")) is not None:
-            found["generated_tokens"] = int(timings["predicted_n"])
-        if "prompt_tokens" not in found and _number(timings.get("prompt_n")) is not None:
-            found["prompt_tokens"] = int(timings["prompt_n"])
-    if isinstance(answer.get("model"), str):
-        found["model"] = answer["model"]
-    return found
+        record.prompt_ms = _number(timings.get("prompt_ms"))
+        record.predicted_ms = _number(timings.get("predicted_ms"))
+        record.tokens_per_s = _number(timings.get("predicted_per_second"))
+        if record.completion_tokens is None:
+            record.completion_tokens = _int(timings.get("predicted_n"))
+        if record.prompt_tokens is None:
+            record.prompt_tokens = _int(timings.get("prompt_n"))
+        if record.cached_tokens is None:
+            record.cached_tokens = _int(timings.get("cache_n"))
+    if not record.model and isinstance(answer.get("model"), str):
+        record.model = answer["model"]
 
 
 def _last_event(data: bytes) -> Any:
@@ -115,29 +124,34 @@ class _Watch:
             self._whole.append(chunk)
             self._size += len(chunk)
 
-    def tokens(self) -> dict[str, Any]:
+    def tokens(self, record: RequestRecord) -> None:
         if self.stream:
-            return tokens_from_answer(_last_event(b"".join(self._with_usage or ())))
+            tokens_from_answer(_last_event(b"".join(self._with_usage or ())), record)
+            return
         if not self._whole or self._size >= _PARSED_BELOW:
-            return {}
+            return
         try:
-            return tokens_from_answer(msgspec.json.decode(b"".join(self._whole)))
+            tokens_from_answer(msgspec.json.decode(b"".join(self._whole)), record)
         except msgspec.DecodeError:
-            return {}
+            return
 
 
 class AccessLog:
-    """Wraps an ASGI app; logs one line at info when each HTTP request's answer is done."""
+    """Wraps an ASGI app; closes each HTTP request's record when its answer is done, and with
+    ``log`` writes its access line at info."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(
+        self, app: ASGIApp, history: RequestHistory | None = None, *, log: bool = True
+    ) -> None:
         self._app = app
+        self._history = history
+        self._log_lines = log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
             await self._app(scope, receive, send)
             return
-        note = RequestNote()
-        token = _current.set(note)
+        record, token = open_record(scope["path"], self._history)
         watch = _Watch()
         started = time.perf_counter()
 
@@ -145,6 +159,7 @@ class AccessLog:
             event: dict[str, Any] = message  # type: ignore[assignment]  # a union of TypedDicts
             if event["type"] == "http.response.start":
                 watch.start(event)
+                record.stream = watch.stream
             elif event["type"] == "http.response.body":
                 watch.body(event.get("body", b""))
             await send(message)
@@ -152,27 +167,39 @@ class AccessLog:
         try:
             await self._app(scope, receive, watching_send)
         finally:
-            _current.reset(token)
-            self._log(scope, note, watch, (time.perf_counter() - started) * 1000)
+            close_record(token)
+            record.ended, record.status = time.time(), watch.status
+            record.state = "done" if watch.status < 400 else "failed"
+            watch.tokens(record)
+            if self._history is not None:
+                self._history.finish(record)
+            if self._log_lines:
+                self._log(scope, record, (time.perf_counter() - started) * 1000)
 
     @staticmethod
-    def _log(scope: HTTPScope, note: RequestNote, watch: _Watch, duration_ms: float) -> None:
+    def _log(scope: HTTPScope, record: RequestRecord, duration_ms: float) -> None:
         path: str = scope["path"]
-        if path.startswith(_QUIET_PREFIXES) and watch.status < 400:
+        status = record.status or 500
+        if path.startswith(_QUIET_PREFIXES) and status < 400:
             return
-        fields = watch.tokens()
-        model = note.model or fields.pop("model", None)
-        fields.pop("model", None)
+        fields: dict[str, Any] = {}
+        if record.model:
+            fields["model"] = record.model
+        if record.prompt_tokens is not None:
+            fields["prompt_tokens"] = record.prompt_tokens
+        if record.completion_tokens is not None:
+            fields["generated_tokens"] = record.completion_tokens
+        if record.tokens_per_s is not None:
+            fields["tokens_per_s"] = round(record.tokens_per_s, 1)
         method = scope["method"]
         duration = round(duration_ms)
-        summary = f"{method} {path} {watch.status} {duration} ms"
+        summary = f"{method} {path} {status} {duration} ms"
         _log.info(
             summary,
             method=method,
             path=path,
-            status=watch.status,
+            status=status,
             duration_ms=duration,
             restated=("method", "path", "status", "duration_ms"),  # a terminal shows them once
-            **({"model": model} if model else {}),
             **fields,
         )

@@ -1,12 +1,14 @@
 """Model events for ``GET /models/sse`` (docs/protocol.md §3), with upstream's names and payloads.
 
 Publishing never blocks: each subscriber has a bounded buffer, and a subscriber too slow to keep
-up loses its oldest events rather than stalling the router.
+up loses its oldest events rather than stalling the router. Listeners (the activity view's
+timeline, router/observe/timeline.py) are called at once, in order, and only note the event.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -45,11 +47,18 @@ class Subscription:
 class EventBus:
     def __init__(self) -> None:
         self._subscribers: set[Subscription] = set()
+        self._listeners: list[Callable[[ModelEvent], None]] = []
 
     def publish(self, model: str, event: str, data: dict[str, Any] | None = None) -> None:
         message = ModelEvent(model, event, data)
         for subscriber in self._subscribers:
             subscriber.push(message)
+        for listener in self._listeners:
+            listener(message)
+
+    def listen(self, listener: Callable[[ModelEvent], None]) -> None:
+        """Call ``listener`` with every event from now on, as it is published."""
+        self._listeners.append(listener)
 
     def subscribe(self) -> Subscription:
         subscription = Subscription()

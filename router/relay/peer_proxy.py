@@ -26,11 +26,12 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.disconnect import until_disconnected
 from corral.http.errors import ApiError
-from router.observe.access_log import note_model
+from router.observe.requests import begin_request
 from router.relay.conversations import Claim
 from router.relay.peers import PeerRoute
 from router.relay.proxy import WHOLE_BELOW, RelayResponse, request_headers, request_target
 from router.relay.translation import AnswerTranslation
+from router.security.callers import caller_id
 from router.workers.worker_http import UpstreamError
 
 __all__ = ["forward_to_peer"]
@@ -97,7 +98,7 @@ async def forward_to_peer(
     """Send the request to the peer; ``session``, ``target`` and ``translation`` as for a
     local worker (router.relay.proxy.forward)."""
     peer, stats = route.peer, route.peer.stats
-    note_model(name)
+    record = begin_request(name, caller_id(request.scope), request.headers.get("traceparent"))
     sent = request_headers(request.scope, session, translated=translation is not None)
     headers = [(k, v) for k, v in sent if k in _TO_PEER]
     target = peer.config.base_path.encode() + (target or request_target(request.scope))
@@ -108,6 +109,8 @@ async def forward_to_peer(
             body = _renamed_body(body, route.remote)
     headers += peer.auth_headers()
     started = time.monotonic()
+    if record is not None:
+        record.dispatched_now()
     try:
         sending = peer.client.request(
             request.method, target, headers, body, whole_below=WHOLE_BELOW
@@ -138,7 +141,7 @@ async def forward_to_peer(
     return RelayResponse(
         upstream,
         name,
-        progress=lambda: None,
+        progress=record.chunk if record is not None else lambda: None,
         cut_error=cut_error,
         translation=translation,
         detached=detached,

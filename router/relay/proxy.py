@@ -23,11 +23,13 @@ from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.disconnect import client_left, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
+from router.observe.requests import begin_request, current_record
 from router.relay.conversations import Claim
 from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
 from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
+from router.security.callers import caller_id
 from router.workers.model_state import ModelState
 from router.workers.worker_http import UpstreamError, UpstreamResponse
 
@@ -277,7 +279,7 @@ async def forward(
     a worker that stops while it waits does not, as the next load answers it.
     """
     name = state.entry.name
-    note_model(name)
+    begin_request(name, caller_id(request.scope), request.headers.get("traceparent"))
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
     tries = 2  # a second when the worker was stopping as the first reached it
@@ -360,6 +362,8 @@ async def relay(
         headers = request_headers(scope, session, translated=translation is not None)
         target = target or request_target(scope)
         sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
+        if (record := current_record()) is not None:  # the activity view's queue wait ends
+            record.dispatched_now()
         upstream = await (sending if session is not None else until_disconnected(request, sending))
     except UpstreamError as exc:
         fault = _fault_error(state)
@@ -374,10 +378,15 @@ async def relay(
         fault = _fault_error(state)
         return fault or ApiError(500, f"model '{name}' stopped while answering")
 
+    def progress() -> None:
+        scheduler.note_progress(state)
+        if record is not None and record.first_token is None:
+            record.chunk()  # the first piece of the answer: the activity view's first token
+
     return RelayResponse(
         upstream,
         name,
-        progress=lambda: scheduler.note_progress(state),
+        progress=progress,
         cut_error=cut_error,
         translation=translation,
         detached=session is not None,

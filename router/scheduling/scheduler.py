@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import anyio
 import structlog
 
+from router.observe.topics import Topic
 from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.workers.errors import (
@@ -78,6 +79,7 @@ class Scheduler:
         self.waits = 0  # requests that had to wait for a load, for /metrics
         self.wait_seconds = 0.0
         self.evictions = 0
+        self.evicted: Topic[str] = Topic()  # a model stopped for another's room (its name)
         self.rejections = 0  # requests refused because the queue was full, for /metrics
 
     @property
@@ -161,6 +163,7 @@ class Scheduler:
             if self.devices is not None and oom.device in self.devices.held(victim, snap):
                 _log.info("evicting idle model for memory", model=victim.name, device=oom.device)
                 self.evictions += 1
+                self.evicted.publish(victim.name)
                 self._pool.request_stop(victim)
         return True
 
@@ -310,6 +313,7 @@ class Scheduler:
                 return  # everything is busy: a finishing request ticks again
             _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
             self.evictions += 1
+            self.evicted.publish(victim.name)
             self._pool.request_stop(victim)
             staying.remove(victim)
 
@@ -326,6 +330,7 @@ class Scheduler:
             if victim is None:
                 raise NoRoom(name)
             self.evictions += 1
+            self.evicted.publish(victim.name)
             self._pool.request_stop(victim)
             await victim.wait_exited()
             if state.running:  # lost a race to another load of it

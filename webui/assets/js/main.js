@@ -1,9 +1,10 @@
 // Corral's Web UI: routing between the chat and the model manager, theme, toasts, keys.
 //
-// Routes live in the URL fragment (#/, #/c/<id>, #/models), so the router serves the page at
+// Routes live in the URL fragment (#/, #/c/<id>, #/models, #/activity), so the router serves the page at
 // a single address and never needs a catch-all route that could shadow its API.
 
 import { onKeyNeeded } from "./api.js";
+import { ActivityView } from "./views/activity.js";
 import { conversations, defaultSettings } from "./conversations.js";
 import { h } from "./dom.js";
 import { generations } from "./generation.js";
@@ -93,6 +94,7 @@ class App {
   parseRoute() {
     const hash = location.hash.replace(/^#/, "");
     if (hash === "/models") return { name: "models", id: null };
+    if (hash === "/activity") return { name: "activity", id: null };
     const match = /^\/c\/([\w-]+)$/.exec(hash);
     if (match && conversations.get(match[1])) return { name: "chat", id: match[1] };
     return { name: "chat", id: null };
@@ -101,14 +103,15 @@ class App {
   show() {
     this.route = this.parseRoute();
     this.view?.destroy();
-    this.view = this.route.name === "models"
-      ? new ManagerView(this)
-      : new ChatView(this, this.route.id);
+    const views = { models: ManagerView, activity: ActivityView };
+    const View = views[this.route.name];
+    this.view = View ? new View(this) : new ChatView(this, this.route.id);
     this.main.replaceChildren(this.view.el);
     this.closeSidebar();
     this.sidebar.render();
-    document.title = this.route.name === "models" ? "Models · Corral"
-      : `${conversations.get(this.route.id)?.title ?? "New chat"} · Corral`;
+    const titles = { models: "Models", activity: "Activity" };
+    document.title = `${titles[this.route.name]
+      ?? conversations.get(this.route.id)?.title ?? "New chat"} · Corral`;
     // On a phone the keyboard would cover the page: focus the input only on wider screens.
     if (matchMedia("(min-width: 760px)").matches) this.view.focus();
   }

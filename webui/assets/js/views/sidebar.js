@@ -21,6 +21,8 @@ export class Sidebar {
     this.list = h("nav", { class: "conv-list", "aria-label": "Conversations" });
     this.items = new KeyedList(this.list);
     this.modelsLink = h("a", { href: "#/models", class: "nav-item", dataset: { focusKey: "models" } });
+    this.activityLink = h("a", { href: "#/activity", class: "nav-item", dataset: { focusKey: "activity" } },
+      icon("monitor"), h("span", {}, "Activity"));
     this.themeButton = h("button", { type: "button", class: "icon-btn", onClick: () => app.cycleTheme() });
     this.connection = h("span", { class: "connection", role: "status" });
     this.keyScope = h("span", { class: "key-scope", hidden: true });
@@ -32,6 +34,7 @@ export class Sidebar {
       h("a", { href: "#/", class: "btn btn-primary new-chat", title: "New chat (Ctrl+Shift+O)",
         onClick: () => app.resetDraft() }, icon("plus"), "New chat"),
       this.modelsLink,
+      this.activityLink,
       this.filter,
       this.list,
       h("div", { class: "sidebar-foot" },
@@ -80,6 +83,10 @@ export class Sidebar {
     this.modelsLink.classList.toggle("active", onModels);
     if (onModels) this.modelsLink.setAttribute("aria-current", "page");
     else this.modelsLink.removeAttribute("aria-current");
+    const onActivity = route.name === "activity";
+    this.activityLink.classList.toggle("active", onActivity);
+    if (onActivity) this.activityLink.setAttribute("aria-current", "page");
+    else this.activityLink.removeAttribute("aria-current");
 
     const theme = this.app.theme;
     this.themeButton.replaceChildren(icon(THEME_ICONS[theme]));

@@ -1,0 +1,189 @@
+"""One record per proxied request, shared by the access log and the activity view (issue 39).
+
+The access-log wrapper (router/observe/access_log.py) makes a :class:`RequestRecord` for every
+HTTP request and keeps it in a context variable; the relay fills in what it learns at the few
+points where it learns it (:func:`begin_request` when the request is for a model, then
+:meth:`RequestRecord.dispatched_now` and :meth:`RequestRecord.chunk`), and the wrapper closes
+it with the answer's status and token counts. Only requests for a model enter the
+:class:`RequestHistory`: every one in flight, and the last :data:`FINISHED_KEPT` finished,
+bounded in memory. The field names are the ones the OpenTelemetry spans read (docs/operations.md,
+"Activity"). Times are wall-clock seconds (``time.time()``), None when the phase did not happen.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar, Token
+
+import msgspec
+
+__all__ = [
+    "FINISHED_KEPT",
+    "RequestHistory",
+    "RequestRecord",
+    "begin_request",
+    "close_record",
+    "current_record",
+    "open_record",
+]
+
+FINISHED_KEPT = 300  # finished requests the history keeps (the oldest go first)
+
+_ids = itertools.count(1)
+
+
+class RequestRecord(msgspec.Struct, kw_only=True):
+    """What is known of one request; mutable, filled in as the request goes."""
+
+    id: str
+    model: str = ""
+    key_id: str | None = None
+    klass: str = "interactive"  # one class until keys carry one
+    route: str = ""
+    stream: bool = False
+    received: float = 0.0
+    load_started: float | None = None  # the request waited for its model to load
+    load_ended: float | None = None
+    dispatched: float | None = None  # handed to the worker: the end of the queue wait
+    first_token: float | None = None  # the first piece of a streamed answer
+    ended: float | None = None
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_ms: float | None = None
+    predicted_ms: float | None = None
+    restored_tokens: int | None = None  # from a saved KV cache, when the worker says so
+    tokens_per_s: float | None = None  # the worker's ``predicted_per_second``
+    status: int | None = None
+    state: str = "queued"  # queued, loading, restoring, prompt, generating, done, failed
+    trace_parent: str | None = None
+
+    def dispatched_now(self) -> None:
+        self.dispatched = time.time()
+        self.state = "prompt"
+
+    def chunk(self) -> None:
+        """A piece of the answer arrived (called per chunk: one test after the first)."""
+        if self.first_token is None:
+            self.first_token = time.time()
+            self.state = "generating"
+
+    def load_began(self, at: float) -> None:
+        if self.dispatched is None and self.load_started is None:
+            self.load_started, self.state = at, "loading"
+
+    def load_done(self, at: float) -> None:
+        if self.state == "loading":
+            self.load_ended, self.state = at, "queued"
+
+
+class _Pending:
+    """The record of the request being handled, and the history it joins if it is for a model."""
+
+    __slots__ = ("history", "record")
+
+    def __init__(self, record: RequestRecord, history: RequestHistory | None) -> None:
+        self.record = record
+        self.history = history
+
+
+_current: ContextVar[_Pending | None] = ContextVar("corral_request_record", default=None)
+
+
+def current_record() -> RequestRecord | None:
+    """The record of the request being handled (None outside the access-log wrapper)."""
+    pending = _current.get()
+    return pending.record if pending is not None else None
+
+
+def open_record(
+    route: str, history: RequestHistory | None
+) -> tuple[RequestRecord, Token[_Pending | None]]:
+    """A record for a request that has just arrived, made current; the token resets it."""
+    record = RequestRecord(id=f"r{next(_ids)}", route=route, received=time.time())
+    return record, _current.set(_Pending(record, history))
+
+
+def close_record(token: Token[_Pending | None]) -> None:
+    _current.reset(token)
+
+
+def begin_request(
+    model: str,
+    key_id: str | None,
+    trace_parent: str | None = None,
+    klass: str = "interactive",
+) -> RequestRecord | None:
+    """The request is for ``model``, sent with the key ``key_id`` (None without keys) of the
+    class ``klass``, and the client's ``traceparent``: it joins the history as in flight (once;
+    a retry keeps its record)."""
+    pending = _current.get()
+    if pending is None:
+        return None
+    record = pending.record
+    record.model, record.key_id, record.trace_parent = model, key_id, trace_parent
+    record.klass = klass
+    if pending.history is not None:
+        pending.history.begin(record)
+    return record
+
+
+class RequestHistory:
+    """Requests in flight and the last :data:`FINISHED_KEPT` finished; ``version`` changes with
+    every change, so a live view sends only when there is news."""
+
+    def __init__(self, kept: int = FINISHED_KEPT) -> None:
+        self._in_flight: dict[str, RequestRecord] = {}
+        self._finished: deque[RequestRecord] = deque(maxlen=kept)
+        self._loading: dict[str, float] = {}  # models loading now, since when
+        self.version = 0
+
+    def begin(self, record: RequestRecord) -> None:
+        if record.id in self._in_flight:
+            return
+        self._in_flight[record.id] = record
+        if (since := self._loading.get(record.model)) is not None:
+            record.load_began(max(since, record.received))
+        self.version += 1
+
+    def finish(self, record: RequestRecord) -> None:
+        if self._in_flight.pop(record.id, None) is not None:
+            self._finished.append(record)
+            self.version += 1
+
+    def model_loading(self, model: str, loading: bool) -> None:
+        """A model began or ended a load: its waiting requests wait for the load, or no more."""
+        now = time.time()
+        if loading:
+            self._loading.setdefault(model, now)
+        elif self._loading.pop(model, None) is None:
+            return
+        for record in self._in_flight.values():
+            if record.model == model:
+                if loading:
+                    record.load_began(now)
+                else:
+                    record.load_done(now)
+        self.version += 1
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    def touched(self) -> None:
+        self.version += 1
+
+    def records(self) -> Iterator[RequestRecord]:
+        """In flight first (oldest first), then finished, newest first."""
+        yield from self._in_flight.values()
+        yield from reversed(self._finished)
+
+    def finished_since(self, since: float) -> Iterable[RequestRecord]:
+        """Finished requests that ended after ``since``, newest first."""
+        for record in reversed(self._finished):
+            if record.ended is None or record.ended <= since:
+                return
+            yield record

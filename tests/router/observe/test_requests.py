@@ -1,0 +1,88 @@
+"""The request history and the model timeline: bounded, and each request's state follows its
+model's load (router/observe/requests.py, router/observe/activity.py)."""
+
+from __future__ import annotations
+
+from router.observe.activity import Timeline
+from router.observe.events import EventBus
+from router.observe.requests import (
+    RequestHistory,
+    RequestRecord,
+    begin_request,
+    close_record,
+    current_record,
+    open_record,
+)
+
+
+def _request(history: RequestHistory, model: str, key: str | None = None) -> RequestRecord:
+    record, token = open_record("/v1/chat/completions", history)
+    begin_request(model, key, "00-trace-01")
+    assert current_record() is record
+    close_record(token)
+    return record
+
+
+def test_only_requests_for_a_model_join_and_the_finished_are_bounded() -> None:
+    history = RequestHistory(kept=3)
+    _, token = open_record("/models", history)  # never names a model: not in the history
+    close_record(token)
+    records = []
+    for _ in range(5):
+        record, token = open_record("/v1/completions", history)
+        begin_request("alpha", "k1")
+        close_record(token)
+        records.append(record)
+    assert history.in_flight == 5
+    for record in records:
+        history.finish(record)
+    assert history.in_flight == 0
+    assert [r.id for r in history.records()] == [r.id for r in reversed(records[2:])]
+
+
+def test_a_request_waiting_for_a_load_shows_loading_then_queued_then_prompt() -> None:
+    history = RequestHistory()
+    bus = EventBus()
+    timeline = Timeline(history)
+    bus.listen(timeline.on_event)
+    early = _request(history, "alpha")
+    bus.publish("alpha", "status_change", {"status": "loading"})
+    late = _request(history, "alpha")  # arrives while the load runs
+    other = _request(history, "beta")
+    assert [early.state, late.state, other.state] == ["loading", "loading", "queued"]
+    bus.publish("alpha", "status_change", {"status": "loading", "progress": {"value": 0.5}})
+    bus.publish("alpha", "status_change", {"status": "loaded"})
+    assert early.state == "queued"
+    assert early.load_ended is not None
+    early.dispatched_now()
+    early.chunk()
+    assert early.state == "generating"
+    assert early.trace_parent == "00-trace-01"
+    assert [e.kind for e in timeline.events()] == ["load", "loaded"]  # one per load
+
+
+def test_the_timeline_tells_evictions_sleeps_wakes_and_crashes() -> None:
+    timeline = Timeline(RequestHistory())
+    bus = EventBus()
+    bus.listen(timeline.on_event)
+    for status in ("loading", "loaded", "sleeping", "loaded"):
+        bus.publish("alpha", "status_change", {"status": status})
+    timeline.evicted("alpha")
+    bus.publish("alpha", "status_change", {"status": "unloaded", "exit_code": 0})
+    bus.publish("beta", "status_change", {"status": "loading"})
+    bus.publish("beta", "status_change", {"status": "unloaded", "exit_code": 1, "reason": "oom"})
+    bus.publish("gamma", "status_change", {"status": "loaded"})
+    bus.publish("gamma", "status_change", {"status": "unloaded", "exit_code": 139})
+    bus.publish("gamma", "model_status", {"status": "loading"})  # not a status change
+    kinds = [(e.model, e.kind, e.detail) for e in timeline.events()]
+    assert kinds == [
+        ("alpha", "load", None),
+        ("alpha", "loaded", None),
+        ("alpha", "sleep", None),
+        ("alpha", "wake", None),
+        ("alpha", "evicted", None),
+        ("beta", "load", None),
+        ("beta", "load_failed", "oom"),
+        ("gamma", "loaded", None),
+        ("gamma", "crash", "exit code 139"),
+    ]
