@@ -30,6 +30,7 @@ from router.app import create_app
 from router.catalogue.catalogue import CatalogueError
 from router.cli.hub_download import DownloadFailed, download_model
 from router.observe.access_log import AccessLog
+from router.observe.tracing import with_tracing
 from router.security.connections import ConnectionLimits, guarded_protocol
 from router.security.guard import warn_if_exposed
 from router.settings import ServeSettings
@@ -101,7 +102,9 @@ class _RouterServer(uvicorn.Server):
 
 
 def _mounted(app: ASGIApp, settings: ServeSettings) -> ASGIApp:
-    """The app under ``--api-prefix``, behind ``--path``'s files; logged with the whole path."""
+    """The app under ``--api-prefix``, behind ``--path``'s files; logged with the whole path,
+    traced (when asked for) with the path its handlers see."""
+    app = with_tracing(app, settings.otel_endpoint, os.environ)
     if settings.static_path is not None:
         app = StaticFiles(app, settings.static_path)
     app = ApiPrefix(app, settings.api_prefix)

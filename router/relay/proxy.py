@@ -23,6 +23,7 @@ from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.disconnect import client_left, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
+from router.observe.tracing.capture import capturing
 from router.relay.conversations import Claim
 from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
@@ -278,11 +279,17 @@ async def forward(
     """
     name = state.entry.name
     note_model(name)
+    capture = capturing()  # None unless tracing is on (docs/operations.md, Traces)
+    if capture is not None:
+        capture.model = name
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
     tries = 2  # a second when the worker was stopping as the first reached it
     while True:
+        loads = state.loads
         lease = await _acquire(request, scheduler, name, detached=session is not None)
+        if capture is not None and (lease.state is not state or lease.state.loads != loads):
+            capture.waited_for_load(lease.state.load_seconds)
         if session is not None and not session.live():
             raise ApiError(
                 400, "request cancelled by DELETE /v1/stream while the model was loading"
@@ -358,6 +365,8 @@ async def relay(
             await anyio.sleep(scheduler.fake_timing)
         scope = request.scope
         headers = request_headers(scope, session, translated=translation is not None)
+        if (capture := capturing()) is not None:  # the worker gets the router's traceparent
+            headers = capture.dispatch(name, headers)
         target = target or request_target(scope)
         sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
         upstream = await (sending if session is not None else until_disconnected(request, sending))
