@@ -103,18 +103,20 @@ def _ns(seconds: float) -> int:
 
 
 def _worker_phases(record: Record, operation: str | None, end: float) -> list[_Phase]:
-    """Prompt processing, generation and a cache restore, placed by the worker's timings: a
-    stream's first token ends the prompt; a whole answer's generation ends with it."""
+    """Prompt processing, generation and a cache restore, placed by the worker's timings
+    counted back from the answer's end (the generation ends with it). Without timings, a
+    stream's first event ends the prompt, though some APIs' first event (Anthropic's
+    ``message_start``) comes before the prompt is read."""
     start = record.dispatched
     if start is None:
         return []
     prompt_s = (record.prompt_ms or 0.0) / 1000
     if operation == "embeddings":
         prompt_end = end
-    elif record.first_token is not None:
-        prompt_end = record.first_token
     elif record.predicted_ms is not None:
         prompt_end = max(start, end - record.predicted_ms / 1000)
+    elif record.first_token is not None:
+        prompt_end = record.first_token
     else:
         return []  # no timings: nothing says where one phase ends
     prompt_start = max(start, prompt_end - prompt_s) if record.prompt_ms is not None else start
