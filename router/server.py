@@ -32,6 +32,7 @@ from router.catalogue.catalogue import CatalogueError
 from router.cli.hub_download import DownloadFailed, download_model
 from router.observe.access_log import AccessLog
 from router.observe.activity import Activity
+from router.observe.tracing import tracer_for
 from router.security.connections import ConnectionLimits, guarded_protocol
 from router.security.guard import warn_if_exposed
 from router.settings import ServeSettings
@@ -104,13 +105,14 @@ class _RouterServer(uvicorn.Server):
 
 def _mounted(app: Litestar, settings: ServeSettings) -> ASGIApp:
     """The app under ``--api-prefix``, behind ``--path``'s files; logged with the whole path,
-    and each request recorded for the activity view, logged or not."""
+    each request recorded for the activity view, logged or not, and traced when asked for."""
     activity: Activity = app.state.activity
     mounted: ASGIApp = app
     if settings.static_path is not None:
         mounted = StaticFiles(mounted, settings.static_path)
     mounted = ApiPrefix(mounted, settings.api_prefix)
-    return AccessLog(mounted, activity.history, log=settings.log_requests)
+    tracer = tracer_for(settings.otel_endpoint, os.environ)
+    return AccessLog(mounted, activity.history, log=settings.log_requests, finished=tracer)
 
 
 def serve(settings: ServeSettings) -> None:

@@ -46,6 +46,7 @@ class ServeSettings:
     hf_token: str | None = field(default=None, repr=False)  # for download children only
     log_format: str | None = None  # "text" or "json"; None: text on a terminal, else JSON
     log_requests: bool = True  # one access line per request
+    otel_endpoint: str | None = None  # --otel-endpoint: traces' collector (router.observe.tracing)
     ui_mcp_proxy: bool = False  # /cors-proxy fetches URLs for callers; else 403
     ui_mcp_proxy_private: bool = False  # ... loopback, link-local and private ones too
     max_body: int = 64 << 20  # bytes of a request body; more is a 413 before it is read

@@ -211,6 +211,19 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "internal: set by the router; a child with it dies with the router",
     ),
     EnvVar(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "corral serve",
+        "the whole OTLP/HTTP traces URL; turns tracing on, and wins over `--otel-endpoint` "
+        "(docs/operations.md, Traces)",
+    ),
+    EnvVar(
+        "OTEL_SDK_DISABLED",
+        "corral serve",
+        "`true`: no traces, whatever endpoint is set; the SDK's other `OTEL_*` variables are "
+        "read by the SDK itself (docs/operations.md, Traces)",
+    ),
+    EnvVar("OTEL_TRACES_EXPORTER", "corral serve", "`none`: no traces, as `OTEL_SDK_DISABLED`"),
+    EnvVar(
         "CORRAL_CMAKE_ARGS",
         "scripts/bootstrap.py",
         "extra CMake options for the llama-cpp-python build (later ones win), e.g. "

@@ -26,6 +26,7 @@ from worker.engine.engine import Engine
 from worker.engine.model import LoadedModel
 from worker.host.access import with_access_rules
 from worker.host.http_server import PromptServer
+from worker.host.trace_context import with_trace_context
 from worker.settings.worker_settings import WorkerSettings
 from worker.state import WorkerState
 
@@ -89,7 +90,7 @@ class WorkerLifecycle:
         self._server = PromptServer(
             uvicorn.Config(
                 with_access_rules(
-                    self.app,
+                    with_trace_context(self.app),
                     settings.api_keys,
                     settings.cors_origins,
                     settings.allowed_hosts,

@@ -31,6 +31,8 @@ DEFAULT_MAX_BODY = 64 << 20
 SECRET_ENV = frozenset({
     "LLAMA_API_KEY", "LLAMA_ARG_API_KEY_FILE", "LLAMA_ARG_SSL_KEY_FILE",
     "LLAMA_ARG_SSL_CERT_FILE", "CORRAL_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+    # A trace collector's credentials (docs/operations.md, Traces): the router's to send.
+    "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
 })  # fmt: skip
 
 

@@ -135,6 +135,7 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         hf_token=args.hf_token or os.environ.get("HF_TOKEN"),
         log_format=args.log_format,
         log_requests=args.log_requests,
+        otel_endpoint=args.otel_endpoint,
         ui_mcp_proxy=args.ui_mcp_proxy,
         ui_mcp_proxy_private=args.ui_mcp_proxy_private,
         max_body=max_body,

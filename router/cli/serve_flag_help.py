@@ -213,6 +213,12 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "one line per request at info: method, path, model, status, duration, prompt and "
         "generated tokens, tokens/s",
     ),
+    "otel_endpoint": (
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "send an OpenTelemetry trace of each model request (OTLP/HTTP protobuf) to the "
+        "collector at this base URL (`/v1/traces` is added); the SDK's other `OTEL_*` "
+        "variables apply; off unless this or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set",
+    ),
 }
 
 # Placeholders shown instead of argparse's (``MODEL_FILES`` and the like).
@@ -246,6 +252,7 @@ SERVE_METAVARS: dict[str, str] = {
     "alias": "NAME[,NAME…]",
     "tags": "TAG[,TAG…]",
     "log_format": "text|json",
+    "otel_endpoint": "URL",
     "tools": "all|NAME[,NAME…]",
     "tools_root": "DIR",
     "mcp_servers_config": "FILE",

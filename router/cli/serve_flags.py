@@ -165,6 +165,8 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     ),
     _ServeFlag("logging", ("--log-format",), "log_format", choices=("text", "json")),
     _ServeFlag("logging", ("--log-requests",), "log_requests", True, action=_ON_OFF),
+    # Traces (docs/operations.md): router.observe.tracing reads the other OTEL_* variables.
+    _ServeFlag("logging", ("--otel-endpoint",), "otel_endpoint"),
 )
 
 

@@ -13,6 +13,7 @@ when small.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -32,7 +33,7 @@ __all__ = ["AccessLog", "note_model", "tokens_from_answer"]
 
 _log = structlog.get_logger("corral.access")
 _PARSED_BELOW = 1 << 20  # whole answers larger than this are not read for their usage
-_MARKERS = (b'"timings"', b'"usage"')
+_MARKERS = (b'"timings"', b'"usage"', b'"eval_count"')  # OpenAI's, llama-server's, Ollama's
 _QUIET_PREFIXES = ("/assets/",)  # the Web UI's static files: a dozen lines per page load
 
 
@@ -80,16 +81,27 @@ def tokens_from_answer(answer: Any, record: RequestRecord) -> None:
             record.prompt_tokens = _int(timings.get("prompt_n"))
         if record.cached_tokens is None:
             record.cached_tokens = _int(timings.get("cache_n"))
+    if "eval_count" in answer or "prompt_eval_count" in answer:  # Ollama's API
+        record.prompt_tokens = _int(answer.get("prompt_eval_count"))
+        record.completion_tokens = _int(answer.get("eval_count"))
+        prompt_ns, predicted_ns = (
+            _number(answer.get("prompt_eval_duration")),
+            _number(answer.get("eval_duration")),
+        )
+        record.prompt_ms = None if prompt_ns is None else prompt_ns / 1e6
+        record.predicted_ms = None if predicted_ns is None else predicted_ns / 1e6
     if not record.model and isinstance(answer.get("model"), str):
         record.model = answer["model"]
 
 
 def _last_event(data: bytes) -> Any:
-    """The last ``data:`` event of a piece of a stream that has usage or timings."""
+    """The last event (SSE's ``data:``) or line (Ollama's NDJSON) of a piece of a stream that
+    has usage, timings or Ollama's counts."""
     for line in reversed(data.splitlines()):
-        if line.startswith(b"data:") and any(marker in line for marker in _MARKERS):
+        if any(marker in line for marker in _MARKERS):
+            line = line[5:] if line.startswith(b"data:") else line
             try:
-                return msgspec.json.decode(line[5:].strip())
+                return msgspec.json.decode(line.strip())
             except msgspec.DecodeError:
                 return None
     return None
@@ -111,7 +123,7 @@ class _Watch:
         self.status = int(message["status"])
         headers = dict(message.get("headers") or [])
         content_type = headers.get(b"content-type", b"")
-        self.stream = content_type.startswith(b"text/event-stream")
+        self.stream = content_type.startswith((b"text/event-stream", b"application/x-ndjson"))
         self._json = content_type.startswith(b"application/json")
 
     def body(self, chunk: bytes) -> None:
@@ -137,21 +149,28 @@ class _Watch:
 
 
 class AccessLog:
-    """Wraps an ASGI app; closes each HTTP request's record when its answer is done, and with
-    ``log`` writes its access line at info."""
+    """Wraps an ASGI app; closes each HTTP request's record when its answer is done, with
+    ``log`` writes its access line at info, and hands each finished request for a model to
+    ``finished`` (the traces, docs/operations.md "Traces")."""
 
     def __init__(
-        self, app: ASGIApp, history: RequestHistory | None = None, *, log: bool = True
+        self,
+        app: ASGIApp,
+        history: RequestHistory | None = None,
+        *,
+        log: bool = True,
+        finished: Callable[[RequestRecord, Scope], None] | None = None,
     ) -> None:
         self._app = app
         self._history = history
         self._log_lines = log
+        self._finished = finished
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
             await self._app(scope, receive, send)
             return
-        record, token = open_record(scope["path"], self._history)
+        record, token = open_record(scope["path"], self._history, traced=self._finished is not None)
         watch = _Watch()
         started = time.perf_counter()
 
@@ -173,6 +192,8 @@ class AccessLog:
             watch.tokens(record)
             if self._history is not None:
                 self._history.finish(record)
+            if self._finished is not None and record.model:
+                self._finished(record, scope)
             if self._log_lines:
                 self._log(scope, record, (time.perf_counter() - started) * 1000)
 

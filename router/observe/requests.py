@@ -28,6 +28,7 @@ __all__ = [
     "close_record",
     "current_record",
     "open_record",
+    "traced_record",
 ]
 
 FINISHED_KEPT = 300  # finished requests the history keeps (the oldest go first)
@@ -81,13 +82,15 @@ class RequestRecord(msgspec.Struct, kw_only=True):
 
 
 class _Pending:
-    """The record of the request being handled, and the history it joins if it is for a model."""
+    """The record of the request being handled, the history it joins if it is for a model, and
+    whether it becomes a trace (docs/operations.md, Traces)."""
 
-    __slots__ = ("history", "record")
+    __slots__ = ("history", "record", "traced")
 
-    def __init__(self, record: RequestRecord, history: RequestHistory | None) -> None:
+    def __init__(self, record: RequestRecord, history: RequestHistory | None, traced: bool) -> None:
         self.record = record
         self.history = history
+        self.traced = traced
 
 
 _current: ContextVar[_Pending | None] = ContextVar("corral_request_record", default=None)
@@ -99,12 +102,18 @@ def current_record() -> RequestRecord | None:
     return pending.record if pending is not None else None
 
 
+def traced_record() -> RequestRecord | None:
+    """The record of the request being handled if it becomes a trace; else None."""
+    pending = _current.get()
+    return pending.record if pending is not None and pending.traced else None
+
+
 def open_record(
-    route: str, history: RequestHistory | None
+    route: str, history: RequestHistory | None, *, traced: bool = False
 ) -> tuple[RequestRecord, Token[_Pending | None]]:
     """A record for a request that has just arrived, made current; the token resets it."""
     record = RequestRecord(id=f"r{next(_ids)}", route=route, received=time.time())
-    return record, _current.set(_Pending(record, history))
+    return record, _current.set(_Pending(record, history, traced))
 
 
 def close_record(token: Token[_Pending | None]) -> None:
@@ -114,17 +123,20 @@ def close_record(token: Token[_Pending | None]) -> None:
 def begin_request(
     model: str,
     key_id: str | None,
+    route: str,
     trace_parent: str | None = None,
     klass: str = "interactive",
 ) -> RequestRecord | None:
     """The request is for ``model``, sent with the key ``key_id`` (None without keys) of the
-    class ``klass``, and the client's ``traceparent``: it joins the history as in flight (once;
-    a retry keeps its record)."""
+    class ``klass`` to ``route`` (the path as the API's handlers see it, without
+    ``--api-prefix``), and the client's ``traceparent``: it joins the history as in flight
+    (once; a retry keeps its record)."""
     pending = _current.get()
     if pending is None:
         return None
     record = pending.record
     record.model, record.key_id, record.trace_parent = model, key_id, trace_parent
+    record.route = route
     record.klass = klass
     if pending.history is not None:
         pending.history.begin(record)

@@ -98,7 +98,10 @@ async def forward_to_peer(
     """Send the request to the peer; ``session``, ``target`` and ``translation`` as for a
     local worker (router.relay.proxy.forward)."""
     peer, stats = route.peer, route.peer.stats
-    record = begin_request(name, caller_id(request.scope), request.headers.get("traceparent"))
+    scope = request.scope
+    record = begin_request(
+        name, caller_id(scope), scope["path"], request.headers.get("traceparent")
+    )
     sent = request_headers(request.scope, session, translated=translation is not None)
     headers = [(k, v) for k, v in sent if k in _TO_PEER]
     target = peer.config.base_path.encode() + (target or request_target(request.scope))

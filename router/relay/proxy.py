@@ -23,7 +23,8 @@ from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.disconnect import client_left, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
-from router.observe.requests import begin_request, current_record
+from router.observe.requests import begin_request, current_record, traced_record
+from router.observe.tracing.context import with_router_traceparent
 from router.relay.conversations import Claim
 from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
@@ -279,7 +280,8 @@ async def forward(
     a worker that stops while it waits does not, as the next load answers it.
     """
     name = state.entry.name
-    begin_request(name, caller_id(request.scope), request.headers.get("traceparent"))
+    scope = request.scope
+    begin_request(name, caller_id(scope), scope["path"], request.headers.get("traceparent"))
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
     tries = 2  # a second when the worker was stopping as the first reached it
@@ -360,6 +362,8 @@ async def relay(
             await anyio.sleep(scheduler.fake_timing)
         scope = request.scope
         headers = request_headers(scope, session, translated=translation is not None)
+        if (traced := traced_record()) is not None:  # the worker gets the router's traceparent
+            headers = with_router_traceparent(traced, headers)
         target = target or request_target(scope)
         sending = client.request(request.method, target, headers, body, whole_below=WHOLE_BELOW)
         if (record := current_record()) is not None:  # the activity view's queue wait ends

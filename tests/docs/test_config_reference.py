@@ -150,6 +150,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
     "CORRAL_LOG_FORMAT": ("json", "log_format", "json"),
     "CORRAL_LOG_REQUESTS": ("no", "log_requests", False),
+    "OTEL_EXPORTER_OTLP_ENDPOINT": ("http://c:4318", "otel_endpoint", "http://c:4318"),
     "LLAMA_ARG_MMPROJ": ("/m/mmproj.gguf", "mmproj_file", Path("/m/mmproj.gguf")),
     "LLAMA_ARG_MMPROJ_AUTO": ("off", "model_options", {"mmproj-auto": "false"}),
     "LLAMA_ARG_TOOLS": ("read_file,get_info", "tools", ("read_file", "get_info")),

@@ -17,7 +17,7 @@ from router.observe.requests import (
 
 def _request(history: RequestHistory, model: str, key: str | None = None) -> RequestRecord:
     record, token = open_record("/v1/chat/completions", history)
-    begin_request(model, key, "00-trace-01")
+    begin_request(model, key, "/v1/chat/completions", "00-trace-01")
     assert current_record() is record
     close_record(token)
     return record
@@ -30,7 +30,7 @@ def test_only_requests_for_a_model_join_and_the_finished_are_bounded() -> None:
     records = []
     for _ in range(5):
         record, token = open_record("/v1/completions", history)
-        begin_request("alpha", "k1")
+        begin_request("alpha", "k1", "/v1/completions")
         close_record(token)
         records.append(record)
     assert history.in_flight == 5
