@@ -95,6 +95,42 @@ def _device_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) ->
     return lines
 
 
+def _queue_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) -> list[str]:
+    """The queue per model (docs/serving.md, "Scheduling"): who waits, and why."""
+    views = [(name, view) for name, state in models if (view := scheduler.queue_view(state))]
+
+    def label(name: str, what: str, value: str) -> str:
+        return f'{{model="{escape_label(name)}",{what}="{escape_label(value)}"}}'
+
+    lines = prometheus_family(
+        "corral_queue_waiting",
+        "gauge",
+        "Requests waiting, per model and class.",
+        (
+            (label(name, "class", priority), count)
+            for name, view in views
+            for priority, count in sorted(view.classes.items())
+        ),
+    )
+    lines += prometheus_family(
+        "corral_queue_waiting_by_key",
+        "gauge",
+        "Requests waiting, per model and key id (empty: no key).",
+        (
+            (label(name, "key", key), count)
+            for name, view in views
+            for key, count in sorted(view.keys.items())
+        ),
+    )
+    lines += prometheus_family(
+        "corral_queue_waiting_reason",
+        "gauge",
+        "1 for why a model's requests wait: loading, memory, busy, aging or queued.",
+        ((label(name, "reason", view.reason or ""), 1) for name, view in views),
+    )
+    return lines
+
+
 def render_metrics(
     pool: WorkerPool,
     scheduler: Scheduler,
@@ -153,7 +189,7 @@ def render_metrics(
     lines += prometheus_family(
         "corral_queue_depth",
         "gauge",
-        "Requests waiting for a model to load.",
+        "Requests waiting for a model: to load, or for a slot (--schedule swap).",
         [("", scheduler.queue_depth)],
     )
     lines += prometheus_family(
@@ -174,6 +210,7 @@ def render_metrics(
         "Time requests spent waiting, summed.",
         [("", scheduler.wait_seconds)],
     )
+    lines += _queue_lines(scheduler, models)
     if scheduler.memory is not None:
         budget = scheduler.memory
         lines += prometheus_family(

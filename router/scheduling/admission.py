@@ -92,5 +92,6 @@ class Admission:
         request that aged waits for a model that is not loaded (``waiting_for_room``)."""
         if self._line.fifo or not (self._line.aged_models() & waiting_for_room):
             return set()
-        owed = {state.name for state in self._owed}
+        # Owed only while its requests still wait: the ones that left were owed nothing.
+        owed = {state.name for state in self._owed if self._line.first(state.name) is not None}
         return {state.name for state in running} - self._line.aged_models() - owed

@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import msgspec
+from router.catalogue.listing import QueueView
 
 __all__ = ["Caller", "Priority", "QueueView", "Waiter", "WaitingLine"]
 
@@ -52,22 +52,6 @@ class Waiter:
     caller: Caller
     since: float  # on the scheduler's clock
     seq: int  # arrival order, ties broken by it
-
-
-class QueueView(msgspec.Struct, kw_only=True):
-    """One model's waiting requests, for ``/models``, ``/metrics`` and ``corral ps``.
-
-    ``reason``: why they wait (docs/serving.md): ``loading``, ``memory`` (no room, and nothing
-    may be evicted yet), ``busy`` (its slots are taken), ``aging`` (held back so that another
-    model's request, waiting past the bound, can have its room), ``queued`` (behind another
-    model's load).
-    """
-
-    waiting: int
-    classes: dict[str, int]
-    keys: dict[str, int]  # by key id; "" for requests without a key
-    oldest_seconds: float
-    reason: str | None = None
 
 
 @dataclass(slots=True)
