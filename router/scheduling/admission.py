@@ -14,8 +14,10 @@ requests (they *drain*), and the first to go idle is evicted for it. A model jus
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 
+from corral.options.model_options import ModelOptions
 from router.scheduling.waiting_line import Waiter, WaitingLine
 from router.workers.model_state import ModelState
 
@@ -26,7 +28,13 @@ _AUTO_SLOTS = 4  # llama-server's automatic `parallel` (corral/options/rows/cont
 
 def slots(state: ModelState) -> int:
     """How many requests the model's worker runs at once."""
-    parallel = state.entry.model_options.integer("parallel")
+    return _slots(state.entry.options)
+
+
+@functools.lru_cache(maxsize=256)
+def _slots(options: tuple[tuple[str, str], ...]) -> int:
+    # Asked on every request: read once per set of options, not parsed each time.
+    parallel = ModelOptions.of(options).integer("parallel")
     return parallel if parallel > 0 else _AUTO_SLOTS
 
 

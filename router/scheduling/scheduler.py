@@ -111,6 +111,8 @@ class Scheduler(Room, Timers):
 
     def queue_view(self, state: ModelState) -> QueueView | None:
         """The model's waiting requests and why they wait; None when none does."""
+        if self.line.first(state.name) is None:
+            return None  # the reason may read the GPUs: not for a model nobody waits for
         return self.line.view(state.name, self._why_waiting(state))
 
     def _why_waiting(self, state: ModelState) -> str:
@@ -124,11 +126,23 @@ class Scheduler(Room, Timers):
         return "memory" if not self._has_room(state) else "loading"
 
     def _draining(self) -> set[str]:
-        models = self._pool.models
-        unloaded = {e.name for e in self._queue if not e.claimed and e.name in models}
-        unloaded = {n for n in unloaded if not models[n].running}
+        """The running models that take no new request: some request past the bound waits for
+        room (not for a retry's backoff, a removal's hold or a load already claimed)."""
+        aged = self.line.aged_models()
+        if not aged:
+            return set()
+        models, claimed = self._pool.models, {e.name for e in self._queue if e.claimed}
+        short = {
+            name
+            for name in aged - claimed
+            if name in models
+            and not (state := models[name]).running
+            and not self._pool.holds.held(name)
+            and self._backoff_left(state) <= 0
+            and not self._has_room(state)
+        }
         running = [s for s in models.values() if s.serving]
-        return self._admission.draining(running, unloaded)
+        return self._admission.draining(running, short)
 
     def _release_slot(self, state: ModelState) -> None:
         self._admission.give_back(state)
