@@ -102,26 +102,21 @@ def _queue_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) -> 
     def label(name: str, what: str, value: str) -> str:
         return f'{{model="{escape_label(name)}",{what}="{escape_label(value)}"}}'
 
-    lines = prometheus_family(
-        "corral_queue_waiting",
-        "gauge",
-        "Requests waiting, per model and class.",
-        (
-            (label(name, "class", priority), count)
-            for name, view in views
-            for priority, count in sorted(view.classes.items())
-        ),
-    )
-    lines += prometheus_family(
-        "corral_queue_waiting_by_key",
-        "gauge",
-        "Requests waiting, per model and key id (empty: no key).",
-        (
-            (label(name, "key", key), count)
-            for name, view in views
-            for key, count in sorted(view.keys.items())
-        ),
-    )
+    lines: list[str] = []
+    for family, what, about in (
+        ("corral_queue_waiting", "class", "class"),
+        ("corral_queue_waiting_by_key", "key", "key id (empty: no key)"),
+    ):
+        lines += prometheus_family(
+            family,
+            "gauge",
+            f"Requests waiting, per model and {about}.",
+            (
+                (label(name, what, value), count)
+                for name, view in views
+                for value, count in sorted((view.classes if what == "class" else view.keys).items())
+            ),
+        )
     lines += prometheus_family(
         "corral_queue_waiting_reason",
         "gauge",

@@ -73,6 +73,7 @@ def test_interactive_goes_before_batch_and_the_queue_shows_it(
     assert queue["keys"] == {key_id(BATCH): 1, key_id(INTERACTIVE): 1}
     metrics = team.client.get("/metrics").text
     assert 'corral_queue_waiting{model="alpha",class="batch"} 1' in metrics
+    assert f'corral_queue_waiting_by_key{{model="alpha",key="{key_id(BATCH)}"}} 1' in metrics
     assert 'corral_queue_waiting_reason{model="alpha",reason="busy"} 1' in metrics
     assert run_cache_command("ps", ["--url", team.url, "--api-key", INTERACTIVE]) == 0
     ps = capsys.readouterr().out
