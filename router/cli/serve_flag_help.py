@@ -149,8 +149,9 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     ),
     "max_queue": (
         "CORRAL_MAX_QUEUE",
-        "requests that may wait for model loads at once, all models together; more are "
-        "refused with 503 and `Retry-After` (`0`: no limit)",
+        "requests that may wait for model loads (and, with `--schedule swap`, for a model's "
+        "slots) at once, all models together; more are refused with 503 and `Retry-After` "
+        "(`0`: no limit)",
     ),
     "list_devices": (
         "",
