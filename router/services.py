@@ -66,7 +66,13 @@ async def running_services(
         inventory = ReportedDevices(plan.devices, lambda: pool.reported_devices)
         planner = DevicePlanner(inventory, models_max=settings.models_max)
         scheduler = Scheduler(
-            pool, settings.models_max, plan.budget, devices=planner, max_queue=settings.max_queue
+            pool,
+            settings.models_max,
+            plan.budget,
+            devices=planner,
+            max_queue=settings.max_queue,
+            schedule=settings.schedule,
+            wait_max=settings.schedule_wait_max,
         )
         watchdog = StallWatchdog(
             pool, stall_timeout=settings.stall_timeout, load_timeout=settings.load_timeout

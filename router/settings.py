@@ -34,6 +34,10 @@ class ServeSettings:
     stall_timeout: float = 60.0
     load_timeout: float = 600.0
     max_queue: int = 512
+    # The order of waiting requests (router/scheduling/waiting_line.py): "swap" or "fifo", and
+    # the seconds after which a waiting request goes ahead of every other.
+    schedule: str = "swap"
+    schedule_wait_max: float = 30.0
     offline: bool = False
     cache_dir: Path | None = None  # the hub cache; None leaves cache models out
     # Per-model defaults from the command line, by canonical option name ({"ctx-size": "2048"}).

@@ -95,6 +95,37 @@ def _device_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) ->
     return lines
 
 
+def _queue_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) -> list[str]:
+    """The queue per model (docs/serving.md, "Scheduling"): who waits, and why."""
+    views = [(name, view) for name, state in models if (view := scheduler.queue_view(state))]
+
+    def label(name: str, what: str, value: str) -> str:
+        return f'{{model="{escape_label(name)}",{what}="{escape_label(value)}"}}'
+
+    lines: list[str] = []
+    for family, what, about in (
+        ("corral_queue_waiting", "class", "class"),
+        ("corral_queue_waiting_by_key", "key", "key id (empty: no key)"),
+    ):
+        lines += prometheus_family(
+            family,
+            "gauge",
+            f"Requests waiting, per model and {about}.",
+            (
+                (label(name, what, value), count)
+                for name, view in views
+                for value, count in sorted((view.classes if what == "class" else view.keys).items())
+            ),
+        )
+    lines += prometheus_family(
+        "corral_queue_waiting_reason",
+        "gauge",
+        "1 for why a model's requests wait: loading, memory, busy, aging or queued.",
+        ((label(name, "reason", view.reason or ""), 1) for name, view in views),
+    )
+    return lines
+
+
 def render_metrics(
     pool: WorkerPool,
     scheduler: Scheduler,
@@ -153,7 +184,7 @@ def render_metrics(
     lines += prometheus_family(
         "corral_queue_depth",
         "gauge",
-        "Requests waiting for a model to load.",
+        "Requests waiting for a model: to load, or for a slot (--schedule swap).",
         [("", scheduler.queue_depth)],
     )
     lines += prometheus_family(
@@ -174,6 +205,7 @@ def render_metrics(
         "Time requests spent waiting, summed.",
         [("", scheduler.wait_seconds)],
     )
+    lines += _queue_lines(scheduler, models)
     if scheduler.memory is not None:
         budget = scheduler.memory
         lines += prometheus_family(

@@ -11,6 +11,7 @@ import msgspec
 from litestar import Request, get, post
 from litestar.params import FromPath, FromQuery
 from litestar.response.base import ASGIResponse
+from msgspec import UNSET
 
 from corral.http.errors import ApiError, decode_body, json_response
 from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
@@ -221,6 +222,8 @@ async def _listing(
         )
         for state in listed
     ]
+    for entry, state in zip(data, listed, strict=True):
+        entry.queue = rt.scheduler.queue_view(state) or UNSET
     data += rt.peers.listing(created, lambda name: catalogue.resolve(name) is not None)
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]

@@ -35,6 +35,7 @@ __all__ = [
 
 Source = Literal["models_dir", "cache", "preset"]
 DEFAULT_STOP_TIMEOUT = ModelOptions().real("stop-timeout")  # llama-server's, from the table
+DEFAULT_MIN_RESIDENCY = ModelOptions().real("min-residency")
 # Options that name a file or a model; from the router command line they belong to the
 # single-model invocation (``-m``), and under ``[*]`` they would give every model one file/name.
 _IDENTITY_KEYS = frozenset({"model", "mmproj", "hf-repo", "hf-file", "alias"})
@@ -56,6 +57,7 @@ class CatalogueEntry:
     stop_timeout: float = DEFAULT_STOP_TIMEOUT
     ttl: float | None = None
     pin: bool = False
+    min_residency: float = DEFAULT_MIN_RESIDENCY  # seconds after a load before it is evictable
     # The router's tools offered to this model's chats; None: all of them (docs/tools.md).
     tools: tuple[str, ...] | None = None
     memory: int | None = None  # Corral's own: bytes the model holds, declared (else measured)
@@ -82,6 +84,8 @@ class CatalogueEntry:
             keys["ttl"] = _format_seconds(self.ttl)
         if self.pin:
             keys["pin"] = "true"
+        if self.min_residency != DEFAULT_MIN_RESIDENCY:
+            keys["min-residency"] = _format_seconds(self.min_residency)
         if self.memory is not None:
             keys["memory"] = str(self.memory)
         if self.tools is not None:
@@ -288,6 +292,7 @@ def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
         stop_timeout=given.real("stop-timeout"),
         ttl=given.optional_real("ttl"),
         pin=given.flag("pin"),
+        min_residency=given.real("min-residency"),
         memory=given.optional_integer("memory"),
         tools=_tool_set(options.get("tools")),
         # ``no-mmproj`` turns off pairing with a found projector; a named one is still used.

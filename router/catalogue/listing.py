@@ -14,7 +14,24 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__ = ["ListingStatus", "ModelListing"]
+__all__ = ["ListingStatus", "ModelListing", "QueueView"]
+
+
+class QueueView(msgspec.Struct, kw_only=True):
+    """One model's waiting requests (router/scheduling/waiting_line.py), for ``/models``,
+    ``/metrics`` and ``corral ps``.
+
+    ``reason``: why they wait (docs/serving.md): ``loading``, ``memory`` (no room, and nothing
+    may be evicted yet), ``busy`` (its slots are taken), ``aging`` (held back so that another
+    model's request, waiting past the bound, can have its room), ``queued`` (behind another
+    model's load).
+    """
+
+    waiting: int
+    classes: dict[str, int]
+    keys: dict[str, int]  # by key id; "" for requests without a key
+    oldest_seconds: float
+    reason: str | None = None
 
 
 class ListingStatus(msgspec.Struct, kw_only=True):
@@ -58,6 +75,8 @@ class ModelListing(msgspec.Struct, kw_only=True):
     capabilities: list[str] | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = UNSET
     memory: dict[str, Any] | UnsetType | None = UNSET
+    # The requests waiting for it in the scheduler's queue, while any does.
+    queue: QueueView | UnsetType = UNSET
     # While running on GPUs: the devices the router chose, the bytes it expected there, whether
     # it fitted, and the --fit-target it handed the worker (docs/api.md).
     placement: dict[str, Any] | UnsetType = UNSET

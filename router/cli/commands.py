@@ -197,6 +197,24 @@ def _vram(entry: dict[str, Any]) -> str:
     return f"{human_size(memory['vram'])} ({split})"
 
 
+def _print_queue(entries: list[dict[str, Any]]) -> None:
+    """The scheduler's queue (docs/serving.md, "Scheduling"): per model, who waits and why."""
+    queued = [(str(entry["id"]), entry["queue"]) for entry in entries if entry.get("queue")]
+    if not queued:
+        return
+
+    def counts(by: dict[str, int]) -> str:
+        return ", ".join(f"{name or '-'} {count}" for name, count in sorted(by.items()))
+
+    width = max(len("QUEUED FOR"), *(len(name) for name, _ in queued))
+    print(f"\n{'QUEUED FOR':<{width}}  WAITING  {'WHY':<8}  {'OLDEST':<8}  CLASSES; KEYS")
+    for name, queue in queued:
+        oldest = f"{queue['oldest_seconds']:.1f} s"
+        why = queue.get("reason") or "-"
+        detail = f"{counts(queue['classes'])}; {counts(queue['keys'])}"
+        print(f"{name:<{width}}  {queue['waiting']:<7}  {why:<8}  {oldest:<8}  {detail}")
+
+
 def _ps(args: argparse.Namespace) -> int:
     try:
         listing = fetch_listing(args.url, router_key(args.api_key))
@@ -212,6 +230,7 @@ def _ps(args: argparse.Namespace) -> int:
     print(f"{'MODEL':<{width}}  {'STATUS':<11}  {'MEMORY (RSS) / DOWNLOADED':<25}  VRAM")
     for name, status, detail, vram in rows:
         print(f"{name:<{width}}  {status:<11}  {detail:<25}  {vram}")
+    _print_queue(listing["data"])
     devices = listing.get("devices") or []
     if devices:  # each GPU as its driver says now: Corral's models and anything else
         width = max(len("GPU"), *(len(device["name"]) for device in devices))

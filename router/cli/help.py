@@ -27,7 +27,7 @@ COMMAND_SUMMARIES: dict[str, str] = {
     "pull": "download a model into the hub cache, with speed and time left",
     "ls": "list every model a router would serve (hub cache, --models-dir, presets)",
     "rm": "delete one model's files from the hub cache",
-    "ps": "the models a running router has loaded, with their memory",
+    "ps": "the models a running router has loaded, with their memory, and its queue",
     "top": "watch a running router live: models, memory per device, requests, tokens/s",
     "rpc-server": "offer this machine's devices to a model on another machine (ggml RPC, "
     "trusted networks only)",

@@ -68,6 +68,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
             parser.error(f"{flag} must be 0 (never) or a number of seconds")
     if args.models_spare < 0:
         parser.error("--models-spare must be 0 (no spare worker) or a number of workers")
+    if args.schedule_wait_max < 0:
+        parser.error("--schedule-wait-max must be 0 (no bound) or a number of seconds")
     if args.max_queue < 0:
         parser.error("--max-queue must be 0 (no limit) or a number of requests")
     if args.max_connections < 0:
@@ -125,6 +127,8 @@ def parse_serve_args(argv: list[str]) -> ServeSettings:
         stall_timeout=args.stall_timeout,
         load_timeout=args.load_timeout,
         max_queue=args.max_queue,
+        schedule=args.schedule,
+        schedule_wait_max=args.schedule_wait_max,
         offline=args.offline,
         cache_dir=locate_cache_dir(os.environ),
         model_options=model_options,

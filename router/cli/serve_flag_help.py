@@ -67,6 +67,19 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
         "LLAMA_ARG_MODELS_MAX",
         "models loading, loaded or sleeping at once (downloads do not count); `<= 0`: unlimited",
     ),
+    "schedule": (
+        "CORRAL_SCHEDULE",
+        "Corral: the order waiting requests are served in. `swap`: a loaded model's requests "
+        "before a swap, interactive before batch (the key file's `class=`), keys in turns, "
+        "none waiting past `--schedule-wait-max`; `fifo`: llama.cpp's router's strict arrival "
+        "order",
+    ),
+    "schedule_wait_max": (
+        "CORRAL_SCHEDULE_WAIT_MAX",
+        "Corral: seconds a request waits before it goes ahead of every other (`--schedule "
+        "swap`): running models then take no new request until one is idle and evicted for "
+        "it; batch requests go ahead of interactive ones too (`0`: never)",
+    ),
     "models_memory_max": (
         "CORRAL_MODELS_MEMORY_MAX",
         "Corral: memory the running models may hold (`512M`, `24G`; K/M/G/T are powers of "
@@ -136,8 +149,9 @@ SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
     ),
     "max_queue": (
         "CORRAL_MAX_QUEUE",
-        "requests that may wait for model loads at once, all models together; more are "
-        "refused with 503 and `Retry-After` (`0`: no limit)",
+        "requests that may wait for model loads (and, with `--schedule swap`, for a model's "
+        "slots) at once, all models together; more are refused with 503 and `Retry-After` "
+        "(`0`: no limit)",
     ),
     "list_devices": (
         "",
@@ -247,6 +261,7 @@ SERVE_METAVARS: dict[str, str] = {
     "stall_timeout": "SECONDS",
     "load_timeout": "SECONDS",
     "max_queue": "N",
+    "schedule_wait_max": "SECONDS",
     "hf_token": "TOKEN",
     "models_preset": "FILE",
     "alias": "NAME[,NAME…]",

@@ -117,6 +117,8 @@ _SERVE_FLAGS: tuple[_ServeFlag, ...] = (
     _ServeFlag("models", ("--models-max",), "models_max", 4, int),
     _ServeFlag("models", ("--models-memory-max",), "models_memory_max"),
     _ServeFlag("models", ("--models-spare",), "models_spare", 1, int),
+    _ServeFlag("models", ("--schedule",), "schedule", "swap", choices=("swap", "fifo")),
+    _ServeFlag("models", ("--schedule-wait-max",), "schedule_wait_max", 30.0, float),
     _ServeFlag(
         "models",
         ("--models-autoload",),

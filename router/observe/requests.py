@@ -42,7 +42,7 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     id: str
     model: str = ""
     key_id: str | None = None
-    klass: str = "interactive"  # one class until keys carry one
+    klass: str = "interactive"  # the key's class= (one class without keys)
     route: str = ""
     stream: bool = False
     received: float = 0.0

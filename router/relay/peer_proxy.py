@@ -31,7 +31,7 @@ from router.relay.conversations import Claim
 from router.relay.peers import PeerRoute
 from router.relay.proxy import WHOLE_BELOW, RelayResponse, request_headers, request_target
 from router.relay.translation import AnswerTranslation
-from router.security.callers import caller_id
+from router.security.callers import queue_caller
 from router.workers.worker_http import UpstreamError
 
 __all__ = ["forward_to_peer"]
@@ -99,8 +99,9 @@ async def forward_to_peer(
     local worker (router.relay.proxy.forward)."""
     peer, stats = route.peer, route.peer.stats
     scope = request.scope
+    who = queue_caller(scope)
     record = begin_request(
-        name, caller_id(scope), scope["path"], request.headers.get("traceparent")
+        name, who.key, scope["path"], request.headers.get("traceparent"), who.priority
     )
     sent = request_headers(request.scope, session, translated=translation is not None)
     headers = [(k, v) for k, v in sent if k in _TO_PEER]

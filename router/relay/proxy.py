@@ -30,7 +30,8 @@ from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
 from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
-from router.security.callers import caller_id
+from router.security.api_keys import is_uncounted
+from router.security.callers import queue_caller
 from router.workers.model_state import ModelState
 from router.workers.worker_http import UpstreamError, UpstreamResponse
 
@@ -281,7 +282,8 @@ async def forward(
     """
     name = state.entry.name
     scope = request.scope
-    begin_request(name, caller_id(scope), scope["path"], request.headers.get("traceparent"))
+    who = queue_caller(scope)
+    begin_request(name, who.key, scope["path"], request.headers.get("traceparent"), who.priority)
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
     tries = 2  # a second when the worker was stopping as the first reached it
@@ -318,11 +320,16 @@ async def _acquire(
 ) -> Lease:
     """A lease on the model, loading it if needed. The lease is the request's until it ends
     (router/scheduling/leases.py): whatever ends the request gives it back."""
+    # A generation (a POST a key's concurrency counts) takes one of the model's slots, in the
+    # scheduler's order for its class and key (docs/serving.md, "Scheduling"); GETs do not.
+    scope = request.scope
+    counted = request.method == "POST" and not is_uncounted(scope)
+    caller = queue_caller(scope) if counted else None
     # Most requests find their model ready: no waiting, so no need to watch for a disconnect.
     with scheduling_answered():
-        lease = scheduler.acquire_if_ready(name, request.scope)
+        lease = scheduler.acquire_if_ready(name, scope, caller)
         if lease is None:
-            waiting = scheduler.acquire(name, request.scope)
+            waiting = scheduler.acquire(name, scope, caller)
             lease = await (waiting if detached else until_disconnected(request, waiting))
     return lease
 

@@ -1,7 +1,10 @@
 """Who gets loaded, in what order, and who is evicted for it (docs/protocol.md §4).
 
-Requests for a model that is not running join a strict FIFO queue; requests for the same model
-share one entry, hence one load and one eviction. Only the head of the queue may claim capacity.
+Requests for a model that is not running join the queue (:mod:`router.scheduling.waiting_line`:
+strict FIFO with ``--schedule fifo``, else swap-aware, by class and key in turns, with a bound on
+waiting); with ``swap``, counted requests beyond a running model's slots wait there too
+(:mod:`router.scheduling.admission`). Requests for the same model share one entry, hence one
+load and one eviction. Only the head of the queue may claim capacity.
 When capacity is short, :meth:`Scheduler.tick` stops least-recently-used models that are idle,
 loaded, unpinned and not wanted by any queue entry. A model keeps its queue entry until all of
 its waiters have been handed the running model, so a fresh model is never evicted before use.
@@ -26,19 +29,13 @@ import anyio
 import structlog
 
 from router.observe.topics import Topic
+from router.scheduling.admission import Admission
 from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
 from router.scheduling.leases import Lease, RequestScope, bind
-from router.workers.errors import (
-    AlreadyRunning,
-    BadModelFile,
-    LoadFailed,
-    LoadInterrupted,
-    LoadsHeld,
-    LoadStalled,
-    NoRoom,
-    OutOfDeviceMemory,
-    QueueFull,
-)
+from router.scheduling.room import Room
+from router.scheduling.timers import Timers
+from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine
+from router.workers.errors import AlreadyRunning, LoadsHeld, NoRoom, QueueFull, load_error
 from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import WorkerPool
@@ -46,9 +43,6 @@ from router.workers.pool import WorkerPool
 __all__ = ["Scheduler"]
 
 _log = structlog.get_logger("corral.scheduler")
-# A model that keeps failing to load is retried after 0.5 s, 1 s, 2 s … at most 30 s.
-_BACKOFF_FIRST, _BACKOFF_MAX = 0.5, 30.0
-_TTL_CHECK_SECONDS = 0.5
 
 
 @dataclass
@@ -58,7 +52,7 @@ class _Entry:
     claimed: bool = False  # its load has started (by this queue or by someone else)
 
 
-class Scheduler:
+class Scheduler(Room, Timers):
     def __init__(
         self,
         pool: WorkerPool,
@@ -68,6 +62,8 @@ class Scheduler:
         devices: DevicePlanner | None = None,
         max_queue: int = 0,
         clock: Callable[[], float] = time.monotonic,
+        schedule: str = "swap",
+        wait_max: float = 30.0,
     ) -> None:
         self._pool = pool
         self._models_max = models_max
@@ -76,6 +72,8 @@ class Scheduler:
         self.memory = memory
         self.devices = devices  # GPU placement (router/scheduling/device_planner.py), if any
         self._queue: deque[_Entry] = deque()
+        self.line = WaitingLine(clock, wait_max, fifo=schedule == "fifo")
+        self._admission = Admission(self.line, clock)
         self.waits = 0  # requests that had to wait for a load, for /metrics
         self.wait_seconds = 0.0
         self.evictions = 0
@@ -89,13 +87,73 @@ class Scheduler:
 
     @property
     def queue_depth(self) -> int:
-        return sum(entry.waiters for entry in self._queue)
+        return len(self.line)
 
-    def acquire_if_ready(self, name: str, request: RequestScope) -> Lease | None:
-        """The fast path of :meth:`acquire`: the model serves now, so nothing waits."""
-        return self.hold(self._pool.get(name), request)
+    def acquire_if_ready(
+        self, name: str, request: RequestScope, caller: Caller | None = None
+    ) -> Lease | None:
+        """The fast path of :meth:`acquire`: the model serves now, so nothing waits.
 
-    async def acquire(self, name: str, request: RequestScope) -> Lease:
+        ``caller``: a counted request (a generation) from this class and key, which with
+        ``--schedule swap`` takes one of the model's slots; None: uncounted (GETs)."""
+        return self._take(self._pool.get(name), request, caller, None)
+
+    def _take(
+        self, state: ModelState, request: RequestScope, caller: Caller | None, waiter: Waiter | None
+    ) -> Lease | None:
+        if caller is None or self.line.fifo:
+            return self.hold(state, request)
+        if not self._admission.may_take(state, waiter, self._draining()):
+            return None
+        if not self._pool.claim(state):
+            return None
+        self._admission.take(state)
+        self.line.served(caller)
+        return bind(request, Lease(state, self._release_slot))
+
+    def queue_view(self, state: ModelState) -> QueueView | None:
+        """The model's waiting requests and why they wait; None when none does."""
+        if self.line.first(state.name) is None:
+            return None  # the reason may read the GPUs: not for a model nobody waits for
+        return self.line.view(state.name, self._why_waiting(state))
+
+    def _why_waiting(self, state: ModelState) -> str:
+        if state.serving:
+            return "aging" if state.name in self._draining() else "busy"
+        if state.status is Status.LOADING:
+            return "loading"
+        head = next((e for e in self._in_order() if not self._pool.holds.held(e.name)), None)
+        if head is None or head.name != state.name:
+            return "queued"
+        return "memory" if not self._has_room(state) else "loading"
+
+    def _draining(self) -> set[str]:
+        """The running models that take no new request: some request past the bound waits for
+        room (not for a retry's backoff, a removal's hold or a load already claimed)."""
+        aged = self.line.aged_models()
+        if not aged:
+            return set()
+        models, claimed = self._pool.models, {e.name for e in self._queue if e.claimed}
+        short = {
+            name
+            for name in aged - claimed
+            if name in models
+            and not (state := models[name]).running
+            and not self._pool.holds.held(name)
+            and self._backoff_left(state) <= 0
+            and not self._has_room(state)
+        }
+        running = [s for s in models.values() if s.serving]
+        return self._admission.draining(running, short)
+
+    def _release_slot(self, state: ModelState) -> None:
+        self._admission.give_back(state)
+        self._release(state)
+        self._pool.changed.notify()  # a slot is free: the next waiter may have it
+
+    async def acquire(
+        self, name: str, request: RequestScope, caller: Caller | None = None
+    ) -> Lease:
         """A lease on the model once it serves, loading it (and evicting others) as needed.
 
         The request is counted busy on the model before it leaves the queue, so nobody can evict
@@ -103,7 +161,7 @@ class Scheduler:
         moment and given back when the request ends (:mod:`router.scheduling.leases`), even if
         the request is cancelled before its handler sees the lease.
         """
-        ready = self.acquire_if_ready(name, request)
+        ready = self.acquire_if_ready(name, request, caller)
         if ready is not None:
             return ready
         if 0 < self._max_queue <= self.queue_depth:
@@ -112,31 +170,42 @@ class Scheduler:
             self.rejections += 1
             raise QueueFull(name)
         entry = self._join(name)
+        waiter = self.line.join(name, caller or Caller())
         started = time.monotonic()  # real time, not the clock: a metric, never a decision
         try:
-            return await self._wait_for(name, entry, request)
+            return await self._wait_for(name, entry, request, caller, waiter)
         finally:
+            self.line.leave(waiter)
             self._leave(entry)
             self.waits += 1
             self.wait_seconds += time.monotonic() - started
 
-    async def _wait_for(self, name: str, entry: _Entry, request: RequestScope) -> Lease:
+    async def _wait_for(
+        self,
+        name: str,
+        entry: _Entry,
+        request: RequestScope,
+        caller: Caller | None,
+        waiter: Waiter,
+    ) -> Lease:
         changed = self._pool.changed
         saw_loading = False
         while True:
             # Looked up each time: a reload may give the model new settings (a new state) or
             # remove it, which is ModelNotFound as for any unknown model.
             state = self._pool.get(name)
-            lease = self.hold(state, request)  # counted busy before it leaves the queue
+            lease = self._take(state, request, caller, waiter)  # busy before it leaves the queue
             if lease is not None:
                 return lease
-            if state.status is Status.LOADING and not state.stop_requested:
+            if state.serving:
+                pass  # its slots are taken, or others go first: a release wakes it
+            elif state.status is Status.LOADING and not state.stop_requested:
                 saw_loading = entry.claimed = True
             elif state.status is Status.UNLOADED:
                 if saw_loading and self._retry_out_of_memory(state):
                     saw_loading = False  # once: a second failure for memory is the answer
                 elif saw_loading:
-                    raise self._load_error(state)
+                    raise load_error(state)
                 # Whatever load the entry had claimed is over (a waiter that saw it run has its
                 # answer); this waiter never saw it, so it may claim the next one. Left claimed,
                 # the entry would hold the head of the queue for ever.
@@ -150,7 +219,10 @@ class Scheduler:
                     self.start(state)
                     continue
             self.tick()
-            await changed.wait()
+            # Time alone changes the order when a waiter ages or a residency ends: wake then.
+            wake = self._admission.next_change(self._pool.models.values())
+            with anyio.move_on_after(math.inf if wake is None else wake):
+                await changed.wait()
 
     def _retry_out_of_memory(self, state: ModelState) -> bool:
         """A first load that failed for device memory: evict the idle models on that device and
@@ -175,27 +247,8 @@ class Scheduler:
             placement = self.devices.place(state, running, self._pool.models.values())
         self._pool.start(state, placement)
 
-    def _load_error(self, state: ModelState) -> LoadFailed | LoadInterrupted:
-        if state.failed and state.bad_file:
-            return BadModelFile(state.name, state.error)
-        oom = state.out_of_memory
-        if state.failed and oom is not None:
-            return OutOfDeviceMemory(state.name, oom.device, oom.needed, oom.free)
-        if state.failed and state.fault is not None:
-            return LoadStalled(state.name, state.fault_message)
-        if state.failed:
-            return LoadFailed(state.name, state.error)
-        return LoadInterrupted(state.name)
-
-    def retry_after(self, state: ModelState) -> float:
-        """Seconds before a model that failed may be loaded again; 0 when it may be now."""
-        return max(self._backoff_left(state), 0.0) if state.failed else 0.0
-
-    def _backoff_left(self, state: ModelState) -> float:
-        if not state.failures:
-            return 0.0
-        backoff = min(_BACKOFF_FIRST * 2.0 ** (state.failures - 1), _BACKOFF_MAX)
-        return state.failed_at + backoff - self._clock()
+    def _wanted(self) -> set[str]:
+        return {entry.name for entry in self._queue}
 
     def _join(self, name: str) -> _Entry:
         entry = next((e for e in self._queue if e.name == name), None)
@@ -214,58 +267,31 @@ class Scheduler:
         self._pool.changed.notify()
         self.tick()
 
-    def _snapshot(self) -> DeviceSnapshot | None:
-        """What one decision reads of the GPUs, read once and passed down to every question
-        it asks (router/scheduling/device_snapshot.py); None without a device planner."""
-        return self.devices.snapshot() if self.devices is not None else None
-
-    def _short_of(
-        self,
-        staying: list[ModelState],
-        coming: list[ModelState],
-        snap: DeviceSnapshot | None = None,
-    ) -> set[str] | None:
-        """None when ``coming`` may run next to ``staying`` (by count, host memory and GPU
-        memory); else the GPUs that need room (empty: any idle model may make it)."""
-        if 0 < self._models_max < len(staying) + len(coming):
-            return set()
-        if self.memory is not None:
-            for state in staying:
-                self._observe(state)
-            if not self.memory.fits(staying, coming):
-                return set()
-        if self.devices is not None:
-            running = [state for state in self._pool.models.values() if state.running]
-            short = self.devices.victim_devices(staying, coming, running, snap)
-            if short:
-                return short
-        return None
-
-    def _observe(self, state: ModelState) -> None:
-        """Measure a loaded model for the budget; only scheduling measures, /metrics only reads."""
-        if self.memory is not None and state.status is Status.LOADED:
-            self._pool.note_memory(state, self.memory.measure(state))
-
-    def _has_room(self, state: ModelState) -> bool:
-        return self._room_short(state, self._snapshot()) is None
-
-    def _room_short(self, state: ModelState, snap: DeviceSnapshot | None) -> set[str] | None:
-        # Stopping models still count: their processes have not exited yet.
-        running = [other for other in self._pool.models.values() if other.running]
-        return self._short_of(running, [state], snap)
+    def _in_order(self) -> list[_Entry]:
+        """The entries in the order they may claim: as they came (fifo), else the line's order
+        of the models that need a load (a loaded model's waiters wait for slots, not room)."""
+        if self.line.fifo:
+            return list(self._queue)
+        entries = {e.name: e for e in self._queue}
+        models = self._pool.models
+        names = [n for n in self.line.models() if n in entries]
+        return [entries[n] for n in names if n not in models or not models[n].serving]
 
     def _try_claim(self, entry: _Entry, state: ModelState) -> bool:
         # A held model (a removal is deleting its files, router.workers.load_holds) waits for
         # the reload that ends the hold, without holding up the queue behind it.
-        head = next((e for e in self._queue if not self._pool.holds.held(e.name)), None)
+        head = next((e for e in self._in_order() if not self._pool.holds.held(e.name)), None)
         if head is not entry or entry.claimed or not self._has_room(state):
             return False
         entry.claimed = True
+        self._admission.owe(state, entry.waiters)  # served before it may drain
         return True
 
-    def _idle_models(self) -> list[ModelState]:
-        """The models that may be stopped to make room: idle, loaded, unpinned, not wanted."""
-        wanted = {entry.name for entry in self._queue}
+    def _idle_models(self, resident_too: bool = True) -> list[ModelState]:
+        """The models that may be stopped to make room: idle, loaded, unpinned, not wanted
+        (and past their minimum residency, unless ``resident_too``). A draining model's waiters
+        do not keep it: they wait for its next load."""
+        wanted = {entry.name for entry in self._queue} - self._draining()
         return [
             state
             for state in self._pool.models.values()
@@ -274,17 +300,23 @@ class Scheduler:
             and not state.stop_requested
             and not state.entry.pin
             and state.entry.name not in wanted
+            and (resident_too or not self._admission.resident(state))
         ]
 
     def pick_victim(
-        self, on: set[str] | None = None, snap: DeviceSnapshot | None = None
+        self,
+        on: set[str] | None = None,
+        snap: DeviceSnapshot | None = None,
+        *,
+        resident_too: bool = True,
     ) -> ModelState | None:
         """The least recently used model that may be stopped to make room, if any.
 
         ``on``: room is needed on these GPUs, so only a model that holds memory there will do;
-        ``snap``: the GPUs as the decision that asks read them.
+        ``snap``: the GPUs as the decision that asks read them; ``resident_too``: a model within
+        its minimum residency will do (an explicit load, a request waiting past the bound).
         """
-        candidates = self._idle_models()
+        candidates = self._idle_models(resident_too)
         if on and self.devices is not None:
             planner, snap = self.devices, snap or self._snapshot()
             candidates = [state for state in candidates if on & planner.held(state, snap).keys()]
@@ -299,18 +331,22 @@ class Scheduler:
         coming = [
             models[e.name]
             for e in self._queue
-            if not e.claimed and e.name in models and not self._pool.holds.held(e.name)
+            if not e.claimed
+            and e.name in models
+            and not models[e.name].serving  # its waiters wait for slots, not room
+            and not self._pool.holds.held(e.name)
         ]
         if not coming:
             return
+        resident_too = bool(self.line.aged_models() & {state.name for state in coming})
         # Stopping models count as gone: their room is already on its way. One reading of the
         # GPUs for the whole decision: a victim's memory is freed only once its process exits.
         staying = [s for s in models.values() if s.running and not s.stop_requested]
         snap = self._snapshot()
         while (short := self._short_of(staying, coming, snap)) is not None:
-            victim = self.pick_victim(short, snap)
+            victim = self.pick_victim(short, snap, resident_too=resident_too)
             if victim is None:
-                return  # everything is busy: a finishing request ticks again
+                return  # everything is busy or resident: a release or a waiter's wake ticks
             _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
             self.evictions += 1
             self.evicted.publish(victim.name)
@@ -336,40 +372,6 @@ class Scheduler:
             if state.running:  # lost a race to another load of it
                 raise NoRoom(name)
         self.start(state)
-
-    @staticmethod
-    def ttl(state: ModelState) -> float | None:
-        """Seconds idle before the model is unloaded: a request's keep-alive, else its ``ttl``;
-        None: never."""
-        ttl = state.keep_alive if state.keep_alive is not None else state.entry.ttl
-        return None if ttl is None or math.isinf(ttl) else ttl
-
-    def expires_in(self, state: ModelState) -> float | None:
-        """Seconds until the ttl unloads the model if nothing uses it (0: due); None: never."""
-        ttl = self.ttl(state)
-        return None if ttl is None else max(0.0, state.last_used + ttl - self._clock())
-
-    def unload_expired_now(self) -> list[ModelState]:
-        """One pass of Corral's per-model ``ttl``: stop models idle for longer than theirs."""
-        wanted = {entry.name for entry in self._queue}
-        expired = [
-            state
-            for state in self._pool.models.values()
-            if state.serving
-            and state.in_flight == 0
-            and state.name not in wanted
-            and self.expires_in(state) == 0.0
-        ]
-        for state in expired:
-            _log.info("unloading idle model", model=state.name, ttl=self.ttl(state))
-            self._pool.request_stop(state)
-        return expired
-
-    async def unload_expired(self) -> None:
-        """Run :meth:`unload_expired_now` every half second, forever."""
-        while True:
-            self.unload_expired_now()
-            await anyio.sleep(_TTL_CHECK_SECONDS)
 
     def hold(self, state: ModelState, request: RequestScope) -> Lease | None:
         """A lease on a model that is running now, without ever loading it; None if it is not.

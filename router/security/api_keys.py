@@ -1,10 +1,11 @@
 """API keys with a scope and limits (docs/protocol.md §8): the key file and who may do what.
 
-A key-file line is ``KEY [admin|inference] [concurrency=N] [rpm=N]``. ``admin`` (the default,
-and every ``--api-key``) may do everything; ``inference`` may use the inference and stream
-routes and list models, but not manage them. Which routes manage is said by the routes
-themselves (:func:`admin_only` in their ``opt``), so a new route declares it where it is
-written, and a test lists them all.
+A key-file line is ``KEY [admin|inference] [concurrency=N] [rpm=N] [class=interactive|batch]``.
+``admin`` (the default, and every ``--api-key``) may do everything; ``inference`` may use the
+inference and stream routes and list models, but not manage them. Which routes manage is said
+by the routes themselves (:func:`admin_only` in their ``opt``), so a new route declares it where
+it is written, and a test lists them all. ``class`` places the key's requests in the
+scheduler's order (router/scheduling/waiting_line.py): interactive (the default) before batch.
 
 A key is a secret: it never reaches a log or an error message. :func:`key_id` (a short hash)
 names a key where one must be told apart from another.
@@ -23,6 +24,7 @@ from urllib.parse import parse_qsl
 from litestar.types import Scope
 
 from corral.http.worker_routes import WorkerRoute
+from router.scheduling.waiting_line import Priority
 
 __all__ = [
     "ADMIN_OPT",
@@ -49,7 +51,7 @@ UNCOUNTED_OPT: Final = "corral_uncounted"
 
 
 _SCOPES: Final = ("admin", "inference")
-_LIMIT_PREFIXES: Final = ("concurrency=", "rpm=")
+_LIMIT_PREFIXES: Final = ("concurrency=", "rpm=", "class=")
 
 
 class ApiKeyFileError(Exception):
@@ -73,6 +75,7 @@ class ApiKey:
     scope: KeyScope = KeyScope.ADMIN
     concurrency: int | None = None  # requests in flight at once (streams until they end)
     rpm: int | None = None  # requests per minute (token bucket)
+    priority: Priority = Priority.INTERACTIVE  # the key file's class=
 
     @property
     def id(self) -> str:
@@ -102,6 +105,7 @@ def parse_key_line(line: str) -> ApiKey:
         raise ValueError("the line starts with an option, not a key")
     scope = KeyScope.ADMIN
     limits: dict[str, int] = {}
+    priority: Priority | None = None
     seen_scope = False
     for word in words:
         name, equals, value = word.partition("=")
@@ -109,13 +113,21 @@ def parse_key_line(line: str) -> ApiKey:
             scope, seen_scope = KeyScope(word), True
         elif equals and name in ("concurrency", "rpm") and name not in limits:
             limits[name] = _positive(name, value)
+        elif equals and name == "class" and priority is None and value in tuple(Priority):
+            priority = Priority(value)
         else:
             # The word is the file's text but not the key, so it may be shown.
             raise ValueError(
                 f"unexpected '{word}' (expected admin or inference, concurrency=N, rpm=N, "
-                "each at most once)"
+                "class=interactive or class=batch, each at most once)"
             )
-    return ApiKey(secret, scope, limits.get("concurrency"), limits.get("rpm"))
+    return ApiKey(
+        secret,
+        scope,
+        limits.get("concurrency"),
+        limits.get("rpm"),
+        priority or Priority.INTERACTIVE,
+    )
 
 
 def _read_key_file(path: Path) -> list[ApiKey]:

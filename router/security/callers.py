@@ -18,9 +18,17 @@ from typing import Any, Final, cast
 
 from litestar.types import Scope
 
+from router.scheduling.waiting_line import Caller
 from router.security.api_keys import ApiKey, KeyScope
 
-__all__ = ["caller_id", "is_admin", "remember_key", "remember_star_page", "request_key"]
+__all__ = [
+    "caller_id",
+    "is_admin",
+    "queue_caller",
+    "remember_key",
+    "remember_star_page",
+    "request_key",
+]
 
 _KEY: Final = "corral.key"  # the scope's key: ASGI lets servers and apps add their own
 _STAR_PAGE: Final = "corral.star_page"
@@ -56,3 +64,11 @@ def caller_id(scope: Scope) -> str | None:
     another's); None on a router without keys."""
     key = request_key(scope)
     return key.id if key is not None else None
+
+
+def queue_caller(scope: Scope) -> Caller:
+    """Where the request goes in the scheduler's order: its key's class and id. Without keys,
+    everyone is one interactive caller; the Web UI's requests carry the key its user gave it,
+    so they take that key's class (docs/serving.md, "Scheduling")."""
+    key = request_key(scope)
+    return Caller() if key is None else Caller(key.priority, key.id)

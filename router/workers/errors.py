@@ -5,6 +5,11 @@ The HTTP layer (:mod:`router.api.scheduling_answers`) turns each into its status
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from router.workers.model_state import ModelState
+
 __all__ = [
     "AlreadyRunning",
     "BadModelFile",
@@ -17,6 +22,7 @@ __all__ = [
     "OutOfDeviceMemory",
     "QueueFull",
     "SchedulingError",
+    "load_error",
 ]
 
 
@@ -80,3 +86,17 @@ class OutOfDeviceMemory(LoadFailed):
 
 class QueueFull(SchedulingError):
     """``--max-queue`` requests already wait for loads; this one is refused, not queued."""
+
+
+def load_error(state: ModelState) -> LoadFailed | LoadInterrupted:
+    """What the requests that waited for a model's load are told when it did not come up."""
+    if state.failed and state.bad_file:
+        return BadModelFile(state.name, state.error)
+    oom = state.out_of_memory
+    if state.failed and oom is not None:
+        return OutOfDeviceMemory(state.name, oom.device, oom.needed, oom.free)
+    if state.failed and state.fault is not None:
+        return LoadStalled(state.name, state.fault_message)
+    if state.failed:
+        return LoadFailed(state.name, state.error)
+    return LoadInterrupted(state.name)

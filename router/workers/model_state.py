@@ -50,6 +50,7 @@ class ModelFields:
     failed_at: float = 0.0
     stop_requested: bool = False
     load_seconds: float = 0.0
+    ready_at: float = 0.0  # when its worker last finished loading (a minimum residency starts)
     loads: int = 0
     load_seconds_total: float = 0.0
     failures_total: int = 0
@@ -147,6 +148,10 @@ class ModelState:
     @property
     def stop_requested(self) -> bool:
         return self._fields.stop_requested
+
+    @property
+    def ready_at(self) -> float:
+        return self._fields.ready_at
 
     @property
     def loads(self) -> int:

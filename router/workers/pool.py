@@ -326,6 +326,7 @@ class WorkerPool:
                 fields.client = WorkerClient(str(host), int(port), self._timeout, key=key)
                 fields.load_seconds = self._clock() - started
                 fields.loads += 1
+                fields.ready_at = self._clock()
                 fields.load_seconds_total += fields.load_seconds
                 _log.info("model loaded", model=state.name, seconds=round(fields.load_seconds, 3))
             if fields.supervisor is not None:

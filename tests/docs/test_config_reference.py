@@ -147,6 +147,8 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "CORRAL_STALL_TIMEOUT": ("5", "stall_timeout", 5.0),
     "CORRAL_LOAD_TIMEOUT": ("0", "load_timeout", 0.0),
     "CORRAL_MAX_QUEUE": ("3", "max_queue", 3),
+    "CORRAL_SCHEDULE": ("fifo", "schedule", "fifo"),
+    "CORRAL_SCHEDULE_WAIT_MAX": ("12.5", "schedule_wait_max", 12.5),
     "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
     "CORRAL_LOG_FORMAT": ("json", "log_format", "json"),
     "CORRAL_LOG_REQUESTS": ("no", "log_requests", False),

@@ -35,6 +35,7 @@ class Harness:
         self.pool, self.scheduler, self.launcher, self.clock = pool, scheduler, launcher, clock
         self.spares = spares
         self._leases: dict[str, list[Lease]] = {}  # what busy() took, per model
+        self.order: list[str] = []  # what a test's requests were served, in order
 
     def state(self, name: str) -> ModelState:
         return self.pool.models[name]
@@ -98,16 +99,24 @@ async def harness(
     devices: DevicePlanner | None = None,
     max_queue: int = 0,
     spares: int = 0,
+    schedule: str = "swap",
+    wait_max: float = 30.0,
     **special: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…).
+    No minimum residency unless ``special`` gives one: the fake clock stands still.
 
     Workers launch through ``spares`` spare workers, as the router's do; the test calls
     ``spares.fill()`` to start them.
     """
     catalogue = Catalogue(
         {
-            n: CatalogueEntry(n, Path(f"/models/{n}.gguf"), "models_dir", **special.get(n, {}))
+            n: CatalogueEntry(
+                n,
+                Path(f"/models/{n}.gguf"),
+                "models_dir",
+                **{"min_residency": 0.0, **special.get(n, {})},
+            )
             for n in names
         }
     )
@@ -118,7 +127,14 @@ async def harness(
         spare_workers.attach(pool, memory)
         try:
             scheduler = Scheduler(
-                pool, models_max, memory, devices=devices, max_queue=max_queue, clock=clock
+                pool,
+                models_max,
+                memory,
+                devices=devices,
+                max_queue=max_queue,
+                clock=clock,
+                schedule=schedule,
+                wait_max=wait_max,
             )
             yield Harness(pool, scheduler, launcher, clock, spare_workers)
         finally:

@@ -106,6 +106,16 @@ ROWS: tuple[OptionSpec, ...] = (
         help="Corral: never evicted to make room for another model",
     ),
     OptionSpec(
+        "min-residency",
+        "float",
+        "preset",
+        bound="non_negative",
+        default="1",
+        help="Corral: seconds a model stays loaded after its load before it may be evicted "
+        "for another (a request waiting past `--schedule-wait-max` overrides it; ignored with "
+        "`--schedule fifo`)",
+    ),
+    OptionSpec(
         "memory",
         "size",
         "preset",

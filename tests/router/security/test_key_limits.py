@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from router.cli.main import parse_serve_args
+from router.scheduling.waiting_line import Priority
 from router.security.api_keys import (
     ApiKey,
     ApiKeyFileError,
@@ -35,6 +36,8 @@ SECRET = "s3cret-Key-that-must-not-show"
         ("k  inference\tconcurrency=2 rpm=60", ApiKey("k", KeyScope.INFERENCE, 2, 60)),
         ("k rpm=5", ApiKey("k", KeyScope.ADMIN, rpm=5)),
         ("sk-abc== concurrency=3 inference", ApiKey("sk-abc==", KeyScope.INFERENCE, 3)),
+        ("k inference class=batch", ApiKey("k", KeyScope.INFERENCE, priority=Priority.BATCH)),
+        ("k class=interactive rpm=2", ApiKey("k", rpm=2, priority=Priority.INTERACTIVE)),
     ],
 )
 def test_key_lines(tmp_path: Path, line: str, expected: ApiKey) -> None:
@@ -56,6 +59,9 @@ def test_key_lines(tmp_path: Path, line: str, expected: ApiKey) -> None:
         "rpm=1 rpm=2",
         "burst=3",
         "Inference",
+        "class=urgent",
+        "class=batch class=batch",
+        "class=",
     ],
 )
 def test_a_malformed_line_stops_startup_naming_the_line_not_the_key(
@@ -71,7 +77,9 @@ def test_a_malformed_line_stops_startup_naming_the_line_not_the_key(
     assert SECRET not in err
 
 
-@pytest.mark.parametrize("line", ["inference", "rpm=5", "concurrency=2 inference", "admin"])
+@pytest.mark.parametrize(
+    "line", ["inference", "rpm=5", "concurrency=2 inference", "admin", "class=batch"]
+)
 def test_a_line_without_its_key_is_refused(tmp_path: Path, line: str) -> None:
     path = tmp_path / "keys"
     path.write_text(f"{line}\n")

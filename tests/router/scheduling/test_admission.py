@@ -1,0 +1,177 @@
+"""The swap-aware order (docs/serving.md, "Scheduling"), one test per rule, on the scheduling
+harness: a loaded model's requests go before a swap, up to the bound; a fresh model's minimum
+residency; interactive before batch and keys in turns for a model's slots; batch ages; cold
+loads queued under ``--models-max 1`` are all served; ``--schedule fifo`` keeps upstream's order.
+"""
+
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from router.scheduling.leases import Lease
+from router.scheduling.waiting_line import Caller, Priority
+from router.workers.model_state import Status
+from tests.support.scheduling_harness import Harness, harness
+
+pytestmark = pytest.mark.anyio
+
+ONE_SLOT = {"options": (("parallel", "1"),)}
+ALICE = Caller(Priority.INTERACTIVE, "a11ce000")
+BOB = Caller(Priority.INTERACTIVE, "b0b00000")
+BATCH = Caller(Priority.BATCH, "ba7c4000")
+
+
+async def _take(h: Harness, name: str, caller: Caller, leases: list[Lease], tag: str) -> None:
+    leases.append(await h.scheduler.acquire(name, {}, caller))
+    h.order.append(tag)
+
+
+def _why(h: Harness, name: str) -> str | None:
+    view = h.scheduler.queue_view(h.state(name))
+    return None if view is None else view.reason
+
+
+async def _queued(h: Harness, depth: int) -> None:
+    await h.until(lambda: h.scheduler.queue_depth == depth)
+    await anyio.lowlevel.checkpoint()
+
+
+async def test_a_loaded_models_requests_go_before_a_swap_until_the_bound() -> None:
+    async with harness(models_max=1, wait_max=30.0) as h, anyio.create_task_group() as group:
+        a = await h.load("a")
+        held = await h.scheduler.acquire("a", {}, ALICE)
+        group.start_soon(h.request, "b")  # wants a's place, which is busy
+        await _queued(h, 1)
+        # Under the bound, a newcomer for the loaded model is served: no swap for it.
+        second = h.scheduler.acquire_if_ready("a", {}, ALICE)
+        assert second is not None
+        second.release()
+        assert _why(h, "b") == "memory"
+
+        h.advance(30.0)  # b's request has waited the bound: a takes nobody new, and drains
+        assert h.scheduler.acquire_if_ready("a", {}, ALICE) is None
+        assert h.scheduler.queue_view(a) is None  # that newcomer did not wait: it was refused
+        assert not a.stop_requested  # still busy with the request it had
+        held.release()
+        await h.launched("b")
+        assert h.state("a").status is Status.UNLOADED
+        h.launcher.children["b"].ready()
+
+
+async def test_a_fresh_model_stays_its_minimum_residency() -> None:
+    async with harness(models_max=1, a={"min_residency": 5.0}) as h, anyio.create_task_group() as g:
+        a = await h.load("a")  # served and idle, but loaded just now
+        g.start_soon(h.request, "b")
+        await _queued(h, 1)
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["a"]
+        assert not a.stop_requested
+        h.advance(5.0)
+        await h.launched("b")
+        h.launcher.children["b"].ready()
+
+
+async def test_interactive_goes_before_batch_for_a_models_slots() -> None:
+    async with harness(models_max=1, a=ONE_SLOT) as h, anyio.create_task_group() as group:
+        await h.load("a")
+        leases: list[Lease] = []
+        await _take(h, "a", ALICE, leases, "first")
+        group.start_soon(_take, h, "a", BATCH, leases, "batch")
+        await _queued(h, 1)
+        group.start_soon(_take, h, "a", BOB, leases, "interactive")
+        await _queued(h, 2)
+        assert _why(h, "a") == "busy"
+        leases[0].release()
+        await h.until(lambda: len(h.order) == 2)
+        assert h.order == ["first", "interactive"]
+        leases[1].release()
+        await h.until(lambda: len(h.order) == 3)
+        assert h.order == ["first", "interactive", "batch"]
+
+
+async def test_keys_are_served_in_turns_not_in_arrival_order() -> None:
+    async with harness(models_max=1, a=ONE_SLOT) as h, anyio.create_task_group() as group:
+        await h.load("a")
+        leases: list[Lease] = []
+        await _take(h, "a", ALICE, leases, "alice")
+        for depth in (1, 2, 3):  # alice's burst, then bob's one request
+            group.start_soon(_take, h, "a", ALICE, leases, "alice")
+            await _queued(h, depth)
+        group.start_soon(_take, h, "a", BOB, leases, "bob")
+        await _queued(h, 4)
+        for served in range(2, 6):
+            leases[served - 2].release()
+            await h.until(lambda served=served: len(h.order) == served)  # type: ignore[misc]
+        assert h.order == ["alice", "bob", "alice", "alice", "alice"]
+        leases[-1].release()
+
+
+async def test_batch_ages_past_the_bound_and_goes_first() -> None:
+    async with (
+        harness(models_max=1, wait_max=10.0, a=ONE_SLOT) as h,
+        anyio.create_task_group() as g,
+    ):
+        await h.load("a")
+        leases: list[Lease] = []
+        await _take(h, "a", ALICE, leases, "first")
+        g.start_soon(_take, h, "a", BATCH, leases, "batch")
+        await _queued(h, 1)
+        h.advance(10.0)
+        g.start_soon(_take, h, "a", BOB, leases, "interactive")
+        await _queued(h, 2)
+        leases[0].release()
+        await h.until(lambda: len(h.order) == 2)
+        assert h.order == ["first", "batch"]
+        leases[1].release()
+        await h.until(lambda: len(h.order) == 3)
+        leases[2].release()
+
+
+@pytest.mark.parametrize("schedule", ["swap", "fifo"])
+async def test_cold_loads_queued_behind_a_cold_load_are_all_served(schedule: str) -> None:
+    # Upstream llama.cpp #28443: under --models-max 1, a second cold load queued while another
+    # is waiting hung. Here a loads cold, b and c queue cold behind it; each is served in turn.
+    async with harness(models_max=1, schedule=schedule) as h, anyio.create_task_group() as group:
+        served: list[str] = []
+
+        async def request(name: str) -> None:
+            lease = await h.scheduler.acquire(name, {}, ALICE)
+            served.append(name)
+            lease.release()
+
+        for depth, name in enumerate("abc", start=1):
+            group.start_soon(request, name)
+            await _queued(h, depth)
+        for name in "abc":
+            await h.launched(name)
+            h.launcher.children[name].ready()
+            await h.until(lambda name=name: name in served)  # type: ignore[misc]
+        assert served == ["a", "b", "c"]
+        assert h.scheduler.queue_depth == 0
+
+
+@pytest.mark.parametrize(("schedule", "first"), [("swap", "c"), ("fifo", "b")])
+async def test_fifo_keeps_arrival_order_where_swap_puts_interactive_first(
+    schedule: str, first: str
+) -> None:
+    async with harness(models_max=1, schedule=schedule) as h, anyio.create_task_group() as group:
+        a = await h.load("a")
+        h.busy(a)
+        leases: list[Lease] = []
+        group.start_soon(_take, h, "b", BATCH, leases, "b")
+        await _queued(h, 1)
+        group.start_soon(_take, h, "c", BOB, leases, "c")
+        await _queued(h, 2)
+        h.done(a)
+        await h.launched(first)
+        assert h.launcher.launched == ["a", first]
+        h.launcher.children[first].ready()
+        await h.until(lambda: len(h.order) == 1)
+        leases[0].release()
+        second = "b" if first == "c" else "c"
+        await h.launched(second)
+        h.launcher.children[second].ready()
+        await h.until(lambda: len(h.order) == 2)
+        leases[1].release()

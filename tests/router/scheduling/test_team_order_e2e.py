@@ -1,0 +1,96 @@
+"""The key file's ``class=`` through a real router and worker (docs/serving.md, "Scheduling"):
+with one slot taken, an interactive request that came after a batch one gets the slot first,
+and ``/models``, ``/metrics`` and ``corral ps`` show who waits and why meanwhile.
+
+``LLAMA_SERVER_DEBUG_FAKE_TIMING`` holds each request 2 s on its slot, as upstream's tests use
+it, so the queue is there to be seen without racing a tiny model's answer.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from router.cli.commands import run_cache_command
+from router.security.api_keys import key_id
+from tests.support.router_process import RouterProcess, running_router
+
+INTERACTIVE, BATCH = "team-chat-key-0001", "team-batch-key-0002"
+KEYS = f"{INTERACTIVE} inference\n{BATCH} inference class=batch\n"
+
+
+@pytest.fixture(scope="module")
+def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
+    keys = tmp_path_factory.mktemp("classes") / "keys.txt"
+    keys.write_text(KEYS)
+    args = ["--models-dir", str(models_dir), "--ctx-size", "256", "--parallel", "1"]
+    env = {"LLAMA_SERVER_DEBUG_FAKE_TIMING": "1"}
+    with running_router([*args, "--api-key-file", str(keys)], env) as router:
+        router.client.headers["Authorization"] = f"Bearer {INTERACTIVE}"
+        yield router
+
+
+def _chat(router: RouterProcess, key: str, done: list[str], tag: str) -> None:
+    with openai.OpenAI(base_url=f"{router.url}/v1", api_key=key, max_retries=0) as client:
+        client.chat.completions.create(
+            model="alpha", messages=[{"role": "user", "content": "hi"}], max_tokens=2
+        )
+    done.append(tag)
+
+
+def _waiting(router: RouterProcess, count: int) -> dict[str, object]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        queue = router.models()["alpha"].get("queue")
+        if isinstance(queue, dict) and queue["waiting"] == count:
+            return queue
+        time.sleep(0.05)
+    raise AssertionError(f"never {count} waiting: {router.models()['alpha']}")
+
+
+def test_interactive_goes_before_batch_and_the_queue_shows_it(
+    team: RouterProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done: list[str] = []
+    threads = [
+        threading.Thread(target=_chat, args=(team, key, done, tag))
+        for key, tag in ((BATCH, "batch first"), (BATCH, "batch second"), (INTERACTIVE, "chat"))
+    ]
+    threads[0].start()
+    _waiting_for_slot(team)
+    threads[1].start()
+    _waiting(team, 1)
+    threads[2].start()
+    queue = _waiting(team, 2)
+
+    assert queue["reason"] == "busy"
+    assert queue["classes"] == {"batch": 1, "interactive": 1}
+    assert queue["keys"] == {key_id(BATCH): 1, key_id(INTERACTIVE): 1}
+    metrics = team.client.get("/metrics").text
+    assert 'corral_queue_waiting{model="alpha",class="batch"} 1' in metrics
+    assert f'corral_queue_waiting_by_key{{model="alpha",key="{key_id(BATCH)}"}} 1' in metrics
+    assert 'corral_queue_waiting_reason{model="alpha",reason="busy"} 1' in metrics
+    assert run_cache_command("ps", ["--url", team.url, "--api-key", INTERACTIVE]) == 0
+    ps = capsys.readouterr().out
+    assert "QUEUED FOR" in ps
+    assert "busy" in ps
+    assert "batch 1, interactive 1" in ps
+
+    for thread in threads:
+        thread.join(timeout=60)
+    assert done == ["batch first", "chat", "batch second"]
+    assert "queue" not in team.models()["alpha"]
+
+
+def _waiting_for_slot(router: RouterProcess) -> None:
+    """The first batch request holds the one slot (once its model has loaded)."""
+    deadline = time.monotonic() + 30
+    pattern = 'corral_active_requests{model="alpha"} 1'
+    while pattern not in router.client.get("/metrics").text:
+        assert time.monotonic() < deadline, "the first request never reached the worker"
+        time.sleep(0.05)
