@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from corral.http.errors import ApiError
 from router.catalogue.listing import ModelListing
@@ -46,11 +46,16 @@ def _file_name(value: Any) -> Any:
 
 
 def listing_for_inference(entry: ModelListing) -> ModelListing:
-    """A ``GET /models`` entry without the worker's argv and preset, and errors without paths."""
+    """A ``GET /models`` entry without the worker's argv and preset, errors without paths, and
+    a queue that does not say which other keys are waiting (their ids tell key holders apart,
+    as the activity view does not for an inference key)."""
     status = msgspec.structs.replace(entry.status, args=UNSET, preset=UNSET)
     if isinstance(status.error, str):
         status.error = hide_paths(status.error)
-    return msgspec.structs.replace(entry, status=status)
+    queue = entry.queue
+    if not isinstance(queue, UnsetType):
+        queue = msgspec.structs.replace(queue, keys={})
+    return msgspec.structs.replace(entry, status=status, queue=queue)
 
 
 def event_for_inference(event: ModelEvent) -> ModelEvent:

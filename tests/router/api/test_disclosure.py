@@ -13,7 +13,7 @@ from router.api.disclosure import (
     listing_for_inference,
     props_for_inference,
 )
-from router.catalogue.listing import ListingStatus, ModelListing
+from router.catalogue.listing import ListingStatus, ModelListing, QueueView
 from router.observe.events import ModelEvent
 
 
@@ -54,6 +54,25 @@ def test_a_listing_loses_the_command_line_and_the_preset() -> None:
     shown = msgspec.to_builtins(listing_for_inference(entry))
     assert shown["status"] == {"value": "unloaded", "failed": True, "error": "cannot open a.gguf"}
     assert entry.status.args  # the original is left as it was, for admin callers
+
+
+def test_a_listings_queue_does_not_name_the_keys_that_wait() -> None:
+    queue = QueueView(
+        waiting=2, classes={"batch": 2}, keys={"3f2a9c1e": 1, "b7d1e044": 1}, oldest_seconds=1.0
+    )
+    entry = ModelListing(
+        id="a",
+        owned_by="llamacpp",
+        created=0,
+        status=ListingStatus(value="loading"),
+        source="preset",
+        can_remove=False,
+        queue=queue,
+    )
+    shown = msgspec.to_builtins(listing_for_inference(entry))
+    assert shown["queue"]["keys"] == {}
+    assert shown["queue"]["classes"] == {"batch": 2}
+    assert queue.keys  # an admin's listing still names them
 
 
 def test_props_adapters_and_events_name_files_only() -> None:
