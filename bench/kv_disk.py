@@ -59,6 +59,17 @@ def _until(condition: Callable[[], bool], timeout: float = 300) -> None:
         time.sleep(0.05)
 
 
+def _kv_metrics(client: httpx.Client) -> dict[str, float]:
+    """The worker's ``corral_kv_cache_*`` counters (through the router's ``?model=``)."""
+    text = client.get("/metrics", params={"model": "A"}).text
+    figures: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("corral_kv_cache_"):
+            name, value = line.rsplit(" ", 1)
+            figures[name.removeprefix("corral_kv_cache_")] = float(value)
+    return figures
+
+
 def _kill_worker(router: Router, client: httpx.Client) -> None:
     pid = router.worker_pid(router.worker_port("A"))
     os.kill(pid, signal.SIGKILL)
@@ -71,6 +82,17 @@ def _kill_worker(router: Router, client: httpx.Client) -> None:
         return bool(next(m for m in models if m["id"] == "A")["status"]["value"] != "loaded")
 
     _until(gone, 30)
+
+
+def _load_again(client: httpx.Client) -> None:
+    """Load A after a crash: the router refuses a load for a moment after one (its backoff)."""
+
+    def loaded() -> bool:
+        client.post("/models/load", json={"model": "A"})
+        models = client.get("/models").json()["data"]
+        return bool(next(m for m in models if m["id"] == "A")["status"]["value"] == "loaded")
+
+    _until(loaded, 300)
 
 
 def _kill_router(router: Router) -> None:
@@ -93,6 +115,8 @@ def _follow_up(messages: Messages, answer: str) -> Messages:
 
 
 def _turn(ttft: float, text: str, timings: dict[str, Any]) -> dict[str, Any]:
+    if not text:
+        raise RuntimeError("the turn got no answer")
     cached, read = int(timings.get("cache_n", 0)), int(timings.get("prompt_n", 0))
     return {
         "ttft_ms": round(ttft * 1000, 1),
@@ -104,9 +128,11 @@ def _turn(ttft: float, text: str, timings: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def scenario_kill(models: Path, common: list[str], scratch: Path, what: str) -> dict[str, Any]:
+def scenario_kill(
+    models: Path, common: list[str], scratch: Path, what: str, turns: int
+) -> dict[str, Any]:
     """``what``: "worker" or "router". The prefill side also gives the uninterrupted turn."""
-    messages = conversation(11)
+    messages = conversation(turns)
     folder = scratch / f"kv-{what}"
     result: dict[str, Any] = {}
     for side, flags in (
@@ -124,13 +150,19 @@ def scenario_kill(models: Path, common: list[str], scratch: Path, what: str) -> 
                     result["uninterrupted"] = _turn(*ask(client, "A", follow_up))
                 else:
                     _until(lambda: _saved(folder) >= 1)
+                    kv = _kv_metrics(client)
+                    reads = max(kv.get("state_reads_total", 0.0), 1.0)
+                    result["state_read_ms"] = round(
+                        kv.get("state_read_seconds_total", 0.0) * 1000 / reads, 2
+                    )
+                    result["bytes_per_file"] = kv.get("bytes_written_total", 0.0)
                 if what == "worker":
                     _kill_worker(router, client)
                 else:
                     _kill_router(router)
                     router = Router(models, [*common, *flags])
                     client = clients.enter_context(httpx.Client(base_url=router.url, timeout=900))
-                wait_loaded(client, "A")  # the load is not part of the figure
+                _load_again(client)  # the load is not part of the figure
                 result[side] = _turn(*ask(client, "A", follow_up))
         finally:
             router.stop()
@@ -157,7 +189,7 @@ def scenario_interleaved(models: Path, common: list[str], scratch: Path) -> dict
             answers = [ask(client, "A", talk)[1] for talk in talks]
             _until(lambda: _saved(folder) >= len(talks))
             _kill_worker(router, client)
-            wait_loaded(client, "A")
+            _load_again(client)
             turns = [
                 _turn(*ask(client, "A", _follow_up(talk, answer)))
                 for talk, answer in zip(talks, answers, strict=True)
@@ -224,6 +256,7 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=("worker", "router", "interleaved", "decode"), action="append"
     )
+    parser.add_argument("--turns", type=int, default=11, help="conversation turns (~1,500 tokens)")
     parser.add_argument("--blocks", type=int, default=2, help="ABBA blocks of the decode scenario")
     parser.add_argument("--max-tokens", type=int, default=128, help="tokens per decode stream")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -237,10 +270,10 @@ def main() -> None:
         models = scratch / "models"
         models.mkdir()
         (models / "A.gguf").symlink_to(args.model.resolve())
-        common = ["--ctx-size", "4096", "--no-log-requests", "--models-max", "2"]
+        common = ["--ctx-size", "4096", "--no-log-requests", "--models-max", "2", "--metrics"]
         for name in chosen:
             if name in ("worker", "router"):
-                summary[name] = scenario_kill(models, common, scratch, name)
+                summary[name] = scenario_kill(models, common, scratch, name, args.turns)
             elif name == "interleaved":
                 summary[name] = scenario_interleaved(models, common, scratch)
             else:

@@ -22,6 +22,7 @@ import pytest
 
 from tests.support.bundled_model import bundled_model
 from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.tiny_lora import write_tiny_lora
 from tests.support.worker_process import worker
 
 _WORDS = "once upon a time there was a little model that said hello to the world and then "
@@ -35,8 +36,9 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_gguf(tmp_path_factory.mktemp("kv-disk-model") / "kv.gguf")
 
 
-def _complete(url: str, prompt: str, n_predict: int = 8) -> dict[str, Any]:
+def _complete(url: str, prompt: str, n_predict: int = 8, **extra: Any) -> dict[str, Any]:
     body = {"prompt": prompt, "n_predict": n_predict, "temperature": 0, "ignore_eos": True}
+    body.update(extra)
     answer = httpx.post(f"{url}/completion", json=body, timeout=120)
     assert answer.status_code == 200, answer.text
     result: dict[str, Any] = answer.json()
@@ -150,3 +152,22 @@ def test_the_cap_evicts_the_least_recently_used_file(model: Path, tmp_path: Path
         for opening in OPENINGS[1:3]:
             _complete(process.url, opening)
         _until(lambda: not oldest.exists() and len(_saved(folder)) == 2)
+
+
+def test_a_cache_computed_under_adapter_scales_persists_for_those_scales_only(
+    model: Path, tmp_path: Path
+) -> None:
+    adapter = write_tiny_lora(tmp_path / "adapter.gguf", model)
+    folder = tmp_path / "kv"
+    flags = (*_FLAGS, "--lora", str(adapter), "--kv-cache-dir", str(folder))
+    opening = OPENINGS[1]
+    half: dict[str, Any] = {"lora": [{"id": 0, "scale": 0.5}]}
+    with worker(model, *flags) as process:
+        _complete(process.url, opening, **half)
+        _until(lambda: len(_saved(folder)) == 1)
+    with worker(model, *flags) as process:
+        # The adapter's answer is not words: the next prompt only extends the opening.
+        other_scales = _complete(process.url, opening + " the end")
+        same_scales = _complete(process.url, opening + " the end", **half)
+    assert other_scales["timings"]["cache_n"] == 0  # scale 1: the file's scales differ
+    assert _cached_share(same_scales) >= 0.95
