@@ -47,7 +47,7 @@ from worker.engine.token_prefix import common_prefix
 from worker.host.llama_bindings import llama_cpp
 from worker.settings.worker_settings import WorkerSettings
 
-__all__ = ["BREAK_EVEN", "MIN_TOKENS", "KvStats", "KvStore", "open_kv_store"]
+__all__ = ["BREAK_EVEN", "MIN_TOKENS", "KvStats", "KvStore", "contains", "open_kv_store"]
 
 _log = structlog.get_logger("corral.worker.kv_store")
 
@@ -80,6 +80,13 @@ class KvStats:
     hits_disk: int = 0
     tokens_memory: int = 0  # prompt tokens restored from each tier
     tokens_disk: int = 0
+
+
+def contains(longer: SavedCache, shorter: SavedCache) -> bool:
+    """Whether ``longer`` holds all of ``shorter``: the same conversation, as far or further."""
+    return longer.scales == shorter.scales and (
+        common_prefix(longer.tokens, shorter.tokens) == len(shorter.tokens)
+    )
 
 
 class KvStore:
@@ -140,6 +147,7 @@ class KvStore:
         if best is None:
             return None
         _, path, saved = best
+        started = time.perf_counter()
         try:
             state = read_state(path, self._digest, saved)
         except (OSError, Invalid) as exc:
@@ -154,7 +162,8 @@ class KvStore:
             return []
         with contextlib.suppress(OSError):
             os.utime(path)  # most recently used: pruned last
-        _log.info("kv cache restored", slot=seq, tokens=len(saved.tokens), path=str(path))
+        took = round((time.perf_counter() - started) * 1000, 1)
+        _log.info("kv cache restored", slot=seq, tokens=len(saved.tokens), ms=took, path=str(path))
         return list(saved.tokens)
 
     def save(
@@ -181,10 +190,13 @@ class KvStore:
             self.prune()
 
     def holds(self, cache: SavedCache) -> bool:
-        """Whether a file holds ``cache`` already (then only its age changes: used again)."""
+        """Whether a file holds ``cache`` already: the same state, or a longer one of the same
+        conversation (then only its age changes: used again)."""
         path = self.directory / file_name(cache)
         with self._lock:
-            indexed = self._saved.get(path) == cache
+            if self._saved.get(path) != cache:
+                path = next((p for p, saved in self._saved.items() if contains(saved, cache)), path)
+            indexed = path in self._saved
         if indexed:
             with contextlib.suppress(OSError):
                 os.utime(path)  # never creates it, unlike touch()
@@ -217,13 +229,7 @@ class KvStore:
         self.stats.files_written += 1
         with self._lock:
             self._saved[path] = cache
-            older = [
-                p
-                for p, saved in self._saved.items()
-                if p != path
-                and saved.scales == cache.scales
-                and common_prefix(saved.tokens, cache.tokens) == len(saved.tokens)
-            ]
+            older = [p for p, saved in self._saved.items() if p != path and contains(cache, saved)]
         for old in older:  # this file holds all of theirs: they would never be loaded again
             with contextlib.suppress(OSError):
                 old.unlink(missing_ok=True)

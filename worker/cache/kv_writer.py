@@ -21,20 +21,13 @@ from typing import Any
 import structlog
 
 from worker.cache.kv_file import SavedCache
-from worker.cache.kv_store import KvStats
-from worker.engine.token_prefix import common_prefix
+from worker.cache.kv_store import KvStats, contains
 
 __all__ = ["KvWriter"]
 
 _log = structlog.get_logger("corral.worker.kv_writer")
 # Nice value of the writer thread: file writing yields to decoding on a busy machine.
 _NICE = 10
-
-
-def _holds(longer: SavedCache, shorter: SavedCache) -> bool:
-    return longer.scales == shorter.scales and common_prefix(longer.tokens, shorter.tokens) == len(
-        shorter.tokens
-    )
 
 
 class KvWriter:
@@ -55,10 +48,10 @@ class KvWriter:
     def put(self, cache: SavedCache, state: Any) -> None:
         """Queue a write (engine thread); returns at once."""
         with self._changed:
-            if any(_holds(queued, cache) for queued, _ in self._pending):
+            if any(contains(queued, cache) for queued, _ in self._pending):
                 self._stats.writes_coalesced += 1
                 return
-            kept = [(c, s) for c, s in self._pending if not _holds(cache, c)]
+            kept = [(c, s) for c, s in self._pending if not contains(cache, c)]
             self._stats.writes_coalesced += len(self._pending) - len(kept)
             kept.append((cache, state))
             while len(kept) > self._max_pending:
