@@ -15,9 +15,9 @@ router, on the bundled model:
 - ``decode``: two routers running side by side, the tier on and off, streams of generated
   tokens in ABBA turns at 1 and 4 streams.
 
-The break-even of :data:`worker.cache.kv_store.BREAK_EVEN` comes from the ``worker`` scenario:
-the time the restored turn took to load its file (its prompt time, less its few new tokens at
-the prefill's rate) per token, over the time the re-prefilled turn took per token.
+The break-even of :data:`worker.cache.kv_store.BREAK_EVEN` comes from the kill scenarios: the
+time the restored turn took to load its file (its prompt time less the uninterrupted turn's,
+which computed the same new tokens) per token, over the re-prefilled turn's time per token.
 This is a measurement, not a test: it exits 0 either way.
 """
 
@@ -172,10 +172,10 @@ def scenario_kill(
     result["speedup"] = round(prefill["ttft_ms"] / max(restore["ttft_ms"], 1e-3), 1)
     result["same_tokens"] = restore["text"] == result["uninterrupted"]["text"]
     # Loading a file against prefilling as many tokens (the BREAK_EVEN share): the restored
-    # turn's prompt time, less what its few new tokens took at the prefill's rate, per token.
+    # turn's prompt time less the uninterrupted turn's (the same new tokens, nothing loaded),
+    # per token loaded, over the re-prefilled turn's prompt time per token.
+    load_ms = max(restore["prompt_ms"] - result["uninterrupted"]["prompt_ms"], 0.0)
     per_token = prefill["prompt_ms"] / max(prefill["prompt_tokens"], 1)
-    new_tokens = restore["prompt_tokens"] - restore["cache_n"]
-    load_ms = max(restore["prompt_ms"] - new_tokens * per_token, 0.0)
     result["load_ms"] = round(load_ms, 1)
     result["break_even"] = round(load_ms / max(restore["cache_n"], 1) / per_token, 4)
     return result
