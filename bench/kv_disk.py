@@ -145,7 +145,7 @@ def scenario_kill(
             with contextlib.ExitStack() as clients:
                 client = clients.enter_context(httpx.Client(base_url=router.url, timeout=900))
                 wait_loaded(client, "A")
-                _, answer, _ = ask(client, "A", messages)
+                answer = _turn(*ask(client, "A", messages))["text"]
                 follow_up = _follow_up(messages, answer)
                 if side == "prefill":  # the uninterrupted run: the slot still holds the turn
                     result["uninterrupted"] = _turn(*ask(client, "A", follow_up))
@@ -192,7 +192,7 @@ def scenario_interleaved(models: Path, common: list[str], scratch: Path) -> dict
     try:
         with httpx.Client(base_url=router.url, timeout=900) as client:
             wait_loaded(client, "A")
-            answers = [ask(client, "A", talk)[1] for talk in talks]
+            answers = [_turn(*ask(client, "A", talk))["text"] for talk in talks]
             _until(lambda: _saved(folder) >= len(talks))
             _kill_worker(router, client)
             _load_again(client)
@@ -276,7 +276,10 @@ def main() -> None:
         models = scratch / "models"
         models.mkdir()
         (models / "A.gguf").symlink_to(args.model.resolve())
+        # --stall-timeout 0: on a busy machine one 1,500-token prefill step can outlast the
+        # watchdog's 60 s, which would kill the worker in the middle of the first turn.
         common = ["--ctx-size", "4096", "--no-log-requests", "--models-max", "2", "--metrics"]
+        common += ["--stall-timeout", "0"]
         for name in chosen:
             if name in ("worker", "router"):
                 summary[name] = scenario_kill(models, common, scratch, name, args.turns)
