@@ -56,10 +56,9 @@ _log = structlog.get_logger("corral.worker.kv_store")
 MIN_TOKENS = 16
 # Loading a file costs time in proportion to all the tokens it holds, prefilling in proportion
 # to the tokens it would save: a file is loaded when the tokens it saves are at least this
-# share of the tokens it holds. Measured by bench/kv_disk.py --break-even on SmolLM2-135M on
-# two shared CPU cores (docs/benchmarks.md): restoring read ~1/40 of the time a prefill of as
-# many tokens took; twice that leaves a margin for a slower disk and a larger model, for which
-# both costs grow together.
+# share of the tokens it holds. The break-even that bench/kv_disk.py measures on SmolLM2-135M
+# (docs/benchmarks.md, "KV cache after a kill"): about 1/20 on two busy shared cores. Both
+# costs grow with the model; near the break-even either choice costs about the same.
 BREAK_EVEN = 0.05
 # A temporary file this old was left by a worker killed while writing it.
 _STALE_TEMP_SECONDS = 3600
