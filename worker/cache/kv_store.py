@@ -1,241 +1,258 @@
 """Slot caches that outlive their worker (docs/serving.md, "KV cache across restarts").
 
-Before the context is freed (a graceful stop: eviction, ttl, unload, reload; or sleep), each
-slot's sequence state is written to ``--kv-cache-dir`` with the tokens it holds. When the model
-runs again, a prompt that extends a saved token list is restored from its file instead of
-being prefilled. Files are checked before anything reaches llama.cpp: Corral's magic, the
-cache key (:mod:`worker.cache.kv_key`), the size announced in the header (truncation) and a CRC-32
-over tokens and state (corruption); a file failing any check is ignored with a warning.
+Every slot's cache at the end of each request and every copy the prompt cache keeps in memory
+are written to ``--kv-cache-dir`` by a background thread (:mod:`worker.cache.kv_writer`), and
+each slot's cache once more when the context is freed (a graceful stop, or sleep). So whatever
+stops the worker (a kill, a crash, the watchdog), the next worker of the same model with the
+same settings finds what was written before. A prompt that shares a long enough prefix with a
+saved cache (:data:`BREAK_EVEN`) is restored from its file instead of being prefilled. Files
+are checked before anything reaches llama.cpp (:mod:`worker.cache.kv_file`); a file failing any
+check is ignored with a warning.
 
-The folder is shared by every worker and capped by ``--kv-cache-max``: after saving, the least
-recently used files (by modification time; a restore touches its file) go first. Only the
-engine thread calls into this module.
+The folder is shared by every worker and capped by ``--kv-cache-max``: after each write, the
+least recently used files (by modification time; a restore touches its file) go first. The
+engine thread restores; the writer thread writes and prunes; the index is shared under a lock.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import os
-import re
 import shutil
 import stat
-import struct
+import threading
 import time
-import zlib
-from array import array
-from collections.abc import Callable, Iterable
-from functools import partial
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from worker.cache.kv_file import (
+    SAVED_NAME,
+    TEMP_NAME,
+    Invalid,
+    SavedCache,
+    file_name,
+    file_size,
+    read_cache,
+    read_state,
+    write_cache,
+)
 from worker.cache.kv_key import LABEL, CacheKey, cache_key
 from worker.cache.prompt_cache import SetAside, seq_state
 from worker.engine.token_prefix import common_prefix
 from worker.host.llama_bindings import llama_cpp
 from worker.settings.worker_settings import WorkerSettings
 
-__all__ = ["MIN_TOKENS", "KvStore", "open_kv_store"]
+__all__ = ["BREAK_EVEN", "MIN_TOKENS", "KvStats", "KvStore", "contains", "open_kv_store"]
 
 _log = structlog.get_logger("corral.worker.kv_store")
 
-# magic, format version, key digest, token count, state size, CRC-32 of tokens + state.
-_HEADER = struct.Struct("<8sI32sIQI")
-_MAGIC = b"CORRALKV"
-_VERSION = 1
-_SUFFIX = ".kv"
 # Shorter caches are not worth a file, and a restore must win at least this many tokens over
 # what the slot already holds: reading a file is not free either.
 MIN_TOKENS = 16
-# A temporary file this old was left by a worker killed while saving.
+# Loading a file costs time in proportion to all the tokens it holds, prefilling in proportion
+# to the tokens it would save: a file is loaded when the tokens it saves are at least this
+# share of the tokens it holds. The break-even that bench/kv_disk.py measures on SmolLM2-135M
+# (docs/benchmarks.md, "KV cache after a kill"): about 1/20 on two busy shared cores. Both
+# costs grow with the model; near the break-even either choice costs about the same.
+BREAK_EVEN = 0.05
+# A temporary file this old was left by a worker killed while writing it.
 _STALE_TEMP_SECONDS = 3600
-# The names this module gives files (_file_name, and the temporary name in _save_one): the
-# only ones prune deletes, in LABEL folders only, so a shared folder keeps everyone else's
-# files (docs/security.md, "Local users and processes").
-_SAVED_NAME = re.compile(r"[0-9a-f]{32}\.kv")
-_TEMP_NAME = re.compile(r"\.[0-9a-f]{32}\.kv\.[0-9]+\.tmp")
 
 
-def _token_bytes(tokens: list[int]) -> bytes:
-    return array("i", tokens).tobytes()
+@dataclass
+class KvStats:
+    """What the disk tier did, for the worker's ``/metrics`` (counters since the start)."""
+
+    bytes_written: int = 0
+    files_written: int = 0
+    write_failures: int = 0
+    writes_coalesced: int = 0  # a newer state of the same conversation took a pending write's place
+    state_reads: int = 0  # slot states read out of the context for the writer (engine thread)
+    state_read_seconds: float = 0.0
+    writes_dropped: int = 0  # more pending than the writer keeps: the oldest went unwritten
+    hits_memory: int = 0
+    hits_disk: int = 0
+    tokens_memory: int = 0  # prompt tokens restored from each tier
+    tokens_disk: int = 0
 
 
-def _file_name(tokens: list[int]) -> str:
-    return hashlib.sha256(_token_bytes(tokens)).hexdigest()[:32] + _SUFFIX
-
-
-class _Invalid(Exception):
-    """A saved file that must not be restored; the message says why."""
+def contains(longer: SavedCache, shorter: SavedCache) -> bool:
+    """Whether ``longer`` holds all of ``shorter``: the same conversation, as far or further."""
+    return longer.scales == shorter.scales and (
+        common_prefix(longer.tokens, shorter.tokens) == len(shorter.tokens)
+    )
 
 
 class KvStore:
     """One model's saved caches in ``root`` (shared with other models), capped at ``max_bytes``."""
 
-    def __init__(self, root: Path, key: CacheKey, max_bytes: int) -> None:
+    def __init__(
+        self, root: Path, key: CacheKey, max_bytes: int, stats: KvStats | None = None
+    ) -> None:
         self.root = root
         self.directory = root / key.label
         self._digest = key.digest
         self._max_bytes = max_bytes
-        self._saved: dict[Path, list[int]] = {}  # file → the tokens its state holds
+        self.stats = stats or KvStats()
+        self._lock = threading.Lock()  # the index: restored from one thread, written from another
+        self._saved: dict[Path, SavedCache] = {}  # file → what its state holds
         self._scan()
 
     @property
-    def saved(self) -> dict[Path, list[int]]:
-        return dict(self._saved)
+    def saved(self) -> dict[Path, SavedCache]:
+        with self._lock:
+            return dict(self._saved)
 
     def _scan(self) -> None:
         try:
-            paths = sorted(
-                p for p in self.directory.glob("*" + _SUFFIX) if _SAVED_NAME.fullmatch(p.name)
-            )
+            paths = sorted(p for p in self.directory.glob("*.kv") if SAVED_NAME.fullmatch(p.name))
         except OSError:
             return
-        for path in paths:
+        for path in paths:  # a temporary file, complete or not, is never read
             try:
-                self._saved[path] = self._read_tokens(path)
-            except (OSError, _Invalid) as exc:
+                self._saved[path] = read_cache(path, self._digest)
+            except (OSError, Invalid) as exc:
                 _log.warning("saved kv cache ignored", path=str(path), reason=str(exc))
 
-    def _read_header(self, handle: Any) -> tuple[int, int, int]:
-        raw = handle.read(_HEADER.size)
-        if len(raw) < _HEADER.size:
-            raise _Invalid("shorter than its header")
-        magic, version, digest, n_tokens, state_size, crc = _HEADER.unpack(raw)
-        if magic != _MAGIC:
-            raise _Invalid("not a Corral kv cache file")
-        if version != _VERSION:
-            raise _Invalid(f"format version {version}, expected {_VERSION}")
-        if digest != self._digest:
-            raise _Invalid("saved for another model file or other cache settings")
-        expected = _HEADER.size + 4 * n_tokens + state_size
-        actual = os.fstat(handle.fileno()).st_size
-        if actual != expected:
-            raise _Invalid(f"truncated or padded: {actual} bytes, header says {expected}")
-        return n_tokens, state_size, crc
+    def _forget(self, path: Path) -> None:
+        with self._lock:
+            self._saved.pop(path, None)
 
-    def _read_tokens(self, path: Path) -> list[int]:
-        with path.open("rb") as handle:
-            n_tokens, _, _ = self._read_header(handle)
-            tokens = array("i")
-            tokens.frombytes(handle.read(4 * n_tokens))
-        return tokens.tolist()
-
-    def _read_state(self, path: Path, tokens: list[int]) -> bytearray:
-        with path.open("rb") as handle:
-            n_tokens, state_size, crc = self._read_header(handle)
-            token_bytes = handle.read(4 * n_tokens)
-            state = bytearray(state_size)
-            if handle.readinto(state) != state_size:
-                raise _Invalid("truncated while reading")
-        if zlib.crc32(state, zlib.crc32(token_bytes)) != crc:
-            raise _Invalid("checksum mismatch: the file is corrupted")
-        if token_bytes != _token_bytes(tokens):
-            raise _Invalid("changed since it was indexed")
-        return state
-
-    def restore(self, ctx: Any, seq: int, prompt: list[int], have: int) -> list[int] | None:
-        """Load the saved cache that shares the longest prefix with ``prompt`` into ``seq``.
+    def restore(
+        self, ctx: Any, seq: int, prompt: list[int], have: int, scales: tuple[float, ...] = ()
+    ) -> list[int] | None:
+        """Load the saved cache computed under ``scales`` that shares the longest prefix with
+        ``prompt`` into ``seq``, when that is worth it (:data:`BREAK_EVEN`).
 
         ``have`` is what the slot already reuses; a saved cache must beat it by
         :data:`MIN_TOKENS`. Returns the tokens ``seq`` now holds (empty when loading failed
         and llama.cpp cleared it), or None when nothing was restored and ``seq`` is untouched.
         """
-        best: tuple[int, Path, list[int]] | None = None
-        for path, tokens in self._saved.items():
-            shared = common_prefix(tokens, prompt)
-            if shared >= have + MIN_TOKENS and (best is None or shared > best[0]):
-                best = (shared, path, tokens)
+        best: tuple[int, Path, SavedCache] | None = None
+        for path, saved in self.saved.items():
+            if saved.scales != scales:
+                continue
+            shared = common_prefix(saved.tokens, prompt)
+            gain = shared - have
+            if gain < max(MIN_TOKENS, BREAK_EVEN * len(saved.tokens)):
+                continue
+            if best is None or shared > best[0]:
+                best = (shared, path, saved)
         if best is None:
             return None
-        _, path, tokens = best
+        _, path, saved = best
+        started = time.perf_counter()
         try:
-            state = self._read_state(path, tokens)
-        except (OSError, _Invalid) as exc:
+            state = read_state(path, self._digest, saved)
+        except (OSError, Invalid) as exc:
             _log.warning("saved kv cache ignored", path=str(path), reason=str(exc))
-            del self._saved[path]
+            self._forget(path)
             return None
         buffer = (ctypes.c_uint8 * len(state)).from_buffer(state)
         if llama_cpp.llama_state_seq_set_data(ctx, buffer, len(state), seq) != len(state):
             _log.warning("saved kv cache ignored", path=str(path), reason="llama.cpp refused it")
-            del self._saved[path]
+            self._forget(path)
             llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(ctx), seq, -1, -1)
             return []
         with contextlib.suppress(OSError):
             os.utime(path)  # most recently used: pruned last
-        _log.info("kv cache restored", slot=seq, tokens=len(tokens), path=str(path))
-        return list(tokens)
+        took = round((time.perf_counter() - started) * 1000, 1)
+        _log.info("kv cache restored", slot=seq, tokens=len(saved.tokens), ms=took, path=str(path))
+        return list(saved.tokens)
 
     def save(
         self,
         ctx: Any,
-        slots: Iterable[tuple[int, list[int]]],
+        slots: Iterable[tuple[int, list[int], tuple[float, ...]]],
         copies: Iterable[SetAside] = (),
     ) -> None:
-        """Write each slot's cache (``(seq, tokens)``) and each copy set aside from one
-        (worker/cache/prompt_cache.py), then prune to the size cap.
-
-        Never raises: a cache that cannot be written (disk full, read-only folder) is skipped
-        with a warning.
-        """
+        """Write each slot's cache (``(seq, tokens, scales)``) and each copy set aside from one
+        (worker/cache/prompt_cache.py), then prune to the size cap: the stop's save, on the
+        engine thread. Never raises (see :meth:`write`)."""
         wrote = False
-        for seq, tokens in slots:
-            if len(tokens) >= MIN_TOKENS:
-                size = llama_cpp.llama_state_seq_get_size(ctx, seq)
-                read = partial(seq_state, ctx, seq, size)
-                wrote = self._save_one(list(tokens), size, read, seq) or wrote
+        for seq, tokens, scales in slots:
+            cache = SavedCache(list(tokens), scales)
+            if len(tokens) >= MIN_TOKENS and not self.holds(cache):
+                state = seq_state(ctx, seq, llama_cpp.llama_state_seq_get_size(ctx, seq))
+                if state is None:
+                    _log.warning("kv cache not saved: llama.cpp could not copy it", slot=seq)
+                    continue
+                wrote = self.write(cache, state, prune=False) or wrote
         for copy in copies:
-            if len(copy.tokens) >= MIN_TOKENS:
-                read = partial(_copied_state, copy)
-                wrote = self._save_one(copy.tokens, copy.size, read) or wrote
+            wrote = self.write(SavedCache(copy.tokens, copy.scales), copy.state, False) or wrote
         if wrote:
             self.prune()
 
-    def _save_one(
-        self, tokens: list[int], size: int, read: Callable[[], Any], seq: int = -1
-    ) -> bool:
-        """Write ``tokens`` and the ``size`` bytes of state ``read()`` gives (None: it could
-        not be copied)."""
-        path = self.directory / _file_name(tokens)
-        if path in self._saved and self._saved[path] == tokens and path.exists():
-            os.utime(path)  # the same cache, used again: only its age changes
+    def holds(self, cache: SavedCache) -> bool:
+        """Whether a file holds ``cache`` already: the same state, or a longer one of the same
+        conversation (then only its age changes: used again)."""
+        path = self.directory / file_name(cache)
+        with self._lock:
+            if self._saved.get(path) != cache:
+                path = next((p for p, saved in self._saved.items() if contains(saved, cache)), path)
+            indexed = path in self._saved
+        if indexed:
+            with contextlib.suppress(OSError):
+                os.utime(path)  # never creates it, unlike touch()
+                return True
+            self._forget(path)  # deleted meanwhile (by hand, or another worker's prune)
+        return False
+
+    def write(self, cache: SavedCache, state: Any, prune: bool = True) -> bool:
+        """Write ``cache`` with its ``state`` bytes unless it is too short or a file holds it
+        already; older states of the same conversation (files whose tokens it starts with)
+        go. Whether a file was written. Never raises: a cache that cannot be written (disk
+        full, read-only folder) is skipped with a warning, and the request goes on."""
+        if len(cache.tokens) < MIN_TOKENS or self.holds(cache):
             return False
-        total = _HEADER.size + 4 * len(tokens) + size
+        path = self.directory / file_name(cache)
+        total = file_size(cache, memoryview(state).nbytes)
         if total > self._max_bytes:
-            _log.warning("kv cache not saved: larger than --kv-cache-max", slot=seq, bytes=total)
+            _log.warning("kv cache not saved: larger than --kv-cache-max", bytes=total)
             return False
-        temp = self.directory / f".{path.name}.{os.getpid()}.tmp"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             if shutil.disk_usage(self.directory).free < total:
                 raise OSError("not enough free disk space")
-            state = read()
-            if state is None:
-                _log.warning("kv cache not saved: llama.cpp could not copy it", slot=seq)
-                return False
-            token_bytes = _token_bytes(tokens)
-            crc = zlib.crc32(state, zlib.crc32(token_bytes))
-            header = _HEADER.pack(_MAGIC, _VERSION, self._digest, len(tokens), size, crc)
-            with temp.open("wb") as handle:
-                handle.write(header)
-                handle.write(token_bytes)
-                handle.write(state)
-            os.replace(temp, path)  # never a half-written file under the real name
+            written = write_cache(path, self._digest, cache, state)
         except OSError as exc:
-            _log.warning("kv cache not saved", slot=seq, path=str(path), reason=str(exc))
-            temp.unlink(missing_ok=True)
+            self.stats.write_failures += 1
+            _log.warning("kv cache not saved", path=str(path), reason=str(exc))
             return False
-        self._saved[path] = tokens
-        _log.info("kv cache saved", slot=seq, tokens=len(tokens), bytes=total, path=str(path))
+        self.stats.bytes_written += written
+        self.stats.files_written += 1
+        with self._lock:
+            self._saved[path] = cache
+            older = [p for p, saved in self._saved.items() if p != path and contains(cache, saved)]
+        for old in older:  # this file holds all of theirs: they would never be loaded again
+            with contextlib.suppress(OSError):
+                old.unlink(missing_ok=True)
+            self._forget(old)
+        _log.debug("kv cache saved", tokens=len(cache.tokens), bytes=written, path=str(path))
+        if prune:
+            self.prune()
         return True
+
+    def files(self) -> tuple[int, int]:
+        """How many of this model's files the store knows, and their bytes."""
+        count = size = 0
+        for path in self.saved:
+            with contextlib.suppress(OSError):
+                size += path.stat().st_size
+                count += 1
+        return count, size
 
     def prune(self) -> None:
         """Delete the least recently used files of every model until the folder fits the cap.
 
-        Only files named as this module names them, in folders named as cache keys label
-        them, and never through a symbolic link: whatever else the folder holds is not ours.
+        Only files named as :mod:`worker.cache.kv_file` names them, in folders named as cache
+        keys label them, and never through a symbolic link: whatever else the folder holds is
+        not ours.
         """
         files: list[tuple[float, int, Path]] = []
         now = time.time()
@@ -247,10 +264,10 @@ class KvStore:
                     continue  # another worker removed it meanwhile
                 if not stat.S_ISREG(info.st_mode):
                     continue
-                if _TEMP_NAME.fullmatch(path.name):
+                if TEMP_NAME.fullmatch(path.name):
                     if now - info.st_mtime > _STALE_TEMP_SECONDS:
                         path.unlink(missing_ok=True)
-                elif _SAVED_NAME.fullmatch(path.name):
+                elif SAVED_NAME.fullmatch(path.name):
                     files.append((info.st_mtime, info.st_size, path))
         except OSError as exc:
             _log.warning("kv cache folder not pruned", path=str(self.root), reason=str(exc))
@@ -265,7 +282,7 @@ class KvStore:
                 _log.warning("kv cache file not removed", path=str(path), reason=str(exc))
                 continue
             total -= size
-            self._saved.pop(path, None)
+            self._forget(path)
             _log.info("kv cache pruned", path=str(path), bytes=size)
 
     def _own_files(self) -> list[Path]:
@@ -282,11 +299,7 @@ class KvStore:
         return files
 
 
-def _copied_state(copy: SetAside) -> Any:
-    return copy.state
-
-
-def open_kv_store(settings: WorkerSettings) -> KvStore | None:
+def open_kv_store(settings: WorkerSettings, stats: KvStats | None = None) -> KvStore | None:
     """The store for this worker's caches; None with ``--no-kv-persist`` or no model file."""
     if not settings.kv_persist:
         return None
@@ -295,4 +308,4 @@ def open_kv_store(settings: WorkerSettings) -> KvStore | None:
     except OSError as exc:
         _log.warning("kv caches not kept: the model file cannot be read", reason=str(exc))
         return None
-    return KvStore(settings.kv_cache_dir, key, settings.kv_cache_max)
+    return KvStore(settings.kv_cache_dir, key, settings.kv_cache_max, stats)

@@ -9,13 +9,17 @@ and a slot about to overwrite what it holds keeps a copy first. A later prompt t
 with a copy than with what its slot holds gets the copy back instead of reading it again.
 
 Copies go oldest first once they would pass the cap. One that another copy starts with is
-dropped (the longer holds it). Only the engine thread calls into this module.
+dropped (the longer holds it). Each copy is handed to ``on_keep`` as it is made: the disk tier
+(worker/cache/kv_writer.py) writes it, so that the copies in memory are a cache of the files
+and one dropped here can still come back from disk. A copy carries the LoRA adapter scales it
+was computed under and only serves a prompt decoded with the same. Only the engine thread calls
+into this module.
 """
 
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,18 +47,33 @@ def seq_state(ctx: Any, seq: int, size: int) -> Any:
 class SetAside:
     tokens: list[int]
     state: Any  # ctypes.c_uint8 array: llama_state_seq_get_data's bytes
+    scales: tuple[float, ...] = ()  # the LoRA adapter scales it was computed under
 
     @property
     def size(self) -> int:
         return len(self.state)
 
 
+def _holds_tokens(longer: list[int], shorter: list[int]) -> bool:
+    return common_prefix(longer, shorter) == len(shorter)
+
+
+def _holds(copy: SetAside, tokens: list[int], scales: tuple[float, ...]) -> bool:
+    return copy.scales == scales and _holds_tokens(copy.tokens, tokens)
+
+
 class PromptCache:
     """Copies of slot caches of the context ``ctx``, at most ``max_bytes`` (None: no cap)."""
 
-    def __init__(self, ctx: Any, max_bytes: int | None) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        max_bytes: int | None,
+        on_keep: Callable[[SetAside], None] | None = None,
+    ) -> None:
         self._ctx = ctx
         self._max_bytes = max_bytes
+        self._on_keep = on_keep
         self._copies: list[SetAside] = []  # oldest first
 
     def __iter__(self) -> Iterator[SetAside]:
@@ -64,30 +83,44 @@ class PromptCache:
     def size(self) -> int:
         return sum(copy.size for copy in self._copies)
 
-    def keep(self, seq: int, tokens: list[int]) -> None:
-        """Copy what ``seq`` holds (``tokens``) unless a copy already holds all of it."""
-        if not tokens or any(common_prefix(c.tokens, tokens) == len(tokens) for c in self._copies):
+    def keep(
+        self, seq: int, tokens: list[int], scales: tuple[float, ...] = (), state: Any = None
+    ) -> None:
+        """Copy what ``seq`` holds (``tokens``, under ``scales``) unless a copy already holds
+        all of it; ``state``: those bytes, when the caller has just read them."""
+        if not tokens or any(_holds(c, tokens, scales) for c in self._copies):
             return
-        size = llama_cpp.llama_state_seq_get_size(self._ctx, seq)
+        size = llama_cpp.llama_state_seq_get_size(self._ctx, seq) if state is None else len(state)
         if self._max_bytes is not None and size > self._max_bytes:
             _log.warning("slot cache not kept: larger than --cache-ram", slot=seq, bytes=size)
             return
-        self._copies = [c for c in self._copies if common_prefix(c.tokens, tokens) < len(c.tokens)]
+        self._copies = [
+            c for c in self._copies if not (c.scales == scales and _holds_tokens(tokens, c.tokens))
+        ]
         held = self.size
         while self._copies and self._max_bytes is not None and held + size > self._max_bytes:
             held -= self._copies.pop(0).size
-        state = seq_state(self._ctx, seq, size)
+        if state is None:
+            state = seq_state(self._ctx, seq, size)
         if state is None:
             _log.warning("slot cache not kept: llama.cpp could not copy it", slot=seq)
             return
-        self._copies.append(SetAside(list(tokens), state))
+        copy = SetAside(list(tokens), state, scales)
+        self._copies.append(copy)
+        if self._on_keep is not None:
+            self._on_keep(copy)
 
-    def restore(self, seq: int, prompt: list[int], have: int) -> list[int] | None:
-        """Load the copy that shares the most with ``prompt`` into ``seq``, when it shares more
-        than the ``have`` tokens the slot already reuses; the tokens ``seq`` then holds (empty
-        when llama.cpp refused the copy and cleared it), or None when ``seq`` is untouched."""
+    def restore(
+        self, seq: int, prompt: list[int], have: int, scales: tuple[float, ...] = ()
+    ) -> list[int] | None:
+        """Load the copy made under ``scales`` that shares the most with ``prompt`` into
+        ``seq``, when it shares more than the ``have`` tokens the slot already reuses; the
+        tokens ``seq`` then holds (empty when llama.cpp refused the copy and cleared it), or
+        None when ``seq`` is untouched."""
         best: tuple[int, SetAside] | None = None
         for copy in self._copies:
+            if copy.scales != scales:
+                continue
             shared = common_prefix(copy.tokens, prompt)
             if shared > (best[0] if best else have) and shared >= _MIN_KEPT * len(copy.tokens):
                 best = (shared, copy)

@@ -1,17 +1,23 @@
 """What each slot's KV cache holds, and where a prompt's start comes from: the slot's own cache,
-a copy set aside in host memory (:mod:`worker.cache.prompt_cache`) or a file an earlier worker saved
-(:mod:`worker.cache.kv_store`). Only the engine thread calls into this module.
+a copy set aside in host memory (:mod:`worker.cache.prompt_cache`) or a file written to disk
+(:mod:`worker.cache.kv_store`), by this worker or an earlier one. At the end of each request the
+slot's state is read out of the context here, between two decode steps, and handed to the disk
+tier's writer (:mod:`worker.cache.kv_writer`). Only the engine thread calls into this module.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from worker.cache.checkpoints import Checkpoints
 from worker.cache.chunk_reuse import shift_chunks
-from worker.cache.prompt_cache import PromptCache
+from worker.cache.kv_file import SavedCache
+from worker.cache.kv_store import MIN_TOKENS, KvStats
+from worker.cache.kv_writer import KvWriter
+from worker.cache.prompt_cache import PromptCache, SetAside, seq_state
 from worker.engine.generation import Generation
 from worker.engine.lora_adapters import AdapterScales
 from worker.engine.token_prefix import common_prefix
@@ -19,9 +25,9 @@ from worker.host.llama_bindings import llama_cpp
 
 __all__ = ["Restore", "Slot", "SlotCaches", "reusable"]
 
-# (seq, prompt, tokens the slot already reuses) → the tokens the sequence holds after loading a
-# saved cache into it, or None when nothing was loaded.
-Restore = Callable[[int, list[int], int], list[int] | None]
+# (seq, prompt, tokens the slot already reuses, adapter scales) → the tokens the sequence holds
+# after loading a saved cache made under those scales into it, or None when nothing was loaded.
+Restore = Callable[[int, list[int], int, AdapterScales], list[int] | None]
 
 
 @dataclass
@@ -50,8 +56,9 @@ class SlotCaches:
     ``prompt_cache`` keeps a copy of a slot's cache that a prompt is about to overwrite and,
     with ``idle_aside`` (a KV cache shared by the slots), of every idle slot's cache, cleared
     once a generation has started. Copies are restored before ``restore``'s saved files are
-    tried. A copy or a saved cache carries no adapter scales: only a slot that has never run
-    one (scales ``()``) gives or takes one, for a generation that runs none either.
+    tried. A copy or a saved cache carries the adapter scales it was computed under, and only
+    serves a generation decoded with the same. ``writer``: the disk tier, which gets each
+    slot's state at the end of each request; ``stats`` counts what came back from where.
     ``checkpoints``, for a model whose state cannot all be cut back (a sliding window, a
     recurrent state), says how much of a cut cache can be resumed and when to take checkpoints.
     """
@@ -63,8 +70,16 @@ class SlotCaches:
         prompt_cache: PromptCache | None = None,
         idle_aside: bool = False,
         checkpoints: Checkpoints | None = None,
+        writer: KvWriter | None = None,
+        stats: KvStats | None = None,
     ) -> None:
+        self._ctx = ctx
         self._memory = llama_cpp.llama_get_memory(ctx)
+        self._writer = writer
+        self.stats = stats or KvStats()
+        # The state just read for the writer, while the slot still holds it: with idle_aside
+        # the next admission copies it to memory, and need not read it out again.
+        self._fresh: dict[int, SetAside] = {}
         self._checkpoints = checkpoints
         # --cache-reuse moves cells to other positions: not in a sliding-window or recurrent cache
         self._can_shift = bool(llama_cpp.llama_memory_can_shift(self._memory))
@@ -81,13 +96,16 @@ class SlotCaches:
         reused = reusable(slot, generation) if reuse else 0
         if reused < len(slot.tokens):
             self._set_aside(slot)  # about to be overwritten: not lost
-        if reuse and slot.adapter_scales == generation.adapter_scales == ():
+        self._fresh.pop(slot.id, None)
+        if reuse:
+            scales = generation.adapter_scales
             for restore in self._restores:  # the copies in memory, then the saved files
-                restored = restore(slot.id, prompt, reused)
+                restored = restore(slot.id, prompt, reused, scales)
                 if restored is not None:
-                    slot.tokens = restored
+                    slot.tokens, slot.adapter_scales = restored, scales
                     self._took_back(slot, restore)
                     reused = reusable(slot, generation)
+                    self._count_hit(restore, reused)
                     break
         if reuse and generation.n_cache_reuse > 0 and self._can_shift:
             reused = shift_chunks(self._memory, slot, prompt, reused, generation.n_cache_reuse)
@@ -116,11 +134,37 @@ class SlotCaches:
         checkpoints.before_chunk(slot.id, generation.n_past, n_chunk, n_prompt, slot.id_task)
         return n_chunk
 
+    def _count_hit(self, restore: Restore, tokens: int) -> None:
+        if self._prompt_cache is not None and restore == self._prompt_cache.restore:
+            self.stats.hits_memory += 1
+            self.stats.tokens_memory += tokens
+        else:
+            self.stats.hits_disk += 1
+            self.stats.tokens_disk += tokens
+
+    def finished(self, slot: Slot) -> None:
+        """``slot``'s request is over: its state goes to the disk tier's writer. Read here,
+        between decode steps, as llama.cpp's context allows; written in the background."""
+        if self._writer is None or len(slot.tokens) < MIN_TOKENS:
+            return
+        started = time.perf_counter()
+        size = llama_cpp.llama_state_seq_get_size(self._ctx, slot.id)
+        state = seq_state(self._ctx, slot.id, size)
+        self.stats.state_reads += 1
+        self.stats.state_read_seconds += time.perf_counter() - started
+        if state is None:
+            return
+        self._writer.put(SavedCache(list(slot.tokens), slot.adapter_scales), state)
+        if self._idle_aside:
+            self._fresh[slot.id] = SetAside(list(slot.tokens), state, slot.adapter_scales)
+
     def _set_aside(self, slot: Slot) -> None:
         """A copy of what ``slot`` holds in the prompt cache, with its checkpoints."""
-        if self._prompt_cache is None or slot.adapter_scales != ():
+        fresh = self._fresh.pop(slot.id, None)
+        if self._prompt_cache is None:
             return
-        self._prompt_cache.keep(slot.id, slot.tokens)
+        state = fresh.state if fresh is not None and fresh.tokens == slot.tokens else None
+        self._prompt_cache.keep(slot.id, slot.tokens, slot.adapter_scales, state)
         if self._checkpoints is not None:
             copies = [copy.tokens for copy in self._prompt_cache]
             self._checkpoints.set_aside(slot.id, slot.tokens, copies)

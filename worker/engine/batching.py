@@ -396,3 +396,4 @@ class BatchEngine:
             generation.sampler.free()
             generation.sampler = None
         slot.generation = None
+        self._caches.finished(slot)  # its state to the disk tier, between two decode steps

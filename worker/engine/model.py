@@ -14,8 +14,10 @@ from typing import Any
 import structlog
 
 from worker.cache.checkpoints import Checkpoints
-from worker.cache.kv_store import open_kv_store
-from worker.cache.prompt_cache import PromptCache
+from worker.cache.kv_file import SavedCache
+from worker.cache.kv_store import KvStats, open_kv_store
+from worker.cache.kv_writer import KvWriter
+from worker.cache.prompt_cache import PromptCache, SetAside
 from worker.cache.slot_cache import SlotCaches
 from worker.devices.inventory import gpu_devices
 from worker.devices.offload import Offload
@@ -44,6 +46,9 @@ __all__ = ["LoadedModel"]
 
 _log = structlog.get_logger("corral.worker.model")
 
+# States waiting for the disk tier's writer, per slot, before the oldest is dropped.
+_PENDING_PER_SLOT = 2
+
 _NUMA = {
     "distribute": llama_cpp.GGML_NUMA_STRATEGY_DISTRIBUTE,
     "isolate": llama_cpp.GGML_NUMA_STRATEGY_ISOLATE,
@@ -61,7 +66,15 @@ class LoadedModel:
         if settings.numa is not None:  # as llama-server, right after the back-end's start
             llama_cpp.llama_numa_init(_NUMA[settings.numa])
         add_rpc_servers(settings.rpc)  # before the load, which picks its devices
-        self.kv_store = open_kv_store(settings)
+        self.kv_stats = KvStats()  # the disk tier's and the copies' counters, kept across sleeps
+        self.kv_store = open_kv_store(settings, self.kv_stats)
+        # The disk tier: each request's cache and each copy in memory is written in the
+        # background (worker/cache/kv_writer.py); a few states per slot may wait for the disk.
+        self.kv_writer = (
+            None
+            if self.kv_store is None
+            else KvWriter(self.kv_store.write, self.kv_stats, _PENDING_PER_SLOT * settings.parallel)
+        )
         self.offload = Offload(settings.gpu, settings.n_gpu_layers, settings.alias)
         self._load(on_progress, beside_context=self._read_vocabulary)
         if self.template.name == "chatml" and settings.chat_template is None:
@@ -208,8 +221,17 @@ class LoadedModel:
         store = self.kv_store
         # llama-server's: --cache-ram 0 turns the cache off, and with it the idle slots' clearing.
         cache_ram = settings.cache_ram_mib
+        writer = self.kv_writer
+        on_keep = None
+        if writer is not None:  # every copy kept in memory is written to disk too
+
+            def on_keep(copy: SetAside) -> None:
+                writer.put(SavedCache(copy.tokens, copy.scales), copy.state)
+
         self.prompt_cache = (
-            PromptCache(self.ctx, None if cache_ram < 0 else cache_ram << 20) if cache_ram else None
+            PromptCache(self.ctx, None if cache_ram < 0 else cache_ram << 20, on_keep)
+            if cache_ram
+            else None
         )
         self.batcher = BatchEngine(
             self.ctx,
@@ -233,6 +255,8 @@ class LoadedModel:
                     settings.ctx_checkpoints,
                     settings.checkpoint_min_step,
                 ),
+                writer=writer,
+                stats=self.kv_stats,
             ),
         )
 
@@ -278,21 +302,20 @@ class LoadedModel:
         )
 
     def close(self) -> None:
-        if self.kv_store is not None:  # before the caches go with the context
-            # Caches computed under LoRA adapters are never restored (worker/cache/slot_cache.py).
-            slots = [(s.id, s.tokens) for s in self.batcher.slots if s.adapter_scales == ()]
-            # The newest copies in memory too, as many as there are slots: saving all of them
-            # (up to --cache-ram) could hold a stop up for as long as writing gigabytes takes.
-            copies = list(self.prompt_cache or ())
-            copies = copies[max(len(copies) - len(self.batcher.slots), 0) :]
-            try:
-                self.kv_store.save(self.ctx, slots, copies)
-            except Exception:  # a cache is worth less than a clean stop
-                _log.exception("kv caches not saved")
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None
-        self.batcher.close()
+        self.batcher.close()  # a generation cut short hands its state to the writer too
+        if self.kv_store is not None:  # before the caches go with the context
+            # What the writer holds first, then each slot's cache unless a file holds it (a
+            # request's end wrote it already); the copies in memory were written as they came.
+            if self.kv_writer is not None:
+                self.kv_writer.flush()
+            slots = [(s.id, s.tokens, s.adapter_scales) for s in self.batcher.slots]
+            try:
+                self.kv_store.save(self.ctx, slots)
+            except Exception:  # a cache is worth less than a clean stop
+                _log.exception("kv caches not saved")
         if self.prompt_cache is not None:  # copies of caches the context held: gone with it
             self.prompt_cache.clear()
         if self.projector is not None:

@@ -109,7 +109,7 @@ class WorkerSettings:
     cache_ram_mib: int = _SERVER.integer("cache-ram")
     # With a unified cache, idle slots' caches go to those copies
     cache_idle_slots: bool = _SERVER.flag("cache-idle-slots")
-    # Save slot caches on a graceful stop or sleep (worker/cache/kv_store.py).
+    # The disk tier: slot caches written in the background and at a stop (worker/cache/).
     kv_persist: bool = _SERVER.flag("kv-persist")
     kv_cache_dir: Path = Path("kv-cache")
     kv_cache_max: int = _SERVER.integer("kv-cache-max")

@@ -77,15 +77,16 @@ ROWS: tuple[OptionSpec, ...] = (
         "idle slots' caches to those copies each time a generation starts, so that no "
         "stream reads past their cells (needs `--cache-ram`)",
     ),
-    # Corral's own: slot caches kept across stops and sleeps (docs/serving.md).
+    # Corral's own: slot caches kept across any stop (docs/serving.md).
     OptionSpec(
         "kv-persist",
         "bool",
         negatives=("no-kv-persist",),
         default="true",
         dest="kv_persist",
-        help="Corral: save each slot's KV cache when the worker stops gracefully (eviction, "
-        "ttl, unload) or sleeps, and restore it for a prompt that extends it",
+        help="Corral: write each slot's KV cache at the end of each request, and each copy "
+        "`--cache-ram` keeps, to `--kv-cache-dir` in the background (and the slots' at a stop "
+        "or sleep), and restore one for a prompt that starts like it, after any stop",
     ),
     OptionSpec(
         "kv-cache-dir",

@@ -95,10 +95,13 @@ def test_no_kv_persist_saves_nothing(model: Path, tmp_path: Path) -> None:
     assert _saved(tmp_path) == []
 
 
-def test_a_killed_worker_has_nothing_saved(model: Path, tmp_path: Path) -> None:
-    with worker(model, "--kv-cache-dir", str(tmp_path)) as process:
+def test_a_killed_worker_saved_nothing_at_its_stop_but_the_disk_tier_had_written(
+    model: Path, tmp_path: Path
+) -> None:
+    with worker(model, "--kv-cache-dir", str(tmp_path), "--no-kv-persist") as process:
         _complete(process.url, FIRST)
-    # Leaving the block SIGKILLs the worker: there is no graceful stop to save in.
+    # Leaving the block SIGKILLs the worker: there is no graceful stop to save in, and with
+    # --no-kv-persist no writer either (tests/worker/cache/test_kv_disk.py: with one).
     assert _saved(tmp_path) == []
 
 

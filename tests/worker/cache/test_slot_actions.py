@@ -25,7 +25,9 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def saving(model: Path, tmp_path: Path) -> Iterator[WorkerProcess]:
-    with worker(model, "--slot-save-path", str(tmp_path), "--parallel", "2") as process:
+    # Without the disk tier, which would bring an erased slot's cache back from its file.
+    flags = ("--slot-save-path", str(tmp_path), "--parallel", "2", "--no-kv-persist")
+    with worker(model, *flags) as process:
         yield process
 
 

@@ -94,4 +94,44 @@ def render_metrics(model: LoadedModel, window: ScrapeWindow) -> str:
     for kind, items in (("counter", counters), ("gauge", gauges)):
         for name, help_, value in items:
             lines += prometheus_family(f"llamacpp:{name}", kind, help_, [("", float(value))])
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _kv_cache_lines(model)) + "\n"
+
+
+def _kv_cache_lines(model: LoadedModel) -> list[str]:
+    """Corral's own: the prompt cache's tiers (docs/serving.md, "KV cache across restarts").
+    The router's ``/metrics?model=X`` passes them on with the ``llamacpp:*`` families."""
+    s = model.kv_stats
+    files, size = model.kv_store.files() if model.kv_store is not None else (0, 0)
+    families = [
+        ("bytes_written_total", "counter", "Bytes of KV cache files written", s.bytes_written),
+        ("files_written_total", "counter", "KV cache files written", s.files_written),
+        ("write_failures_total", "counter", "KV cache files not written (disk full, "
+         "read-only folder)", s.write_failures),
+        ("writes_coalesced_total", "counter", "Pending writes replaced by a newer state of the "
+         "same conversation", s.writes_coalesced),
+        ("writes_dropped_total", "counter", "Pending writes dropped: more waited than the "
+         "writer keeps", s.writes_dropped),
+        ("state_reads_total", "counter", "Slot states read out of the context for the disk "
+         "tier", s.state_reads),
+        ("state_read_seconds_total", "counter", "Time the engine spent reading those states",
+         s.state_read_seconds),
+        ("files", "gauge", "This model's KV cache files on disk", files),
+        ("bytes", "gauge", "Bytes of this model's KV cache files on disk", size),
+    ]  # fmt: skip
+    lines: list[str] = []
+    for name, kind, help_, value in families:
+        lines += prometheus_family(f"corral_kv_cache_{name}", kind, help_, [("", float(value))])
+    by_tier = (("memory", s.hits_memory, s.tokens_memory), ("disk", s.hits_disk, s.tokens_disk))
+    lines += prometheus_family(
+        "corral_kv_cache_hits_total",
+        "counter",
+        "Prompts whose start came back from a KV cache copy, by tier",
+        [(f'{{tier="{tier}"}}', float(hits)) for tier, hits, _ in by_tier],
+    )
+    lines += prometheus_family(
+        "corral_kv_cache_restored_tokens_total",
+        "counter",
+        "Prompt tokens that came back from a KV cache copy, by tier",
+        [(f'{{tier="{tier}"}}', float(tokens)) for tier, _, tokens in by_tier],
+    )
+    return lines
