@@ -81,6 +81,7 @@ def tokens_from_answer(answer: Any, record: RequestRecord) -> None:
             record.prompt_tokens = _int(timings.get("prompt_n"))
         if record.cached_tokens is None:
             record.cached_tokens = _int(timings.get("cache_n"))
+        record.restored_tokens = _int(timings.get("restored_n"))
     if "eval_count" in answer or "prompt_eval_count" in answer:  # Ollama's API
         record.prompt_tokens = _int(answer.get("prompt_eval_count"))
         record.completion_tokens = _int(answer.get("eval_count"))

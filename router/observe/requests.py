@@ -59,7 +59,9 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     restored_tokens: int | None = None  # from a saved KV cache, when the worker says so
     tokens_per_s: float | None = None  # the worker's ``predicted_per_second``
     status: int | None = None
-    state: str = "queued"  # queued, loading, restoring, prompt, generating, done, failed
+    state: str = (
+        "queued"  # queued, loading, prompt (a cache restore included), generating, done, failed
+    )
     trace_parent: str | None = None
 
     def dispatched_now(self) -> None:

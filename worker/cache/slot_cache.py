@@ -97,6 +97,7 @@ class SlotCaches:
         if reused < len(slot.tokens):
             self._set_aside(slot)  # about to be overwritten: not lost
         self._fresh.pop(slot.id, None)
+        generation.restored = 0
         if reuse:
             scales = generation.adapter_scales
             for restore in self._restores:  # the copies in memory, then the saved files
@@ -106,6 +107,7 @@ class SlotCaches:
                     self._took_back(slot, restore)
                     reused = reusable(slot, generation)
                     self._count_hit(restore, reused)
+                    generation.restored = reused
                     break
         if reuse and generation.n_cache_reuse > 0 and self._can_shift:
             reused = shift_chunks(self._memory, slot, prompt, reused, generation.n_cache_reuse)
@@ -118,6 +120,7 @@ class SlotCaches:
             keep = 0
         slot.tokens = prompt[:keep]
         slot.adapter_scales = generation.adapter_scales
+        generation.restored = min(generation.restored, keep)
         return keep
 
     def prompt_chunk(self, slot: Slot, generation: Generation, room: int) -> int:

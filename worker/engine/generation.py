@@ -101,6 +101,7 @@ class Generation:
     pending: list[int] = field(default_factory=list)
     generated: int = 0
     cached: int = 0
+    restored: int = 0  # of ``cached``, tokens a saved cache gave back (memory or disk tier)
     next_token: int | None = None  # sampled, not yet decoded
     adapter_scales: AdapterScales = ()  # fixed on submit
     grammar: GrammarSampler | None = None  # parsed on submit, handed to the sampler on admit
@@ -183,6 +184,8 @@ class Generation:
             "predicted_per_token_ms": predicted_ms / steps if steps else 0.0,
             "predicted_per_second": steps * 1000 / predicted_ms if predicted_ms else 0.0,
         }
+        if self.restored:  # Corral's own: the activity view and the traces show a restore
+            timings["restored_n"] = self.restored
         if self.draft_n:  # as llama-server: only when something was guessed
             timings["draft_n"] = self.draft_n
             timings["draft_n_accepted"] = self.draft_accepted

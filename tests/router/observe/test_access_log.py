@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from router.observe.access_log import tokens_from_answer
+from router.observe.requests import RequestRecord
 from tests.support.router_process import RouterProcess, running_router
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "temperature": 0}
@@ -149,3 +151,18 @@ def test_log_format_json_wins_on_a_terminal(terminal: _Terminal) -> None:
     assert record["logger"] == "corral.access"
     assert record["status"] == 200
     assert "restated" not in record
+
+
+def test_a_record_reads_the_counts_of_each_apis_answer() -> None:
+    """One reader for llama-server's timings (a restore included), OpenAI's usage and Ollama's
+    counts: the access line, the activity view and the traces all show what it read."""
+    llama = RequestRecord(id="r1")
+    tokens_from_answer(
+        {"timings": {"cache_n": 40, "prompt_n": 3, "predicted_n": 5, "restored_n": 40}}, llama
+    )
+    assert (llama.cached_tokens, llama.prompt_tokens, llama.restored_tokens) == (40, 3, 40)
+    assert llama.completion_tokens == 5
+    ollama = RequestRecord(id="r2")
+    tokens_from_answer({"prompt_eval_count": 12, "eval_count": 7, "eval_duration": 2e6}, ollama)
+    assert (ollama.prompt_tokens, ollama.completion_tokens, ollama.predicted_ms) == (12, 7, 2.0)
+    assert ollama.restored_tokens is None

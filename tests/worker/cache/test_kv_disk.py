@@ -89,6 +89,9 @@ def test_after_a_sigkill_the_conversation_comes_back_from_disk(model: Path, tmp_
         assert _metric(process.url, 'corral_kv_cache_hits_total{tier="disk"}') == 1
     assert _cached_share(resumed) >= 0.95
     assert resumed["timings"]["cache_n"] == reference["timings"]["cache_n"]
+    # The slot held nothing: every cached token came back from the file, and the answer says so.
+    assert resumed["timings"]["restored_n"] == resumed["timings"]["cache_n"]
+    assert "restored_n" not in reference["timings"]  # the slot's own cache: nothing restored
     assert resumed["content"] == reference["content"]
 
 
