@@ -162,6 +162,8 @@ class RelayResponse(ASGIResponse):
                 return
             if self._upstream.complete:  # most small answers: one body event, nothing to watch
                 body = await self._upstream.read()
+                # A short stream can be whole before it is relayed: its first piece is here too.
+                self._progress()
                 await self._start(send, [(b"content-length", str(len(body)).encode())])
                 await send({"type": "http.response.body", "body": body, "more_body": False})
                 return
