@@ -316,7 +316,9 @@ def main() -> None:
         default="auto",
         help="class= on Corral's keys; auto: if this tree's key file takes it",
     )
-    parser.add_argument("--quick", action="store_true", help="a smoke run: --window 15 --order AB")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: --window 12 --order AB --settle 1"
+    )
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--trace-out", type=Path, help="write the trace here (JSON) and go on")
     parser.add_argument("--logs", type=Path, help="keep each turn's server log in this folder")
@@ -326,7 +328,7 @@ def main() -> None:
             f"{DEFAULT_MODEL} not found: run `python3 scripts/bootstrap.py --default-model`"
         )
     if args.quick:
-        args.window, args.order = 15.0, "AB"
+        args.window, args.order, args.settle = 12.0, "AB", 1.0
     if args.trace_out:
         args.trace_out.write_bytes(
             msgspec.json.format(msgspec.json.encode(make_trace(args.seed, args.window)))

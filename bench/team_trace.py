@@ -156,7 +156,7 @@ def _user(rng: random.Random, name: str, home: str, ids: bool, start: float, tur
         history = histories.setdefault(model, [])
         topic = rng.choice(_TOPICS)
         ask = rng.choice(_ASKS).format(topic=topic)
-        max_tokens = rng.choice((24, 32, 48, 64))
+        max_tokens = rng.choice((16, 24, 32, 48))
         messages = [*history[-_HISTORY_MESSAGES:], {"role": "user", "content": ask}]
         body = {"messages": messages, "max_tokens": max_tokens}
         conversation = f"{name}-{model}" if ids else None
@@ -171,7 +171,7 @@ def _user(rng: random.Random, name: str, home: str, ids: bool, start: float, tur
 def _agent(rng: random.Random, turns: int) -> Actor:
     # The shared prefix: a system prompt of tool definitions, the same for every session, so a
     # server that keeps it cached prefills only what each turn adds.
-    tools = "\n".join(f"- tool_{n}(arg_{n}: string): {_filler(rng, 24)}" for n in range(1, 17))
+    tools = "\n".join(f"- tool_{n}(arg_{n}: string): {_filler(rng, 24)}" for n in range(1, 13))
     system = {"role": "system", "content": f"You are a coding agent. Tools:\n{tools}"}
     requests = []
     session: list[dict[str, str]] = []
@@ -184,10 +184,10 @@ def _agent(rng: random.Random, turns: int) -> Actor:
             wait = 2.0 if turn == 0 else _AGENT_BREAK_S
         else:
             wait = _AGENT_TOOL_S
-        body = {"messages": list(session), "max_tokens": 48}
+        body = {"messages": list(session), "max_tokens": 32}
         requests.append(Request("agent", "agent", _AGENT_MODEL, CHAT, body, wait))
-        call = f"tool_{rng.randint(1, 16)}({_filler(rng, 4)!r})"
-        result = _filler(rng, rng.randint(40, 90))
+        call = f"tool_{rng.randint(1, 12)}({_filler(rng, 4)!r})"
+        result = _filler(rng, rng.randint(30, 60))
         session += [
             {"role": "assistant", "content": call},
             {"role": "user", "content": f"Result of {call}: {result}"},
