@@ -320,7 +320,7 @@ def main() -> None:
         "--quick", action="store_true", help="a smoke run: --window 12 --order AB --settle 1"
     )
     parser.add_argument("--json", type=Path, help="write the figures here too")
-    parser.add_argument("--trace-out", type=Path, help="write the trace here (JSON) and go on")
+    parser.add_argument("--trace-out", type=Path, help="write the trace here (JSON) and exit")
     parser.add_argument("--logs", type=Path, help="keep each turn's server log in this folder")
     args = parser.parse_args()
     if not DEFAULT_MODEL.is_file():
@@ -330,9 +330,11 @@ def main() -> None:
     if args.quick:
         args.window, args.order, args.settle = 12.0, "AB", 1.0
     if args.trace_out:
-        args.trace_out.write_bytes(
-            msgspec.json.format(msgspec.json.encode(make_trace(args.seed, args.window)))
-        )
+        trace = msgspec.json.encode(make_trace(args.seed, args.window))
+        args.trace_out.write_bytes(msgspec.json.format(trace))
+        return
+    if not args.order or set(args.order) - {"A", "B"}:
+        parser.error("--order is a string of A (Corral) and B (llama.cpp), e.g. ABBA")
     log(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; turns {args.order}")
     results = run(args)
     print(
