@@ -3,11 +3,12 @@
 Corral's worker alone (``python -m worker``), Corral's router (``corral serve``), and a
 ``llama-server`` binary, single-model or in router mode: each yields its URL once it answers,
 and its process so that its memory can be read. Shared by ``bench.engine_vs_llama_server`` and
-``bench.swap``.
+``bench.swap`` and ``bench.team``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -17,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -98,34 +100,43 @@ def corral_worker(model: Path, flags: Sequence[str] = ()) -> Iterator[Server]:
 
 
 @contextmanager
-def _serving(command: Sequence[str], port: int, what: str) -> Iterator[Server]:
-    """A server told to listen on ``port``, once its ``/health`` says ok."""
-    process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process, what)
-        yield Server(url, process)
-    finally:
-        _stop(process)
+def _serving(
+    command: Sequence[str], port: int, what: str, log_path: Path | None = None
+) -> Iterator[Server]:
+    """A server told to listen on ``port``, once its ``/health`` says ok; its output goes to
+    ``log_path`` (both streams), or nowhere."""
+    with contextlib.ExitStack() as stack:
+        output: IO[bytes] | int = subprocess.DEVNULL
+        if log_path is not None:
+            output = stack.enter_context(log_path.open("wb"))
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(url, process, what)
+            yield Server(url, process)
+        finally:
+            _stop(process)
 
 
 @contextmanager
-def corral_router(flags: Sequence[str]) -> Iterator[Server]:
-    """``corral serve`` with these flags, its log discarded."""
+def corral_router(flags: Sequence[str], log_path: Path | None = None) -> Iterator[Server]:
+    """``corral serve`` with these flags, its log discarded unless ``log_path`` is given."""
     port = _free_port()
     command = [sys.executable, "-m", "router", "serve", "--port", str(port), *flags]
-    with _serving(command, port, "corral serve") as server:
+    with _serving(command, port, "corral serve", log_path) as server:
         yield server
 
 
 @contextmanager
-def llama_server(binary: Path, flags: Sequence[str]) -> Iterator[Server]:
+def llama_server(
+    binary: Path, flags: Sequence[str], log_path: Path | None = None
+) -> Iterator[Server]:
     """``llama-server`` with these flags (``-m MODEL …`` or ``--models-dir DIR …``)."""
     port = _free_port()
     command = [str(binary), "--port", str(port), "--no-webui", *flags]
-    with _serving(command, port, "llama-server") as server:
+    with _serving(command, port, "llama-server", log_path) as server:
         yield server
 
 

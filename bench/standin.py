@@ -36,6 +36,7 @@ class Shape:
 
 SHAPES = {
     "smollm2-135m": Shape(576, 30, 9, 3, 1536, 8192),
+    "smollm2-360m": Shape(960, 32, 15, 5, 2560, 8192),  # SmolLM2-360M's shape
     "llama-1b": Shape(2048, 16, 32, 8, 8192, 131072),  # Llama-3.2-1B's shape
     "llama-8b": Shape(4096, 32, 32, 8, 14336, 131072),  # Llama-3.1-8B's shape
 }

@@ -1,0 +1,209 @@
+"""What bench/team.py makes of the replies: per class, per side, and Corral over llama.cpp.
+
+Only arithmetic, so that it can be tested without a server (tests/bench/test_team_report.py).
+Definitions (docs/benchmarks.md, Team):
+- **time to first token**: request sent → first streamed token. A request still waiting for
+  its first token when the window ends counts with its wait so far (a lower bound): a router
+  that leaves someone waiting is not rewarded for it by the percentiles.
+- **completed**, **tokens**: requests answered to their end within the window, and their
+  completion tokens; what is cut at the window's end is not delivered.
+- **swaps per 100 requests**: model loads the server started in the window (its own count)
+  per hundred requests sent.
+- **errors**: any answer the trace did not ask for: a status that is not 2xx, an error event,
+  a dropped connection, a stream with no token.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from bench.team_trace import CLASSES
+
+__all__ = [
+    "TARGETS",
+    "ClassFigures",
+    "Outcome",
+    "SideFigures",
+    "percentile",
+    "ratios",
+    "render",
+    "side_figures",
+]
+
+
+class Outcome(msgspec.Struct):
+    actor: str
+    cls: str
+    model: str
+    sent_s: float  # since the window opened
+    ttft_s: float | None = None  # None: no token yet
+    done: bool = False
+    tokens: int = 0
+    error: str | None = None
+    cut: bool = False  # still running when the window closed
+
+
+class ClassFigures(msgspec.Struct):
+    sent: int
+    completed: int
+    cut: int
+    errors: int
+    tokens: int
+    ttft_p50_s: float
+    ttft_p95_s: float
+    ttft_max_s: float
+    waiting_at_end: int  # cut before their first token
+
+
+class SideFigures(msgspec.Struct):
+    classes: dict[str, ClassFigures]
+    requests: int
+    tokens: int
+    errors: int
+    loads: int
+    loads_per_model: dict[str, int]
+    swaps_per_100: float
+    batch_in_trace: int
+    error_examples: list[str]
+
+
+# (figure, Corral over llama.cpp at most (True) or at least (False), the issue's ratio)
+TARGETS = (
+    ("interactive TTFT p95", True, 0.5),
+    ("swaps per 100 requests", True, 0.5),
+    ("tokens delivered", False, 1.2),
+)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0 to 100), linear between the two nearest ranks; NaN for none."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _class_figures(outcomes: list[Outcome], window_s: float) -> ClassFigures:
+    waits = [o.ttft_s if o.ttft_s is not None else window_s - o.sent_s for o in outcomes]
+    return ClassFigures(
+        sent=len(outcomes),
+        completed=sum(o.done for o in outcomes),
+        cut=sum(o.cut for o in outcomes),
+        errors=sum(o.error is not None for o in outcomes),
+        tokens=sum(o.tokens for o in outcomes if o.done),
+        ttft_p50_s=percentile(waits, 50),
+        ttft_p95_s=percentile(waits, 95),
+        ttft_max_s=max(waits, default=math.nan),
+        waiting_at_end=sum(o.cut and o.ttft_s is None for o in outcomes),
+    )
+
+
+def side_figures(
+    outcomes: list[Outcome], window_s: float, loads: dict[str, int], batch_in_trace: int
+) -> SideFigures:
+    """One side's figures from its outcomes (of one or more windows of ``window_s``), the loads
+    its server counted and how many batch requests the trace held (over those windows)."""
+    classes = {
+        cls: _class_figures([o for o in outcomes if o.cls == cls], window_s) for cls in CLASSES
+    }
+    total_loads = sum(loads.values())
+    return SideFigures(
+        classes=classes,
+        requests=len(outcomes),
+        tokens=sum(c.tokens for c in classes.values()),
+        errors=sum(c.errors for c in classes.values()),
+        loads=total_loads,
+        loads_per_model=dict(sorted(loads.items())),
+        swaps_per_100=100 * total_loads / len(outcomes) if outcomes else math.nan,
+        batch_in_trace=batch_in_trace,
+        error_examples=sorted({o.error for o in outcomes if o.error})[:10],
+    )
+
+
+def _headline(side: SideFigures) -> dict[str, float]:
+    return {
+        "interactive TTFT p95": side.classes["interactive"].ttft_p95_s,
+        "swaps per 100 requests": side.swaps_per_100,
+        "tokens delivered": float(side.tokens),
+    }
+
+
+def ratios(corral: SideFigures, llama: SideFigures) -> dict[str, tuple[float, bool]]:
+    """Each target's ratio, Corral over llama.cpp, and whether it is met."""
+    mine, theirs = _headline(corral), _headline(llama)
+    found = {}
+    for name, at_most, target in TARGETS:
+        ratio = mine[name] / theirs[name] if theirs[name] else math.nan
+        found[name] = (ratio, ratio <= target if at_most else ratio >= target)
+    return found
+
+
+def _class_cells(f: ClassFigures) -> list[tuple[str, str]]:
+    return [
+        (
+            "TTFT p50 / p95 / max (s)",
+            f"{f.ttft_p50_s:.2f} / {f.ttft_p95_s:.2f} / {f.ttft_max_s:.2f}",
+        ),
+        ("requests sent / completed", f"{f.sent} / {f.completed}"),
+        ("cut at the end (of which waiting)", f"{f.cut} ({f.waiting_at_end})"),
+        ("tokens delivered", str(f.tokens)),
+        ("errors", str(f.errors)),
+    ]
+
+
+def _side_cells(s: SideFigures) -> list[tuple[str, str]]:
+    per_model = ", ".join(f"{model} {n}" for model, n in s.loads_per_model.items())
+    return [
+        ("requests sent", str(s.requests)),
+        ("tokens delivered", str(s.tokens)),
+        ("model loads", f"{s.loads} ({per_model})"),
+        ("swaps per 100 requests", f"{s.swaps_per_100:.1f}"),
+        ("errors", str(s.errors)),
+    ]
+
+
+def _rows(sides: dict[str, SideFigures]) -> Iterable[str]:
+    yield "| class | figure | " + " | ".join(sides) + " |"
+    yield "|---|---|" + "---:|" * len(sides)
+    tables = [
+        (cls, [_class_cells(side.classes[cls]) for side in sides.values()]) for cls in CLASSES
+    ]
+    tables.append(("all", [_side_cells(side) for side in sides.values()]))
+    for name, cells in tables:
+        for n, row in enumerate(zip(*cells, strict=True)):
+            label = row[0][0]
+            yield f"| {name if n == 0 else ''} | {label} | " + " | ".join(c for _, c in row) + " |"
+
+
+def render(sides: dict[str, SideFigures]) -> str:
+    """The markdown tables: each side's figures, then (with two sides) the ratios against the
+    issue's targets, the first side over the second."""
+    lines = list(_rows(sides))
+    if len(sides) == 2:
+        corral, llama = sides.values()
+        lines += ["", "| target | Corral / llama.cpp | target | met |", "|---|---:|---|---|"]
+        for (name, at_most, target), (ratio, met) in zip(
+            TARGETS, ratios(corral, llama).values(), strict=True
+        ):
+            sign = "≤" if at_most else "≥"
+            lines.append(f"| {name} | {ratio:.2f} | {sign} {target} | {'yes' if met else 'no'} |")
+        batch = corral.classes["batch"]
+        complete = batch.completed == corral.batch_in_trace
+        lines.append(
+            f"| batch all complete | {batch.completed} of {corral.batch_in_trace} | all | "
+            f"{'yes' if complete else 'no'} |"
+        )
+        errors = corral.errors + llama.errors
+        lines.append(
+            f"| errors, both sides | {corral.errors} + {llama.errors} | 0 | "
+            f"{'yes' if errors == 0 else 'no'} |"
+        )
+    for name, side in sides.items():
+        for example in side.error_examples:
+            lines.append(f"\n{name} error: {example}")
+    return "\n".join(lines)

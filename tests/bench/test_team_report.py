@@ -1,0 +1,70 @@
+"""bench/team_report.py: the report's arithmetic, on outcomes made up for it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.team import llama_loads
+from bench.team_report import Outcome, percentile, ratios, render, side_figures
+
+
+def test_percentile_interpolates_between_ranks() -> None:
+    assert percentile([3.0, 1.0, 2.0, 4.0, 5.0], 50) == 3.0
+    assert percentile([1.0, 2.0], 95) == pytest.approx(1.95)
+    assert percentile([7.0], 95) == 7.0
+    assert math.isnan(percentile([], 50))
+
+
+def _outcomes() -> list[Outcome]:
+    return [
+        Outcome("user-1", "interactive", "a", 0.0, ttft_s=1.0, done=True, tokens=32),
+        Outcome("user-2", "interactive", "b", 5.0, ttft_s=3.0, done=True, tokens=16),
+        # Still waiting for its first token when the 60 s window closed: counts 60 - 50 s.
+        Outcome("user-1", "interactive", "b", 50.0, cut=True),
+        Outcome("agent", "agent", "a", 1.0, ttft_s=2.0, cut=True),  # cut mid-answer
+        Outcome("batch-1", "batch", "c", 9.0, ttft_s=4.0, done=True, tokens=16),
+        Outcome("batch-2", "batch", "c", 9.0, error="HTTP 503: busy"),
+    ]
+
+
+def test_side_figures_count_only_what_was_delivered_and_waits_at_the_end() -> None:
+    side = side_figures(_outcomes(), 60.0, {"a": 2, "b": 1, "c": 1}, batch_in_trace=4)
+    interactive = side.classes["interactive"]
+    assert (interactive.sent, interactive.completed, interactive.cut) == (3, 2, 1)
+    assert interactive.waiting_at_end == 1
+    assert interactive.tokens == 48
+    assert interactive.ttft_max_s == 10.0
+    assert interactive.ttft_p50_s == 3.0
+    assert side.classes["agent"].tokens == 0  # a cut answer is not delivered
+    assert side.classes["batch"].errors == 1
+    assert (side.requests, side.tokens, side.errors, side.loads) == (6, 64, 1, 4)
+    assert side.swaps_per_100 == pytest.approx(400 / 6)
+    assert side.error_examples == ["HTTP 503: busy"]
+
+
+def test_ratios_are_corral_over_llama_against_the_issues_targets() -> None:
+    llama = side_figures(_outcomes(), 60.0, {"a": 4, "b": 4}, batch_in_trace=4)
+    corral = side_figures(_outcomes()[:2], 60.0, {"a": 1}, batch_in_trace=4)
+    found = ratios(corral, llama)
+    # p95 of 1, 3 s (0.1 s over 2.9) against p95 of 1, 3, 10 s (3 + 0.9 x 7).
+    assert found["interactive TTFT p95"][0] == pytest.approx(2.9 / 9.3)
+    assert found["interactive TTFT p95"][1]
+    assert found["swaps per 100 requests"][0] == pytest.approx(50 / (800 / 6))
+    assert found["swaps per 100 requests"][1]
+    assert found["tokens delivered"][0] == pytest.approx(48 / 64)
+    assert not found["tokens delivered"][1]
+    table = render({"corral": corral, "llama.cpp": llama})
+    assert "| batch all complete | 0 of 4 | all | no |" in table
+    assert "| errors, both sides | 0 + 1 | 0 | no |" in table
+
+
+def test_llama_loads_are_the_spawns_its_router_logged() -> None:
+    text = (
+        "srv load: spawning server instance with name=smollm2 on port 4001\n"
+        "srv load: spawning server instance with args:\n"
+        "srv load: spawning server instance with name=standin-135m on port 4002\n"
+        "srv load: spawning server instance with name=smollm2 on port 4003\n"
+    )
+    assert llama_loads(text) == {"smollm2": 2, "standin-135m": 1}
