@@ -144,7 +144,7 @@ def _phases(record: Record, operation: str | None, end: float) -> list[_Phase]:
         phases.append(_Phase("queue wait", record.received, record.dispatched, {}))
     if record.load_started is not None and record.load_ended is not None:
         # A load that began before the request came is shown from when the request waited.
-        loading = {"gen_ai.request.model": record.model or ""}
+        loading = {"gen_ai.request.model": record.model}
         start = max(record.received, record.load_started)
         phases.append(_Phase("model load", start, max(start, record.load_ended), loading))
     return phases + _worker_phases(record, operation, end)
@@ -169,7 +169,7 @@ def _root_attributes(
         found["http.response.status_code"] = record.status
     if record.status is not None and record.status >= 500:
         found["error.type"] = str(record.status)
-    if record.model is not None:
+    if record.model:
         found["gen_ai.request.model"] = found["gen_ai.response.model"] = record.model
     if operation is not None:
         found["gen_ai.operation.name"] = operation
