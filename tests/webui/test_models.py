@@ -130,7 +130,7 @@ def test_manager_loads_unloads_and_shows_memory_pins_and_ttls(
         expect(beta.locator(".badge")).to_have_attribute("data-status", "loaded")
         expect(beta.locator(".fact-memory")).to_contain_text("MB RAM")
         expect(page.locator(".manager-summary")).to_contain_text("1 running")
-        expect(page.locator(".nav-item")).to_contain_text("1 running")
+        expect(page.locator('.nav-item[href="#/models"]')).to_contain_text("1 running")
         shot("loaded")
 
         page.set_viewport_size(PHONE)

@@ -21,7 +21,8 @@ from router.security.api_keys import key_id
 from tests.support.router_process import RouterProcess, running_router
 
 INTERACTIVE, BATCH = "team-chat-key-0001", "team-batch-key-0002"
-KEYS = f"{INTERACTIVE} inference\n{BATCH} inference class=batch\n"
+ADMIN = "team-admin-key-0003"  # reads the queue: an inference key is not told the other keys
+KEYS = f"{INTERACTIVE} inference\n{BATCH} inference class=batch\n{ADMIN} admin\n"
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     args = ["--models-dir", str(models_dir), "--ctx-size", "256", "--parallel", "1"]
     env = {"LLAMA_SERVER_DEBUG_FAKE_TIMING": "1"}
     with running_router([*args, "--api-key-file", str(keys)], env) as router:
-        router.client.headers["Authorization"] = f"Bearer {INTERACTIVE}"
+        router.client.headers["Authorization"] = f"Bearer {ADMIN}"
         yield router
 
 
@@ -75,7 +76,7 @@ def test_interactive_goes_before_batch_and_the_queue_shows_it(
     assert 'corral_queue_waiting{model="alpha",class="batch"} 1' in metrics
     assert f'corral_queue_waiting_by_key{{model="alpha",key="{key_id(BATCH)}"}} 1' in metrics
     assert 'corral_queue_waiting_reason{model="alpha",reason="busy"} 1' in metrics
-    assert run_cache_command("ps", ["--url", team.url, "--api-key", INTERACTIVE]) == 0
+    assert run_cache_command("ps", ["--url", team.url, "--api-key", ADMIN]) == 0
     ps = capsys.readouterr().out
     assert "QUEUED FOR" in ps
     assert "busy" in ps

@@ -111,7 +111,9 @@ def test_prio_renices_every_thread_or_warns_where_not_permitted(
     permitted = _may_take(nice)
     expected = nice if permitted else os.getpriority(os.PRIO_PROCESS, 0)
     log = tmp_path / "worker.log"
-    with worker(alpha, "--prio", prio, log=log) as child, _answering(child):
+    # Without the KV disk tier: its writer thread runs at nice 10 on purpose, whatever --prio
+    # (worker/cache/kv_writer.py); every thread that serves takes the --prio.
+    with worker(alpha, "--prio", prio, "--no-kv-persist", log=log) as child, _answering(child):
         threads = _threads(child.process.pid)
         niceness = {tid: os.getpriority(os.PRIO_PROCESS, tid) for tid in threads}
     assert niceness == dict.fromkeys(threads, expected)
