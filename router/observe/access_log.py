@@ -190,7 +190,10 @@ class AccessLog:
             close_record(token)
             record.ended, record.status = time.time(), watch.status
             record.state = "done" if watch.status < 400 else "failed"
-            watch.tokens(record)
+            # Only an access line or a request for a model (the history, the traces) reads the
+            # answer's counts: unlogged listings and the Web UI's polls are not parsed.
+            if self._log_lines or record.model:
+                watch.tokens(record)
             if self._history is not None:
                 self._history.finish(record)
             if self._finished is not None and record.model:
