@@ -52,10 +52,17 @@ class Admission:
     def full(self, state: ModelState) -> bool:
         return self.taken(state) >= slots(state)
 
-    def may_take(self, state: ModelState, waiter: Waiter | None, draining: set[str]) -> bool:
+    def may_take(
+        self, state: ModelState, waiter: Waiter | None, draining: Callable[[], set[str]]
+    ) -> bool:
         """Whether a counted request may have the model now. ``waiter`` None: a newcomer, which
-        goes only if nobody of this model waits before it."""
-        if not state.serving or self.full(state) or state.name in draining:
+        goes only if nobody of this model waits before it. ``draining`` gives the models that
+        take nobody new; asked only when somebody waits."""
+        if not state.serving or self.full(state):
+            return False
+        if waiter is None and not self._line:
+            return True  # nobody waits, so nobody goes first and nothing drains (waiters age)
+        if state.name in draining():
             return False
         first = self._line.first(state.name)
         return first is None if waiter is None else first is waiter
