@@ -36,8 +36,10 @@ FINISHED_KEPT = 300  # finished requests the history keeps (the oldest go first)
 _ids = itertools.count(1)
 
 
-class RequestRecord(msgspec.Struct, kw_only=True):
-    """What is known of one request; mutable, filled in as the request goes."""
+class RequestRecord(msgspec.Struct, kw_only=True, gc=False):
+    """What is known of one request; mutable, filled in as the request goes. Not tracked by the
+    garbage collector (``gc=False``: it holds no containers, so it is in no cycle): the history
+    keeps hundreds alive, which would otherwise make the collector run more often."""
 
     id: str
     model: str = ""

@@ -145,7 +145,8 @@ async def forward_to_peer(
     return RelayResponse(
         upstream,
         name,
-        progress=record.chunk if record is not None else lambda: None,
+        progress=lambda: None,
+        first_piece=record.chunk if record is not None else lambda: None,
         cut_error=cut_error,
         translation=translation,
         detached=detached,
