@@ -19,12 +19,14 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar, Token
 
 import msgspec
+from litestar.types import Scope
 
 __all__ = [
     "FINISHED_KEPT",
     "RequestHistory",
     "RequestRecord",
     "begin_request",
+    "client_traceparent",
     "close_record",
     "current_record",
     "open_record",
@@ -122,6 +124,15 @@ def open_record(
 
 def close_record(token: Token[_Pending | None]) -> None:
     _current.reset(token)
+
+
+def client_traceparent(scope: Scope) -> str | None:
+    """The ``traceparent`` header the client sent, read off the ASGI scope's raw headers (a
+    Litestar ``Headers`` would be built for it on every request)."""
+    for name, value in scope["headers"]:
+        if name == b"traceparent":
+            return value.decode("latin-1")
+    return None
 
 
 def begin_request(

@@ -23,7 +23,7 @@ from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.disconnect import client_left, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
-from router.observe.requests import begin_request, traced_record
+from router.observe.requests import begin_request, client_traceparent, traced_record
 from router.observe.tracing.context import with_router_traceparent
 from router.relay.conversations import Claim
 from router.relay.translation import AnswerTranslation
@@ -296,7 +296,7 @@ async def forward(
     name = state.entry.name
     scope = request.scope
     who = queue_caller(scope)  # asked once: the record's key and class, and the queue's order
-    begin_request(name, who.key, scope["path"], request.headers.get("traceparent"), who.priority)
+    begin_request(name, who.key, scope["path"], client_traceparent(scope), who.priority)
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
     tries = 2  # a second when the worker was stopping as the first reached it

@@ -50,7 +50,8 @@ class Admission:
         return self._taken.get(state, 0)
 
     def full(self, state: ModelState) -> bool:
-        return self.taken(state) >= slots(state)
+        # Asked for every generation: the dict and the cache read directly, not through calls.
+        return self._taken.get(state, 0) >= _slots(state.entry.options)
 
     def may_take(
         self, state: ModelState, waiter: Waiter | None, draining: Callable[[], set[str]]
@@ -72,13 +73,13 @@ class Admission:
         self._owed[state] = waiters
 
     def take(self, state: ModelState) -> None:
-        self._taken[state] = self.taken(state) + 1
+        self._taken[state] = self._taken.get(state, 0) + 1
         owed = self._owed.pop(state, 0) - 1
         if owed > 0:
             self._owed[state] = owed
 
     def give_back(self, state: ModelState) -> None:
-        left = self.taken(state) - 1
+        left = self._taken.get(state, 0) - 1
         if left > 0:
             self._taken[state] = left
         else:
