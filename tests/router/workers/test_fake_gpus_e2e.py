@@ -1,0 +1,42 @@
+"""A real router and real workers on fake GPUs (``CORRAL_FAKE_DEVICES``, a test seam): the workers
+see the devices the router sees, load on the CPU and report the model where the router put it
+(worker/devices/fake.py), so the router's GPU rules run on figures a real worker measured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.support.router_process import RouterProcess, running_router
+
+CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+FAKE = {"CORRAL_FAKE_DEVICES": "CUDA0=6GiB/8GiB,CUDA1=8GiB/8GiB"}
+
+
+def _use(router: RouterProcess, model: str) -> dict[str, Any]:
+    reply = router.client.post("/v1/chat/completions", json={"model": model, **CHAT})
+    assert reply.status_code == 200, reply.text
+    return router.models()[model]
+
+
+def _reported(entry: dict[str, Any]) -> dict[str, int]:
+    """Bytes per GPU in the worker's own report (``meta.devices``)."""
+    return {
+        d["name"]: d["model_bytes"] + d["context_bytes"] + d["compute_bytes"]
+        for d in entry["meta"]["devices"]
+        if d["name"] != "CPU"
+    }
+
+
+def test_a_worker_reports_its_model_on_the_fake_gpu_the_router_chose(models_dir: Path) -> None:
+    with running_router(["--models-dir", str(models_dir), "-c", "256"], env=FAKE) as router:
+        alpha = _use(router, "alpha")
+    assert alpha["placement"]["devices"] == ["CUDA1"]  # the most room
+    on_gpu = _reported(alpha)
+    assert list(on_gpu) == ["CUDA1"]
+    assert on_gpu["CUDA1"] > 0
+    assert alpha["memory"]["devices"] == on_gpu
+    assert alpha["memory"]["vram"] == on_gpu["CUDA1"]
+    cpu = next(d for d in alpha["meta"]["devices"] if d["name"] == "CPU")
+    assert cpu["layers"] == 0
+    assert alpha["meta"]["fit"]["spilled_layers"] == 0
