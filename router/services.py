@@ -32,6 +32,7 @@ from router.startup import StartupPlan
 from router.tools.toolbox import ToolBox
 from router.workers.devices import ReportedDevices
 from router.workers.download_jobs import DownloadJobs
+from router.workers.footprints import Footprints, default_footprints_path
 from router.workers.launcher import SubprocessLauncher, WorkerLauncher
 from router.workers.pool import FAKE_TIMING_SECONDS, WorkerPool
 from router.workers.spares import SpareWorkers
@@ -64,7 +65,9 @@ async def running_services(
         )
         # The router reads GPUs through NVML (or what workers report), never a CUDA context.
         inventory = ReportedDevices(plan.devices, lambda: pool.reported_devices)
-        planner = DevicePlanner(inventory, models_max=settings.models_max)
+        # What models took on the GPUs, as measured by this router or an earlier one.
+        footprints = Footprints(default_footprints_path())
+        planner = DevicePlanner(inventory, models_max=settings.models_max, footprints=footprints)
         scheduler = Scheduler(
             pool,
             settings.models_max,
@@ -87,6 +90,7 @@ async def running_services(
         pool.exited.subscribe(lambda _: spares.fill())  # room may have come free
         reloader.reloaded.subscribe(lambda _: downloads.forget_finished())  # as upstream
         pool.events.listen(activity.timeline.on_event)
+        pool.events.listen(footprints.listener(lambda: pool.models))
         scheduler.evicted.subscribe(activity.timeline.evicted)
 
         _log.info("models available", models=sorted(plan.catalogue.entries))

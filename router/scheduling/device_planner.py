@@ -6,8 +6,9 @@ until the answer is yes), :meth:`DevicePlanner.victim_devices` which devices nee
 GPUs):
 
 - **What a model takes** on the GPUs is what it was measured to take the last time it ran
-  with these settings (its worker reports bytes per device once loaded), else an estimate from
-  its files and GGUF header: weights plus the KV cache of its context.
+  with these settings (its worker reports bytes per device once loaded; kept across restarts by
+  router/workers/footprints.py), else an estimate from its files and GGUF header: weights plus
+  the KV cache of its context.
 - **What a device has room for** is its total, less what others outside Corral use (the
   driver's used memory minus what Corral's loaded models reported), less its margin
   (``--fit-target``, 1024 MiB by default, as llama.cpp), less what the staying models take.
@@ -34,6 +35,7 @@ from corral.options.model_options import ModelOptions
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.device_snapshot import DeviceSnapshot, Estimate
 from router.workers.devices import Device, DeviceInventory
+from router.workers.footprints import Footprints
 from router.workers.memory_budget import kv_cache_bytes
 from router.workers.model_state import ModelState, Status
 from router.workers.placement import Placement
@@ -126,10 +128,12 @@ class DevicePlanner:
         *,
         models_max: int = 0,
         estimate: Estimate = gguf_estimate,
+        footprints: Footprints | None = None,
     ) -> None:
         self.inventory = inventory
         self._models_max = models_max
         self._estimate = estimate
+        self._footprints = footprints  # measured by an earlier router
 
     def snapshot(self) -> DeviceSnapshot:
         """What one decision reads of the GPUs, once (router/scheduling/device_snapshot.py).
@@ -139,8 +143,10 @@ class DevicePlanner:
     # --- what models take ------------------------------------------------------------------------
 
     def need(self, state: ModelState, snap: DeviceSnapshot | None = None) -> int:
-        """Bytes the model takes on the GPUs once loaded: measured before, else estimated."""
-        return state.gpu_peak or (snap or self.snapshot()).estimate(state.entry, None)
+        """Bytes the model takes on the GPUs once loaded: measured before (by this router, else
+        by an earlier one), else estimated."""
+        remembered = self._footprints.get(state.entry) if self._footprints is not None else 0
+        return state.gpu_peak or remembered or (snap or self.snapshot()).estimate(state.entry, None)
 
     def admit(self, state: ModelState, snap: DeviceSnapshot | None = None) -> int:
         """Bytes it must find free to load: with its context left to llama.cpp's fit (``ctx-size``

@@ -40,3 +40,21 @@ def test_a_worker_reports_its_model_on_the_fake_gpu_the_router_chose(models_dir:
     cpu = next(d for d in alpha["meta"]["devices"] if d["name"] == "CPU")
     assert cpu["layers"] == 0
     assert alpha["meta"]["fit"]["spilled_layers"] == 0
+
+
+def test_a_restarted_router_places_a_model_by_what_it_was_measured_to_take(
+    models_dir: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    (cache / "corral").mkdir(parents=True)
+    (cache / "corral" / "footprints.json").write_text("{ not json")  # never a reason to fail
+    env = {**FAKE, "XDG_CACHE_HOME": str(cache)}
+    args = ["--models-dir", str(models_dir), "-c", "256"]
+    with running_router(args, env=env) as router:
+        router.wait_for_log("measured footprints unreadable: ignored")
+        first = _use(router, "alpha")
+    with running_router(args, env=env) as router:
+        again = _use(router, "alpha")
+    measured = first["memory"]["vram"]
+    assert first["placement"]["needed"] != measured  # the estimate, before any measurement
+    assert again["placement"]["needed"] == measured
