@@ -32,7 +32,6 @@ from router.startup import StartupPlan
 from router.tools.toolbox import ToolBox
 from router.workers.devices import ReportedDevices
 from router.workers.download_jobs import DownloadJobs
-from router.workers.footprints import Footprints, default_footprints_path
 from router.workers.launcher import SubprocessLauncher, WorkerLauncher
 from router.workers.pool import FAKE_TIMING_SECONDS, WorkerPool
 from router.workers.spares import SpareWorkers
@@ -66,7 +65,7 @@ async def running_services(
         # The router reads GPUs through NVML (or what workers report), never a CUDA context.
         inventory = ReportedDevices(plan.devices, lambda: pool.reported_devices)
         # What models took on the GPUs, as measured by this router or an earlier one.
-        footprints = Footprints(default_footprints_path())
+        footprints = plan.footprints
         planner = DevicePlanner(inventory, models_max=settings.models_max, footprints=footprints)
         scheduler = Scheduler(
             pool,

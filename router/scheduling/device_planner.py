@@ -26,6 +26,7 @@ GPUs):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import structlog
@@ -86,6 +87,20 @@ def _spread(need: int, devices: Sequence[str], rooms: Mapping[str, int]) -> dict
     if total <= 0:
         return {name: need // len(devices) for name in devices}
     return {name: need * max(rooms.get(name, 0), 0) // total for name in devices}
+
+
+_BACKEND = re.compile(r"\D+")
+
+
+def _missing_devices(pinned: Sequence[str], rooms: Mapping[str, int]) -> list[str]:
+    """Pinned devices of a back-end the router sees (``CUDA``) that it does not list; others
+    (``Vulkan0`` beside NVML's GPUs) are not its to judge."""
+    seen = {match[0] for name in rooms if (match := _BACKEND.match(name))}
+    return [
+        name
+        for name in pinned
+        if name not in rooms and (match := _BACKEND.match(name)) and match[0] in seen
+    ]
 
 
 def _option(entry: CatalogueEntry, key: str) -> str | None:
@@ -323,3 +338,34 @@ class DevicePlanner:
             for name in chosen
         )
         return targets, share
+
+    # --- startup ----------------------------------------------------------------------------------
+
+    def startup_misfits(self, entries: Sequence[CatalogueEntry]) -> dict[str, str]:
+        """The models to load at startup that the GPUs cannot take, in order, with why: pinned
+        to a GPU there is not, or no room left by the models before them (docs/operations.md)."""
+        snap = self.snapshot()
+        misfits: dict[str, str] = {}
+        taken: dict[str, int] = {}  # what the models before it will take, per device
+        for entry in (entry for entry in entries if snap.devices and on_gpu(entry)):
+            rooms = self.rooms(snap.devices, [], [], _margins(entry), snap)
+            rooms = {name: room - taken.get(name, 0) for name, room in rooms.items()}
+            need, pinned = self.admit(ModelState.unloaded(entry), snap), _pinned(entry, rooms)
+            missing = _missing_devices(pinned, rooms)
+            chosen = choose_devices(need, rooms, pinned)
+            if missing:
+                misfits[entry.name] = (
+                    f"device {', '.join(missing)} not found (GPUs: {', '.join(rooms)})"
+                )
+            elif chosen is None and taken:  # alone it loads with what fits, as llama.cpp's
+                free = ", ".join(
+                    f"{name} {max(rooms[name], 0) >> 20} MiB" for name in pinned or rooms
+                )
+                needs = -(-need // MIB)  # rounded up: a need shown short would seem to fit
+                misfits[entry.name] = (
+                    f"needs {needs} MiB on the GPUs; free beside the models before it: {free}"
+                )
+            else:
+                for name, used in _spread(need, chosen or pinned or tuple(rooms), rooms).items():
+                    taken[name] = taken.get(name, 0) + used
+        return misfits

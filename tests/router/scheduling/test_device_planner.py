@@ -120,3 +120,25 @@ def test_a_split_the_user_chose_is_checked_but_never_narrowed_with_a_device_flag
     placement = planner.place(a, [], [a])
     assert placement.devices == ("CUDA0", "CUDA1")
     assert placement.worker_args() == []  # --main-gpu 1 counts among all the GPUs
+
+
+def test_startup_models_the_gpus_cannot_take_are_named_with_the_device() -> None:
+    planner = sizes({"a": 20 * G, "b": 20 * G, "c": 20 * G, "d": 30 * G, "e": 1 * G})
+    startup = [
+        model(name, **options).entry
+        for name, options in [
+            ("a", {}),
+            ("b", {}),  # the other GPU
+            ("c", {}),  # fits on neither beside a and b
+            ("d", {"device": "CUDA2"}),  # a GPU there is not
+            ("e", {"device": "Vulkan0"}),  # another back-end: not the router's to judge
+            ("f", {"n-gpu-layers": "0"}),  # on the CPU
+        ]
+    ]
+    misfits = planner.startup_misfits(startup)
+    assert misfits == {
+        "c": "needs 20480 MiB on the GPUs; free beside the models before it: CUDA0 3072 MiB, "
+        "CUDA1 3072 MiB",
+        "d": "device CUDA2 not found (GPUs: CUDA0, CUDA1)",
+    }
+    assert sizes({"big": 60 * G}).startup_misfits([model("big").entry]) == {}  # alone, it spills

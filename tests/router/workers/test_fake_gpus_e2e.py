@@ -58,3 +58,31 @@ def test_a_restarted_router_places_a_model_by_what_it_was_measured_to_take(
     measured = first["memory"]["vram"]
     assert first["placement"]["needed"] != measured  # the estimate, before any measurement
     assert again["placement"]["needed"] == measured
+
+
+def test_startup_skips_the_models_the_gpus_cannot_take_and_says_which_device(
+    models_dir: Path, tmp_path: Path
+) -> None:
+    alpha, beta = models_dir / "alpha.gguf", models_dir / "beta.gguf"
+    preset = tmp_path / "models.ini"
+    preset.write_text(
+        f"[*]\nload-on-startup = true\nctx-size = 256\n"
+        f"[alpha]\nmodel = {alpha}\n[beta]\nmodel = {beta}\n"
+        f"[gamma]\nmodel = {alpha}\ndevice = CUDA5\n"
+    )
+    # Half a MiB beside the 1024 MiB margin: room for one tiny model's estimate, not two.
+    env = {"CORRAL_FAKE_DEVICES": "CUDA0=1024.5MiB/2GiB"}
+    with running_router(["--models-preset", str(preset)], env=env) as router:
+        skipped = {
+            name: router.wait_for_log(
+                "not loaded at startup: the GPUs cannot take it; it loads at its first request",
+                model=name,
+            )["reason"]
+            for name in ("beta", "gamma")
+        }
+        statuses = {name: entry["status"]["value"] for name, entry in router.models().items()}
+    assert skipped["beta"].startswith("needs 1 MiB on the GPUs; free beside the models before")
+    assert skipped["beta"].endswith("CUDA0 0 MiB")
+    assert skipped["gamma"] == "device CUDA5 not found (GPUs: CUDA0)"
+    assert statuses["alpha"] in ("loading", "loaded")
+    assert (statuses["beta"], statuses["gamma"]) == ("unloaded", "unloaded")
