@@ -160,6 +160,7 @@ def _entry(
             "fits": placement.fits,
             "needed": placement.needed,
             "fit_target_mib": list(placement.fit_target_mib),
+            "tensor_split": list(placement.tensor_split),
         }
     return entry
 

@@ -103,6 +103,15 @@ def _missing_devices(pinned: Sequence[str], rooms: Mapping[str, int]) -> list[st
     ]
 
 
+def _split(chosen: Sequence[str], rooms: Mapping[str, int]) -> tuple[float, ...]:
+    """A split's ``--tensor-split``: each device's part of the room, as llama.cpp's fit splits by
+    free memory (and as :func:`_spread` expects it); () for one device."""
+    if len(chosen) < 2:
+        return ()
+    total = sum(max(rooms[name], 0) for name in chosen)
+    return tuple(round(max(rooms[name], 0) / total, 3) for name in chosen)
+
+
 def _option(entry: CatalogueEntry, key: str) -> str | None:
     return dict(entry.options).get(key)
 
@@ -295,11 +304,12 @@ class DevicePlanner:
                 room_mib={name: max(room, 0) >> 20 for name, room in rooms.items()},
             )
             return Placement(chosen, fits=False, needed=need, pinned=bool(pinned))
+        split = _split(chosen, rooms) if not pinned else ()
         if _option(state.entry, "ctx-size") is not None:  # the user's context: fit keeps it
-            return Placement(chosen, needed=need, pinned=bool(pinned))
+            return Placement(chosen, needed=need, pinned=bool(pinned), tensor_split=split)
         targets, share = self._shares(state, chosen, rooms, staying, models, margins, snap)
         needed = min(self.need(state, snap), share)  # the fit shrinks its context to the share
-        return Placement(chosen, targets, needed=needed, pinned=bool(pinned))
+        return Placement(chosen, targets, needed=needed, pinned=bool(pinned), tensor_split=split)
 
     def _shares(
         self,

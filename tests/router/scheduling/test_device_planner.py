@@ -70,6 +70,18 @@ def test_the_placement_becomes_the_workers_device_and_fit_target_flags() -> None
     assert placement.worker_args() == ["--device", "CUDA0"]
 
 
+def test_a_split_the_router_chose_reaches_the_worker_as_its_tensor_split() -> None:
+    # 30 GiB over 23 + 11 GiB of room: in proportion to the room, as llama.cpp's fit splits.
+    inventory = FakeDevices([Device("CUDA0", 24 * G, 24 * G), Device("CUDA1", 12 * G, 24 * G)])
+    planner = DevicePlanner(inventory, estimate=lambda entry, ctx: 30 * G)
+    placement = planner.place(model("a", **{"ctx-size": "4096"}), [], [])
+    assert (placement.devices, placement.tensor_split) == (("CUDA0", "CUDA1"), (0.676, 0.324))
+    assert placement.worker_args() == ["--device", "CUDA0,CUDA1", "--tensor-split", "0.676,0.324"]
+    user = planner.place(model("c", **{"tensor-split": "1,1", "ctx-size": "4096"}), [], [])
+    assert user.worker_args() == []  # the user's own split stands
+    assert sizes({"a": 6 * G}).place(model("a"), [], []).tensor_split == ()  # one GPU
+
+
 def test_a_cpu_model_and_a_machine_without_gpus_get_no_placement() -> None:
     assert sizes({"a": G}).place(model("a", **{"n-gpu-layers": "0"}), [], []) == Placement()
     assert sizes({"a": G}).place(model("a", device="none"), [], []) == Placement()

@@ -86,3 +86,16 @@ def test_startup_skips_the_models_the_gpus_cannot_take_and_says_which_device(
     assert skipped["gamma"] == "device CUDA5 not found (GPUs: CUDA0)"
     assert statuses["alpha"] in ("loading", "loaded")
     assert (statuses["beta"], statuses["gamma"]) == ("unloaded", "unloaded")
+
+
+def test_a_model_split_over_two_gpus_is_split_as_the_router_planned(models_dir: Path) -> None:
+    # Room for 0.3 and 0.1 MiB beside the 1024 MiB margins: the tiny model (about 0.36 MiB by
+    # its estimate) fits on neither alone, on both together, three parts to one.
+    env = {"CORRAL_FAKE_DEVICES": "CUDA0=1024.3MiB/2GiB,CUDA1=1024.1MiB/2GiB"}
+    with running_router(["--models-dir", str(models_dir), "-c", "256"], env=env) as router:
+        alpha = _use(router, "alpha")
+    placement = alpha["placement"]
+    assert (placement["devices"], placement["tensor_split"]) == (["CUDA0", "CUDA1"], [0.75, 0.25])
+    placed = {d["name"]: d for d in alpha["meta"]["devices"]}
+    # As the worker was told (by free memory alone, it would have been about even).
+    assert placed["CUDA0"]["model_bytes"] > 2 * placed["CUDA1"]["model_bytes"] > 0
