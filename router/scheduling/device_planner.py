@@ -38,7 +38,7 @@ from router.scheduling.device_snapshot import DeviceSnapshot, Estimate
 from router.workers.devices import Device, DeviceInventory
 from router.workers.footprints import Footprints
 from router.workers.memory_budget import kv_cache_bytes
-from router.workers.model_state import ModelState, Status
+from router.workers.model_state import ModelState
 from router.workers.placement import Placement
 
 __all__ = [
@@ -197,7 +197,7 @@ class DevicePlanner:
         driver = snap.process_memory(process.pid) if process is not None else None
         if driver:
             return driver
-        return {} if state.status is Status.SLEEPING else state.gpu_bytes
+        return state.gpu_held
 
     def held(self, state: ModelState, snap: DeviceSnapshot | None = None) -> dict[str, int]:
         """Bytes per GPU a running model holds, or will once its load is done."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.support.model_events import EventReader
 from tests.support.router_process import RouterProcess, running_router
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
@@ -99,3 +100,23 @@ def test_a_model_split_over_two_gpus_is_split_as_the_router_planned(models_dir: 
     placed = {d["name"]: d for d in alpha["meta"]["devices"]}
     # As the worker was told (by free memory alone, it would have been about even).
     assert placed["CUDA0"]["model_bytes"] > 2 * placed["CUDA1"]["model_bytes"] > 0
+
+
+def test_a_sleeping_model_counts_at_what_it_holds_now(models_dir: Path) -> None:
+    # Half a MiB beside the margin: once alpha reported what it took (more than its estimate),
+    # beta fits beside it only while alpha sleeps.
+    env = {"CORRAL_FAKE_DEVICES": "CUDA0=1024.5MiB/2GiB"}
+    args = ["--models-dir", str(models_dir), "-c", "256", "--sleep-idle-seconds", "1"]
+    with running_router(args, env=env) as router:
+        events = EventReader(router)
+        try:
+            loaded = _use(router, "alpha")
+            assert loaded["memory"]["vram"] > 512 * 1024
+            events.wait_for("alpha", "status_change", status="sleeping")
+            asleep = router.models()["alpha"]
+            _use(router, "beta")
+            alpha = router.models()["alpha"]
+        finally:
+            events.close()
+    assert "vram" not in asleep["memory"]  # its weights and KV cache are freed
+    assert alpha["status"]["value"] == "sleeping"  # not evicted to make room for beta
