@@ -1,12 +1,10 @@
-"""A worker on fake GPUs (``CORRAL_FAKE_DEVICES``): it lists them as its GPUs, loads on the CPU,
-and reports the model as placed where it was told (worker/devices/fake.py). The router's side,
-over real workers: tests/router/workers/test_fake_gpus_e2e.py."""
+"""A worker on fake GPUs (``CORRAL_FAKE_DEVICES``): it loads on the CPU and reports the model as
+placed where it was told (worker/devices/fake.py); it lists them as its GPUs
+(tests/worker/devices/test_inventory.py). The router's side, over real workers:
+tests/router/workers/test_fake_gpus_e2e.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any
 
 from corral.children.device_use import DeviceInfo
@@ -54,19 +52,3 @@ def test_layers_kept_on_the_cpu_stay_there() -> None:
 def test_llama_cpp_gets_the_cpu_and_no_split() -> None:
     real = on_real_devices(GpuSettings(devices=("CUDA0", "CUDA1"), tensor_split=(1.0, 1.0)))
     assert (real.devices, real.tensor_split, real.for_draft().devices) == (("none",), (), ("none",))
-
-
-def test_the_worker_lists_the_fake_devices_as_its_gpus() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "worker", "--list-devices"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "CORRAL_FAKE_DEVICES": "CUDA0=6GiB/8GiB,CUDA1=2GiB/8GiB"},
-    )
-    assert (done.returncode, done.stdout) == (
-        0,
-        "Available devices:\n  CUDA0: fake (8192 MiB, 6144 MiB free)\n"
-        "  CUDA1: fake (8192 MiB, 2048 MiB free)\n",
-    )
