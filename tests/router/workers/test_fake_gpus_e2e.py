@@ -29,21 +29,7 @@ def _reported(entry: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def test_a_worker_reports_its_model_on_the_fake_gpu_the_router_chose(models_dir: Path) -> None:
-    with running_router(["--models-dir", str(models_dir), "-c", "256"], env=FAKE) as router:
-        alpha = _use(router, "alpha")
-    assert alpha["placement"]["devices"] == ["CUDA1"]  # the most room
-    on_gpu = _reported(alpha)
-    assert list(on_gpu) == ["CUDA1"]
-    assert on_gpu["CUDA1"] > 0
-    assert alpha["memory"]["devices"] == on_gpu
-    assert alpha["memory"]["vram"] == on_gpu["CUDA1"]
-    cpu = next(d for d in alpha["meta"]["devices"] if d["name"] == "CPU")
-    assert cpu["layers"] == 0
-    assert alpha["meta"]["fit"]["spilled_layers"] == 0
-
-
-def test_a_restarted_router_places_a_model_by_what_it_was_measured_to_take(
+def test_a_worker_reports_its_model_on_the_fake_gpu_and_a_restarted_router_remembers_it(
     models_dir: Path, tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache"
@@ -53,11 +39,20 @@ def test_a_restarted_router_places_a_model_by_what_it_was_measured_to_take(
     args = ["--models-dir", str(models_dir), "-c", "256"]
     with running_router(args, env=env) as router:
         router.wait_for_log("measured footprints unreadable: ignored")
-        first = _use(router, "alpha")
+        alpha = _use(router, "alpha")
+    assert alpha["placement"]["devices"] == ["CUDA1"]  # the most room
+    on_gpu = _reported(alpha)
+    assert list(on_gpu) == ["CUDA1"]
+    assert on_gpu["CUDA1"] > 0
+    assert alpha["memory"]["devices"] == on_gpu
+    cpu = next(d for d in alpha["meta"]["devices"] if d["name"] == "CPU")
+    assert cpu["layers"] == 0
+    assert alpha["meta"]["fit"]["spilled_layers"] == 0
+    # The next router expects what this one measured, not the estimate.
     with running_router(args, env=env) as router:
         again = _use(router, "alpha")
-    measured = first["memory"]["vram"]
-    assert first["placement"]["needed"] != measured  # the estimate, before any measurement
+    measured = alpha["memory"]["vram"]
+    assert alpha["placement"]["needed"] != measured
     assert again["placement"]["needed"] == measured
 
 
