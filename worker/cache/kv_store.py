@@ -72,13 +72,25 @@ class KvStats:
     files_written: int = 0
     write_failures: int = 0
     writes_coalesced: int = 0  # a newer state of the same conversation took a pending write's place
-    state_reads: int = 0  # slot states read out of the context for the writer (engine thread)
-    state_read_seconds: float = 0.0
+    # Slot states read out of the context for the writer (engine thread), at an idle moment
+    # or between two decode steps (the other streams waited), and how long that took.
+    state_reads_idle: int = 0
+    state_reads_busy: int = 0
+    state_read_seconds_idle: float = 0.0
+    state_read_seconds_busy: float = 0.0
     writes_dropped: int = 0  # more pending than the writer keeps: the oldest went unwritten
     hits_memory: int = 0
     hits_disk: int = 0
     tokens_memory: int = 0  # prompt tokens restored from each tier
     tokens_disk: int = 0
+
+    def count_read(self, idle: bool, seconds: float) -> None:
+        if idle:
+            self.state_reads_idle += 1
+            self.state_read_seconds_idle += seconds
+        else:
+            self.state_reads_busy += 1
+            self.state_read_seconds_busy += seconds
 
 
 def contains(longer: SavedCache, shorter: SavedCache) -> bool:

@@ -111,10 +111,6 @@ def _kv_cache_lines(model: LoadedModel) -> list[str]:
          "same conversation", s.writes_coalesced),
         ("writes_dropped_total", "counter", "Pending writes dropped: more waited than the "
          "writer keeps", s.writes_dropped),
-        ("state_reads_total", "counter", "Slot states read out of the context for the disk "
-         "tier", s.state_reads),
-        ("state_read_seconds_total", "counter", "Time the engine spent reading those states",
-         s.state_read_seconds),
         ("files", "gauge", "This model's KV cache files on disk", files),
         ("bytes", "gauge", "Bytes of this model's KV cache files on disk", size),
     ]  # fmt: skip
@@ -133,5 +129,23 @@ def _kv_cache_lines(model: LoadedModel) -> list[str]:
         "counter",
         "Prompt tokens that came back from a KV cache copy, by tier",
         [(f'{{tier="{tier}"}}', float(tokens)) for tier, _, tokens in by_tier],
+    )
+    # idle: the engine had no generation running; busy: between two decode steps, while the
+    # other streams waited (docs/serving.md, "KV cache across restarts").
+    by_moment = (
+        ("idle", s.state_reads_idle, s.state_read_seconds_idle),
+        ("busy", s.state_reads_busy, s.state_read_seconds_busy),
+    )
+    lines += prometheus_family(
+        "corral_kv_cache_state_reads_total",
+        "counter",
+        "Slot states read out of the context for the disk tier, by moment",
+        [(f'{{moment="{moment}"}}', float(reads)) for moment, reads, _ in by_moment],
+    )
+    lines += prometheus_family(
+        "corral_kv_cache_state_read_seconds_total",
+        "counter",
+        "Time the engine spent reading those states, by moment",
+        [(f'{{moment="{moment}"}}', seconds) for moment, _, seconds in by_moment],
     )
     return lines
