@@ -62,6 +62,13 @@ def _finish(model: LoadedModel) -> None:
         model.batcher.step()
 
 
+def _answer(model: LoadedModel, prompt: list[int]) -> list[int]:
+    """Run ``prompt`` alone in slot 0 (one slot): what the slot holds once it is answered."""
+    _submit(model, prompt, 4)
+    _finish(model)
+    return list(model.batcher.slots[0].tokens)
+
+
 def _reads(model: LoadedModel) -> tuple[int, int]:
     return model.kv_stats.state_reads_idle, model.kv_stats.state_reads_busy
 
@@ -99,31 +106,24 @@ def test_a_next_turn_that_continues_the_slot_reads_only_at_its_own_end(
     models_dir: Path, tmp_path: Path
 ) -> None:
     with _loaded(models_dir, tmp_path, 1, FakeClock()) as model:
-        _submit(model, FIRST, 4)
-        _finish(model)
-        turn = [*model.batcher.slots[0].tokens, *SECOND]  # the answer, then a new message
-        _submit(model, turn, 4)
-        _finish(model)
+        turn = [*_answer(model, FIRST), *SECOND]  # the answer, then a new message
+        both = _answer(model, turn)
         assert _reads(model) == (0, 0)
         assert model.batcher.save_idle()
         # One file holds both turns: the first one's state was never read on its own.
-        assert _saved(model) == [model.batcher.slots[0].tokens]
-        assert model.batcher.slots[0].tokens[: len(turn)] == turn
+        assert _saved(model) == [both]
+        assert both[: len(turn)] == turn
 
 
 def test_a_slot_overwritten_by_another_prompt_is_read_once_for_its_copy_and_the_disk(
     models_dir: Path, tmp_path: Path
 ) -> None:
     with _loaded(models_dir, tmp_path, 1, FakeClock()) as model:
-        _submit(model, FIRST, 4)
-        _finish(model)
-        first = list(model.batcher.slots[0].tokens)
-        _submit(model, SECOND, 4)
-        _finish(model)
+        first = _answer(model, FIRST)
+        second = _answer(model, SECOND)
         # --cache-ram's copy of the first conversation was read once, and written from there.
         assert _reads(model) == (0, 0)
         assert _saved(model) == [first]
-        second = list(model.batcher.slots[0].tokens)
         erase_slot(model, 0)  # a slot action overwrites the second: it is written first
         assert _reads(model) == (0, 1)
         assert _saved(model) == sorted([first, second])

@@ -117,35 +117,19 @@ def _kv_cache_lines(model: LoadedModel) -> list[str]:
     lines: list[str] = []
     for name, kind, help_, value in families:
         lines += prometheus_family(f"corral_kv_cache_{name}", kind, help_, [("", float(value))])
-    by_tier = (("memory", s.hits_memory, s.tokens_memory), ("disk", s.hits_disk, s.tokens_disk))
-    lines += prometheus_family(
-        "corral_kv_cache_hits_total",
-        "counter",
-        "Prompts whose start came back from a KV cache copy, by tier",
-        [(f'{{tier="{tier}"}}', float(hits)) for tier, hits, _ in by_tier],
-    )
-    lines += prometheus_family(
-        "corral_kv_cache_restored_tokens_total",
-        "counter",
-        "Prompt tokens that came back from a KV cache copy, by tier",
-        [(f'{{tier="{tier}"}}', float(tokens)) for tier, _, tokens in by_tier],
-    )
-    # idle: the engine had no generation running; busy: between two decode steps, while the
-    # other streams waited (docs/serving.md, "KV cache across restarts").
-    by_moment = (
-        ("idle", s.state_reads_idle, s.state_read_seconds_idle),
-        ("busy", s.state_reads_busy, s.state_read_seconds_busy),
-    )
-    lines += prometheus_family(
-        "corral_kv_cache_state_reads_total",
-        "counter",
-        "Slot states read out of the context for the disk tier, by moment",
-        [(f'{{moment="{moment}"}}', float(reads)) for moment, reads, _ in by_moment],
-    )
-    lines += prometheus_family(
-        "corral_kv_cache_state_read_seconds_total",
-        "counter",
-        "Time the engine spent reading those states, by moment",
-        [(f'{{moment="{moment}"}}', seconds) for moment, _, seconds in by_moment],
-    )
+    # By moment, idle: the engine had no generation running; busy: between two decode steps,
+    # while the other streams waited (docs/serving.md, "KV cache across restarts").
+    labelled: list[tuple[str, str, str, dict[str, float]]] = [
+        ("hits_total", "Prompts whose start came back from a KV cache copy, by tier", "tier",
+         {"memory": s.hits_memory, "disk": s.hits_disk}),
+        ("restored_tokens_total", "Prompt tokens that came back from a KV cache copy, by tier",
+         "tier", {"memory": s.tokens_memory, "disk": s.tokens_disk}),
+        ("state_reads_total", "Slot states read out of the context for the disk tier, by "
+         "moment", "moment", {"idle": s.state_reads_idle, "busy": s.state_reads_busy}),
+        ("state_read_seconds_total", "Time the engine spent reading those states, by moment",
+         "moment", {"idle": s.state_read_seconds_idle, "busy": s.state_read_seconds_busy}),
+    ]  # fmt: skip
+    for name, help_, label, values in labelled:
+        samples = [(f'{{{label}="{key}"}}', float(value)) for key, value in values.items()]
+        lines += prometheus_family(f"corral_kv_cache_{name}", "counter", help_, samples)
     return lines
