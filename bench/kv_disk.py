@@ -13,7 +13,8 @@ router, on the bundled model:
 - ``interleaved``: four conversations on a one-slot worker (an agent's pattern), one SIGKILL,
   then each one's next turn: the share of its prompt that came back from the cache.
 - ``decode``: two routers running side by side, the tier on and off, streams of generated
-  tokens in ABBA turns at 1 and 4 streams.
+  tokens in ABBA turns at 1 and 4 streams; with how many of the tier's state reads fell at
+  an idle moment and how many between two decode steps.
 
 The break-even of :data:`worker.cache.kv_store.BREAK_EVEN` comes from the kill scenarios: the
 time the restored turn took to load its file (its prompt time less the uninterrupted turn's,
@@ -247,10 +248,14 @@ def scenario_decode(
                     asyncio.run(_decode_turn(routers[side].url, streams, max_tokens))
                 )
             log(f"decode {side}: {[round(r[-1], 1) for r in rates[side].values()]}")
+        with httpx.Client(base_url=routers["on"].url, timeout=900) as client:
+            kv = _kv_metrics(client)
+        # Where the tier's reads fell: busy ones paused the other streams' decoding.
+        reads = {m: kv.get(f'state_reads_total{{moment="{m}"}}', 0.0) for m in ("idle", "busy")}
     finally:
         for router in routers.values():
             router.stop()
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {"state_reads": reads}
     for streams in (1, 4):
         on, off = (statistics.median(rates[side][streams]) for side in ("on", "off"))
         result[f"{streams}_streams"] = {
