@@ -1,7 +1,8 @@
 """Slot caches that outlive their worker (docs/serving.md, "KV cache across restarts").
 
-Every slot's cache at the end of each request and every copy the prompt cache keeps in memory
-are written to ``--kv-cache-dir`` by a background thread (:mod:`worker.cache.kv_writer`), and
+Every slot's cache as each request left it (read at the engine's next idle moment, or before
+anything overwrites it: :mod:`worker.cache.slot_cache`) and every copy the prompt cache keeps in
+memory are written to ``--kv-cache-dir`` by a background thread (:mod:`worker.cache.kv_writer`), and
 each slot's cache once more when the context is freed (a graceful stop, or sleep). So whatever
 stops the worker (a kill, a crash, the watchdog), the next worker of the same model with the
 same settings finds what was written before. A prompt that shares a long enough prefix with a

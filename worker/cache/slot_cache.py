@@ -70,7 +70,8 @@ class SlotCaches:
     once a generation has started. Copies are restored before ``restore``'s saved files are
     tried. A copy or a saved cache carries the adapter scales it was computed under, and only
     serves a generation decoded with the same. ``writer``: the disk tier, which gets each
-    slot's state at the end of each request; ``stats`` counts what came back from where.
+    slot's state once its request has ended (when is the module's docstring); ``stats`` counts
+    what came back from where, and the reads made for the writer.
     ``checkpoints``, for a model whose state cannot all be cut back (a sliding window, a
     recurrent state), says how much of a cut cache can be resumed and when to take checkpoints.
     ``clock``: what :data:`SAVE_WITHIN` is measured with.
