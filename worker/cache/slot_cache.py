@@ -30,11 +30,11 @@ from worker.host.llama_bindings import llama_cpp
 
 __all__ = ["SAVE_WITHIN", "Restore", "Slot", "SlotCaches", "reusable"]
 
-# A state left unsaved this long while other streams kept the engine busy is read between two
-# decode steps after all: what a SIGKILL can lose is the caches of requests that ended in the
-# last this many seconds (docs/serving.md, "KV cache across restarts"). Long enough that an
-# agent's next turn (which continues the slot, so that its own end saves all of it) or an idle
-# moment usually comes first; short against how long a conversation is worth keeping.
+# A state left unsaved in an idle slot this long while other streams kept the engine busy is
+# read between two decode steps after all: it bounds how long a SIGKILL can find it unwritten
+# (docs/serving.md, "KV cache across restarts"). Long enough that an agent's next turn (which
+# continues the slot, so that its own end saves all of it) or an idle moment usually comes
+# first; short against how long a conversation is worth keeping.
 SAVE_WITHIN = 30.0
 
 # (seq, prompt, tokens the slot already reuses, adapter scales) → the tokens the sequence holds
