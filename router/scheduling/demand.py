@@ -10,7 +10,9 @@ keep such a model:
   :data:`RETURN_S` seconds; a batch request that has not waited ``--schedule-wait-max`` does
   not evict a returning model (it waits, ageing as any waiter does);
 - victims are taken in order of expected return: fewest interactive requests within
-  :data:`RETURN_S` first, then least recently used;
+  :data:`RETURN_S` first, then least recently used; an interactive request that would evict
+  a returning model waits instead for a model only batch is using, which takes no new
+  request and goes when its last one ends (:mod:`router.scheduling.eviction`);
 - a model loaded for batch keeps serving the backlog it was loaded for :data:`BATCH_QUANTUM_S`
   seconds before an interactive request may swap it out (a request past the bound still may),
   so the swap that batch waited for buys it more than the requests it was loaded for.

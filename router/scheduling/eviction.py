@@ -69,6 +69,27 @@ class Eviction:
             for w in firsts
         )
 
+    def batch_to_yield(self, short: set[str], victim: ModelState | None) -> ModelState | None:
+        """A model only batch is using (busy, or within its quantum) to go instead of
+        ``victim``, an idle model an interactive user is coming back to: the interactive
+        request waits out the quantum and a batch request's end, not a swap and another one
+        back. None when ``victim`` is nobody's to come back to, or no such model runs."""
+        if self.line.fifo or short:
+            return None  # ``short``: room on given GPUs, where the idle models there decide
+        if victim is not None and not self.demand.returning(victim.name):
+            return None
+        batch_only = [
+            state
+            for state in self._pool.models.values()
+            if state.status is Status.LOADED
+            and (state.in_flight > 0 or self._resident(state))
+            and not state.stop_requested
+            and not state.entry.pin
+            and not self.demand.returning(state.name)
+            and ((w := self.line.first(state.name)) is None or w.caller.priority is Priority.BATCH)
+        ]
+        return min(batch_only, key=lambda state: state.last_used, default=None)
+
     def pick_victim(
         self,
         on: set[str] | None = None,

@@ -7,8 +7,9 @@ waiting); with ``swap``, counted requests beyond a running model's slots wait th
 load and one eviction. Only the head of the queue may claim capacity.
 When capacity is short, :meth:`Scheduler.tick` stops models that are idle, loaded, unpinned and
 not wanted by any queue entry: least recently used first, or with ``swap`` by expected return
-(:mod:`router.scheduling.eviction`, :mod:`router.scheduling.demand`). A model keeps its queue entry until all of
-its waiters have been handed the running model, so a fresh model is never evicted before use.
+(:mod:`router.scheduling.eviction`, :mod:`router.scheduling.demand`). A model keeps its queue
+entry until all of its waiters have been handed the running model, so a fresh model is never
+evicted before use.
 On GPUs the device planner says where a model loads and which device needs room; only idle
 models on that device are evicted for it, and a load that ran out of device memory is tried
 once more after the idle models there are stopped.
@@ -78,6 +79,7 @@ class Scheduler(Room, Timers, Eviction):
         self.line = WaitingLine(clock, wait_max, fifo=schedule == "fifo")
         self._admission = Admission(self.line, clock)
         self.demand = Demand(clock)  # who is about to come back to which model
+        self._yielding: set[str] = set()  # busy with batch, taking none more: room is wanted
         self.waits = 0  # requests that had to wait for a load, for /metrics
         self.wait_seconds = 0.0
         self.evictions = 0
@@ -137,7 +139,7 @@ class Scheduler(Room, Timers, Eviction):
         room (not for a retry's backoff, a removal's hold or a load already claimed)."""
         aged = self.line.aged_models()
         if not aged:
-            return set()
+            return set(self._yielding)
         models, claimed = self._pool.models, {e.name for e in self._queue if e.claimed}
         short = {
             name
@@ -149,7 +151,7 @@ class Scheduler(Room, Timers, Eviction):
             and not self._has_room(state)
         }
         running = [s for s in models.values() if s.serving]
-        return self._admission.draining(running, short)
+        return self._admission.draining(running, short) | self._yielding
 
     def _release_slot(self, state: ModelState) -> None:
         self._admission.give_back(state)
@@ -317,16 +319,26 @@ class Scheduler(Room, Timers, Eviction):
         # Stopping models count as gone: their room is already on its way. One reading of the
         # GPUs for the whole decision: a victim's memory is freed only once its process exits.
         staying = [s for s in models.values() if s.running and not s.stop_requested]
-        snap = self._snapshot()
-        while (short := self._short_of(staying, coming, snap)) is not None:
-            victim = self.pick_victim(short, snap, resident_too=resident_too, for_batch=for_batch)
-            if victim is None:
-                return  # everything is busy or resident: a release or a waiter's wake ticks
-            _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
-            self.evictions += 1
-            self.evicted.publish(victim.name)
-            self._pool.request_stop(victim)
-            staying.remove(victim)
+        snap, yielding = self._snapshot(), set[str]()
+        try:
+            while (short := self._short_of(staying, coming, snap)) is not None:
+                victim = self.pick_victim(
+                    short, snap, resident_too=resident_too, for_batch=for_batch
+                )
+                busy = None if for_batch else self.batch_to_yield(short, victim)
+                if busy is not None:
+                    if resident_too or not self._resident(busy):
+                        yielding.add(busy.name)  # its last request's release ticks again
+                    return  # else the end of its quantum wakes the waiters
+                if victim is None:
+                    return  # everything is busy or resident: a release or a waiter's wake ticks
+                _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
+                self.evictions += 1
+                self.evicted.publish(victim.name)
+                self._pool.request_stop(victim)
+                staying.remove(victim)
+        finally:
+            self._yielding = yielding
 
     async def load_now(self, name: str) -> None:
         """``POST /models/load``: bypass the queue, evicting idle models until this one fits."""

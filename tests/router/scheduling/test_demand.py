@@ -123,3 +123,22 @@ async def test_a_batch_quantum_ends_when_its_backlog_does() -> None:
         await h.launched("b")
         h.launcher.children["b"].ready()
         await h.until(lambda: h.order[-1] == "b")
+
+
+async def test_a_busy_batch_model_goes_before_an_idle_one_a_user_comes_back_to() -> None:
+    async with harness(models_max=2) as h, anyio.create_task_group() as group:
+        a = await _load(h, "a", ALICE)  # alice's model, idle while she reads
+        b = await _load(h, "b", BATCH)
+        h.advance(BATCH_QUANTUM_S)  # b's quantum is over, and it is busy with its backlog
+        running = h.scheduler.acquire_if_ready("b", {}, BATCH)
+        assert running is not None
+        group.start_soon(_served, h, "c", ALICE)  # room for c: not alice's a, but b
+        await _queued(h, 1)
+        assert not a.stop_requested
+        assert h.scheduler.acquire_if_ready("b", {}, BATCH) is None  # b takes no more batch
+        running.release()  # its last batch request ends: b goes, c loads
+        await h.launched("c")
+        assert b.stop_requested
+        assert not a.stop_requested
+        h.launcher.children["c"].ready()
+        await h.until(lambda: h.order[-1] == "c")
