@@ -9,10 +9,11 @@ keep such a model:
 - a model is *returning* when an interactive request was admitted to it within
   :data:`RETURN_S` seconds; a batch request that has not waited ``--schedule-wait-max`` does
   not evict a returning model (it waits, ageing as any waiter does);
-- victims are taken in order of expected return: fewest interactive requests within
-  :data:`RETURN_S` first, then least recently used; an interactive request that would evict
-  a returning model waits instead for a model only batch is using, which takes no new
-  request and goes when its last one ends (:mod:`router.scheduling.eviction`);
+- victims are taken in order of expected return: fewest interactive callers (keys) within
+  :data:`RETURN_S` first, then fewest interactive requests, then least recently used; an
+  interactive request that would evict a returning model waits instead for a model only
+  batch is using, which takes no new request and goes when its last one ends
+  (:mod:`router.scheduling.eviction`);
 - a model loaded for batch keeps serving the backlog it was loaded for :data:`BATCH_QUANTUM_S`
   seconds before an interactive request may swap it out (a request past the bound still may),
   so the swap that batch waited for buys it more than the requests it was loaded for.
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from router.scheduling.waiting_line import Priority
+from router.scheduling.waiting_line import Caller, Priority
 from router.workers.model_state import ModelState
 
 __all__ = ["BATCH_QUANTUM_S", "RETURN_S", "Demand"]
@@ -41,34 +42,37 @@ _BACKLOG_GAP_S = 1.0
 class Demand:
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
-        self._interactive: dict[str, deque[float]] = {}  # admission times within RETURN_S
+        # Interactive admissions within RETURN_S: when, and whose key.
+        self._interactive: dict[str, deque[tuple[float, str | None]]] = {}
         self._for_batch: set[str] = set()  # models whose current load a batch request made
         self._batch_at: dict[str, float] = {}  # last batch admission per model
 
-    def note(self, model: str, priority: Priority) -> None:
-        """A request of ``priority`` was admitted to ``model``."""
-        if priority is Priority.BATCH:
+    def note(self, model: str, caller: Caller) -> None:
+        """A request of ``caller`` was admitted to ``model``."""
+        if caller.priority is Priority.BATCH:
             self._batch_at[model] = self._clock()
         else:
-            times = self._interactive.setdefault(model, deque())
-            times.append(self._clock())
+            self._interactive.setdefault(model, deque()).append((self._clock(), caller.key))
             self._trim(model)
 
-    def _trim(self, model: str) -> deque[float]:
+    def _trim(self, model: str) -> deque[tuple[float, str | None]]:
         times = self._interactive.get(model, deque())
         horizon = self._clock() - RETURN_S
-        while times and times[0] <= horizon:
+        while times and times[0][0] <= horizon:
             times.popleft()
         if not times:
             self._interactive.pop(model, None)
         return times
 
-    def recent(self, model: str) -> int:
-        """Interactive requests admitted to ``model`` within :data:`RETURN_S`."""
-        return len(self._trim(model))
+    def recent(self, model: str) -> tuple[int, int]:
+        """Interactive callers (keys), then requests, admitted to ``model`` within
+        :data:`RETURN_S`: how many people are about to come back, and how often. Keys come
+        first: on a slow box each person gets few answers in the window."""
+        times = self._trim(model)
+        return len({key for _, key in times}), len(times)
 
     def returning(self, model: str) -> bool:
-        return self.recent(model) > 0
+        return bool(self._trim(model))
 
     def loading(self, model: str, priority: Priority) -> None:
         """``model``'s load was claimed for a request of ``priority``."""
@@ -91,7 +95,7 @@ class Demand:
         now, left = self._clock(), []
         for model in list(self._interactive):
             if times := self._trim(model):
-                left.append(times[-1] + RETURN_S - now)
+                left.append(times[-1][0] + RETURN_S - now)
         for state in models:
             if state.serving and (quantum := self.quantum_left(state)) > 0:
                 gap = (

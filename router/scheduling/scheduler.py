@@ -115,7 +115,7 @@ class Scheduler(Room, Timers, Eviction):
             return None
         self._admission.take(state)
         self.line.served(caller)
-        self.demand.note(state.name, caller.priority)
+        self.demand.note(state.name, caller)
         return bind(request, Lease(state, self._release_slot))
 
     def queue_view(self, state: ModelState) -> QueueView | None:

@@ -142,3 +142,21 @@ async def test_a_busy_batch_model_goes_before_an_idle_one_a_user_comes_back_to()
         assert not a.stop_requested
         h.launcher.children["c"].ready()
         await h.until(lambda: h.order[-1] == "c")
+
+
+async def test_the_model_more_people_come_back_to_stays() -> None:
+    bob, carol = Caller(Priority.INTERACTIVE, "b0b00000"), Caller(Priority.INTERACTIVE, "ca401000")
+    async with harness(models_max=2) as h, anyio.create_task_group() as group:
+        a = await _load(h, "a", ALICE)
+        await _served(h, "a", bob)  # two people on a
+        b = await _load(h, "b", carol)
+        for _ in range(3):  # one on b, asking more often
+            await _served(h, "b", carol)
+        h.used_at(b, 1001.0)
+        h.used_at(a, 1000.0)
+        group.start_soon(_served, h, "c", ALICE)
+        await h.launched("c")
+        assert b.stop_requested
+        assert not a.stop_requested
+        h.launcher.children["c"].ready()
+        await h.until(lambda: h.order[-1] == "c")
