@@ -41,6 +41,23 @@ async def _load(h: Harness, name: str, caller: Caller) -> ModelState:
     return h.state(name)
 
 
+async def _loads_and_serves(h: Harness, name: str) -> None:
+    """The queued request for ``name`` has its model launched; it loads and serves it."""
+    await h.launched(name)
+    h.launcher.children[name].ready()
+    await h.until(lambda: h.order[-1] == name)
+
+
+async def _room_for_c(h: Harness, kept: ModelState, evicted: ModelState) -> None:
+    """Alice asks for c: ``evicted`` makes its room, ``kept`` stays."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(_served, h, "c", ALICE)
+        await h.launched("c")
+        assert evicted.stop_requested
+        assert not kept.stop_requested
+        await _loads_and_serves(h, "c")
+
+
 async def _queued(h: Harness, depth: int) -> None:
     await h.until(lambda: h.scheduler.queue_depth == depth)
     await anyio.wait_all_tasks_blocked()
@@ -59,9 +76,7 @@ async def test_batch_does_not_evict_a_model_its_user_is_about_to_come_back_to() 
         await anyio.wait_all_tasks_blocked()
         assert h.launcher.launched == ["a"]
         h.advance(RETURN_S / 2)  # she has not come back for RETURN_S: batch may have the room
-        await h.launched("b")
-        h.launcher.children["b"].ready()
-        await h.until(lambda: h.order[-1] == "b")
+        await _loads_and_serves(h, "b")
 
 
 async def test_batch_still_loads_at_the_bound_however_busy_the_users() -> None:
@@ -74,23 +89,16 @@ async def test_batch_still_loads_at_the_bound_however_busy_the_users() -> None:
             await _served(h, "a", ALICE)
         assert h.launcher.launched == ["a"]
         h.advance(5.0)  # b has waited 20 s, the bound
-        await h.launched("b")
-        h.launcher.children["b"].ready()
-        await h.until(lambda: h.order[-1] == "b")
+        await _loads_and_serves(h, "b")
 
 
 async def test_the_victim_is_the_model_least_expected_back_not_the_least_recently_used() -> None:
-    async with harness(models_max=2) as h, anyio.create_task_group() as group:
+    async with harness(models_max=2) as h:
         a = await _load(h, "a", ALICE)
         b = await _load(h, "b", BATCH)
         h.used_at(a, 1000.0)  # a was used before b: least recently used, but alice is back soon
         h.used_at(b, 1001.0)
-        group.start_soon(_served, h, "c", ALICE)
-        await h.launched("c")
-        assert b.stop_requested
-        assert not a.stop_requested
-        h.launcher.children["c"].ready()
-        await h.until(lambda: h.order[-1] == "c")
+        await _room_for_c(h, kept=a, evicted=b)
 
 
 async def test_a_batch_load_serves_its_backlog_for_a_quantum() -> None:
@@ -107,9 +115,7 @@ async def test_a_batch_load_serves_its_backlog_for_a_quantum() -> None:
             await anyio.wait_all_tasks_blocked()
             assert h.launcher.launched == ["a"]
         h.advance(0.5)  # the quantum is over: alice's request swaps a out
-        await h.launched("b")
-        h.launcher.children["b"].ready()
-        await h.until(lambda: h.order[-1] == "b")
+        await _loads_and_serves(h, "b")
 
 
 async def test_a_batch_quantum_ends_when_its_backlog_does() -> None:
@@ -120,9 +126,7 @@ async def test_a_batch_quantum_ends_when_its_backlog_does() -> None:
         await anyio.lowlevel.checkpoint()
         assert h.launcher.launched == ["a"]
         h.advance(1.0)  # no batch request for a second: its backlog is done
-        await h.launched("b")
-        h.launcher.children["b"].ready()
-        await h.until(lambda: h.order[-1] == "b")
+        await _loads_and_serves(h, "b")
 
 
 async def test_a_busy_batch_model_goes_before_an_idle_one_a_user_comes_back_to() -> None:
@@ -146,7 +150,7 @@ async def test_a_busy_batch_model_goes_before_an_idle_one_a_user_comes_back_to()
 
 async def test_the_model_more_people_come_back_to_stays() -> None:
     bob, carol = Caller(Priority.INTERACTIVE, "b0b00000"), Caller(Priority.INTERACTIVE, "ca401000")
-    async with harness(models_max=2) as h, anyio.create_task_group() as group:
+    async with harness(models_max=2) as h:
         a = await _load(h, "a", ALICE)
         await _served(h, "a", bob)  # two people on a
         b = await _load(h, "b", carol)
@@ -154,9 +158,4 @@ async def test_the_model_more_people_come_back_to_stays() -> None:
             await _served(h, "b", carol)
         h.used_at(b, 1001.0)
         h.used_at(a, 1000.0)
-        group.start_soon(_served, h, "c", ALICE)
-        await h.launched("c")
-        assert b.stop_requested
-        assert not a.stop_requested
-        h.launcher.children["c"].ready()
-        await h.until(lambda: h.order[-1] == "c")
+        await _room_for_c(h, kept=a, evicted=b)
