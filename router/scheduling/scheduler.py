@@ -126,6 +126,8 @@ class Scheduler(Room, Timers, Eviction):
 
     def _why_waiting(self, state: ModelState) -> str:
         if state.serving:
+            if state.name in self._yielding:
+                return "yielding"  # only batch used it, and an interactive request needs room
             return "aging" if state.name in self._draining() else "busy"
         if state.status is Status.LOADING:
             return "loading"
@@ -314,8 +316,11 @@ class Scheduler(Room, Timers, Eviction):
         ]
         if not coming:
             return
+        # Room for batch under the bound comes only from models nobody is about to come back
+        # to: while others want room too, they are served first, and batch's turn comes after.
+        keen = [state for state in coming if not self.batch_only([state])]
+        coming, for_batch = (keen, False) if keen else (coming, self.batch_only(coming))
         resident_too = bool(self.line.aged_models() & {state.name for state in coming})
-        for_batch = self.batch_only(coming)
         # Stopping models count as gone: their room is already on its way. One reading of the
         # GPUs for the whole decision: a victim's memory is freed only once its process exits.
         staying = [s for s in models.values() if s.running and not s.stop_requested]

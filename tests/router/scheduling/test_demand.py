@@ -140,12 +140,18 @@ async def test_a_busy_batch_model_goes_before_an_idle_one_a_user_comes_back_to()
         await _queued(h, 1)
         assert not a.stop_requested
         assert h.scheduler.acquire_if_ready("b", {}, BATCH) is None  # b takes no more batch
+        group.start_soon(_served, h, "b", BATCH)
+        await _queued(h, 2)
+        view = h.scheduler.queue_view(b)
+        assert view is not None
+        assert view.reason == "yielding"
         running.release()  # its last batch request ends: b goes, c loads
         await h.launched("c")
         assert b.stop_requested
         assert not a.stop_requested
         h.launcher.children["c"].ready()
         await h.until(lambda: h.order[-1] == "c")
+        group.cancel_scope.cancel()  # b's batch request waits for its next load, ageing
 
 
 async def test_the_model_more_people_come_back_to_stays() -> None:
