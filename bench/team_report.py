@@ -155,7 +155,11 @@ def ratios(corral: SideFigures, llama: SideFigures) -> dict[str, tuple[float, bo
     mine, theirs = _headline(corral), _headline(llama)
     found = {}
     for name, at_most, target in TARGETS:
-        ratio = mine[name] / theirs[name] if theirs[name] else math.nan
+        if not theirs[name]:
+            # No ratio against nothing: an "at most" target (swaps) is met only by nothing too.
+            found[name] = (math.nan, at_most and not mine[name])
+            continue
+        ratio = mine[name] / theirs[name]
         found[name] = (ratio, ratio <= target if at_most else ratio >= target)
     return found
 

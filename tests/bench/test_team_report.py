@@ -74,3 +74,12 @@ def test_llama_loads_are_the_spawns_its_router_logged() -> None:
         "srv load: spawning server instance with name=smollm2 on port 4003\n"
     )
     assert llama_loads(text) == {"smollm2": 2, "standin-135m": 1}
+
+
+def test_no_swaps_against_none_meets_the_swaps_target_and_some_do_not() -> None:
+    none = side_figures(_outcomes(), 60.0, [{"a": 1, "b": 1}], batch_in_trace=4)
+    some = side_figures(_outcomes(), 60.0, [{"a": 2, "b": 1}], batch_in_trace=4)
+    ratio, met = ratios(none, none)["swaps per 100 requests"]
+    assert math.isnan(ratio)
+    assert met
+    assert not ratios(some, none)["swaps per 100 requests"][1]
