@@ -17,8 +17,11 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar, Token
+from typing import Any
 
 import msgspec
+
+from corral.children.protocol import parse_restore
 
 __all__ = [
     "FINISHED_KEPT",
@@ -57,10 +60,14 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     prompt_ms: float | None = None
     predicted_ms: float | None = None
     restored_tokens: int | None = None  # from a saved KV cache, when the worker says so
+    # The worker loaded a saved KV cache for it (its notes, docs/protocol.md §1): when the
+    # router heard it begin and end.
+    restore_started: float | None = None
+    restore_ended: float | None = None
     tokens_per_s: float | None = None  # the worker's ``predicted_per_second``
     status: int | None = None
     state: str = (
-        "queued"  # queued, loading, prompt (a cache restore included), generating, done, failed
+        "queued"  # queued, loading, restoring (a saved KV cache), prompt, generating, done, failed
     )
     trace_parent: str | None = None
 
@@ -73,6 +80,18 @@ class RequestRecord(msgspec.Struct, kw_only=True):
         if self.first_token is None:
             self.first_token = time.time()
             self.state = "generating"
+
+    def restore_began(self, at: float) -> None:
+        # A note that came after the first token (a late read of the worker's stdout) leaves
+        # the state as it is; its time is kept.
+        self.restore_started = at
+        if self.state == "prompt":
+            self.state = "restoring"
+
+    def restore_done(self, at: float) -> None:
+        self.restore_ended = at
+        if self.state == "restoring":
+            self.state = "prompt"
 
     def load_began(self, at: float) -> None:
         if self.dispatched is None and self.load_started is None:
@@ -181,6 +200,19 @@ class RequestHistory:
                     record.load_began(now)
                 else:
                     record.load_done(now)
+        self.version += 1
+
+    def restore_noted(self, payload: dict[str, Any]) -> None:
+        """A worker began or ended loading a saved KV cache for a request (its note's payload,
+        docs/protocol.md §1)."""
+        note = parse_restore(payload)
+        record = self._in_flight.get(note.request) if note is not None else None
+        if note is None or record is None:  # not a note, or over already, or another router's
+            return
+        if note.done:
+            record.restore_done(time.time())
+        else:
+            record.restore_began(time.time())
         self.version += 1
 
     @property
