@@ -81,11 +81,13 @@ class LoadCommand(msgspec.Struct, frozen=True):
 class RestoreNote(msgspec.Struct, frozen=True):
     """The payload of a ``restore`` state line: the worker begins (``done`` false) or has ended
     (``done`` true, with the prompt ``tokens`` the saved cache gave back, 0 when none could be
-    used) loading a saved KV cache for the router's request ``request``."""
+    used) loading a saved KV cache for the router's request ``request``, ``at`` that time
+    (``time.time()``: the router's clock too, on the same host)."""
 
     request: str
     done: bool = False
     tokens: int = 0
+    at: float = 0.0
 
 
 def parse_restore(payload: dict[str, Any]) -> RestoreNote | None:

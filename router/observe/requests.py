@@ -37,6 +37,7 @@ __all__ = [
 FINISHED_KEPT = 300  # finished requests the history keeps (the oldest go first)
 
 _ids = itertools.count(1)
+_LATE_NOTES = 8  # finished requests a worker's late restore note is still matched with
 
 
 class RequestRecord(msgspec.Struct, kw_only=True):
@@ -60,8 +61,8 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     prompt_ms: float | None = None
     predicted_ms: float | None = None
     restored_tokens: int | None = None  # from a saved KV cache, when the worker says so
-    # The worker loaded a saved KV cache for it (its notes, docs/protocol.md §1): when the
-    # router heard it begin and end.
+    # The worker loaded a saved KV cache for it (its notes, docs/protocol.md §1): when it
+    # began and ended.
     restore_started: float | None = None
     restore_ended: float | None = None
     tokens_per_s: float | None = None  # the worker's ``predicted_per_second``
@@ -206,13 +207,20 @@ class RequestHistory:
         """A worker began or ended loading a saved KV cache for a request (its note's payload,
         docs/protocol.md §1)."""
         note = parse_restore(payload)
-        record = self._in_flight.get(note.request) if note is not None else None
-        if note is None or record is None:  # not a note, or over already, or another router's
+        if note is None:
             return
+        record = self._in_flight.get(note.request)
+        if record is None:  # a note read after its answer's end (stdout and HTTP are not in
+            # step): the newest finished; not there, another router's
+            recent = itertools.islice(reversed(self._finished), _LATE_NOTES)
+            record = next((r for r in recent if r.id == note.request), None)
+            if record is None:
+                return
+        at = note.at or time.time()  # the worker's time: right even for a note read late
         if note.done:
-            record.restore_done(time.time())
+            record.restore_done(at)
         else:
-            record.restore_began(time.time())
+            record.restore_began(at)
         self.version += 1
 
     @property

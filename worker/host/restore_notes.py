@@ -7,6 +7,7 @@ a restore, and nothing is ever added to an answer: its client sees the same byte
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 
@@ -41,7 +42,7 @@ def with_restore_notes(app: ASGIApp, states: StateWriter) -> ASGIApp:
                 request = header.decode("latin-1")
 
                 def notify(done: bool, tokens: int) -> None:
-                    note = RestoreNote(request, done, tokens)
+                    note = RestoreNote(request, done, tokens, time.time())
                     states.send(RESTORE_STATE, msgspec.structs.asdict(note))
 
                 token = _current.set(notify)

@@ -4,7 +4,7 @@
 
 One router, one slot: a second conversation takes the slot, so the first one's cache becomes a
 copy in memory (``--cache-ram``), which its next turn loads back. A restore of the tiny model
-takes a moment, so the test reads when the router heard it begin and end (``restore_started``,
+takes a moment, so the test reads when the worker said it began and ended (``restore_started``,
 ``restore_ended``) rather than racing a poll.
 """
 
@@ -56,7 +56,7 @@ def test_a_streamed_turn_shows_restoring_then_ends_with_its_cached_tokens(
     answer, record = _next_turn(router, stream=True)
     assert record["stream"] is True
     assert record["state"] == "done"
-    # Heard as the worker loaded the copy: after the hand-over, before the first token.
+    # The worker loaded the copy after the hand-over, before the first token.
     assert record["dispatched"] <= record["restore_started"] <= record["restore_ended"]
     assert record["restore_ended"] <= record["first_token"]
     assert record["restored_tokens"] > 0
