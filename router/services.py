@@ -89,6 +89,7 @@ async def running_services(
         pool.exited.subscribe(lambda _: spares.fill())  # room may have come free
         reloader.reloaded.subscribe(lambda _: downloads.forget_finished())  # as upstream
         pool.events.listen(activity.timeline.on_event)
+        pool.restores.subscribe(activity.history.restore_noted)
         pool.events.listen(footprints.listener(lambda: pool.models))
         scheduler.evicted.subscribe(activity.timeline.evicted)
 

@@ -24,7 +24,7 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,7 +137,14 @@ class KvStore:
             self._saved.pop(path, None)
 
     def restore(
-        self, ctx: Any, seq: int, prompt: list[int], have: int, scales: tuple[float, ...] = ()
+        self,
+        ctx: Any,
+        seq: int,
+        prompt: list[int],
+        have: int,
+        scales: tuple[float, ...] = (),
+        *,
+        began: Callable[[], None] | None = None,
     ) -> list[int] | None:
         """Load the saved cache computed under ``scales`` that shares the longest prefix with
         ``prompt`` into ``seq``, when that is worth it (:data:`BREAK_EVEN`).
@@ -159,6 +166,8 @@ class KvStore:
         if best is None:
             return None
         _, path, saved = best
+        if began is not None:
+            began()
         started = time.perf_counter()
         try:
             state = read_state(path, self._digest, saved)

@@ -115,7 +115,13 @@ class PromptCache:
         return True
 
     def restore(
-        self, seq: int, prompt: list[int], have: int, scales: tuple[float, ...] = ()
+        self,
+        seq: int,
+        prompt: list[int],
+        have: int,
+        scales: tuple[float, ...] = (),
+        *,
+        began: Callable[[], None] | None = None,
     ) -> list[int] | None:
         """Load the copy made under ``scales`` that shares the most with ``prompt`` into
         ``seq``, when it shares more than the ``have`` tokens the slot already reuses; the
@@ -131,6 +137,8 @@ class PromptCache:
         if best is None:
             return None
         copy = best[1]
+        if began is not None:
+            began()
         self._copies.remove(copy)
         if llama_cpp.llama_state_seq_set_data(self._ctx, copy.state, copy.size, seq) != copy.size:
             _log.warning("slot cache copy not restored: llama.cpp refused it", slot=seq)

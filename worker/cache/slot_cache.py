@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from worker.cache.checkpoints import Checkpoints
 from worker.cache.chunk_reuse import shift_chunks
@@ -37,9 +37,21 @@ __all__ = ["SAVE_WITHIN", "Restore", "Slot", "SlotCaches", "reusable"]
 # first; short against how long a conversation is worth keeping.
 SAVE_WITHIN = 30.0
 
-# (seq, prompt, tokens the slot already reuses, adapter scales) → the tokens the sequence holds
-# after loading a saved cache made under those scales into it, or None when nothing was loaded.
-Restore = Callable[[int, list[int], int, AdapterScales], list[int] | None]
+
+class Restore(Protocol):
+    """(seq, prompt, tokens the slot already reuses, adapter scales) → the tokens the sequence
+    holds after loading a saved cache made under those scales into it, or None when nothing was
+    loaded; ``began`` is called just before a load starts."""
+
+    def __call__(
+        self,
+        seq: int,
+        prompt: list[int],
+        have: int,
+        scales: AdapterScales,
+        *,
+        began: Callable[[], None] | None = None,
+    ) -> list[int] | None: ...
 
 
 @dataclass
@@ -118,8 +130,10 @@ class SlotCaches:
         generation.restored = 0
         if reuse:
             scales = generation.adapter_scales
+            # The router is told of a load as it begins (the activity view's "restoring").
+            began = generation.restore_began if generation.notify_restore is not None else None
             for restore in self._restores:  # the copies in memory, then the saved files
-                restored = restore(slot.id, prompt, reused, scales)
+                restored = restore(slot.id, prompt, reused, scales, began=began)
                 if restored is not None:
                     # What the slot held was all set aside, or it is a prefix of the prompt
                     # that the loaded copy, sharing more of the prompt, holds too.
@@ -146,6 +160,7 @@ class SlotCaches:
         slot.tokens = prompt[:keep]
         slot.adapter_scales = generation.adapter_scales
         generation.restored = min(generation.restored, keep)
+        generation.restore_ended()
         return keep
 
     def prompt_chunk(self, slot: Slot, generation: Generation, room: int) -> int:
