@@ -8,8 +8,10 @@ On a machine with an NVIDIA GPU, ``nvidia-smi``, a CUDA build of Corral's bindin
 - **same flags**: both with ``-ngl 99 -np 16 -c 65536``; one stream and 16 (target ≥ 1.0x);
 - **swap**: ``--models-max 1 -ngl 99 -c 8192``, requests alternating between A and B, request →
   first token, against llama.cpp's router (``llama-server --models-dir``; target ≤ 0.5x);
-- **bytes per device**: what ``/models`` says A's worker holds on the GPU against what
-  ``nvidia-smi`` says that process uses (target: within 5 %);
+- **bytes per device**: A and B loaded together (``-ngl 99 -c 8192``); for each, what
+  ``/models`` says its worker holds on the GPUs (``memory.vram``) against what ``nvidia-smi``
+  says that process uses (``--query-compute-apps=pid,used_memory``), and the ratio (target:
+  within 5 %);
 - **two models together**: A and B with default settings, both loaded at once, neither with
   layers spilled to the CPU (``meta.fit.spilled_layers``);
 - **100 swaps**: the GPU's used memory after 100 alternating loads and a stop, against before;
@@ -17,6 +19,8 @@ On a machine with an NVIDIA GPU, ``nvidia-smi``, a CUDA build of Corral's bindin
 
 A and B are GGUF files (``--model``, ``--model-b``; B defaults to a second name for A). A
 measurement, not a test: it exits 0 whatever the figures, and prints them; nothing is written.
+Without an NVIDIA GPU (no ``nvidia-smi``, or one that lists none) it says ``no GPU: skipped``
+and exits 0 at once.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -48,8 +53,10 @@ TARGETS = {
     "aggregate_4_tok_s": Target(0.95),
     "aggregate_16_tok_s": Target(1.0),
     "swap_s": Target(0.5, at_most=True),
-    "gpu_mib": Target(0.95, within=True),
+    **{f"{name} gpu_mib": Target(0.95, within=True) for name in ("A", "B")},
 }
+# Both models on the GPU together, each with a context that leaves room for the other.
+BYTES_FLAGS = ["-ngl", "99", "-c", "8192"]
 _MIB = 1 << 20
 
 
@@ -67,12 +74,6 @@ def _smi(*query: str) -> list[list[str]]:
 def _gpu_used_mib() -> float:
     """Every GPU's used memory, summed (nvidia-smi)."""
     return sum(float(row[0]) for row in _smi("--query-gpu=memory.used"))
-
-
-def _process_mib(pid: int) -> float:
-    """What one process holds on the GPUs, as nvidia-smi reports it (0: none)."""
-    rows = _smi("--query-compute-apps=pid,used_memory")
-    return sum(float(mib) for owner, mib in rows if int(owner) == pid)
 
 
 def _workers(router: Server) -> list[psutil.Process]:
@@ -138,28 +139,70 @@ def swap(binary: Path, models: Path, swaps: int) -> dict[str, Figures]:
         return {"corral": ours, "llama.cpp router": _ping_pong(theirs.url, swaps)}
 
 
-def device_bytes(model: Path) -> dict[str, Figures]:
-    """``/models``' ``memory.vram`` (the driver's figure for the worker's process where NVML
-    lists it, else the worker's report) against ``nvidia-smi``'s; the worker's own report
-    (``meta.devices``: llama.cpp's weights, KV and compute buffers, no CUDA context) beside."""
-    log("bytes per device: /models against nvidia-smi")
-    with corral_router(["-m", str(model)]) as corral:
-        _first_token(corral.url, model.stem)
-        [entry] = [e for e in _models(corral.url).values() if e["status"]["value"] == "loaded"]
-        devices = entry["meta"]["devices"]
+def _alias_pids(router: Server) -> dict[str, int]:
+    """Each worker's process by the model it serves (its ``--alias``; no spare: a handed-over
+    spare keeps the spare's command line)."""
+    pids = {}
+    for worker in _workers(router):
+        argv = worker.cmdline()
+        if "--alias" in argv:
+            pids[argv[argv.index("--alias") + 1]] = worker.pid
+    return pids
+
+
+def vram_against_smi(
+    entries: dict[str, dict[str, Any]], pids: dict[str, int], smi: dict[int, float]
+) -> dict[str, Figures]:
+    """For each loaded model: ``/models``' ``memory.vram`` (MiB) against ``nvidia-smi``'s figure
+    for its worker's process (``--query-compute-apps=pid,used_memory``), and its ratio; the
+    worker's own report (``meta.devices``: llama.cpp's weights, KV and compute buffers, no CUDA
+    context) beside it."""
+    ours: Figures = {}
+    theirs: Figures = {}
+    for name, entry in sorted(entries.items()):
+        if entry["status"]["value"] != "loaded" or name not in pids:
+            continue
+        listed = (entry.get("memory") or {}).get("vram", 0) / _MIB
+        seen = smi.get(pids[name], 0.0)
         buffers = sum(
             d["model_bytes"] + d["context_bytes"] + d["compute_bytes"]
-            for d in devices
+            for d in entry["meta"]["devices"]
             if d["name"] != "CPU"
         )
-        listed = (entry.get("memory") or {}).get("vram", 0)
-        [worker] = _workers(corral)
-        seen = _process_mib(worker.pid)
-    log(f"  memory: {json.dumps(entry.get('memory'))}; meta.devices: {json.dumps(devices)}")
-    return {
-        "/models": {"gpu_mib": listed / _MIB, "buffers_mib": buffers / _MIB},
-        "nvidia-smi": {"gpu_mib": seen, "buffers_mib": seen},
-    }
+        ours |= {f"{name} gpu_mib": listed, f"{name} buffers_mib": buffers / _MIB}
+        theirs |= {f"{name} gpu_mib": seen, f"{name} buffers_mib": seen}
+        ratio = listed / seen if seen else float("nan")
+        log(f"  {name}: memory.vram {listed:.0f} MiB, nvidia-smi {seen:.0f} MiB, ratio {ratio:.3f}")
+    return {"/models": ours, "nvidia-smi": theirs}
+
+
+def _smi_processes() -> dict[int, float]:
+    """MiB per process on all GPUs together, as ``nvidia-smi`` lists compute processes."""
+    held: dict[int, float] = {}
+    for pid, mib in _smi("--query-compute-apps=pid,used_memory"):
+        held[int(pid)] = held.get(int(pid), 0.0) + float(mib)
+    return held
+
+
+def device_bytes(models: Path) -> dict[str, Figures]:
+    """A and B loaded together; each one's ``memory.vram`` against ``nvidia-smi``."""
+    log("bytes per device: each loaded model's /models memory.vram against nvidia-smi")
+    flags = ["--models-dir", str(models), "--models-spare", "0", *BYTES_FLAGS]
+    with corral_router(flags) as corral:
+        _first_token(corral.url, "A")
+        _first_token(corral.url, "B")
+        entries, pids, smi = _models(corral.url), _alias_pids(corral), _smi_processes()
+    for name, entry in entries.items():
+        log(f"  {name} memory: {json.dumps(entry.get('memory'))}")
+    return vram_against_smi(entries, pids, smi)
+
+
+def gpu_present() -> bool:
+    """Whether ``nvidia-smi`` is there and lists a GPU."""
+    if shutil.which("nvidia-smi") is None:
+        return False
+    done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    return done.returncode == 0 and "GPU" in done.stdout
 
 
 def two_models(models: Path) -> dict[str, Figures]:
@@ -204,6 +247,11 @@ def main() -> None:
     parser.add_argument("--soak", type=int, default=100, help="swaps before reading VRAM again")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
+    if not gpu_present():
+        log("no GPU: skipped (nvidia-smi is not there or lists no GPU)")
+        if args.json:
+            print(json.dumps({"skipped": "no GPU"}))
+        return
     report: dict[str, dict[str, Figures]] = {}
     with _two_models(args.model, args.model_b) as models:
         steps: dict[str, Callable[[], dict[str, Figures]]] = {
@@ -214,7 +262,7 @@ def main() -> None:
                 args.llama_server, args.model, args.max_tokens, args.rounds
             ),
             "swap": lambda: swap(args.llama_server, models, args.swaps),
-            "bytes per device": lambda: device_bytes(args.model),
+            "bytes per device": lambda: device_bytes(models),
             "two models": lambda: two_models(models),
             "100 swaps": lambda: hundred_swaps(models, args.soak),
         }

@@ -13,7 +13,8 @@ router, on the bundled model:
 - ``interleaved``: four conversations on a one-slot worker (an agent's pattern), one SIGKILL,
   then each one's next turn: the share of its prompt that came back from the cache.
 - ``decode``: two routers running side by side, the tier on and off, streams of generated
-  tokens in ABBA turns at 1 and 4 streams.
+  tokens in ABBA turns at 1 and 4 streams; with how many of the tier's state reads fell at
+  an idle moment and how many between two decode steps.
 
 The break-even of :data:`worker.cache.kv_store.BREAK_EVEN` comes from the kill scenarios: the
 time the restored turn took to load its file (its prompt time less the uninterrupted turn's,
@@ -69,6 +70,11 @@ def _kv_metrics(client: httpx.Client) -> dict[str, float]:
             name, value = line.rsplit(" ", 1)
             figures[name.removeprefix("corral_kv_cache_")] = float(value)
     return figures
+
+
+def _both_moments(kv: dict[str, float], name: str) -> float:
+    """A state-read counter summed over its moments (idle, and busy: between decode steps)."""
+    return sum(kv.get(f'{name}{{moment="{moment}"}}', 0.0) for moment in ("idle", "busy"))
 
 
 def _kill_worker(router: Router, client: httpx.Client) -> None:
@@ -152,9 +158,9 @@ def scenario_kill(
                 else:
                     _until(lambda: _saved(folder) >= 1)
                     kv = _kv_metrics(client)
-                    reads = max(kv.get("state_reads_total", 0.0), 1.0)
+                    reads = max(_both_moments(kv, "state_reads_total"), 1.0)
                     result["state_read_ms"] = round(
-                        kv.get("state_read_seconds_total", 0.0) * 1000 / reads, 2
+                        _both_moments(kv, "state_read_seconds_total") * 1000 / reads, 2
                     )
                     result["bytes_per_file"] = kv.get("bytes_written_total", 0.0)
                 if what == "worker":
@@ -242,10 +248,14 @@ def scenario_decode(
                     asyncio.run(_decode_turn(routers[side].url, streams, max_tokens))
                 )
             log(f"decode {side}: {[round(r[-1], 1) for r in rates[side].values()]}")
+        with httpx.Client(base_url=routers["on"].url, timeout=900) as client:
+            kv = _kv_metrics(client)
+        # Where the tier's reads fell: busy ones paused the other streams' decoding.
+        reads = {m: kv.get(f'state_reads_total{{moment="{m}"}}', 0.0) for m in ("idle", "busy")}
     finally:
         for router in routers.values():
             router.stop()
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {"state_reads": reads}
     for streams in (1, 4):
         on, off = (statistics.median(rates[side][streams]) for side in ("on", "off"))
         result[f"{streams}_streams"] = {

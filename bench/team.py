@@ -9,8 +9,9 @@ a batch key runs a job: the trace of bench/team_trace.py, seeded, the same on bo
 Each side runs it for the same window with a fresh router, in turns (ABBA by default: Corral,
 llama.cpp, llama.cpp, Corral), and what is not done when a window closes is not delivered.
 The report (bench/team_report.py) gives per class the time to first token, requests and tokens
-delivered, errors; per side the model loads, counted by each server itself; and the ratios
-against the issue's targets. docs/benchmarks.md (Team) has how to read it.
+delivered, errors; per side the model loads, counted by each server itself, and the swaps
+among them (loads of a model already loaded once in that window); and the ratios against the
+issue's targets. docs/benchmarks.md (Team) has how to read it.
 
 Keys: every actor has its own API key on both sides (Corral: ``--api-key-file``, with a class
 per key when the tree knows ``class=``; llama.cpp: the same secrets in ``--api-key``, where a
@@ -270,7 +271,7 @@ def run(args: argparse.Namespace) -> Results:
     flags = ["--models-max", "2", "--threads", str(args.threads)]
     flags += ["--ctx-size", str(args.ctx_size), "--parallel", str(args.parallel)]
     outcomes: dict[str, list[Outcome]] = {}
-    loads: dict[str, dict[str, int]] = {}
+    loads: dict[str, list[dict[str, int]]] = {}  # per side, per window
     turns: list[Turn] = []
     order = _order(args.order, args.llama_server)
     with tempfile.TemporaryDirectory(prefix="corral-team-") as work, _logs(args.logs) as logs:
@@ -284,12 +285,11 @@ def run(args: argparse.Namespace) -> Results:
             done = sum(o.done for o in got)
             turns.append(Turn(side, len(got), done, counted, load_average))
             outcomes.setdefault(side, []).extend(got)
-            for model, count in counted.items():
-                loads.setdefault(side, {})[model] = loads.get(side, {}).get(model, 0) + count
+            loads.setdefault(side, []).append(counted)
     batch = sum(len(a.requests) for a in trace.actors if a.cls == "batch")
     sides = {
         side: side_figures(
-            outcomes[side], trace.window_s, loads.get(side, {}), batch * order.count(side)
+            outcomes[side], trace.window_s, loads.get(side, []), batch * order.count(side)
         )
         for side in outcomes
     }

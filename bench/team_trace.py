@@ -13,8 +13,11 @@ Actors (docs/benchmarks.md, Team):
   does (one id per conversation, a conversation per user and model);
 - **the agent** (class ``agent``): sessions of turns whose prompts share one long prefix (tool
   definitions), each turn adding a tool result, a second between turns;
-- **the batch key** (class ``batch``): a finite job of short completions on a model of its own,
-  sent by ``BATCH_LANES`` lanes back to back (a script with a small worker pool).
+- **the batch key** (class ``batch``): a backlog of short completions on a model of its own,
+  more than a window can serve, sent by ``BATCH_LANES`` lanes back to back (a script with a
+  small worker pool working through a queue): what it gets done measures what the box
+  delivers next to the people it serves. A job small enough to finish in the window would be
+  finished by any server, and its tokens would be the same on both sides by construction.
 
 Generated text is noise on the stand-in models, so every request sets ``ignore_eos`` and a
 fixed ``max_tokens``: the work asked is the same on both sides whatever comes out.
@@ -61,7 +64,9 @@ _AGENT_TOOL_S = 1.0  # a tool runs between two turns
 _AGENT_BREAK_S = 4.0  # between two sessions
 _BATCH_MODEL = "standin-135m"
 _BATCH_START_SHARE = 0.15  # the batch job starts this far into the window
-_BATCH_PER_MINUTE = 30  # the job's size, per minute of the window
+# The backlog's size per second of window: above what two lanes of 16-token completions on a
+# 135M model get through on one core (a few a second), so the lanes never run dry.
+_BATCH_PER_SECOND = 10
 
 _TOPICS = (
     "the lighthouse keeper's logbook",
@@ -196,7 +201,7 @@ def _agent(rng: random.Random, turns: int) -> Actor:
 
 
 def _batch_lanes(rng: random.Random, window_s: float) -> list[Actor]:
-    size = max(BATCH_LANES, round(window_s / 60 * _BATCH_PER_MINUTE))
+    size = max(BATCH_LANES, round(window_s * _BATCH_PER_SECOND))
     start = round(window_s * _BATCH_START_SHARE, 2)
     lanes: list[list[Request]] = [[] for _ in range(BATCH_LANES)]
     for n in range(size):
@@ -212,8 +217,8 @@ def _batch_lanes(rng: random.Random, window_s: float) -> list[Actor]:
 
 def make_trace(seed: int, window_s: float) -> Trace:
     """The trace for a window of ``window_s`` seconds: users and the agent get more turns than
-    the window can hold (they run until it ends), the batch job a fixed size that a scheduler
-    can finish in it."""
+    the window can hold (they run until it ends), the batch job a backlog larger than it can
+    serve."""
     rng = random.Random(seed)
     # Enough turns that nobody runs out: a turn takes at least its think time.
     user_turns = int(window_s / _THINK_RANGE_S[0]) + 1

@@ -64,7 +64,9 @@ async def running_services(
         )
         # The router reads GPUs through NVML (or what workers report), never a CUDA context.
         inventory = ReportedDevices(plan.devices, lambda: pool.reported_devices)
-        planner = DevicePlanner(inventory, models_max=settings.models_max)
+        # What models took on the GPUs, as measured by this router or an earlier one.
+        footprints = plan.footprints
+        planner = DevicePlanner(inventory, models_max=settings.models_max, footprints=footprints)
         scheduler = Scheduler(
             pool,
             settings.models_max,
@@ -87,6 +89,8 @@ async def running_services(
         pool.exited.subscribe(lambda _: spares.fill())  # room may have come free
         reloader.reloaded.subscribe(lambda _: downloads.forget_finished())  # as upstream
         pool.events.listen(activity.timeline.on_event)
+        pool.restores.subscribe(activity.history.restore_noted)
+        pool.events.listen(footprints.listener(lambda: pool.models))
         scheduler.evicted.subscribe(activity.timeline.evicted)
 
         _log.info("models available", models=sorted(plan.catalogue.entries))

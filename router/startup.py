@@ -1,23 +1,35 @@
 """What the router checks before it serves: every model source reads, and what is to load at
 startup fits (docs/serving.md). A bad catalogue, a startup set beyond ``--models-max`` or
 ``--models-memory-max``, an ``--hf-repo`` not in the cache: each is a ``CatalogueError`` that
-stops ``corral serve`` with its reason before a port is bound or a child started."""
+stops ``corral serve`` with its reason before a port is bound or a child started.
+
+A startup model the GPUs cannot take (pinned to a GPU there is not, or no room beside the startup
+models before it) is not loaded at startup, with a warning naming the device; it loads at its
+first request, where the usual rules make room or say why not. It does not stop the router: free
+memory is a moment's reading, llama-server's router mode starts regardless, and a router that
+refused to start would be restarted into the same refusal by its service manager."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import structlog
+
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from router.catalogue.catalogue import Catalogue, CatalogueEntry, CatalogueError, build_catalogue
 from router.catalogue.presets import PresetError
 from router.relay.peer_config import PeerConfig, load_peer_configs
+from router.scheduling.device_planner import DevicePlanner
 from router.settings import ServeSettings
 from router.single_model import single_model_catalogue
 from router.workers.devices import DeviceInventory, device_inventory
+from router.workers.footprints import Footprints, default_footprints_path
 from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState
 
 __all__ = ["StartupPlan", "load_catalogue", "load_peers", "plan_startup"]
+
+_log = structlog.get_logger("corral.router")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +41,7 @@ class StartupPlan:
     startup: tuple[CatalogueEntry, ...]
     budget: MemoryBudget | None  # --models-memory-max, if set
     devices: DeviceInventory  # the GPUs, through NVML (or CORRAL_FAKE_DEVICES, a test seam)
+    footprints: Footprints  # what models were measured to take on them, by earlier routers
 
 
 def load_catalogue(settings: ServeSettings) -> Catalogue:
@@ -77,7 +90,17 @@ def plan_startup(settings: ServeSettings) -> StartupPlan:
         devices = device_inventory()
     except ValueError as error:
         raise CatalogueError(str(error)) from None
-    return StartupPlan(catalogue, peers, tuple(startup), budget, devices)
+    footprints = Footprints(default_footprints_path())
+    planner = DevicePlanner(devices, models_max=settings.models_max, footprints=footprints)
+    misfits = planner.startup_misfits(startup)
+    for name, reason in misfits.items():
+        _log.warning(
+            "not loaded at startup: the GPUs cannot take it; it loads at its first request",
+            model=name,
+            reason=reason,
+        )
+    startup = [entry for entry in startup if entry.name not in misfits]
+    return StartupPlan(catalogue, peers, tuple(startup), budget, devices, footprints)
 
 
 def _cached_entry(catalogue: Catalogue, settings: ServeSettings, reference: str) -> CatalogueEntry:

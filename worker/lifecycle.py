@@ -26,6 +26,7 @@ from worker.engine.engine import Engine
 from worker.engine.model import LoadedModel
 from worker.host.access import with_access_rules
 from worker.host.http_server import PromptServer
+from worker.host.restore_notes import with_restore_notes
 from worker.host.trace_context import with_trace_context
 from worker.settings.worker_settings import WorkerSettings
 from worker.state import WorkerState
@@ -90,7 +91,7 @@ class WorkerLifecycle:
         self._server = PromptServer(
             uvicorn.Config(
                 with_access_rules(
-                    with_trace_context(self.app),
+                    with_restore_notes(with_trace_context(self.app), states),
                     settings.api_keys,
                     settings.cors_origins,
                     settings.allowed_hosts,

@@ -19,6 +19,8 @@ __all__ = [
     "LOAD_PREFIX",
     "MAX_LINE_BYTES",
     "RELEASE_COMMAND",
+    "REQUEST_ID_HEADER",
+    "RESTORE_STATE",
     "SPARE_STATE",
     "STATE_PREFIX",
     "ChildLine",
@@ -26,12 +28,14 @@ __all__ = [
     "LoadCommand",
     "LogLine",
     "MalformedLine",
+    "RestoreNote",
     "StateMessage",
     "StateWriter",
     "encode_load",
     "encode_state",
     "parse_line",
     "parse_load",
+    "parse_restore",
 ]
 
 STATE_PREFIX = b"cmd_child_to_router:state:"
@@ -43,6 +47,10 @@ LOAD_PREFIX = b"cmd_router_to_child:load:"
 # Corral's own: a worker that began as a spare is asked to stop serving its model and be a spare
 # again (it answers with the spare state), instead of exiting.
 RELEASE_COMMAND = b"cmd_router_to_child:release"
+# Corral's own: a worker's note that it begins, then has ended, loading a saved KV cache for a
+# request the router relayed with its id in REQUEST_ID_HEADER (the activity view's "restoring").
+RESTORE_STATE = "restore"
+REQUEST_ID_HEADER = b"x-corral-request-id"
 # A child's exit code, as the router reads it: 0 when it was asked to stop (or had finished), 1
 # when it failed, with the reason in its last error log line. A signal death is the router's to
 # name (128 + signal).
@@ -68,6 +76,26 @@ class LoadCommand(msgspec.Struct, frozen=True):
 
     argv: list[str]
     key: str = ""
+
+
+class RestoreNote(msgspec.Struct, frozen=True):
+    """The payload of a ``restore`` state line: the worker begins (``done`` false) or has ended
+    (``done`` true, with the prompt ``tokens`` the saved cache gave back, 0 when none could be
+    used) loading a saved KV cache for the router's request ``request``, ``at`` that time
+    (``time.time()``: the router's clock too, on the same host)."""
+
+    request: str
+    done: bool = False
+    tokens: int = 0
+    at: float = 0.0
+
+
+def parse_restore(payload: dict[str, Any]) -> RestoreNote | None:
+    """The note in a ``restore`` state line's payload; None when it is not one."""
+    try:
+        return msgspec.convert(payload, RestoreNote)
+    except msgspec.ValidationError:
+        return None
 
 
 class LogLine(NamedTuple):

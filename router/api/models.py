@@ -148,7 +148,8 @@ def _entry(
     if state.running and state.process is not None:
         # The worker's resident memory (one /proc read, cheap enough per listing), and what it
         # reported holding on each GPU once loaded.
-        rss, on_gpus = resident_memory(state), dict(on_gpus or state.gpu_bytes)
+        rss = resident_memory(state)
+        on_gpus = dict(state.gpu_held if on_gpus is None else on_gpus)
         memory: dict[str, Any] = {"rss": rss} if rss is not None else {}
         if on_gpus:
             memory |= {"vram": sum(on_gpus.values()), "devices": on_gpus}
@@ -160,6 +161,7 @@ def _entry(
             "fits": placement.fits,
             "needed": placement.needed,
             "fit_target_mib": list(placement.fit_target_mib),
+            "tensor_split": list(placement.tensor_split),
         }
     return entry
 
@@ -179,7 +181,7 @@ def gpu_memory(
     planner = rt.scheduler.devices
     if planner is not None and state.running:
         return planner.in_use(state, snap)
-    return state.gpu_bytes
+    return state.gpu_held
 
 
 def _devices(snap: DeviceSnapshot | None) -> list[dict[str, Any]]:

@@ -17,9 +17,12 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar, Token
+from typing import Any
 
 import msgspec
 from litestar.types import Scope
+
+from corral.children.protocol import parse_restore
 
 __all__ = [
     "FINISHED_KEPT",
@@ -36,6 +39,7 @@ __all__ = [
 FINISHED_KEPT = 300  # finished requests the history keeps (the oldest go first)
 
 _ids = itertools.count(1)
+_LATE_NOTES = 8  # finished requests a worker's late restore note is still matched with
 
 
 class RequestRecord(msgspec.Struct, kw_only=True, gc=False):
@@ -61,10 +65,14 @@ class RequestRecord(msgspec.Struct, kw_only=True, gc=False):
     prompt_ms: float | None = None
     predicted_ms: float | None = None
     restored_tokens: int | None = None  # from a saved KV cache, when the worker says so
+    # The worker loaded a saved KV cache for it (its notes, docs/protocol.md §1): when it
+    # began and ended.
+    restore_started: float | None = None
+    restore_ended: float | None = None
     tokens_per_s: float | None = None  # the worker's ``predicted_per_second``
     status: int | None = None
     state: str = (
-        "queued"  # queued, loading, prompt (a cache restore included), generating, done, failed
+        "queued"  # queued, loading, restoring (a saved KV cache), prompt, generating, done, failed
     )
     trace_parent: str | None = None
 
@@ -77,6 +85,18 @@ class RequestRecord(msgspec.Struct, kw_only=True, gc=False):
         if self.first_token is None:
             self.first_token = time.time()
             self.state = "generating"
+
+    def restore_began(self, at: float) -> None:
+        # A note that came after the first token (a late read of the worker's stdout) leaves
+        # the state as it is; its time is kept.
+        self.restore_started = at
+        if self.state == "prompt":
+            self.state = "restoring"
+
+    def restore_done(self, at: float) -> None:
+        self.restore_ended = at
+        if self.state == "restoring":
+            self.state = "prompt"
 
     def load_began(self, at: float) -> None:
         if self.dispatched is None and self.load_started is None:
@@ -194,6 +214,26 @@ class RequestHistory:
                     record.load_began(now)
                 else:
                     record.load_done(now)
+        self.version += 1
+
+    def restore_noted(self, payload: dict[str, Any]) -> None:
+        """A worker began or ended loading a saved KV cache for a request (its note's payload,
+        docs/protocol.md §1)."""
+        note = parse_restore(payload)
+        if note is None:
+            return
+        record = self._in_flight.get(note.request)
+        if record is None:  # a note read after its answer's end (stdout and HTTP are not in
+            # step): the newest finished; not there, another router's
+            recent = itertools.islice(reversed(self._finished), _LATE_NOTES)
+            record = next((r for r in recent if r.id == note.request), None)
+            if record is None:
+                return
+        at = note.at or time.time()  # the worker's time: right even for a note read late
+        if note.done:
+            record.restore_done(at)
+        else:
+            record.restore_began(at)
         self.version += 1
 
     @property

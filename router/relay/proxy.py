@@ -19,6 +19,7 @@ from litestar import Request
 from litestar.response.base import ASGIResponse
 from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
+from corral.children.protocol import REQUEST_ID_HEADER
 from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.disconnect import client_left, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
@@ -66,7 +67,7 @@ _HOP_BY_HOP = {
 # client, and a worker refuses any request that carries one (worker/host/access.py).
 _REQUEST_DROP = _HOP_BY_HOP | {
     b"authorization", b"x-api-key", WORKER_KEY_HEADER, b"accept-encoding", b"expect",
-    b"x-conversation-id", b"origin",
+    b"x-conversation-id", b"origin", REQUEST_ID_HEADER,
 }  # fmt: skip
 # A translated request's body is the router's: the client's description of its own is wrong.
 _TRANSLATED_DROP = {b"content-type", b"content-encoding"}
@@ -382,6 +383,8 @@ async def relay(
             await anyio.sleep(scheduler.fake_timing)
         scope = request.scope
         headers = request_headers(scope, session, translated=translation is not None)
+        if (record := current_record()) is not None:  # a restore's notes name it (protocol §1)
+            headers.append((REQUEST_ID_HEADER, record.id.encode()))
         if (traced := traced_record()) is not None:  # the worker gets the router's traceparent
             headers = with_router_traceparent(traced, headers)
         target = target or request_target(scope)

@@ -6,8 +6,9 @@ until the answer is yes), :meth:`DevicePlanner.victim_devices` which devices nee
 GPUs):
 
 - **What a model takes** on the GPUs is what it was measured to take the last time it ran
-  with these settings (its worker reports bytes per device once loaded), else an estimate from
-  its files and GGUF header: weights plus the KV cache of its context.
+  with these settings (its worker reports bytes per device once loaded; kept across restarts by
+  router/workers/footprints.py), else an estimate from its files and GGUF header: weights plus
+  the KV cache of its context.
 - **What a device has room for** is its total, less what others outside Corral use (the
   driver's used memory minus what Corral's loaded models reported), less its margin
   (``--fit-target``, 1024 MiB by default, as llama.cpp), less what the staying models take.
@@ -25,6 +26,7 @@ GPUs):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import structlog
@@ -34,8 +36,9 @@ from corral.options.model_options import ModelOptions
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.device_snapshot import DeviceSnapshot, Estimate
 from router.workers.devices import Device, DeviceInventory
+from router.workers.footprints import Footprints
 from router.workers.memory_budget import kv_cache_bytes
-from router.workers.model_state import ModelState, Status
+from router.workers.model_state import ModelState
 from router.workers.placement import Placement
 
 __all__ = [
@@ -86,6 +89,29 @@ def _spread(need: int, devices: Sequence[str], rooms: Mapping[str, int]) -> dict
     return {name: need * max(rooms.get(name, 0), 0) // total for name in devices}
 
 
+_BACKEND = re.compile(r"\D+")
+
+
+def _missing_devices(pinned: Sequence[str], rooms: Mapping[str, int]) -> list[str]:
+    """Pinned devices of a back-end the router sees (``CUDA``) that it does not list; others
+    (``Vulkan0`` beside NVML's GPUs) are not its to judge."""
+    seen = {match[0] for name in rooms if (match := _BACKEND.match(name))}
+    return [
+        name
+        for name in pinned
+        if name not in rooms and (match := _BACKEND.match(name)) and match[0] in seen
+    ]
+
+
+def _split(chosen: Sequence[str], rooms: Mapping[str, int]) -> tuple[float, ...]:
+    """A split's ``--tensor-split``: each device's part of the room, as llama.cpp's fit splits by
+    free memory (and as :func:`_spread` expects it); () for one device."""
+    if len(chosen) < 2:
+        return ()
+    total = sum(max(rooms[name], 0) for name in chosen)
+    return tuple(round(max(rooms[name], 0) / total, 3) for name in chosen)
+
+
 def _option(entry: CatalogueEntry, key: str) -> str | None:
     return dict(entry.options).get(key)
 
@@ -126,10 +152,12 @@ class DevicePlanner:
         *,
         models_max: int = 0,
         estimate: Estimate = gguf_estimate,
+        footprints: Footprints | None = None,
     ) -> None:
         self.inventory = inventory
         self._models_max = models_max
         self._estimate = estimate
+        self._footprints = footprints  # measured by an earlier router
 
     def snapshot(self) -> DeviceSnapshot:
         """What one decision reads of the GPUs, once (router/scheduling/device_snapshot.py).
@@ -139,8 +167,10 @@ class DevicePlanner:
     # --- what models take ------------------------------------------------------------------------
 
     def need(self, state: ModelState, snap: DeviceSnapshot | None = None) -> int:
-        """Bytes the model takes on the GPUs once loaded: measured before, else estimated."""
-        return state.gpu_peak or (snap or self.snapshot()).estimate(state.entry, None)
+        """Bytes the model takes on the GPUs once loaded: measured before (by this router, else
+        by an earlier one), else estimated."""
+        remembered = self._footprints.get(state.entry) if self._footprints is not None else 0
+        return state.gpu_peak or remembered or (snap or self.snapshot()).estimate(state.entry, None)
 
     def admit(self, state: ModelState, snap: DeviceSnapshot | None = None) -> int:
         """Bytes it must find free to load: with its context left to llama.cpp's fit (``ctx-size``
@@ -167,7 +197,7 @@ class DevicePlanner:
         driver = snap.process_memory(process.pid) if process is not None else None
         if driver:
             return driver
-        return {} if state.status is Status.SLEEPING else state.gpu_bytes
+        return state.gpu_held
 
     def held(self, state: ModelState, snap: DeviceSnapshot | None = None) -> dict[str, int]:
         """Bytes per GPU a running model holds, or will once its load is done."""
@@ -274,11 +304,12 @@ class DevicePlanner:
                 room_mib={name: max(room, 0) >> 20 for name, room in rooms.items()},
             )
             return Placement(chosen, fits=False, needed=need, pinned=bool(pinned))
+        split = _split(chosen, rooms) if not pinned else ()
         if _option(state.entry, "ctx-size") is not None:  # the user's context: fit keeps it
-            return Placement(chosen, needed=need, pinned=bool(pinned))
+            return Placement(chosen, needed=need, pinned=bool(pinned), tensor_split=split)
         targets, share = self._shares(state, chosen, rooms, staying, models, margins, snap)
         needed = min(self.need(state, snap), share)  # the fit shrinks its context to the share
-        return Placement(chosen, targets, needed=needed, pinned=bool(pinned))
+        return Placement(chosen, targets, needed=needed, pinned=bool(pinned), tensor_split=split)
 
     def _shares(
         self,
@@ -317,3 +348,34 @@ class DevicePlanner:
             for name in chosen
         )
         return targets, share
+
+    # --- startup ----------------------------------------------------------------------------------
+
+    def startup_misfits(self, entries: Sequence[CatalogueEntry]) -> dict[str, str]:
+        """The models to load at startup that the GPUs cannot take, in order, with why: pinned
+        to a GPU there is not, or no room left by the models before them (docs/operations.md)."""
+        snap = self.snapshot()
+        misfits: dict[str, str] = {}
+        taken: dict[str, int] = {}  # what the models before it will take, per device
+        for entry in (entry for entry in entries if snap.devices and on_gpu(entry)):
+            rooms = self.rooms(snap.devices, [], [], _margins(entry), snap)
+            rooms = {name: room - taken.get(name, 0) for name, room in rooms.items()}
+            need, pinned = self.admit(ModelState.unloaded(entry), snap), _pinned(entry, rooms)
+            missing = _missing_devices(pinned, rooms)
+            chosen = choose_devices(need, rooms, pinned)
+            if missing:
+                misfits[entry.name] = (
+                    f"device {', '.join(missing)} not found (GPUs: {', '.join(rooms)})"
+                )
+            elif chosen is None and taken:  # alone it loads with what fits, as llama.cpp's
+                free = ", ".join(
+                    f"{name} {max(rooms[name], 0) >> 20} MiB" for name in pinned or rooms
+                )
+                needs = -(-need // MIB)  # rounded up: a need shown short would seem to fit
+                misfits[entry.name] = (
+                    f"needs {needs} MiB on the GPUs; free beside the models before it: {free}"
+                )
+            else:
+                for name, used in _spread(need, chosen or pinned or tuple(rooms), rooms).items():
+                    taken[name] = taken.get(name, 0) + used
+        return misfits

@@ -5,9 +5,11 @@ strict FIFO with ``--schedule fifo``, else swap-aware, by class and key in turns
 waiting); with ``swap``, counted requests beyond a running model's slots wait there too
 (:mod:`router.scheduling.admission`). Requests for the same model share one entry, hence one
 load and one eviction. Only the head of the queue may claim capacity.
-When capacity is short, :meth:`Scheduler.tick` stops least-recently-used models that are idle,
-loaded, unpinned and not wanted by any queue entry. A model keeps its queue entry until all of
-its waiters have been handed the running model, so a fresh model is never evicted before use.
+When capacity is short, :meth:`Scheduler.tick` stops models that are idle, loaded, unpinned and
+not wanted by any queue entry: least recently used first, or with ``swap`` by expected return
+(:mod:`router.scheduling.eviction`, :mod:`router.scheduling.demand`). A model keeps its queue
+entry until all of its waiters have been handed the running model, so a fresh model is never
+evicted before use.
 On GPUs the device planner says where a model loads and which device needs room; only idle
 models on that device are evicted for it, and a load that ran out of device memory is tried
 once more after the idle models there are stopped.
@@ -30,7 +32,9 @@ import structlog
 
 from router.observe.topics import Topic
 from router.scheduling.admission import Admission
-from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
+from router.scheduling.demand import Demand
+from router.scheduling.device_planner import DevicePlanner
+from router.scheduling.eviction import Eviction
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.scheduling.room import Room
 from router.scheduling.timers import Timers
@@ -52,7 +56,7 @@ class _Entry:
     claimed: bool = False  # its load has started (by this queue or by someone else)
 
 
-class Scheduler(Room, Timers):
+class Scheduler(Room, Timers, Eviction):
     def __init__(
         self,
         pool: WorkerPool,
@@ -74,6 +78,8 @@ class Scheduler(Room, Timers):
         self._queue: deque[_Entry] = deque()
         self.line = WaitingLine(clock, wait_max, fifo=schedule == "fifo")
         self._admission = Admission(self.line, clock)
+        self.demand = Demand(clock)  # who is about to come back to which model
+        self._yielding: set[str] = set()  # busy with batch, taking none more: room is wanted
         self.waits = 0  # requests that had to wait for a load, for /metrics
         self.wait_seconds = 0.0
         self.evictions = 0
@@ -109,6 +115,7 @@ class Scheduler(Room, Timers):
             return None
         self._admission.take(state)
         self.line.served(caller)
+        self.demand.note(state.name, caller)
         return bind(request, Lease(state, self._release_slot))
 
     def queue_view(self, state: ModelState) -> QueueView | None:
@@ -119,6 +126,8 @@ class Scheduler(Room, Timers):
 
     def _why_waiting(self, state: ModelState) -> str:
         if state.serving:
+            if state.name in self._yielding:
+                return "yielding"  # only batch used it, and an interactive request needs room
             return "aging" if state.name in self._draining() else "busy"
         if state.status is Status.LOADING:
             return "loading"
@@ -132,7 +141,7 @@ class Scheduler(Room, Timers):
         room (not for a retry's backoff, a removal's hold or a load already claimed)."""
         aged = self.line.aged_models()
         if not aged:
-            return set()
+            return set(self._yielding)
         models, claimed = self._pool.models, {e.name for e in self._queue if e.claimed}
         short = {
             name
@@ -144,7 +153,7 @@ class Scheduler(Room, Timers):
             and not self._has_room(state)
         }
         running = [s for s in models.values() if s.serving]
-        return self._admission.draining(running, short)
+        return self._admission.draining(running, short) | self._yielding
 
     def _release_slot(self, state: ModelState) -> None:
         self._admission.give_back(state)
@@ -220,8 +229,10 @@ class Scheduler(Room, Timers):
                     continue
             self.tick()
             # Time alone changes the order when a waiter ages or a residency ends: wake then.
-            wake = self._admission.next_change(self._pool.models.values())
-            with anyio.move_on_after(math.inf if wake is None else wake):
+            models = self._pool.models.values()
+            changes = (self._admission.next_change(models), self.demand.next_change(models))
+            wake = min((c for c in changes if c is not None), default=math.inf)
+            with anyio.move_on_after(wake):
                 await changed.wait()
 
     def _retry_out_of_memory(self, state: ModelState) -> bool:
@@ -285,42 +296,9 @@ class Scheduler(Room, Timers):
             return False
         entry.claimed = True
         self._admission.owe(state, entry.waiters)  # served before it may drain
+        if (first := self.line.first(entry.name)) is not None:
+            self.demand.loading(entry.name, first.caller.priority)
         return True
-
-    def _idle_models(self, resident_too: bool = True) -> list[ModelState]:
-        """The models that may be stopped to make room: idle, loaded, unpinned, not wanted
-        (and past their minimum residency, unless ``resident_too``). A draining model's waiters
-        do not keep it: they wait for its next load."""
-        wanted = {entry.name for entry in self._queue} - self._draining()
-        return [
-            state
-            for state in self._pool.models.values()
-            if state.status in (Status.LOADED, Status.SLEEPING)
-            and state.in_flight == 0
-            and not state.stop_requested
-            and not state.entry.pin
-            and state.entry.name not in wanted
-            and (resident_too or not self._admission.resident(state))
-        ]
-
-    def pick_victim(
-        self,
-        on: set[str] | None = None,
-        snap: DeviceSnapshot | None = None,
-        *,
-        resident_too: bool = True,
-    ) -> ModelState | None:
-        """The least recently used model that may be stopped to make room, if any.
-
-        ``on``: room is needed on these GPUs, so only a model that holds memory there will do;
-        ``snap``: the GPUs as the decision that asks read them; ``resident_too``: a model within
-        its minimum residency will do (an explicit load, a request waiting past the bound).
-        """
-        candidates = self._idle_models(resident_too)
-        if on and self.devices is not None:
-            planner, snap = self.devices, snap or self._snapshot()
-            candidates = [state for state in candidates if on & planner.held(state, snap).keys()]
-        return min(candidates, key=lambda state: state.last_used, default=None)
 
     def tick(self) -> None:
         """Evict as many idle models as the queue needs; never blocks."""
@@ -338,20 +316,34 @@ class Scheduler(Room, Timers):
         ]
         if not coming:
             return
+        # Room for batch under the bound comes only from models nobody is about to come back
+        # to: while others want room too, they are served first, and batch's turn comes after.
+        keen = [state for state in coming if not self.batch_only([state])]
+        coming, for_batch = (keen, False) if keen else (coming, self.batch_only(coming))
         resident_too = bool(self.line.aged_models() & {state.name for state in coming})
         # Stopping models count as gone: their room is already on its way. One reading of the
         # GPUs for the whole decision: a victim's memory is freed only once its process exits.
         staying = [s for s in models.values() if s.running and not s.stop_requested]
-        snap = self._snapshot()
-        while (short := self._short_of(staying, coming, snap)) is not None:
-            victim = self.pick_victim(short, snap, resident_too=resident_too)
-            if victim is None:
-                return  # everything is busy or resident: a release or a waiter's wake ticks
-            _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
-            self.evictions += 1
-            self.evicted.publish(victim.name)
-            self._pool.request_stop(victim)
-            staying.remove(victim)
+        snap, yielding = self._snapshot(), set[str]()
+        try:
+            while (short := self._short_of(staying, coming, snap)) is not None:
+                victim = self.pick_victim(
+                    short, snap, resident_too=resident_too, for_batch=for_batch
+                )
+                busy = None if for_batch else self.batch_to_yield(short, victim)
+                if busy is not None:
+                    if resident_too or not self._resident(busy):
+                        yielding.add(busy.name)  # its last request's release ticks again
+                    return  # else the end of its quantum wakes the waiters
+                if victim is None:
+                    return  # everything is busy or resident: a release or a waiter's wake ticks
+                _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
+                self.evictions += 1
+                self.evicted.publish(victim.name)
+                self._pool.request_stop(victim)
+                staying.remove(victim)
+        finally:
+            self._yielding = yielding
 
     async def load_now(self, name: str) -> None:
         """``POST /models/load``: bypass the queue, evicting idle models until this one fits."""

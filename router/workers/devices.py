@@ -10,7 +10,8 @@ per device, and the router would pay it for nothing). It reads memory where that
   worker pool keeps the latest such list (:meth:`WorkerPool.reported_devices`).
 - :class:`FakeDevices`: given free and total per device, for tests. ``CORRAL_FAKE_DEVICES``
   selects it in a real ``corral serve`` (a test seam, docs/operations.md): e.g.
-  ``CORRAL_FAKE_DEVICES="CUDA0=20GiB/24GiB,CUDA1=24GiB/24GiB"`` (free/total).
+  ``CORRAL_FAKE_DEVICES="CUDA0=20GiB/24GiB,CUDA1=24GiB/24GiB"`` (free/total). The workers
+  inherit the variable and see the same devices (corral/children/fake_devices.py).
 
 Devices are named as llama.cpp names them (``CUDA0``, ``CUDA1``, …), so a placement can be
 handed to a worker as its ``--device``. NVML numbers devices in PCI bus order; workers are
@@ -20,7 +21,6 @@ started with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (unless set) so that CUDA numbers 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,6 +28,8 @@ from typing import Any, Protocol
 import structlog
 
 from corral.children.device_use import DeviceInfo
+from corral.children.fake_devices import FAKE_DEVICES_VARIABLE
+from corral.children.fake_devices import parse_fake_devices as _parse
 
 __all__ = [
     "FAKE_DEVICES_VARIABLE",
@@ -43,7 +45,6 @@ __all__ = [
 ]
 
 _log = structlog.get_logger("corral.devices")
-FAKE_DEVICES_VARIABLE = "CORRAL_FAKE_DEVICES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,28 +104,10 @@ class FakeDevices:
         self._devices[name] = Device(name, free, device.total, device.description)
 
 
-_UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?I?B?)\s*", re.IGNORECASE)
-
-
-def _size(text: str) -> int:
-    match = _SIZE.fullmatch(text)
-    unit = match.group(2).upper() if match else ""
-    if match is None or unit not in _UNITS:
-        raise ValueError(f"{FAKE_DEVICES_VARIABLE}: {text!r} is not a size like 24GiB or 512MiB")
-    return int(float(match.group(1)) * _UNITS[unit])
-
-
 def parse_fake_devices(spec: str) -> list[Device]:
-    """``"CUDA0=20GiB/24GiB,CUDA1=24GiB/24GiB"``: each device's free/total."""
-    devices = []
-    for item in filter(None, (part.strip() for part in spec.split(","))):
-        name, _, sizes = item.partition("=")
-        free, _, total = sizes.partition("/")
-        if not name or not total:
-            raise ValueError(f"{FAKE_DEVICES_VARIABLE}: {item!r} is not NAME=FREE/TOTAL")
-        devices.append(Device(name.strip(), _size(free), _size(total), "fake"))
-    return devices
+    """``"CUDA0=20GiB/24GiB,CUDA1=24GiB/24GiB"``: each device's free/total (the workers read the
+    same variable the same way: corral/children/fake_devices.py)."""
+    return [Device(d.name, d.free, d.total, d.description) for d in _parse(spec)]
 
 
 class NvmlDevices:

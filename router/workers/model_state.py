@@ -201,6 +201,13 @@ class ModelState:
         }
 
     @property
+    def gpu_held(self) -> dict[str, int]:
+        """What the worker holds per GPU now by its own report: :attr:`gpu_bytes`, or nothing
+        while it sleeps (its weights and KV cache are freed; its CUDA context, a few hundred MiB,
+        only the driver counts)."""
+        return {} if self.status is Status.SLEEPING else self.gpu_bytes
+
+    @property
     def gpu_peak(self) -> int:
         return self._fields.gpu_peak
 

@@ -3,7 +3,9 @@
 Decided by :class:`router.scheduling.device_planner.DevicePlanner` when the model starts, kept
 by the worker pool for the model's run, and handed to the worker as llama-server flags:
 ``--device CUDA1`` and, when the router chose the model's share, ``--fit-target MiB,…``
-(llama.cpp's fit then shrinks the context until that much stays free on each device).
+(llama.cpp's fit then shrinks the context until that much stays free on each device); a model
+the router split over several GPUs also gets ``--tensor-split``, each device's part in proportion
+to its room, as llama.cpp's fit splits by free memory, so that the split is the router's.
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ class Placement:
     fits: bool = True
     needed: int = 0  # the bytes the router expected it to take on the GPUs
     pinned: bool = False  # the preset's ``device`` chose: its flag is there already
+    # Each of ``devices``' part of a split the router chose (proportions); () : one device, or
+    # the split is the user's or llama.cpp's.
+    tensor_split: tuple[float, ...] = ()
 
     def worker_args(self) -> list[str]:
         args = ["--device", ",".join(self.devices)] if self.devices and not self.pinned else []
         if self.fit_target_mib:
             args += ["--fit-target", ",".join(map(str, self.fit_target_mib))]
+        if self.tensor_split and not self.pinned:
+            args += ["--tensor-split", ",".join(f"{part:g}" for part in self.tensor_split)]
         return args

@@ -23,7 +23,7 @@ from anyio.abc import TaskGroup
 
 from corral.children.device_use import DeviceInfo, OutOfMemory, ready_devices
 from corral.children.environment import child_environment
-from corral.children.protocol import EXIT_FAILED, StateMessage
+from corral.children.protocol import EXIT_FAILED, RESTORE_STATE, StateMessage
 from corral.children.worker_key import WORKER_KEY_ENV, new_worker_key
 from corral.http.cors import NO_CORS
 from router.catalogue.capabilities import declares_pooling
@@ -101,6 +101,7 @@ class WorkerPool:
         # a single-model llama-server does not.
         self.fake_timing = fake_timing
         self.exited: Topic[WorkerExited] = Topic()  # each worker's exit, after the bookkeeping
+        self.restores: Topic[dict[str, Any]] = Topic()  # workers' restore notes, undecoded
         self.answered: Topic[WorkerAnswered] = Topic()  # the first answer bytes since a start
         self.changed = Broadcast()
         self.holds = LoadHolds(self.changed)  # models whose files a removal is deleting
@@ -335,6 +336,8 @@ class WorkerPool:
             self._set_status(state, Status.LOADED, **({"info": info} if info else {}))
         elif message.state == "sleeping":
             self._set_status(state, Status.SLEEPING)
+        elif message.state == RESTORE_STATE:  # a request's, not the model's (protocol.md §1)
+            self.restores.publish(message.payload)
         else:
             _log.warning("unknown state from worker", model=state.name, state=message.state)
 

@@ -30,7 +30,7 @@ def _outcomes() -> list[Outcome]:
 
 
 def test_side_figures_count_only_what_was_delivered_and_waits_at_the_end() -> None:
-    side = side_figures(_outcomes(), 60.0, {"a": 2, "b": 1, "c": 1}, batch_in_trace=4)
+    side = side_figures(_outcomes(), 60.0, [{"a": 2, "b": 1, "c": 1}], batch_in_trace=4)
     interactive = side.classes["interactive"]
     assert (interactive.sent, interactive.completed, interactive.cut) == (3, 2, 1)
     assert interactive.waiting_at_end == 1
@@ -40,23 +40,29 @@ def test_side_figures_count_only_what_was_delivered_and_waits_at_the_end() -> No
     assert side.classes["agent"].tokens == 0  # a cut answer is not delivered
     assert side.classes["batch"].errors == 1
     assert (side.requests, side.tokens, side.errors, side.loads) == (6, 64, 1, 4)
-    assert side.swaps_per_100 == pytest.approx(400 / 6)
+    assert side.swaps == 1  # a's second load; each model's first is no swap
+    assert side.swaps_per_100 == pytest.approx(100 / 6)
     assert side.error_examples == ["HTTP 503: busy"]
 
 
 def test_ratios_are_corral_over_llama_against_the_issues_targets() -> None:
-    llama = side_figures(_outcomes(), 60.0, {"a": 4, "b": 4}, batch_in_trace=4)
-    corral = side_figures(_outcomes()[:2], 60.0, {"a": 1}, batch_in_trace=4)
+    llama = side_figures(_outcomes(), 60.0, [{"a": 2, "b": 3}, {"a": 2, "b": 1}], batch_in_trace=4)
+    corral = side_figures(_outcomes()[:2], 60.0, [{"a": 1}, {"a": 2}], batch_in_trace=4)
     found = ratios(corral, llama)
     # p95 of 1, 3 s (0.1 s over 2.9) against p95 of 1, 3, 10 s (3 + 0.9 x 7).
     assert found["interactive TTFT p95"][0] == pytest.approx(2.9 / 9.3)
     assert found["interactive TTFT p95"][1]
-    assert found["swaps per 100 requests"][0] == pytest.approx(50 / (800 / 6))
-    assert found["swaps per 100 requests"][1]
+    # Swaps: corral 1 (a again in its second window) of 2 requests, llama.cpp 1 + 2 + 1 of 6.
+    assert (corral.swaps, llama.swaps) == (1, 4)
+    assert found["swaps per 100 requests"][0] == pytest.approx(50 / (400 / 6))
+    assert not found["swaps per 100 requests"][1]
     assert found["tokens delivered"][0] == pytest.approx(48 / 64)
     assert not found["tokens delivered"][1]
     table = render({"corral": corral, "llama.cpp": llama})
-    assert "| batch all complete | 0 of 4 | all | no |" in table
+    assert (
+        "| batch served, none failed | 0 completed, 0 cut, 0 failed | > 0, 0 failed | no |" in table
+    )
+    assert "| batch backlog left unsent | 4 | 2 |" in table
     assert "| errors, both sides | 0 + 1 | 0 | no |" in table
 
 
@@ -68,3 +74,12 @@ def test_llama_loads_are_the_spawns_its_router_logged() -> None:
         "srv load: spawning server instance with name=smollm2 on port 4003\n"
     )
     assert llama_loads(text) == {"smollm2": 2, "standin-135m": 1}
+
+
+def test_no_swaps_against_none_meets_the_swaps_target_and_some_do_not() -> None:
+    none = side_figures(_outcomes(), 60.0, [{"a": 1, "b": 1}], batch_in_trace=4)
+    some = side_figures(_outcomes(), 60.0, [{"a": 2, "b": 1}], batch_in_trace=4)
+    ratio, met = ratios(none, none)["swaps per 100 requests"]
+    assert math.isnan(ratio)
+    assert met
+    assert not ratios(some, none)["swaps per 100 requests"][1]

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,6 +68,7 @@ class WorkerProcess:
         self.states: list[StateMessage] = []
         self.stray_lines: list[str] = []
         self._splitter = LineSplitter()
+        self._lines: deque[bytes] = deque()  # read, not yet looked at
         self.url = ""
         if model is None:
             self.read_until(SPARE_STATE)
@@ -97,17 +99,21 @@ class WorkerProcess:
         self._serving()
 
     def read_until(self, state: str) -> StateMessage:
+        """The next ``state`` line; the lines read after it wait for the next call."""
         assert self.process.stdout is not None
-        while chunk := os.read(self.process.stdout.fileno(), 65536):
-            for line in self._splitter.feed(chunk):
-                message = parse_line(line)
+        while True:
+            while self._lines:
+                message = parse_line(self._lines.popleft())
                 if isinstance(message, StateMessage):
                     self.states.append(message)
                     if message.state == state:
                         return message
                 elif message != LogLine(""):
                     self.stray_lines.append(str(message))
-        raise AssertionError(f"worker closed stdout before reporting {state!r}")
+            chunk = os.read(self.process.stdout.fileno(), 65536)
+            if not chunk:
+                raise AssertionError(f"worker closed stdout before reporting {state!r}")
+            self._lines.extend(self._splitter.feed(chunk))
 
     def stop(self, timeout: float = 60) -> int:
         """Ask it to stop as the router does (the exit command) and wait for its exit code."""

@@ -26,6 +26,7 @@ from worker.answer.sampling_request import indent, request_sampling, time_limit_
 from worker.engine.engine import Engine
 from worker.engine.generation import Generation, GenerationEvent
 from worker.engine.model import LoadedModel
+from worker.host.restore_notes import restore_notify
 from worker.media.projector import MediaPrompt
 from worker.sampling.grammars import GrammarError, grammar_for
 from worker.sampling.logit_bias import parse_logit_bias
@@ -215,6 +216,7 @@ def prepare_generation(
             post_sampling_probs=body.post_sampling_probs,
             return_progress=body.stream and body.return_progress,
             timings_per_token=body.stream and body.timings_per_token,
+            notify_restore=restore_notify(),
         )
 
     return make

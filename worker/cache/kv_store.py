@@ -1,7 +1,8 @@
 """Slot caches that outlive their worker (docs/serving.md, "KV cache across restarts").
 
-Every slot's cache at the end of each request and every copy the prompt cache keeps in memory
-are written to ``--kv-cache-dir`` by a background thread (:mod:`worker.cache.kv_writer`), and
+Every slot's cache as each request left it (read at the engine's next idle moment, or before
+anything overwrites it: :mod:`worker.cache.slot_cache`) and every copy the prompt cache keeps in
+memory are written to ``--kv-cache-dir`` by a background thread (:mod:`worker.cache.kv_writer`), and
 each slot's cache once more when the context is freed (a graceful stop, or sleep). So whatever
 stops the worker (a kill, a crash, the watchdog), the next worker of the same model with the
 same settings finds what was written before. A prompt that shares a long enough prefix with a
@@ -23,7 +24,7 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,13 +73,25 @@ class KvStats:
     files_written: int = 0
     write_failures: int = 0
     writes_coalesced: int = 0  # a newer state of the same conversation took a pending write's place
-    state_reads: int = 0  # slot states read out of the context for the writer (engine thread)
-    state_read_seconds: float = 0.0
+    # Slot states read out of the context for the writer (engine thread), at an idle moment
+    # or between two decode steps (the other streams waited), and how long that took.
+    state_reads_idle: int = 0
+    state_reads_busy: int = 0
+    state_read_seconds_idle: float = 0.0
+    state_read_seconds_busy: float = 0.0
     writes_dropped: int = 0  # more pending than the writer keeps: the oldest went unwritten
     hits_memory: int = 0
     hits_disk: int = 0
     tokens_memory: int = 0  # prompt tokens restored from each tier
     tokens_disk: int = 0
+
+    def count_read(self, idle: bool, seconds: float) -> None:
+        if idle:
+            self.state_reads_idle += 1
+            self.state_read_seconds_idle += seconds
+        else:
+            self.state_reads_busy += 1
+            self.state_read_seconds_busy += seconds
 
 
 def contains(longer: SavedCache, shorter: SavedCache) -> bool:
@@ -124,7 +137,14 @@ class KvStore:
             self._saved.pop(path, None)
 
     def restore(
-        self, ctx: Any, seq: int, prompt: list[int], have: int, scales: tuple[float, ...] = ()
+        self,
+        ctx: Any,
+        seq: int,
+        prompt: list[int],
+        have: int,
+        scales: tuple[float, ...] = (),
+        *,
+        began: Callable[[], None] | None = None,
     ) -> list[int] | None:
         """Load the saved cache computed under ``scales`` that shares the longest prefix with
         ``prompt`` into ``seq``, when that is worth it (:data:`BREAK_EVEN`).
@@ -146,6 +166,8 @@ class KvStore:
         if best is None:
             return None
         _, path, saved = best
+        if began is not None:
+            began()
         started = time.perf_counter()
         try:
             state = read_state(path, self._digest, saved)

@@ -1,13 +1,13 @@
 """The disk tier's writer: a background thread that writes slot states to the kv store.
 
-The engine thread reads a slot's state out of the llama context between two decode steps
-(llama.cpp's context is not to be touched from another thread while it decodes) and hands the
-bytes here; the file is written by this thread, at a lower CPU priority, so that no request
-waits for a disk. Writes are coalesced: a newer state of the same conversation (one whose
-tokens start with a pending one's) takes the pending one's place, and one that a pending write
-holds entirely is not queued. At most ``max_pending`` states wait; past that the oldest is
-dropped (it is still in memory, or it was superseded), so a slow disk costs files, never memory
-without bound.
+The engine thread reads a slot's state out of the llama context, when it has no generation
+running if it can (:mod:`worker.cache.slot_cache`; llama.cpp's context is not to be touched
+from another thread while it decodes), and hands the bytes here; the file is written by this
+thread, at a lower CPU priority, so that no request waits for a disk. Writes are coalesced: a
+newer state of the same conversation (one whose tokens start with a pending one's) takes the
+pending one's place, and one that a pending write holds entirely is not queued. At most
+``max_pending`` states wait; past that the oldest is dropped (it is still in memory, or it was
+superseded), so a slow disk costs files, never memory without bound.
 """
 
 from __future__ import annotations

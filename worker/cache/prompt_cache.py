@@ -85,15 +85,18 @@ class PromptCache:
 
     def keep(
         self, seq: int, tokens: list[int], scales: tuple[float, ...] = (), state: Any = None
-    ) -> None:
+    ) -> bool:
         """Copy what ``seq`` holds (``tokens``, under ``scales``) unless a copy already holds
-        all of it; ``state``: those bytes, when the caller has just read them."""
-        if not tokens or any(_holds(c, tokens, scales) for c in self._copies):
-            return
+        all of it; ``state``: those bytes, when the caller has just read them. Whether a copy
+        holds it now (each copy went to ``on_keep`` as it was made)."""
+        if not tokens:
+            return False
+        if any(_holds(c, tokens, scales) for c in self._copies):
+            return True
         size = llama_cpp.llama_state_seq_get_size(self._ctx, seq) if state is None else len(state)
         if self._max_bytes is not None and size > self._max_bytes:
             _log.warning("slot cache not kept: larger than --cache-ram", slot=seq, bytes=size)
-            return
+            return False
         self._copies = [
             c for c in self._copies if not (c.scales == scales and _holds_tokens(tokens, c.tokens))
         ]
@@ -104,14 +107,21 @@ class PromptCache:
             state = seq_state(self._ctx, seq, size)
         if state is None:
             _log.warning("slot cache not kept: llama.cpp could not copy it", slot=seq)
-            return
+            return False
         copy = SetAside(list(tokens), state, scales)
         self._copies.append(copy)
         if self._on_keep is not None:
             self._on_keep(copy)
+        return True
 
     def restore(
-        self, seq: int, prompt: list[int], have: int, scales: tuple[float, ...] = ()
+        self,
+        seq: int,
+        prompt: list[int],
+        have: int,
+        scales: tuple[float, ...] = (),
+        *,
+        began: Callable[[], None] | None = None,
     ) -> list[int] | None:
         """Load the copy made under ``scales`` that shares the most with ``prompt`` into
         ``seq``, when it shares more than the ``have`` tokens the slot already reuses; the
@@ -127,6 +137,8 @@ class PromptCache:
         if best is None:
             return None
         copy = best[1]
+        if began is not None:
+            began()
         self._copies.remove(copy)
         if llama_cpp.llama_state_seq_set_data(self._ctx, copy.state, copy.size, seq) != copy.size:
             _log.warning("slot cache copy not restored: llama.cpp refused it", slot=seq)

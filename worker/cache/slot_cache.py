@@ -1,8 +1,13 @@
 """What each slot's KV cache holds, and where a prompt's start comes from: the slot's own cache,
 a copy set aside in host memory (:mod:`worker.cache.prompt_cache`) or a file written to disk
-(:mod:`worker.cache.kv_store`), by this worker or an earlier one. At the end of each request the
-slot's state is read out of the context here, between two decode steps, and handed to the disk
-tier's writer (:mod:`worker.cache.kv_writer`). Only the engine thread calls into this module.
+(:mod:`worker.cache.kv_store`), by this worker or an earlier one.
+
+A request's end leaves its slot's state *unsaved*: reading it out of the context (for the disk
+tier's writer, :mod:`worker.cache.kv_writer`) would pause every other stream's decoding, so it
+is read when the engine has no generation running (:meth:`SlotCaches.save_idle`), when
+something is about to overwrite those cells (a prompt, a set-aside, a slot action; a set-aside's
+own read serves the writer too), or once it has waited :data:`SAVE_WITHIN` seconds of a busy
+engine. Only the engine thread calls into this module.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from worker.cache.checkpoints import Checkpoints
 from worker.cache.chunk_reuse import shift_chunks
@@ -23,11 +28,30 @@ from worker.engine.lora_adapters import AdapterScales
 from worker.engine.token_prefix import common_prefix
 from worker.host.llama_bindings import llama_cpp
 
-__all__ = ["Restore", "Slot", "SlotCaches", "reusable"]
+__all__ = ["SAVE_WITHIN", "Restore", "Slot", "SlotCaches", "reusable"]
 
-# (seq, prompt, tokens the slot already reuses, adapter scales) → the tokens the sequence holds
-# after loading a saved cache made under those scales into it, or None when nothing was loaded.
-Restore = Callable[[int, list[int], int, AdapterScales], list[int] | None]
+# A state left unsaved in an idle slot this long while other streams kept the engine busy is
+# read between two decode steps after all: it bounds how long a SIGKILL can find it unwritten
+# (docs/serving.md, "KV cache across restarts"). Long enough that an agent's next turn (which
+# continues the slot, so that its own end saves all of it) or an idle moment usually comes
+# first; short against how long a conversation is worth keeping.
+SAVE_WITHIN = 30.0
+
+
+class Restore(Protocol):
+    """(seq, prompt, tokens the slot already reuses, adapter scales) → the tokens the sequence
+    holds after loading a saved cache made under those scales into it, or None when nothing was
+    loaded; ``began`` is called just before a load starts."""
+
+    def __call__(
+        self,
+        seq: int,
+        prompt: list[int],
+        have: int,
+        scales: AdapterScales,
+        *,
+        began: Callable[[], None] | None = None,
+    ) -> list[int] | None: ...
 
 
 @dataclass
@@ -58,9 +82,11 @@ class SlotCaches:
     once a generation has started. Copies are restored before ``restore``'s saved files are
     tried. A copy or a saved cache carries the adapter scales it was computed under, and only
     serves a generation decoded with the same. ``writer``: the disk tier, which gets each
-    slot's state at the end of each request; ``stats`` counts what came back from where.
+    slot's state once its request has ended (when is the module's docstring); ``stats`` counts
+    what came back from where, and the reads made for the writer.
     ``checkpoints``, for a model whose state cannot all be cut back (a sliding window, a
     recurrent state), says how much of a cut cache can be resumed and when to take checkpoints.
+    ``clock``: what :data:`SAVE_WITHIN` is measured with.
     """
 
     def __init__(
@@ -72,13 +98,17 @@ class SlotCaches:
         checkpoints: Checkpoints | None = None,
         writer: KvWriter | None = None,
         stats: KvStats | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ctx = ctx
+        self._clock = clock
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._writer = writer
         self.stats = stats or KvStats()
-        # The state just read for the writer, while the slot still holds it: with idle_aside
-        # the next admission copies it to memory, and need not read it out again.
+        # Slots whose request ended and whose state the writer has not had yet: slot id → when.
+        self._unsaved: dict[int, float] = {}
+        # The state an idle moment read for the writer, while the slot still holds it: with
+        # idle_aside the next admission copies it to memory, and need not read it out again.
         self._fresh: dict[int, SetAside] = {}
         self._checkpoints = checkpoints
         # --cache-reuse moves cells to other positions: not in a sliding-window or recurrent cache
@@ -95,14 +125,19 @@ class SlotCaches:
         reuse = generation.cache_prompt and generation.media is None
         reused = reusable(slot, generation) if reuse else 0
         if reused < len(slot.tokens):
-            self._set_aside(slot)  # about to be overwritten: not lost
+            self._set_aside(slot)  # about to be overwritten: not lost, and written if unsaved
         self._fresh.pop(slot.id, None)
         generation.restored = 0
         if reuse:
             scales = generation.adapter_scales
+            # The router is told of a load as it begins (the activity view's "restoring").
+            began = generation.restore_began if generation.notify_restore is not None else None
             for restore in self._restores:  # the copies in memory, then the saved files
-                restored = restore(slot.id, prompt, reused, scales)
+                restored = restore(slot.id, prompt, reused, scales, began=began)
                 if restored is not None:
+                    # What the slot held was all set aside, or it is a prefix of the prompt
+                    # that the loaded copy, sharing more of the prompt, holds too.
+                    self._unsaved.pop(slot.id, None)
                     slot.tokens, slot.adapter_scales = restored, scales
                     self._took_back(slot, restore)
                     reused = reusable(slot, generation)
@@ -114,6 +149,10 @@ class SlotCaches:
         keep = min(reused, len(prompt) - 1)  # the last prompt token must be decoded for logits
         if self._checkpoints is not None:
             keep = self._checkpoints.resumable(slot.id, keep)
+        if keep < len(slot.tokens) and slot.id in self._unsaved:
+            self._save(slot, idle=False)  # the prompt continues it, but cells of it go
+        # Kept whole, it is the start of this request's, which the request's end saves.
+        self._unsaved.pop(slot.id, None)
         if not llama_cpp.llama_memory_seq_rm(self._memory, slot.id, keep, -1):
             # Recurrent models cannot drop part of a sequence: start it over.
             llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
@@ -121,6 +160,7 @@ class SlotCaches:
         slot.tokens = prompt[:keep]
         slot.adapter_scales = generation.adapter_scales
         generation.restored = min(generation.restored, keep)
+        generation.restore_ended()
         return keep
 
     def prompt_chunk(self, slot: Slot, generation: Generation, room: int) -> int:
@@ -146,28 +186,62 @@ class SlotCaches:
             self.stats.tokens_disk += tokens
 
     def finished(self, slot: Slot) -> None:
-        """``slot``'s request is over: its state goes to the disk tier's writer. Read here,
-        between decode steps, as llama.cpp's context allows; written in the background."""
-        if self._writer is None or len(slot.tokens) < MIN_TOKENS:
+        """``slot``'s request is over: its state is left unsaved, for an idle moment to read."""
+        if self._writer is not None and len(slot.tokens) >= MIN_TOKENS:
+            self._unsaved[slot.id] = self._clock()
+
+    def save_idle(self, slots: Iterable[Slot]) -> bool:
+        """The engine has no generation running: read one unsaved slot's state for the writer;
+        whether there was one (the engine calls again until there is none or work came)."""
+        slot = next((s for s in slots if s.id in self._unsaved and s.generation is None), None)
+        if slot is not None:
+            self._save(slot, idle=True)
+        return slot is not None
+
+    def save_overdue(self, slots: Iterable[Slot]) -> None:
+        """Between two decode steps: read one state left unsaved for :data:`SAVE_WITHIN`."""
+        if not self._unsaved:
+            return
+        due = self._clock() - SAVE_WITHIN
+        for slot in slots:
+            ended = self._unsaved.get(slot.id)
+            if ended is not None and ended <= due and slot.generation is None:
+                self._save(slot, idle=False)
+                return
+
+    def save(self, slot: Slot) -> None:
+        """Something other than a request is about to overwrite ``slot``'s cells (a slot
+        action): its state goes to the writer first if it is unsaved."""
+        if slot.id in self._unsaved:
+            self._save(slot, idle=False)
+
+    def _save(self, slot: Slot, idle: bool) -> None:
+        """Read ``slot``'s state out of the context and hand it to the writer: at an idle
+        moment, or between two decode steps (every other stream waits meanwhile)."""
+        self._unsaved.pop(slot.id, None)
+        if self._writer is None:
             return
         started = time.perf_counter()
         size = llama_cpp.llama_state_seq_get_size(self._ctx, slot.id)
         state = seq_state(self._ctx, slot.id, size)
-        self.stats.state_reads += 1
-        self.stats.state_read_seconds += time.perf_counter() - started
+        self.stats.count_read(idle, time.perf_counter() - started)
         if state is None:
             return
         self._writer.put(SavedCache(list(slot.tokens), slot.adapter_scales), state)
-        if self._idle_aside:
+        if idle and self._idle_aside:
             self._fresh[slot.id] = SetAside(list(slot.tokens), state, slot.adapter_scales)
 
     def _set_aside(self, slot: Slot) -> None:
         """A copy of what ``slot`` holds in the prompt cache, with its checkpoints."""
         fresh = self._fresh.pop(slot.id, None)
         if self._prompt_cache is None:
+            self.save(slot)
             return
         state = fresh.state if fresh is not None and fresh.tokens == slot.tokens else None
-        self._prompt_cache.keep(slot.id, slot.tokens, slot.adapter_scales, state)
+        if self._prompt_cache.keep(slot.id, slot.tokens, slot.adapter_scales, state):
+            self._unsaved.pop(slot.id, None)  # the copy went to the writer too: one read
+        else:
+            self.save(slot)  # larger than --cache-ram: read for the writer alone
         if self._checkpoints is not None:
             copies = [copy.tokens for copy in self._prompt_cache]
             self._checkpoints.set_aside(slot.id, slot.tokens, copies)

@@ -105,6 +105,7 @@ def _load(model: LoadedModel, seq: int, path: bytes) -> tuple[int, list[int]]:
 def restore_slot(model: LoadedModel, id_slot: int, folder: Path, filename: str) -> dict[str, Any]:
     started = time.perf_counter()
     slot = _slot(model, id_slot)
+    model.batcher.save_cache(slot)  # unsaved, it would be lost: the disk tier gets it first
     memory = llama_cpp.llama_get_memory(model.ctx)
     read, packed = _load(model, slot.id, str(folder / filename).encode())
     try:
@@ -131,6 +132,7 @@ def restore_slot(model: LoadedModel, id_slot: int, folder: Path, filename: str) 
 
 def erase_slot(model: LoadedModel, id_slot: int) -> dict[str, Any]:
     slot = _slot(model, id_slot)
+    model.batcher.save_cache(slot)  # as at a request's end: the disk tier keeps what it had
     erased = len(slot.tokens)
     llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(model.ctx), slot.id, -1, -1)
     slot.tokens = []

@@ -10,6 +10,8 @@ from typing import Any
 
 import structlog
 
+from corral.children.fake_devices import fake_devices
+from worker.devices.fake import as_placed, on_real_devices
 from worker.devices.fit import ExtraModel, FitStatus, fit_params
 from worker.devices.params import DeviceParams
 from worker.devices.settings import GpuSettings
@@ -22,7 +24,10 @@ _log = structlog.get_logger("corral.worker.offload")
 
 class Offload:
     def __init__(self, gpu: GpuSettings, n_gpu_layers: int, model: str) -> None:
-        self.gpu = gpu
+        self.given = gpu  # as the flags say
+        # What llama.cpp gets: on fake GPUs (a test seam) the CPU, reported as if placed.
+        self._fakes = fake_devices()
+        self.gpu = gpu if self._fakes is None else on_real_devices(gpu)
         self.n_gpu_layers = n_gpu_layers  # as given: -1 auto, -2 all, or a number
         self.model = model
         self._told = False
@@ -59,12 +64,18 @@ class Offload:
             self._draft_structs[0], ctypes.pointer(model), ctypes.pointer(context), False
         )
 
+    def placed(self, devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``meta.devices`` of a load: as llama.cpp placed it, or as told on fake GPUs."""
+        if self._fakes is None:
+            return devices
+        return as_placed(devices, self.given, self.n_gpu_layers, self._fakes)
+
     def report(self, devices: list[dict[str, Any]], gpus: int) -> dict[str, Any]:
         """``meta.fit`` (docs/api.md): what the fit decided, and the layers left on the CPU
         although every layer was asked for the GPUs (``-ngl`` auto or all, some GPU seen);
         those are logged once, not again on every wake."""
         cpu_layers = next((d["layers"] for d in devices if d["name"] == "CPU"), 0)
-        wanted_all = self.n_gpu_layers < 0 and gpus > 0 and self.gpu.devices != ("none",)
+        wanted_all = self.n_gpu_layers < 0 and gpus > 0 and self.given.devices != ("none",)
         spilled = cpu_layers if wanted_all else 0
         if spilled and not self._told:
             self._told = True

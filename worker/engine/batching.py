@@ -102,8 +102,18 @@ class BatchEngine:
             generation.params = with_text_bias(generation.params, self._vocab)
         self.waiting.append(generation)
 
+    def save_idle(self) -> bool:
+        """No generation runs: one slot state a request's end left unsaved goes to the disk
+        tier (worker/cache/slot_cache.py); whether there was one."""
+        return self._caches.save_idle(self.slots)
+
+    def save_cache(self, slot: Slot) -> None:
+        """A slot action is about to overwrite ``slot``'s cells: unsaved, they are saved first."""
+        self._caches.save(slot)
+
     def step(self) -> None:
         """Admit, decode one batch, sample: one turn of the loop."""
+        self._caches.save_overdue(self.slots)
         self._drop_cancelled()
         self._admit()
         scales = self._scales_this_step()
@@ -396,4 +406,4 @@ class BatchEngine:
             generation.sampler.free()
             generation.sampler = None
         slot.generation = None
-        self._caches.finished(slot)  # its state to the disk tier, between two decode steps
+        self._caches.finished(slot)  # its state is unsaved: the disk tier reads it when idle

@@ -2,7 +2,9 @@
 
 Everything that touches the model runs on this thread. Between two batching steps it runs the
 calls that arrived (tokenize, apply a template, queue a generation); each step's output for all
-streams reaches the event loop in a single ``call_soon_threadsafe``, not one hop per token.
+streams reaches the event loop in a single ``call_soon_threadsafe``, not one hop per token. When
+no generation runs, before it waits for work, it hands the slot states that requests left
+behind to the disk tier, one at a time while nothing else has come.
 """
 
 from __future__ import annotations
@@ -154,6 +156,13 @@ class Engine:
         since = self._busy_since  # one read: the engine thread may reset it meanwhile
         return 0.0 if since is None else max(self._clock() - since, 0.0)
 
+    def _save_idle(self, model: LoadedModel) -> None:
+        """The idle moment: states read here pause no stream (worker/cache/slot_cache.py)."""
+        while self._inbox.empty():
+            self._busy_since = self._clock()
+            if not model.batcher.save_idle():
+                return
+
     def _require_model(self) -> LoadedModel:
         if self._model is None:
             raise Cancelled
@@ -174,6 +183,8 @@ class Engine:
         try:
             while True:
                 idle = not model.batcher.busy and not deferred
+                if idle and not model.sleeping:
+                    self._save_idle(model)
                 # Idle and awake: wait for work at most until it is time to sleep.
                 timeout = sleep_after if idle and not model.sleeping else None
                 while True:

@@ -114,6 +114,10 @@ class Generation:
     draft_accepted: int = 0
     started: float = 0.0
     first_token: float = 0.0
+    # (done, tokens): tells the router a saved KV cache is being loaded for it, then was
+    # (worker/host/restore_notes.py); None when no router asked.
+    notify_restore: Callable[[bool, int], None] | None = None
+    restoring: bool = False
 
     def __post_init__(self) -> None:
         self.text = TextAssembler()
@@ -137,6 +141,18 @@ class Generation:
         """The event for a piece of text, with the timings so far when they were asked for."""
         timings = self.timings(time.perf_counter()) if self.timings_per_token else None
         return Delta(text, token, probs, timings)
+
+    def restore_began(self) -> None:
+        """A saved KV cache is about to be loaded for it: the router hears of it at once."""
+        if self.notify_restore is not None and not self.restoring:
+            self.restoring = True
+            self.notify_restore(False, 0)
+
+    def restore_ended(self) -> None:
+        """Its prompt's start is ready: a restore that began has ended (``restored`` tokens)."""
+        if self.restoring and self.notify_restore is not None:
+            self.restoring = False
+            self.notify_restore(True, self.restored)
 
     def report_progress(self) -> None:
         """Emit where the prompt stands, while it is being read and the client asked to know

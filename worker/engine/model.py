@@ -140,7 +140,7 @@ class LoadedModel:
         with ExitStack() as acquired:
             placement = self._load_model(acquired, load_params, ctx_params, beside_context)
             labels = rpc_device_labels()
-            self.devices = placement.devices(labels)
+            self.devices = self.offload.placed(placement.devices(labels))
             self.gpu_devices = gpu_devices(labels)  # what the model left free
             self.fit_report = self.offload.report(self.devices, len(self.gpu_devices))
             self.projector: Projector | None = None
@@ -162,7 +162,7 @@ class LoadedModel:
                 n_seq=settings.parallel,
                 n_batch=settings.batch_size,
                 threads=self._threads,
-                gpu=settings.gpu,
+                gpu=self.offload.gpu,  # on fake GPUs (a test seam), the CPU
             )
             if self.speculator is not None:
                 acquired.callback(self.speculator.close)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from corral.children.protocol import (
     EXIT_COMMAND,
     LOAD_PREFIX,
+    RESTORE_STATE,
     STATE_PREFIX,
     LineSplitter,
     LogLine,
     MalformedLine,
+    RestoreNote,
     StateMessage,
     encode_load,
     encode_state,
     parse_line,
     parse_load,
+    parse_restore,
 )
 
 
@@ -91,3 +96,14 @@ def test_anything_else_on_stdin_is_no_load_command() -> None:
     assert parse_load(EXIT_COMMAND) is None
     assert parse_load(LOAD_PREFIX + b'{"argv": "not a list"}') is None
     assert parse_load(LOAD_PREFIX + b"{") is None
+
+
+def test_a_restore_note_round_trips_and_anything_else_is_none() -> None:
+    note = RestoreNote("r12", done=True, tokens=40, at=1764380000.5)
+    encoded = encode_state(RESTORE_STATE, msgspec.structs.asdict(note))
+    (line,) = [item for item in _parse_stream(encoded) if item != LogLine("")]
+    assert isinstance(line, StateMessage)
+    assert line.state == RESTORE_STATE
+    assert parse_restore(line.payload) == note
+    assert parse_restore({"request": "r12"}) == RestoreNote("r12", done=False, tokens=0, at=0.0)
+    assert parse_restore({"done": True}) is None

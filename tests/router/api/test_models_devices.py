@@ -31,8 +31,10 @@ async def test_a_running_model_lists_its_bytes_per_gpu_and_its_placement() -> No
             "fits": True,
             "needed": 30 * G,
             "fit_target_mib": [1024, 1024],
+            "tensor_split": [0.5, 0.5],  # as much room on each
         }
         assert "--device" in listed["status"]["args"]
+        assert "--tensor-split" in listed["status"]["args"]
         await split.harness.pool.stop(a)
         stopped = msgspec.to_builtins(_entry(a, 0))
         assert "placement" not in stopped

@@ -61,6 +61,26 @@ def test_a_request_waiting_for_a_load_shows_loading_then_queued_then_prompt() ->
     assert [e.kind for e in timeline.events()] == ["load", "loaded"]  # one per load
 
 
+def test_a_workers_restore_notes_show_restoring_between_the_hand_over_and_the_first_token() -> None:
+    history = RequestHistory()
+    record, late = _request(history, "alpha"), _request(history, "alpha")
+    for one in (record, late):
+        one.dispatched_now()
+    history.restore_noted({"request": record.id})
+    assert (record.state, late.state) == ("restoring", "prompt")
+    history.restore_noted({"request": record.id, "done": True, "tokens": 40})
+    assert record.state == "prompt"
+    late.chunk()  # a note read after the first token keeps the state, and tells the times
+    history.restore_noted({"request": late.id})
+    history.restore_noted({"request": "r-gone", "done": True})  # another router's
+    history.finish(late)
+    history.restore_noted({"request": late.id, "done": True})  # read after the answer's end
+    history.restore_noted({"request": 7})  # not a note: ignored
+    assert late.state == "generating"
+    assert (record.restore_started is None, late.restore_started is None) == (False, False)
+    assert (record.restore_ended is None, late.restore_ended is None) == (False, False)
+
+
 def test_the_timeline_tells_evictions_sleeps_wakes_and_crashes() -> None:
     timeline = Timeline(RequestHistory())
     bus = EventBus()

@@ -10,6 +10,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from router.scheduling.demand import RETURN_S
 from router.scheduling.leases import Lease
 from router.scheduling.waiting_line import Caller, Priority
 from router.workers.model_state import Status
@@ -170,6 +171,8 @@ async def test_fifo_keeps_arrival_order_where_swap_puts_interactive_first(
         h.launcher.children[first].ready()
         await h.until(lambda: len(h.order) == 1)
         leases[0].release()
+        # With swap, batch's b does not evict c while c's user may be back (demand.RETURN_S).
+        h.advance(RETURN_S)
         second = "b" if first == "c" else "c"
         await h.launched(second)
         h.launcher.children[second].ready()

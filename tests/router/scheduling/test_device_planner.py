@@ -70,6 +70,18 @@ def test_the_placement_becomes_the_workers_device_and_fit_target_flags() -> None
     assert placement.worker_args() == ["--device", "CUDA0"]
 
 
+def test_a_split_the_router_chose_reaches_the_worker_as_its_tensor_split() -> None:
+    # 30 GiB over 23 + 11 GiB of room: in proportion to the room, as llama.cpp's fit splits.
+    inventory = FakeDevices([Device("CUDA0", 24 * G, 24 * G), Device("CUDA1", 12 * G, 24 * G)])
+    planner = DevicePlanner(inventory, estimate=lambda entry, ctx: 30 * G)
+    placement = planner.place(model("a", **{"ctx-size": "4096"}), [], [])
+    assert (placement.devices, placement.tensor_split) == (("CUDA0", "CUDA1"), (0.676, 0.324))
+    assert placement.worker_args() == ["--device", "CUDA0,CUDA1", "--tensor-split", "0.676,0.324"]
+    user = planner.place(model("c", **{"tensor-split": "1,1", "ctx-size": "4096"}), [], [])
+    assert user.worker_args() == []  # the user's own split stands
+    assert sizes({"a": 6 * G}).place(model("a"), [], []).tensor_split == ()  # one GPU
+
+
 def test_a_cpu_model_and_a_machine_without_gpus_get_no_placement() -> None:
     assert sizes({"a": G}).place(model("a", **{"n-gpu-layers": "0"}), [], []) == Placement()
     assert sizes({"a": G}).place(model("a", device="none"), [], []) == Placement()
@@ -120,3 +132,25 @@ def test_a_split_the_user_chose_is_checked_but_never_narrowed_with_a_device_flag
     placement = planner.place(a, [], [a])
     assert placement.devices == ("CUDA0", "CUDA1")
     assert placement.worker_args() == []  # --main-gpu 1 counts among all the GPUs
+
+
+def test_startup_models_the_gpus_cannot_take_are_named_with_the_device() -> None:
+    planner = sizes({"a": 20 * G, "b": 20 * G, "c": 20 * G, "d": 30 * G, "e": 1 * G})
+    startup = [
+        model(name, **options).entry
+        for name, options in [
+            ("a", {}),
+            ("b", {}),  # the other GPU
+            ("c", {}),  # fits on neither beside a and b
+            ("d", {"device": "CUDA2"}),  # a GPU there is not
+            ("e", {"device": "Vulkan0"}),  # another back-end: not the router's to judge
+            ("f", {"n-gpu-layers": "0"}),  # on the CPU
+        ]
+    ]
+    misfits = planner.startup_misfits(startup)
+    assert misfits == {
+        "c": "needs 20480 MiB on the GPUs; free beside the models before it: CUDA0 3072 MiB, "
+        "CUDA1 3072 MiB",
+        "d": "device CUDA2 not found (GPUs: CUDA0, CUDA1)",
+    }
+    assert sizes({"big": 60 * G}).startup_misfits([model("big").entry]) == {}  # alone, it spills

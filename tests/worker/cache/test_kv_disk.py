@@ -95,6 +95,30 @@ def test_after_a_sigkill_the_conversation_comes_back_from_disk(model: Path, tmp_
     assert resumed["content"] == reference["content"]
 
 
+def _reads(url: str) -> tuple[float, float]:
+    """States read for the disk tier: at idle moments, and between decode steps."""
+    name = "corral_kv_cache_state_reads_total"
+    return _metric(url, name + '{moment="idle"}'), _metric(url, name + '{moment="busy"}')
+
+
+def test_a_state_is_read_once_no_stream_generates_never_between_their_steps(
+    model: Path, tmp_path: Path
+) -> None:
+    flags = (*_FLAGS, "--parallel", "2", "--context-shift", "--kv-cache-dir", str(tmp_path))
+    endless = {"prompt": OPENINGS[0], "n_predict": -1, "ignore_eos": True, "stream": True}
+    with worker(model, *flags) as process:
+        with httpx.stream("POST", f"{process.url}/completion", json=endless, timeout=120) as long:
+            lines = long.iter_lines()  # kept: a dropped iterator would close the stream
+            assert next(line for line in lines if line.startswith("data: "))
+            # A request ends in the other slot while the endless stream decodes: reading its
+            # state then would pause the stream, so it waits.
+            _complete(process.url, OPENINGS[1])
+            assert _reads(process.url) == (0, 0)
+            assert _saved(tmp_path) == []
+        # Leaving the block cancels the stream: nothing generates, both states are read.
+        _until(lambda: _reads(process.url) == (2, 0) and len(_saved(tmp_path)) == 2)
+
+
 def test_four_interleaved_conversations_on_one_slot_all_come_back(
     model: Path, tmp_path: Path
 ) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+
+import pytest
 
 from corral.children.device_use import DeviceInfo
 from worker.devices.inventory import gpu_devices, list_devices_text
@@ -29,12 +32,27 @@ def test_the_listing_is_llama_servers() -> None:
     assert list_devices_text([]) == "Available devices:\n  (none)\n"
 
 
-def test_the_worker_lists_its_devices_and_exits_without_a_model() -> None:
+@pytest.mark.parametrize(
+    ("fake", "listing"),
+    [
+        (None, "  (none)\n"),
+        # The router's fake GPUs (a test seam) are the worker's too: worker/devices/fake.py.
+        (
+            "CUDA0=6GiB/8GiB,CUDA1=2GiB/8GiB",
+            "  CUDA0: fake (8192 MiB, 6144 MiB free)\n  CUDA1: fake (8192 MiB, 2048 MiB free)\n",
+        ),
+    ],
+)
+def test_the_worker_lists_its_devices_and_exits_without_a_model(
+    fake: str | None, listing: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "CORRAL_FAKE_DEVICES"}
     done = subprocess.run(
         [sys.executable, "-m", "worker", "--list-devices"],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+        env=env if fake is None else {**env, "CORRAL_FAKE_DEVICES": fake},
     )
-    assert (done.returncode, done.stdout) == (0, "Available devices:\n  (none)\n")
+    assert (done.returncode, done.stdout) == (0, "Available devices:\n" + listing)

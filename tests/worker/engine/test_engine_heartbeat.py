@@ -23,6 +23,9 @@ class _IdleBatcher:
     def step(self) -> None:
         pass
 
+    def save_idle(self) -> bool:
+        return False  # no slot state left unsaved
+
 
 class _FakeModel:
     """What the engine thread touches of a model when nothing generates."""

@@ -111,27 +111,25 @@ def _kv_cache_lines(model: LoadedModel) -> list[str]:
          "same conversation", s.writes_coalesced),
         ("writes_dropped_total", "counter", "Pending writes dropped: more waited than the "
          "writer keeps", s.writes_dropped),
-        ("state_reads_total", "counter", "Slot states read out of the context for the disk "
-         "tier", s.state_reads),
-        ("state_read_seconds_total", "counter", "Time the engine spent reading those states",
-         s.state_read_seconds),
         ("files", "gauge", "This model's KV cache files on disk", files),
         ("bytes", "gauge", "Bytes of this model's KV cache files on disk", size),
     ]  # fmt: skip
     lines: list[str] = []
     for name, kind, help_, value in families:
         lines += prometheus_family(f"corral_kv_cache_{name}", kind, help_, [("", float(value))])
-    by_tier = (("memory", s.hits_memory, s.tokens_memory), ("disk", s.hits_disk, s.tokens_disk))
-    lines += prometheus_family(
-        "corral_kv_cache_hits_total",
-        "counter",
-        "Prompts whose start came back from a KV cache copy, by tier",
-        [(f'{{tier="{tier}"}}', float(hits)) for tier, hits, _ in by_tier],
-    )
-    lines += prometheus_family(
-        "corral_kv_cache_restored_tokens_total",
-        "counter",
-        "Prompt tokens that came back from a KV cache copy, by tier",
-        [(f'{{tier="{tier}"}}', float(tokens)) for tier, _, tokens in by_tier],
-    )
+    # By moment, idle: the engine had no generation running; busy: between two decode steps,
+    # while the other streams waited (docs/serving.md, "KV cache across restarts").
+    labelled: list[tuple[str, str, str, dict[str, float]]] = [
+        ("hits_total", "Prompts whose start came back from a KV cache copy, by tier", "tier",
+         {"memory": s.hits_memory, "disk": s.hits_disk}),
+        ("restored_tokens_total", "Prompt tokens that came back from a KV cache copy, by tier",
+         "tier", {"memory": s.tokens_memory, "disk": s.tokens_disk}),
+        ("state_reads_total", "Slot states read out of the context for the disk tier, by "
+         "moment", "moment", {"idle": s.state_reads_idle, "busy": s.state_reads_busy}),
+        ("state_read_seconds_total", "Time the engine spent reading those states, by moment",
+         "moment", {"idle": s.state_read_seconds_idle, "busy": s.state_read_seconds_busy}),
+    ]  # fmt: skip
+    for name, help_, label, values in labelled:
+        samples = [(f'{{{label}="{key}"}}', float(value)) for key, value in values.items()]
+        lines += prometheus_family(f"corral_kv_cache_{name}", "counter", help_, samples)
     return lines

@@ -10,7 +10,7 @@ import { HOUR, lineChart, modelLanes, spanOf } from "./plots.js";
 
 const RETRY_MS = 2000;
 const SHOWN_FINISHED = 100; // finished requests in the table; the router keeps more
-const STATE_TONES = { queued: "idle", loading: "busy", prompt: "busy",
+const STATE_TONES = { queued: "idle", loading: "busy", restoring: "busy", prompt: "busy",
   generating: "ok", done: "off", failed: "bad" };
 
 function seconds(value) {

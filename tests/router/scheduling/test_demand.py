@@ -1,0 +1,167 @@
+"""Keeping a model its users are about to come back to (docs/serving.md, "Scheduling",
+*Expected return*), on the scheduling harness: a batch request under the bound does not evict
+a model with recent interactive demand, and loads once that demand stops or it ages; victims
+go by expected return, not only by last use; a batch load serves its backlog for a quantum
+before an interactive request swaps it out."""
+
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from router.scheduling.demand import BATCH_QUANTUM_S, RETURN_S
+from router.scheduling.leases import Lease
+from router.scheduling.waiting_line import Caller, Priority
+from router.workers.model_state import ModelState
+from tests.support.scheduling_harness import Harness, harness
+
+pytestmark = pytest.mark.anyio
+
+ALICE = Caller(Priority.INTERACTIVE, "a11ce000")
+BATCH = Caller(Priority.BATCH, "ba7c4000")
+
+
+async def _served(h: Harness, name: str, caller: Caller) -> ModelState:
+    """One request of ``caller`` to ``name``, answered (loading the model if it must)."""
+    with anyio.fail_after(5):  # a rule that breaks fails the test, never hangs it
+        lease = await h.scheduler.acquire(name, {}, caller)
+    h.order.append(name)
+    lease.release()
+    return lease.state
+
+
+async def _load(h: Harness, name: str, caller: Caller) -> ModelState:
+    served = len(h.order)
+    async with anyio.create_task_group() as group:
+        group.start_soon(_served, h, name, caller)
+        await h.launched(name, times=h.launcher.launched.count(name) + 1)
+        h.launcher.children[name].ready()
+        await h.until(lambda: len(h.order) > served)
+    return h.state(name)
+
+
+async def _loads_and_serves(h: Harness, name: str) -> None:
+    """The queued request for ``name`` has its model launched; it loads and serves it."""
+    await h.launched(name)
+    h.launcher.children[name].ready()
+    await h.until(lambda: h.order[-1] == name)
+
+
+async def _room_for_c(h: Harness, kept: ModelState, evicted: ModelState) -> None:
+    """Alice asks for c: ``evicted`` makes its room, ``kept`` stays."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(_served, h, "c", ALICE)
+        await h.launched("c")
+        assert evicted.stop_requested
+        assert not kept.stop_requested
+        await _loads_and_serves(h, "c")
+
+
+async def _queued(h: Harness, depth: int) -> None:
+    await h.until(lambda: h.scheduler.queue_depth == depth)
+    await anyio.wait_all_tasks_blocked()
+
+
+async def test_batch_does_not_evict_a_model_its_user_is_about_to_come_back_to() -> None:
+    async with harness(models_max=1, wait_max=30.0) as h, anyio.create_task_group() as group:
+        a = await _load(h, "a", ALICE)  # alice read her answer: a is idle, and she thinks
+        group.start_soon(_served, h, "b", BATCH)
+        await _queued(h, 1)
+        assert h.launcher.launched == ["a"]
+        assert not a.stop_requested
+        h.advance(RETURN_S / 2)
+        await _served(h, "a", ALICE)  # she came back: no swap and back for her
+        h.advance(RETURN_S / 2)
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["a"]
+        h.advance(RETURN_S / 2)  # she has not come back for RETURN_S: batch may have the room
+        await _loads_and_serves(h, "b")
+
+
+async def test_batch_still_loads_at_the_bound_however_busy_the_users() -> None:
+    async with harness(models_max=1, wait_max=20.0) as h, anyio.create_task_group() as group:
+        await _load(h, "a", ALICE)
+        group.start_soon(_served, h, "b", BATCH)
+        await _queued(h, 1)
+        for _ in range(3):  # alice keeps coming back every 5 s
+            h.advance(5.0)
+            await _served(h, "a", ALICE)
+        assert h.launcher.launched == ["a"]
+        h.advance(5.0)  # b has waited 20 s, the bound
+        await _loads_and_serves(h, "b")
+
+
+async def test_the_victim_is_the_model_least_expected_back_not_the_least_recently_used() -> None:
+    async with harness(models_max=2) as h:
+        a = await _load(h, "a", ALICE)
+        b = await _load(h, "b", BATCH)
+        h.used_at(a, 1000.0)  # a was used before b: least recently used, but alice is back soon
+        h.used_at(b, 1001.0)
+        await _room_for_c(h, kept=a, evicted=b)
+
+
+async def test_a_batch_load_serves_its_backlog_for_a_quantum() -> None:
+    async with harness(models_max=1) as h, anyio.create_task_group() as group:
+        await _load(h, "a", BATCH)  # loaded for batch's backlog
+        group.start_soon(_served, h, "b", ALICE)
+        await _queued(h, 1)
+        steps = int(BATCH_QUANTUM_S / 0.5) - 1
+        for _ in range(steps):  # the backlog keeps coming, back to back
+            h.advance(0.5)
+            lease: Lease | None = h.scheduler.acquire_if_ready("a", {}, BATCH)
+            assert lease is not None
+            lease.release()
+            await anyio.wait_all_tasks_blocked()
+            assert h.launcher.launched == ["a"]
+        h.advance(0.5)  # the quantum is over: alice's request swaps a out
+        await _loads_and_serves(h, "b")
+
+
+async def test_a_batch_quantum_ends_when_its_backlog_does() -> None:
+    async with harness(models_max=1) as h, anyio.create_task_group() as group:
+        await _load(h, "a", BATCH)
+        group.start_soon(_served, h, "b", ALICE)
+        await _queued(h, 1)
+        await anyio.lowlevel.checkpoint()
+        assert h.launcher.launched == ["a"]
+        h.advance(1.0)  # no batch request for a second: its backlog is done
+        await _loads_and_serves(h, "b")
+
+
+async def test_a_busy_batch_model_goes_before_an_idle_one_a_user_comes_back_to() -> None:
+    async with harness(models_max=2) as h, anyio.create_task_group() as group:
+        a = await _load(h, "a", ALICE)  # alice's model, idle while she reads
+        b = await _load(h, "b", BATCH)
+        h.advance(BATCH_QUANTUM_S)  # b's quantum is over, and it is busy with its backlog
+        running = h.scheduler.acquire_if_ready("b", {}, BATCH)
+        assert running is not None
+        group.start_soon(_served, h, "c", ALICE)  # room for c: not alice's a, but b
+        await _queued(h, 1)
+        assert not a.stop_requested
+        assert h.scheduler.acquire_if_ready("b", {}, BATCH) is None  # b takes no more batch
+        group.start_soon(_served, h, "b", BATCH)
+        await _queued(h, 2)
+        view = h.scheduler.queue_view(b)
+        assert view is not None
+        assert view.reason == "yielding"
+        running.release()  # its last batch request ends: b goes, c loads
+        await h.launched("c")
+        assert b.stop_requested
+        assert not a.stop_requested
+        h.launcher.children["c"].ready()
+        await h.until(lambda: h.order[-1] == "c")
+        group.cancel_scope.cancel()  # b's batch request waits for its next load, ageing
+
+
+async def test_the_model_more_people_come_back_to_stays() -> None:
+    bob, carol = Caller(Priority.INTERACTIVE, "b0b00000"), Caller(Priority.INTERACTIVE, "ca401000")
+    async with harness(models_max=2) as h:
+        a = await _load(h, "a", ALICE)
+        await _served(h, "a", bob)  # two people on a
+        b = await _load(h, "b", carol)
+        for _ in range(3):  # one on b, asking more often
+            await _served(h, "b", carol)
+        h.used_at(b, 1001.0)
+        h.used_at(a, 1000.0)
+        await _room_for_c(h, kept=a, evicted=b)
