@@ -383,7 +383,7 @@ async def relay(
             await anyio.sleep(scheduler.fake_timing)
         scope = request.scope
         headers = request_headers(scope, session, translated=translation is not None)
-        if (record := current_record()) is not None:  # a restore's notes name it (protocol §1)
+        if record is not None:  # a restore's notes name it (protocol §1)
             headers.append((REQUEST_ID_HEADER, record.id.encode()))
         if (traced := traced_record()) is not None:  # the worker gets the router's traceparent
             headers = with_router_traceparent(traced, headers)
