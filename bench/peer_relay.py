@@ -43,7 +43,8 @@ async def _measure(near: Router, far: Router, settings: dict[str, int], model: s
     ):
         log(f"loading {model} on far ...")
         (await direct.post("/tokenize", json={"model": model, "content": "x"})).raise_for_status()
-        run = Run({"routed": routed, "direct": direct}, near.cpu_seconds, model, settings)
+        targets = {"routed": routed, "direct": direct}
+        run = Run(targets, near.cpu_seconds, near.loop_cpu_seconds, model, settings)
         summary: dict[str, Any] = {"model": model}
         for key, streams in (("single_stream", 1), ("concurrent", settings["streams"])):
             log(f"{streams} stream(s) at once ...")

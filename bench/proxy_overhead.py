@@ -37,8 +37,9 @@ from corral.children.worker_key import WORKER_KEY_ENV
 REPO = Path(__file__).resolve().parents[1]
 TARGET_ADDED_P50_MS = 1.0
 TARGET_STREAM_RATIO = 0.98
-FULL = {"requests": 500, "max_tokens": 128, "rounds": 3, "streams": 32}
-QUICK = {"requests": 50, "max_tokens": 16, "rounds": 1, "streams": 4}
+FULL = {"requests": 500, "max_tokens": 128, "rounds": 3, "streams": 32, "stream_requests": 40}
+QUICK = {"requests": 50, "max_tokens": 16, "rounds": 1, "streams": 4, "stream_requests": 5}
+IDLE_SECONDS = 5.0  # the router's idle CPU (its timers) is read this long before the streams
 # Long enough that tokenize does real work, short enough that HTTP dominates.
 TOKENIZE_TEXT = "The quick brown fox jumps over the lazy dog. " * 4
 # A small model keeps counting for a long time, so streams reach max_tokens rather than EOS.
@@ -108,6 +109,15 @@ class Router:
         times = psutil.Process(self.process.pid).cpu_times()
         return times.user + times.system
 
+    def loop_cpu_seconds(self) -> float:
+        """CPU time of the router's main thread, whose event loop handles every request: to the
+        nanosecond (Linux's schedstat), where the process's times count 10 ms ticks."""
+        pid = self.process.pid
+        try:
+            return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):  # not Linux: the whole process, in ticks
+            return self.cpu_seconds()
+
     def worker_pid(self, port: int) -> int:
         """The router child listening on ``port``: proof that "direct" is the routed worker."""
         for child in psutil.Process(self.process.pid).children(recursive=True):
@@ -143,6 +153,7 @@ class Run:
 
     targets: dict[str, httpx.AsyncClient]
     router_cpu: Callable[[], float]
+    loop_cpu: Callable[[], float]  # the router's event loop, exact (Router.loop_cpu_seconds)
     model: str
     settings: dict[str, int]
 
@@ -190,6 +201,7 @@ async def tokenize_latency(run: Run) -> dict[str, Any]:
     body = json.dumps({"model": run.model, "content": TOKENIZE_TEXT}).encode()
     samples: dict[str, list[float]] = {"routed": [], "direct": []}
     cpu_before = run.router_cpu()  # the router idles during direct requests: all of it is routing
+    loop_before = run.loop_cpu()
     for index in range(warm_up + requests):
         for name in abba(index):
             started = time.perf_counter()
@@ -197,7 +209,12 @@ async def tokenize_latency(run: Run) -> dict[str, Any]:
             if index >= warm_up:
                 samples[name].append((time.perf_counter() - started) * 1000)
     cpu_ms = (run.router_cpu() - cpu_before) * 1000 / (warm_up + requests)
-    result: dict[str, Any] = {"requests": requests, "router_cpu_ms_per_request": cpu_ms}
+    loop_ms = (run.loop_cpu() - loop_before) * 1000 / (warm_up + requests)
+    result: dict[str, Any] = {
+        "requests": requests,
+        "router_cpu_ms_per_request": cpu_ms,
+        "router_loop_ms_per_request": loop_ms,
+    }
     for name, values in samples.items():
         p99 = statistics.quantiles(values, n=100, method="inclusive")[98]
         result[f"{name}_ms"] = {"p50": statistics.median(values), "p99": p99}
@@ -205,6 +222,34 @@ async def tokenize_latency(run: Run) -> dict[str, Any]:
         result[f"added_{q}_ms"] = result["routed_ms"][q] - result["direct_ms"][q]
     result["target_met"] = result["added_p50_ms"] <= TARGET_ADDED_P50_MS
     return result
+
+
+async def streamed_cpu(run: Run) -> dict[str, Any]:
+    """The router's event-loop CPU per streamed chat: routed streams one after another (the
+    direct ones cost the router nothing). The loop also wakes for its timers while a stream
+    runs, so its idle CPU per second, read just before, is taken off for the net figure."""
+    requests, body = (
+        run.settings["stream_requests"],
+        chat_body(run.model, run.settings["max_tokens"]),
+    )
+    await stream_tokens(run.targets["routed"], body)  # warm-up
+    loop_before, started = run.loop_cpu(), time.perf_counter()
+    await asyncio.sleep(IDLE_SECONDS)
+    idle_per_s = (run.loop_cpu() - loop_before) / (time.perf_counter() - started)
+    tokens, loop_before, started = 0, run.loop_cpu(), time.perf_counter()
+    for _ in range(requests):
+        tokens += await stream_tokens(run.targets["routed"], body)
+    cpu, seconds = run.loop_cpu() - loop_before, time.perf_counter() - started
+    net = cpu - idle_per_s * seconds
+    return {
+        "requests": requests,
+        "tokens_per_request": tokens / requests,
+        "router_loop_ms_per_request": cpu * 1000 / requests,
+        "router_loop_us_per_token": cpu * 1e6 / tokens,
+        "idle_loop_ms_per_s": idle_per_s * 1000,
+        "net_ms_per_request": net * 1000 / requests,
+        "net_us_per_token": net * 1e6 / tokens,
+    }
 
 
 async def throughput(run: Run, streams: int) -> dict[str, Any]:
@@ -261,10 +306,13 @@ async def measure(router: Router, settings: dict[str, int], model: str) -> dict[
         async with httpx.AsyncClient(
             base_url=direct_url, headers=keyed, timeout=timeout, limits=limits
         ) as direct:
-            run = Run({"routed": routed, "direct": direct}, router.cpu_seconds, model, settings)
+            targets = {"routed": routed, "direct": direct}
+            run = Run(targets, router.cpu_seconds, router.loop_cpu_seconds, model, settings)
             slots = int((await direct.get("/props")).json().get("total_slots", 1))
             log(f"tokenize latency, {settings['requests']} requests each ...")
             summary: dict[str, Any] = {"tokenize": await tokenize_latency(run)}
+            log(f"router CPU per streamed request, {settings['stream_requests']} requests ...")
+            summary["streamed"] = await streamed_cpu(run)
             for key, streams in (("single_stream", 1), ("concurrent", settings["streams"])):
                 log(f"{streams} stream(s) at once ...")
                 summary[key] = await throughput(run, streams)
@@ -300,6 +348,14 @@ def print_table(summary: dict[str, Any]) -> None:
         f"{one['router_cpu_ms_per_token']:.2f} ms (1 stream), "
         f"{many['router_cpu_ms_per_token']:.2f} ms ({many['streams']} streams)"
     )
+    streamed = summary["streamed"]
+    print(
+        f"router event loop CPU (exact): {tok['router_loop_ms_per_request']:.3f} ms per tokenize "
+        f"request; {streamed['router_loop_ms_per_request']:.3f} ms per streamed request of "
+        f"{streamed['tokens_per_request']:.0f} tokens ({streamed['router_loop_us_per_token']:.1f} "
+        f"us per token), {streamed['net_ms_per_request']:.3f} ms net of its idle "
+        f"{streamed['idle_loop_ms_per_s']:.2f} ms/s ({streamed['requests']} requests)"
+    )
     print(
         f"tokenize: {tok['requests']} requests each; streams: {one['rounds']} round(s) each, "
         f"{one['tokens_per_stream']['routed']:.0f} of {one['max_tokens']} max tokens per stream"
@@ -315,6 +371,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-tokens", type=int, help="tokens per stream (128)")
     parser.add_argument("--rounds", type=int, help="streaming rounds per target (3)")
     parser.add_argument("--streams", type=int, help="concurrent streams (32)")
+    parser.add_argument(
+        "--stream-requests", type=int, help="routed streams for the CPU per streamed request (40)"
+    )
     parser.add_argument("--quick", action="store_true", help="small numbers, for a smoke run")
     parser.add_argument("--json", action="store_true", help="print a JSON summary instead")
     parser.add_argument(

@@ -53,12 +53,14 @@ async def forward_to_model(
     name = single_model_target(rt.settings, rt.pool.catalogue, name)
     if not name:
         raise ApiError(400, "model name is missing from the request")
+    # request.url.path, without building the URL (a parse per request) for it
+    path = request.scope.get("root_path", "") + request.scope["path"]
     try:
         response = await _forward_to(request, rt, name, body, target, translation)
     except ApiError as exc:
-        rt.requests.count(request.url.path, exc.status)
+        rt.requests.count(path, exc.status)
         raise
-    rt.requests.count(request.url.path, response.status_code)
+    rt.requests.count(path, response.status_code)
     return response
 
 

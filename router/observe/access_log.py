@@ -37,11 +37,13 @@ _MARKERS = (b'"timings"', b'"usage"', b'"eval_count"')  # OpenAI's, llama-server
 _QUIET_PREFIXES = ("/assets/",)  # the Web UI's static files: a dozen lines per page load
 
 
-def note_model(name: str) -> None:
-    """Name the model of the request being handled (no-op outside an :class:`AccessLog`)."""
+def note_model(name: str) -> RequestRecord | None:
+    """Name the model of the request being handled; its record (None outside an
+    :class:`AccessLog`)."""
     record = current_record()
     if record is not None:
         record.model = name
+    return record
 
 
 def _number(value: Any) -> float | None:
@@ -130,7 +132,8 @@ class _Watch:
     def body(self, chunk: bytes) -> None:
         if self.stream:
             # An event may be split across two chunks: keep the one before as well.
-            if any(marker in chunk for marker in _MARKERS):
+            # Spelt out rather than any() over _MARKERS: no generator made per chunk.
+            if b'"usage"' in chunk or b'"timings"' in chunk or b'"eval_count"' in chunk:
                 self._with_usage = (self._previous, chunk)
             self._previous = chunk
         elif self._json and self._size < _PARSED_BELOW:

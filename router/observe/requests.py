@@ -20,6 +20,7 @@ from contextvars import ContextVar, Token
 from typing import Any
 
 import msgspec
+from litestar.types import Scope
 
 from corral.children.protocol import parse_restore
 
@@ -28,6 +29,7 @@ __all__ = [
     "RequestHistory",
     "RequestRecord",
     "begin_request",
+    "client_traceparent",
     "close_record",
     "current_record",
     "open_record",
@@ -40,8 +42,10 @@ _ids = itertools.count(1)
 _LATE_NOTES = 8  # finished requests a worker's late restore note is still matched with
 
 
-class RequestRecord(msgspec.Struct, kw_only=True):
-    """What is known of one request; mutable, filled in as the request goes."""
+class RequestRecord(msgspec.Struct, kw_only=True, gc=False):
+    """What is known of one request; mutable, filled in as the request goes. Not tracked by the
+    garbage collector (``gc=False``: it holds no containers, so it is in no cycle): the history
+    keeps hundreds alive, which would otherwise make the collector run more often."""
 
     id: str
     model: str = ""
@@ -140,6 +144,15 @@ def open_record(
 
 def close_record(token: Token[_Pending | None]) -> None:
     _current.reset(token)
+
+
+def client_traceparent(scope: Scope) -> str | None:
+    """The ``traceparent`` header the client sent, read off the ASGI scope's raw headers (a
+    Litestar ``Headers`` would be built for it on every request)."""
+    for name, value in scope["headers"]:
+        if name == b"traceparent":
+            return value.decode("latin-1")
+    return None
 
 
 def begin_request(

@@ -26,7 +26,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.disconnect import until_disconnected
 from corral.http.errors import ApiError
-from router.observe.requests import begin_request
+from router.observe.requests import begin_request, client_traceparent
 from router.relay.conversations import Claim
 from router.relay.peers import PeerRoute
 from router.relay.proxy import WHOLE_BELOW, RelayResponse, request_headers, request_target
@@ -100,9 +100,7 @@ async def forward_to_peer(
     peer, stats = route.peer, route.peer.stats
     scope = request.scope
     who = queue_caller(scope)
-    record = begin_request(
-        name, who.key, scope["path"], request.headers.get("traceparent"), who.priority
-    )
+    record = begin_request(name, who.key, scope["path"], client_traceparent(scope), who.priority)
     sent = request_headers(request.scope, session, translated=translation is not None)
     headers = [(k, v) for k, v in sent if k in _TO_PEER]
     target = peer.config.base_path.encode() + (target or request_target(request.scope))
@@ -145,7 +143,8 @@ async def forward_to_peer(
     return RelayResponse(
         upstream,
         name,
-        progress=record.chunk if record is not None else lambda: None,
+        progress=lambda: None,
+        first_piece=record.chunk if record is not None else lambda: None,
         cut_error=cut_error,
         translation=translation,
         detached=detached,

@@ -24,13 +24,14 @@ from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.disconnect import client_left, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
-from router.observe.requests import begin_request, current_record, traced_record
+from router.observe.requests import begin_request, client_traceparent, traced_record
 from router.observe.tracing.context import with_router_traceparent
 from router.relay.conversations import Claim
 from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
 from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
+from router.scheduling.waiting_line import Caller
 from router.security.api_keys import is_uncounted
 from router.security.callers import queue_caller
 from router.workers.model_state import ModelState
@@ -117,7 +118,8 @@ class RelayResponse(ASGIResponse):
     tells the worker to stop generating (docs/protocol.md §3). The model's lease ends with the
     request, just after (router/scheduling/leases.py). A stream cut by the upstream ends with
     the SSE error event ``cut_error`` makes of the reason. ``translation`` turns the answer
-    into another API's (router/relay/translation.py).
+    into another API's (router/relay/translation.py). ``first_piece`` is told once, when the
+    answer's first piece arrives (the request record's first token).
 
     A ``detached`` answer (a resumable session's) is read to its end even once its client has
     gone: the generation goes on in the worker, and it is this request, until the worker's
@@ -129,6 +131,7 @@ class RelayResponse(ASGIResponse):
         "_client_gone",
         "_cut_error",
         "_detached",
+        "_first_piece",
         "_headers",
         "_name",
         "_progress",
@@ -143,6 +146,7 @@ class RelayResponse(ASGIResponse):
         *,
         progress: Callable[[], None],
         cut_error: Callable[[UpstreamError], ApiError],
+        first_piece: Callable[[], None] = lambda: None,
         translation: AnswerTranslation | None = None,
         detached: bool = False,
     ) -> None:
@@ -154,6 +158,7 @@ class RelayResponse(ASGIResponse):
         self._name = name
         self._cut_error = cut_error
         self._progress = progress  # every chunk tells the stall watchdog the worker works
+        self._first_piece = first_piece
         self._translation = translation
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -164,7 +169,7 @@ class RelayResponse(ASGIResponse):
             if self._upstream.complete:  # most small answers: one body event, nothing to watch
                 body = await self._upstream.read()
                 # A short stream can be whole before it is relayed: its first piece is here too.
-                self._progress()
+                self._first_piece()
                 await self._start(send, [(b"content-length", str(len(body)).encode())])
                 await send({"type": "http.response.body", "body": body, "more_body": False})
                 return
@@ -234,7 +239,13 @@ class RelayResponse(ASGIResponse):
         return (self._upstream.header(b"content-type") or b"").startswith(b"text/event-stream")
 
     async def _chunks(self) -> AsyncIterator[bytes]:
-        async for chunk in self._upstream.chunks():
+        chunks = self._upstream.chunks()
+        async for chunk in chunks:  # the first piece: told once, then no test per chunk
+            self._progress()
+            self._first_piece()
+            yield chunk
+            break  # leaves the generator open: the loop below goes on with it
+        async for chunk in chunks:
             self._progress()
             yield chunk
 
@@ -285,13 +296,13 @@ async def forward(
     """
     name = state.entry.name
     scope = request.scope
-    who = queue_caller(scope)
-    begin_request(name, who.key, scope["path"], request.headers.get("traceparent"), who.priority)
+    who = queue_caller(scope)  # asked once: the record's key and class, and the queue's order
+    begin_request(name, who.key, scope["path"], client_traceparent(scope), who.priority)
     if not autoload and not state.running:
         raise ApiError(400, "model is not loaded")
     tries = 2  # a second when the worker was stopping as the first reached it
     while True:
-        lease = await _acquire(request, scheduler, name, detached=session is not None)
+        lease = await _acquire(request, scheduler, name, who, detached=session is not None)
         if session is not None and not session.live():
             raise ApiError(
                 400, "request cancelled by DELETE /v1/stream while the model was loading"
@@ -319,7 +330,7 @@ async def forward(
 
 
 async def _acquire(
-    request: Request[Any, Any, Any], scheduler: Scheduler, name: str, *, detached: bool
+    request: Request[Any, Any, Any], scheduler: Scheduler, name: str, who: Caller, *, detached: bool
 ) -> Lease:
     """A lease on the model, loading it if needed. The lease is the request's until it ends
     (router/scheduling/leases.py): whatever ends the request gives it back."""
@@ -327,7 +338,7 @@ async def _acquire(
     # scheduler's order for its class and key (docs/serving.md, "Scheduling"); GETs do not.
     scope = request.scope
     counted = request.method == "POST" and not is_uncounted(scope)
-    caller = queue_caller(scope) if counted else None
+    caller = who if counted else None
     # Most requests find their model ready: no waiting, so no need to watch for a disconnect.
     with scheduling_answered():
         lease = scheduler.acquire_if_ready(name, scope, caller)
@@ -359,7 +370,7 @@ async def relay(
     the worker's exit (which ends its attached sessions) is either before both or after both.
     """
     name = state.entry.name
-    note_model(name)
+    record = note_model(name)  # the canonical name, whatever the request called it
     client = state.client
     if client is None:  # stopped between becoming ready and now
         raise ApiError(503, f"model '{name}' is not running")
@@ -372,7 +383,7 @@ async def relay(
             await anyio.sleep(scheduler.fake_timing)
         scope = request.scope
         headers = request_headers(scope, session, translated=translation is not None)
-        if (record := current_record()) is not None:  # a restore's notes name it (protocol §1)
+        if record is not None:  # a restore's notes name it (protocol §1)
             headers.append((REQUEST_ID_HEADER, record.id.encode()))
         if (traced := traced_record()) is not None:  # the worker gets the router's traceparent
             headers = with_router_traceparent(traced, headers)
@@ -394,16 +405,12 @@ async def relay(
         fault = _fault_error(state)
         return fault or ApiError(500, f"model '{name}' stopped while answering")
 
-    def progress() -> None:
-        scheduler.note_progress(state)
-        if record is not None and record.first_token is None:
-            record.chunk()  # the first piece of the answer: the activity view's first token
-
     return RelayResponse(
         upstream,
         name,
-        progress=progress,
+        progress=lambda: scheduler.note_progress(state),
         cut_error=cut_error,
+        first_piece=record.chunk if record is not None else lambda: None,  # its first token
         translation=translation,
         detached=session is not None,
     )

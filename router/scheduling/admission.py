@@ -50,12 +50,20 @@ class Admission:
         return self._taken.get(state, 0)
 
     def full(self, state: ModelState) -> bool:
-        return self.taken(state) >= slots(state)
+        # Asked for every generation: the dict and the cache read directly, not through calls.
+        return self._taken.get(state, 0) >= _slots(state.entry.options)
 
-    def may_take(self, state: ModelState, waiter: Waiter | None, draining: set[str]) -> bool:
+    def may_take(
+        self, state: ModelState, waiter: Waiter | None, draining: Callable[[], set[str]]
+    ) -> bool:
         """Whether a counted request may have the model now. ``waiter`` None: a newcomer, which
-        goes only if nobody of this model waits before it."""
-        if not state.serving or self.full(state) or state.name in draining:
+        goes only if nobody of this model waits before it. ``draining`` gives the models that
+        take nobody new; asked only when somebody waits."""
+        if not state.serving or self.full(state):
+            return False
+        if waiter is None and not self._line:
+            return True  # nobody waits, so nobody goes first and nothing drains (waiters age)
+        if state.name in draining():
             return False
         first = self._line.first(state.name)
         return first is None if waiter is None else first is waiter
@@ -65,13 +73,13 @@ class Admission:
         self._owed[state] = waiters
 
     def take(self, state: ModelState) -> None:
-        self._taken[state] = self.taken(state) + 1
+        self._taken[state] = self._taken.get(state, 0) + 1
         owed = self._owed.pop(state, 0) - 1
         if owed > 0:
             self._owed[state] = owed
 
     def give_back(self, state: ModelState) -> None:
-        left = self.taken(state) - 1
+        left = self._taken.get(state, 0) - 1
         if left > 0:
             self._taken[state] = left
         else:

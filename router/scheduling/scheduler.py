@@ -109,7 +109,7 @@ class Scheduler(Room, Timers, Eviction):
     ) -> Lease | None:
         if caller is None or self.line.fifo:
             return self.hold(state, request)
-        if not self._admission.may_take(state, waiter, self._draining()):
+        if not self._admission.may_take(state, waiter, self._draining):
             return None
         if not self._pool.claim(state):
             return None

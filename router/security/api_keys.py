@@ -14,6 +14,7 @@ names a key where one must be told apart from another.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class KeyScope(enum.StrEnum):
     INFERENCE = "inference"
 
 
+@functools.lru_cache(maxsize=256)  # asked several times per request (the queue, the record)
 def key_id(secret: str) -> str:
     """A short, stable name for a key in logs and in ``GET /v1/key``; not enough to guess it."""
     return hashlib.sha256(secret.encode()).hexdigest()[:8]

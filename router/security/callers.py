@@ -32,6 +32,7 @@ __all__ = [
 
 _KEY: Final = "corral.key"  # the scope's key: ASGI lets servers and apps add their own
 _STAR_PAGE: Final = "corral.star_page"
+_ANYONE: Final = Caller()  # every request of a router without keys: made once, not per request
 
 
 def remember_key(scope: Scope, key: ApiKey | None) -> None:
@@ -71,4 +72,4 @@ def queue_caller(scope: Scope) -> Caller:
     everyone is one interactive caller; the Web UI's requests carry the key its user gave it,
     so they take that key's class (docs/serving.md, "Scheduling")."""
     key = request_key(scope)
-    return Caller() if key is None else Caller(key.priority, key.id)
+    return _ANYONE if key is None else Caller(key.priority, key.id)

@@ -11,11 +11,16 @@ class Broadcast:
     """Wakes every waiter when something changed; waiters re-check their own condition."""
 
     def __init__(self) -> None:
-        self._event = anyio.Event()
+        # Made by the first waiter after a notify: every request's end notifies (a slot is
+        # free), and almost always nobody waits, so most notifies have no event to set or make.
+        self._event: anyio.Event | None = None
 
     def notify(self) -> None:
-        self._event.set()
-        self._event = anyio.Event()
+        if self._event is not None:
+            self._event.set()
+            self._event = None
 
     async def wait(self) -> None:
+        if self._event is None:
+            self._event = anyio.Event()
         await self._event.wait()
