@@ -81,7 +81,7 @@ class ApiPrefix:
 
     def _raw_inner(self, scope: Scope, inner: str) -> bytes:
         """``raw_path`` without the prefix too: the relay sends it to workers and peers as it
-        is (router.relay.proxy.request_target), and they know no prefix."""
+        is (router.relay.headers.request_target), and they know no prefix."""
         raw: bytes | None = scope.get("raw_path")
         prefix = self._prefix.encode()
         if raw is not None and (raw == prefix or raw.startswith(prefix + b"/")):

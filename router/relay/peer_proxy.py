@@ -28,8 +28,9 @@ from corral.http.disconnect import until_disconnected
 from corral.http.errors import ApiError
 from router.observe.requests import begin_request, client_traceparent
 from router.relay.conversations import Claim
+from router.relay.headers import request_headers, request_target
 from router.relay.peers import PeerRoute
-from router.relay.proxy import WHOLE_BELOW, RelayResponse, request_headers, request_target
+from router.relay.proxy import WHOLE_BELOW, RelayResponse
 from router.relay.translation import AnswerTranslation
 from router.security.callers import queue_caller
 from router.workers.worker_http import UpstreamError

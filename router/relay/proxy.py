@@ -20,13 +20,13 @@ from litestar.response.base import ASGIResponse
 from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
 from corral.children.protocol import REQUEST_ID_HEADER
-from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.disconnect import client_left, until_disconnected
 from corral.http.errors import ApiError, sse_error_event
 from router.observe.access_log import note_model
 from router.observe.requests import begin_request, client_traceparent, traced_record
 from router.observe.tracing.context import with_router_traceparent
 from router.relay.conversations import Claim
+from router.relay.headers import request_headers, request_target, response_headers
 from router.relay.translation import AnswerTranslation
 from router.scheduling.answers import scheduling_answered
 from router.scheduling.leases import Lease
@@ -44,70 +44,15 @@ __all__ = [
     "autoload_wanted",
     "forward",
     "relay",
-    "request_headers",
-    "request_target",
 ]
 
 _log = structlog.get_logger("corral.proxy")
-_HOP_BY_HOP = {
-    b"connection",
-    b"keep-alive",
-    b"transfer-encoding",
-    b"content-length",
-    b"te",
-    b"upgrade",
-    b"proxy-connection",
-    b"host",
-}
-# Workers never see the router's credentials, and the worker key is the router's to send
-# (docs/protocol.md §8); compression would defeat streaming; the router has read the whole body
-# already, so a worker has nothing to say to "Expect: 100-continue". A session's id is the
-# router's to give (the key's namespace, router/relay/conversations.py). The page's Origin was
-# the router's to check (router/security/origins.py): to a worker, or a peer, the router is the
-# client, and a worker refuses any request that carries one (worker/host/access.py).
-_REQUEST_DROP = _HOP_BY_HOP | {
-    b"authorization", b"x-api-key", WORKER_KEY_HEADER, b"accept-encoding", b"expect",
-    b"x-conversation-id", b"origin", REQUEST_ID_HEADER,
-}  # fmt: skip
-# A translated request's body is the router's: the client's description of its own is wrong.
-_TRANSLATED_DROP = {b"content-type", b"content-encoding"}
 # Answers announced shorter than this are relayed as one piece (JSON answers, not streams).
 WHOLE_BELOW = 1 << 20
 # A whole answer translated into another API's shape is held in memory first: a peer (another
 # party, docs/security.md) could otherwise send one without end. A worker's largest whole
 # answers (long outputs with token probabilities) stay far below it.
 _TRANSLATED_WHOLE_MAX = 64 << 20
-# The router's own server adds these; CORS is the router's business, not a worker's.
-_RESPONSE_DROP = _HOP_BY_HOP | {b"server", b"date"}
-
-
-def request_target(scope: Scope) -> bytes:
-    path: bytes = scope.get("raw_path") or scope["path"].encode()
-    query: bytes = scope["query_string"]
-    return path + b"?" + query if query else path
-
-
-def request_headers(
-    scope: Scope, session: Claim | None = None, *, translated: bool = False
-) -> list[tuple[bytes, bytes]]:
-    """The headers a worker or a peer gets: the session's id if it is one, and for a
-    ``translated`` body the JSON content type of the body the router made."""
-    # ASGI servers give header names in lower case.
-    drop = _REQUEST_DROP | _TRANSLATED_DROP if translated else _REQUEST_DROP
-    headers = [(k, v) for k, v in scope["headers"] if k not in drop]
-    if session is not None:
-        headers.append((b"x-conversation-id", session.session_key.encode("latin-1")))
-    if translated:
-        headers.append((b"content-type", b"application/json"))
-    return headers
-
-
-def _response_headers(upstream: UpstreamResponse) -> list[tuple[bytes, bytes]]:
-    return [
-        (k, v)
-        for k, v in upstream.headers
-        if k not in _RESPONSE_DROP and not k.startswith(b"access-control-")
-    ]
 
 
 class RelayResponse(ASGIResponse):
@@ -154,7 +99,7 @@ class RelayResponse(ASGIResponse):
         self._upstream = upstream
         self._detached = detached
         self._client_gone = False
-        self._headers = _response_headers(upstream)
+        self._headers = response_headers(upstream)
         self._name = name
         self._cut_error = cut_error
         self._progress = progress  # every chunk tells the stall watchdog the worker works
