@@ -36,6 +36,8 @@ from litestar.types import (
     Send,
 )
 
+from corral.http.scope_headers import scope_header
+
 __all__ = ["CORS_ALLOWED_HEADERS", "CORS_ALLOWED_METHODS", "NO_CORS", "CorsHeaders", "CorsPolicy"]
 
 CORS_ALLOWED_METHODS: Final = "GET, POST, DELETE, OPTIONS"
@@ -77,13 +79,6 @@ class CorsPolicy:
         return origin if self.covers(origin) else None
 
 
-def _header(scope: Scope, wanted: bytes) -> bytes | None:
-    for name, value in scope["headers"]:
-        if name == wanted:
-            return bytes(value)
-    return None
-
-
 class CorsHeaders:
     """ASGI wrapper: answers preflights and adds the allow-origin header to every answer."""
 
@@ -95,7 +90,7 @@ class CorsHeaders:
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
-        origin = _header(scope, b"origin")
+        origin = scope_header(scope, b"origin")
         allowed = self.policy.allow_origin(origin.decode("latin-1") if origin else None)
         added: list[tuple[bytes, bytes]] = [(b"vary", b"Origin")]
         if allowed is not None:
@@ -105,7 +100,7 @@ class CorsHeaders:
                 (b"access-control-allow-methods", CORS_ALLOWED_METHODS.encode()),
                 (
                     b"access-control-allow-headers",
-                    _header(scope, b"access-control-request-headers")
+                    scope_header(scope, b"access-control-request-headers")
                     or CORS_ALLOWED_HEADERS.encode(),
                 ),
                 (b"content-length", b"0"),

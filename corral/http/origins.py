@@ -26,6 +26,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from corral.http.cors import CorsPolicy
 from corral.http.errors import ApiError, json_response
+from corral.http.scope_headers import scope_header
 
 __all__ = ["OriginCheck", "page_refusal", "request_origin"]
 
@@ -33,10 +34,8 @@ _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 def _header(scope: Scope, wanted: bytes) -> str | None:
-    for name, value in scope["headers"]:
-        if name == wanted:
-            return bytes(value).decode("latin-1")
-    return None
+    value = scope_header(scope, wanted)
+    return None if value is None else value.decode("latin-1")
 
 
 def request_origin(scope: Scope) -> str | None:

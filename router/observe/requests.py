@@ -23,6 +23,7 @@ import msgspec
 from litestar.types import Scope
 
 from corral.children.protocol import parse_restore
+from corral.http.scope_headers import scope_header
 
 __all__ = [
     "FINISHED_KEPT",
@@ -149,10 +150,8 @@ def close_record(token: Token[_Pending | None]) -> None:
 def client_traceparent(scope: Scope) -> str | None:
     """The ``traceparent`` header the client sent, read off the ASGI scope's raw headers (a
     Litestar ``Headers`` would be built for it on every request)."""
-    for name, value in scope["headers"]:
-        if name == b"traceparent":
-            return value.decode("latin-1")
-    return None
+    value = scope_header(scope, b"traceparent")
+    return None if value is None else value.decode("latin-1")
 
 
 def begin_request(

@@ -16,6 +16,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from corral.children.protocol import REQUEST_ID_HEADER, RESTORE_STATE, RestoreNote, StateWriter
+from corral.http.scope_headers import scope_header
 
 __all__ = ["RestoreNotify", "restore_notify", "with_restore_notes"]
 
@@ -37,7 +38,7 @@ def with_restore_notes(app: ASGIApp, states: StateWriter) -> ASGIApp:
 
     async def call(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == ScopeType.HTTP:
-            header = next((v for k, v in scope["headers"] if k == REQUEST_ID_HEADER), None)
+            header = scope_header(scope, REQUEST_ID_HEADER)
             if header is not None:
                 request = header.decode("latin-1")
 

@@ -9,6 +9,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 from structlog.contextvars import bound_contextvars
 
+from corral.http.scope_headers import scope_header
 from corral.http.trace_context import parse_traceparent
 
 __all__ = ["with_trace_context"]
@@ -19,7 +20,7 @@ def with_trace_context(app: ASGIApp) -> ASGIApp:
 
     async def call(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == ScopeType.HTTP:
-            header = next((v for k, v in scope["headers"] if k == b"traceparent"), None)
+            header = scope_header(scope, b"traceparent")
             parent = parse_traceparent(header) if header is not None else None
             if parent is not None:
                 with bound_contextvars(
