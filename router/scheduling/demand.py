@@ -86,9 +86,14 @@ class Demand:
         if state.name not in self._for_batch or not state.loads:
             return 0.0
         now = self._clock()
-        if max(self._batch_at.get(state.name, 0.0), state.ready_at) + _BACKLOG_GAP_S <= now:
+        if self._backlog_served_at(state) <= now:
             return 0.0  # its backlog is served (or never came)
         return max(state.ready_at + BATCH_QUANTUM_S - now, 0.0)
+
+    def _backlog_served_at(self, state: ModelState) -> float:
+        """When ``state``'s batch backlog counts as served: a gap after its last batch
+        admission (or its load, if none came since)."""
+        return max(self._batch_at.get(state.name, 0.0), state.ready_at) + _BACKLOG_GAP_S
 
     def next_change(self, models: Iterable[ModelState]) -> float | None:
         """Seconds until a model stops returning or a quantum ends; None: neither will."""
@@ -98,8 +103,5 @@ class Demand:
                 left.append(times[-1][0] + RETURN_S - now)
         for state in models:
             if state.serving and (quantum := self.quantum_left(state)) > 0:
-                gap = (
-                    max(self._batch_at.get(state.name, 0.0), state.ready_at) + _BACKLOG_GAP_S - now
-                )
-                left.append(min(quantum, gap))
+                left.append(min(quantum, self._backlog_served_at(state) - now))
         return min(left, default=None)
