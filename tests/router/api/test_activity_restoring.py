@@ -11,6 +11,7 @@ takes a moment, so the test reads when the worker said it began and ended (``res
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,14 @@ def _next_turn(router: RouterProcess, stream: bool) -> tuple[httpx.Response, dic
     _chat(router, _OTHER, stream=False)  # the slot's cache becomes a copy in memory
     turn = [*_FIRST, {"role": "assistant", "content": first}, {"role": "user", "content": "hi"}]
     answer = _chat(router, turn, stream)
-    records = router.client.get("/activity").json()["requests"]
-    return answer, records[0]  # the newest finished first, none in flight
+    # A stream's client can read [DONE] before the router closes its record: read the
+    # activity until that record is over (it is the newest, first in the list).
+    for _ in range(200):
+        record = router.client.get("/activity").json()["requests"][0]
+        if record["state"] in ("done", "failed"):
+            break
+        time.sleep(0.05)
+    return answer, record
 
 
 def test_a_streamed_turn_shows_restoring_then_ends_with_its_cached_tokens(
