@@ -57,14 +57,17 @@ def log(message: str) -> None:
 class Router:
     """A ``corral serve`` child whose JSON log is read for its URL and its workers' ports."""
 
-    def __init__(self, models_dir: Path, serve_args: list[str]) -> None:
+    def __init__(self, models_dir: Path, serve_args: list[str], tree: Path = REPO) -> None:
+        """``tree``: the source tree to run (another commit's worktree, with this venv); ``-m``
+        puts the working directory first on ``sys.path``, and the workers inherit it."""
         command = [sys.executable, "-m", "router", "serve", "--port", "0", "--models-spare", "0"]
         self.process = subprocess.Popen(
             [*command, "--models-dir", str(models_dir), *serve_args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            cwd=REPO,
+            cwd=tree,
+            env={**os.environ, "PYTHONPATH": str(tree)},
         )
         self.url = ""
         self.worker_ports: dict[str, int] = {}
