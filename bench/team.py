@@ -268,8 +268,18 @@ def run(args: argparse.Namespace) -> Results:
     if classes is None:
         classes = classes_known()
         log(f"key classes: {'on' if classes else 'off (this tree refuses class=)'}")
-    flags = ["--models-max", "2", "--threads", str(args.threads)]
-    flags += ["--ctx-size", str(args.ctx_size), "--parallel", str(args.parallel)]
+    flags = [
+        "--models-max",
+        "2",
+        "--ctx-size",
+        str(args.ctx_size),
+        "--parallel",
+        str(args.parallel),
+    ]
+    threads = {
+        CORRAL: args.corral_threads or args.threads,
+        LLAMA: args.llama_threads or args.threads,
+    }
     outcomes: dict[str, list[Outcome]] = {}
     loads: dict[str, list[dict[str, int]]] = {}  # per side, per window
     turns: list[Turn] = []
@@ -281,7 +291,10 @@ def run(args: argparse.Namespace) -> Results:
         for n, side in enumerate(order):
             log_path = logs / f"{n + 1}-{side}.log"
             load_average = os.getloadavg()[0]
-            got, counted = _turn(side, args.llama_server, flags, keys, trace, log_path, args.settle)
+            side_flags = flags if threads[side] == "default" else [*flags, "-t", threads[side]]
+            got, counted = _turn(
+                side, args.llama_server, side_flags, keys, trace, log_path, args.settle
+            )
             done = sum(o.done for o in got)
             turns.append(Turn(side, len(got), done, counted, load_average))
             outcomes.setdefault(side, []).extend(got)
@@ -307,7 +320,11 @@ def main() -> None:
     parser.add_argument(
         "--settle", type=float, default=5.0, help="seconds between a router's start and its window"
     )
-    parser.add_argument("--threads", type=int, default=1, help="-t for every model, both sides")
+    parser.add_argument(
+        "--threads", default="1", help="-t for every model, both sides; `default`: none given"
+    )
+    parser.add_argument("--corral-threads", help="-t for Corral's models (default: --threads)")
+    parser.add_argument("--llama-threads", help="-t for llama.cpp's models (default: --threads)")
     parser.add_argument("--ctx-size", type=int, default=4096)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument(
