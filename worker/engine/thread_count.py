@@ -4,9 +4,10 @@ The router shares the CPU cores among the models busy at once (docs/serving.md, 
 docs/protocol.md §1, the threads command): ggml's threads work in lock-step, so two workers
 each running as many threads as there are cores fight over them. The command arrives on the
 lifeline's thread at any moment; the engine applies it between two steps, never inside a
-decode (``llama_set_n_threads`` while llama.cpp runs a batch's ubatches would race it). Only the
-main context follows it: the draft model's and the embeddings context keep the count the worker
-started with. A context made anew (a wake from sleep) gets the count again.
+decode (``llama_set_n_threads`` while llama.cpp runs a batch's ubatches would race it). The main
+context and the embeddings context follow it (a batch key's embeddings are as busy as a chat);
+the draft model's keeps the count the worker started with. A context made anew (a wake from
+sleep, the embeddings context on first use) gets the count too.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ __all__ = ["ThreadCount", "threads_now"]
 class ThreadCount:
     def __init__(self) -> None:
         self._wanted: ThreadsCommand | None = None  # set by any thread: one reference, atomic
-        self._applied: tuple[Any, ThreadsCommand] | None = None  # (context, what it was given)
+        # What was given, to which contexts: the main one and the embeddings' (None: not made).
+        self._applied: tuple[ThreadsCommand | None, Any, Any] = (None, None, None)
 
     def want(self, command: ThreadsCommand) -> None:
         """The router's count, for the next step (any thread)."""
@@ -37,11 +39,13 @@ class ThreadCount:
         wanted = self._wanted
         if wanted is None or model.sleeping:
             return
-        applied = self._applied
-        if applied is not None and applied[0] is model.ctx and applied[1] is wanted:
+        now = (wanted, model.ctx, model.embeddings)
+        if all(a is b for a, b in zip(now, self._applied, strict=True)):
             return
         llama_cpp.llama_set_n_threads(model.ctx, wanted.threads, wanted.threads_batch)
-        self._applied = (model.ctx, wanted)
+        if model.embeddings is not None:
+            model.embeddings.set_threads(wanted.threads, wanted.threads_batch)
+        self._applied = now
 
 
 def threads_now(model: LoadedModel) -> tuple[int, int] | None:

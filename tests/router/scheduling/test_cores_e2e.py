@@ -9,8 +9,9 @@ takes seconds for the 200 tokens asked), read while the others' are, then droppe
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import ExitStack
+from typing import cast
 
 import pytest
 
@@ -48,7 +49,8 @@ def _generating(router: RouterProcess, stack: ExitStack, model: str) -> None:
         router.client.stream("POST", "/v1/completions", json={**body, "ignore_eos": True})
     )
     assert reply.status_code == 200
-    lines = reply.iter_lines()  # kept open: a closed iterator would close the stream
+    # Kept until the stack closes: a discarded iterator would close the stream now.
+    lines = cast("Generator[str, None, None]", reply.iter_lines())
     stack.callback(lines.close)
     while not next(lines).startswith("data:"):
         pass

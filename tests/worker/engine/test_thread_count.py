@@ -1,6 +1,6 @@
 """The router's threads command (docs/protocol.md §1): the worker's context computes with the
 count it was sent from its next step on, its ``/metrics`` says so, and a context made anew
-(a wake from sleep) gets it again."""
+(a wake from sleep, the embeddings context) gets it too."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tests.support.thread_counts import threads_in, threads_once
 from tests.support.worker_process import worker
 from worker.engine.model import LoadedModel
 from worker.engine.thread_count import ThreadCount, threads_now
+from worker.host.llama_bindings import llama_cpp
 from worker.settings.parse import parse_worker_args
 
 
@@ -55,5 +56,8 @@ def test_a_context_made_anew_gets_the_count_again(models_dir: Path) -> None:
         assert threads_now(model) == (2, 2)  # the flags' count, until the engine applies
         count.apply(model)
         assert threads_now(model) == (1, 1)
+        embeddings = model.embedder()  # made with the flags' count, then given the share
+        count.apply(model)
+        assert llama_cpp.llama_n_threads(embeddings._ctx) == 1
     finally:
         model.close()
