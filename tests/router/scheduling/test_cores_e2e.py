@@ -2,8 +2,9 @@
 router and real workers of the bundled model: two models generating at once split the cores,
 one generating alone has them all, and a model whose threads are set is never told.
 
-Each model's stream is held open after its first token (the model keeps generating: SmolLM2
-takes seconds for the 200 tokens asked), read while the others' are, then dropped.
+Each model's stream is held open after its first token (the model keeps generating: even a fast
+box takes seconds for the 1000 tokens asked), read while the others' are, then dropped, which
+ends its generation.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
     preset.write_text(
         f"[a]\nmodel = {model}\n[b]\nmodel = {model}\n[c]\nmodel = {model}\nthreads = {EXPLICIT}\n"
     )
-    args = ["--models-preset", str(preset), "-c", "256", "-np", "1", "--metrics"]
+    args = ["--models-preset", str(preset), "-c", "1024", "-np", "1", "--metrics"]
     with running_router(args) as process:
         for name in "abc":  # loaded before the streams, so none ends while another loads
             body = {"model": name, "prompt": "Hi", "max_tokens": 1}
@@ -44,7 +45,7 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
 def _generating(router: RouterProcess, stack: ExitStack, model: str) -> None:
     """Start a long stream on ``model`` and return once its first token came; it is dropped
     when ``stack`` closes."""
-    body = {"model": model, "prompt": "Once upon a time", "max_tokens": 200, "stream": True}
+    body = {"model": model, "prompt": "Once upon a time", "max_tokens": 1000, "stream": True}
     reply = stack.enter_context(
         router.client.stream("POST", "/v1/completions", json={**body, "ignore_eos": True})
     )
