@@ -32,6 +32,7 @@ from typing import TypeVar
 import structlog
 from anyio.abc import TaskGroup
 
+from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.workers.model_state import ModelState
 
@@ -63,10 +64,15 @@ class CoreShare:
         self._told: weakref.WeakKeyDictionary[ModelState, tuple[int, int]] = (
             weakref.WeakKeyDictionary()
         )
+        # Whether each model's threads are the router's to set, for the entry it was read from
+        # (a reload may give a model new options): read once, not on every request.
+        self._shared: weakref.WeakKeyDictionary[ModelState, tuple[CatalogueEntry, bool]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def threads(self, state: ModelState) -> int | None:
         """The threads the model's worker was given; None when it places its own."""
-        if not _automatic(state):
+        if not self._automatic(state):
             return None
         loads, threads = self._told.get(state, (-1, self.cores))
         return threads if loads == state.loads else self.cores
@@ -74,7 +80,7 @@ class CoreShare:
     def busy(self, state: ModelState, request: RequestScope) -> None:
         """A generation was handed to the model; it ends with ``request``."""
         running = self._busy.get(state, 0)
-        if running == 0 and not _automatic(state):
+        if running == 0 and not self._automatic(state):
             return
         self._busy[state] = running + 1
         bind(request, Lease(state, self._ended))
@@ -89,15 +95,19 @@ class CoreShare:
             del self._busy[state]
             self._share()
 
+    def _automatic(self, state: ModelState) -> bool:
+        entry = state.entry
+        known = self._shared.get(state)
+        if known is None or known[0] is not entry:
+            known = (entry, _PLACED.isdisjoint(name for name, _ in entry.options))
+            self._shared[state] = known
+        return known[1]
+
     def _share(self) -> None:
         for state, threads in shares(list(self._busy), self.cores).items():
             if self.threads(state) != threads:
                 self._told[state] = (state.loads, threads)
                 self._send(state, threads)
-
-
-def _automatic(state: ModelState) -> bool:
-    return _PLACED.isdisjoint(name for name, _ in state.entry.options)
 
 
 def send_in(tasks: TaskGroup) -> Callable[[ModelState, int], None]:
