@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 import anyio
 import structlog
 
+from corral.cpu_threads import default_threads
 from router.api.activity import take_samples
 from router.api.metrics import RequestCounter
 from router.api.runtime import RouterRuntime
@@ -25,6 +26,7 @@ from router.observe.activity import Activity
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
 from router.reloads import Reloader
+from router.scheduling.cores import CoreShare, send_in
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.scheduler import Scheduler
 from router.settings import ServeSettings
@@ -75,6 +77,7 @@ async def running_services(
             max_queue=settings.max_queue,
             schedule=settings.schedule,
             wait_max=settings.schedule_wait_max,
+            cores=CoreShare(default_threads(), send_in(group)),  # as each worker counts them
         )
         watchdog = StallWatchdog(
             pool, stall_timeout=settings.stall_timeout, load_timeout=settings.load_timeout

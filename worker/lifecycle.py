@@ -118,7 +118,11 @@ class WorkerLifecycle:
     async def serve(self) -> int:
         """Load on the engine thread while serving; return once the server has stopped."""
         settings = self.settings
-        lifeline.arm(on_exit_command=self._exit_command, on_release_command=self._release_command)
+        lifeline.arm(
+            on_exit_command=self._exit_command,
+            on_release_command=self._release_command,
+            on_threads_command=self._engine.want_threads,
+        )
         for name, value in settings.ignored.items():
             reason = option_spec(name).no_effect
             _log.warning(

@@ -27,7 +27,9 @@ from corral.children.protocol import (
     RELEASE_COMMAND,
     LineSplitter,
     LoadCommand,
+    ThreadsCommand,
     parse_load,
+    parse_threads,
 )
 
 __all__ = ["arm"]
@@ -59,6 +61,7 @@ class _Commands:
         self.on_exit: Callable[[], None] | None = None
         self.on_load: Callable[[LoadCommand], None] | None = None
         self.on_release: Callable[[], None] | None = None
+        self.on_threads: Callable[[ThreadsCommand], None] | None = None
         self.exit_pending = False  # came while nobody handled it: for the next arm()
 
     def exit_command(self) -> None:
@@ -75,6 +78,12 @@ class _Commands:
             self.exit_command()
         else:
             handler()
+
+    def threads_command(self, command: ThreadsCommand) -> None:
+        with self.lock:
+            handler = self.on_threads
+        if handler is not None:  # a spare has no context yet: the router sends it none
+            handler(command)
 
     def load_command(self, command: LoadCommand) -> None:
         with self.lock:
@@ -100,6 +109,8 @@ def _watch_stdin() -> None:
                 _commands.release_command()
             elif (load := parse_load(line)) is not None:
                 _commands.load_command(load)
+            elif (threads := parse_threads(line)) is not None:
+                _commands.threads_command(threads)
     _die_now()
 
 
@@ -107,6 +118,7 @@ def arm(
     on_exit_command: Callable[[], None],
     on_load_command: Callable[[LoadCommand], None] | None = None,
     on_release_command: Callable[[], None] | None = None,
+    on_threads_command: Callable[[ThreadsCommand], None] | None = None,
 ) -> bool:
     """Install both guards if a router launched us; returns whether it did.
 
@@ -119,7 +131,7 @@ def arm(
     with _commands.lock:
         first, _commands.armed = not _commands.armed, True
         _commands.on_exit, _commands.on_load = on_exit_command, on_load_command
-        _commands.on_release = on_release_command
+        _commands.on_release, _commands.on_threads = on_release_command, on_threads_command
         pending, _commands.exit_pending = _commands.exit_pending, False
     if first:
         _set_parent_death_signal(int(router_pid))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -23,6 +24,7 @@ __all__ = [
     "RESTORE_STATE",
     "SPARE_STATE",
     "STATE_PREFIX",
+    "THREADS_PREFIX",
     "ChildLine",
     "LineSplitter",
     "LoadCommand",
@@ -31,11 +33,14 @@ __all__ = [
     "RestoreNote",
     "StateMessage",
     "StateWriter",
+    "ThreadsCommand",
     "encode_load",
     "encode_state",
+    "encode_threads",
     "parse_line",
     "parse_load",
     "parse_restore",
+    "parse_threads",
 ]
 
 STATE_PREFIX = b"cmd_child_to_router:state:"
@@ -50,6 +55,9 @@ RELEASE_COMMAND = b"cmd_router_to_child:release"
 # Corral's own: a worker's note that it begins, then has ended, loading a saved KV cache for a
 # request the router relayed with its id in REQUEST_ID_HEADER (the activity view's "restoring").
 RESTORE_STATE = "restore"
+# Corral's own: the threads a worker's context computes with from its next decode on, the
+# router's share of the CPU cores among the models busy at once (router/scheduling/cores.py).
+THREADS_PREFIX = b"cmd_router_to_child:threads:"
 REQUEST_ID_HEADER = b"x-corral-request-id"
 # A child's exit code, as the router reads it: 0 when it was asked to stop (or had finished), 1
 # when it failed, with the reason in its last error log line. A signal death is the router's to
@@ -76,6 +84,14 @@ class LoadCommand(msgspec.Struct, frozen=True):
 
     argv: list[str]
     key: str = ""
+
+
+class ThreadsCommand(msgspec.Struct, frozen=True):
+    """``{"threads": N, "threads_batch": M}``: what the worker's context computes with, one
+    token at a time and reading prompts (llama.cpp's ``llama_set_n_threads``)."""
+
+    threads: int
+    threads_batch: int
 
 
 class RestoreNote(msgspec.Struct, frozen=True):
@@ -111,21 +127,39 @@ ChildLine = StateMessage | LogLine | MalformedLine
 
 _decode_state = msgspec.json.Decoder(StateMessage).decode
 _decode_load = msgspec.json.Decoder(LoadCommand).decode
+_decode_threads = msgspec.json.Decoder(ThreadsCommand).decode
+T = TypeVar("T")
 
 
 def encode_load(argv: list[str], key: str = "") -> bytes:
     return LOAD_PREFIX + msgspec.json.encode(LoadCommand(argv, key)) + b"\n"
 
 
-def parse_load(line: bytes) -> LoadCommand | None:
-    """The load command in a stdin line, or None if the line is not one (or does not decode)."""
+def _command(line: bytes, prefix: bytes, decode: Callable[[bytes], T]) -> T | None:
+    """The JSON after ``prefix`` in a stdin line; None if it is not one or does not decode."""
     text = line.strip()
-    if not text.startswith(LOAD_PREFIX):
+    if not text.startswith(prefix):
         return None
     try:
-        return _decode_load(text[len(LOAD_PREFIX) :])
+        return decode(text[len(prefix) :])
     except msgspec.DecodeError:
         return None
+
+
+def parse_load(line: bytes) -> LoadCommand | None:
+    """The load command in a stdin line, or None if the line is not one (or does not decode)."""
+    return _command(line, LOAD_PREFIX, _decode_load)
+
+
+def encode_threads(threads: int, threads_batch: int) -> bytes:
+    return THREADS_PREFIX + msgspec.json.encode(ThreadsCommand(threads, threads_batch)) + b"\n"
+
+
+def parse_threads(line: bytes) -> ThreadsCommand | None:
+    """The threads command in a stdin line, or None if the line is not one (or does not
+    decode, or asks for fewer than one thread)."""
+    command = _command(line, THREADS_PREFIX, _decode_threads)
+    return command if command and min(command.threads, command.threads_batch) >= 1 else None
 
 
 def encode_state(state: str, payload: dict[str, Any] | None = None) -> bytes:

@@ -175,6 +175,18 @@ def render_metrics(
         "Proxied requests in flight, streams included.",
         ((per_model(name), state.in_flight) for name, state in models),
     )
+    if (cores := scheduler.cores) is not None:
+        lines += prometheus_family(
+            "corral_model_threads",
+            "gauge",
+            "Threads each running model's worker was given: the CPU cores shared among the busy "
+            "ones (a model that sets threads, threads-batch, cpu-mask or cpu-range is left out).",
+            (
+                (per_model(name), threads)
+                for name, state in models
+                if state.running and (threads := cores.threads(state)) is not None
+            ),
+        )
     lines += prometheus_family(
         "corral_evictions_total",
         "counter",

@@ -290,6 +290,8 @@ async def _acquire(
         if lease is None:
             waiting = scheduler.acquire(name, scope, caller)
             lease = await (waiting if detached else until_disconnected(request, waiting))
+    if counted and scheduler.cores is not None:  # it computes until the request ends
+        scheduler.cores.busy(lease.state, scope)
     return lease
 
 

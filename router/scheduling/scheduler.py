@@ -32,6 +32,7 @@ import structlog
 
 from router.observe.topics import Topic
 from router.scheduling.admission import Admission
+from router.scheduling.cores import CoreShare
 from router.scheduling.demand import Demand
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.eviction import Eviction
@@ -68,6 +69,7 @@ class Scheduler(Room, Timers, Eviction):
         clock: Callable[[], float] = time.monotonic,
         schedule: str = "swap",
         wait_max: float = 30.0,
+        cores: CoreShare | None = None,
     ) -> None:
         self._pool = pool
         self._models_max = models_max
@@ -75,6 +77,7 @@ class Scheduler(Room, Timers, Eviction):
         self._clock = clock  # the pool's clock too: ttl and backoff compare against its times
         self.memory = memory
         self.devices = devices  # GPU placement (router/scheduling/device_planner.py), if any
+        self.cores = cores  # the CPU cores shared among busy workers (cores.py), if any
         self._queue: deque[_Entry] = deque()
         self.line = WaitingLine(clock, wait_max, fifo=schedule == "fifo")
         self._admission = Admission(self.line, clock)

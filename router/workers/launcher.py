@@ -22,6 +22,7 @@ from corral.children.protocol import (
     ChildLine,
     LineSplitter,
     encode_load,
+    encode_threads,
     parse_line,
 )
 
@@ -47,6 +48,10 @@ class ChildProcess(Protocol):
 
     async def send_release(self) -> None:
         """Ask a worker that began as a spare to stop serving its model and be a spare again."""
+        ...
+
+    async def send_threads(self, threads: int, threads_batch: int) -> None:
+        """Set the threads a worker's context computes with from its next decode on."""
         ...
 
     def signal_group(self, sig: signal.Signals) -> None: ...
@@ -87,6 +92,9 @@ class _Subprocess:
 
     async def send_release(self) -> None:
         await self._send(RELEASE_COMMAND + b"\n")
+
+    async def send_threads(self, threads: int, threads_batch: int) -> None:
+        await self._send(encode_threads(threads, threads_batch))
 
     async def _send(self, line: bytes) -> None:
         stdin = self._process.stdin

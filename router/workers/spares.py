@@ -139,6 +139,10 @@ class _Spare:
     async def send_release(self) -> None:
         await self._process.send_release()
 
+    async def send_threads(self, threads: int, threads_batch: int) -> None:
+        if self.handed_over and not self.releasing:  # a spare has no context to set
+            await self._process.send_threads(threads, threads_batch)
+
     def signal_group(self, sig: signal.Signals) -> None:
         self._process.signal_group(sig)
 

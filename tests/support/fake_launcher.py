@@ -80,6 +80,9 @@ class FakeChild:
     async def send_release(self) -> None:
         self.received.append("release command")
 
+    async def send_threads(self, threads: int, threads_batch: int) -> None:
+        self.received.append(f"threads command {threads} {threads_batch}")
+
     async def send_exit(self) -> None:
         self.exit_commands += 1
         self.received.append("exit command")

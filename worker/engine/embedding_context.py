@@ -65,6 +65,10 @@ class Embedder:
         )
         self._batch = llama_cpp.llama_batch_init(n_ctx, 0, 1)
 
+    def set_threads(self, threads: int, threads_batch: int) -> None:
+        """The router's share of the cores (worker/engine/thread_count.py), between decodes."""
+        llama_cpp.llama_set_n_threads(self._ctx, threads, threads_batch)
+
     def close(self) -> None:
         llama_cpp.llama_batch_free(self._batch)
         llama_cpp.llama_free(self._ctx)

@@ -16,7 +16,9 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from corral.children.protocol import ThreadsCommand
 from worker.engine.generation import Failed, Finished, Generation, GenerationEvent
+from worker.engine.thread_count import ThreadCount
 
 if TYPE_CHECKING:
     from worker.engine.model import LoadedModel
@@ -90,6 +92,7 @@ class Engine:
         self._thread: threading.Thread | None = None
         self._model: LoadedModel | None = None
         self._outbox: _Outbox = []
+        self._threads = ThreadCount()  # the router's share of the cores (docs/protocol.md §1)
 
     def start(
         self,
@@ -151,6 +154,11 @@ class Engine:
         finally:
             generation.cancelled = True
 
+    def want_threads(self, command: ThreadsCommand) -> None:
+        """The router's threads command (any thread): applied before the next step or job
+        (an idle engine computes nothing, so it waits for its next work)."""
+        self._threads.want(command)
+
     def busy_seconds(self) -> float:
         """How long the thread has been inside one job or step; 0 while it waits for work."""
         since = self._busy_since  # one read: the engine thread may reset it meanwhile
@@ -202,11 +210,13 @@ class Engine:
                     self._busy_since = self._clock()
                     if model.sleeping and job.needs_model:
                         wake(model)
+                    self._threads.apply(model)  # between two steps: no decode runs
                     if job.ready():
                         job.run()
                     else:
                         deferred.append(job)
                 self._busy_since = self._clock()
+                self._threads.apply(model)
                 model.batcher.step()
                 for job in [job for job in deferred if job.ready()]:
                     deferred.remove(job)

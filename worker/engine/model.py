@@ -154,7 +154,7 @@ class LoadedModel:
                 )
                 acquired.callback(self.projector.close)
             self.adapters.load(self.model.model)  # the adapters are freed with the model
-            self._embedder: Embedder | None = None
+            self.embeddings: Embedder | None = None  # made on first use: embedder()
             self.speculator = Speculator.load(
                 settings.speculative,
                 target_vocab=self.vocab,
@@ -273,11 +273,11 @@ class LoadedModel:
     def embedder(self) -> Embedder:
         """The embeddings context, made on first use. It is a second llama context beside the
         generation's (sharing the weights), so chat requests are untouched by it."""
-        if self._embedder is None:
-            self._embedder = Embedder(
+        if self.embeddings is None:
+            self.embeddings = Embedder(
                 self.model.model, self.batcher.n_ctx_seq, self._threads, self.embedding_pooling
             )
-        return self._embedder
+        return self.embeddings
 
     def sleep(self) -> None:
         """Free the weights and the KV cache; :meth:`wake` loads them again."""
@@ -302,9 +302,9 @@ class LoadedModel:
         )
 
     def close(self) -> None:
-        if self._embedder is not None:
-            self._embedder.close()
-            self._embedder = None
+        if self.embeddings is not None:
+            self.embeddings.close()
+            self.embeddings = None
         self.batcher.close()  # a generation cut short hands its state to the writer too
         if self.kv_store is not None:  # before the caches go with the context
             # What the writer holds first, then each slot's cache unless a file holds it (a

@@ -24,9 +24,9 @@ import threading
 
 import structlog
 
+from corral.cpu_threads import default_threads
 from corral.logs import configure_logging
 from corral.options.values import parse_size
-from worker.host.cpu_threads import default_threads
 
 __all__ = ["DEFAULT_PORT", "main", "rpc_server_parser"]
 

@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from corral.cpu_threads import default_threads
 from corral.options.model_options import ModelOptions
 from worker.host.cpu_placement import cpu_set
-from worker.host.cpu_threads import default_threads
 from worker.rpc.endpoints import Endpoint, parse_endpoints
 
 __all__ = [

@@ -24,7 +24,9 @@ ROWS: tuple[OptionSpec, ...] = (
         spellings=("t", "LLAMA_ARG_THREADS"),
         help="CPU threads. Default as llama-server (common/common.cpp "
         "`common_cpu_get_num_math`): the physical cores (the performance cores of an Intel "
-        "hybrid CPU); `0` or less: every logical CPU",
+        "hybrid CPU); `0` or less: every logical CPU. Unset, the router shares the cores among "
+        "the models generating at once; set, the model keeps its count (docs/serving.md, CPU "
+        "threads)",
     ),
     OptionSpec(
         "batch-size",

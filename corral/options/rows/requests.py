@@ -104,7 +104,7 @@ ROWS: tuple[OptionSpec, ...] = (
         "int",
         spellings=("tb",),
         help="threads that read prompts (batches); `0` or less: every logical CPU (default: as "
-        "`threads`)",
+        "`threads`; set, the router does not share the cores with this model)",
     ),
     # RoPE and YaRN context scaling; unset: the model's own.
     OptionSpec(

@@ -9,16 +9,20 @@ from corral.children.protocol import (
     LOAD_PREFIX,
     RESTORE_STATE,
     STATE_PREFIX,
+    THREADS_PREFIX,
     LineSplitter,
     LogLine,
     MalformedLine,
     RestoreNote,
     StateMessage,
+    ThreadsCommand,
     encode_load,
     encode_state,
+    encode_threads,
     parse_line,
     parse_load,
     parse_restore,
+    parse_threads,
 )
 
 
@@ -96,6 +100,16 @@ def test_anything_else_on_stdin_is_no_load_command() -> None:
     assert parse_load(EXIT_COMMAND) is None
     assert parse_load(LOAD_PREFIX + b'{"argv": "not a list"}') is None
     assert parse_load(LOAD_PREFIX + b"{") is None
+
+
+def test_a_threads_command_round_trips_and_anything_else_is_none() -> None:
+    line = encode_threads(1, 2)
+    assert line == THREADS_PREFIX + b'{"threads":1,"threads_batch":2}\n'
+    assert parse_threads(line.rstrip(b"\n")) == ThreadsCommand(1, 2)
+    assert parse_threads(EXIT_COMMAND) is None
+    assert parse_load(line) is None
+    assert parse_threads(THREADS_PREFIX + b'{"threads": 1}') is None
+    assert parse_threads(THREADS_PREFIX + b'{"threads": 0, "threads_batch": 1}') is None
 
 
 def test_a_restore_note_round_trips_and_anything_else_is_none() -> None:

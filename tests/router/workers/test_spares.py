@@ -282,3 +282,20 @@ async def test_a_worker_that_dies_while_releasing_is_replaced() -> None:
         await _settled(lambda: h.spares.ready == 1)
         await anyio.wait_all_tasks_blocked()
         assert h.launcher.launched == ["spare1", "spare2", "spare3"]
+
+
+async def test_a_worker_from_a_spare_takes_threads_commands_until_it_is_released() -> None:
+    async with harness(models_max=1, spares=1) as h:
+        first = await _serving_a_from_a_spare(h)
+        process = h.state("a").process
+        assert process is not None
+        await process.send_threads(1, 1)  # its model's share (router/scheduling/cores.py)
+        assert first.received == ["load command", "threads command 1 1"]
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.request, "b")  # one model at most: a goes
+            await _settled(lambda: "release command" in first.received)
+            await process.send_threads(2, 2)  # a's share, late: the spare has no context
+            assert first.received[-1] == "release command"
+            first.warm()
+            await _settled(lambda: len(first.loads) == 2)
+            first.ready()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from corral.prometheus import prometheus_family
 from worker.engine.model import LoadedModel
+from worker.engine.thread_count import threads_now
 
 __all__ = ["ScrapeWindow", "render_metrics"]
 
@@ -94,7 +95,21 @@ def render_metrics(model: LoadedModel, window: ScrapeWindow) -> str:
     for kind, items in (("counter", counters), ("gauge", gauges)):
         for name, help_, value in items:
             lines += prometheus_family(f"llamacpp:{name}", kind, help_, [("", float(value))])
-    return "\n".join(lines + _kv_cache_lines(model)) + "\n"
+    return "\n".join(lines + _threads_lines(model) + _kv_cache_lines(model)) + "\n"
+
+
+def _threads_lines(model: LoadedModel) -> list[str]:
+    """Corral's own: what the context computes with now, as llama.cpp reads it back; the
+    router shares the cores among busy models (docs/serving.md, "CPU threads"). None asleep."""
+    now = threads_now(model)
+    if now is None:
+        return []
+    lines = prometheus_family(
+        "corral_threads", "gauge", "Threads generating tokens now", [("", float(now[0]))]
+    )
+    return lines + prometheus_family(
+        "corral_threads_batch", "gauge", "Threads reading prompts now", [("", float(now[1]))]
+    )
 
 
 def _kv_cache_lines(model: LoadedModel) -> list[str]:

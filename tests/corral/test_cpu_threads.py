@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.host.cpu_threads import default_threads
+from corral.cpu_threads import default_threads
 
 
 def _sysfs(root: Path, siblings: list[str]) -> Path:
