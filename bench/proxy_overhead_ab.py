@@ -322,10 +322,10 @@ def main(argv: list[str] | None = None) -> None:
         "new": str(args.new),
     }
     summary["machine"] = {"cpu": cpu_name(), "workers_left": left}
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
+    if not args.json:
         print_table(summary)
+        return
+    print(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":
