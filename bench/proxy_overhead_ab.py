@@ -200,7 +200,7 @@ def balanced(ratios: list[float]) -> tuple[float, float, float]:
 
 def _new_first(session: int) -> bool:
     """Sessions take turns at which router starts first: new, base, base, new, …"""
-    return order(session // 2 + session % 2)[0] == SIDES[0]
+    return session % 4 in (0, 3)
 
 
 def summarize(sessions: list[Raw]) -> dict[str, Any]:
