@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 
@@ -16,8 +17,10 @@ from tests.support.router_process import RouterProcess, running_router
 CHAT: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Say something."}]
 
 
-def _client(router: RouterProcess) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{router.url}/v1", api_key="unused", max_retries=0)
+@pytest.fixture
+def client(router: RouterProcess) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=f"{router.url}/v1", api_key="unused", max_retries=0) as official:
+        yield official
 
 
 def test_models_are_listed_unloaded_before_any_request(router: RouterProcess) -> None:
@@ -31,8 +34,10 @@ def test_models_are_listed_unloaded_before_any_request(router: RouterProcess) ->
         assert "meta" not in entry
 
 
-def test_chat_loads_the_model_on_first_request(router: RouterProcess) -> None:
-    reply = _client(router).chat.completions.create(model="alpha", messages=CHAT, max_tokens=6)
+def test_chat_loads_the_model_on_first_request(
+    router: RouterProcess, client: openai.OpenAI
+) -> None:
+    reply = client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=6)
     assert reply.model == "alpha"
     assert reply.choices[0].message.role == "assistant"
     assert reply.choices[0].message.content
@@ -45,10 +50,8 @@ def test_chat_loads_the_model_on_first_request(router: RouterProcess) -> None:
     assert models["beta"]["status"]["value"] == "unloaded"
 
 
-def test_chat_stream_delivers_chunks_then_finishes(router: RouterProcess) -> None:
-    stream = _client(router).chat.completions.create(
-        model="alpha", messages=CHAT, max_tokens=5, stream=True
-    )
+def test_chat_stream_delivers_chunks_then_finishes(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=5, stream=True)
     chunks = list(stream)
     text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
     assert text
@@ -56,8 +59,7 @@ def test_chat_stream_delivers_chunks_then_finishes(router: RouterProcess) -> Non
     assert all(chunk.model == "alpha" for chunk in chunks)
 
 
-def test_completions_stream_and_not(router: RouterProcess) -> None:
-    client = _client(router)
+def test_completions_stream_and_not(client: openai.OpenAI) -> None:
     whole = client.completions.create(model="alpha", prompt="Once upon", max_tokens=4)
     assert whole.choices[0].text
     assert whole.usage is not None
@@ -68,8 +70,9 @@ def test_completions_stream_and_not(router: RouterProcess) -> None:
     assert "".join(piece.choices[0].text for piece in pieces)
 
 
-def test_switching_between_models_keeps_both_running(router: RouterProcess) -> None:
-    client = _client(router)
+def test_switching_between_models_keeps_both_running(
+    router: RouterProcess, client: openai.OpenAI
+) -> None:
     first = client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=3)
     second = client.chat.completions.create(model="beta", messages=CHAT, max_tokens=3)
     again = client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=3)
@@ -84,9 +87,9 @@ def test_switching_between_models_keeps_both_running(router: RouterProcess) -> N
     assert models["alpha"]["meta"]["chat_template"] == "gguf"
 
 
-def test_unknown_model_is_404(router: RouterProcess) -> None:
+def test_unknown_model_is_404(client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as caught:
-        _client(router).chat.completions.create(model="nope", messages=CHAT, max_tokens=3)
+        client.chat.completions.create(model="nope", messages=CHAT, max_tokens=3)
     assert caught.value.status_code == 404
     body = caught.value.response.json()
     assert body == {

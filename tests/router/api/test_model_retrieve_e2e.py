@@ -32,13 +32,15 @@ def router(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 @pytest.fixture
-def openai_client(router: RouterProcess) -> openai.OpenAI:
-    return openai.OpenAI(base_url=router.url + "/v1", api_key="unused", max_retries=0)
+def openai_client(router: RouterProcess) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=router.url + "/v1", api_key="unused", max_retries=0) as client:
+        yield client
 
 
 @pytest.fixture
-def anthropic_client(router: RouterProcess) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=router.url, api_key="unused", max_retries=0)
+def anthropic_client(router: RouterProcess) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(base_url=router.url, api_key="unused", max_retries=0) as client:
+        yield client
 
 
 @pytest.mark.parametrize("model", IDS)

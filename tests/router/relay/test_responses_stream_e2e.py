@@ -41,11 +41,13 @@ def test_telemetry_and_the_terminal_event_reach_the_client(router: RouterProcess
 
 
 def test_the_openai_stream_helper_gets_its_final_response(router: RouterProcess) -> None:
-    client = openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", max_retries=0)
     extra = {"ignore_eos": BODY["ignore_eos"]}
-    with client.responses.stream(
-        model="alpha", input=BODY["input"], max_output_tokens=4, extra_body=extra
-    ) as stream:
+    with (
+        openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", max_retries=0) as client,
+        client.responses.stream(
+            model="alpha", input=BODY["input"], max_output_tokens=4, extra_body=extra
+        ) as stream,
+    ):
         final = stream.get_final_response()  # raises unless response.completed came
     assert final.status == "incomplete"
     assert final.output_text

@@ -28,16 +28,17 @@ def _norm(vector: list[float]) -> float:
 def test_openai_embeddings_are_unit_vectors_of_the_model_width(
     embedding_worker: WorkerProcess,
 ) -> None:
-    client = openai.OpenAI(base_url=f"{embedding_worker.url}/v1", api_key="x", max_retries=0)
-    result = client.embeddings.create(model="alpha", input=["the world", "once upon a time"])
+    url = f"{embedding_worker.url}/v1"
+    with openai.OpenAI(base_url=url, api_key="x", max_retries=0) as client:
+        result = client.embeddings.create(model="alpha", input=["the world", "once upon a time"])
+        # The client asks for base64 (its default) and decodes it; floats give the same vector.
+        plain = client.embeddings.create(model="alpha", input="the world", encoding_format="float")
     assert [item.index for item in result.data] == [0, 1]
     for item in result.data:
         assert len(item.embedding) == N_EMBD
         assert _norm(item.embedding) == pytest.approx(1.0, abs=1e-4)
     assert result.data[0].embedding != result.data[1].embedding
     assert result.usage.prompt_tokens > 0
-    # The client asked for base64 (its default) and decoded it; floats give the same vector.
-    plain = client.embeddings.create(model="alpha", input="the world", encoding_format="float")
     assert plain.data[0].embedding == pytest.approx(result.data[0].embedding, abs=1e-6)
 
 
@@ -146,6 +147,8 @@ def test_the_norm_is_llama_servers_and_the_flag_sets_its_default(models_dir: Pat
         raw = vector(embd_normalize=-1)
         assert vector() == pytest.approx([x / sum(abs(y) for y in raw) for x in raw], abs=1e-5)
         # OpenAI's route follows the flag too.
-        client = openai.OpenAI(base_url=f"{child.url}/v1", api_key="x", max_retries=0)
-        item = client.embeddings.create(model="alpha", input="the world", encoding_format="float")
+        with openai.OpenAI(base_url=f"{child.url}/v1", api_key="x", max_retries=0) as client:
+            item = client.embeddings.create(
+                model="alpha", input="the world", encoding_format="float"
+            )
         assert sum(abs(x) for x in item.data[0].embedding) == pytest.approx(1.0, abs=1e-4)

@@ -39,9 +39,9 @@ GREEDY: dict[str, Any] = {"cache_prompt": False, "ignore_eos": True}
 
 
 class Server:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, client: openai.OpenAI) -> None:
         self.url = url
-        self.client = openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        self.client = client
 
     def predicted(self) -> int:
         """The worker's own count of generated tokens, from its metrics."""
@@ -61,8 +61,11 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(models_dir: Path) -> Iterator[Server]:
-    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048", "--metrics") as child:
-        yield Server(child.url)
+    with (
+        worker(models_dir / "alpha.gguf", "--ctx-size", "2048", "--metrics") as child,
+        openai.OpenAI(base_url=f"{child.url}/v1", api_key="x", max_retries=0) as client,
+    ):
+        yield Server(child.url, client)
 
 
 def test_text_answer_cut_by_the_budget_is_incomplete(server: Server) -> None:

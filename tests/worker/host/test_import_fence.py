@@ -64,8 +64,10 @@ def test_a_worker_that_served_a_chat_imports_none_of_what_it_does_not_need(
     (tmp_path / "sitecustomize.py").write_text(_SITECUSTOMIZE)
     modules_file = tmp_path / "modules.txt"
     env = {"PYTHONPATH": str(tmp_path), "CORRAL_TEST_MODULES_FILE": str(modules_file)}
-    with worker(models_dir / "alpha.gguf", env=env) as child:
-        client = OpenAI(base_url=f"{child.url}/v1", api_key="none")
+    with (
+        worker(models_dir / "alpha.gguf", env=env) as child,
+        OpenAI(base_url=f"{child.url}/v1", api_key="none") as client,
+    ):
         stream = client.chat.completions.create(
             model="alpha",
             messages=[{"role": "user", "content": "hello"}],
