@@ -37,7 +37,7 @@ import msgspec
 from bench.servers import DEFAULT_MODEL, REPO, Server, corral_router, llama_server, log
 from bench.standin import write_standin
 from bench.team_report import Outcome, SideFigures, render, side_figures
-from bench.team_trace import MODELS, Actor, Request, Trace, make_trace
+from bench.team_trace import BATCH_PER_SECOND, MODELS, Actor, Request, Trace, make_trace
 
 CORRAL, LLAMA = "corral", "llama.cpp"
 STANDINS = {"standin-360m": "smollm2-360m", "standin-135m": "smollm2-135m"}
@@ -263,7 +263,7 @@ class Results(msgspec.Struct):
 
 
 def run(args: argparse.Namespace) -> Results:
-    trace = make_trace(args.seed, args.window)
+    trace = make_trace(args.seed, args.window, args.batch_per_second)
     classes = {"on": True, "off": False, "auto": None}[args.classes]
     if classes is None:
         classes = classes_known()
@@ -318,6 +318,12 @@ def main() -> None:
     parser.add_argument("--order", default="ABBA", help="turns: A Corral, B llama.cpp")
     parser.add_argument("--seed", type=int, default=37)
     parser.add_argument(
+        "--batch-per-second",
+        type=float,
+        default=BATCH_PER_SECOND,
+        help="the batch job's size per second of window (default: a backlog; 0.5: a job to finish)",
+    )
+    parser.add_argument(
         "--settle", type=float, default=5.0, help="seconds between a router's start and its window"
     )
     parser.add_argument(
@@ -347,7 +353,7 @@ def main() -> None:
     if args.quick:
         args.window, args.order, args.settle = 12.0, "AB", 1.0
     if args.trace_out:
-        trace = msgspec.json.encode(make_trace(args.seed, args.window))
+        trace = msgspec.json.encode(make_trace(args.seed, args.window, args.batch_per_second))
         args.trace_out.write_bytes(msgspec.json.format(trace))
         return
     if not args.order or set(args.order) - {"A", "B"}:
@@ -356,7 +362,8 @@ def main() -> None:
     results = run(args)
     print(
         f"turns: {' '.join(turn.side for turn in results.turns)}; Corral's keys with class=: "
-        f"{'yes' if results.classes else 'no'}; window {args.window:.0f} s per turn\n"
+        f"{'yes' if results.classes else 'no'}; window {args.window:.0f} s per turn; batch "
+        f"{args.batch_per_second:g} requests per second of window\n"
     )
     print(render(results.sides))
     log(f"load average after: {os.getloadavg()[0]:.2f}")

@@ -65,8 +65,9 @@ _AGENT_BREAK_S = 4.0  # between two sessions
 _BATCH_MODEL = "standin-135m"
 _BATCH_START_SHARE = 0.15  # the batch job starts this far into the window
 # The backlog's size per second of window: above what two lanes of 16-token completions on a
-# 135M model get through on one core (a few a second), so the lanes never run dry.
-_BATCH_PER_SECOND = 10
+# 135M model get through on one core (a few a second), so the lanes never run dry. A smaller
+# one (0.5: the first design, 30 a minute) is a job that both routers can finish in the window.
+BATCH_PER_SECOND = 10.0
 
 _TOPICS = (
     "the lighthouse keeper's logbook",
@@ -200,8 +201,8 @@ def _agent(rng: random.Random, turns: int) -> Actor:
     return Actor("agent", "agent", "agent", requests)
 
 
-def _batch_lanes(rng: random.Random, window_s: float) -> list[Actor]:
-    size = max(BATCH_LANES, round(window_s * _BATCH_PER_SECOND))
+def _batch_lanes(rng: random.Random, window_s: float, per_second: float) -> list[Actor]:
+    size = max(BATCH_LANES, round(window_s * per_second))
     start = round(window_s * _BATCH_START_SHARE, 2)
     lanes: list[list[Request]] = [[] for _ in range(BATCH_LANES)]
     for n in range(size):
@@ -215,14 +216,14 @@ def _batch_lanes(rng: random.Random, window_s: float) -> list[Actor]:
     return [Actor(f"batch-{n + 1}", "batch", "batch", lane) for n, lane in enumerate(lanes)]
 
 
-def make_trace(seed: int, window_s: float) -> Trace:
+def make_trace(seed: int, window_s: float, batch_per_second: float = BATCH_PER_SECOND) -> Trace:
     """The trace for a window of ``window_s`` seconds: users and the agent get more turns than
-    the window can hold (they run until it ends), the batch job a backlog larger than it can
-    serve."""
+    the window can hold (they run until it ends), the batch job ``batch_per_second`` requests
+    per second of window (by default a backlog larger than it can serve)."""
     rng = random.Random(seed)
     # Enough turns that nobody runs out: a turn takes at least its think time.
     user_turns = int(window_s / _THINK_RANGE_S[0]) + 1
     actors = [_user(rng, *user, user_turns) for user in _USERS]
     actors.append(_agent(rng, int(window_s / _AGENT_TOOL_S) + 1))
-    actors += _batch_lanes(rng, window_s)
+    actors += _batch_lanes(rng, window_s, batch_per_second)
     return Trace(seed, float(window_s), actors)
