@@ -16,8 +16,9 @@ Actors (docs/benchmarks.md, Team):
 - **the batch key** (class ``batch``): a backlog of short completions on a model of its own,
   more than a window can serve, sent by ``BATCH_LANES`` lanes back to back (a script with a
   small worker pool working through a queue): what it gets done measures what the box
-  delivers next to the people it serves. A job small enough to finish in the window would be
-  finished by any server, and its tokens would be the same on both sides by construction.
+  delivers next to the people it serves. A job small enough to finish in the window
+  (``batch_per_second`` 0.5) is finished by any server: its tokens are the same on both sides,
+  and only the people's turns differ.
 
 Generated text is noise on the stand-in models, so every request sets ``ignore_eos`` and a
 fixed ``max_tokens``: the work asked is the same on both sides whatever comes out.
