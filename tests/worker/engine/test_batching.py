@@ -77,8 +77,9 @@ def two_slots(models_dir: Path) -> Iterator[WorkerProcess]:
 
 
 def test_two_streams_make_progress_together(two_slots: WorkerProcess) -> None:
-    # Neither stream can end before the test does: an engine that ran one request at a time
-    # would give b no token (and time out in wait_for), not a late one.
+    # Both ask for more tokens than a slot's context holds, so a runs until its context is
+    # full: an engine that ran one request at a time would give b its first token only after
+    # that (with --parallel 1 this test fails so), not while a generates.
     timeline = Timeline()
     _stream(two_slots.url, "a", timeline, 30_000)
     timeline.wait_for("a", "token")
