@@ -49,9 +49,9 @@ def test_users_the_agent_and_the_batch_backlog_outlast_the_window() -> None:
 
 def test_the_batch_job_can_be_a_job_to_finish() -> None:
     """``--batch-per-second 0.5``: 30 completions a minute, the first design."""
-    backlog = [r for r in make_trace(37, 60).requests() if r.cls == "batch"]
-    job = [r for r in make_trace(37, 60, batch_per_second=0.5).requests() if r.cls == "batch"]
-    assert (len(backlog), len(job)) == (600, 30)
+    backlog, job = make_trace(37, 60).requests(), make_trace(37, 60, 0.5).requests()
+    batch = [[r for r in trace if r.cls == "batch"] for trace in (backlog, job)]
+    assert [len(requests) for requests in batch] == [600, 30]
     # Only the batch job changes: the people's requests are the same.
-    people = [r for r in make_trace(37, 60).requests() if r.cls != "batch"]
-    assert people == [r for r in make_trace(37, 60, 0.5).requests() if r.cls != "batch"]
+    people = [[r for r in trace if r.cls != "batch"] for trace in (backlog, job)]
+    assert people[0] == people[1]
