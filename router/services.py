@@ -23,7 +23,7 @@ from router.api.metrics import RequestCounter
 from router.api.runtime import RouterRuntime
 from router.catalogue.catalogue import CatalogueError
 from router.catalogue.file_check import entry_problem
-from router.observe import relay_notes
+from router.observe import relay_notes, waits
 from router.observe.activity import Activity
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
@@ -146,6 +146,7 @@ def _note_relayed(relay: Relay) -> None:
 
     relay.dispatching.subscribe(headers)
     relay.dispatched.subscribe(lambda _: relay_notes.sent())
+    relay.dispatched.subscribe(lambda _: waits.note_wait())  # once the record notes the send
     relay.first_piece.subscribe(lambda _: relay_notes.answer_began())
 
 
