@@ -2,7 +2,8 @@
 
 Order: the spares (the pool launches through them), the pool, the scheduler over it, the
 watchdog, the peers, the reloader, the downloads (a finished one reloads), the conversation
-owners. Then the subscriptions, each one line: who wants to know what (router/observe/topics.py).
+owners, the relay. Then the subscriptions: who wants to know what (router/observe/topics.py),
+each one line, or a small function for the relay's events (router/relay/proxy.py).
 Startup checks happen before any of this (router/startup.py); the app only holds the result
 (router/app.py).
 """
@@ -22,9 +23,12 @@ from router.api.metrics import RequestCounter
 from router.api.runtime import RouterRuntime
 from router.catalogue.catalogue import CatalogueError
 from router.catalogue.file_check import entry_problem
+from router.observe import relay_notes, waits
 from router.observe.activity import Activity
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
+from router.relay.proxy import Relay
+from router.relay.relayed import Hop, Outgoing
 from router.reloads import Reloader
 from router.scheduling.cores import CoreShare, send_in
 from router.scheduling.device_planner import DevicePlanner
@@ -86,6 +90,7 @@ async def running_services(
         reloader = Reloader(settings, pool, peers)
         downloads = DownloadJobs(pool, settings=settings, task_group=group, reload=reloader.reload)
         conversations = ConversationOwners()
+        relay = Relay()
 
         spares.attach(pool, plan.budget)
         pool.exited.subscribe(lambda event: conversations.worker_exited(event.state))
@@ -95,6 +100,8 @@ async def running_services(
         pool.restores.subscribe(activity.history.restore_noted)
         pool.events.listen(footprints.listener(lambda: pool.models))
         scheduler.evicted.subscribe(activity.timeline.evicted)
+        _note_relayed(relay)
+        _schedule_relayed(relay, scheduler)
 
         _log.info("models available", models=sorted(plan.catalogue.entries))
         peers.start(group, plan.peers)  # listed in the background: never in the way
@@ -115,6 +122,7 @@ async def running_services(
             conversations,
             peers,
             activity,
+            relay,
         )
         group.start_soon(take_samples, runtime)
         try:
@@ -125,6 +133,38 @@ async def running_services(
             await pool.stop_all()
             await peers.aclose()
             group.cancel_scope.cancel()
+
+
+def _note_relayed(relay: Relay) -> None:
+    """Each request's activity record and trace follow it through the relay."""
+    relay.received.subscribe(
+        lambda r: relay_notes.received(r.name, r.caller.key, r.caller.priority, r.scope)
+    )
+
+    def headers(outgoing: Outgoing) -> None:
+        outgoing.headers = relay_notes.request_headers(outgoing.hop.relayed.name, outgoing.headers)
+
+    relay.dispatching.subscribe(headers)
+    relay.dispatched.subscribe(lambda _: relay_notes.sent())
+    relay.dispatched.subscribe(lambda _: waits.note_wait())  # once the record notes the send
+    relay.first_piece.subscribe(lambda _: relay_notes.answer_began())
+
+
+def _schedule_relayed(relay: Relay, scheduler: Scheduler) -> None:
+    """The scheduler hears of the requests its leases were taken for: a generation computes
+    with its share of the cores until it ends, a POST makes its model the most recently used,
+    and every piece of an answer tells the stall watchdog that the worker works."""
+
+    def admitted(hop: Hop) -> None:
+        if hop.model is None:  # a peer's
+            return
+        if hop.relayed.counted and scheduler.cores is not None:
+            scheduler.cores.busy(hop.model, hop.relayed.scope)
+        if hop.relayed.request.method == "POST":  # GETs (props, slots, metrics) do not
+            scheduler.touch(hop.model)
+
+    relay.admitted.subscribe(admitted)
+    relay.progress.subscribe(scheduler.note_progress)
 
 
 async def _reload_on_sighup(reloader: Reloader) -> None:

@@ -16,15 +16,16 @@ from corral.http.errors import ApiError, decode_body
 from corral.http.worker_routes import METRICS, SLOT_ACTION, Relay, relayed_paths
 from router.api.metrics import render_metrics
 from router.api.runtime import RouterRuntime, runtime
-from router.relay.peer_proxy import forward_to_peer
-from router.relay.proxy import autoload_wanted, forward
+from router.relay.peer_proxy import PeerUpstream
+from router.relay.relayed import Relayed
 from router.relay.translation import AnswerTranslation
+from router.relay.worker_upstream import WorkerUpstream
 from router.scheduling.answers import scheduling_answered
-from router.security.api_keys import relay_opt
-from router.security.callers import caller_id
+from router.security.api_keys import is_uncounted, relay_opt
+from router.security.callers import caller_id, queue_caller
 from router.single_model import single_model_target
 
-__all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"]
+__all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes", "relayed"]
 
 # The paths relayed as they are, the model read from the body or ``?model=``; the worker's
 # others are relayed by handlers of their own or not at all (corral/http/worker_routes.py).
@@ -64,6 +65,15 @@ async def forward_to_model(
     return response
 
 
+def relayed(request: Request[Any, Any, Any], name: str, body: bytes | None, **how: Any) -> Relayed:
+    """The request for the model ``name`` as the relay carries it (router/relay/relayed.py):
+    its key and class, and whether it is a generation that takes one of the model's slots (a
+    POST a key's ``concurrency`` counts)."""
+    scope = request.scope
+    counted = request.method == "POST" and not is_uncounted(scope)
+    return Relayed(request, name, body, queue_caller(scope), counted, **how)
+
+
 async def _forward_to(
     request: Request[Any, Any, Any],
     rt: RouterRuntime,
@@ -75,32 +85,33 @@ async def _forward_to(
     # A resumable session (docs/protocol.md §5), its key's (router/relay/conversations.py).
     conversation = request.headers.get("x-conversation-id") if request.method == "POST" else None
     caller = caller_id(request.scope)
+    how = {"target": target, "translation": translation}
     peer = rt.peers.route(name, local=rt.pool.catalogue.resolve(name) is not None)
     if peer is not None:  # replays of a session go to the same peer (api/streams.py)
         claimed = rt.conversations.claim(caller, conversation, name) if conversation else None
-        return await forward_to_peer(
-            request, name, peer, body, session=claimed, target=target, translation=translation
+        return await rt.relay.forward(
+            relayed(request, name, body, session=claimed, **how), PeerUpstream(peer)
         )
     with scheduling_answered():
         state = rt.pool.get(name)
-    session = None
-    if conversation:
-        session = rt.conversations.claim(caller, conversation, state.entry.name)
+    name = state.entry.name  # the canonical name, whatever the request called it
+    session = rt.conversations.claim(caller, conversation, name) if conversation else None
+    autoload = _autoload_wanted(request, rt.settings.models_autoload)
     try:
-        return await forward(
-            request,
-            rt.scheduler,
-            state,
-            body,
-            autoload=autoload_wanted(request, rt.settings.models_autoload),
-            session=session,
-            target=target,
-            translation=translation,
+        return await rt.relay.forward(
+            relayed(request, name, body, autoload=autoload, session=session, **how),
+            WorkerUpstream(rt.scheduler, state),
         )
     except ApiError as exc:
         if session is not None:  # replays are told why the session never started
             session.fail(exc.message)
         raise
+
+
+def _autoload_wanted(request: Request[Any, Any, Any], default: bool) -> bool:
+    """``?autoload=`` overrides ``--models-autoload``: "true"/"1" load, anything else does not."""
+    value = request.query_params.get("autoload")
+    return default if value is None else value.lower() in ("true", "1")
 
 
 @post(PROXIED_POST, status_code=200)

@@ -13,6 +13,7 @@ from router.api.ollama.names import Copies
 from router.observe.activity import Activity
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
+from router.relay.proxy import Relay
 from router.reloads import Reloader
 from router.scheduling.scheduler import Scheduler
 from router.settings import ServeSettings
@@ -33,6 +34,7 @@ class RouterRuntime:
     conversations: ConversationOwners
     peers: PeerSet
     activity: Activity
+    relay: Relay
     ollama_copies: Copies = field(default_factory=Copies)  # /api/copy's names
 
 

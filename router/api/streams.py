@@ -29,11 +29,12 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
 from corral.http.worker_routes import STREAM_LOOKUP, STREAM_REPLAY, STREAM_STOP
+from router.api.inference import relayed
 from router.api.runtime import RouterRuntime, runtime
-from router.relay.conversations import Claim, session_key, stop_reason
-from router.relay.peer_proxy import forward_to_peer
+from router.relay.conversations import Claim, session_key
+from router.relay.peer_proxy import PeerUpstream
 from router.relay.peers import PeerRoute
-from router.relay.proxy import WorkerStopping, relay
+from router.relay.worker_upstream import WorkerUpstream
 from router.security.api_keys import relay_opt
 from router.security.callers import caller_id
 from router.workers.model_state import Status
@@ -107,7 +108,11 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
     claim = rt.conversations.find(caller_id(request.scope), _conversation(conv_id))
     remote = _peer_owner(rt, claim)
     if remote is not None and claim is not None:
-        return await forward_to_peer(request, *remote, None, target=_stream_target(request, claim))
+        name, route = remote
+        target = _stream_target(request, claim)
+        return await rt.relay.forward(
+            relayed(request, name, None, target=target), PeerUpstream(route)
+        )
     if claim is not None and claim.ended is not None:
         raise ApiError(404, f"Stream not found: {claim.ended}")
     state = rt.pool.models.get(claim.model) if claim is not None else None
@@ -115,16 +120,10 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
         raise ApiError(404, "Stream not found or expired")
     if not claim.attached:  # its POST waits for the model's load, which will answer it
         raise ApiError(503, "Stream owner model is loading, retry later")
-    try:
-        # A lease for this request, never a load. None, or a worker that began to stop as the
-        # replay reached it: the worker is on its way out, and the session with it.
-        if rt.scheduler.hold(state, request.scope) is None:
-            raise WorkerStopping
-        return await relay(
-            request, rt.scheduler, state, None, target=_stream_target(request, claim)
-        )
-    except WorkerStopping:
-        raise ApiError(404, f"Stream not found: {stop_reason(state)}") from None
+    # A lease for this request, never a load; a worker that began to stop as the replay reached
+    # it is on its way out, and the session with it (router/relay/worker_upstream.py).
+    following = relayed(request, state.entry.name, None, target=_stream_target(request, claim))
+    return await rt.relay.relay(following, WorkerUpstream(rt.scheduler, state, replay=True))
 
 
 @post(STREAM_LOOKUP.paths, status_code=200, opt=relay_opt(STREAM_LOOKUP))

@@ -1,11 +1,11 @@
 """Relaying a request to the peer that answers for its model (docs/scaling.md).
 
-The same relay as to a local worker (router.relay.proxy): bytes through as they come, a client
-disconnect closes the peer connection, which stops the peer's generation (or, with
+The same relay as to a local worker (router/relay/proxy.py): bytes through as they come, a
+client disconnect closes the peer connection, which stops the peer's generation (or, with
 ``X-Conversation-Id``, leaves it running for replay on a Corral peer, and relays it to its end,
-as a local worker's). What differs: the body's
-``model`` is renamed when the peer has a prefix, the router's own key is replaced by the peer's,
-and failures of the peer are 502s that name it.
+as a local worker's). What differs is this upstream's: the body's ``model`` is renamed when the
+peer has a prefix, the router's own key is replaced by the peer's, and failures of the peer are
+502s that name it.
 
 A peer is another party (docs/security.md, Peers): it gets only the headers that describe the
 request, never the client's cookies, credentials or addresses, and only the headers that
@@ -16,26 +16,17 @@ describe its answer come back, never one that acts on the router's origin (``Set
 from __future__ import annotations
 
 import time
-from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import msgspec
-from litestar import Request
-from litestar.response.base import ASGIResponse
 
-from corral.http.disconnect import until_disconnected
 from corral.http.errors import ApiError
-from router.observe.requests import begin_request, client_traceparent
-from router.relay.conversations import Claim
-from router.relay.headers import request_headers, request_target
 from router.relay.peers import PeerRoute
-from router.relay.proxy import WHOLE_BELOW, RelayResponse
-from router.relay.translation import AnswerTranslation
-from router.security.callers import queue_caller
-from router.workers.worker_http import UpstreamError
+from router.relay.relayed import Headers, Hop, Relayed
+from router.workers.worker_http import UpstreamError, UpstreamResponse
 
-__all__ = ["forward_to_peer"]
+__all__ = ["PeerUpstream"]
 
 # The peer's own refusal of our key is the operator's problem, not the client's: a 502 that
 # says so, rather than a 401 that would look like the client's key was wrong.
@@ -86,67 +77,51 @@ def _refusal(peer_name: str, status: int, body: bytes) -> ApiError:
     )
 
 
-async def forward_to_peer(
-    request: Request[Any, Any, Any],
-    name: str,
-    route: PeerRoute,
-    body: bytes | None,
-    *,
-    session: Claim | None = None,
-    target: bytes | None = None,
-    translation: AnswerTranslation | None = None,
-) -> ASGIResponse:
-    """Send the request to the peer; ``session``, ``target`` and ``translation`` as for a
-    local worker (router.relay.proxy.forward)."""
-    peer, stats = route.peer, route.peer.stats
-    scope = request.scope
-    who = queue_caller(scope)
-    record = begin_request(name, who.key, scope["path"], client_traceparent(scope), who.priority)
-    sent = request_headers(request.scope, session, translated=translation is not None)
-    headers = [(k, v) for k, v in sent if k in _TO_PEER]
-    target = peer.config.base_path.encode() + (target or request_target(request.scope))
-    detached = session is not None
-    if route.remote != name:
-        target = _renamed_target(target, route.remote)
-        if body:
-            body = _renamed_body(body, route.remote)
-    headers += peer.auth_headers()
-    started = time.monotonic()
-    if record is not None:
-        record.dispatched_now()
-    try:
-        sending = peer.client.request(
-            request.method, target, headers, body, whole_below=WHOLE_BELOW
-        )
-        upstream = await (sending if detached else until_disconnected(request, sending))
-    except UpstreamError as exc:
-        stats.errors += 1
-        raise ApiError(502, f"peer '{peer.name}' is unreachable: {exc}") from None
-    stats.seconds += time.monotonic() - started
-    stats.responses[upstream.status] += 1
-    if upstream.status in _REFUSED:
-        stats.errors += 1
-        answer = b""
-        try:
-            with anyio.move_on_after(_REFUSAL_SECONDS):
-                answer = await upstream.read(_REFUSAL_MAX_BYTES)
-        except UpstreamError:
-            pass
-        finally:
-            upstream.close()
-        raise _refusal(peer.name, upstream.status, answer)
-    upstream.headers[:] = [(k, v) for k, v in upstream.headers if _from_peer(k)]
+class PeerUpstream:
+    """The peer that answers for a model (docs/scaling.md), as the relay's upstream
+    (router/relay/proxy.py): one per request."""
 
-    def cut_error(exc: UpstreamError) -> ApiError:
-        stats.errors += 1
-        return ApiError(502, f"peer '{peer.name}' stopped while answering: {exc}")
+    def __init__(self, route: PeerRoute) -> None:
+        self._peer, self._remote = route.peer, route.remote
+        self._started = 0.0
 
-    return RelayResponse(
-        upstream,
-        name,
-        progress=lambda: None,
-        first_piece=record.chunk if record is not None else lambda: None,
-        cut_error=cut_error,
-        translation=translation,
-        detached=detached,
-    )
+    async def open(self, relayed: Relayed) -> Hop:
+        self._started = time.monotonic()
+        return Hop(relayed, self._peer.client)
+
+    def outgoing(
+        self, relayed: Relayed, headers: Headers, target: bytes
+    ) -> tuple[Headers, bytes, bytes | None]:
+        body = relayed.body
+        target = self._peer.config.base_path.encode() + target
+        if self._remote != relayed.name:
+            target = _renamed_target(target, self._remote)
+            if body:
+                body = _renamed_body(body, self._remote)
+        kept = [(k, v) for k, v in headers if k in _TO_PEER]
+        return kept + self._peer.auth_headers(), target, body
+
+    def failed(self, hop: Hop, error: UpstreamError) -> ApiError:
+        self._peer.stats.errors += 1
+        return ApiError(502, f"peer '{self._peer.name}' is unreachable: {error}")
+
+    async def answered(self, hop: Hop, answer: UpstreamResponse) -> None:
+        stats = self._peer.stats
+        stats.seconds += time.monotonic() - self._started
+        stats.responses[answer.status] += 1
+        if answer.status in _REFUSED:
+            stats.errors += 1
+            reason = b""
+            try:
+                with anyio.move_on_after(_REFUSAL_SECONDS):
+                    reason = await answer.read(_REFUSAL_MAX_BYTES)
+            except UpstreamError:
+                pass
+            finally:
+                answer.close()
+            raise _refusal(self._peer.name, answer.status, reason)
+        answer.headers[:] = [(k, v) for k, v in answer.headers if _from_peer(k)]
+
+    def cut(self, hop: Hop, error: UpstreamError) -> ApiError:
+        self._peer.stats.errors += 1
+        return ApiError(502, f"peer '{self._peer.name}' stopped while answering: {error}")

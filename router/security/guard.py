@@ -216,7 +216,7 @@ class ApiKeyMiddleware(ASGIMiddleware):
             # The app returns once the response has been sent in full (a stream: its last
             # byte, or the client gone), so a stream counts as in flight until it ends. A
             # resumable session's stream ends when its generation does, client or not
-            # (router/relay/proxy.py): detached, it still counts.
+            # (router/relay/response.py): detached, it still counts.
             await next_app(scope, receive, send)
         finally:
             limiter.release()

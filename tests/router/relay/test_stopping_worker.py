@@ -1,5 +1,5 @@
 """A request handed a model whose worker is stopped before it takes the request is answered by
-the model's next load, as a request a moment later would be (router/relay/proxy.py).
+the model's next load, as a request a moment later would be (router/relay/worker_upstream.py).
 
 A real router and worker. The worker is frozen (SIGSTOP), so a request sent to it stays unread
 in its socket; then the model is unloaded, and with a stop timeout of 1 s the frozen worker is

@@ -95,3 +95,11 @@ def _waiting_for_slot(router: RouterProcess) -> None:
     while pattern not in router.client.get("/metrics").text:
         assert time.monotonic() < deadline, "the first request never reached the worker"
         time.sleep(0.05)
+
+
+def test_a_request_that_waited_is_logged_with_its_key_and_class(team: RouterProcess) -> None:
+    """Each request here waits (the debug hold keeps it 2 s before its worker is asked): the
+    router logs the wait with the key's id and class (router/observe/waits.py)."""
+    _chat(team, BATCH, [], "batch")
+    line = team.wait_for_log("request waited", model="alpha", key=key_id(BATCH), klass="batch")
+    assert isinstance(line["waited_s"], float)
