@@ -82,7 +82,7 @@ class Scheduler:
         self._admission = Admission(self.line, clock)
         self.demand = Demand(clock)  # who is about to come back to which model
         self._room = Room(pool, models_max, memory, devices, pool.note_memory)
-        self.timers = Timers(pool, clock)
+        self.timers = Timers(pool, clock)  # a model's ttl and backoff, which listings show too
         self.eviction = Eviction(pool, self.line, self._admission, self.demand, devices, self._kept)
         self._yielding: set[str] = set()  # busy with batch, taking none more: room is wanted
         self.waits = 0  # requests that had to wait for a load, for /metrics
