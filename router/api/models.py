@@ -218,7 +218,7 @@ async def _listing(
         _entry(
             state,
             created,
-            rt.scheduler.retry_after(state),
+            rt.scheduler.timers.retry_after(state),
             gpu_memory(rt, state, snap),
             problems.get(state.name),
         )

@@ -2,13 +2,14 @@
 "Scheduling").
 
 With ``--schedule swap`` (the default) the router lets at most a model's slots (its
-``parallel``, 4 when automatic) of counted requests reach its worker; the rest wait in the
-router's :class:`~router.scheduling.waiting_line.WaitingLine`, so a free slot goes to the
-request the line ranks first (interactive before batch, keys in turns) rather than to whoever
-the worker read first. Requests for a loaded model keep being admitted while another model
-waits for its room, which is what saves the swap, until a waiter for a model that is not
-loaded has waited ``--schedule-wait-max`` seconds: then the running models stop taking new
-requests (they *drain*), and the first to go idle is evicted for it. A model just loaded stays
+``parallel``, llama-server's four when automatic: :func:`corral.options.kv_layout.kv_layout`)
+of counted requests reach its worker; the rest wait in the router's
+:class:`~router.scheduling.waiting_line.WaitingLine`, so a free slot goes to the request the
+line ranks first (interactive before batch, keys in turns) rather than to whoever the worker
+read first. Requests for a loaded model keep being admitted while another model waits for its
+room, which is what saves the swap, until a waiter for a model that is not loaded has waited
+``--schedule-wait-max`` seconds: then the running models stop taking new requests (they
+*drain*), and the first to go idle is evicted for it. A model just loaded stays
 ``min-residency`` seconds before it may be evicted, unless such an aged request needs it gone.
 """
 
@@ -17,13 +18,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 
+from corral.options.kv_layout import kv_layout
 from corral.options.model_options import ModelOptions
 from router.scheduling.waiting_line import Waiter, WaitingLine
 from router.workers.model_state import ModelState
 
 __all__ = ["Admission", "slots"]
-
-_AUTO_SLOTS = 4  # llama-server's automatic `parallel` (corral/options/rows/context.py)
 
 
 def slots(state: ModelState) -> int:
@@ -33,9 +33,9 @@ def slots(state: ModelState) -> int:
 
 @functools.lru_cache(maxsize=256)
 def _slots(options: tuple[tuple[str, str], ...]) -> int:
-    # Asked on every request: read once per set of options, not parsed each time.
-    parallel = ModelOptions.of(options).integer("parallel")
-    return parallel if parallel > 0 else _AUTO_SLOTS
+    # Asked on every request: read once per set of options, not parsed each time. The slots
+    # are those the worker makes and the router plans memory for.
+    return kv_layout(ModelOptions.of(options)).slots
 
 
 class Admission:

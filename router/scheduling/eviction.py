@@ -2,45 +2,48 @@
 "Scheduling"): least recently used with ``--schedule fifo`` (llama.cpp's router); with
 ``swap``, by expected return (:mod:`router.scheduling.demand`).
 
-A base of :class:`~router.scheduling.scheduler.Scheduler`, which owns the pool, the queue and
-the records these read.
+A collaborator of :class:`~router.scheduling.scheduler.Scheduler`, given a read-only view of
+the pool, the records it reads (the waiting line, admission, demand, the GPUs) and which models
+the waiting requests keep: it names victims, and the scheduler stops them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from router.scheduling.admission import Admission
 from router.scheduling.demand import Demand
 from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
+from router.scheduling.pool_view import PoolView
 from router.scheduling.waiting_line import Priority, WaitingLine
 from router.workers.model_state import ModelState, Status
-from router.workers.pool import WorkerPool
 
 __all__ = ["Eviction"]
 
 
 class Eviction:
-    _pool: WorkerPool
-    _admission: Admission
-    demand: Demand
-    line: WaitingLine
-    devices: DevicePlanner | None
+    """``kept()`` gives the models that waiting requests keep loaded (the scheduler's queue)."""
 
-    def _wanted(self) -> set[str]:
-        raise NotImplementedError
-
-    def _draining(self) -> set[str]:
-        raise NotImplementedError
-
-    def _snapshot(self) -> DeviceSnapshot | None:
-        raise NotImplementedError
+    def __init__(
+        self,
+        pool: PoolView,
+        line: WaitingLine,
+        admission: Admission,
+        demand: Demand,
+        devices: DevicePlanner | None,
+        kept: Callable[[], set[str]],
+    ) -> None:
+        self._pool = pool
+        self._line = line
+        self._admission = admission
+        self._demand = demand
+        self._devices = devices
+        self._kept = kept
 
     def _idle_models(self, resident_too: bool = True) -> list[ModelState]:
-        """The models that may be stopped to make room: idle, loaded, unpinned, not wanted
-        (and past their minimum residency and batch quantum, unless ``resident_too``). A
-        draining model's waiters do not keep it: they wait for its next load."""
-        wanted = self._wanted() - self._draining()
+        """The models that may be stopped to make room: idle, loaded, unpinned, not kept
+        (and past their minimum residency and batch quantum, unless ``resident_too``)."""
+        kept = self._kept()
         return [
             state
             for state in self._pool.models.values()
@@ -48,24 +51,34 @@ class Eviction:
             and state.in_flight == 0
             and not state.stop_requested
             and not state.entry.pin
-            and state.entry.name not in wanted
-            and (resident_too or not self._resident(state))
+            and state.entry.name not in kept
+            and (resident_too or not self.resident(state))
         ]
 
-    def _resident(self, state: ModelState) -> bool:
+    def resident(self, state: ModelState) -> bool:
+        """Within its minimum residency or its batch quantum: not evicted yet (but for a
+        request past the bound)."""
         if self._admission.resident(state):
             return True
-        return not self.line.fifo and self.demand.quantum_left(state) > 0
+        return not self._line.fifo and self._demand.quantum_left(state) > 0
+
+    def holding(self, device: str) -> list[ModelState]:
+        """The idle models that hold memory on ``device``: what a first load that ran out of
+        memory there stops before it is tried once more."""
+        if self._devices is None:
+            return []
+        planner, snap = self._devices, self._devices.snapshot()
+        return [state for state in self._idle_models() if device in planner.held(state, snap)]
 
     def batch_only(self, coming: Iterable[ModelState]) -> bool:
         """Whether room is wanted only by batch requests under the bound: with ``swap`` they
         do not evict a model its interactive users are about to come back to. Never without
         a bound: nothing would end their wait."""
-        if self.line.fifo or self.line.wait_max <= 0:
+        if self._line.fifo or self._line.wait_max <= 0:
             return False
-        firsts = [self.line.first(state.name) for state in coming]
+        firsts = [self._line.first(state.name) for state in coming]
         return all(
-            w is not None and w.caller.priority is Priority.BATCH and not self.line.aged(w)
+            w is not None and w.caller.priority is Priority.BATCH and not self._line.aged(w)
             for w in firsts
         )
 
@@ -74,19 +87,19 @@ class Eviction:
         ``victim``, an idle model an interactive user is coming back to: the interactive
         request waits out the quantum and a batch request's end, not a swap and another one
         back. None when ``victim`` is nobody's to come back to, or no such model runs."""
-        if self.line.fifo or short:
+        if self._line.fifo or short:
             return None  # ``short``: room on given GPUs, where the idle models there decide
-        if victim is not None and not self.demand.returning(victim.name):
+        if victim is not None and not self._demand.returning(victim.name):
             return None
         batch_only = [
             state
             for state in self._pool.models.values()
             if state.status is Status.LOADED
-            and (state.in_flight > 0 or self._resident(state))
+            and (state.in_flight > 0 or self.resident(state))
             and not state.stop_requested
             and not state.entry.pin
-            and not self.demand.returning(state.name)
-            and ((w := self.line.first(state.name)) is None or w.caller.priority is Priority.BATCH)
+            and not self._demand.returning(state.name)
+            and ((w := self._line.first(state.name)) is None or w.caller.priority is Priority.BATCH)
         ]
         return min(batch_only, key=lambda state: state.last_used, default=None)
 
@@ -109,13 +122,13 @@ class Eviction:
         """
         candidates = self._idle_models(resident_too)
         if for_batch:
-            candidates = [state for state in candidates if not self.demand.returning(state.name)]
-        if on and self.devices is not None:
-            planner, snap = self.devices, snap or self._snapshot()
+            candidates = [state for state in candidates if not self._demand.returning(state.name)]
+        if on and self._devices is not None:
+            planner, snap = self._devices, snap or self._devices.snapshot()
             candidates = [state for state in candidates if on & planner.held(state, snap).keys()]
-        if self.line.fifo:
+        if self._line.fifo:
             return min(candidates, key=lambda state: state.last_used, default=None)
-        recent = self.demand.recent
+        recent = self._demand.recent
         return min(
             candidates, key=lambda state: (recent(state.name), state.last_used), default=None
         )

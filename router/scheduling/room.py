@@ -1,32 +1,51 @@
 """Whether a model fits next to the running ones: by ``--models-max``, by the host memory
 budget (``--models-memory-max``) and by each GPU's memory (docs/serving.md, "Scheduling").
 
-A base of :class:`~router.scheduling.scheduler.Scheduler`, which owns the pool and the limits
-these read.
+A collaborator of :class:`~router.scheduling.scheduler.Scheduler`, given the limits and a
+read-only view of the pool; it stops nothing. The one thing it records is what a loaded model
+was measured to hold, which the pool keeps as the figure its next load is expected to need.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
+from router.scheduling.pool_view import PoolView
 from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState, Status
-from router.workers.pool import WorkerPool
 
 __all__ = ["Room"]
 
 
 class Room:
-    _pool: WorkerPool
-    _models_max: int
-    memory: MemoryBudget | None
-    devices: DevicePlanner | None
+    """``note_memory(state, measured)`` records a measurement (the pool's ``note_memory``)."""
 
-    def _snapshot(self) -> DeviceSnapshot | None:
+    def __init__(
+        self,
+        pool: PoolView,
+        models_max: int,
+        memory: MemoryBudget | None,
+        devices: DevicePlanner | None,
+        note_memory: Callable[[ModelState, int], None],
+    ) -> None:
+        self._pool = pool
+        self._models_max = models_max
+        self._memory = memory
+        self._devices = devices
+        self._note_memory = note_memory
+
+    @property
+    def limited(self) -> bool:
+        """Whether anything limits the models that run together: else nothing is evicted."""
+        return self._models_max > 0 or self._memory is not None or self._devices is not None
+
+    def snapshot(self) -> DeviceSnapshot | None:
         """What one decision reads of the GPUs, read once and passed down to every question
         it asks (router/scheduling/device_snapshot.py); None without a device planner."""
-        return self.devices.snapshot() if self.devices is not None else None
+        return self._devices.snapshot() if self._devices is not None else None
 
-    def _short_of(
+    def short_of(
         self,
         staying: list[ModelState],
         coming: list[ModelState],
@@ -36,27 +55,29 @@ class Room:
         memory); else the GPUs that need room (empty: any idle model may make it)."""
         if 0 < self._models_max < len(staying) + len(coming):
             return set()
-        if self.memory is not None:
+        if self._memory is not None:
             for state in staying:
-                self._observe(state)
-            if not self.memory.fits(staying, coming):
+                self.observe(state)
+            if not self._memory.fits(staying, coming):
                 return set()
-        if self.devices is not None:
+        if self._devices is not None:
             running = [state for state in self._pool.models.values() if state.running]
-            short = self.devices.victim_devices(staying, coming, running, snap)
+            short = self._devices.victim_devices(staying, coming, running, snap)
             if short:
                 return short
         return None
 
-    def _observe(self, state: ModelState) -> None:
+    def observe(self, state: ModelState) -> None:
         """Measure a loaded model for the budget; only scheduling measures, /metrics only reads."""
-        if self.memory is not None and state.status is Status.LOADED:
-            self._pool.note_memory(state, self.memory.measure(state))
+        if self._memory is not None and state.status is Status.LOADED:
+            self._note_memory(state, self._memory.measure(state))
 
-    def _has_room(self, state: ModelState) -> bool:
-        return self._room_short(state, self._snapshot()) is None
+    def fits(self, state: ModelState) -> bool:
+        """Whether ``state`` fits next to every running model now."""
+        return self.short_for(state, self.snapshot()) is None
 
-    def _room_short(self, state: ModelState, snap: DeviceSnapshot | None) -> set[str] | None:
+    def short_for(self, state: ModelState, snap: DeviceSnapshot | None) -> set[str] | None:
+        """:meth:`short_of` for ``state`` next to every running model."""
         # Stopping models still count: their processes have not exited yet.
         running = [other for other in self._pool.models.values() if other.running]
-        return self._short_of(running, [state], snap)
+        return self.short_of(running, [state], snap)

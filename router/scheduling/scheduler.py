@@ -4,7 +4,7 @@ Requests for a model that is not running join the queue (:mod:`router.scheduling
 strict FIFO with ``--schedule fifo``, else swap-aware, by class and key in turns, with a bound on
 waiting); with ``swap``, counted requests beyond a running model's slots wait there too
 (:mod:`router.scheduling.admission`). Requests for the same model share one entry, hence one
-load and one eviction. Only the head of the queue may claim capacity.
+load and one eviction (:mod:`router.scheduling.load_queue`). Only the head may claim capacity.
 When capacity is short, :meth:`Scheduler.tick` stops models that are idle, loaded, unpinned and
 not wanted by any queue entry: least recently used first, or with ``swap`` by expected return
 (:mod:`router.scheduling.eviction`, :mod:`router.scheduling.demand`). A model keeps its queue
@@ -14,18 +14,24 @@ On GPUs the device planner says where a model loads and which device needs room;
 models on that device are evicted for it, and a load that ran out of device memory is tried
 once more after the idle models there are stopped.
 
-The scheduler decides; the :class:`~router.workers.pool.WorkerPool` starts and stops processes
-and is the only writer of model state. Every decision is re-taken whenever the pool reports a
-change, so there are no timers. Refusals are :mod:`router.workers.errors`, never HTTP.
+The scheduler is one loop that acts, as Ollama's sched.go: it alone asks the
+:class:`~router.workers.pool.WorkerPool`, the only writer of model state, to start, stop or
+count a model. Its collaborators are fields, each given only what it reads (a read-only
+:class:`~router.scheduling.pool_view.PoolView` of the models, the line, the clock), and
+answer its questions: :class:`~router.scheduling.load_queue.LoadQueue` which load is next,
+:class:`~router.scheduling.room.Room` whether it fits,
+:class:`~router.scheduling.eviction.Eviction` who goes for it,
+:class:`~router.scheduling.timers.Timers` what time alone decides (ttl, backoff),
+:class:`~router.scheduling.admission.Admission` who takes a slot. Every decision is re-taken
+whenever the pool reports a change or a waiter's time comes. Refusals are
+:mod:`router.workers.errors`, never HTTP.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import anyio
 import structlog
@@ -37,6 +43,7 @@ from router.scheduling.demand import Demand
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.eviction import Eviction
 from router.scheduling.leases import Lease, RequestScope, bind
+from router.scheduling.load_queue import Entry, LoadQueue
 from router.scheduling.room import Room
 from router.scheduling.timers import Timers
 from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine
@@ -48,16 +55,10 @@ from router.workers.pool import WorkerPool
 __all__ = ["Scheduler"]
 
 _log = structlog.get_logger("corral.scheduler")
+_TTL_CHECK_SECONDS = 0.5
 
 
-@dataclass
-class _Entry:
-    name: str
-    waiters: int = 0
-    claimed: bool = False  # its load has started (by this queue or by someone else)
-
-
-class Scheduler(Room, Timers, Eviction):
+class Scheduler:
     def __init__(
         self,
         pool: WorkerPool,
@@ -72,16 +73,17 @@ class Scheduler(Room, Timers, Eviction):
         cores: CoreShare | None = None,
     ) -> None:
         self._pool = pool
-        self._models_max = models_max
         self._max_queue = max_queue  # requests waiting for loads, all models together; 0: no bound
-        self._clock = clock  # the pool's clock too: ttl and backoff compare against its times
         self.memory = memory
         self.devices = devices  # GPU placement (router/scheduling/device_planner.py), if any
         self.cores = cores  # the CPU cores shared among busy workers (cores.py), if any
-        self._queue: deque[_Entry] = deque()
         self.line = WaitingLine(clock, wait_max, fifo=schedule == "fifo")
+        self._queue = LoadQueue(self.line, pool, pool.holds.held)
         self._admission = Admission(self.line, clock)
         self.demand = Demand(clock)  # who is about to come back to which model
+        self._room = Room(pool, models_max, memory, devices, pool.note_memory)
+        self.timers = Timers(pool, clock)  # a model's ttl and backoff, which listings show too
+        self.eviction = Eviction(pool, self.line, self._admission, self.demand, devices, self._kept)
         self._yielding: set[str] = set()  # busy with batch, taking none more: room is wanted
         self.waits = 0  # requests that had to wait for a load, for /metrics
         self.wait_seconds = 0.0
@@ -134,10 +136,10 @@ class Scheduler(Room, Timers, Eviction):
             return "aging" if state.name in self._draining() else "busy"
         if state.status is Status.LOADING:
             return "loading"
-        head = next((e for e in self._in_order() if not self._pool.holds.held(e.name)), None)
+        head = self._queue.head()
         if head is None or head.name != state.name:
             return "queued"
-        return "memory" if not self._has_room(state) else "loading"
+        return "memory" if not self._room.fits(state) else "loading"
 
     def _draining(self) -> set[str]:
         """The running models that take no new request: some request past the bound waits for
@@ -145,15 +147,15 @@ class Scheduler(Room, Timers, Eviction):
         aged = self.line.aged_models()
         if not aged:
             return set(self._yielding)
-        models, claimed = self._pool.models, {e.name for e in self._queue if e.claimed}
+        models, claimed = self._pool.models, self._queue.claimed()
         short = {
             name
             for name in aged - claimed
             if name in models
             and not (state := models[name]).running
             and not self._pool.holds.held(name)
-            and self._backoff_left(state) <= 0
-            and not self._has_room(state)
+            and self.timers.backoff_left(state) <= 0
+            and not self._room.fits(state)
         }
         running = [s for s in models.values() if s.serving]
         return self._admission.draining(running, short) | self._yielding
@@ -181,21 +183,25 @@ class Scheduler(Room, Timers, Eviction):
             # memory and connections without bound.
             self.rejections += 1
             raise QueueFull(name)
-        entry = self._join(name)
+        entry = self._queue.join(name)
+        self._pool.changed.notify()
         waiter = self.line.join(name, caller or Caller())
         started = time.monotonic()  # real time, not the clock: a metric, never a decision
         try:
             return await self._wait_for(name, entry, request, caller, waiter)
         finally:
             self.line.leave(waiter)
-            self._leave(entry)
+            self._queue.leave(entry)
+            # The head may have changed, or a claim been freed: let the next waiter go.
+            self._pool.changed.notify()
+            self.tick()
             self.waits += 1
             self.wait_seconds += time.monotonic() - started
 
     async def _wait_for(
         self,
         name: str,
-        entry: _Entry,
+        entry: Entry,
         request: RequestScope,
         caller: Caller | None,
         waiter: Waiter,
@@ -222,7 +228,7 @@ class Scheduler(Room, Timers, Eviction):
                 # answer); this waiter never saw it, so it may claim the next one. Left claimed,
                 # the entry would hold the head of the queue for ever.
                 entry.claimed = False
-                delay = self._backoff_left(state)
+                delay = self.timers.backoff_left(state)
                 if delay > 0:
                     with anyio.move_on_after(delay):
                         await changed.wait()
@@ -244,14 +250,16 @@ class Scheduler(Room, Timers, Eviction):
         oom = state.out_of_memory
         if oom is None or state.failures != 1:
             return False
-        snap = self._snapshot()
-        for victim in self._idle_models():
-            if self.devices is not None and oom.device in self.devices.held(victim, snap):
-                _log.info("evicting idle model for memory", model=victim.name, device=oom.device)
-                self.evictions += 1
-                self.evicted.publish(victim.name)
-                self._pool.request_stop(victim)
+        for victim in self.eviction.holding(oom.device):
+            _log.info("evicting idle model for memory", model=victim.name, device=oom.device)
+            self._evict(victim)
         return True
+
+    def _evict(self, victim: ModelState) -> None:
+        """Stop ``victim`` for another model's room (counted, and told to the activity page)."""
+        self.evictions += 1
+        self.evicted.publish(victim.name)
+        self._pool.request_stop(victim)
 
     def start(self, state: ModelState) -> None:
         """Start a model (claimed, or to load at startup) where the device planner puts it."""
@@ -261,41 +269,13 @@ class Scheduler(Room, Timers, Eviction):
             placement = self.devices.place(state, running, self._pool.models.values())
         self._pool.start(state, placement)
 
-    def _wanted(self) -> set[str]:
-        return {entry.name for entry in self._queue}
+    def _kept(self) -> set[str]:
+        """The models waiting requests keep from eviction. A draining model's waiters do not
+        keep it: they wait for its next load."""
+        return self._queue.wanted() - self._draining()
 
-    def _join(self, name: str) -> _Entry:
-        entry = next((e for e in self._queue if e.name == name), None)
-        if entry is None:
-            entry = _Entry(name)
-            self._queue.append(entry)
-        entry.waiters += 1
-        self._pool.changed.notify()
-        return entry
-
-    def _leave(self, entry: _Entry) -> None:
-        entry.waiters -= 1
-        if entry.waiters == 0:
-            self._queue.remove(entry)
-        # The head may have changed, or a claim been freed: let the next waiter go.
-        self._pool.changed.notify()
-        self.tick()
-
-    def _in_order(self) -> list[_Entry]:
-        """The entries in the order they may claim: as they came (fifo), else the line's order
-        of the models that need a load (a loaded model's waiters wait for slots, not room)."""
-        if self.line.fifo:
-            return list(self._queue)
-        entries = {e.name: e for e in self._queue}
-        models = self._pool.models
-        names = [n for n in self.line.models() if n in entries]
-        return [entries[n] for n in names if n not in models or not models[n].serving]
-
-    def _try_claim(self, entry: _Entry, state: ModelState) -> bool:
-        # A held model (a removal is deleting its files, router.workers.load_holds) waits for
-        # the reload that ends the hold, without holding up the queue behind it.
-        head = next((e for e in self._in_order() if not self._pool.holds.held(e.name)), None)
-        if head is not entry or entry.claimed or not self._has_room(state):
+    def _try_claim(self, entry: Entry, state: ModelState) -> bool:
+        if self._queue.head() is not entry or entry.claimed or not self._room.fits(state):
             return False
         entry.claimed = True
         self._admission.owe(state, entry.waiters)  # served before it may drain
@@ -305,45 +285,35 @@ class Scheduler(Room, Timers, Eviction):
 
     def tick(self) -> None:
         """Evict as many idle models as the queue needs; never blocks."""
-        if self._models_max <= 0 and self.memory is None and self.devices is None:
+        if not self._room.limited:
             return
-        models = self._pool.models
-        # A queued name a reload has removed needs no room.
-        coming = [
-            models[e.name]
-            for e in self._queue
-            if not e.claimed
-            and e.name in models
-            and not models[e.name].serving  # its waiters wait for slots, not room
-            and not self._pool.holds.held(e.name)
-        ]
+        coming = self._queue.coming()
         if not coming:
             return
         # Room for batch under the bound comes only from models nobody is about to come back
         # to: while others want room too, they are served first, and batch's turn comes after.
-        keen = [state for state in coming if not self.batch_only([state])]
-        coming, for_batch = (keen, False) if keen else (coming, self.batch_only(coming))
+        eviction = self.eviction
+        keen = [state for state in coming if not eviction.batch_only([state])]
+        coming, for_batch = (keen, False) if keen else (coming, eviction.batch_only(coming))
         resident_too = bool(self.line.aged_models() & {state.name for state in coming})
         # Stopping models count as gone: their room is already on its way. One reading of the
         # GPUs for the whole decision: a victim's memory is freed only once its process exits.
-        staying = [s for s in models.values() if s.running and not s.stop_requested]
-        snap, yielding = self._snapshot(), set[str]()
+        staying = [s for s in self._pool.models.values() if s.running and not s.stop_requested]
+        snap, yielding = self._room.snapshot(), set[str]()
         try:
-            while (short := self._short_of(staying, coming, snap)) is not None:
-                victim = self.pick_victim(
+            while (short := self._room.short_of(staying, coming, snap)) is not None:
+                victim = eviction.pick_victim(
                     short, snap, resident_too=resident_too, for_batch=for_batch
                 )
-                busy = None if for_batch else self.batch_to_yield(short, victim)
+                busy = None if for_batch else eviction.batch_to_yield(short, victim)
                 if busy is not None:
-                    if resident_too or not self._resident(busy):
+                    if resident_too or not eviction.resident(busy):
                         yielding.add(busy.name)  # its last request's release ticks again
                     return  # else the end of its quantum wakes the waiters
                 if victim is None:
                     return  # everything is busy or resident: a release or a waiter's wake ticks
                 _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
-                self.evictions += 1
-                self.evicted.publish(victim.name)
-                self._pool.request_stop(victim)
+                self._evict(victim)
                 staying.remove(victim)
         finally:
             self._yielding = yielding
@@ -356,13 +326,11 @@ class Scheduler(Room, Timers, Eviction):
         if self._pool.holds.held(state.name):
             raise LoadsHeld(name)
         # A decision per victim: each waits for the last one's exit, then reads the GPUs again.
-        while (short := self._room_short(state, snap := self._snapshot())) is not None:
-            victim = self.pick_victim(short, snap)
+        while (short := self._room.short_for(state, snap := self._room.snapshot())) is not None:
+            victim = self.eviction.pick_victim(short, snap)
             if victim is None:
                 raise NoRoom(name)
-            self.evictions += 1
-            self.evicted.publish(victim.name)
-            self._pool.request_stop(victim)
+            self._evict(victim)
             await victim.wait_exited()
             if state.running:  # lost a race to another load of it
                 raise NoRoom(name)
@@ -390,6 +358,20 @@ class Scheduler(Room, Timers, Eviction):
     def _release(self, state: ModelState) -> None:
         """A lease ended (its request did): the model may be evictable now."""
         self._pool.release(state)
-        self._observe(state)  # after use is when a model holds the most
+        self._room.observe(state)  # after use is when a model holds the most
         if state.in_flight == 0:
             self.tick()
+
+    def unload_expired_now(self) -> list[ModelState]:
+        """One pass of Corral's per-model ``ttl``: stop models idle for longer than theirs."""
+        expired = self.timers.expired(self._queue.wanted())
+        for state in expired:
+            _log.info("unloading idle model", model=state.name, ttl=self.timers.ttl(state))
+            self._pool.request_stop(state)
+        return expired
+
+    async def unload_expired(self) -> None:
+        """Run :meth:`unload_expired_now` every half second, forever."""
+        while True:
+            self.unload_expired_now()
+            await anyio.sleep(_TTL_CHECK_SECONDS)

@@ -62,7 +62,7 @@ async def ps(request: AnyRequest) -> dict[str, Any]:
     rt = runtime(request)
     snap = device_snapshot(rt)  # one reading of the GPUs for the whole list
     states = [
-        (state, rt.scheduler.expires_in(state), gpu_memory(rt, state, snap))
+        (state, rt.scheduler.timers.expires_in(state), gpu_memory(rt, state, snap))
         for state in rt.pool.models.values()
         if state.running and not state.stop_requested
     ]

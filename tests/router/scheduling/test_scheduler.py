@@ -125,9 +125,9 @@ async def test_least_recently_used_idle_model_is_the_victim() -> None:
         b = await h.load("b")
         h.used_at(b, 5.0)  # b was used longer ago
         h.used_at(a, 10.0)
-        assert h.scheduler.pick_victim() is b
+        assert h.scheduler.eviction.pick_victim() is b
         h.busy(b)
-        assert h.scheduler.pick_victim() is a
+        assert h.scheduler.eviction.pick_victim() is a
 
 
 async def test_fresh_model_is_not_evicted_before_its_waiters_are_served() -> None:
@@ -230,9 +230,9 @@ async def test_pinned_model_is_never_a_victim() -> None:
         b = await h.load("b")
         h.used_at(a, 1.0)  # a is the least recent, but pinned
         h.used_at(b, 2.0)
-        assert h.scheduler.pick_victim() is b
+        assert h.scheduler.eviction.pick_victim() is b
         h.busy(b)
-        assert h.scheduler.pick_victim() is None
+        assert h.scheduler.eviction.pick_victim() is None
 
 
 async def test_idle_model_past_its_ttl_is_unloaded() -> None:
@@ -275,7 +275,7 @@ async def test_a_requests_keep_alive_overrides_the_ttl_until_the_worker_exits() 
         a, b = await h.load("a"), await h.load("b")
         h.pool.keep_alive(a, math.inf)
         h.pool.keep_alive(b, 5.0)  # b has no ttl of its own
-        assert (h.scheduler.expires_in(a), h.scheduler.expires_in(b)) == (None, 5.0)
+        assert (h.scheduler.timers.expires_in(a), h.scheduler.timers.expires_in(b)) == (None, 5.0)
         h.clock.advance(3600.0)
         assert h.scheduler.unload_expired_now() == [b]
         await h.until(lambda: b.status is Status.UNLOADED)

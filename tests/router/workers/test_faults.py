@@ -111,7 +111,7 @@ async def test_a_busy_worker_without_progress_is_killed_and_loads_again() -> Non
         assert a.fault == FAULT_STALLED
         assert a.error is not None
         assert a.error.startswith("stalled: no progress for 60 s")
-        status = _status(a, h.scheduler.retry_after(a))
+        status = _status(a, h.scheduler.timers.retry_after(a))
         assert status.failed is True
         assert status.reason == "stalled"
         unloaded = (await events.next_batch(0))[-1]
@@ -298,8 +298,8 @@ async def test_a_crash_looping_model_starts_no_process_during_its_backoff() -> N
             await h.until(lambda failure=failure: len(errors) == failure)  # type: ignore[misc]
             a = h.state("a")
             assert isinstance(errors[-1], LoadFailed)
-            assert h.scheduler.retry_after(a) == backoff
-            status = _status(a, h.scheduler.retry_after(a))
+            assert h.scheduler.timers.retry_after(a) == backoff
+            status = _status(a, h.scheduler.timers.retry_after(a))
             assert status.reason == "crashed"
             assert status.retry_after == backoff
 
@@ -309,10 +309,10 @@ async def test_a_crash_looping_model_starts_no_process_during_its_backoff() -> N
             h.advance(backoff - 0.01)
             await anyio.wait_all_tasks_blocked()
             assert h.launcher.launched.count("a") == failure
-            assert h.scheduler.retry_after(a) == pytest.approx(0.01)
+            assert h.scheduler.timers.retry_after(a) == pytest.approx(0.01)
             h.advance(0.01)  # the backoff is over: the waiting request loads it again
         await h.launched("a", times=4)
         h.launcher.children["a"].ready()
         await h.until(lambda: h.scheduler.queue_depth == 0)
         assert len(errors) == 3
-        assert h.scheduler.retry_after(h.state("a")) == 0.0
+        assert h.scheduler.timers.retry_after(h.state("a")) == 0.0
