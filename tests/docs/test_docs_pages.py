@@ -25,6 +25,7 @@ PAGES = [
     "tools",
     "development",
     "benchmarks",
+    "benchmarks/log",
     "scaling",
     "llama-server-tests",
     "security",

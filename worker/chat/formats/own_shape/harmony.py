@@ -27,21 +27,13 @@ from worker.chat.formats.gbnf import (
     text_without,
 )
 from worker.chat.formats.message import ParsedMessage, ToolCall
+from worker.chat.formats.own_shape.framed import FramedSyntax
 from worker.chat.formats.reasoning import ThinkingTags
-from worker.chat.formats.scanning import (
-    MalformedToolCall,
-    arguments_object,
-    held_back,
-    marked_segments,
-)
-from worker.chat.formats.syntax import NativeSyntax
+from worker.chat.formats.scanning import arguments_object
 from worker.sampling.schema_grammar import SchemaRules
 
 __all__ = ["GPT_OSS", "HarmonySyntax"]
 
-_START = "<|start|>assistant"
-_MESSAGE = "<|message|>"
-_ENDS = ("<|end|>", "<|call|>", "<|return|>")
 _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 _CHANNEL = re.compile(r"<\|channel\|>(\w+)")
 # llama.cpp's triggers, the first two for a call at the very start of the answer.
@@ -54,9 +46,11 @@ _TRIGGERS = (
 
 
 @dataclass(frozen=True, slots=True)
-class HarmonySyntax(NativeSyntax):
+class HarmonySyntax(FramedSyntax):
     split_reasoning: bool = True  # False (reasoning_format none): analysis stays in content
     frames_answer: ClassVar[bool] = True
+    format_name: ClassVar[str] = "Harmony"
+    ends: ClassVar[tuple[str, ...]] = ("<|end|>", "<|call|>", "<|return|>")
 
     def with_reasoning(self, split: bool) -> HarmonySyntax:
         return replace(self, split_reasoning=split)
@@ -94,40 +88,19 @@ class HarmonySyntax(NativeSyntax):
         ]
         return ToolGrammar("\n".join(rules), ())
 
-    def parse(self, text: str, partial: bool) -> ParsedMessage:
-        message = ParsedMessage()
-        for segment, open_ in marked_segments(text, _START, partial):
-            self._segment(segment, open_, message)
-        return message
-
-    def _segment(self, segment: str, open_: bool, message: ParsedMessage) -> None:
-        head, found, rest = segment.partition(_MESSAGE)
-        if not found:
-            if not open_ and segment.strip():
-                if not message.tool_calls and not message.content and _CHANNEL.search(head) is None:
-                    message.content += segment  # plain text, not Harmony at all
-                    return
-                raise MalformedToolCall("a Harmony message without <|message|>")
-            return
-        body, end = rest, ""
-        for marker in _ENDS:
-            if marker in body:
-                body, end = body.split(marker, 1)[0], marker
-                break
-        if not end and open_:
-            body = body[: held_back(body, _ENDS)]
+    def _message(self, head: str, body: str, end: str, open_: bool, message: ParsedMessage) -> None:
         recipient = _RECIPIENT.search(head)
         if recipient is not None:
             self._call(recipient.group(1), body, complete=bool(end) or not open_, message=message)
             return
         channel = _CHANNEL.search(head)
         if channel is not None and channel.group(1) == "analysis":
-            if self.split_reasoning:
-                message.reasoning += body
-            else:
-                message.content += f"{head}{_MESSAGE}{body}{end}"
+            self._thinking(head, body, end, message)
             return
         message.content += body
+
+    def _framed(self, head: str, message: ParsedMessage) -> bool:
+        return bool(message.tool_calls or message.content) or _CHANNEL.search(head) is not None
 
     @staticmethod
     def _call(name: str, body: str, complete: bool, message: ParsedMessage) -> None:

@@ -21,16 +21,13 @@ from typing import Any, ClassVar
 
 from worker.chat.formats.gbnf import GAP_RULE, ToolGrammar, choice, functions, literal, text_without
 from worker.chat.formats.message import ParsedMessage
+from worker.chat.formats.own_shape.framed import START, FramedSyntax
 from worker.chat.formats.reasoning import ThinkingTags
-from worker.chat.formats.scanning import MalformedToolCall, held_back, marked_segments
-from worker.chat.formats.syntax import NativeSyntax
+from worker.chat.formats.scanning import MalformedToolCall
 from worker.chat.formats.xml_calls import XmlToolSyntax
 
 __all__ = ["MUSE_CALLS", "MUSE_GLIMMER", "MuseSyntax"]
 
-_START = "<|start|>assistant"
-_MESSAGE = "<|message|>"
-_ENDS = ("<|eom|>", "<|eot|>")
 MUSE_CALLS = XmlToolSyntax(
     write_head='<atem:function_calls>\n<atem:invoke name="{name}">\n',
     write_param='<atem:parameter name="{key}">',
@@ -53,10 +50,12 @@ _TRIGGER = (
 
 
 @dataclass(frozen=True, slots=True)
-class MuseSyntax(NativeSyntax):
+class MuseSyntax(FramedSyntax):
     calls: XmlToolSyntax = MUSE_CALLS
     split_reasoning: bool = True  # False (reasoning_format none): the thinking stays in content
     frames_answer: ClassVar[bool] = True
+    format_name: ClassVar[str] = "Muse"
+    ends: ClassVar[tuple[str, ...]] = ("<|eom|>", "<|eot|>")
 
     def with_tools(self, tools: list[dict[str, Any]]) -> MuseSyntax:
         return replace(self, calls=self.calls.with_tools(tools))
@@ -85,47 +84,23 @@ class MuseSyntax(NativeSyntax):
                 f'" to=" [^<]* "<|message|><atem:function_calls>" gap {head} {body}'
                 '"</atem:invoke>" gap "</atem:function_calls>"'
             )
-        repeat = f' ("<|eom|>" {literal(_START)} tool-call)*' if parallel else ""
+        repeat = f' ("<|eom|>" {literal(START)} tool-call)*' if parallel else ""
         rules = [GAP_RULE, 'muse-value ::= ([^<] | "<" [^/])*', f"tool-call ::= {choice(calls)}"]
         if lazy:
             return ToolGrammar("\n".join([*rules, f"root ::= tool-call{repeat}"]), (_TRIGGER,))
         thinking_message = (
-            f'" to=self<|message|>" {text_without("<|eom|>")} "<|eom|>" {literal(_START)}'
+            f'" to=self<|message|>" {text_without("<|eom|>")} "<|eom|>" {literal(START)}'
         )
         root = f"root ::= ({thinking_message})* tool-call{repeat}"
         return ToolGrammar("\n".join([*rules, root]), ())
 
-    def parse(self, text: str, partial: bool) -> ParsedMessage:
-        message = ParsedMessage()
-        for segment, open_ in marked_segments(text, _START, partial):
-            self._segment(segment, open_, message)
-        return message
-
-    def _segment(self, segment: str, open_: bool, message: ParsedMessage) -> None:
-        head, found, rest = segment.partition(_MESSAGE)
-        if not found:
-            if open_ or not segment.strip():
-                return  # the header is still arriving
-            if message.tool_calls or message.content or message.reasoning or "to=" in head:
-                raise MalformedToolCall("a Muse message without <|message|>")
-            message.content += segment  # plain text, not written as the format says
-            return
+    def _message(self, head: str, body: str, end: str, open_: bool, message: ParsedMessage) -> None:
         recipient = head.strip()
         if recipient and not recipient.startswith("to="):
             raise MalformedToolCall("a Muse message header without its recipient")
         recipient = recipient.removeprefix("to=").strip() or "user"
-        body, end = rest, ""
-        for marker in _ENDS:
-            if marker in body:
-                body, end = body.split(marker, 1)[0], marker
-                break
-        if not end and open_:
-            body = body[: held_back(body, _ENDS)]
         if recipient == "self":
-            if self.split_reasoning:
-                message.reasoning += body
-            else:
-                message.content += f"{head}{_MESSAGE}{body}{end}"
+            self._thinking(head, body, end, message)
             return
         if recipient == "user":
             message.content += body
@@ -134,6 +109,9 @@ class MuseSyntax(NativeSyntax):
         if parsed.content.strip() or (not parsed.tool_calls and not open_):
             raise MalformedToolCall("a message to a tool holds no tool call")
         message.tool_calls += parsed.tool_calls
+
+    def _framed(self, head: str, message: ParsedMessage) -> bool:
+        return bool(message.tool_calls or message.content or message.reasoning) or "to=" in head
 
 
 MUSE_GLIMMER = MuseSyntax()
