@@ -2,7 +2,7 @@
 
 Order: the spares (the pool launches through them), the pool, the scheduler over it, the
 watchdog, the peers, the reloader, the downloads (a finished one reloads), the conversation
-owners, the relay. Then the subscriptions: who wants to know what (router/observe/topics.py),
+owners, the relay. Then the subscriptions: who wants to know what (router/topics.py),
 each one line, or a small function for the relay's events (router/relay/proxy.py).
 Startup checks happen before any of this (router/startup.py); the app only holds the result
 (router/app.py).
