@@ -67,10 +67,14 @@ class ServeSettings:
     cors_origins: tuple[str, ...] = ("*",)
     # Host names served besides loopback ones (corral/http/hosts.py); "*": any.
     allowed_hosts: tuple[str, ...] = _row("allowed_hosts")
-    hf_token: str | None = field(default=None, repr=False)  # for download children only
-    log_format: str | None = None  # "text" or "json"; None: text on a terminal, else JSON
+    hf_token: str | None = field(default=_row("hf_token"), repr=False)  # for download children only
+    log_format: str | None = _row(
+        "log_format"
+    )  # "text" or "json"; None: text on a terminal, else JSON
     log_requests: bool = _row("log_requests")  # one access line per request
-    otel_endpoint: str | None = None  # --otel-endpoint: traces' collector (router.observe.tracing)
+    otel_endpoint: str | None = _row(
+        "otel_endpoint"
+    )  # --otel-endpoint: traces' collector (router.observe.tracing)
     ui_mcp_proxy: bool = _row("ui_mcp_proxy")  # /cors-proxy fetches URLs for callers; else 403
     ui_mcp_proxy_private: bool = _row("ui_mcp_proxy_private")  # ... private addresses too
     max_body: int = _row("max_body")  # bytes of a request body; more is a 413 before it is read
