@@ -83,9 +83,7 @@ async def running_services(
             wait_max=settings.schedule_wait_max,
             cores=CoreShare(default_threads(), send_in(group)),  # as each worker counts them
         )
-        watchdog = StallWatchdog(
-            pool, stall_timeout=settings.stall_timeout, load_timeout=settings.load_timeout
-        )
+        watchdog = StallWatchdog(pool, settings)
         peers = PeerSet()
         reloader = Reloader(settings, pool, peers)
         downloads = DownloadJobs(pool, settings=settings, task_group=group, reload=reloader.reload)
