@@ -91,7 +91,7 @@ class RemoteScope:
     """
 
     def __init__(self, repo: str, source: Path, cached: Iterable[CachedModel]) -> None:
-        self.repo, self._source = repo, source
+        self._repo, self._source = repo, source
         self.models = {model.name for model in cached if model.repo == repo}
 
     def claim(self, section: str, keys: Iterable[str], *, taken: bool) -> None:
@@ -102,7 +102,7 @@ class RemoteScope:
             key = f" (key '{first}')" if first is not None else ""
             raise ForeignModel(
                 f"{self._source}: section [{section}]{key}: a preset from hub repository"
-                f" {self.repo} cannot configure model '{section}', which does not come from it"
+                f" {self._repo} cannot configure model '{section}', which does not come from it"
                 " (docs/security.md)"
             )
         self.models.add(section)
