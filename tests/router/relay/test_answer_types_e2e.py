@@ -2,10 +2,10 @@
 it keeps only the APIs' content types, with ``nosniff`` and a sandboxing CSP.
 
 The attack is a peer (tests/support/fake_peer.py) that answers a web page with a script: a link
-to ``/slots?model=page``, or a cross-site form posting text/plain to the chat route, would run
-it with the Web UI's stored key. Through a real router it comes back as bytes to save. What the
-APIs answer (a worker's and a peer's JSON and SSE, a worker's metrics, Ollama's NDJSON) keeps
-its type and its bytes.
+to ``/slots?model=page`` or ``/metrics?model=page``, or a cross-site form posting text/plain to
+the chat route, would run it with the Web UI's stored key. Through a real router it comes back
+as bytes to save. What the APIs answer (a worker's and a peer's JSON and SSE, a worker's
+metrics, Ollama's NDJSON) keeps its type and its bytes.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ def _guarded(answer: httpx.Response, media: str) -> None:
         assert answer.headers.get_list(name) == [value], name
 
 
-def test_a_peers_page_through_slots_is_bytes_to_save(router: RouterProcess) -> None:
-    answer = router.client.get("/slots", params={"model": PAGE_MODEL})
+@pytest.mark.parametrize("path", ["/slots", "/metrics"])
+def test_a_peers_page_through_a_link_is_bytes_to_save(router: RouterProcess, path: str) -> None:
+    answer = router.client.get(path, params={"model": PAGE_MODEL})
     assert answer.status_code == 200
     assert answer.content == PAGE  # the bytes go through: only their type is taken away
     _guarded(answer, "application/octet-stream")
