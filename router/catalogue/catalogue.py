@@ -2,7 +2,8 @@
 
 Sources, lowest first: the hub cache, ``--models-dir``, ``-m`` files, then the preset INI, whose
 sections override a model of the same name or define new ones. Options cascade
-``[*]`` < section < router command line, as upstream's ``load_models`` merges them. Every source
+``[*]`` < section < router command line, as upstream's ``load_models`` merges them; a hub
+repository's preset, only over its own models (router/catalogue/remote_presets.py). Every source
 yields the same :class:`CatalogueEntry`, so the worker pool never asks where a model came from.
 """
 
@@ -23,6 +24,7 @@ from corral.options.model_options import ModelOptions
 from corral.options.table import OptionError, normalise_options, option_spec
 from router.catalogue.draft_models import DraftError, absolute_draft, cached_draft
 from router.catalogue.presets import PresetFile, PresetSection, load_preset_file, render_ini
+from router.catalogue.remote_presets import ForeignModel, RemoteScope
 
 __all__ = [
     "Catalogue",
@@ -343,7 +345,7 @@ def build_catalogue(
     cli = {key: value for key, value in cli.items() if key not in _IDENTITY_KEYS}
     try:
         return _build(models_dir, model_files, mmproj_file, preset, cache_dir, cli)
-    except DraftError as error:
+    except (DraftError, ForeignModel) as error:
         raise CatalogueError(str(error)) from None
 
 
@@ -375,18 +377,23 @@ def _build(
             _Found(path.stem, model_file_path(path), "models_dir", mmproj, True, explicit),
         )
     defaults: Mapping[str, str] = {}
+    scope = None  # a hub repository's preset's own models; None: the preset covers every one
     if preset is not None:
         _check_defaults(preset)
         where = f"{preset.path}: section [*]"
         defaults = _absolute_media_path(
             absolute_draft(preset.defaults, preset.path.parent, where), preset, where
         )
+        scope = RemoteScope(preset.remote, preset.path, cached) if preset.remote else None
         for section in preset.sections.values():
+            if scope is not None:
+                scope.claim(section.name, section.options, taken=section.name in models)
             _apply_section(models, preset, section, cached)
     entries: dict[str, CatalogueEntry] = {}
     dedup_paths: set[Path] = set()
     for name, model in models.items():
-        options = cached_draft({**defaults, **model.options, **cli}, cached, f"model '{name}'")
+        below = defaults if scope is None or name in scope.models else {}
+        options = cached_draft({**below, **model.options, **cli}, cached, f"model '{name}'")
         entries[name] = _entry(model, options)
         if model.source == "preset" and ModelOptions(options).flag("dedup-cache-models"):
             # As upstream: the draft's cache entry is hidden too.

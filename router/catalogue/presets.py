@@ -8,7 +8,8 @@ notice, so a preset written for llama-server loads; any other key is an error.
 
 A remote preset, one that came from a hub repository, is parsed with ``remote`` naming that
 repository: it may set only :data:`~router.catalogue.remote_presets.REMOTE_PRESET_KEYS` and no
-peers (docs/security.md, "Hub repositories").
+peers, and configures only its own models (router/catalogue/catalogue.py; docs/security.md,
+"Hub repositories").
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class PresetFile:
     defaults: Mapping[str, str]  # the ``[*]`` section: under every model of every source
     sections: Mapping[str, PresetSection]  # by canonical section name, in file order
     peers: Mapping[str, RawSection] = field(default_factory=dict)  # by peer name, in file order
+    remote: str | None = None  # the hub repository it came from; None: the user's own
 
 
 _HEADER = re.compile(r"\[[ \t]*(?P<name>[^\]]*?)[ \t]*\]")
@@ -114,9 +116,10 @@ def _check_remote(repo: str, source: str, name: str, pairs: list[tuple[str, str]
     for key, _ in pairs:
         if key != "version" and not remote_key_allowed(key):  # version: as normalise_options
             raise PresetError(
-                f"{where}: key '{key}' is not allowed in {whose}: it may set sampling keys,"
-                " hf-repo, hf-repo-draft, pooling, jinja, batch-size, ubatch-size, cache-reuse,"
-                " chat-template-kwargs and mmap only (docs/security.md)"
+                f"{where}: key '{key}' is not allowed in {whose}: it may set sampling keys"
+                " (not grammar, json-schema, logit-bias or ignore-eos), hf-repo, hf-repo-draft,"
+                " pooling, jinja, batch-size, ubatch-size, cache-reuse, chat-template-kwargs"
+                " and mmap only (docs/security.md)"
             )
 
 
@@ -169,7 +172,7 @@ def parse_preset_text(text: str, *, source: str, remote: str | None = None) -> P
             defaults = options
         elif name != _IMPLICIT_SECTION or options:
             sections[name] = PresetSection(name, options, line_number)
-    return PresetFile(Path(source), defaults, sections, peers)
+    return PresetFile(Path(source), defaults, sections, peers, remote)
 
 
 def load_preset_file(path: Path, *, remote: str | None = None) -> PresetFile:

@@ -2,7 +2,8 @@
 
 A worker or a peer gets the client's headers less what is the router's own business (its
 credentials, hop-by-hop headers, the session's id, the page's Origin); the client gets the
-answer's headers less what the router's own server adds (docs/protocol.md §3, §8).
+answer's headers less what the router's own server adds (docs/protocol.md §3, §8), and every
+answer's head is made safe to show on the router's origin (:func:`guarded_head`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from corral.children.worker_key import WORKER_KEY_HEADER
 from router.relay.conversations import Claim
 from router.workers.worker_http import UpstreamResponse
 
-__all__ = ["request_headers", "request_target", "response_headers"]
+__all__ = ["guarded_head", "request_headers", "request_target", "response_headers"]
 
 _HOP_BY_HOP = {
     b"connection",
@@ -40,6 +41,21 @@ _REQUEST_DROP = _HOP_BY_HOP | {
 _TRANSLATED_DROP = {b"content-type", b"content-encoding"}
 # The router's own server adds these; CORS is the router's business, not a worker's.
 _RESPONSE_DROP = _HOP_BY_HOP | {b"server", b"date"}
+# A relayed answer is shown on the router's own origin, the Web UI's: one a browser would render
+# as a page (a peer's text/html, docs/security.md) would run its script with the Web UI's stored
+# key and conversations. So an answer keeps only the types the APIs answer with (JSON, SSE,
+# Prometheus' plain text, with their parameters; NDJSON: Ollama's streams, translated here); any
+# other, or none, is bytes to save. The browser may not guess another type, and a page it
+# renders anyway runs nothing.
+_RELAYED_TYPES = frozenset(
+    {b"application/json", b"text/event-stream", b"text/plain", b"application/x-ndjson"}
+)
+_OPAQUE_TYPE = b"application/octet-stream"
+_GUARDS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"content-security-policy", b"sandbox; default-src 'none'"),
+]
+_GUARDED = {b"content-type"} | {name for name, _ in _GUARDS}
 
 
 def request_target(scope: Scope) -> bytes:
@@ -69,3 +85,17 @@ def response_headers(upstream: UpstreamResponse) -> list[tuple[bytes, bytes]]:
         for k, v in upstream.headers
         if k not in _RESPONSE_DROP and not k.startswith(b"access-control-")
     ]
+
+
+def guarded_head(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The head of every relayed answer, a worker's or a peer's, translated or not: its content
+    type if one the APIs answer with, else ``application/octet-stream``, then ``nosniff`` and a
+    sandboxing CSP (docs/security.md, Peers)."""
+    types = [value for name, value in headers if name == b"content-type"]
+    media = types[0] if len(types) == 1 and _relayed_type(types[0]) else _OPAQUE_TYPE
+    kept = [(name, value) for name, value in headers if name not in _GUARDED]
+    return [(b"content-type", media), *kept, *_GUARDS]
+
+
+def _relayed_type(value: bytes) -> bool:
+    return value.partition(b";")[0].strip().lower() in _RELAYED_TYPES

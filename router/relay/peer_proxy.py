@@ -10,7 +10,8 @@ peer has a prefix, the router's own key is replaced by the peer's, and failures 
 A peer is another party (docs/security.md, Peers): it gets only the headers that describe the
 request, never the client's cookies, credentials or addresses, and only the headers that
 describe its answer come back, never one that acts on the router's origin (``Set-Cookie``,
-``Clear-Site-Data``, ``Strict-Transport-Security``...).
+``Clear-Site-Data``, ``Strict-Transport-Security``...); and its content type only if it is one
+the APIs answer with, as every relayed answer's (router/relay/headers.py, ``guarded_head``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
 from corral.http.disconnect import client_left
 from corral.http.errors import ApiError, sse_error_event
-from router.relay.headers import response_headers
+from router.relay.headers import guarded_head, response_headers
 from router.relay.translation import AnswerTranslation
 from router.workers.worker_http import UpstreamError, UpstreamResponse
 
@@ -45,6 +45,9 @@ class RelayResponse(ASGIResponse):
     gone: the generation goes on in the worker, and it is this request, until the worker's
     answer ends (the generation finished, a DELETE stopped it, the worker went), that counts it
     against its key's ``concurrency`` and holds the model's lease.
+
+    Every head it sends, whatever answered and whether translated or not, is a guarded one
+    (router/relay/headers.py: only the APIs' content types, ``nosniff``, a sandboxing CSP).
     """
 
     __slots__ = (
@@ -121,7 +124,7 @@ class RelayResponse(ASGIResponse):
         start: HTTPResponseStartEvent = {
             "type": "http.response.start",
             "status": self.status_code,
-            "headers": extra if translated else self._headers + extra,
+            "headers": guarded_head(extra if translated else self._headers + extra),
         }
         await send(start)
 

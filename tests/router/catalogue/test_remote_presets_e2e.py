@@ -1,10 +1,13 @@
-"""A hub repository's ``preset.ini`` served by ``corral serve -hf``: upstream's whitelist only.
+"""A hub repository's ``preset.ini`` served by ``corral serve -hf``: upstream's whitelist only,
+for the repository's own models only.
 
 Each attack is a repository on the fake hub whose preset names a peer (the attacker's server,
 given the user's hub token as its key) or a key whose value is a local path or a host. The
 router must refuse to start, naming the repository, the section and the key, before anything
 reaches the attacker; a preset of whitelisted keys still serves, and the user's own presets
-keep every key (docs/security.md, "Hub repositories").
+keep every key (docs/security.md, "Hub repositories"). A cached preset (``--offline``) beside
+the user's ``--models-dir`` may neither write every answer (``grammar``) nor configure the
+user's models, through ``[*]`` or a section named after one.
 """
 
 from __future__ import annotations
@@ -131,6 +134,47 @@ def test_a_preset_beyond_the_whitelist_stops_startup_and_reaches_nobody(
     assert attacker.seen == []
 
 
+def _cached_preset(env: dict[str, str], text: str) -> None:
+    """The repository as the hub cache keeps it once fetched: its ``preset.ini`` only."""
+    lay_out(Path(env["HF_HUB_CACHE"]), {"preset.ini": text.encode()}, repo="acme/evil")
+
+
+def _offline(models_dir: Path) -> list[str]:
+    return ["-hf", "acme/evil", "--offline", "--models-dir", str(models_dir), "-c", "256"]
+
+
+def test_a_hub_preset_cannot_write_every_answer(env: dict[str, str], models_dir: Path) -> None:
+    """The review's probe: the local model answered the preset's phishing line."""
+    grammar = 'root ::= "Your session expired: log in again at https://evil.example/login"'
+    _cached_preset(env, f"[*]\ngrammar = {grammar}\n")
+    refusal = r"section \[\*\]: key 'grammar' is not allowed in a preset from hub repository"
+    with pytest.raises(RuntimeError, match=refusal + " acme/evil"):
+        RouterProcess(_offline(models_dir), env=env)
+
+
+def test_a_hub_presets_defaults_cover_its_own_models_only(
+    env: dict[str, str], models_dir: Path
+) -> None:
+    _cached_preset(env, f"[*]\ntop-k = 5\n\n[chat]\nhf-repo = {MODEL}\n")
+    with running_router(_offline(models_dir), env=env) as router:
+        models = router.models()
+        assert "top-k = 5" in models["chat"]["status"]["preset"]
+        assert "top-k" not in models["alpha"]["status"]["preset"]
+        assert "top-k" not in models[MODEL]["status"]["preset"]  # another repository's
+
+
+def test_a_hub_preset_naming_a_local_model_stops_startup(
+    env: dict[str, str], models_dir: Path
+) -> None:
+    _cached_preset(env, "[alpha]\ntemp = 0.1\n")
+    refusal = (
+        r"section \[alpha\] \(key 'temp'\): a preset from hub repository acme/evil cannot"
+        " configure model 'alpha'"
+    )
+    with pytest.raises(RuntimeError, match=refusal):
+        RouterProcess(_offline(models_dir), env=env)
+
+
 def test_a_preset_of_whitelisted_keys_serves(
     tmp_path: Path, hub: FakeHub, env: dict[str, str]
 ) -> None:
@@ -155,3 +199,16 @@ def test_the_users_own_preset_keeps_every_key(tmp_path: Path, env: dict[str, str
         props = router.client.get("/props", params={"model": "chat"})
         assert props.status_code == 200, props.text
         assert props.json()["chat_template"] == template.read_text()
+
+
+def test_the_users_own_preset_writes_every_answer_of_every_model(
+    tmp_path: Path, env: dict[str, str], models_dir: Path
+) -> None:
+    preset = tmp_path / "mine.ini"
+    preset.write_text('[*]\ngrammar = root ::= "yes"\n')
+    args = ["--models-preset", str(preset), "--models-dir", str(models_dir), "-c", "256"]
+    with running_router(args, env=env) as router:
+        body = {**CHAT, "model": "alpha", "max_tokens": 8}
+        reply = router.client.post("/v1/chat/completions", json=body)
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["choices"][0]["message"]["content"] == "yes"
