@@ -3,8 +3,9 @@
 Requests for a model that is not running join the queue (:mod:`router.scheduling.waiting_line`:
 strict FIFO with ``--schedule fifo``, else swap-aware, by class and key in turns, with a bound on
 waiting); with ``swap``, counted requests beyond a running model's slots wait there too
-(:mod:`router.scheduling.admission`). Requests for the same model share one entry, hence one
-load and one eviction (:mod:`router.scheduling.load_queue`). Only the head may claim capacity.
+(:mod:`router.scheduling.admission`); ``--max-queue`` bounds them, and each caller's share.
+Requests for the same model share one entry, hence one load and one eviction
+(:mod:`router.scheduling.load_queue`). Only the head may claim capacity.
 When capacity is short, :meth:`Scheduler.tick` stops models that are idle, loaded, unpinned and
 not wanted by any queue entry: least recently used first, or with ``swap`` by expected return
 (:mod:`router.scheduling.eviction`, :mod:`router.scheduling.demand`). A model keeps its queue
