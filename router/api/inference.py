@@ -21,8 +21,10 @@ from router.relay.relayed import Relayed
 from router.relay.translation import AnswerTranslation
 from router.relay.worker_upstream import WorkerUpstream
 from router.scheduling.answers import scheduling_answered
+from router.scheduling.leases import bind
 from router.security.api_keys import is_uncounted, relay_opt
 from router.security.callers import caller_id, queue_caller
+from router.security.rate_limits import LimitExceeded
 from router.single_model import single_model_target
 
 __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes", "relayed"]
@@ -84,6 +86,11 @@ async def _forward_to(
 ) -> ASGIResponse:
     # A resumable session (docs/protocol.md §5), its key's (router/relay/conversations.py).
     conversation = request.headers.get("x-conversation-id") if request.method == "POST" else None
+    if conversation:  # it may go on for nobody: counted until it ends, client or not
+        try:
+            bind(request.scope, rt.sessions.admit(queue_caller(request.scope).share))
+        except LimitExceeded as exc:
+            raise exc.answer() from None
     caller = caller_id(request.scope)
     how = {"target": target, "translation": translation}
     peer = rt.peers.route(name, local=rt.pool.catalogue.resolve(name) is not None)

@@ -16,6 +16,7 @@ from router.relay.peers import PeerSet
 from router.relay.proxy import Relay
 from router.reloads import Reloader
 from router.scheduling.scheduler import Scheduler
+from router.security.rate_limits import SessionLimits
 from router.settings import ServeSettings
 from router.workers.download_jobs import DownloadJobs
 from router.workers.pool import WorkerPool
@@ -36,6 +37,7 @@ class RouterRuntime:
     activity: Activity
     relay: Relay
     ollama_copies: Copies = field(default_factory=Copies)  # /api/copy's names
+    sessions: SessionLimits = field(default_factory=SessionLimits)  # each caller's in flight
 
 
 def runtime(request: Request[Any, Any, Any]) -> RouterRuntime:

@@ -97,8 +97,8 @@ _SERVER = (
         ("--max-queue",),
         "max_queue",
         "requests that may wait for model loads (and, with `--schedule swap`, for a model's "
-        "slots) at once, all models together; more are refused with 503 and `Retry-After` "
-        "(`0`: no limit)",
+        "slots) at once, all models together, one caller (a key) holding at most a quarter "
+        "of them; more are refused with 503 and `Retry-After` (`0`: no limit)",
         "CORRAL_MAX_QUEUE",
         512,
         "N",

@@ -44,9 +44,11 @@ def api_error(error: SchedulingError) -> ApiError:
     if isinstance(error, NoRoom):
         return ApiError(500, "model limit reached, try again later")
     if isinstance(error, QueueFull):
+        waiting = "for a slot" if error.for_slot else "for models to load"
+        share = "" if error.held is None else f"; this caller already holds {error.held} of them"
         return ApiError(
             503,
-            "too many requests are waiting for models to load, try again later",
+            f"too many requests are waiting {waiting}{share}, try again later",
             headers={"Retry-After": str(QUEUE_RETRY_AFTER_SECONDS)},
         )
     if isinstance(error, OutOfDeviceMemory):  # memory may come free: a capacity answer

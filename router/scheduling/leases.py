@@ -7,23 +7,34 @@ moment its handler sees it. Handlers never give claims back themselves (a missed
 leak one and keep a model loaded for ever). The scheduler binds each :class:`Lease` to the
 request it was taken for, and :func:`release_leases`, the outermost of the app's middleware,
 gives back every lease of a request when the request's ASGI call returns, as Ollama's
-``runnerRef`` is released when its request is done.
+``runnerRef`` is released when its request is done. Other counts of a request's life bind a
+:class:`Held` of their own the same way (a caller's resumable sessions in flight,
+router/security/rate_limits.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping
-from typing import Any, TypeAlias, cast
+from typing import Any, Protocol, TypeAlias, TypeVar, cast
 
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from router.workers.model_state import ModelState
 
-__all__ = ["Lease", "RequestScope", "bind", "release_all", "release_leases"]
+__all__ = ["Held", "Lease", "RequestScope", "bind", "release_all", "release_leases"]
 
 # The ASGI scope of the request a lease belongs to; tests pass a plain dict.
 RequestScope: TypeAlias = Scope | MutableMapping[str, Any]
 _LEASES = "corral.leases"  # the scope's key: ASGI lets servers and apps add their own
+
+
+class Held(Protocol):
+    """Something a request holds until it ends; ``release`` must be idempotent."""
+
+    def release(self) -> None: ...
+
+
+_H = TypeVar("_H", bound=Held)
 
 
 class Lease:
@@ -53,7 +64,7 @@ class Lease:
             self._give_back(self._state)
 
 
-def bind(request: RequestScope, lease: Lease) -> Lease:
+def bind(request: RequestScope, lease: _H) -> _H:
     """Tie ``lease`` to ``request``: it is released when the request ends."""
     cast("MutableMapping[str, Any]", request).setdefault(_LEASES, []).append(lease)
     return lease
@@ -61,7 +72,7 @@ def bind(request: RequestScope, lease: Lease) -> Lease:
 
 def release_all(request: RequestScope) -> None:
     """The request ended: give back every lease taken for it."""
-    leases: list[Lease] = cast("MutableMapping[str, Any]", request).pop(_LEASES, [])
+    leases: list[Held] = cast("MutableMapping[str, Any]", request).pop(_LEASES, [])
     for lease in leases:
         lease.release()
 

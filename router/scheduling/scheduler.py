@@ -3,8 +3,9 @@
 Requests for a model that is not running join the queue (:mod:`router.scheduling.waiting_line`:
 strict FIFO with ``--schedule fifo``, else swap-aware, by class and key in turns, with a bound on
 waiting); with ``swap``, counted requests beyond a running model's slots wait there too
-(:mod:`router.scheduling.admission`). Requests for the same model share one entry, hence one
-load and one eviction (:mod:`router.scheduling.load_queue`). Only the head may claim capacity.
+(:mod:`router.scheduling.admission`); ``--max-queue`` bounds them, and each caller's share.
+Requests for the same model share one entry, hence one load and one eviction
+(:mod:`router.scheduling.load_queue`). Only the head may claim capacity.
 When capacity is short, :meth:`Scheduler.tick` stops models that are idle, loaded, unpinned and
 not wanted by any queue entry: least recently used first, or with ``swap`` by expected return
 (:mod:`router.scheduling.eviction`, :mod:`router.scheduling.demand`). A model keeps its queue
@@ -45,7 +46,7 @@ from router.scheduling.leases import Lease, RequestScope, bind
 from router.scheduling.load_queue import Entry, LoadQueue
 from router.scheduling.room import Room
 from router.scheduling.timers import Timers
-from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine
+from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine, caller_share
 from router.topics import Topic
 from router.workers.errors import AlreadyRunning, LoadsHeld, NoRoom, QueueFull, load_error
 from router.workers.memory_budget import MemoryBudget
@@ -73,7 +74,7 @@ class Scheduler:
         cores: CoreShare | None = None,
     ) -> None:
         self._pool = pool
-        self._max_queue = max_queue  # requests waiting for loads, all models together; 0: no bound
+        self._max_queue = max_queue  # requests waiting, all models together; 0: no bound
         self.memory = memory
         self.devices = devices  # GPU placement (router/scheduling/device_planner.py), if any
         self.cores = cores  # the CPU cores shared among busy workers (cores.py), if any
@@ -178,14 +179,12 @@ class Scheduler:
         ready = self.acquire_if_ready(name, request, caller)
         if ready is not None:
             return ready
-        if 0 < self._max_queue <= self.queue_depth:
-            # Refused before it waits: a flood of requests for slow loads must not pile up
-            # memory and connections without bound.
-            self.rejections += 1
-            raise QueueFull(name)
+        who = caller or Caller()  # uncounted (None) takes no slot, but waits in the line too
+        if self._max_queue:
+            self._make_place(self._pool.get(name), who)
         entry = self._queue.join(name)
         self._pool.changed.notify()
-        waiter = self.line.join(name, caller or Caller())
+        waiter = self.line.join(name, who)
         started = time.monotonic()  # real time, not the clock: a metric, never a decision
         try:
             return await self._wait_for(name, entry, request, caller, waiter)
@@ -198,6 +197,28 @@ class Scheduler:
             self.waits += 1
             self.wait_seconds += time.monotonic() - started
 
+    def _make_place(self, state: ModelState, caller: Caller) -> None:
+        """A place in the queue for a request of ``caller`` (a key, or a page without keys),
+        or QueueFull before it waits: neither a flood nor one caller's detached sessions, which
+        hold no connection, may take every place (docs/serving.md, "Scheduling")."""
+        held = self.line.places(caller)
+        if held >= caller_share(self._max_queue):
+            raise self._refused(state.name, state, held)
+        if self.queue_depth < self._max_queue:
+            return
+        crowded = self.line.crowding(caller)
+        if crowded is None:
+            raise self._refused(state.name, state)
+        self.line.leave(crowded)  # its place is the newcomer's; its request is told why
+        model, places = crowded.model, self.line.places(crowded.caller)
+        crowded.refused = self._refused(model, self._pool.models.get(model), places)
+        self._pool.changed.notify()
+
+    def _refused(self, model: str, state: ModelState | None, held: int | None = None) -> QueueFull:
+        self.rejections += 1
+        # A running model's waiters wait for its slots (taken, or others go first).
+        return QueueFull(model, for_slot=state is not None and state.serving, held=held)
+
     async def _wait_for(
         self,
         name: str,
@@ -209,6 +230,8 @@ class Scheduler:
         changed = self._pool.changed
         saw_loading = False
         while True:
+            if waiter.refused is not None:  # pushed out for another caller's place
+                raise waiter.refused
             # Looked up each time: a reload may give the model new settings (a new state) or
             # remove it, which is ModelNotFound as for any unknown model.
             state = self._pool.get(name)

@@ -33,6 +33,7 @@ __all__ = [
 _KEY: Final = "corral.key"  # the scope's key: ASGI lets servers and apps add their own
 _STAR_PAGE: Final = "corral.star_page"
 _ANYONE: Final = Caller()  # every request of a router without keys: made once, not per request
+_PAGES: Final = Caller(page=True)  # but the pages only ``*`` covers
 
 
 def remember_key(scope: Scope, key: ApiKey | None) -> None:
@@ -68,8 +69,13 @@ def caller_id(scope: Scope) -> str | None:
 
 
 def queue_caller(scope: Scope) -> Caller:
-    """Where the request goes in the scheduler's order: its key's class and id. Without keys,
-    everyone is one interactive caller; the Web UI's requests carry the key its user gave it,
-    so they take that key's class (docs/serving.md, "Scheduling")."""
+    """Where the request goes in the scheduler's order, and whose places in the queue and
+    sessions it counts against: its key's class and id. Without keys, everyone is one
+    interactive caller, but the pages only ``*`` covers (other sites), which are another, so
+    that no site can take the user's places; all of them one, as a site can have as many
+    origins as it likes (subdomains). The Web UI's requests carry the key its user gave it, so
+    they take that key's class (docs/serving.md, "Scheduling")."""
     key = request_key(scope)
-    return _ANYONE if key is None else Caller(key.priority, key.id)
+    if key is not None:
+        return Caller(key.priority, key.id)
+    return _PAGES if cast("MutableMapping[str, Any]", scope).get(_STAR_PAGE) else _ANYONE

@@ -100,11 +100,6 @@ def _forbidden() -> Response[ErrorEnvelope]:
     return error_response(ApiError(403, message, "permission_error"))
 
 
-def _too_many(exc: LimitExceeded) -> Response[ErrorEnvelope]:
-    envelope = ApiError(429, exc.message, "rate_limit_error").envelope()
-    return Response(envelope, status_code=429, headers={"Retry-After": str(exc.retry_after)})
-
-
 class ApiKeyAuth:
     """The configured keys, the rule for which requests need one, and each key's limits."""
 
@@ -169,7 +164,7 @@ class ApiKeyAuth:
 
         def on_limit(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
             assert isinstance(exc, LimitExceeded)
-            return _too_many(exc)
+            return error_response(exc.answer())
 
         def on_routing_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
             if not self.allows(request.scope):

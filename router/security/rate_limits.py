@@ -1,9 +1,16 @@
-"""Per-key limits (docs/protocol.md §8): requests in flight and requests per minute.
+"""Per-key limits (docs/protocol.md §8): requests in flight and requests per minute; and every
+caller's resumable sessions in flight.
 
-Both are checked when a request arrives, before anything else is done for it; a refused request
+All are checked when a request arrives, before anything else is done for it; a refused request
 costs nothing but the check. The rate is a token bucket refilled continuously, holding at most a
 minute's worth, so a key may burst up to ``rpm`` requests and then gets one every
 ``60 / rpm`` seconds. The clock is injectable so tests move time by hand.
+
+A resumable session's request (``X-Conversation-Id``) goes on once its client has left: it
+waits for its model and generates for nobody, holding no connection. So those count against
+their caller even where its key has no ``concurrency=`` (or there are no keys): at most
+:data:`SESSIONS_IN_FLIGHT` at once per key, or without keys for the user and for the pages of
+other sites (docs/security.md, "Key holders (scopes)").
 """
 
 from __future__ import annotations
@@ -13,14 +20,17 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from corral.http.errors import ApiError
 from router.security.api_keys import ApiKey
 
 __all__ = [
     "CONCURRENCY_RETRY_SECONDS",
+    "SESSIONS_IN_FLIGHT",
     "Clock",
     "KeyLimiter",
     "LimitExceeded",
     "Limits",
+    "SessionLimits",
     "TokenBucket",
 ]
 
@@ -28,6 +38,9 @@ Clock = Callable[[], float]
 # A request in flight ends when it ends: nobody knows when, so a refused caller is told to retry
 # soon rather than never.
 CONCURRENCY_RETRY_SECONDS: Final = 1
+# A caller's resumable sessions in flight at once, their clients there or not: the Web UI runs
+# one per conversation that is generating; more are someone parking work for nobody.
+SESSIONS_IN_FLIGHT: Final = 4
 
 
 class LimitExceeded(Exception):
@@ -37,6 +50,11 @@ class LimitExceeded(Exception):
         super().__init__(message)
         self.message = message
         self.retry_after = max(1, math.ceil(retry_after))
+
+    def answer(self) -> ApiError:
+        """The 429 a client is told."""
+        headers = {"Retry-After": str(self.retry_after)}
+        return ApiError(429, self.message, "rate_limit_error", headers=headers)
 
 
 class TokenBucket:
@@ -95,3 +113,45 @@ class Limits:
 
     def for_key(self, key: ApiKey) -> KeyLimiter | None:
         return self._by_secret.get(key.secret)
+
+
+class SessionLimits:
+    """Every caller's resumable-session requests in flight (see above), by its share
+    (router.scheduling.waiting_line.Caller.share: a key's id; without keys None for the user,
+    "*" for other sites' pages). Not thread-safe: the router's event loop is its only user."""
+
+    def __init__(self, limit: int = SESSIONS_IN_FLIGHT) -> None:
+        self._limit = limit
+        self._in_flight: dict[str | None, int] = {}
+
+    def admit(self, share: str | None) -> _Session:
+        """Count a session's request in, or raise :class:`LimitExceeded`; the request releases
+        what this returns when it ends (router.scheduling.leases.bind)."""
+        count = self._in_flight.get(share, 0)
+        if count >= self._limit:
+            raise LimitExceeded(
+                f"too many resumable sessions in flight for this caller (at most {self._limit})",
+                CONCURRENCY_RETRY_SECONDS,
+            )
+        self._in_flight[share] = count + 1
+        return _Session(self._in_flight, share)
+
+
+class _Session:
+    """One admitted session request's count; :meth:`release` is idempotent."""
+
+    __slots__ = ("_in_flight", "_share")
+
+    def __init__(self, in_flight: dict[str | None, int], share: str | None) -> None:
+        self._in_flight: dict[str | None, int] | None = in_flight
+        self._share = share
+
+    def release(self) -> None:
+        if self._in_flight is None:
+            return
+        left = self._in_flight[self._share] - 1
+        if left:
+            self._in_flight[self._share] = left
+        else:
+            del self._in_flight[self._share]  # callers come and go: keep only the busy ones
+        self._in_flight = None

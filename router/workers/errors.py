@@ -85,7 +85,15 @@ class OutOfDeviceMemory(LoadFailed):
 
 
 class QueueFull(SchedulingError):
-    """``--max-queue`` requests already wait for loads; this one is refused, not queued."""
+    """No place in the queue (``--max-queue``): the request is refused, not queued.
+    ``for_slot``: it would have waited for one of its running model's slots, not for a load.
+    ``held``: the places its caller still holds, when it is refused for its caller's share
+    (all the places one caller may have, or the most of a full queue: its newest is refused
+    for another caller's) rather than for a queue full of others' requests."""
+
+    def __init__(self, model: str, *, for_slot: bool = False, held: int | None = None) -> None:
+        super().__init__(model)
+        self.for_slot, self.held = for_slot, held
 
 
 def load_error(state: ModelState) -> LoadFailed | LoadInterrupted:

@@ -20,8 +20,15 @@ from router.security.api_keys import (
     load_api_keys,
     needs_admin,
 )
+from router.security.callers import queue_caller, remember_key, remember_star_page
 from router.security.guard import ApiKeyAuth, ApiKeyMiddleware, KeyForbidden
-from router.security.rate_limits import KeyLimiter, LimitExceeded, TokenBucket
+from router.security.rate_limits import (
+    SESSIONS_IN_FLIGHT,
+    KeyLimiter,
+    LimitExceeded,
+    SessionLimits,
+    TokenBucket,
+)
 from tests.support.fake_clock import FakeClock
 
 SECRET = "s3cret-Key-that-must-not-show"
@@ -160,6 +167,36 @@ def test_limits_refuse_with_retry_after_and_free_on_release() -> None:
     clock.advance(20)
     limiter.admit()
     assert limiter.in_flight == 2
+
+
+def test_a_callers_resumable_sessions_in_flight_are_bounded_keys_or_not() -> None:
+    limits = SessionLimits()
+    held = [limits.admit("k1") for _ in range(SESSIONS_IN_FLIGHT)]
+    with pytest.raises(LimitExceeded) as refused:
+        limits.admit("k1")
+    answer = refused.value.answer()
+    assert (answer.status, answer.type, answer.headers) == (
+        429,
+        "rate_limit_error",
+        {"Retry-After": "1"},
+    )
+    assert answer.message == "too many resumable sessions in flight for this caller (at most 4)"
+    limits.admit("k2")  # another key, or without keys the user apart from other sites' pages
+    limits.admit(None)
+    held[0].release()
+    held[0].release()  # given back once, however often released
+    limits.admit("k1")
+    with pytest.raises(LimitExceeded):
+        limits.admit("k1")
+
+
+def test_whose_places_and_sessions_a_request_counts_against() -> None:
+    scope: Any = {}
+    assert queue_caller(scope).share is None  # no keys, no page: the user's own tools
+    remember_star_page(scope)
+    assert queue_caller(scope).share == "*"  # any other site's page: all of them one caller
+    remember_key(scope, ApiKey("k", KeyScope.INFERENCE))
+    assert queue_caller(scope).share == key_id("k")  # a key is its own caller, page or not
 
 
 def _run_middleware(

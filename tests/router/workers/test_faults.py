@@ -19,6 +19,7 @@ from corral.children.protocol import StateMessage
 from router.api.metrics import RequestCounter, render_metrics
 from router.api.models import _status
 from router.scheduling.answers import api_error
+from router.scheduling.waiting_line import Caller
 from router.settings import ServeSettings
 from router.workers.errors import LoadFailed, LoadStalled, QueueFull, SchedulingError
 from router.workers.model_state import ModelState, Status
@@ -254,15 +255,26 @@ def _sample(exposition: str, name: str) -> float:
     raise AssertionError(f"{family} missing from /metrics")
 
 
+async def _keyed_request(h: Harness, name: str, errors: list[SchedulingError]) -> None:
+    """A request for ``name`` from a key of its own (one caller holds at most its share of
+    the queue: docs/serving.md, "Scheduling")."""
+    try:
+        lease = await h.scheduler.acquire(name, {}, Caller(key=f"key-{name}"))
+    except SchedulingError as error:
+        errors.append(error)
+    else:
+        lease.release()
+
+
 async def test_requests_beyond_max_queue_are_refused_with_retry_after() -> None:
     async with harness(models_max=0, max_queue=2) as h, anyio.create_task_group() as group:
         errors: list[SchedulingError] = []
         for name in ("a", "b"):
-            group.start_soon(_request, h, name, errors)
+            group.start_soon(_keyed_request, h, name, errors)
         await h.until(lambda: h.scheduler.queue_depth == 2)
 
         with pytest.raises(QueueFull) as refused:
-            await h.scheduler.acquire("c", {})
+            await h.scheduler.acquire("c", {}, Caller(key="key-c"))
         assert h.scheduler.rejections == 1
         assert h.scheduler.queue_depth == 2
         assert "c" not in h.launcher.launched
@@ -277,7 +289,7 @@ async def test_requests_beyond_max_queue_are_refused_with_retry_after() -> None:
         h.launcher.children["a"].ready()
         await h.until(lambda: h.scheduler.queue_depth == 1)
         await h.request("a")
-        group.start_soon(_request, h, "c", errors)
+        group.start_soon(_keyed_request, h, "c", errors)
         await h.until(lambda: h.scheduler.queue_depth == 2)
         assert h.scheduler.rejections == 1
         for name in ("b", "c"):
