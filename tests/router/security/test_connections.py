@@ -12,8 +12,10 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
 from router.cli.main import parse_serve_args
@@ -24,6 +26,9 @@ SECONDS = 2.0
 # Far beyond any deadline here: a socket still open after this is a failure, not slowness.
 PATIENCE = 90.0
 PROMPT = [{"role": "user", "content": "hi"}]
+KEY = "sk-connections-test-key"
+AUTHORIZATION = f"Authorization: Bearer {KEY}\r\n".encode()
+LIMIT_MESSAGE = "the router has 8 connections open, its limit (--max-connections)"
 _TYPES = {404: "not_found_error", 408: "invalid_request_error", 503: "unavailable_error"}
 
 
@@ -126,33 +131,121 @@ def test_an_answer_takes_as_long_as_it_takes(quick: RouterProcess) -> None:
     assert quick.client.get("/health").status_code == 200
 
 
-def test_connections_over_the_cap_are_refused_with_503(models_dir: Path) -> None:
-    args = ["--models-dir", str(models_dir), "--max-connections", "3"]
-    with running_router(args) as router:
-        held = [_connect(router) for _ in range(3)]
-        for sock in held:  # open, as a slow client's, and counted
-            sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
+@contextmanager
+def _capped(models_dir: Path, *extra: str) -> Iterator[RouterProcess]:
+    """A keyed router with 8 places, and its real deadlines (30 s for a head, 5 s near the cap)."""
+    args = ["--models-dir", str(models_dir), "--api-key", KEY, "--max-connections", "8"]
+    with running_router([*args, *extra]) as router:
+        yield router
+
+
+def _open_stream(router: RouterProcess, host: str | None = None) -> socket.socket:
+    """A connection busy with an answer that never ends (``/models/sse``), its head received."""
+    if host is None:
+        sock = _connect(router)
+    else:
+        sock = socket.create_connection((host, _port(router)), PATIENCE, (host, 0))
+    sock.sendall(b"GET /models/sse HTTP/1.1\r\nHost: localhost\r\n" + AUTHORIZATION + b"\r\n")
+    _read_until(sock, b": connected")
+    return sock
+
+
+def _read_until(sock: socket.socket, wanted: bytes) -> None:
+    received = b""
+    while wanted not in received:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before {wanted!r}: {received!r}"
+        received += chunk
+
+
+def _port(router: RouterProcess) -> int:
+    return int(router.url.rsplit(":", 1)[1])
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [b"", b"GET /v1/models HTTP/1.1\r\nHost: localhost\r\n"],
+    ids=["nothing", "half-a-head"],
+)
+def test_connections_waiting_for_a_head_make_room_for_a_keyed_client(
+    models_dir: Path, sent: bytes
+) -> None:
+    """Issue 50: anyone able to connect held every place with sockets that never sent a whole
+    head (reopened before the head's deadline), and a keyed client got 503."""
+    with _capped(models_dir) as router:
+        waiting = [_connect(router) for _ in range(8)]
+        for sock in waiting:
+            sock.sendall(sent)
+        with httpx.Client(base_url=router.url, timeout=PATIENCE) as keyed:  # a ninth connection
+            answer = keyed.get("/v1/models", headers={"Authorization": f"Bearer {KEY}"})
+        assert answer.status_code == 200
+        # The one that had waited longest made room: closed silently if it had sent nothing,
+        # else told why, as a refused newcomer is.
+        closed = _until_closed(waiting[0])
+        if sent:
+            assert _error(closed) == (503, LIMIT_MESSAGE)
+        else:
+            assert closed == b""
+        for sock in waiting:
+            sock.close()
+
+
+def test_busy_connections_are_kept_and_a_newcomer_is_refused_503(models_dir: Path) -> None:
+    with _capped(models_dir) as router:
+        streams = [_open_stream(router) for _ in range(8)]
         with _connect(router) as extra:
             answer = _until_closed(extra)
-        status, message = _error(answer)
-        assert status == 503
-        assert message == "the router has 3 connections open, its limit (--max-connections)"
-        router.wait_for_log("connections refused", limit=3)
-        for sock in held:  # the ones within the cap are served
-            sock.sendall(b"Connection: close\r\n\r\n")
-            assert _until_closed(sock).startswith(b"HTTP/1.1 200 ")
+        assert _error(answer) == (503, LIMIT_MESSAGE)
+        assert b"\r\nretry-after: 1\r\n" in answer.partition(b"\r\n\r\n")[0].lower()
+        router.wait_for_log("connection limit reached", limit=8, refused=1)
+        for sock in streams:  # none was cut: each still streams (its next keep-alive comment)
+            _read_until(sock, b": keep-alive")
             sock.close()
         # Their places are free again, once the router has seen them go.
         for _ in range(100):
-            with _connect(router) as again:
-                again.sendall(
-                    b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-                )
-                if _until_closed(again).startswith(b"HTTP/1.1 200 "):
-                    break
+            if router.client.get("/health").status_code == 200:
+                break
             time.sleep(0.1)
         else:
             pytest.fail("the router kept refusing after its connections closed")
+
+
+def test_near_the_cap_a_head_has_5_seconds(models_dir: Path) -> None:
+    with _capped(models_dir) as router:
+        streams = [_open_stream(router) for _ in range(5)]
+        with _connect(router) as slow:  # the sixth of 8: three quarters full
+            slow.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+            answer = _until_closed(slow)
+        assert _error(answer) == (408, "the request's head did not arrive within 5 s")
+        for sock in streams:
+            sock.close()
+
+
+def _lan_address() -> str:
+    """This machine's own address on a network, which the router sees as a remote client."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # a route only: nothing is sent
+        except OSError:
+            pytest.skip("no network interface")
+        address: str = probe.getsockname()[0]
+    if address.startswith("127."):
+        pytest.skip("no network interface")
+    return address
+
+
+def test_a_remote_address_holds_half_of_the_places_at_most(models_dir: Path) -> None:
+    lan = _lan_address()
+    with _capped(models_dir, "--host", "0.0.0.0") as router:
+        streams = [_open_stream(router, lan) for _ in range(4)]
+        with socket.create_connection((lan, _port(router)), PATIENCE, (lan, 0)) as fifth:
+            answer = _until_closed(fifth)
+        message = f"{lan} has 4 connections open, half of --max-connections"
+        assert _error(answer) == (503, message)
+        # The other half is anyone else's; loopback's here (exempt: the cap alone applies).
+        streams += [_open_stream(router) for _ in range(4)]
+        for sock in streams:
+            sock.close()
 
 
 def test_the_max_connections_flag(capsys: pytest.CaptureFixture[str]) -> None:
