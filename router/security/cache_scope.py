@@ -1,0 +1,29 @@
+"""Whose prompt caches a request may reuse: its own key's (docs/security.md, "Another member of
+the team").
+
+A worker keeps what each prompt left in its KV cache (a slot's cells, a ``--cache-ram`` copy, a
+file of the disk tier) and reuses the longest cached prefix for the next prompt, and every
+answer says how many tokens it reused (``cached_tokens``, ``cache_n``). Shared by every key,
+that count tells one key, token by token, what another key asked. So the router names each
+request's cache scope in :data:`~corral.children.protocol.CACHE_SCOPE_HEADER`, and a worker
+reuses a cached prefix only within its scope (docs/protocol.md §3). The scope is the request's
+key id; a router without keys has one caller, and sends none: the worker's default scope, as
+when it is run alone. A client's own header of that name is dropped before this adds the
+router's (router/relay/headers.py), and a peer never gets it (router/relay/peer_proxy.py sends
+an allowlist): a peer scopes by the key the router presents to it.
+"""
+
+from __future__ import annotations
+
+from corral.children.protocol import CACHE_SCOPE_HEADER
+from router.relay.relayed import Outgoing
+from router.security.callers import caller_id
+
+__all__ = ["add_cache_scope"]
+
+
+def add_cache_scope(outgoing: Outgoing) -> None:
+    """The relay's ``dispatching`` subscriber: the request leaves with its key's scope."""
+    key_id = caller_id(outgoing.hop.relayed.scope)
+    if key_id is not None:
+        outgoing.headers.append((CACHE_SCOPE_HEADER, key_id.encode()))
