@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import structlog
 
-from router.observe.topics import Topic
 from router.relay.peers import PeerSet
 from router.settings import ServeSettings
 from router.startup import load_catalogue, load_peers
+from router.topics import Topic
 from router.workers.pool import WorkerPool
 
 __all__ = ["CatalogueReloaded", "Reloader"]

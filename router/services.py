@@ -2,7 +2,7 @@
 
 Order: the spares (the pool launches through them), the pool, the scheduler over it, the
 watchdog, the peers, the reloader, the downloads (a finished one reloads), the conversation
-owners, the relay. Then the subscriptions: who wants to know what (router/observe/topics.py),
+owners, the relay. Then the subscriptions: who wants to know what (router/topics.py),
 each one line, or a small function for the relay's events (router/relay/proxy.py).
 Startup checks happen before any of this (router/startup.py); the app only holds the result
 (router/app.py).
@@ -84,9 +84,7 @@ async def running_services(
             wait_max=settings.schedule_wait_max,
             cores=CoreShare(default_threads(), send_in(group)),  # as each worker counts them
         )
-        watchdog = StallWatchdog(
-            pool, stall_timeout=settings.stall_timeout, load_timeout=settings.load_timeout
-        )
+        watchdog = StallWatchdog(pool, settings)
         peers = PeerSet()
         reloader = Reloader(settings, pool, peers)
         downloads = DownloadJobs(pool, settings=settings, task_group=group, reload=reloader.reload)

@@ -9,17 +9,14 @@ this module narrows the catalogue to the one model and picks it for any name.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from corral.hub.cache_layout import current_snapshot, repo_folder_name
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
-from corral.hub.names import InvalidReference, is_safe_repo_path, parse_reference
 from router.catalogue.capabilities import capabilities
 from router.catalogue.catalogue import Catalogue, CatalogueEntry, model_file_path
 from router.settings import ServeSettings
 
-__all__ = ["cached_hub_file", "ollama_models", "single_model_catalogue", "single_model_target"]
+__all__ = ["ollama_models", "single_model_catalogue", "single_model_target"]
 
 
 def _the_model(catalogue: Catalogue, settings: ServeSettings) -> CatalogueEntry | None:
@@ -30,20 +27,6 @@ def _the_model(catalogue: Catalogue, settings: ServeSettings) -> CatalogueEntry 
         return None
     cached = resolve_cached_model(scan_cache(settings.cache_dir), settings.hf_repos[0])
     return catalogue.entries.get(cached.name) if cached is not None else None
-
-
-def cached_hub_file(cache: Path, reference: str, file: str) -> Path | None:
-    """``--hf-file``: ``file`` of ``reference``'s repository (its tag aside) in the hub cache's
-    current snapshot, or None when it is not there."""
-    try:
-        repo, _ = parse_reference(reference)
-    except InvalidReference:
-        return None
-    if not is_safe_repo_path(file):
-        return None
-    snapshot = current_snapshot(cache / repo_folder_name(repo))
-    path = snapshot / file if snapshot is not None else None
-    return path if path is not None and path.is_file() else None
 
 
 def single_model_catalogue(catalogue: Catalogue, settings: ServeSettings) -> Catalogue:

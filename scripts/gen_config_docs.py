@@ -30,7 +30,7 @@ from corral.options.kinds import KINDS
 from corral.options.table import OPTIONS, OptionSpec, find_option
 from router.cli.commands import _parser as _cache_commands_parser
 from router.cli.no_effect import no_effect_flags, no_effect_reason
-from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS
+from router.cli.serve_flags import SERVE_FLAGS
 from router.cli.serve_flags import serve_parser as _serve_parser
 from router.cli.shortcuts import SHORTCUT_DEST, SHORTCUTS
 from worker.rpc.server import rpc_server_parser
@@ -51,8 +51,18 @@ __all__ = [
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "docs" / "configuration.md"
 
+# `corral serve`'s own flags, by argparse dest: (environment variable or "", description).
+SERVE_FLAG_HELP: dict[str, tuple[str, str]] = {
+    flag.dest: (flag.variable, flag.help) for flag in SERVE_FLAGS if flag.help
+}
+
 # Placeholders shown instead of argparse's (``MODEL_FILES`` and the like).
-_METAVARS: dict[str, str] = {**SERVE_METAVARS, "model": "FILE", "mmproj": "FILE"}
+_METAVARS: dict[str, str] = {
+    **{flag.dest: flag.metavar for flag in SERVE_FLAGS if flag.metavar},
+    "model": "FILE",
+    "mmproj": "FILE",
+    "alias": "NAME[,NAME…]",
+}
 
 # `python -m worker`'s own flags (the per-model options come from OPTIONS).
 WORKER_FLAG_HELP: dict[str, str] = {

@@ -92,18 +92,21 @@ def test_the_scan_finds_relative_and_absolute_cross_imports(tmp_path: Path) -> N
     ]
 
 
-def _layer_packages() -> list[str]:
-    """Every package the layers contracts of pyproject.toml name, e.g. ``worker.engine``."""
+def _contract_packages() -> list[str]:
+    """Every package the contracts of pyproject.toml name, e.g. ``worker.engine`` (a layer) or
+    ``router.relay.proxy`` (a forbidden contract's source module, a package in the stand-ins)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     packages: list[str] = []
     for contract in config["tool"]["importlinter"]["contracts"]:
+        if contract["type"] == "forbidden":
+            packages += contract["source_modules"] + contract["forbidden_modules"]
         if contract["type"] != "layers":
             continue
         for container in contract["containers"]:
             for layer in contract["layers"]:
                 names = layer.replace("|", ":").split(":")
                 packages += [f"{container}.{name.strip()}" for name in names]
-    return packages
+    return sorted(set(packages), key=lambda name: name.count("."))  # parents first
 
 
 @pytest.mark.parametrize(
@@ -127,15 +130,21 @@ def _layer_packages() -> list[str]:
             "router.scheduling",
             "router: api > relay, security > scheduling > workers > catalogue > observe",
         ),
+        ("router.relay.proxy", "router.observe", "the relay imports neither observe nor security"),
+        (
+            "router.relay.peer_proxy",
+            "router.security",
+            "the relay imports neither observe nor security",
+        ),
     ],
 )
 def test_the_import_linter_contracts_break_on_a_cross_import(
     tmp_path: Path, importer: str, imported: str, contract: str
 ) -> None:
     # The contracts are pyproject.toml's own, run against stand-in packages (the four processes'
-    # and every layer the layers contracts name) in which one module makes the forbidden import:
+    # and every package the contracts name) in which one module makes the forbidden import:
     # lint-imports must exit non-zero and name the contract.
-    for package in (CORE, *PROCESSES, *_layer_packages()):
+    for package in (CORE, *PROCESSES, *_contract_packages()):
         folder = tmp_path.joinpath(*package.split("."))
         folder.mkdir(exist_ok=True)
         (folder / "__init__.py").write_text("")

@@ -17,14 +17,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from corral.hub.cache_layout import current_snapshot, repo_id_of_folder
+from corral.hub.cache_layout import current_snapshot, repo_folder_name, repo_id_of_folder
 from corral.hub.companions import is_companion
 from corral.hub.mmproj import best_mmproj
-from corral.hub.names import DEFAULT_TAGS, canonical_tag
+from corral.hub.names import (
+    DEFAULT_TAGS,
+    InvalidReference,
+    canonical_tag,
+    is_safe_repo_path,
+    parse_reference,
+)
 from corral.hub.shards import is_first_shard, split_gguf_name
 
 __all__ = [
     "CachedModel",
+    "cached_hub_file",
     "first_shards",
     "resolve_cached_model",
     "scan_cache",
@@ -132,3 +139,17 @@ def resolve_cached_model(
         if default in by_tag:
             return by_tag[default]
     return candidates[0] if candidates else None
+
+
+def cached_hub_file(cache: Path, reference: str, file: str) -> Path | None:
+    """``--hf-file``: ``file`` of ``reference``'s repository (its tag aside) in the hub cache's
+    current snapshot, or None when it is not there."""
+    try:
+        repo, _ = parse_reference(reference)
+    except InvalidReference:
+        return None
+    if not is_safe_repo_path(file):
+        return None
+    snapshot = current_snapshot(cache / repo_folder_name(repo))
+    path = snapshot / file if snapshot is not None else None
+    return path if path is not None and path.is_file() else None

@@ -1,199 +1,373 @@
-"""``corral serve``'s flags: spellings, groups, types and where each default comes from.
+"""``corral serve``'s flags: one row a flag, with its help, its variable and the setting it fills.
 
-One row of :data:`_SERVE_FLAGS` a flag; its description, placeholder and variable are in
-:mod:`router.cli.serve_flag_help`. Flags are spelled as llama-server's, with ``LLAMA_ARG_*``
-fallbacks read when the parser is built.
+:data:`SERVE_FLAGS` is the one table (the security, tools and logging rows are in
+:mod:`router.cli.access_flags`); :mod:`router.cli.serve_flag` says what a row's fields mean. A
+row's ``dest`` is the :class:`~router.settings.ServeSettings` field it fills (whose default is
+the row's) or the name a derivation of :mod:`router.settings` reads it by. Flags are spelled as
+llama-server's, with ``LLAMA_ARG_*`` fallbacks read when the parser is built.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from corral.llama_build import corral_version, llama_build_info
 from corral.options.flags import add_model_flags
-from corral.options.table import parse_bool
-from router.cli.commands import run_cache_command
-from router.cli.completion import bash_completion
+from router.cli.access_flags import ACCESS_FLAGS
 from router.cli.help import SuggestingParser
 from router.cli.list_devices import ListDevices
 from router.cli.no_effect import add_no_effect_flags
-from router.cli.serve_flag_help import SERVE_FLAG_HELP, SERVE_METAVARS, flag_help
+from router.cli.serve_flag import (
+    CompletionBash,
+    MmprojAuto,
+    PrintAndExit,
+    ServeFlag,
+    add_serve_flags,
+    at_least_zero,
+    directory,
+    existing_file,
+    existing_files,
+    names,
+    route_prefix,
+    size,
+)
 from router.cli.shortcuts import add_shortcut_flags
 
-__all__ = ["serve_parser"]
-
-
-class _MmprojAuto(argparse.Action):
-    """``--mmproj-auto`` on, ``--no-mmproj`` off; unset leaves it to presets (and the
-    ``LLAMA_ARG_MMPROJ_AUTO`` variable, read with the per-model options)."""
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
-        setattr(namespace, self.dest, "true" if option == "--mmproj-auto" else "false")
-
-
-class _PrintAndExit(argparse.Action):
-    """llama-server's flags that answer and exit: ``--version``, ``-cl``/``--cache-list``."""
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
-        if self.dest == "version":
-            print(f"corral {corral_version()} (llama.cpp {llama_build_info()})")
-            parser.exit(0)
-        parser.exit(run_cache_command("ls", []))  # the hub cache's models, as `corral ls`
-
-
-class _CompletionBash(argparse.Action):
-    """``--completion-bash``: print Corral's bash completion script and exit, as llama-server
-    prints its own."""
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
-        sys.stdout.write(bash_completion(parser))
-        parser.exit(0)
-
-
-@dataclass(frozen=True, slots=True)
-class _ServeFlag:
-    group: str  # the --help section, in the order first named
-    spellings: tuple[str, ...]
-    dest: str
-    default: Any = None  # when the flag's variable (SERVE_FLAG_HELP) is unset
-    convert: Callable[[str], Any] | None = None  # argparse's type
-    action: str | type[argparse.Action] | None = None
-    choices: tuple[str, ...] | None = None
-    nargs: int | None = None
-    # False: router.cli.main reads the variable after parsing (a list flag takes it only when
-    # absent).
-    reads_variable: bool = True
-    # As upstream, a variable that turns the flag off when set to anything.
-    off_variable: str = ""
-
+__all__ = ["SERVE_FLAGS", "serve_parser"]
 
 _ON_OFF = argparse.BooleanOptionalAction
-_TOOLS = "tools (docs/tools.md)"
-_SERVE_FLAGS: tuple[_ServeFlag, ...] = (
-    _ServeFlag("server", ("--host",), "host", "127.0.0.1"),
-    _ServeFlag("server", ("--port",), "port", 8080, int),
-    _ServeFlag("server", ("-to", "--timeout"), "timeout", 3600.0, float),
-    _ServeFlag("server", ("--stall-timeout",), "stall_timeout", 60.0, float),
-    _ServeFlag("server", ("--load-timeout",), "load_timeout", 600.0, float),
-    _ServeFlag("server", ("--max-queue",), "max_queue", 512, int),
+_SECONDS = at_least_zero("0 (never) or a number of seconds")
+_SERVER = (
+    ServeFlag(
+        "server",
+        ("--host",),
+        "host",
+        "listen address; beyond loopback, also set an API key",
+        "LLAMA_ARG_HOST",
+        "127.0.0.1",
+        "HOST",
+    ),
+    ServeFlag(
+        "server",
+        ("--port",),
+        "port",
+        "listen port; `0` picks a free one (the log says which)",
+        "LLAMA_ARG_PORT",
+        8080,
+        "PORT",
+        convert=int,
+    ),
+    ServeFlag(
+        "server",
+        ("-to", "--timeout"),
+        "timeout",
+        "longest silence (seconds) from a worker within one response",
+        "LLAMA_ARG_TIMEOUT",
+        3600.0,
+        "SECONDS",
+        convert=float,
+    ),
+    ServeFlag(
+        "server",
+        ("--stall-timeout",),
+        "stall_timeout",
+        "kill a worker with requests in flight that shows no progress (no bytes, no answer to "
+        "a liveness probe) for this many seconds; its requests fail with 503, the model shows "
+        "`failed` with reason `stalled` (`0`: never)",
+        "CORRAL_STALL_TIMEOUT",
+        60.0,
+        "SECONDS",
+        convert=float,
+        setting=_SECONDS,
+    ),
+    ServeFlag(
+        "server",
+        ("--load-timeout",),
+        "load_timeout",
+        "kill a loading worker that reports no progress for this many seconds; reason "
+        "`load_stalled` (`0`: never)",
+        "CORRAL_LOAD_TIMEOUT",
+        600.0,
+        "SECONDS",
+        convert=float,
+        setting=_SECONDS,
+    ),
+    ServeFlag(
+        "server",
+        ("--max-queue",),
+        "max_queue",
+        "requests that may wait for model loads (and, with `--schedule swap`, for a model's "
+        "slots) at once, all models together; more are refused with 503 and `Retry-After` "
+        "(`0`: no limit)",
+        "CORRAL_MAX_QUEUE",
+        512,
+        "N",
+        convert=int,
+        setting=at_least_zero("0 (no limit) or a number of requests"),
+    ),
     # llama-server flags (issue 29).
-    _ServeFlag("server", ("--version",), "version", action=_PrintAndExit, nargs=0),
-    _ServeFlag("models", ("-cl", "--cache-list"), "cache_list", action=_PrintAndExit, nargs=0),
-    _ServeFlag(
+    ServeFlag(
+        "server",
+        ("--version",),
+        "version",
+        "print Corral's and llama.cpp's versions and exit",
+        action=PrintAndExit,
+        nargs=0,
+        exits=True,
+    ),
+    ServeFlag(
+        "models",
+        ("-cl", "--cache-list"),
+        "cache_list",
+        "list the hub cache's models (as `corral ls`) and exit",
+        action=PrintAndExit,
+        nargs=0,
+        exits=True,
+    ),
+    ServeFlag(
         "server",
         ("--completion-bash",),
         "completion_bash",
-        action=_CompletionBash,
+        "print Corral's bash completion script (every command and flag) and exit: redirect it "
+        "into a file that bash sources",
+        action=CompletionBash,
         nargs=0,
         reads_variable=False,
+        exits=True,
     ),
-    _ServeFlag("server", ("--api-prefix",), "api_prefix", ""),
-    _ServeFlag("server", ("--path",), "static_path", convert=Path),
-    _ServeFlag("server", ("--reuse-port",), "reuse_port", False, action="store_true"),
-    _ServeFlag("models", ("--models-dir",), "models_dir", convert=Path),
-    _ServeFlag("models", ("-m", "--model"), "model_files", [], convert=Path, action="append"),
-    _ServeFlag(
-        "models", ("-hf", "-hfr", "--hf-repo"), "hf_repos", action="append", reads_variable=False
+    ServeFlag(
+        "server",
+        ("--api-prefix",),
+        "api_prefix",
+        "serve every route under this path (`/v2`: `/v2/health`, `/v2/v1/models`, the Web UI "
+        "at `/v2/`); any other path is 404",
+        "LLAMA_ARG_API_PREFIX",
+        "",
+        "PREFIX",
+        setting=route_prefix,
     ),
-    _ServeFlag("models", ("-mm", "--mmproj"), "mmproj_file", convert=Path),
-    _ServeFlag(
+    ServeFlag(
+        "server",
+        ("--path",),
+        "static_path",
+        "serve the files of this directory (`/` is its `index.html`) ahead of the routes, as "
+        "llama-server's `--path`; paths leading out of it are not served",
+        "LLAMA_ARG_STATIC_PATH",
+        metavar="DIR",
+        convert=Path,
+        setting=directory,
+    ),
+    ServeFlag(
+        "server",
+        ("--reuse-port",),
+        "reuse_port",
+        "listen with `SO_REUSEPORT`, so that other processes may listen on the same port",
+        "LLAMA_ARG_REUSE_PORT",
+        False,
+        action="store_true",
+    ),
+)
+_MODELS = (
+    ServeFlag(
+        "models",
+        ("--models-dir",),
+        "models_dir",
+        "directory of models: each top-level `*.gguf` is a model named by its stem, each "
+        "subdirectory one model (first shard of a split model; `mmproj`/`draft` files are not "
+        "models)",
+        "LLAMA_ARG_MODELS_DIR",
+        metavar="DIR",
+        convert=Path,
+        setting=directory,
+    ),
+    ServeFlag(
+        "models",
+        ("-m", "--model"),
+        "model_files",
+        "add this GGUF as a model named by its stem and load it at startup",
+        default=[],
+        metavar="FILE",
+        convert=Path,
+        setting=existing_files,
+        action="append",
+    ),
+    ServeFlag(
+        "models",
+        ("-hf", "-hfr", "--hf-repo"),
+        "hf_repos",
+        "load this hub model (`org/repo[:TAG]`) at startup, downloading it first (with "
+        "progress on stderr) when it is not in the hub cache; with `--offline` it must be there; "
+        "a repository with a root `preset.ini` is served as that preset (remote preset)",
+        "LLAMA_ARG_HF_REPO",
+        metavar="ORG/REPO[:TAG]",
+        action="append",
+        reads_variable=False,
+    ),
+    ServeFlag(
+        "models",
+        ("-mm", "--mmproj"),
+        "mmproj_file",
+        "multimodal projector for the `-m` models (images, audio); hub and `--models-dir` "
+        "models find theirs beside them",
+        "LLAMA_ARG_MMPROJ",
+        metavar="FILE",
+        convert=Path,
+    ),
+    ServeFlag(
         "models",
         ("--mmproj-auto", "--no-mmproj", "--no-mmproj-auto"),
         "mmproj_auto",
-        action=_MmprojAuto,
+        "pair models with the projector found beside them (hub cache, `--models-dir`); "
+        "`--no-mmproj` (or the preset key `no-mmproj`) turns it off, a named `mmproj` still "
+        "loads",
+        "LLAMA_ARG_MMPROJ_AUTO",
+        action=MmprojAuto,
         nargs=0,
         reads_variable=False,
     ),
-    _ServeFlag("models", ("-hff", "--hf-file"), "hf_file"),
-    _ServeFlag("models", ("--models-preset",), "models_preset", convert=Path),
-    _ServeFlag("models", ("-a", "--alias"), "alias"),
-    _ServeFlag("models", ("--tags",), "tags"),
-    _ServeFlag("models", ("--models-max",), "models_max", 4, int),
-    _ServeFlag("models", ("--models-memory-max",), "models_memory_max"),
-    _ServeFlag("models", ("--models-spare",), "models_spare", 1, int),
-    _ServeFlag("models", ("--schedule",), "schedule", "swap", choices=("swap", "fifo")),
-    _ServeFlag("models", ("--schedule-wait-max",), "schedule_wait_max", 30.0, float),
-    _ServeFlag(
+    ServeFlag(
+        "models",
+        ("-hff", "--hf-file"),
+        "hf_file",
+        "with one `-hf REPO`: serve this file of it (a path in the repository), as "
+        "llama-server; it must be in the hub cache",
+        metavar="FILE",
+    ),
+    ServeFlag(
+        "models",
+        ("--models-preset",),
+        "models_preset",
+        "preset INI file (see Preset keys)",
+        "LLAMA_ARG_MODELS_PRESET",
+        metavar="FILE",
+        convert=Path,
+        setting=existing_file,
+    ),
+    ServeFlag(
+        "models",
+        ("-a", "--alias"),
+        "aliases",
+        "single-model mode: names of the one model, comma-separated; as llama-server, the "
+        "first in sorted order is its id and all of them its `aliases`; with several models "
+        "it has no effect (a preset's `alias` key names them)",
+        "LLAMA_ARG_ALIAS",
+        metavar="NAME[,NAME…]",
+        setting=names,
+    ),
+    ServeFlag(
+        "models",
+        ("--tags",),
+        "tags",
+        "single-model mode: tags of the one model, comma-separated (listed as its `tags`); "
+        "with several models it has no effect",
+        "LLAMA_ARG_TAGS",
+        metavar="TAG[,TAG…]",
+        setting=names,
+    ),
+    ServeFlag(
+        "models",
+        ("--models-max",),
+        "models_max",
+        "models loading, loaded or sleeping at once (downloads do not count); `<= 0`: unlimited",
+        "LLAMA_ARG_MODELS_MAX",
+        4,
+        "N",
+        convert=int,
+    ),
+    ServeFlag(
+        "models",
+        ("--models-memory-max",),
+        "models_memory_max",
+        "Corral: memory the running models may hold (`512M`, `24G`; K/M/G/T are powers of "
+        "1024); idle models are evicted, least recent first, until a new one fits. A model's "
+        "size is its preset `memory`, else the most its worker was seen to hold, else an "
+        "estimate (files, KV cache, process); a model alone always loads",
+        "CORRAL_MODELS_MEMORY_MAX",
+        metavar="SIZE",
+        shown="no limit",
+        setting=size,
+    ),
+    ServeFlag(
+        "models",
+        ("--models-spare",),
+        "models_spare",
+        "Corral: spare workers kept started (imports done, no model) for the next load to "
+        "take; never listed, never counted as a model; `0`: none",
+        "CORRAL_MODELS_SPARE",
+        1,
+        "N",
+        convert=int,
+        setting=at_least_zero("0 (no spare worker) or a number of workers"),
+    ),
+    ServeFlag(
+        "models",
+        ("--schedule",),
+        "schedule",
+        "Corral: the order waiting requests are served in. `swap`: a loaded model's requests "
+        "before a swap, interactive before batch (the key file's `class=`), keys in turns, "
+        "none waiting past `--schedule-wait-max`; `fifo`: llama.cpp's router's strict arrival "
+        "order",
+        "CORRAL_SCHEDULE",
+        "swap",
+        choices=("swap", "fifo"),
+    ),
+    ServeFlag(
+        "models",
+        ("--schedule-wait-max",),
+        "schedule_wait_max",
+        "Corral: seconds a request waits before it goes ahead of every other (`--schedule "
+        "swap`): running models then take no new request until one is idle and evicted for "
+        "it; batch requests go ahead of interactive ones too (`0`: never)",
+        "CORRAL_SCHEDULE_WAIT_MAX",
+        30.0,
+        "SECONDS",
+        convert=float,
+        setting=at_least_zero("0 (no bound) or a number of seconds"),
+    ),
+    ServeFlag(
         "models",
         ("--models-autoload",),
         "models_autoload",
+        "load a model on its first request (per request: `?autoload=true|false`)",
+        "LLAMA_ARG_MODELS_AUTOLOAD",
         True,
         action=_ON_OFF,
         off_variable="LLAMA_ARG_NO_MODELS_AUTOLOAD",
     ),
-    _ServeFlag("models", ("--offline",), "offline", False, action="store_true"),
-    # GPU (issue 26): prints a worker's devices and exits.
-    _ServeFlag(
+    ServeFlag(
         "models",
-        ("--list-devices",),
-        "list_devices",
-        nargs=0,
-        action=ListDevices,
-        reads_variable=False,
-    ),
-    _ServeFlag("models", ("-hft", "--hf-token"), "hf_token", reads_variable=False),
-    _ServeFlag("security", ("--api-key",), "api_keys", action="append", reads_variable=False),
-    _ServeFlag(
-        "security", ("--api-key-file",), "api_key_files", action="append", reads_variable=False
-    ),
-    _ServeFlag("security", ("--max-body",), "max_body", "64M"),
-    _ServeFlag("security", ("--max-connections",), "max_connections", 512, int),
-    # No default here: unset, it depends on whether tools are on (router.cli.main).
-    _ServeFlag("security", ("--cors-origins",), "cors_origins"),
-    _ServeFlag("security", ("--allowed-hosts",), "allowed_hosts"),
-    # llama-server flags (issue 29): TLS.
-    _ServeFlag("security", ("--ssl-key-file",), "ssl_key_file", convert=Path),
-    _ServeFlag("security", ("--ssl-cert-file",), "ssl_cert_file", convert=Path),
-    _ServeFlag(_TOOLS, ("--tools",), "tools"),
-    _ServeFlag(_TOOLS, ("--tools-root",), "tools_root", convert=Path),
-    _ServeFlag(_TOOLS, ("--tools-allow-exec",), "tools_allow_exec", False, action="store_true"),
-    _ServeFlag(_TOOLS, ("--mcp-servers-config",), "mcp_servers_config", convert=Path),
-    _ServeFlag(_TOOLS, ("--mcp-servers-json",), "mcp_servers_json"),
-    _ServeFlag(
-        "security", ("--ui-mcp-proxy", "--webui-mcp-proxy"), "ui_mcp_proxy", False, action=_ON_OFF
-    ),
-    _ServeFlag(
-        "security",
-        ("--ui-mcp-proxy-private",),
-        "ui_mcp_proxy_private",
+        ("--offline",),
+        "offline",
+        "no implicit downloads: `-hf` must name a cached model; an explicit `POST /models` "
+        "still downloads, as in llama-server",
+        "LLAMA_ARG_OFFLINE",
         False,
         action="store_true",
     ),
-    _ServeFlag("logging", ("--log-format",), "log_format", choices=("text", "json")),
-    _ServeFlag("logging", ("--log-requests",), "log_requests", True, action=_ON_OFF),
-    # Traces (docs/operations.md): router.observe.tracing reads the other OTEL_* variables.
-    _ServeFlag("logging", ("--otel-endpoint",), "otel_endpoint"),
+    # GPU (issue 26): prints a worker's devices and exits.
+    ServeFlag(
+        "models",
+        ("--list-devices",),
+        "list_devices",
+        "print the GPU devices a worker sees (ggml's, with their memory), as llama-server's "
+        "`--list-devices`, then exit",
+        nargs=0,
+        action=ListDevices,
+        reads_variable=False,
+        exits=True,
+    ),
+    ServeFlag(
+        "models",
+        ("-hft", "--hf-token"),
+        "hf_token",
+        "hub token for downloads (else `HF_TOKEN`, else `HUGGING_FACE_HUB_TOKEN`); given to "
+        "download processes only, never to workers",
+        "HF_TOKEN",
+        metavar="TOKEN",
+        reads_variable=False,
+    ),
 )
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    try:
-        return parse_bool(os.environ.get(name, "").strip())
-    except ValueError:
-        return default  # unset or not an on/off word: as if unset
-
-
-def _default(flag: _ServeFlag) -> Any:
-    """The flag's default, or its variable's value when that is set."""
-    # A missing description is caught by scripts/gen_config_docs.py (and its test), not here.
-    variable = SERVE_FLAG_HELP.get(flag.dest, ("", ""))[0] if flag.reads_variable else ""
-    if not variable:
-        # A fresh list per parser: an unused flag's namespace holds the default object itself.
-        return list(flag.default) if isinstance(flag.default, list) else flag.default
-    if flag.off_variable and flag.off_variable in os.environ:
-        return False
-    if isinstance(flag.default, bool):
-        return _env_bool(variable, flag.default)
-    if flag.convert in (int, float):
-        value = os.environ.get(variable)  # as if unset when empty
-        return flag.convert(value) if value else flag.default
-    return os.environ.get(variable, flag.default)
+SERVE_FLAGS: tuple[ServeFlag, ...] = (*_SERVER, *_MODELS, *ACCESS_FLAGS)
 
 
 def serve_parser() -> SuggestingParser:
@@ -202,22 +376,7 @@ def serve_parser() -> SuggestingParser:
         description="Serve every local model behind one OpenAI-compatible address.",
         epilog="Every flag: docs/configuration.md. A flag beats its [VARIABLE].",
     )
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for flag in _SERVE_FLAGS:
-        if flag.group not in groups:
-            groups[flag.group] = parser.add_argument_group(flag.group)
-        keywords: dict[str, Any] = {
-            "type": flag.convert,
-            "action": flag.action,
-            "choices": flag.choices,
-            "nargs": flag.nargs,
-            "metavar": SERVE_METAVARS.get(flag.dest),
-        }
-        given = {key: value for key, value in keywords.items() if value is not None}
-        action = groups[flag.group].add_argument(
-            *flag.spellings, dest=flag.dest, default=_default(flag), **given
-        )
-        action.help = flag_help(flag.dest, action.default)
+    add_serve_flags(parser, SERVE_FLAGS)
     add_model_flags(parser)
     add_shortcut_flags(parser)
     add_no_effect_flags(parser)

@@ -21,10 +21,10 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.disconnect import until_disconnected
 from corral.http.errors import ApiError
-from router.observe.topics import Topic
 from router.relay.headers import request_headers, request_target
 from router.relay.relayed import Headers, Hop, Outgoing, Relayed
 from router.relay.response import RelayResponse
+from router.topics import Topic
 from router.workers.model_state import ModelState
 from router.workers.worker_http import UpstreamError, UpstreamResponse
 

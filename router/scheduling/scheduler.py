@@ -36,7 +36,6 @@ from collections.abc import Callable
 import anyio
 import structlog
 
-from router.observe.topics import Topic
 from router.scheduling.admission import Admission
 from router.scheduling.cores import CoreShare
 from router.scheduling.demand import Demand
@@ -47,6 +46,7 @@ from router.scheduling.load_queue import Entry, LoadQueue
 from router.scheduling.room import Room
 from router.scheduling.timers import Timers
 from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine
+from router.topics import Topic
 from router.workers.errors import AlreadyRunning, LoadsHeld, NoRoom, QueueFull, load_error
 from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState, Status

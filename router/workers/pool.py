@@ -29,7 +29,7 @@ from corral.http.cors import NO_CORS
 from router.catalogue.capabilities import declares_pooling
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.observe.events import EventBus
-from router.observe.topics import Topic
+from router.topics import Topic
 from router.workers.broadcast import Broadcast
 from router.workers.catalogue_diff import carried_over, stale_models
 from router.workers.child_supervisor import ChildExit, ChildSupervisor

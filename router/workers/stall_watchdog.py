@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
@@ -25,6 +26,9 @@ from anyio.abc import TaskGroup
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import WorkerPool
 from router.workers.worker_http import UpstreamError
+
+if TYPE_CHECKING:  # the settings name the layers above (keys, tools): a type, never an import
+    from router.settings import ServeSettings
 
 __all__ = ["FAULT_LOAD_STALLED", "FAULT_STALLED", "StallWatchdog"]
 
@@ -57,14 +61,13 @@ class StallWatchdog:
     def __init__(
         self,
         pool: WorkerPool,
-        *,
-        stall_timeout: float,
-        load_timeout: float,
+        settings: ServeSettings,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._pool = pool
-        self._stall_timeout = stall_timeout
-        self._load_timeout = load_timeout
+        # --stall-timeout and --load-timeout: read here, their one use.
+        self._stall_timeout = settings.stall_timeout
+        self._load_timeout = settings.load_timeout
         self._clock = clock  # the pool's clock too: progress times are read from it
         self._probing: set[str] = set()  # models with a probe in flight: one each at most
         self.kills = 0

@@ -1,16 +1,19 @@
 """A worker's GPU settings, read from its option flags as llama-server reads them (common/arg.cpp).
 
-Parsing never fails here: the option table has checked every value, and what a build cannot do
-(a device it does not have) is the load's to refuse, with its reason.
+Each option row whose ``dest`` is ``gpu.<field>`` fills that field (worker/settings/parse.py);
+:func:`gpu_fields` derives the others. Parsing never fails here: the option table has checked
+every value, and what a build cannot do (a device it does not have) is the load's to refuse,
+with its reason.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from corral.options.model_options import ModelOptions
 
-__all__ = ["DEFAULT_FIT_TARGET_MIB", "GpuSettings", "gpu_settings"]
+__all__ = ["DEFAULT_FIT_TARGET_MIB", "GpuSettings", "gpu_fields"]
 
 _SERVER = ModelOptions()  # llama-server's defaults (common/common.h), from the option table
 # fit_params_target: what the fit leaves free on each device.
@@ -54,23 +57,12 @@ def _items(options: ModelOptions, name: str) -> tuple[str, ...] | None:
     return options.items(name) if name in options else None
 
 
-def gpu_settings(options: ModelOptions) -> GpuSettings:
-    """The GPU options among a worker's options (unset: the table's defaults)."""
-    return GpuSettings(
-        devices=_items(options, "device"),
-        fit=options.flag("fit"),
-        fit_target_mib=tuple(int(float(mib)) for mib in options.items("fit-target")),
-        fit_ctx=options.integer("fit-ctx"),
-        split_mode=options.word("split-mode"),
-        tensor_split=tuple(float(share) for share in options.items("tensor-split")),
-        main_gpu=options.integer("main-gpu"),
-        override_tensor=options.items("override-tensor"),
-        cpu_moe=options.flag("cpu-moe"),
-        n_cpu_moe=options.integer("n-cpu-moe"),
-        n_cpu_ffn=options.integer("n-cpu-ffn"),
-        kv_offload=options.flag("kv-offload"),
-        op_offload=options.flag("op-offload"),
-        draft_devices=_items(options, "spec-draft-device"),
-        draft_cpu_moe=options.flag("spec-draft-cpu-moe"),
-        draft_n_cpu_moe=options.integer("spec-draft-n-cpu-moe"),
-    )
+def gpu_fields(options: ModelOptions) -> dict[str, Any]:
+    """The GPU settings no option row fills by its ``dest`` (``gpu.split_mode``): the lists."""
+    return {
+        "devices": _items(options, "device"),
+        "fit_target_mib": tuple(int(float(mib)) for mib in options.items("fit-target")),
+        "tensor_split": tuple(float(share) for share in options.items("tensor-split")),
+        "override_tensor": options.items("override-tensor"),
+        "draft_devices": _items(options, "spec-draft-device"),
+    }

@@ -23,7 +23,7 @@ from corral.options.model_options import ModelOptions
 from corral.options.rows import gpu, speculative
 from corral.options.table import OptionSpec, option_spec
 from corral.sampling_fields import sampling_option_rows
-from worker.devices.settings import gpu_settings
+from worker.devices.settings import gpu_fields
 from worker.sampling.server_defaults import sampling_defaults
 from worker.settings import readers
 from worker.settings.groups import (
@@ -34,7 +34,7 @@ from worker.settings.groups import (
     ui_settings,
 )
 from worker.settings.worker_settings import default_kv_cache_dir
-from worker.speculative.settings import speculative_settings
+from worker.speculative.settings import speculative_fields
 
 __all__ = ["DERIVATIONS", "Derivation", "Given"]
 
@@ -52,11 +52,21 @@ class Given:
 class Derivation:
     name: str
     reads: tuple[str, ...]  # the options it reads (canonical names)
-    derive: Callable[[Given], dict[str, Any]]  # the WorkerSettings fields it fills, by name
+    # The WorkerSettings fields it fills, by name; a group's by a dotted one ("gpu.devices").
+    derive: Callable[[Given], dict[str, Any]]
 
 
 def _names(rows: tuple[OptionSpec, ...]) -> tuple[str, ...]:
     return tuple(spec.name for spec in rows)
+
+
+def _group(name: str, rows: tuple[OptionSpec, ...], make: Callable[[Given], Any]) -> Derivation:
+    """A settings group's fields that no row fills by its dotted ``dest`` (``gpu.split_mode``):
+    ``make`` derives them from the group's other rows."""
+    derived = tuple(spec.name for spec in rows if spec.dest is None)
+    return Derivation(
+        name, derived, lambda given: {f"{name}.{k}": v for k, v in make(given).items()}
+    )
 
 
 def _own_flags(given: Given) -> dict[str, Any]:
@@ -224,8 +234,8 @@ DERIVATIONS: tuple[Derivation, ...] = (
         ("control-vector", "control-vector-scaled", "control-vector-layer-range"),
         _control_vectors,
     ),
-    _derivation("speculative", _names(speculative.ROWS), lambda g: speculative_settings(g.options)),
-    _derivation("gpu", _names(gpu.ROWS), lambda g: gpu_settings(g.options)),
+    _group("speculative", speculative.ROWS, lambda g: speculative_fields(g.options)),
+    _group("gpu", gpu.ROWS, lambda g: gpu_fields(g.options)),
     Derivation("request constraint", _CONSTRAINT, _constraint),
     _derivation(
         "ui_settings", ("ui-config", "ui-config-file"), lambda g: ui_settings(g.options.given)

@@ -2,8 +2,9 @@
 
 The per-model flags come from the option table (:mod:`corral.options.flags`), so every option a
 preset can set is accepted here. Each worker option whose row names a ``dest`` fills that field
-of :class:`~worker.settings.worker_settings.WorkerSettings`, its value converted by its kind; the
-other fields come from the named derivations of :mod:`worker.settings.derived`. Options without
+of :class:`~worker.settings.worker_settings.WorkerSettings`, its value converted by its kind (a
+dotted ``dest``, ``gpu.split_mode``, a field of a settings group); the other fields come from
+the named derivations of :mod:`worker.settings.derived`. Options without
 effect are logged at startup rather than silently ignored.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,18 @@ from corral.options.flags import (
 )
 from corral.options.kinds import typed_value
 from corral.options.model_options import ModelOptions
+from worker.devices.settings import GpuSettings
 from worker.settings.derived import DERIVATIONS, Given
 from worker.settings.worker_settings import WorkerSettings
+from worker.speculative.settings import SpeculativeSettings
 
 __all__ = ["parse_worker_args", "worker_flags"]
+
+# The settings groups' defaults, which a dotted dest's value replaces (gpu, speculative).
+_GROUPS: dict[str, GpuSettings | SpeculativeSettings] = {
+    "gpu": GpuSettings(),
+    "speculative": SpeculativeSettings(),
+}
 
 
 class _ListDevices(argparse.Action):
@@ -91,4 +101,14 @@ def parse_worker_args(argv: list[str] | None = None) -> WorkerSettings:
             fields |= derivation.derive(given)
     except ValueError as exc:  # an OptionError or a malformed --logit-bias
         parser.error(str(exc))
-    return WorkerSettings(**fields)
+    return WorkerSettings(**_grouped(fields))
+
+
+def _grouped(fields: dict[str, Any]) -> dict[str, Any]:
+    """A dotted name's value (``gpu.split_mode``) into its group's settings (``gpu``), whose
+    other fields keep their defaults."""
+    groups: dict[str, dict[str, Any]] = {}
+    for name in [name for name in fields if "." in name]:
+        group, _, field = name.partition(".")
+        groups.setdefault(group, {})[field] = fields.pop(name)
+    return fields | {group: replace(_GROUPS[group], **values) for group, values in groups.items()}

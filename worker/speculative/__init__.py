@@ -1,6 +1,6 @@
 """Speculative decoding: a draft model or prompt lookup guesses, the target verifies."""
 
-from worker.speculative.settings import SpeculativeSettings, speculative_settings
+from worker.speculative.settings import SpeculativeSettings, speculative_fields
 from worker.speculative.speculator import RUNNABLE_TYPES, DraftRequest, Speculator, fitted_draft
 
 __all__ = [
@@ -9,5 +9,5 @@ __all__ = [
     "SpeculativeSettings",
     "Speculator",
     "fitted_draft",
-    "speculative_settings",
+    "speculative_fields",
 ]

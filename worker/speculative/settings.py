@@ -1,5 +1,9 @@
 """A worker's speculative-decoding settings, read from its option flags (docs/serving.md).
 
+Each option row whose ``dest`` is ``speculative.<field>`` fills that field
+(worker/settings/parse.py); :func:`speculative_fields` derives the others. The defaults are the
+option table's.
+
 Parsing never fails here: which types can run, and whether the draft fits the target, is
 decided when the model loads (:mod:`worker.speculative.speculator`), so a refusal is a failed
 load with its reason, which the router shows for the model.
@@ -9,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from corral.options.model_options import ModelOptions
 
-__all__ = ["SpeculativeSettings", "speculative_settings"]
+__all__ = ["SpeculativeSettings", "speculative_fields"]
 
 _SERVER = ModelOptions()  # llama-server's defaults
 
@@ -64,28 +69,16 @@ def _types(options: ModelOptions) -> tuple[str, ...]:
     return tuple(types)
 
 
-def speculative_settings(options: ModelOptions) -> SpeculativeSettings:
-    """The speculative options among a worker's options (unset: the table's defaults)."""
+def speculative_fields(options: ModelOptions) -> dict[str, Any]:
+    """The speculative settings no option row fills by its ``dest`` (``speculative.n_max``):
+    the types, the draft's file and layers, the n-gram maps' triples and the lookup caches."""
     layers = options.word("spec-draft-ngl")
-    return SpeculativeSettings(
-        types=_types(options),
-        model_draft=options.path("model-draft"),
-        draft_hf=options.text("spec-draft-hf"),
-        n_max=options.integer("spec-draft-n-max"),
-        n_min=options.integer("spec-draft-n-min"),
-        p_min=options.real("spec-draft-p-min"),
-        ctx_size_draft=options.integer("ctx-size-draft"),
-        n_gpu_layers_draft=-1 if layers in ("auto", "all") else int(layers),
-        threads_draft=options.optional_integer("spec-draft-threads"),
-        ngram_size_n=options.integer("spec-ngram-simple-size-n"),
-        ngram_size_m=options.integer("spec-ngram-simple-size-m"),
-        mod_n_match=options.integer("spec-ngram-mod-n-match"),
-        mod_n_max=options.integer("spec-ngram-mod-n-max"),
-        mod_n_min=options.integer("spec-ngram-mod-n-min"),
-        map_k=_map_settings(options, "k"),
-        map_k4v=_map_settings(options, "k4v"),
-        lookup_cache_static=options.path("lookup-cache-static"),
-        lookup_cache_dynamic=options.path("lookup-cache-dynamic"),
-        synth_len=options.optional_real("spec-synth-len"),
-        synth_rates=options.text("spec-synth-rates"),
-    )
+    return {
+        "types": _types(options),
+        "model_draft": options.path("model-draft"),
+        "n_gpu_layers_draft": -1 if layers in ("auto", "all") else int(layers),
+        "map_k": _map_settings(options, "k"),
+        "map_k4v": _map_settings(options, "k4v"),
+        "lookup_cache_static": options.path("lookup-cache-static"),
+        "lookup_cache_dynamic": options.path("lookup-cache-dynamic"),
+    }

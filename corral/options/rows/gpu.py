@@ -17,6 +17,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "fit",
         "on-off",
+        dest="gpu.fit",
         spellings=("LLAMA_ARG_FIT",),
         default="on",
         help="`on` (default, as llama-server): before loading, measure the model with "
@@ -36,6 +37,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "fit-ctx",
         "int",
+        dest="gpu.fit_ctx",
         spellings=("fitc", "LLAMA_ARG_FIT_CTX"),
         bound="non_negative",
         default="4096",
@@ -45,6 +47,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "split-mode",
         "choice",
+        dest="gpu.split_mode",
         spellings=("sm", "LLAMA_ARG_SPLIT_MODE"),
         literals=("none", "layer", "row", "tensor"),
         default="layer",
@@ -61,6 +64,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "main-gpu",
         "int",
+        dest="gpu.main_gpu",
         spellings=("mg", "LLAMA_ARG_MAIN_GPU"),
         bound="non_negative",
         default="0",
@@ -77,6 +81,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "cpu-moe",
         "bool",
+        dest="gpu.cpu_moe",
         spellings=("cmoe", "LLAMA_ARG_CPU_MOE"),
         default="false",
         help="keep every Mixture-of-Experts weight on the CPU",
@@ -84,6 +89,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "n-cpu-moe",
         "int",
+        dest="gpu.n_cpu_moe",
         spellings=("ncmoe", "LLAMA_ARG_N_CPU_MOE"),
         bound="non_negative",
         default="0",
@@ -92,6 +98,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "n-cpu-ffn",
         "int",
+        dest="gpu.n_cpu_ffn",
         spellings=("ncffn", "LLAMA_ARG_N_CPU_FFN"),
         bound="non_negative",
         default="0",
@@ -101,6 +108,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "kv-offload",
         "bool",
+        dest="gpu.kv_offload",
         spellings=("kvo", "LLAMA_ARG_KV_OFFLOAD"),
         negatives=("no-kv-offload", "nkvo", "LLAMA_ARG_NO_KV_OFFLOAD"),
         default="true",
@@ -109,6 +117,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "op-offload",
         "bool",
+        dest="gpu.op_offload",
         negatives=("no-op-offload",),
         default="true",
         help="run host tensors' operations on the GPU (default on)",
@@ -122,6 +131,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-draft-cpu-moe",
         "bool",
+        dest="gpu.draft_cpu_moe",
         spellings=("cmoed", "cpu-moe-draft", "LLAMA_ARG_SPEC_DRAFT_CPU_MOE"),
         default="false",
         help="keep every Mixture-of-Experts weight of the draft model on the CPU",
@@ -129,6 +139,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-draft-n-cpu-moe",
         "int",
+        dest="gpu.draft_n_cpu_moe",
         spellings=(
             "spec-draft-ncmoe",
             "ncmoed",

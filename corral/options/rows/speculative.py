@@ -35,6 +35,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-draft-hf",
         "str",
+        dest="speculative.draft_hf",
         spellings=("hfd", "hfrd", "hf-repo-draft", "LLAMA_ARG_SPEC_DRAFT_HF_REPO"),
         help="draft model from the hub cache, `org/repo[:TAG]` (must be downloaded already)",
     ),
@@ -53,6 +54,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-draft-n-max",
         "int",
+        dest="speculative.n_max",
         spellings=("draft", "draft-n", "draft-max", "LLAMA_ARG_SPEC_DRAFT_N_MAX"),
         bound="non_negative",
         default="3",
@@ -61,6 +63,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-draft-n-min",
         "int",
+        dest="speculative.n_min",
         spellings=("draft-min", "draft-n-min", "LLAMA_ARG_SPEC_DRAFT_N_MIN"),
         bound="non_negative",
         default="0",
@@ -69,6 +72,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-draft-p-min",
         "float",
+        dest="speculative.p_min",
         spellings=("draft-p-min", "LLAMA_ARG_SPEC_DRAFT_P_MIN"),
         bound="non_negative",
         default="0",
@@ -77,6 +81,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "ctx-size-draft",
         "int",
+        dest="speculative.ctx_size_draft",
         spellings=("cd", "LLAMA_ARG_CTX_SIZE_DRAFT"),
         bound="non_negative",
         default="0",
@@ -98,6 +103,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-draft-threads",
         "int",
+        dest="speculative.threads_draft",
         spellings=("td", "threads-draft"),
         bound="positive",
         help="CPU threads of the draft model; default: the model's",
@@ -105,6 +111,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-ngram-simple-size-n",
         "int",
+        dest="speculative.ngram_size_n",
         bound="positive",
         default="12",
         help="`ngram-simple`: tokens looked up in the history",
@@ -112,6 +119,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-synth-len",
         "float",
+        dest="speculative.synth_len",
         spellings=("LLAMA_ARG_SPEC_SYNTH_LEN",),
         help="benchmarks only: keep guesses at random for this mean accepted length (counting "
         "the sampled token) instead of checking them; the text is not the model's",
@@ -119,6 +127,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-synth-rates",
         "str",
+        dest="speculative.synth_rates",
         spellings=("LLAMA_ARG_SPEC_SYNTH_RATES",),
         help="benchmarks only: keep guesses at random, at these comma-separated rates per "
         "position (one per `spec-draft-n-max`, not increasing)",
@@ -126,6 +135,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-ngram-simple-size-m",
         "int",
+        dest="speculative.ngram_size_m",
         bound="positive",
         default="48",
         help="`ngram-simple`: most tokens guessed from a match",
@@ -134,6 +144,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-ngram-mod-n-match",
         "int",
+        dest="speculative.mod_n_match",
         bound="positive",
         default="24",
         help="`ngram-mod`: tokens hashed to look up the next one (0-1024)",
@@ -141,6 +152,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-ngram-mod-n-max",
         "int",
+        dest="speculative.mod_n_max",
         bound="non_negative",
         default="64",
         help="`ngram-mod`: most tokens guessed (0-1024)",
@@ -148,6 +160,7 @@ ROWS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "spec-ngram-mod-n-min",
         "int",
+        dest="speculative.mod_n_min",
         bound="non_negative",
         default="48",
         help="`ngram-mod`: fewest tokens guessed; a shorter guess is dropped (0-1024)",

@@ -19,6 +19,7 @@ from corral.children.protocol import StateMessage
 from router.api.metrics import RequestCounter, render_metrics
 from router.api.models import _status
 from router.scheduling.answers import api_error
+from router.settings import ServeSettings
 from router.workers.errors import LoadFailed, LoadStalled, QueueFull, SchedulingError
 from router.workers.model_state import ModelState, Status
 from router.workers.stall_watchdog import FAULT_LOAD_STALLED, FAULT_STALLED, StallWatchdog
@@ -28,7 +29,8 @@ pytestmark = pytest.mark.anyio
 
 
 def _watchdog(h: Harness, stall: float = 60.0, load: float = 600.0) -> StallWatchdog:
-    return StallWatchdog(h.pool, stall_timeout=stall, load_timeout=load, clock=h.clock)
+    settings = ServeSettings(stall_timeout=stall, load_timeout=load)
+    return StallWatchdog(h.pool, settings, clock=h.clock)
 
 
 async def _request(h: Harness, name: str, errors: list[SchedulingError]) -> None:
