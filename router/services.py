@@ -101,7 +101,8 @@ async def running_services(
         scheduler.evicted.subscribe(activity.timeline.evicted)
         _note_relayed(relay)
         _schedule_relayed(relay, scheduler)
-        relay.dispatching.subscribe(add_cache_scope)  # whose prompt caches it may reuse
+        if settings.cache_scoped:  # else every request has the workers' one default scope
+            relay.dispatching.subscribe(add_cache_scope)  # whose prompt caches it may reuse
 
         _log.info("models available", models=sorted(plan.catalogue.entries))
         peers.start(group, plan.peers)  # listed in the background: never in the way

@@ -8,9 +8,12 @@ that count tells one key, token by token, what another key asked. So the router 
 request's cache scope in :data:`~corral.children.protocol.CACHE_SCOPE_HEADER`, and a worker
 reuses a cached prefix only within its scope (docs/protocol.md §3). The scope is the request's
 key id; a router without keys has one caller, and sends none: the worker's default scope, as
-when it is run alone. A client's own header of that name is dropped before this adds the
-router's (router/relay/headers.py), and a peer never gets it (router/relay/peer_proxy.py sends
-an allowlist): a peer scopes by the key the router presents to it.
+when it is run alone. So does a router with ``--cache-share`` (router/services.py subscribes
+this only where :attr:`~router.settings.ServeSettings.cache_scoped`): its keys share the
+caches, for the hits. A client's own header of that
+name is dropped before this adds the router's (router/relay/headers.py), and a peer never gets
+it (router/relay/peer_proxy.py sends an allowlist): a peer scopes by the key the router
+presents to it.
 """
 
 from __future__ import annotations

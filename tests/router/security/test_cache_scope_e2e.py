@@ -5,7 +5,8 @@ Every answer reports how many prompt tokens came from the cache (``cached_tokens
 every key, that count would tell key B how far its guess agrees with what key A asked. Key B
 first sends the memo's opening alone, as an attacker probing from it would, so that its right
 and wrong guesses find the same opening in its own cache; they must then report the same count.
-Every guess also names key A's cache scope itself, which the router must not pass on.
+Every guess also names key A's cache scope itself, which the router must not pass on. With
+``--cache-share`` the keys share the caches again, and the right guess stands out.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import openai
 import pytest
 
 from router.security.api_keys import key_id
-from tests.support.keyed_router import keyed_router
+from tests.support.keyed_router import bearer, keyed_router
 from tests.support.router_process import RouterProcess
 
 KEY_A, KEY_B = "cache-scope-key-a-0001", "cache-scope-key-b-0002"
@@ -70,3 +71,13 @@ def test_another_keys_right_guess_is_not_told_from_a_wrong_one(team: RouterProce
 def test_a_keys_own_repeated_prompt_is_a_cache_hit(team: RouterProcess) -> None:
     cached_tokens(team, KEY_A, MEMO)
     assert cached_tokens(team, KEY_A, MEMO) > 0
+
+
+def test_with_cache_share_the_keys_share_the_caches_and_props_says_so(
+    team: RouterProcess, models_dir: Path, tmp_path: Path
+) -> None:
+    assert team.client.get("/props", headers=bearer(KEY_B)).json()["cache_scope"] == "key"
+    with keyed_router(models_dir, tmp_path, KEYS, *ARGS, "--cache-share") as shared:
+        assert shared.client.get("/props", headers=bearer(KEY_B)).json()["cache_scope"] == "shared"
+        wrong, right = guesses(shared)
+    assert right > wrong
