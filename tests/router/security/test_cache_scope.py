@@ -40,5 +40,10 @@ def test_a_request_leaves_with_its_keys_scope_and_not_the_clients() -> None:
     assert scopes == [key_id(key.secret).encode()]
 
 
+def test_keys_of_a_cache_group_share_its_scope() -> None:
+    key = ApiKey("cache-scope-key-c", KeyScope.INFERENCE, cache_group="team")
+    assert (CACHE_SCOPE_HEADER, b"group:team") in _leaving(key)
+
+
 def test_without_keys_no_scope_is_sent_and_a_forged_one_is_dropped() -> None:
     assert all(name != CACHE_SCOPE_HEADER for name, _ in _leaving(None))

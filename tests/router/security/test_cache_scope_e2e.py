@@ -22,7 +22,8 @@ from tests.support.keyed_router import bearer, keyed_router
 from tests.support.router_process import RouterProcess
 
 KEY_A, KEY_B = "cache-scope-key-a-0001", "cache-scope-key-b-0002"
-KEYS = [f"{KEY_A} inference", f"{KEY_B} inference"]
+TEAM_C, TEAM_D = "cache-scope-key-c-0003", "cache-scope-key-d-0004"  # cache=team: they share
+KEYS = [f"{KEY_A} inference", f"{KEY_B} inference", *(f"{k} cache=team" for k in (TEAM_C, TEAM_D))]
 OPENING = "Internal memo, board only. The offer price per share is"
 MEMO = f"{OPENING} forty-seven dollars, to be announced on the ninth of March by the chair."
 WRONG = f"{OPENING} twelve dollars"
@@ -47,13 +48,15 @@ def cached_tokens(router: RouterProcess, key: str, text: str, forged: str | None
     return answer.usage.prompt_tokens_details.cached_tokens or 0
 
 
-def guesses(router: RouterProcess) -> tuple[int, int]:
-    """Key A sends its memo; key B sends the opening, then a wrong and a right guess (each
-    claiming key A's scope): the cached tokens of B's wrong and right guesses."""
-    cached_tokens(router, KEY_A, MEMO)
-    forged = key_id(KEY_A)
-    cached_tokens(router, KEY_B, OPENING, forged)
-    return cached_tokens(router, KEY_B, WRONG, forged), cached_tokens(router, KEY_B, RIGHT, forged)
+def guesses(router: RouterProcess, author: str = KEY_A, prober: str = KEY_B) -> tuple[int, int]:
+    """The ``author`` sends its memo; the ``prober`` sends the opening, then a wrong and a right
+    guess (each claiming the author's scope): the cached tokens of its wrong and right guesses."""
+    cached_tokens(router, author, MEMO)
+    forged = key_id(author)
+    cached_tokens(router, prober, OPENING, forged)
+    return cached_tokens(router, prober, WRONG, forged), cached_tokens(
+        router, prober, RIGHT, forged
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +74,11 @@ def test_another_keys_right_guess_is_not_told_from_a_wrong_one(team: RouterProce
 def test_a_keys_own_repeated_prompt_is_a_cache_hit(team: RouterProcess) -> None:
     cached_tokens(team, KEY_A, MEMO)
     assert cached_tokens(team, KEY_A, MEMO) > 0
+
+
+def test_keys_of_one_cache_group_share_their_caches(team: RouterProcess) -> None:
+    wrong, right = guesses(team, TEAM_C, TEAM_D)
+    assert right > wrong
 
 
 def test_with_cache_share_the_keys_share_the_caches_and_props_says_so(
