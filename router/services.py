@@ -33,6 +33,7 @@ from router.reloads import Reloader
 from router.scheduling.cores import CoreShare, send_in
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.scheduler import Scheduler
+from router.security.cache_scope import add_cache_scope
 from router.settings import ServeSettings
 from router.startup import StartupPlan
 from router.tools.toolbox import ToolBox
@@ -100,6 +101,8 @@ async def running_services(
         scheduler.evicted.subscribe(activity.timeline.evicted)
         _note_relayed(relay)
         _schedule_relayed(relay, scheduler)
+        if settings.cache_scoped:  # else every request has the workers' one default scope
+            relay.dispatching.subscribe(add_cache_scope)  # whose prompt caches it may reuse
 
         _log.info("models available", models=sorted(plan.catalogue.entries))
         peers.start(group, plan.peers)  # listed in the background: never in the way

@@ -79,6 +79,7 @@ class ServeSettings:
     ui_mcp_proxy_private: bool = _row("ui_mcp_proxy_private")  # ... private addresses too
     max_body: int = _row("max_body")  # bytes of a request body; more is a 413 before it is read
     max_connections: int = _row("max_connections")  # open client connections; 0: no limit
+    cache_share: bool = _row("cache_share")  # all keys share the workers' prompt caches
     # Single-model mode (docs/serving.md): one -m or -hf model, no models dir or preset. That
     # model answers every request whatever it names, and takes --alias/--tags (which are
     # parsed in any mode but applied only in this one).
@@ -103,6 +104,12 @@ class ServeSettings:
     # llama-server flags given that Corral accepts without implementing
     # (router.cli.no_effect).
     no_effect_flags: tuple[str, ...] = ()
+
+    @property
+    def cache_scoped(self) -> bool:
+        """Whether each key's prompt caches serve only that key (router/security/cache_scope.py):
+        with keys, unless ``--cache-share``; without keys there is one caller."""
+        return bool(self.api_keys) and not self.cache_share
 
 
 _FIELDS = frozenset(f.name for f in fields(ServeSettings))

@@ -25,6 +25,7 @@ from worker.app import bind_worker_state, create_worker_app
 from worker.engine.engine import Engine
 from worker.engine.model import LoadedModel
 from worker.host.access import with_access_rules
+from worker.host.cache_scope import with_cache_scope
 from worker.host.http_server import PromptServer
 from worker.host.restore_notes import with_restore_notes
 from worker.host.trace_context import with_trace_context
@@ -91,7 +92,7 @@ class WorkerLifecycle:
         self._server = PromptServer(
             uvicorn.Config(
                 with_access_rules(
-                    with_restore_notes(with_trace_context(self.app), states),
+                    with_restore_notes(with_cache_scope(with_trace_context(self.app)), states),
                     settings.api_keys,
                     settings.cors_origins,
                     settings.allowed_hosts,

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 
 __all__ = [
+    "CACHE_SCOPE_HEADER",
     "EXIT_COMMAND",
     "EXIT_FAILED",
     "EXIT_STOPPED",
@@ -59,6 +60,9 @@ RESTORE_STATE = "restore"
 # router's share of the CPU cores among the models busy at once (router/scheduling/cores.py).
 THREADS_PREFIX = b"cmd_router_to_child:threads:"
 REQUEST_ID_HEADER = b"x-corral-request-id"
+# Corral's own: whose prompt caches a request relayed to a worker may reuse, and be told it
+# reused (router/security/cache_scope.py); a worker reuses a cached prefix only within a scope.
+CACHE_SCOPE_HEADER = b"x-corral-cache-scope"
 # A child's exit code, as the router reads it: 0 when it was asked to stop (or had finished), 1
 # when it failed, with the reason in its last error log line. A signal death is the router's to
 # name (128 + signal).

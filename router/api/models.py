@@ -78,6 +78,9 @@ async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASG
             "role": "router",
             "max_instances": settings.models_max,
             "models_autoload": settings.models_autoload,
+            # Corral's: whether one key's prompt caches serve (and tell) another key's
+            # requests: "shared" with --cache-share or without keys (docs/security.md).
+            "cache_scope": "key" if settings.cache_scoped else "shared",
             # Placeholders upstream sends so llama.cpp's own Web UI does not break.
             "model_alias": "llama-server",
             "model_path": "none",

@@ -61,6 +61,17 @@ ACCESS_FLAGS = (
         convert=int,
         setting=at_least_zero("0 (no limit) or a number of connections"),
     ),
+    ServeFlag(
+        "security",
+        ("--cache-share",),
+        "cache_share",
+        "Corral: all keys share the workers' prompt caches (one cache scope, as without keys): "
+        "more cache hits, but `cached_tokens` tells a key what another asked. See security.md, "
+        "Another member of the team",
+        "CORRAL_CACHE_SHARE",
+        False,
+        action="store_true",
+    ),
     # No default here: unset, it depends on whether tools are on (router.settings).
     ServeFlag(
         "security",

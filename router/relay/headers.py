@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from litestar.types import Scope
 
-from corral.children.protocol import REQUEST_ID_HEADER
+from corral.children.protocol import CACHE_SCOPE_HEADER, REQUEST_ID_HEADER
 from corral.children.worker_key import WORKER_KEY_HEADER
 from router.relay.conversations import Claim
 from router.workers.worker_http import UpstreamResponse
@@ -32,10 +32,12 @@ _HOP_BY_HOP = {
 # already, so a worker has nothing to say to "Expect: 100-continue". A session's id is the
 # router's to give (the key's namespace, router/relay/conversations.py). The page's Origin was
 # the router's to check (router/security/origins.py): to a worker, or a peer, the router is the
-# client, and a worker refuses any request that carries one (worker/host/access.py).
+# client, and a worker refuses any request that carries one (worker/host/access.py). A cache
+# scope is the router's to give (router/security/cache_scope.py): a client's own would reuse,
+# and measure, another key's prompt caches.
 _REQUEST_DROP = _HOP_BY_HOP | {
     b"authorization", b"x-api-key", WORKER_KEY_HEADER, b"accept-encoding", b"expect",
-    b"x-conversation-id", b"origin", REQUEST_ID_HEADER,
+    b"x-conversation-id", b"origin", REQUEST_ID_HEADER, CACHE_SCOPE_HEADER,
 }  # fmt: skip
 # A translated request's body is the router's: the client's description of its own is wrong.
 _TRANSLATED_DROP = {b"content-type", b"content-encoding"}

@@ -1,11 +1,14 @@
 """API keys with a scope and limits (docs/protocol.md §8): the key file and who may do what.
 
-A key-file line is ``KEY [admin|inference] [concurrency=N] [rpm=N] [class=interactive|batch]``.
+A key-file line is ``KEY [admin|inference] [concurrency=N] [rpm=N] [class=interactive|batch]
+[cache=GROUP]``.
 ``admin`` (the default, and every ``--api-key``) may do everything; ``inference`` may use the
 inference and stream routes and list models, but not manage them. Which routes manage is said
 by the routes themselves (:func:`admin_only` in their ``opt``), so a new route declares it where
 it is written, and a test lists them all. ``class`` places the key's requests in the
 scheduler's order (router/scheduling/waiting_line.py): interactive (the default) before batch.
+``cache`` names a group of keys that share their prompt caches (router/security/cache_scope.py);
+without it a key's caches are its own.
 
 A key is a secret: it never reaches a log or an error message. :func:`key_id` (a short hash)
 names a key where one must be told apart from another.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import enum
 import functools
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +56,8 @@ UNCOUNTED_OPT: Final = "corral_uncounted"
 
 
 _SCOPES: Final = ("admin", "inference")
-_LIMIT_PREFIXES: Final = ("concurrency=", "rpm=", "class=")
+_LIMIT_PREFIXES: Final = ("concurrency=", "rpm=", "class=", "cache=")
+_GROUP: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 class ApiKeyFileError(Exception):
@@ -78,6 +83,7 @@ class ApiKey:
     concurrency: int | None = None  # requests in flight at once (streams until they end)
     rpm: int | None = None  # requests per minute (token bucket)
     priority: Priority = Priority.INTERACTIVE  # the key file's class=
+    cache_group: str | None = None  # the key file's cache=: keys that share prompt caches
 
     @property
     def id(self) -> str:
@@ -108,6 +114,7 @@ def parse_key_line(line: str) -> ApiKey:
     scope = KeyScope.ADMIN
     limits: dict[str, int] = {}
     priority: Priority | None = None
+    group: str | None = None
     seen_scope = False
     for word in words:
         name, equals, value = word.partition("=")
@@ -117,11 +124,14 @@ def parse_key_line(line: str) -> ApiKey:
             limits[name] = _positive(name, value)
         elif equals and name == "class" and priority is None and value in tuple(Priority):
             priority = Priority(value)
+        elif equals and name == "cache" and group is None and _GROUP.fullmatch(value):
+            group = value
         else:
             # The word is the file's text but not the key, so it may be shown.
             raise ValueError(
                 f"unexpected '{word}' (expected admin or inference, concurrency=N, rpm=N, "
-                "class=interactive or class=batch, each at most once)"
+                "class=interactive or class=batch, cache=GROUP (letters, digits, . _ -), each "
+                "at most once)"
             )
     return ApiKey(
         secret,
@@ -129,6 +139,7 @@ def parse_key_line(line: str) -> ApiKey:
         limits.get("concurrency"),
         limits.get("rpm"),
         priority or Priority.INTERACTIVE,
+        group,
     )
 
 

@@ -144,6 +144,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "CORRAL_MODELS_SPARE": ("2", "models_spare", 2),
     "CORRAL_MAX_BODY": ("1M", "max_body", 1 << 20),
     "CORRAL_MAX_CONNECTIONS": ("64", "max_connections", 64),
+    "CORRAL_CACHE_SHARE": ("1", "cache_share", True),
     "CORRAL_STALL_TIMEOUT": ("5", "stall_timeout", 5.0),
     "CORRAL_LOAD_TIMEOUT": ("0", "load_timeout", 0.0),
     "CORRAL_MAX_QUEUE": ("3", "max_queue", 3),

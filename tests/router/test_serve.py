@@ -163,6 +163,7 @@ def test_health_props_and_unknown_route(router: RouterProcess) -> None:
     assert props["role"] == "router"
     assert props["max_instances"] == 4
     assert props["models_autoload"] is True
+    assert props["cache_scope"] == "shared"  # no keys: one caller
     # llama.cpp's build, as clients parse it; Corral's version has its own field.
     assert props["build_info"] == llama_build_info()
     assert props["build_info"].startswith("b")

@@ -26,6 +26,7 @@ from worker.answer.sampling_request import indent, request_sampling, time_limit_
 from worker.engine.engine import Engine
 from worker.engine.generation import Generation, GenerationEvent
 from worker.engine.model import LoadedModel
+from worker.host.cache_scope import request_cache_scope
 from worker.host.restore_notes import restore_notify
 from worker.media.projector import MediaPrompt
 from worker.sampling.grammars import GrammarError, grammar_for
@@ -190,6 +191,7 @@ def prepare_generation(
     _check_context(model, prompt)
     stops = request_stops(model, body)
     lora = model.adapters.chosen(body.lora, "lora")
+    cache_scope = request_cache_scope()  # the request's: read on its task, not the engine's
 
     def make(emit: Callable[[GenerationEvent], None]) -> Generation:
         return Generation(
@@ -202,6 +204,7 @@ def prepare_generation(
             cache_prompt=model.settings.cache_prompt
             if body.cache_prompt is None
             else body.cache_prompt,
+            cache_scope=cache_scope,
             n_cache_reuse=model.settings.cache_reuse
             if body.n_cache_reuse is None
             else body.n_cache_reuse,

@@ -2,12 +2,13 @@
 atomic write.
 
 A file holds a header (Corral's magic, the format version, the cache key's digest, the token
-count, the LoRA adapter scale count, the state's size, a CRC-32), the tokens, the adapter
-scales the state was computed under (none for a cache computed without adapters), then
-llama.cpp's sequence state. Everything is checked before any of it reaches llama.cpp. A file is
-written under a temporary name and renamed once complete, so that a process killed while
-writing (SIGKILL, a crash, a power cut before the rename) leaves no file under a real name:
-only a temporary one, which nothing reads and :meth:`KvStore.prune` deletes once stale.
+count, the LoRA adapter scale count, the state's size, the cache scope of the requests that may
+reuse it, a CRC-32), the tokens, the adapter scales the state was computed under (none for a
+cache computed without adapters), then llama.cpp's sequence state. Everything is checked
+before any of it reaches llama.cpp. A file is written under a temporary name and renamed once
+complete, so that a process killed while writing (SIGKILL, a crash, a power cut before the
+rename) leaves no file under a real name: only a temporary one, which nothing reads and
+:meth:`KvStore.prune` deletes once stale.
 """
 
 from __future__ import annotations
@@ -35,11 +36,14 @@ __all__ = [
     "write_cache",
 ]
 
-# magic, format version, key digest, token count, scale count, state size, CRC-32 of the rest.
-_HEADER = struct.Struct("<8sI32sIIQI")
+# magic, format version, key digest, token count, scale count, state size, cache scope (NUL
+# padded), CRC-32 of the rest.
+_HEADER = struct.Struct("<8sI32sIIQ16sI")
 _MAGIC = b"CORRALKV"
-# 2: adapter scales after the tokens (version 1 files are ignored: a cache miss, no more).
-_VERSION = 2
+# 2: adapter scales after the tokens; 3: the cache scope. Older files are ignored: a cache miss.
+_VERSION = 3
+# What a scope looks like in a file (worker/host/cache_scope.py): "" is the default one.
+_SCOPE = re.compile(r"(?:[0-9a-f]{16})?")
 # The names :func:`file_name` and :func:`write_cache` give files: the only ones the store
 # reads or deletes (docs/security.md, "Local users and processes").
 SAVED_NAME = re.compile(r"[0-9a-f]{32}\.kv")
@@ -52,10 +56,12 @@ class Invalid(Exception):
 
 @dataclass(frozen=True, slots=True)
 class SavedCache:
-    """What a file holds besides its state: the tokens, and the adapter scales (``()``: none)."""
+    """What a file holds besides its state: the tokens, the adapter scales (``()``: none), and
+    the cache scope whose requests may reuse it (``""``: the default one)."""
 
     tokens: list[int]
     scales: tuple[float, ...] = ()
+    scope: str = ""
 
 
 def _token_bytes(tokens: list[int]) -> bytes:
@@ -67,8 +73,10 @@ def _scale_bytes(scales: tuple[float, ...]) -> bytes:
 
 
 def file_name(cache: SavedCache) -> str:
-    """The same tokens under the same scales always get the same name: one file per cache."""
-    digest = hashlib.sha256(_token_bytes(cache.tokens) + _scale_bytes(cache.scales))
+    """The same tokens under the same scales in the same scope always get the same name: one
+    file per cache, and two scopes' files of the same prompt are two files."""
+    described = _token_bytes(cache.tokens) + _scale_bytes(cache.scales)
+    digest = hashlib.sha256(described + cache.scope.encode())
     return digest.hexdigest()[:32] + ".kv"
 
 
@@ -76,46 +84,49 @@ def file_size(cache: SavedCache, state_size: int) -> int:
     return _HEADER.size + 4 * len(cache.tokens) + 8 * len(cache.scales) + state_size
 
 
-def _read_header(handle: Any, digest: bytes) -> tuple[int, int, int, int]:
+def _read_header(handle: Any, digest: bytes) -> tuple[int, int, int, str, int]:
     raw = handle.read(_HEADER.size)
     if len(raw) < _HEADER.size:
         raise Invalid("shorter than its header")
-    magic, version, key, n_tokens, n_scales, state_size, crc = _HEADER.unpack(raw)
+    magic, version, key, n_tokens, n_scales, state_size, padded, crc = _HEADER.unpack(raw)
     if magic != _MAGIC:
         raise Invalid("not a Corral kv cache file")
     if version != _VERSION:
         raise Invalid(f"format version {version}, expected {_VERSION}")
     if key != digest:
         raise Invalid("saved for another model file or other cache settings")
+    scope = padded.rstrip(b"\0").decode("ascii", "replace")
+    if not _SCOPE.fullmatch(scope):
+        raise Invalid("not a cache scope")
     expected = _HEADER.size + 4 * n_tokens + 8 * n_scales + state_size
     actual = os.fstat(handle.fileno()).st_size
     if actual != expected:
         raise Invalid(f"truncated or padded: {actual} bytes, header says {expected}")
-    return n_tokens, n_scales, state_size, crc
+    return n_tokens, n_scales, state_size, scope, crc
 
 
 def read_cache(path: Path, digest: bytes) -> SavedCache:
-    """The tokens and scales of a file saved under the key ``digest``; :class:`Invalid` or
-    ``OSError`` when it cannot be one."""
+    """The tokens, scales and scope of a file saved under the key ``digest``; :class:`Invalid`
+    or ``OSError`` when it cannot be one."""
     with path.open("rb") as handle:
-        n_tokens, n_scales, _, _ = _read_header(handle, digest)
+        n_tokens, n_scales, _, scope, _ = _read_header(handle, digest)
         tokens, scales = array("i"), array("d")
         tokens.frombytes(handle.read(4 * n_tokens))
         scales.frombytes(handle.read(8 * n_scales))
-    return SavedCache(tokens.tolist(), tuple(scales))
+    return SavedCache(tokens.tolist(), tuple(scales), scope)
 
 
 def read_state(path: Path, digest: bytes, cache: SavedCache) -> bytearray:
     """The state bytes of ``path``, which :func:`read_cache` found to hold ``cache``."""
     with path.open("rb") as handle:
-        n_tokens, n_scales, state_size, crc = _read_header(handle, digest)
+        n_tokens, n_scales, state_size, scope, crc = _read_header(handle, digest)
         described = handle.read(4 * n_tokens + 8 * n_scales)
         state = bytearray(state_size)
         if handle.readinto(state) != state_size:
             raise Invalid("truncated while reading")
-    if zlib.crc32(state, zlib.crc32(described)) != crc:
+    if zlib.crc32(state, zlib.crc32(described, zlib.crc32(scope.encode()))) != crc:
         raise Invalid("checksum mismatch: the file is corrupted")
-    if described != _token_bytes(cache.tokens) + _scale_bytes(cache.scales):
+    if described != _token_bytes(cache.tokens) + _scale_bytes(cache.scales) or scope != cache.scope:
         raise Invalid("changed since it was indexed")
     return state
 
@@ -124,9 +135,11 @@ def write_cache(path: Path, digest: bytes, cache: SavedCache, state: Any) -> int
     """Write ``cache`` with its ``state`` (any buffer) to ``path`` through a temporary file;
     the bytes written. ``OSError`` (the temporary file removed) when it cannot be written."""
     described = _token_bytes(cache.tokens) + _scale_bytes(cache.scales)
-    crc = zlib.crc32(state, zlib.crc32(described))
+    scope = cache.scope.encode()
+    crc = zlib.crc32(state, zlib.crc32(described, zlib.crc32(scope)))
     size = memoryview(state).nbytes
-    header = _HEADER.pack(_MAGIC, _VERSION, digest, len(cache.tokens), len(cache.scales), size, crc)
+    n_tokens, n_scales = len(cache.tokens), len(cache.scales)
+    header = _HEADER.pack(_MAGIC, _VERSION, digest, n_tokens, n_scales, size, scope, crc)
     # Unique per process and thread: two writers of the same cache never share a temporary file.
     temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_native_id()}.tmp")
     try:

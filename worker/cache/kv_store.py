@@ -6,7 +6,8 @@ memory are written to ``--kv-cache-dir`` by a background thread (:mod:`worker.ca
 each slot's cache once more when the context is freed (a graceful stop, or sleep). So whatever
 stops the worker (a kill, a crash, the watchdog), the next worker of the same model with the
 same settings finds what was written before. A prompt that shares a long enough prefix with a
-saved cache (:data:`BREAK_EVEN`) is restored from its file instead of being prefilled. Files
+saved cache (:data:`BREAK_EVEN`) of its own cache scope (worker/host/cache_scope.py: another
+key's files are never restored for it) is restored from its file instead of being prefilled. Files
 are checked before anything reaches llama.cpp (:mod:`worker.cache.kv_file`); a file failing any
 check is ignored with a warning.
 
@@ -96,7 +97,7 @@ class KvStats:
 
 def contains(longer: SavedCache, shorter: SavedCache) -> bool:
     """Whether ``longer`` holds all of ``shorter``: the same conversation, as far or further."""
-    return longer.scales == shorter.scales and (
+    return (longer.scales, longer.scope) == (shorter.scales, shorter.scope) and (
         common_prefix(longer.tokens, shorter.tokens) == len(shorter.tokens)
     )
 
@@ -143,11 +144,12 @@ class KvStore:
         prompt: list[int],
         have: int,
         scales: tuple[float, ...] = (),
+        scope: str = "",
         *,
         began: Callable[[], None] | None = None,
     ) -> list[int] | None:
-        """Load the saved cache computed under ``scales`` that shares the longest prefix with
-        ``prompt`` into ``seq``, when that is worth it (:data:`BREAK_EVEN`).
+        """Load the saved cache computed under ``scales`` in ``scope`` that shares the longest
+        prefix with ``prompt`` into ``seq``, when that is worth it (:data:`BREAK_EVEN`).
 
         ``have`` is what the slot already reuses; a saved cache must beat it by
         :data:`MIN_TOKENS`. Returns the tokens ``seq`` now holds (empty when loading failed
@@ -155,7 +157,7 @@ class KvStore:
         """
         best: tuple[int, Path, SavedCache] | None = None
         for path, saved in self.saved.items():
-            if saved.scales != scales:
+            if (saved.scales, saved.scope) != (scales, scope):
                 continue
             shared = common_prefix(saved.tokens, prompt)
             gain = shared - have
@@ -190,23 +192,22 @@ class KvStore:
     def save(
         self,
         ctx: Any,
-        slots: Iterable[tuple[int, list[int], tuple[float, ...]]],
+        slots: Iterable[tuple[int, SavedCache]],
         copies: Iterable[SetAside] = (),
     ) -> None:
-        """Write each slot's cache (``(seq, tokens, scales)``) and each copy set aside from one
+        """Write each slot's cache (``(seq, what it holds)``) and each copy set aside from one
         (worker/cache/prompt_cache.py), then prune to the size cap: the stop's save, on the
         engine thread. Never raises (see :meth:`write`)."""
         wrote = False
-        for seq, tokens, scales in slots:
-            cache = SavedCache(list(tokens), scales)
-            if len(tokens) >= MIN_TOKENS and not self.holds(cache):
+        for seq, cache in slots:
+            if len(cache.tokens) >= MIN_TOKENS and not self.holds(cache):
                 state = seq_state(ctx, seq, llama_cpp.llama_state_seq_get_size(ctx, seq))
                 if state is None:
                     _log.warning("kv cache not saved: llama.cpp could not copy it", slot=seq)
                     continue
                 wrote = self.write(cache, state, prune=False) or wrote
         for copy in copies:
-            wrote = self.write(SavedCache(copy.tokens, copy.scales), copy.state, False) or wrote
+            wrote = self.write(copy.saved, copy.state, False) or wrote
         if wrote:
             self.prune()
 

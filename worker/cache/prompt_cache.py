@@ -12,8 +12,9 @@ Copies go oldest first once they would pass the cap. One that another copy start
 dropped (the longer holds it). Each copy is handed to ``on_keep`` as it is made: the disk tier
 (worker/cache/kv_writer.py) writes it, so that the copies in memory are a cache of the files
 and one dropped here can still come back from disk. A copy carries the LoRA adapter scales it
-was computed under and only serves a prompt decoded with the same. Only the engine thread calls
-into this module.
+was computed under and the cache scope of the request that made it (worker/host/cache_scope.py),
+and only serves a prompt decoded with the same scales in the same scope. Only the engine thread
+calls into this module.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 import structlog
 
+from worker.cache.kv_file import SavedCache
 from worker.engine.token_prefix import common_prefix
 from worker.host.llama_bindings import llama_cpp
 
@@ -48,18 +50,25 @@ class SetAside:
     tokens: list[int]
     state: Any  # ctypes.c_uint8 array: llama_state_seq_get_data's bytes
     scales: tuple[float, ...] = ()  # the LoRA adapter scales it was computed under
+    scope: str = ""  # the cache scope whose requests may reuse it
 
     @property
     def size(self) -> int:
         return len(self.state)
+
+    @property
+    def saved(self) -> SavedCache:
+        """What the disk tier's file of this copy holds besides its state."""
+        return SavedCache(self.tokens, self.scales, self.scope)
 
 
 def _holds_tokens(longer: list[int], shorter: list[int]) -> bool:
     return common_prefix(longer, shorter) == len(shorter)
 
 
-def _holds(copy: SetAside, tokens: list[int], scales: tuple[float, ...]) -> bool:
-    return copy.scales == scales and _holds_tokens(copy.tokens, tokens)
+def _serves(copy: SetAside, scales: tuple[float, ...], scope: str) -> bool:
+    """Whether ``copy`` may serve a prompt decoded under ``scales`` for a request of ``scope``."""
+    return copy.scales == scales and copy.scope == scope
 
 
 class PromptCache:
@@ -84,21 +93,28 @@ class PromptCache:
         return sum(copy.size for copy in self._copies)
 
     def keep(
-        self, seq: int, tokens: list[int], scales: tuple[float, ...] = (), state: Any = None
+        self,
+        seq: int,
+        tokens: list[int],
+        scales: tuple[float, ...] = (),
+        state: Any = None,
+        scope: str = "",
     ) -> bool:
-        """Copy what ``seq`` holds (``tokens``, under ``scales``) unless a copy already holds
-        all of it; ``state``: those bytes, when the caller has just read them. Whether a copy
-        holds it now (each copy went to ``on_keep`` as it was made)."""
+        """Copy what ``seq`` holds (``tokens``, under ``scales``, for ``scope``) unless a copy
+        already holds all of it; ``state``: those bytes, when the caller has just read them.
+        Whether a copy holds it now (each copy went to ``on_keep`` as it was made)."""
         if not tokens:
             return False
-        if any(_holds(c, tokens, scales) for c in self._copies):
+        if any(_serves(c, scales, scope) and _holds_tokens(c.tokens, tokens) for c in self._copies):
             return True
         size = llama_cpp.llama_state_seq_get_size(self._ctx, seq) if state is None else len(state)
         if self._max_bytes is not None and size > self._max_bytes:
             _log.warning("slot cache not kept: larger than --cache-ram", slot=seq, bytes=size)
             return False
         self._copies = [
-            c for c in self._copies if not (c.scales == scales and _holds_tokens(tokens, c.tokens))
+            c
+            for c in self._copies
+            if not (_serves(c, scales, scope) and _holds_tokens(tokens, c.tokens))
         ]
         held = self.size
         while self._copies and self._max_bytes is not None and held + size > self._max_bytes:
@@ -108,7 +124,7 @@ class PromptCache:
         if state is None:
             _log.warning("slot cache not kept: llama.cpp could not copy it", slot=seq)
             return False
-        copy = SetAside(list(tokens), state, scales)
+        copy = SetAside(list(tokens), state, scales, scope)
         self._copies.append(copy)
         if self._on_keep is not None:
             self._on_keep(copy)
@@ -120,16 +136,17 @@ class PromptCache:
         prompt: list[int],
         have: int,
         scales: tuple[float, ...] = (),
+        scope: str = "",
         *,
         began: Callable[[], None] | None = None,
     ) -> list[int] | None:
-        """Load the copy made under ``scales`` that shares the most with ``prompt`` into
-        ``seq``, when it shares more than the ``have`` tokens the slot already reuses; the
+        """Load the copy made under ``scales`` in ``scope`` that shares the most with ``prompt``
+        into ``seq``, when it shares more than the ``have`` tokens the slot already reuses; the
         tokens ``seq`` then holds (empty when llama.cpp refused the copy and cleared it), or
         None when ``seq`` is untouched."""
         best: tuple[int, SetAside] | None = None
         for copy in self._copies:
-            if copy.scales != scales:
+            if not _serves(copy, scales, scope):
                 continue
             shared = common_prefix(copy.tokens, prompt)
             if shared > (best[0] if best else have) and shared >= _MIN_KEPT * len(copy.tokens):

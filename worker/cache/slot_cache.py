@@ -39,9 +39,9 @@ SAVE_WITHIN = 30.0
 
 
 class Restore(Protocol):
-    """(seq, prompt, tokens the slot already reuses, adapter scales) → the tokens the sequence
-    holds after loading a saved cache made under those scales into it, or None when nothing was
-    loaded; ``began`` is called just before a load starts."""
+    """(seq, prompt, tokens the slot already reuses, adapter scales, cache scope) → the tokens
+    the sequence holds after loading a saved cache made under those scales in that scope into
+    it, or None when nothing was loaded; ``began`` is called just before a load starts."""
 
     def __call__(
         self,
@@ -49,6 +49,7 @@ class Restore(Protocol):
         prompt: list[int],
         have: int,
         scales: AdapterScales,
+        scope: str,
         *,
         began: Callable[[], None] | None = None,
     ) -> list[int] | None: ...
@@ -59,17 +60,25 @@ class Slot:
     id: int
     tokens: list[int] = field(default_factory=list)  # what its KV cache holds
     adapter_scales: AdapterScales = ()  # the LoRA scales that cache was computed with
+    scope: str = ""  # the cache scope of the requests that computed it
     generation: Generation | None = None
     last: Generation | None = None  # the latest generation it ran, for ``/slots``
     id_task: int = -1  # which admitted generation that was, counted from 0
+
+    @property
+    def held(self) -> SavedCache:
+        """What its cache holds, as the disk tier saves it."""
+        return SavedCache(list(self.tokens), self.adapter_scales, self.scope)
 
 
 def reusable(slot: Slot, generation: Generation) -> int:
     """How many cached tokens of ``slot`` can serve ``generation``'s prompt.
 
-    None of them when the cache was computed under other LoRA adapter scales.
+    None of them when the cache was computed under other LoRA adapter scales, or for a request
+    of another cache scope (worker/host/cache_scope.py): what another key asked is neither
+    reused nor, through ``cached_tokens``, told.
     """
-    if slot.adapter_scales != generation.adapter_scales:
+    if (slot.adapter_scales, slot.scope) != (generation.adapter_scales, generation.cache_scope):
         return 0
     return common_prefix(slot.tokens, generation.prompt)
 
@@ -80,10 +89,11 @@ class SlotCaches:
     ``prompt_cache`` keeps a copy of a slot's cache that a prompt is about to overwrite and,
     with ``idle_aside`` (a KV cache shared by the slots), of every idle slot's cache, cleared
     once a generation has started. Copies are restored before ``restore``'s saved files are
-    tried. A copy or a saved cache carries the adapter scales it was computed under, and only
-    serves a generation decoded with the same. ``writer``: the disk tier, which gets each
-    slot's state once its request has ended (when is the module's docstring); ``stats`` counts
-    what came back from where, and the reads made for the writer.
+    tried. A copy or a saved cache carries the adapter scales it was computed under and its
+    cache scope, and only serves a generation decoded with the same in the same scope.
+    ``writer``: the disk tier, which gets each slot's state once its request has ended (when is
+    the module's docstring); ``stats`` counts what came back from where, and the reads made for
+    the writer.
     ``checkpoints``, for a model whose state cannot all be cut back (a sliding window, a
     recurrent state), says how much of a cut cache can be resumed and when to take checkpoints.
     ``clock``: what :data:`SAVE_WITHIN` is measured with.
@@ -128,23 +138,25 @@ class SlotCaches:
             self._set_aside(slot)  # about to be overwritten: not lost, and written if unsaved
         self._fresh.pop(slot.id, None)
         generation.restored = 0
+        scope = generation.cache_scope
         if reuse:
             scales = generation.adapter_scales
             # The router is told of a load as it begins (the activity view's "restoring").
             began = generation.restore_began if generation.notify_restore is not None else None
             for restore in self._restores:  # the copies in memory, then the saved files
-                restored = restore(slot.id, prompt, reused, scales, began=began)
+                restored = restore(slot.id, prompt, reused, scales, scope, began=began)
                 if restored is not None:
                     # What the slot held was all set aside, or it is a prefix of the prompt
                     # that the loaded copy, sharing more of the prompt, holds too.
                     self._unsaved.pop(slot.id, None)
-                    slot.tokens, slot.adapter_scales = restored, scales
+                    slot.tokens, slot.adapter_scales, slot.scope = restored, scales, scope
                     self._took_back(slot, restore)
                     reused = reusable(slot, generation)
                     self._count_hit(restore, reused)
                     generation.restored = reused
                     break
-        if reuse and generation.n_cache_reuse > 0 and self._can_shift:
+        # Chunks of another scope's prompt are as telling as its start.
+        if reuse and generation.n_cache_reuse > 0 and self._can_shift and slot.scope == scope:
             reused = shift_chunks(self._memory, slot, prompt, reused, generation.n_cache_reuse)
         keep = min(reused, len(prompt) - 1)  # the last prompt token must be decoded for logits
         if self._checkpoints is not None:
@@ -158,7 +170,7 @@ class SlotCaches:
             llama_cpp.llama_memory_seq_rm(self._memory, slot.id, -1, -1)
             keep = 0
         slot.tokens = prompt[:keep]
-        slot.adapter_scales = generation.adapter_scales
+        slot.adapter_scales, slot.scope = generation.adapter_scales, scope
         generation.restored = min(generation.restored, keep)
         generation.restore_ended()
         return keep
@@ -227,9 +239,11 @@ class SlotCaches:
         self.stats.count_read(idle, time.perf_counter() - started)
         if state is None:
             return
-        self._writer.put(SavedCache(list(slot.tokens), slot.adapter_scales), state)
+        self._writer.put(slot.held, state)
         if idle and self._idle_aside:
-            self._fresh[slot.id] = SetAside(list(slot.tokens), state, slot.adapter_scales)
+            self._fresh[slot.id] = SetAside(
+                list(slot.tokens), state, slot.adapter_scales, slot.scope
+            )
 
     def _set_aside(self, slot: Slot) -> None:
         """A copy of what ``slot`` holds in the prompt cache, with its checkpoints."""
@@ -238,7 +252,7 @@ class SlotCaches:
             self.save(slot)
             return
         state = fresh.state if fresh is not None and fresh.tokens == slot.tokens else None
-        if self._prompt_cache.keep(slot.id, slot.tokens, slot.adapter_scales, state):
+        if self._prompt_cache.keep(slot.id, slot.tokens, slot.adapter_scales, state, slot.scope):
             self._unsaved.pop(slot.id, None)  # the copy went to the writer too: one read
         else:
             self.save(slot)  # larger than --cache-ram: read for the writer alone

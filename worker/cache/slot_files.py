@@ -102,7 +102,10 @@ def _load(model: LoadedModel, seq: int, path: bytes) -> tuple[int, list[int]]:
     return read, list(tokens[: count.value])
 
 
-def restore_slot(model: LoadedModel, id_slot: int, folder: Path, filename: str) -> dict[str, Any]:
+def restore_slot(
+    model: LoadedModel, id_slot: int, folder: Path, filename: str, scope: str
+) -> dict[str, Any]:
+    """Load the file into the slot; only requests of the cache ``scope`` reuse it."""
     started = time.perf_counter()
     slot = _slot(model, id_slot)
     model.batcher.save_cache(slot)  # unsaved, it would be lost: the disk tier gets it first
@@ -120,7 +123,7 @@ def restore_slot(model: LoadedModel, id_slot: int, folder: Path, filename: str) 
         llama_cpp.llama_memory_seq_rm(memory, slot.id, -1, -1)
         slot.tokens = []
         raise InvalidInput(f"Unable to restore slot: {exc}") from None
-    slot.tokens = tokens
+    slot.tokens, slot.scope = tokens, scope
     return {
         "id_slot": id_slot,
         "filename": filename,

@@ -80,6 +80,8 @@ class Generation:
     stops: list[str] = field(default_factory=list)
     ignore_eos: bool = False
     cache_prompt: bool = True
+    # Whose cached prompts it may reuse: only those of its own scope (worker/host/cache_scope.py).
+    cache_scope: str = ""
     n_cache_reuse: int = 0  # reuse cached chunks this long from further on, shifted into place
     id_slot: int = -1  # the slot to run on (llama-server's id_slot); -1: the best free one
     lora: dict[int, float] | None = None  # the request's adapter scales; None: the global ones

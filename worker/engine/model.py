@@ -14,7 +14,6 @@ from typing import Any
 import structlog
 
 from worker.cache.checkpoints import Checkpoints
-from worker.cache.kv_file import SavedCache
 from worker.cache.kv_store import KvStats, open_kv_store
 from worker.cache.kv_writer import KvWriter
 from worker.cache.prompt_cache import PromptCache, SetAside
@@ -226,7 +225,7 @@ class LoadedModel:
         if writer is not None:  # every copy kept in memory is written to disk too
 
             def on_keep(copy: SetAside) -> None:
-                writer.put(SavedCache(copy.tokens, copy.scales), copy.state)
+                writer.put(copy.saved, copy.state)
 
         self.prompt_cache = (
             PromptCache(self.ctx, None if cache_ram < 0 else cache_ram << 20, on_keep)
@@ -311,7 +310,7 @@ class LoadedModel:
             # request's end wrote it already); the copies in memory were written as they came.
             if self.kv_writer is not None:
                 self.kv_writer.flush()
-            slots = [(s.id, s.tokens, s.adapter_scales) for s in self.batcher.slots]
+            slots = [(s.id, s.held) for s in self.batcher.slots]
             try:
                 self.kv_store.save(self.ctx, slots)
             except Exception:  # a cache is worth less than a clean stop

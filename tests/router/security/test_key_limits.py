@@ -45,6 +45,7 @@ SECRET = "s3cret-Key-that-must-not-show"
         ("sk-abc== concurrency=3 inference", ApiKey("sk-abc==", KeyScope.INFERENCE, 3)),
         ("k inference class=batch", ApiKey("k", KeyScope.INFERENCE, priority=Priority.BATCH)),
         ("k class=interactive rpm=2", ApiKey("k", rpm=2, priority=Priority.INTERACTIVE)),
+        ("k inference cache=team-1.a", ApiKey("k", KeyScope.INFERENCE, cache_group="team-1.a")),
     ],
 )
 def test_key_lines(tmp_path: Path, line: str, expected: ApiKey) -> None:
@@ -69,6 +70,9 @@ def test_key_lines(tmp_path: Path, line: str, expected: ApiKey) -> None:
         "class=urgent",
         "class=batch class=batch",
         "class=",
+        "cache=",
+        "cache=a:b",
+        "cache=team cache=lab",
     ],
 )
 def test_a_malformed_line_stops_startup_naming_the_line_not_the_key(
@@ -85,7 +89,7 @@ def test_a_malformed_line_stops_startup_naming_the_line_not_the_key(
 
 
 @pytest.mark.parametrize(
-    "line", ["inference", "rpm=5", "concurrency=2 inference", "admin", "class=batch"]
+    "line", ["inference", "rpm=5", "concurrency=2 inference", "admin", "class=batch", "cache=t"]
 )
 def test_a_line_without_its_key_is_refused(tmp_path: Path, line: str) -> None:
     path = tmp_path / "keys"

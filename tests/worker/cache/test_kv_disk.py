@@ -36,10 +36,14 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_gguf(tmp_path_factory.mktemp("kv-disk-model") / "kv.gguf")
 
 
-def _complete(url: str, prompt: str, n_predict: int = 8, **extra: Any) -> dict[str, Any]:
+def _complete(
+    url: str, prompt: str, n_predict: int = 8, scope: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """``scope``: the cache scope the request names, as the router sends a key's."""
     body = {"prompt": prompt, "n_predict": n_predict, "temperature": 0, "ignore_eos": True}
     body.update(extra)
-    answer = httpx.post(f"{url}/completion", json=body, timeout=120)
+    headers = {"X-Corral-Cache-Scope": scope} if scope is not None else {}
+    answer = httpx.post(f"{url}/completion", json=body, headers=headers, timeout=120)
     assert answer.status_code == 200, answer.text
     result: dict[str, Any] = answer.json()
     return result
@@ -198,3 +202,23 @@ def test_a_cache_computed_under_adapter_scales_persists_for_those_scales_only(
         same_scales = _complete(process.url, opening + " the end", **half)
     assert other_scales["timings"]["cache_n"] == 0  # scale 1: the file's scales differ
     assert _cached_share(same_scales) >= 0.95
+
+
+def test_a_cache_saved_for_one_scope_is_restored_for_that_scope_only(
+    model: Path, tmp_path: Path
+) -> None:
+    """docs/security.md, "Another member of the team": another key's file is never restored,
+    even after a kill, and a key's own conversation still comes back."""
+    flags = (*_FLAGS, "--kv-cache-dir", str(tmp_path))
+    opening = OPENINGS[2]
+    with worker(model, *flags) as process:
+        _complete(process.url, opening, scope="key-a")
+        _until(lambda: len(_saved(tmp_path)) == 1)
+    with worker(model, *flags) as process:  # the first was SIGKILLed: only its file is left
+        other_key = _complete(process.url, opening + " the end", scope="key-b")
+        no_key = _complete(process.url, opening + " the end")
+        same_key = _complete(process.url, opening + " the end", scope="key-a")
+    assert other_key["timings"]["cache_n"] == 0
+    assert no_key["timings"]["cache_n"] == 0  # the default scope is a scope of its own
+    assert _cached_share(same_key) >= 0.95
+    assert same_key["timings"]["restored_n"] == same_key["timings"]["cache_n"]

@@ -18,6 +18,7 @@ from corral.http.worker_routes import SLOT_ACTION, SLOTS
 from worker.cache.slot_files import erase_slot, restore_slot, save_slot, valid_filename
 from worker.engine.batching import slot_index
 from worker.engine.model import LoadedModel
+from worker.host.cache_scope import request_cache_scope
 from worker.sampling.generation_settings import generation_settings
 from worker.state import AnyRequest, loaded
 
@@ -128,7 +129,10 @@ async def slot_action(
         return await engine.call(lambda: save_slot(model, slot_id, folder, name), when=slot_free)
     if action == "restore":
         name = _filename(await request.body())
-        return await engine.call(lambda: restore_slot(model, slot_id, folder, name), when=slot_free)
+        scope = request_cache_scope()  # the restored cache is the restoring caller's
+        return await engine.call(
+            lambda: restore_slot(model, slot_id, folder, name, scope), when=slot_free
+        )
     if action == "erase":
         return await engine.call(lambda: erase_slot(model, slot_id), when=slot_free)
     raise ApiError(400, "Invalid action")
