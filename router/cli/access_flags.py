@@ -53,8 +53,10 @@ ACCESS_FLAGS = (
         "security",
         ("--max-connections",),
         "max_connections",
-        "Corral: client connections open at once; more are answered 503 and closed (each is a "
-        "file descriptor: raise `ulimit -n` with it); `0`: no limit",
+        "Corral: client connections open at once (each is a file descriptor: raise `ulimit -n` "
+        "with it); a newcomer closes the one waiting longest for a request head, or is answered "
+        "503 when all are busy; an address other than loopback holds half at most; `0`: no "
+        "limit",
         "CORRAL_MAX_CONNECTIONS",
         512,
         "N",
