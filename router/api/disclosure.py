@@ -6,7 +6,9 @@ inference key the listings leave out each worker's command line (``status.args``
 effective preset (``status.preset``), which name paths and flags; and wherever an answer names
 a file (``/props``' ``model_path``, a LoRA adapter's ``path``, ``/api/show``'s Modelfile, an
 error message) only the file's own name is left. A model's name, size, context and
-capabilities are what a client needs, and they stay.
+capabilities are what a client needs, and they stay. Error answers too are told without paths
+(a failed load's names the model's file, whose folder is the server's): every exception the
+router answers goes through :func:`error_for_caller`.
 """
 
 from __future__ import annotations
@@ -16,16 +18,21 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 import msgspec
+from litestar import Request, Response
+from litestar.types import ExceptionHandlersMap, Scope
 from msgspec import UNSET, UnsetType
 
-from corral.http.errors import ApiError
+from corral.http.errors import ApiError, ErrorEnvelope, error_response, triage
 from router.catalogue.listing import ModelListing
 from router.observe.events import ModelEvent
+from router.security.callers import is_admin
 
 __all__ = [
     "JsonRewrite",
     "adapters_for_inference",
+    "error_for_caller",
     "event_for_inference",
+    "exception_handlers",
     "hide_paths",
     "listing_for_inference",
     "props_for_inference",
@@ -43,6 +50,24 @@ def hide_paths(text: str) -> str:
 
 def _file_name(value: Any) -> Any:
     return hide_paths(value) if isinstance(value, str) else value
+
+
+def error_for_caller(scope: Scope, error: ApiError) -> ApiError:
+    """``error`` as the request's caller may read it: without paths for one who is no admin."""
+    if is_admin(scope):
+        return error
+    message = hide_paths(error.message)
+    if message == error.message:
+        return error
+    return ApiError(error.status, message, error.type, headers=error.headers)
+
+
+def _error_answer(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorEnvelope]:
+    return error_response(error_for_caller(request.scope, triage(request, exc)))
+
+
+# The router's answer to any exception: corral.http.errors' own, told as the caller may read it.
+exception_handlers: ExceptionHandlersMap = {Exception: _error_answer}
 
 
 def listing_for_inference(entry: ModelListing) -> ModelListing:

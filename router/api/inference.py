@@ -14,6 +14,7 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
 from corral.http.worker_routes import METRICS, SLOT_ACTION, Relay, relayed_paths
+from router.api.disclosure import error_for_caller
 from router.api.metrics import render_metrics
 from router.api.runtime import RouterRuntime, runtime
 from router.relay.peer_proxy import PeerUpstream
@@ -104,7 +105,7 @@ async def _forward_to(
         )
     except ApiError as exc:
         if session is not None:  # replays are told why the session never started
-            session.fail(exc.message)
+            session.fail(error_for_caller(request.scope, exc).message)
         raise
 
 
