@@ -23,7 +23,7 @@ from router.relay.translation import AnswerTranslation
 from router.relay.worker_upstream import WorkerUpstream
 from router.scheduling.answers import scheduling_answered
 from router.security.api_keys import is_uncounted, relay_opt
-from router.security.callers import caller_id, queue_caller
+from router.security.callers import caller_id, is_admin, queue_caller
 from router.single_model import single_model_target
 
 __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes", "relayed"]
@@ -148,8 +148,10 @@ async def metrics(
     rt = runtime(request)
     if model is not None or rt.settings.single_model:
         return await forward_to_model(request, model, None)
+    by_key = is_admin(request.scope)
+    text = render_metrics(rt.pool, rt.scheduler, rt.requests, rt.peers.stats(), by_key=by_key)
     return ASGIResponse(
-        body=render_metrics(rt.pool, rt.scheduler, rt.requests, rt.peers.stats()).encode(),
+        body=text.encode(),
         media_type="text/plain; version=0.0.4; charset=utf-8",
     )
 
