@@ -36,6 +36,7 @@ __all__ = [
     "hide_paths",
     "listing_for_inference",
     "props_for_inference",
+    "slots_for_inference",
 ]
 
 # An absolute path's folders: a "/" that starts a word (not one inside a URL, "a/b" or "//"),
@@ -97,6 +98,17 @@ def props_for_inference(props: Any) -> Any:
     if isinstance(props, dict) and "model_path" in props:
         return {**props, "model_path": _file_name(props["model_path"])}
     return props
+
+
+def slots_for_inference(slots: Any) -> Any:
+    """A worker's ``GET /slots`` without each slot's ``params``: the last request's settings
+    (its seed, stop words, grammar) are its caller's, who may hold another key."""
+    if not isinstance(slots, list):
+        return slots
+    return [
+        {k: v for k, v in item.items() if k != "params"} if isinstance(item, dict) else item
+        for item in slots
+    ]
 
 
 def adapters_for_inference(adapters: Any) -> Any:

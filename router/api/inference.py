@@ -13,8 +13,8 @@ from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
-from corral.http.worker_routes import METRICS, SLOT_ACTION, Relay, relayed_paths
-from router.api.disclosure import error_for_caller
+from corral.http.worker_routes import METRICS, SLOT_ACTION, SLOTS, Relay, relayed_paths
+from router.api.disclosure import JsonRewrite, error_for_caller, slots_for_inference
 from router.api.metrics import render_metrics
 from router.api.runtime import RouterRuntime, runtime
 from router.relay.peer_proxy import PeerUpstream
@@ -32,6 +32,9 @@ __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"
 # others are relayed by handlers of their own or not at all (corral/http/worker_routes.py).
 PROXIED_POST = relayed_paths(Relay.BODY, "POST")
 PROXIED_GET = relayed_paths(Relay.QUERY, "GET")
+# What an inference key is not shown of a relayed GET's answer (router/api/disclosure.py), by
+# the route's path.
+_FOR_INFERENCE = {path: slots_for_inference for path in SLOTS.paths}
 
 
 class RouteKey(msgspec.Struct):
@@ -136,7 +139,9 @@ async def slot_action(
 async def proxy_get(
     request: Request[Any, Any, Any], model: FromQuery[str | None] = None
 ) -> ASGIResponse:
-    return await forward_to_model(request, model, None)
+    rewrite = _FOR_INFERENCE.get(request.scope["path_template"])
+    hidden = None if rewrite is None or is_admin(request.scope) else JsonRewrite(rewrite)
+    return await forward_to_model(request, model, None, translation=hidden)
 
 
 @get(METRICS.paths)

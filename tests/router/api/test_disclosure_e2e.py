@@ -75,6 +75,22 @@ def test_props_and_show_name_the_file_not_its_path(team: RouterProcess, models_d
     assert admin_show["modelfile"].splitlines()[1] == f"FROM {path}"
 
 
+def test_slots_show_an_inference_key_no_callers_settings(team: RouterProcess) -> None:
+    # One caller's seed and stop words (what it asks, how it samples) are its own.
+    body = {"model": "alpha", "prompt": "Once", "n_predict": 2, "seed": 424242}
+    asked = team.client.post("/completion", json={**body, "stop": ["PROJECT-NIGHTJAR"]})
+    assert asked.status_code == 200, asked.text
+    shown = team.client.get("/slots?model=alpha")
+    assert "PROJECT-NIGHTJAR" in shown.text  # the admin's view is llama-server's
+    hidden = team.client.get("/slots?model=alpha", headers=bearer(INFERENCE))
+    assert hidden.status_code == 200, hidden.text
+    assert "PROJECT-NIGHTJAR" not in hidden.text
+    assert "424242" not in hidden.text
+    slots = hidden.json()
+    assert [slot["id"] for slot in slots] == [slot["id"] for slot in shown.json()]
+    assert all("params" not in slot and "n_ctx" in slot for slot in slots)
+
+
 def test_a_failed_load_names_the_file_not_its_path(
     models_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
