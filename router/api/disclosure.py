@@ -6,9 +6,9 @@ inference key the listings leave out each worker's command line (``status.args``
 effective preset (``status.preset``), which name paths and flags; and wherever an answer names
 a file (``/props``' ``model_path``, a LoRA adapter's ``path``, ``/api/show``'s Modelfile, an
 error message) only the file's own name is left. A model's name, size, context and
-capabilities are what a client needs, and they stay. Error answers too are told without paths
-(a failed load's names the model's file, whose folder is the server's): every exception the
-router answers goes through :func:`error_for_caller`.
+capabilities are what a client needs, and they stay. A failed load's error, in the worker's own
+words, names the model's file by its name only too: every exception the router answers goes
+through :func:`error_for_caller`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from msgspec import UNSET, UnsetType
 from corral.http.errors import ApiError, ErrorEnvelope, error_response, triage
 from router.catalogue.listing import ModelListing
 from router.observe.events import ModelEvent
+from router.scheduling.answers import LoadError
 from router.security.callers import is_admin
 
 __all__ = [
@@ -54,8 +55,9 @@ def _file_name(value: Any) -> Any:
 
 
 def error_for_caller(scope: Scope, error: ApiError) -> ApiError:
-    """``error`` as the request's caller may read it: without paths for one who is no admin."""
-    if is_admin(scope):
+    """``error`` as the request's caller may read it: a failed load's without paths for one who
+    is no admin. (The router's own messages name no file, but may name routes: ``/v1/stream``.)"""
+    if is_admin(scope) or not isinstance(error, LoadError):
         return error
     message = hide_paths(error.message)
     if message == error.message:
