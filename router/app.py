@@ -10,11 +10,11 @@ from pathlib import Path
 from litestar import Litestar
 from litestar.datastructures import State
 
-from corral.http.errors import exception_handlers
 from router.api import inference_routes, model_routes, stream_routes, webui_routes
 from router.api.access import access_routes
 from router.api.activity import activity_routes
 from router.api.cors_proxy import cors_proxy_routes
+from router.api.disclosure import exception_handlers
 from router.api.downloads import download_routes
 from router.api.lora import lora_routes
 from router.api.ollama.routes import ollama_router

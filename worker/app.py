@@ -13,6 +13,7 @@ from litestar.datastructures import State
 
 from corral.children.environment import max_body_from
 from corral.http.errors import exception_handlers
+from corral.http.origins import ManagementGate
 from worker.answer.generation_request import ContextError, context_error_response
 from worker.api.anthropic.routes import anthropic_routes
 from worker.api.chat.routes import chat_routes
@@ -51,6 +52,9 @@ def create_worker_app() -> Litestar:
             *lora_routes,
             *predict_route(),
         ],
+        # A worker run alone refuses its management routes to pages after routing (what
+        # corral.http.origins.OriginCheck, around the app, left for it).
+        middleware=[ManagementGate()],
         exception_handlers={
             **exception_handlers,
             ContextError: context_error_response,

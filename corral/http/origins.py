@@ -11,26 +11,33 @@ So the request's ``Origin`` is checked before anything runs, against the same ``
 - an origin only ``*`` covers: everything but management, which ``*`` never opens to pages;
 - any other origin: nothing (403); its preflights are still answered, as llama-server does.
 
-What counts as management is the caller's to say (route markers in the router, paths in a
-worker run alone).
+What counts as management is said where each route is written, in its ``opt``, and read after
+routing, since ``//slots/0`` and ``/%2Fslots/0`` reach the same handler as ``/slots/0``: the
+router's markers are its own (router/security/origins.py); a worker run alone marks its routes
+with :func:`management_opt`, which :class:`ManagementGate` reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
 from litestar.enums import ScopeType
+from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from corral.http.cors import CorsPolicy
 from corral.http.errors import ApiError, json_response
 from corral.http.scope_headers import scope_header
 
-__all__ = ["OriginCheck", "page_refusal", "request_origin"]
+__all__ = ["ManagementGate", "OriginCheck", "management_opt", "page_refusal", "request_origin"]
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+# The key in a route handler's ``opt`` of a worker's management route (see management_opt).
+_MANAGEMENT_OPT: Final = "corral_management"
+# The scope's note of the 403 a request gets if its route is management (ASGI lets apps add keys).
+_MANAGEMENT_REFUSAL: Final = "corral.management_refusal"
 
 
 def _header(scope: Scope, wanted: bytes) -> str | None:
@@ -82,22 +89,41 @@ def page_refusal(policy: CorsPolicy, scope: Scope, *, management: bool) -> ApiEr
     return ApiError(403, message, "permission_error")
 
 
-class OriginCheck:
-    """ASGI wrapper: the Origin check for a server whose management routes a predicate on the
-    request tells (a worker run alone). The router checks after routing instead, where each
-    route says whether it is management (router/security/origins.py)."""
+def management_opt() -> dict[str, Any]:
+    """The ``opt`` of a worker's management route, which :class:`ManagementGate` refuses to
+    pages only ``*`` covers."""
+    return {_MANAGEMENT_OPT: True}
 
-    def __init__(
-        self, app: ASGIApp, policy: CorsPolicy, is_management: Callable[[Scope], bool]
-    ) -> None:
+
+class OriginCheck:
+    """ASGI wrapper: the Origin check of a worker, before anything else runs. A page no origin of
+    the list covers is refused here; for one only ``*`` covers, the 403 is left in the scope for
+    :class:`ManagementGate`, which knows the route."""
+
+    def __init__(self, app: ASGIApp, policy: CorsPolicy) -> None:
         self.app = app
         self._policy = policy
-        self._is_management = is_management
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == ScopeType.HTTP and scope["method"] != "OPTIONS":
-            refused = page_refusal(self._policy, scope, management=self._is_management(scope))
+            refused = page_refusal(self._policy, scope, management=False)
             if refused is not None:
                 await json_response(refused.envelope(), refused.status)(scope, receive, send)
                 return
+            refusal = page_refusal(self._policy, scope, management=True)
+            cast("MutableMapping[str, Any]", scope)[_MANAGEMENT_REFUSAL] = refusal
         await self.app(scope, receive, send)
+
+
+class ManagementGate(ASGIMiddleware):
+    """In the app, after routing: the 403 :class:`OriginCheck` left for a request whose route is
+    marked :func:`management_opt`."""
+
+    scopes = (ScopeType.HTTP,)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        refusal = cast("Mapping[str, Any]", scope).get(_MANAGEMENT_REFUSAL)
+        opt: Mapping[str, Any] = getattr(scope.get("route_handler"), "opt", None) or {}
+        if refusal is not None and opt.get(_MANAGEMENT_OPT) is True:
+            raise refusal
+        await next_app(scope, receive, send)

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
+
+from corral.http.origins import management_opt
 
 __all__ = [
     "APPLY_TEMPLATE",
@@ -54,9 +57,9 @@ __all__ = [
     "WORKER_ROUTES",
     "Relay",
     "WorkerRoute",
-    "management_prefixes",
     "public_paths",
     "relayed_paths",
+    "worker_opt",
 ]
 
 
@@ -221,11 +224,7 @@ def public_paths() -> frozenset[str]:
     return frozenset(path for route in WORKER_ROUTES if route.public for path in route.paths)
 
 
-def management_prefixes(method: str) -> tuple[str, ...]:
-    """What the paths of the admin-only routes of ``method`` start with (their parameters cut)."""
-    return tuple(
-        path.split("{", 1)[0]
-        for route in WORKER_ROUTES
-        if route.admin and route.method == method
-        for path in route.paths
-    )
+def worker_opt(route: WorkerRoute) -> dict[str, Any]:
+    """The ``opt`` of the worker's handler for ``route``: its management marked, which a worker
+    run alone refuses to pages only ``*`` covers (corral/http/origins.py)."""
+    return management_opt() if route.admin else {}

@@ -6,7 +6,9 @@ inference key the listings leave out each worker's command line (``status.args``
 effective preset (``status.preset``), which name paths and flags; and wherever an answer names
 a file (``/props``' ``model_path``, a LoRA adapter's ``path``, ``/api/show``'s Modelfile, an
 error message) only the file's own name is left. A model's name, size, context and
-capabilities are what a client needs, and they stay.
+capabilities are what a client needs, and they stay. A failed load's error, in the worker's own
+words, names the model's file by its name only too: every exception the router answers goes
+through :func:`error_for_caller`.
 """
 
 from __future__ import annotations
@@ -16,19 +18,26 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 import msgspec
+from litestar import Request, Response
+from litestar.types import ExceptionHandlersMap, Scope
 from msgspec import UNSET, UnsetType
 
-from corral.http.errors import ApiError
+from corral.http.errors import ApiError, ErrorEnvelope, error_response, triage
 from router.catalogue.listing import ModelListing
 from router.observe.events import ModelEvent
+from router.scheduling.answers import LoadError
+from router.security.callers import is_admin
 
 __all__ = [
     "JsonRewrite",
     "adapters_for_inference",
+    "error_for_caller",
     "event_for_inference",
+    "exception_handlers",
     "hide_paths",
     "listing_for_inference",
     "props_for_inference",
+    "slots_for_inference",
 ]
 
 # An absolute path's folders: a "/" that starts a word (not one inside a URL, "a/b" or "//"),
@@ -43,6 +52,25 @@ def hide_paths(text: str) -> str:
 
 def _file_name(value: Any) -> Any:
     return hide_paths(value) if isinstance(value, str) else value
+
+
+def error_for_caller(scope: Scope, error: ApiError) -> ApiError:
+    """``error`` as the request's caller may read it: a failed load's without paths for one who
+    is no admin. (The router's own messages name no file, but may name routes: ``/v1/stream``.)"""
+    if is_admin(scope) or not isinstance(error, LoadError):
+        return error
+    message = hide_paths(error.message)
+    if message == error.message:
+        return error
+    return ApiError(error.status, message, error.type, headers=error.headers)
+
+
+def _error_answer(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorEnvelope]:
+    return error_response(error_for_caller(request.scope, triage(request, exc)))
+
+
+# The router's answer to any exception: corral.http.errors' own, told as the caller may read it.
+exception_handlers: ExceptionHandlersMap = {Exception: _error_answer}
 
 
 def listing_for_inference(entry: ModelListing) -> ModelListing:
@@ -72,6 +100,17 @@ def props_for_inference(props: Any) -> Any:
     if isinstance(props, dict) and "model_path" in props:
         return {**props, "model_path": _file_name(props["model_path"])}
     return props
+
+
+def slots_for_inference(slots: Any) -> Any:
+    """A worker's ``GET /slots`` without each slot's ``params``: the last request's settings
+    (its seed, stop words, grammar) are its caller's, who may hold another key."""
+    if not isinstance(slots, list):
+        return slots
+    return [
+        {k: v for k, v in item.items() if k != "params"} if isinstance(item, dict) else item
+        for item in slots
+    ]
 
 
 def adapters_for_inference(adapters: Any) -> Any:

@@ -13,7 +13,8 @@ from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
-from corral.http.worker_routes import METRICS, SLOT_ACTION, Relay, relayed_paths
+from corral.http.worker_routes import METRICS, SLOT_ACTION, SLOTS, Relay, relayed_paths
+from router.api.disclosure import JsonRewrite, error_for_caller, slots_for_inference
 from router.api.metrics import render_metrics
 from router.api.runtime import RouterRuntime, runtime
 from router.relay.peer_proxy import PeerUpstream
@@ -23,7 +24,7 @@ from router.relay.worker_upstream import WorkerUpstream
 from router.scheduling.answers import scheduling_answered
 from router.scheduling.leases import bind
 from router.security.api_keys import is_uncounted, relay_opt
-from router.security.callers import caller_id, queue_caller
+from router.security.callers import caller_id, is_admin, queue_caller
 from router.security.rate_limits import LimitExceeded
 from router.single_model import single_model_target
 
@@ -33,6 +34,9 @@ __all__ = ["PROXIED_GET", "PROXIED_POST", "forward_to_model", "inference_routes"
 # others are relayed by handlers of their own or not at all (corral/http/worker_routes.py).
 PROXIED_POST = relayed_paths(Relay.BODY, "POST")
 PROXIED_GET = relayed_paths(Relay.QUERY, "GET")
+# What an inference key is not shown of a relayed GET's answer (router/api/disclosure.py), by
+# the route's path.
+_FOR_INFERENCE = {path: slots_for_inference for path in SLOTS.paths}
 
 
 class RouteKey(msgspec.Struct):
@@ -111,7 +115,7 @@ async def _forward_to(
         )
     except ApiError as exc:
         if session is not None:  # replays are told why the session never started
-            session.fail(exc.message)
+            session.fail(error_for_caller(request.scope, exc).message)
         raise
 
 
@@ -142,7 +146,9 @@ async def slot_action(
 async def proxy_get(
     request: Request[Any, Any, Any], model: FromQuery[str | None] = None
 ) -> ASGIResponse:
-    return await forward_to_model(request, model, None)
+    rewrite = _FOR_INFERENCE.get(request.scope["path_template"])
+    hidden = None if rewrite is None or is_admin(request.scope) else JsonRewrite(rewrite)
+    return await forward_to_model(request, model, None, translation=hidden)
 
 
 @get(METRICS.paths)
@@ -154,8 +160,10 @@ async def metrics(
     rt = runtime(request)
     if model is not None or rt.settings.single_model:
         return await forward_to_model(request, model, None)
+    by_key = is_admin(request.scope)
+    text = render_metrics(rt.pool, rt.scheduler, rt.requests, rt.peers.stats(), by_key=by_key)
     return ASGIResponse(
-        body=render_metrics(rt.pool, rt.scheduler, rt.requests, rt.peers.stats()).encode(),
+        body=text.encode(),
         media_type="text/plain; version=0.0.4; charset=utf-8",
     )
 

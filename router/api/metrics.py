@@ -95,18 +95,21 @@ def _device_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) ->
     return lines
 
 
-def _queue_lines(scheduler: Scheduler, models: list[tuple[str, ModelState]]) -> list[str]:
-    """The queue per model (docs/serving.md, "Scheduling"): who waits, and why."""
+def _queue_lines(
+    scheduler: Scheduler, models: list[tuple[str, ModelState]], by_key: bool
+) -> list[str]:
+    """The queue per model (docs/serving.md, "Scheduling"): who waits, and why; which keys
+    wait only ``by_key`` (for an admin: their ids tell key holders apart, as in /models)."""
     views = [(name, view) for name, state in models if (view := scheduler.queue_view(state))]
 
     def label(name: str, what: str, value: str) -> str:
         return f'{{model="{escape_label(name)}",{what}="{escape_label(value)}"}}'
 
+    families = [("corral_queue_waiting", "class", "class")]
+    if by_key:
+        families.append(("corral_queue_waiting_by_key", "key", "key id (empty: no key)"))
     lines: list[str] = []
-    for family, what, about in (
-        ("corral_queue_waiting", "class", "class"),
-        ("corral_queue_waiting_by_key", "key", "key id (empty: no key)"),
-    ):
+    for family, what, about in families:
         lines += prometheus_family(
             family,
             "gauge",
@@ -131,8 +134,11 @@ def render_metrics(
     scheduler: Scheduler,
     requests: RequestCounter,
     peers: Mapping[str, PeerStats] | None = None,
+    *,
+    by_key: bool = True,
 ) -> str:
-    """The exposition text; reads only, so scraping never changes a scheduling decision."""
+    """The exposition text; reads only, so scraping never changes a scheduling decision.
+    ``by_key``: with the waiting requests of each key id (an admin's scrape)."""
     models = sorted(pool.models.items())
 
     def per_model(value: str) -> str:
@@ -217,7 +223,7 @@ def render_metrics(
         "Time requests spent waiting, summed.",
         [("", scheduler.wait_seconds)],
     )
-    lines += _queue_lines(scheduler, models)
+    lines += _queue_lines(scheduler, models, by_key)
     if scheduler.memory is not None:
         budget = scheduler.memory
         lines += prometheus_family(

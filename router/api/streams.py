@@ -31,7 +31,7 @@ from corral.http.errors import ApiError, decode_body
 from corral.http.worker_routes import STREAM_LOOKUP, STREAM_REPLAY, STREAM_STOP
 from router.api.inference import relayed
 from router.api.runtime import RouterRuntime, runtime
-from router.relay.conversations import Claim, session_key
+from router.relay.conversations import Claim, peer_key, session_key
 from router.relay.peer_proxy import PeerUpstream
 from router.relay.peers import PeerRoute
 from router.relay.worker_upstream import WorkerUpstream
@@ -69,11 +69,21 @@ def _peer_owner(rt: RouterRuntime, claim: Claim | None) -> tuple[str, PeerRoute]
     return (claim.model, route) if route is not None else None
 
 
-def _stream_target(request: AnyRequest, claim: Claim) -> bytes:
+def _stream_target(request: AnyRequest, key: str) -> bytes:
     """The replay's own path and query, with the id its worker (or peer) knows the session by."""
     pairs = parse_qsl(request.scope["query_string"].decode("latin-1"), keep_blank_values=True)
     query = [(k, v) for k, v in pairs if k != "conv_id"]
-    return _STREAM + b"?" + urlencode([("conv_id", claim.session_key), *query]).encode()
+    return _STREAM + b"?" + urlencode([("conv_id", key), *query]).encode()
+
+
+def _peer_sessions(answer: list[Any], asked: dict[str, str]) -> list[Any]:
+    """A peer's lookup answer with the caller's ids for the peer's (``asked``: theirs → ours)."""
+    found = []
+    for item in answer:
+        key = item.get("conversation_id") if isinstance(item, dict) else None
+        if isinstance(key, str) and key in asked:
+            found.append({**item, "conversation_id": asked[key]})
+    return found
 
 
 def _own_sessions(answer: list[Any], caller: str | None) -> list[Any]:
@@ -87,6 +97,12 @@ def _own_sessions(answer: list[Any], caller: str | None) -> list[Any]:
         if isinstance(key, str) and key.startswith(prefix):  # only what was asked comes back
             found.append({**item, "conversation_id": key.removeprefix(prefix)})
     return found
+
+
+def _key_for(rt: RouterRuntime, model: str) -> tuple[bool, Callable[[str | None, str], str]]:
+    """Whether ``model`` is a peer's, and how its worker or peer knows a caller's sessions."""
+    peer = model not in rt.pool.models
+    return peer, peer_key if peer else session_key
 
 
 def _exchange(rt: RouterRuntime, model: str) -> Exchange | None:
@@ -109,7 +125,7 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
     remote = _peer_owner(rt, claim)
     if remote is not None and claim is not None:
         name, route = remote
-        target = _stream_target(request, claim)
+        target = _stream_target(request, claim.peer_key)
         return await rt.relay.forward(
             relayed(request, name, None, target=target), PeerUpstream(route)
         )
@@ -122,7 +138,8 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
         raise ApiError(503, "Stream owner model is loading, retry later")
     # A lease for this request, never a load; a worker that began to stop as the replay reached
     # it is on its way out, and the session with it (router/relay/worker_upstream.py).
-    following = relayed(request, state.entry.name, None, target=_stream_target(request, claim))
+    target = _stream_target(request, claim.session_key)
+    following = relayed(request, state.entry.name, None, target=target)
     return await rt.relay.relay(following, WorkerUpstream(rt.scheduler, state, replay=True))
 
 
@@ -135,8 +152,9 @@ async def lookup(request: AnyRequest) -> list[Any]:
     found: list[Any] = []
 
     async def ask(model: str, exchange: Exchange, conversations: list[str]) -> None:
-        keys = [session_key(caller, conversation) for conversation in conversations]
-        question = msgspec.json.encode({"conversation_ids": keys})
+        peer, key = _key_for(rt, model)
+        asked = {key(caller, conversation): conversation for conversation in conversations}
+        question = msgspec.json.encode({"conversation_ids": list(asked)})
         try:
             with anyio.fail_after(_QUICK_SECONDS):
                 status, answer = await exchange("POST", _LOOKUP, question)
@@ -144,7 +162,9 @@ async def lookup(request: AnyRequest) -> list[Any]:
             _log.warning("stream lookup failed", model=model, error=str(exc))
             return
         if status == 200:
-            found.extend(_own_sessions(msgspec.json.decode(answer), caller))
+            sessions = msgspec.json.decode(answer)
+            own = _peer_sessions(sessions, asked) if peer else _own_sessions(sessions, caller)
+            found.extend(own)
 
     async with anyio.create_task_group() as group:
         for model, conversations in rt.conversations.by_model(caller, ids).items():
@@ -164,8 +184,8 @@ async def stop(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> Re
     exchange = _exchange(rt, model) if model is not None else None
     # Forgotten first: a request still waiting for its model then knows it is not wanted.
     rt.conversations.forget(caller, conversation)
-    if exchange is not None:
-        key = session_key(caller, conversation)
+    if model is not None and exchange is not None:
+        key = _key_for(rt, model)[1](caller, conversation)
         target = _STREAM + b"?" + urlencode({"conv_id": key}).encode()
         try:
             with anyio.fail_after(_QUICK_SECONDS):

@@ -10,19 +10,31 @@ only thing that withdraws a waiting request.
 A conversation belongs to the key that started it (docs/security.md, "Key holders"): every
 lookup names the caller's key id as well as the conversation id, so one key's ids never reach
 another's sessions, and the worker knows each session by :attr:`Claim.session_key`, the id
-behind its key's. The map is bounded; when it is full, the caller holding the most claims loses
-its oldest, so a key that floods it only pushes out its own.
+behind its key's. A peer is another party (docs/security.md, "Peers"): it knows each session by
+:func:`peer_key`, an opaque id, so it learns neither the key ids that tell this router's callers
+apart nor the client's own id. The map is bounded, and so is each id (:data:`MAX_ID_BYTES`);
+when the map is full, the caller holding the most claims loses its oldest, so a key that floods
+it only pushes out its own.
 """
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections import OrderedDict
+from typing import Final
 
+from corral.http.errors import ApiError
 from router.workers.model_state import ModelState
 
-__all__ = ["Claim", "ConversationOwners", "session_key", "stop_reason"]
+__all__ = ["MAX_ID_BYTES", "Claim", "ConversationOwners", "peer_key", "session_key", "stop_reason"]
 
 _MAX_CONVERSATIONS = 10_000
+# A client's conversation id: a UUID or a chat's name, not a document (10,000 of them are kept).
+MAX_ID_BYTES: Final = 256
+# The peer ids' secret, this process's: a peer cannot test guesses at a key id and conversation
+# against them. Claims live no longer than the process, so neither need their peer ids.
+_PEER_SECRET: Final = secrets.token_bytes(16)
 
 
 def stop_reason(state: ModelState) -> str:
@@ -38,6 +50,12 @@ def session_key(caller: str | None, conversation: str) -> str:
     """The id a worker (or a peer) knows a caller's conversation by: behind the key's id, so
     two keys' conversations never meet there; the client's own id on a router without keys."""
     return conversation if caller is None else f"{caller}/{conversation}"
+
+
+def peer_key(caller: str | None, conversation: str) -> str:
+    """The id a peer knows a caller's conversation by: a keyed hash of :func:`session_key`."""
+    key = session_key(caller, conversation).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(key, key=_PEER_SECRET, digest_size=16).hexdigest()
 
 
 class Claim:
@@ -56,6 +74,10 @@ class Claim:
     @property
     def session_key(self) -> str:
         return session_key(self.caller, self.conversation)
+
+    @property
+    def peer_key(self) -> str:
+        return peer_key(self.caller, self.conversation)
 
     def live(self) -> bool:
         """Still the conversation's claim: not replaced, forgotten (DELETE) or ended."""
@@ -84,7 +106,10 @@ class ConversationOwners:
         self._count = 0
 
     def claim(self, caller: str | None, conversation: str, model: str) -> Claim:
-        """Record ``model`` as the owner; the claim holds until replaced, forgotten or ended."""
+        """Record ``model`` as the owner; the claim holds until replaced, forgotten or ended.
+        An id over :data:`MAX_ID_BYTES` is refused (400)."""
+        if len(conversation) > MAX_ID_BYTES:  # a header, read as Latin-1: a byte a character
+            raise ApiError(400, f"X-Conversation-Id is longer than {MAX_ID_BYTES} bytes")
         claims = self._callers.setdefault(caller, OrderedDict())
         claim = Claim(caller, conversation, model, claims)
         self._count += conversation not in claims

@@ -36,9 +36,9 @@ _REFUSED = (401, 403)
 _REFUSAL_MAX_BYTES = 1 << 20
 _REFUSAL_SECONDS = 10.0
 # What a request tells a peer (docs/scaling.md): ASGI names are lower case. Content-Length is
-# the relay's own; the peer's key is added.
+# the relay's own; the peer's key is added, and a session's id for peers (conversations.py).
 _TO_PEER = frozenset({
-    b"accept", b"content-type", b"content-encoding", b"user-agent", b"x-conversation-id",
+    b"accept", b"content-type", b"content-encoding", b"user-agent",
     b"anthropic-version", b"anthropic-beta",
 })  # fmt: skip
 # What comes back from it: what describes the body, and what tells a client when to retry.
@@ -100,6 +100,8 @@ class PeerUpstream:
             if body:
                 body = _renamed_body(body, self._remote)
         kept = [(k, v) for k, v in headers if k in _TO_PEER]
+        if relayed.session is not None:
+            kept.append((b"x-conversation-id", relayed.session.peer_key.encode()))
         return kept + self._peer.auth_headers(), target, body
 
     def failed(self, hop: Hop, error: UpstreamError) -> ApiError:

@@ -25,11 +25,16 @@ from router.workers.errors import (
     SchedulingError,
 )
 
-__all__ = ["QUEUE_RETRY_AFTER_SECONDS", "api_error", "scheduling_answered"]
+__all__ = ["QUEUE_RETRY_AFTER_SECONDS", "LoadError", "api_error", "scheduling_answered"]
 
 # What a client refused by a full queue is told to wait: loads take seconds, the queue drains
 # as they finish.
 QUEUE_RETRY_AFTER_SECONDS = 1
+
+
+class LoadError(ApiError):
+    """A failed load, in its worker's (llama.cpp's) own words, which may name the model's file
+    by its path: router/api/disclosure.py cuts it to the file's name for a caller not admin."""
 
 
 def api_error(error: SchedulingError) -> ApiError:
@@ -59,13 +64,13 @@ def api_error(error: SchedulingError) -> ApiError:
             "unavailable_error",
         )
     if isinstance(error, BadModelFile):  # nothing to retry until the file is replaced
-        return ApiError(
+        return LoadError(
             422, f"model '{name}' failed to load: {error.reason}", "invalid_request_error"
         )
     if isinstance(error, LoadStalled):  # a timeout, not a broken model: worth another try
         return ApiError(503, f"model '{name}' {error.reason}")
     if isinstance(error, LoadFailed):
-        return ApiError(500, f"model '{name}' failed to load: {error.reason}")
+        return LoadError(500, f"model '{name}' failed to load: {error.reason}")
     if isinstance(error, LoadsHeld):
         return ApiError(503, f"model '{name}' cannot load now: its files are being removed")
     if isinstance(error, LoadInterrupted):

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import anyio.to_thread
+from anyio import CapacityLimiter
+from anyio.lowlevel import RunVar
 
 from router.tools.confinement import ToolsRoot
 
 __all__ = [
+    "TOOL_THREADS",
     "BadToolParams",
     "Tool",
     "ToolCall",
@@ -31,6 +34,13 @@ __all__ = [
 ]
 
 ToolResult = dict[str, Any]
+
+# Threads the blocking tools may hold at once, all callers together. Their own limit, not
+# anyio's default one (40 threads), which the router's other blocking work shares: model header
+# reads for listings and loads, /api/show. A grep may run 15 s, so 40 of them would stall those.
+TOOL_THREADS: Final = 8
+# One limiter per event loop, as anyio keeps its default one.
+_TOOL_LIMITER: RunVar[CapacityLimiter] = RunVar("corral_tool_threads")
 
 
 class BadToolParams(Exception):
@@ -110,10 +120,20 @@ def optional_bool(params: dict[str, Any], name: str, default: bool) -> bool:
     return bool(_typed(params, name, default, bool, "a boolean"))
 
 
+def _tool_limiter() -> CapacityLimiter:
+    try:
+        return _TOOL_LIMITER.get()
+    except LookupError:
+        limiter = CapacityLimiter(TOOL_THREADS)
+        _TOOL_LIMITER.set(limiter)
+        return limiter
+
+
 def threaded(run: Callable[[ToolCall], ToolResult]) -> Callable[[ToolCall], Awaitable[ToolResult]]:
-    """A blocking tool (file reads, directory walks) run off the event loop."""
+    """A blocking tool (file reads, directory walks) run off the event loop, at most
+    :data:`TOOL_THREADS` at once; further calls wait for one to end."""
 
     async def invoke(call: ToolCall) -> ToolResult:
-        return await anyio.to_thread.run_sync(run, call)
+        return await anyio.to_thread.run_sync(run, call, limiter=_tool_limiter())
 
     return invoke

@@ -9,6 +9,7 @@ before any of it reaches llama.cpp. A file is written under a temporary name and
 complete, so that a process killed while writing (SIGKILL, a crash, a power cut before the
 rename) leaves no file under a real name: only a temporary one, which nothing reads and
 :meth:`KvStore.prune` deletes once stale.
+Files are the user's alone (0600, in folders of 0700): their tokens are callers' prompts.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "SavedCache",
     "file_name",
     "file_size",
+    "private_folder",
     "read_cache",
     "read_state",
     "write_cache",
@@ -131,6 +133,14 @@ def read_state(path: Path, digest: bytes, cache: SavedCache) -> bytearray:
     return state
 
 
+def private_folder(folder: Path) -> None:
+    """``folder`` and its missing parents made as ``mkdir -p`` does, but 0700 whatever the
+    umask (``Path.mkdir`` gives parents the default mode)."""
+    for missing in reversed([folder, *folder.parents]):
+        if not missing.is_dir():
+            missing.mkdir(mode=0o700, exist_ok=True)
+
+
 def write_cache(path: Path, digest: bytes, cache: SavedCache, state: Any) -> int:
     """Write ``cache`` with its ``state`` (any buffer) to ``path`` through a temporary file;
     the bytes written. ``OSError`` (the temporary file removed) when it cannot be written."""
@@ -143,7 +153,7 @@ def write_cache(path: Path, digest: bytes, cache: SavedCache, state: Any) -> int
     # Unique per process and thread: two writers of the same cache never share a temporary file.
     temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_native_id()}.tmp")
     try:
-        with temp.open("wb") as handle:
+        with open(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
             handle.write(header)
             handle.write(described)
             handle.write(state)

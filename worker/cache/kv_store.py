@@ -39,6 +39,7 @@ from worker.cache.kv_file import (
     SavedCache,
     file_name,
     file_size,
+    private_folder,
     read_cache,
     read_state,
     write_cache,
@@ -239,7 +240,7 @@ class KvStore:
             _log.warning("kv cache not saved: larger than --kv-cache-max", bytes=total)
             return False
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_folder(self.directory)
             if shutil.disk_usage(self.directory).free < total:
                 raise OSError("not enough free disk space")
             written = write_cache(path, self._digest, cache, state)

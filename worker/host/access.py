@@ -9,7 +9,8 @@ carries one comes from a page and is refused. Run alone, it answers as llama-ser
 (docs/serving.md, "A worker alone"): CORS from :mod:`corral.http.cors`, and with keys every
 request but ``/health``, ``/v1/health`` and CORS preflights needs one, unknown routes included;
 unlike llama-server, pages get the Origin check of :mod:`corral.http.origins` (slot files and
-LoRA scales are management), alone or not.
+LoRA scales are management, as the routes' ``opt`` says: corral/http/worker_routes.py), alone
+or not.
 
 Either way the Host check of :mod:`corral.http.hosts` keeps DNS-rebinding pages out.
 """
@@ -29,18 +30,11 @@ from corral.http.errors import json_response
 from corral.http.hosts import host_check, listens_on_loopback_only
 from corral.http.key_check import KeyDigests, invalid_key_error, presented_keys
 from corral.http.origins import OriginCheck
-from corral.http.worker_routes import management_prefixes, public_paths
+from corral.http.worker_routes import public_paths
 
 __all__ = ["with_access_rules"]
 
 _PUBLIC_PATHS: Final = public_paths()
-# What the router marks admin-only among a worker's routes (corral/http/worker_routes.py):
-# slot save/restore/erase write and read files, LoRA scales change every caller's answers.
-_MANAGEMENT_POSTS: Final = management_prefixes("POST")
-
-
-def _is_management(scope: Scope) -> bool:
-    return scope.get("method") == "POST" and scope["path"].startswith(_MANAGEMENT_POSTS)
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:
@@ -103,7 +97,7 @@ def with_access_rules(
     if api_keys:
         app = _KeyRequired(app, api_keys)
     no_cors = list(cors_origins) == [NO_CORS]
-    app = OriginCheck(app, CorsPolicy(() if no_cors else cors_origins), _is_management)
+    app = OriginCheck(app, CorsPolicy(() if no_cors else cors_origins))
     if not no_cors:
         app = CorsHeaders(app, cors_origins)
     if router_key:

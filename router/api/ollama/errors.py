@@ -1,7 +1,8 @@
 """Ollama's errors: ``{"error": "…"}`` with the status, on every ``/api/*`` route.
 
 Which status and message an exception answers with is the core's triage
-(:func:`corral.http.errors.triage`); this module only gives it Ollama's shape.
+(:func:`corral.http.errors.triage`), told as the caller may read it
+(:func:`router.api.disclosure.error_for_caller`); this module only gives it Ollama's shape.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from litestar import Request, Response
 from litestar.types import ExceptionHandlersMap
 
 from corral.http.errors import triage
+from router.api.disclosure import error_for_caller
 
 __all__ = ["ollama_exception_handlers"]
 
 
 def _ollama_error(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, str]]:
-    error = triage(request, exc)
+    error = error_for_caller(request.scope, triage(request, exc))
     return Response(
         {"error": error.message}, status_code=error.status, headers=error.headers or None
     )

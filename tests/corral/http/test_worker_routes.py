@@ -11,6 +11,7 @@ from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 from litestar.routes import HTTPRoute
 
+from corral.http.origins import management_opt
 from corral.http.worker_routes import WORKER_ROUTES, Relay, WorkerRoute
 from router.app import create_app
 from router.security.api_keys import ADMIN_OPT, UNCOUNTED_OPT
@@ -84,6 +85,14 @@ def test_every_route_kept_from_the_router_says_why() -> None:
     assert own
     # Each names the router module that relays it, and that module exists.
     assert all((ROOT / route.how.split(":")[0]).is_file() for route in own)
+
+
+def test_the_worker_marks_its_management_routes(worker_served: Served) -> None:
+    # A worker run alone refuses management to pages by these marks, after routing.
+    for route in WORKER_ROUTES:
+        for path in route.paths:
+            opt = worker_served[(route.method, path)].opt or {}
+            assert (opt == management_opt()) == route.admin, path
 
 
 def test_the_router_serves_every_relayed_route_marked_alike(

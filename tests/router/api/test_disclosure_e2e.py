@@ -4,6 +4,7 @@ path in the model list, ``/props``, ``/api/show`` or ``/api/ps``; an admin key s
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,3 +73,40 @@ def test_props_and_show_name_the_file_not_its_path(team: RouterProcess, models_d
     assert show["modelfile"].splitlines()[1] == "FROM alpha"
     admin_show = team.client.post("/api/show", json={"model": "alpha"}).json()
     assert admin_show["modelfile"].splitlines()[1] == f"FROM {path}"
+
+
+def test_slots_show_an_inference_key_no_callers_settings(team: RouterProcess) -> None:
+    # One caller's seed and stop words (what it asks, how it samples) are its own.
+    body = {"model": "alpha", "prompt": "Once", "n_predict": 2, "seed": 424242}
+    asked = team.client.post("/completion", json={**body, "stop": ["PROJECT-NIGHTJAR"]})
+    assert asked.status_code == 200, asked.text
+    shown = team.client.get("/slots?model=alpha")
+    assert "PROJECT-NIGHTJAR" in shown.text  # the admin's view is llama-server's
+    hidden = team.client.get("/slots?model=alpha", headers=bearer(INFERENCE))
+    assert hidden.status_code == 200, hidden.text
+    assert "PROJECT-NIGHTJAR" not in hidden.text
+    assert "424242" not in hidden.text
+    slots = hidden.json()
+    assert [slot["id"] for slot in slots] == [slot["id"] for slot in shown.json()]
+    assert all("params" not in slot and "n_ctx" in slot for slot in slots)
+
+
+def test_a_failed_load_names_the_file_not_its_path(
+    models_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # A GGUF llama.cpp refuses (an architecture it does not know): its error names the file.
+    broken = tmp_path_factory.mktemp("broken-models")
+    arch = b"general.architecture" + struct.pack("<IQ", 8, 5)
+    data = (models_dir / "alpha.gguf").read_bytes()
+    (broken / "broken-arch.gguf").write_bytes(data.replace(arch + b"llama", arch + b"llamx", 1))
+    keys = [f"{ADMIN} admin", f"{INFERENCE} inference"]
+    chat = {"model": "broken-arch", "messages": [{"role": "user", "content": "hi"}]}
+    path = str(broken.resolve() / "broken-arch.gguf")
+    with keyed_router(broken, broken, keys, admin=ADMIN) as router:
+        for route, body in (("/v1/chat/completions", chat), ("/api/chat", chat)):
+            hidden = router.client.post(route, json=body, headers=bearer(INFERENCE))
+            assert hidden.status_code >= 400, hidden.text
+            assert "broken-arch.gguf" in hidden.text
+            assert str(broken.resolve()) not in hidden.text.replace("\\/", "/"), hidden.text
+            shown = router.client.post(route, json=body)  # the admin's
+            assert path in shown.text.replace("\\/", "/"), shown.text

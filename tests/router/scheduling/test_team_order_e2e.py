@@ -76,6 +76,11 @@ def test_interactive_goes_before_batch_and_the_queue_shows_it(
     assert 'corral_queue_waiting{model="alpha",class="batch"} 1' in metrics
     assert f'corral_queue_waiting_by_key{{model="alpha",key="{key_id(BATCH)}"}} 1' in metrics
     assert 'corral_queue_waiting_reason{model="alpha",reason="busy"} 1' in metrics
+    # An inference key sees the queue but not which keys wait in it, as in /models.
+    seen = team.client.get("/metrics", headers={"Authorization": f"Bearer {INTERACTIVE}"}).text
+    assert 'corral_queue_waiting{model="alpha",class="batch"} 1' in seen
+    assert "corral_queue_waiting_by_key" not in seen
+    assert key_id(BATCH) not in seen
     assert run_cache_command("ps", ["--url", team.url, "--api-key", ADMIN]) == 0
     ps = capsys.readouterr().out
     assert "QUEUED FOR" in ps

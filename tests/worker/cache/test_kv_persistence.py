@@ -203,3 +203,18 @@ def test_a_save_that_cannot_be_written_is_skipped_and_the_stop_goes_on(
         _complete(process.url, FIRST)
         assert process.stop() == 0
     assert in_the_way.read_text() == "a file where the cache folder should be"
+
+
+def test_saves_are_readable_by_their_user_only(model: Path, tmp_path: Path) -> None:
+    # Each file's tokens detokenize to a caller's prompt; a umask of 022 (a shell's, outside the
+    # systemd unit's 0027) must not open them to every local user.
+    folder = tmp_path / "cache" / "corral" / "kv"
+    umask = os.umask(0o022)
+    try:
+        _answer_then_stop(model, folder, FIRST)
+    finally:
+        os.umask(umask)
+    (saved,) = _saved(folder)
+    created = [saved.parent, folder, folder.parent, folder.parent.parent]
+    assert {oct(path.stat().st_mode & 0o777) for path in created} == {"0o700"}
+    assert oct(saved.stat().st_mode & 0o777) == "0o600"

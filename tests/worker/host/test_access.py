@@ -150,6 +150,30 @@ def test_star_lets_any_page_run_inference_but_not_manage(
     assert (slot_files / "x.bin").is_file()
 
 
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("//slots/0?action=save", b'{"filename": "p"}'),
+        ("/%2Fslots/0?action=save", b'{"filename": "p"}'),
+        ("//lora-adapters", b"[]"),
+    ],
+)
+def test_a_spelling_of_a_management_path_is_still_management(
+    keyless: WorkerProcess, slot_files: Path, path: str, body: bytes
+) -> None:
+    # Litestar routes ``//slots/0`` and ``/%2Fslots/0`` to the slot handler: management is the
+    # route's mark, read after routing, not how the path starts.
+    refused = _from_page(f"{keyless.url}{path}", "https://attacker.example", body)
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["error"]["type"] == "permission_error"
+    assert not (slot_files / "p").exists()
+    # The same request without a page's Origin is as it was.
+    plain = httpx.post(f"{keyless.url}{path}", content=body, timeout=60)
+    assert plain.status_code == 200, plain.text
+    if "slots" in path:
+        (slot_files / "p").unlink()  # it was written
+
+
 def test_a_rebinding_name_gets_403(keyless: WorkerProcess) -> None:
     port = httpx.URL(keyless.url).port
     refused = httpx.get(f"{keyless.url}/props", headers={"Host": f"evil.example:{port}"})

@@ -7,7 +7,7 @@ from typing import Any
 from litestar import get, post
 
 from corral.http.errors import ApiError, decode_body
-from corral.http.worker_routes import LORA_ADAPTERS, SET_LORA_ADAPTERS
+from corral.http.worker_routes import LORA_ADAPTERS, SET_LORA_ADAPTERS, worker_opt
 from worker.engine.lora_adapters import LoraChoice
 from worker.state import AnyRequest, loaded
 
@@ -21,7 +21,7 @@ async def list_adapters(request: AnyRequest) -> list[dict[str, Any]]:
     return await engine.call(model.adapters.describe, needs_model=False)
 
 
-@post(SET_LORA_ADAPTERS.paths, status_code=200)
+@post(SET_LORA_ADAPTERS.paths, status_code=200, opt=worker_opt(SET_LORA_ADAPTERS))
 async def set_adapters(request: AnyRequest) -> dict[str, bool]:
     """The listed scales for every request without its own ``lora``; 0 for the others."""
     engine, model = loaded(request)

@@ -14,7 +14,7 @@ from litestar import get, post
 from litestar.params import FromQuery
 
 from corral.http.errors import ApiError
-from corral.http.worker_routes import SLOT_ACTION, SLOTS
+from corral.http.worker_routes import SLOT_ACTION, SLOTS, worker_opt
 from worker.cache.slot_files import erase_slot, restore_slot, save_slot, valid_filename
 from worker.engine.batching import slot_index
 from worker.engine.model import LoadedModel
@@ -105,7 +105,7 @@ def _filename(body: bytes) -> str:
     return name
 
 
-@post(SLOT_ACTION.paths, status_code=200)
+@post(SLOT_ACTION.paths, status_code=200, opt=worker_opt(SLOT_ACTION))
 async def slot_action(
     request: AnyRequest, id_slot: str, action: FromQuery[str | None] = None
 ) -> dict[str, Any]:
