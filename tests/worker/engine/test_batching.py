@@ -262,6 +262,15 @@ def test_json_object_without_schema_is_json(plain: WorkerProcess) -> None:
     assert set(json.loads(reply["content"])) == {"n"}
 
 
+def _refused_chat(child: WorkerProcess, extra: dict[str, Any]) -> dict[str, Any]:
+    """The error of a chat request with ``extra`` in its body, which must be a 400."""
+    body = {"messages": CHAT, "max_tokens": 4, **extra}
+    response = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120)
+    assert response.status_code == 400
+    error: dict[str, Any] = response.json()["error"]
+    return error
+
+
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
@@ -281,10 +290,7 @@ def test_json_object_without_schema_is_json(plain: WorkerProcess) -> None:
 def test_bad_parameters_are_400_naming_the_field(
     plain: WorkerProcess, extra: dict[str, Any], field: str
 ) -> None:
-    body = {"messages": CHAT, "max_tokens": 4, **extra}
-    response = httpx.post(f"{plain.url}/v1/chat/completions", json=body, timeout=120)
-    assert response.status_code == 400
-    error = response.json()["error"]
+    error = _refused_chat(plain, extra)
     assert error["type"] == "invalid_request_error"
     assert field in error["message"]
 
@@ -386,10 +392,7 @@ def test_tool_history_is_accepted(roomy: WorkerProcess) -> None:
 def test_bad_tool_requests_are_400(
     plain: WorkerProcess, extra: dict[str, Any], message: str
 ) -> None:
-    body = {"messages": CHAT, "max_tokens": 4, **extra}
-    response = httpx.post(f"{plain.url}/v1/chat/completions", json=body, timeout=120)
-    assert response.status_code == 400
-    assert message in response.json()["error"]["message"]
+    assert message in _refused_chat(plain, extra)["message"]
 
 
 def test_a_new_line_once_t_max_predict_ms_is_spent_ends_the_generation() -> None:
