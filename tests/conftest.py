@@ -1,4 +1,4 @@
-"""Fixtures shared by the whole suite: tiny random-weight models and a running router."""
+"""Fixtures shared by the whole suite: tiny random-weight models and running routers."""
 
 from __future__ import annotations
 
@@ -21,11 +21,23 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+def _serve_models(models_dir: Path) -> Iterator[RouterProcess]:
+    with running_router(["--models-dir", str(models_dir), "--ctx-size", "512"]) as process:
+        yield process
+
+
 @pytest.fixture
 def router(models_dir: Path) -> Iterator[RouterProcess]:
     """A fresh router per test, so one test's crashed or loaded workers never leak into another."""
-    with running_router(["--models-dir", str(models_dir), "--ctx-size", "512"]) as process:
-        yield process
+    yield from _serve_models(models_dir)
+
+
+@pytest.fixture(scope="module")
+def shared_router(models_dir: Path) -> Iterator[RouterProcess]:
+    """One router for a module's tests that only read: each router start costs the suite a
+    process, so a test that needs no fresh state (which models are loaded, what was logged)
+    shares this one. Such a test must pass whichever of the module's tests ran before it."""
+    yield from _serve_models(models_dir)
 
 
 @pytest.fixture

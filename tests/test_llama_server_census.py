@@ -109,18 +109,28 @@ def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return self_signed(tmp_path_factory.mktemp("tls"))
 
 
-@pytest.fixture
-def places(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tls_pair: tuple[Path, Path]
-) -> dict[str, str]:
-    cache = tmp_path / "hub"
+@pytest.fixture(scope="module")
+def hub_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A hub cache holding acme/tiny-GGUF, written once for the module's ~1,400 tests: the
+    parsers only read it."""
+    cache = tmp_path_factory.mktemp("census") / "hub"
     snapshot = cache / "models--acme--tiny-GGUF" / "snapshots" / ("a" * 40)
     snapshot.mkdir(parents=True)
     write_tiny_gguf(snapshot / "tiny-Q8_0.gguf")
     (cache / "models--acme--tiny-GGUF" / "refs").mkdir()
     (cache / "models--acme--tiny-GGUF" / "refs" / "main").write_text("a" * 40)
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.setenv("LLAMA_CACHE", str(cache))
+    return cache
+
+
+@pytest.fixture
+def places(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tls_pair: tuple[Path, Path],
+    hub_cache: Path,
+) -> dict[str, str]:
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub_cache))
+    monkeypatch.setenv("LLAMA_CACHE", str(hub_cache))
     file = tmp_path / "file.txt"
     file.write_text("key\n")
     json_file = tmp_path / "config.json"

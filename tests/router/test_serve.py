@@ -17,9 +17,21 @@ from tests.support.router_process import RouterProcess, running_router
 CHAT: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Say something."}]
 
 
+def _official(router: RouterProcess) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{router.url}/v1", api_key="unused", max_retries=0)
+
+
+# Tests that ask what is loaded take a fresh router (`router`, `fresh_client`); the others
+# share the module's (`shared_router`, `client`), whatever the tests before them loaded.
+@pytest.fixture(scope="module")
+def client(shared_router: RouterProcess) -> Iterator[openai.OpenAI]:
+    with _official(shared_router) as official:
+        yield official
+
+
 @pytest.fixture
-def client(router: RouterProcess) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=f"{router.url}/v1", api_key="unused", max_retries=0) as official:
+def fresh_client(router: RouterProcess) -> Iterator[openai.OpenAI]:
+    with _official(router) as official:
         yield official
 
 
@@ -35,9 +47,9 @@ def test_models_are_listed_unloaded_before_any_request(router: RouterProcess) ->
 
 
 def test_chat_loads_the_model_on_first_request(
-    router: RouterProcess, client: openai.OpenAI
+    router: RouterProcess, fresh_client: openai.OpenAI
 ) -> None:
-    reply = client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=6)
+    reply = fresh_client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=6)
     assert reply.model == "alpha"
     assert reply.choices[0].message.role == "assistant"
     assert reply.choices[0].message.content
@@ -71,11 +83,11 @@ def test_completions_stream_and_not(client: openai.OpenAI) -> None:
 
 
 def test_switching_between_models_keeps_both_running(
-    router: RouterProcess, client: openai.OpenAI
+    router: RouterProcess, fresh_client: openai.OpenAI
 ) -> None:
-    first = client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=3)
-    second = client.chat.completions.create(model="beta", messages=CHAT, max_tokens=3)
-    again = client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=3)
+    first = fresh_client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=3)
+    second = fresh_client.chat.completions.create(model="beta", messages=CHAT, max_tokens=3)
+    again = fresh_client.chat.completions.create(model="alpha", messages=CHAT, max_tokens=3)
     assert (first.model, second.model, again.model) == ("alpha", "beta", "alpha")
     models = router.models()
     assert {name: entry["status"]["value"] for name, entry in models.items()} == {
@@ -105,17 +117,17 @@ def test_unknown_model_is_404(client: openai.OpenAI) -> None:
     ],
 )
 def test_unknown_model_names_the_closest_ones(
-    router: RouterProcess, name: str, message: str
+    shared_router: RouterProcess, name: str, message: str
 ) -> None:
-    response = router.client.post(
+    response = shared_router.client.post(
         "/v1/chat/completions", json={"model": name, "messages": CHAT, "max_tokens": 1}
     )
     assert response.status_code == 404
     assert response.json()["error"]["message"] == message
 
 
-def test_missing_model_is_400(router: RouterProcess) -> None:
-    response = router.client.post("/v1/chat/completions", json={"messages": CHAT})
+def test_missing_model_is_400(shared_router: RouterProcess) -> None:
+    response = shared_router.client.post("/v1/chat/completions", json={"messages": CHAT})
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error"
     assert "model" in response.json()["error"]["message"]
@@ -126,8 +138,8 @@ def test_missing_model_is_400(router: RouterProcess) -> None:
     [b"{not json", b"[1, 2]", b'{"model": 5}', b""],
     ids=["malformed", "array", "wrong-type", "empty"],
 )
-def test_invalid_json_is_400_never_500(router: RouterProcess, body: bytes) -> None:
-    response = router.client.post(
+def test_invalid_json_is_400_never_500(shared_router: RouterProcess, body: bytes) -> None:
+    response = shared_router.client.post(
         "/v1/chat/completions", content=body, headers={"content-type": "application/json"}
     )
     assert response.status_code == 400
@@ -137,8 +149,8 @@ def test_invalid_json_is_400_never_500(router: RouterProcess, body: bytes) -> No
     assert "Traceback" not in response.text
 
 
-def test_bad_field_is_400_naming_it(router: RouterProcess) -> None:
-    response = router.client.post(
+def test_bad_field_is_400_naming_it(shared_router: RouterProcess) -> None:
+    response = shared_router.client.post(
         "/v1/chat/completions",
         json={"model": "alpha", "messages": CHAT, "temperature": "hot"},
     )
@@ -146,20 +158,20 @@ def test_bad_field_is_400_naming_it(router: RouterProcess) -> None:
     assert "temperature" in response.json()["error"]["message"]
 
 
-def test_tokenize_round_trip_through_the_router(router: RouterProcess) -> None:
-    tokens = router.client.post("/tokenize", json={"model": "alpha", "content": "the world"})
+def test_tokenize_round_trip_through_the_router(shared_router: RouterProcess) -> None:
+    tokens = shared_router.client.post("/tokenize", json={"model": "alpha", "content": "the world"})
     assert tokens.status_code == 200
     ids = tokens.json()["tokens"]
-    text = router.client.post("/detokenize", json={"model": "alpha", "tokens": ids})
+    text = shared_router.client.post("/detokenize", json={"model": "alpha", "tokens": ids})
     assert text.json()["content"].strip() == "the world"
     # A short JSON answer is relayed whole, with its length, as the worker sent it.
     assert "transfer-encoding" not in tokens.headers
     assert tokens.headers["content-length"] == str(len(tokens.content))
 
 
-def test_health_props_and_unknown_route(router: RouterProcess) -> None:
-    assert router.client.get("/health").json() == {"status": "ok"}
-    props = router.client.get("/props").json()
+def test_health_props_and_unknown_route(shared_router: RouterProcess) -> None:
+    assert shared_router.client.get("/health").json() == {"status": "ok"}
+    props = shared_router.client.get("/props").json()
     assert props["role"] == "router"
     assert props["max_instances"] == 4
     assert props["models_autoload"] is True
@@ -168,13 +180,13 @@ def test_health_props_and_unknown_route(router: RouterProcess) -> None:
     assert props["build_info"] == llama_build_info()
     assert props["build_info"].startswith("b")
     assert props["corral_version"] == version("corral")
-    missing = router.client.get("/no/such/route")
+    missing = shared_router.client.get("/no/such/route")
     assert missing.status_code == 404
     assert missing.json()["error"]["type"] == "not_found_error"
 
 
-def test_native_completion_route(router: RouterProcess) -> None:
-    response = router.client.post(
+def test_native_completion_route(shared_router: RouterProcess) -> None:
+    response = shared_router.client.post(
         "/completion", json={"model": "beta", "prompt": "Hello", "n_predict": 3}
     )
     body = response.json()
@@ -182,7 +194,7 @@ def test_native_completion_route(router: RouterProcess) -> None:
     assert body["stop"] is True
     assert body["tokens_predicted"] == 3
     assert body["content"]
-    with router.client.stream(
+    with shared_router.client.stream(
         "POST",
         "/completion",
         json={"model": "beta", "prompt": "Hi", "n_predict": 3, "stream": True},
@@ -194,8 +206,8 @@ def test_native_completion_route(router: RouterProcess) -> None:
     assert isinstance(last["tokens_predicted"], int)
 
 
-def test_placeholder_page_is_served_at_root(router: RouterProcess) -> None:
-    page = router.client.get("/")
+def test_placeholder_page_is_served_at_root(shared_router: RouterProcess) -> None:
+    page = shared_router.client.get("/")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "Corral" in page.text

@@ -17,7 +17,9 @@ S = TypeVar("S", bound=BaseServer)
 @contextmanager
 def serving(server: S) -> Iterator[S]:
     """``server`` answering until the block ends, then shut down and its socket closed."""
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() returns once the loop next polls: at the default half second, every server's
+    # end was half a second of the suite spent waiting.
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield server

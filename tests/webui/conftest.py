@@ -117,7 +117,18 @@ def ui_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-@pytest.fixture
-def router(ui_models: Path) -> Iterator[RouterProcess]:
+def _serve_ui_models(ui_models: Path) -> Iterator[RouterProcess]:
     with running_router(["--models-dir", str(ui_models), "--ctx-size", "512"]) as process:
         yield process
+
+
+@pytest.fixture
+def router(ui_models: Path) -> Iterator[RouterProcess]:
+    yield from _serve_ui_models(ui_models)
+
+
+@pytest.fixture(scope="module")
+def shared_router(ui_models: Path) -> Iterator[RouterProcess]:
+    """One router for a module's tests that need no fresh one: each test's page has a fresh
+    profile, and such a test passes whichever models the tests before it loaded."""
+    yield from _serve_ui_models(ui_models)

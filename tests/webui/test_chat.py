@@ -24,10 +24,10 @@ def _replies(conversation: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_chat_round_trip_with_settings_branches_and_copy(
-    router: RouterProcess, page: Page, context: BrowserContext, shot: Shot
+    shared_router: RouterProcess, page: Page, context: BrowserContext, shot: Shot
 ) -> None:
-    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=router.url)
-    open_ui(page, router)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=shared_router.url)
+    open_ui(page, shared_router)
     expect(page.locator(".picker-button")).to_contain_text("alpha")
     shot("new-chat")
 
@@ -93,9 +93,9 @@ def test_chat_round_trip_with_settings_branches_and_copy(
     expect(page.locator("article.msg-user")).to_have_count(1)
 
 
-def test_markdown_is_rendered_and_sanitised(router: RouterProcess, page: Page) -> None:
+def test_markdown_is_rendered_and_sanitised(shared_router: RouterProcess, page: Page) -> None:
     """Model output never becomes markup: raw HTML is text, unsafe links and images go."""
-    open_ui(page, router)
+    open_ui(page, shared_router)
     source = (
         "# Title\n\n**bold** <img src=x onerror=alert(1)> <script>alert(2)</script>\n\n"
         "[bad](javascript:alert(3)) [good](https://example.com/) ![pic](https://evil.example/p.png)"
@@ -128,8 +128,8 @@ def test_markdown_is_rendered_and_sanitised(router: RouterProcess, page: Page) -
     assert result["keyword"] == "def", "code blocks are highlighted"
 
 
-def test_themes_and_phone_layout(router: RouterProcess, page: Page, shot: Shot) -> None:
-    open_ui(page, router)
+def test_themes_and_phone_layout(shared_router: RouterProcess, page: Page, shot: Shot) -> None:
+    open_ui(page, shared_router)
     set_chat_settings(page, max_tokens=40)
     send_message(page, "Show me a code block")
     expect(last_reply(page)).to_have_attribute("data-state", "done")

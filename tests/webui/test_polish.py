@@ -19,8 +19,10 @@ KEY = "corral-polish-key"
 LONG_TITLE = "A rather long question about the migration habits of alpine swifts in late summer"
 
 
-def test_long_chat_titles_end_in_an_ellipsis(router: RouterProcess, page: Page, shot: Shot) -> None:
-    open_ui(page, router)
+def test_long_chat_titles_end_in_an_ellipsis(
+    shared_router: RouterProcess, page: Page, shot: Shot
+) -> None:
+    open_ui(page, shared_router)
     page.evaluate(
         """async (title) => {
             const { conversations } = window.corral;
@@ -77,13 +79,15 @@ def test_counts_agree_and_a_failed_reload_says_so_once(
         shot("reload-failed")
 
 
-def test_a_failed_load_is_explained_once(router: RouterProcess, page: Page, shot: Shot) -> None:
-    open_ui(page, router)
+def test_a_failed_load_is_explained_once(
+    shared_router: RouterProcess, page: Page, shot: Shot
+) -> None:
+    open_ui(page, shared_router)
     page.locator(".picker-button").click()
     page.get_by_role("option", name=re.compile(r"^broken")).click()
     banner = page.locator(".banner-error")
     expect(banner).to_contain_text("broken failed")
-    reason = router.models()["broken"]["status"]["error"]
+    reason = shared_router.models()["broken"]["status"]["error"]
     assert reason
 
     send_message(page, "hello?")
@@ -118,8 +122,10 @@ def test_a_missing_key_is_not_offline(ui_models: Path, page: Page, shot: Shot) -
         expect(connection).to_have_text("live")
 
 
-def test_new_chats_have_bounded_max_tokens(router: RouterProcess, page: Page, shot: Shot) -> None:
-    open_ui(page, router)
+def test_new_chats_have_bounded_max_tokens(
+    shared_router: RouterProcess, page: Page, shot: Shot
+) -> None:
+    open_ui(page, shared_router)
     page.get_by_role("button", name="Chat settings").click()
     dialog = page.get_by_role("dialog", name="Chat settings")
     field = dialog.locator("[name=max_tokens]")
@@ -148,12 +154,12 @@ def test_new_chats_have_bounded_max_tokens(router: RouterProcess, page: Page, sh
 
 
 def test_with_the_routers_tools_off_the_page_never_asks_for_them(
-    router: RouterProcess, page: Page
+    shared_router: RouterProcess, page: Page
 ) -> None:
     # /v1/key says the tools are off: asking GET /tools would only log its 403 in the console.
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
-    open_ui(page, router)
+    open_ui(page, shared_router)
     send_message(page, "Hello?")  # a chat offers the router's tools when there are any
     expect(last_reply(page)).to_have_attribute("data-state", "done")
     page.get_by_role("button", name="Chat settings").click()  # the dialog lists them too

@@ -47,9 +47,10 @@ def test_sse_headers_and_load_unload_events(router: RouterProcess, events: Event
     ],
 )
 def test_load_and_unload_errors(
-    router: RouterProcess, path: str, body: dict[str, str], status: int, message: str
+    shared_router: RouterProcess, path: str, body: dict[str, str], status: int, message: str
 ) -> None:
-    response = router.client.post(path, json=body)
+    # The module's shared router: no test given it loads a model, so alpha is "not running".
+    response = shared_router.client.post(path, json=body)
     assert response.status_code == status
     assert message in response.json()["error"]["message"]
 

@@ -19,8 +19,10 @@ HI = [{"role": "user", "content": "hi"}]
 BIG = 256 * 1024 * 1024  # sparse: no room on the disk
 
 
-@pytest.fixture
-def router(tmp_path: Path) -> Iterator[RouterProcess]:
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
+    """One router for the module: its tests only read the directory it serves."""
+    tmp_path = tmp_path_factory.mktemp("mounts")
     (tmp_path / "models").mkdir()
     site = tmp_path / "site"
     (site / "docs").mkdir(parents=True)

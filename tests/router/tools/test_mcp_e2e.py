@@ -19,8 +19,9 @@ from tests.support.mcp_test_server import STDERR_GREETING
 from tests.support.router_process import RouterProcess, running_router
 
 TEST_SERVER = str(Path(__file__).resolve().parents[2] / "support" / "mcp_test_server.py")
-# The per-call timeout of the "slow" server: long enough for a quick call on a loaded machine.
-SLOW_TIMEOUT_MS = 5000
+# The per-call timeout of the "slow" server: long enough for a quick call on a loaded machine
+# (the timeout counts the call alone, not the server's start), and what the timed-out call waits.
+SLOW_TIMEOUT_MS = 2000
 
 
 def _servers(**entries: dict[str, Any]) -> str:

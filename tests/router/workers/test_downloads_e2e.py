@@ -65,10 +65,23 @@ def env(hub: FakeHub, cache: Path, tmp_path: Path) -> dict[str, str]:
     return {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
 
 
-@pytest.fixture
-def router(models_dir: Path, env: dict[str, str]) -> Iterator[RouterProcess]:
+def _serve(models_dir: Path, env: dict[str, str]) -> Iterator[RouterProcess]:
     with running_router(["--models-dir", str(models_dir), "--ctx-size", "512"], env) as process:
         yield process
+
+
+@pytest.fixture
+def router(models_dir: Path, env: dict[str, str]) -> Iterator[RouterProcess]:
+    yield from _serve(models_dir, env)
+
+
+@pytest.fixture(scope="module")
+def refusing_router(
+    models_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RouterProcess]:
+    """One router for the module's refusals: they start no download and remove nothing."""
+    home = tmp_path_factory.mktemp("refusals")
+    yield from _serve(models_dir, {"HF_HUB_CACHE": str(home / "hub"), "HF_HOME": str(home / "hf")})
 
 
 @pytest.fixture
@@ -236,9 +249,9 @@ def test_a_corrupt_download_fails_and_leaves_no_model(
     ],
 )
 def test_malformed_downloads_are_refused(
-    router: RouterProcess, body: dict[str, str], message: str
+    refusing_router: RouterProcess, body: dict[str, str], message: str
 ) -> None:
-    response = router.client.post("/models", json=body)
+    response = refusing_router.client.post("/models", json=body)
     assert response.status_code == 400
     assert message in response.json()["error"]["message"]
 
@@ -328,9 +341,13 @@ def test_delete_removes_one_tag_and_keeps_the_others(
     ],
 )
 def test_delete_refuses_what_is_not_a_cache_model(
-    router: RouterProcess, models_dir: Path, query: dict[str, str], status: int, message: str
+    refusing_router: RouterProcess,
+    models_dir: Path,
+    query: dict[str, str],
+    status: int,
+    message: str,
 ) -> None:
-    response = router.client.delete("/models", params=query)
+    response = refusing_router.client.delete("/models", params=query)
     assert response.status_code == status
     assert message in response.json()["error"]["message"]
     assert (models_dir / "alpha.gguf").is_file()

@@ -23,12 +23,22 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_gguf(tmp_path_factory.mktemp("slot-model") / "slots.gguf")
 
 
-@pytest.fixture
-def saving(model: Path, tmp_path: Path) -> Iterator[WorkerProcess]:
+def _saving_into(model: Path, directory: Path) -> Iterator[WorkerProcess]:
     # Without the disk tier, which would bring an erased slot's cache back from its file.
-    flags = ("--slot-save-path", str(tmp_path), "--parallel", "2", "--no-kv-persist")
+    flags = ("--slot-save-path", str(directory), "--parallel", "2", "--no-kv-persist")
     with worker(model, *flags) as process:
         yield process
+
+
+@pytest.fixture
+def saving(model: Path, tmp_path: Path) -> Iterator[WorkerProcess]:
+    yield from _saving_into(model, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def refusing(model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+    """One worker for the module's refused actions: none of them saves, restores or erases."""
+    yield from _saving_into(model, tmp_path_factory.mktemp("refusals"))
 
 
 def _complete(url: str, prompt: str, **extra: Any) -> dict[str, Any]:
@@ -133,14 +143,14 @@ def test_slot_actions_without_a_save_path_are_not_supported(model: Path) -> None
     ],
 )
 def test_bad_slot_actions_are_answered_as_upstream(
-    saving: WorkerProcess, target: str, body: Any, message: str
+    refusing: WorkerProcess, target: str, body: Any, message: str
 ) -> None:
-    assert _error(_action(saving.url, target, body)) == (400, "invalid_request_error", message)
+    assert _error(_action(refusing.url, target, body)) == (400, "invalid_request_error", message)
 
 
-def test_a_save_without_a_filename_is_a_bad_request(saving: WorkerProcess) -> None:
+def test_a_save_without_a_filename_is_a_bad_request(refusing: WorkerProcess) -> None:
     # Upstream answers 500 (an uncaught JSON exception); a missing field is the client's fault.
-    status, kind, _ = _error(_action(saving.url, "0?action=save", {"file": "x.bin"}))
+    status, kind, _ = _error(_action(refusing.url, "0?action=save", {"file": "x.bin"}))
     assert (status, kind) == (400, "invalid_request_error")
 
 

@@ -69,6 +69,21 @@ def _stream(url: str, who: str, timeline: Timeline, max_tokens: int) -> threadin
     return thread
 
 
+@pytest.fixture(scope="module")
+def plain(models_dir: Path) -> Iterator[WorkerProcess]:
+    """One worker with the default flags for the module's tests that only ask it something:
+    none depends on what another asked before."""
+    with worker(models_dir / "alpha.gguf") as child:
+        yield child
+
+
+@pytest.fixture(scope="module")
+def roomy(models_dir: Path) -> Iterator[WorkerProcess]:
+    """The same for the tool tests, whose grammar needs a larger context."""
+    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048") as child:
+        yield child
+
+
 @pytest.fixture
 def two_slots(models_dir: Path) -> Iterator[WorkerProcess]:
     args = ("--parallel", "2", "--ctx-size", "8192", "--metrics")
@@ -228,25 +243,32 @@ def _check_schema(value: Any) -> None:
     ids=["response_format-json_schema", "response_format-json_object", "json_schema"],
 )
 def test_schema_constrained_output_parses_and_validates(
-    models_dir: Path, constraint: dict[str, Any]
+    plain: WorkerProcess, constraint: dict[str, Any]
 ) -> None:
-    with worker(models_dir / "alpha.gguf") as child:
-        body = {"messages": CHAT, "max_tokens": 200, **constraint}
-        reply = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120).json()
-        choice = reply["choices"][0]
-        # The grammar only allows the end token once the object is complete.
-        assert choice["finish_reason"] == "stop"
-        _check_schema(json.loads(choice["message"]["content"]))
+    body = {"messages": CHAT, "max_tokens": 200, **constraint}
+    reply = httpx.post(f"{plain.url}/v1/chat/completions", json=body, timeout=120).json()
+    choice = reply["choices"][0]
+    # The grammar only allows the end token once the object is complete.
+    assert choice["finish_reason"] == "stop"
+    _check_schema(json.loads(choice["message"]["content"]))
 
 
-def test_json_object_without_schema_is_json(models_dir: Path) -> None:
-    with worker(models_dir / "alpha.gguf") as child:
-        body = {
-            "prompt": "data:", "n_predict": 400, "temperature": 0,
-            "grammar": 'root ::= "{" ws "\\"n\\":" ws [0-9] ws "}"\nws ::= [ ]?',
-        }  # fmt: skip
-        reply = httpx.post(f"{child.url}/completion", json=body, timeout=120).json()
-        assert set(json.loads(reply["content"])) == {"n"}
+def test_json_object_without_schema_is_json(plain: WorkerProcess) -> None:
+    body = {
+        "prompt": "data:", "n_predict": 400, "temperature": 0,
+        "grammar": 'root ::= "{" ws "\\"n\\":" ws [0-9] ws "}"\nws ::= [ ]?',
+    }  # fmt: skip
+    reply = httpx.post(f"{plain.url}/completion", json=body, timeout=120).json()
+    assert set(json.loads(reply["content"])) == {"n"}
+
+
+def _refused_chat(child: WorkerProcess, extra: dict[str, Any]) -> dict[str, Any]:
+    """The error of a chat request with ``extra`` in its body, which must be a 400."""
+    body = {"messages": CHAT, "max_tokens": 4, **extra}
+    response = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120)
+    assert response.status_code == 400
+    error: dict[str, Any] = response.json()["error"]
+    return error
 
 
 @pytest.mark.parametrize(
@@ -266,41 +288,36 @@ def test_json_object_without_schema_is_json(models_dir: Path) -> None:
     ],
 )
 def test_bad_parameters_are_400_naming_the_field(
-    models_dir: Path, extra: dict[str, Any], field: str
+    plain: WorkerProcess, extra: dict[str, Any], field: str
 ) -> None:
-    with worker(models_dir / "alpha.gguf") as child:
-        body = {"messages": CHAT, "max_tokens": 4, **extra}
-        response = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120)
-        assert response.status_code == 400
-        error = response.json()["error"]
-        assert error["type"] == "invalid_request_error"
-        assert field in error["message"]
+    error = _refused_chat(plain, extra)
+    assert error["type"] == "invalid_request_error"
+    assert field in error["message"]
 
 
-def test_a_grammar_llama_cpp_rejects_is_a_400_before_any_stream(models_dir: Path) -> None:
+def test_a_grammar_llama_cpp_rejects_is_a_400_before_any_stream(plain: WorkerProcess) -> None:
     # GBNF text passes every check before llama.cpp parses it as the generation is queued; that
     # one parse must still answer 400, never a 200 stream that fails, on every generating route.
     bad = {"grammar": "root ::= nonsense (", "max_tokens": 4, "n_predict": 4}
-    with worker(models_dir / "alpha.gguf") as child:
-        for path, body in (
-            ("/v1/chat/completions", {"messages": CHAT}),
-            ("/v1/completions", {"prompt": "x"}),
-            ("/completion", {"prompt": "x"}),
-            ("/v1/messages", {"messages": CHAT}),
-            ("/v1/responses", {"input": "hi"}),
-        ):
-            for stream in (False, True):
-                response = httpx.post(
-                    f"{child.url}{path}", json={**body, **bad, "stream": stream}, timeout=60
-                )
-                assert response.status_code == 400, (path, stream)
-                assert response.json()["error"]["message"] == (
-                    "invalid grammar: the grammar does not parse"
-                )
-        # The worker is unharmed: the same route with a good grammar answers.
-        good = {"prompt": "x", "n_predict": 2, "grammar": 'root ::= "a"+'}
-        reply = httpx.post(f"{child.url}/completion", json=good, timeout=60).json()
-        assert set(reply["content"]) <= {"a"}
+    for path, body in (
+        ("/v1/chat/completions", {"messages": CHAT}),
+        ("/v1/completions", {"prompt": "x"}),
+        ("/completion", {"prompt": "x"}),
+        ("/v1/messages", {"messages": CHAT}),
+        ("/v1/responses", {"input": "hi"}),
+    ):
+        for stream in (False, True):
+            response = httpx.post(
+                f"{plain.url}{path}", json={**body, **bad, "stream": stream}, timeout=60
+            )
+            assert response.status_code == 400, (path, stream)
+            assert response.json()["error"]["message"] == (
+                "invalid grammar: the grammar does not parse"
+            )
+    # The worker is unharmed: the same route with a good grammar answers.
+    good = {"prompt": "x", "n_predict": 2, "grammar": 'root ::= "a"+'}
+    reply = httpx.post(f"{plain.url}/completion", json=good, timeout=60).json()
+    assert set(reply["content"]) <= {"a"}
 
 
 WEATHER = {
@@ -318,51 +335,49 @@ WEATHER = {
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-def test_tool_call_comes_back_as_tool_calls(models_dir: Path, stream: bool) -> None:
-    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048") as child:
-        body = {
-            "messages": [{"role": "user", "content": "Weather in Paris?"}],
-            "tools": [WEATHER], "tool_choice": "required", "max_tokens": 200, "stream": stream,
-        }  # fmt: skip
-        url = f"{child.url}/v1/chat/completions"
-        if not stream:
-            choice = httpx.post(url, json=body, timeout=120).json()["choices"][0]
-            calls, finish = choice["message"]["tool_calls"], choice["finish_reason"]
-            assert choice["message"]["content"] is None
-        else:
-            with httpx.stream("POST", url, json=body, timeout=120) as response:
-                chunks = [json.loads(line[6:]) for line in response.iter_lines()
-                          if line.startswith("data: {")]  # fmt: skip
-            # As OpenAI streams them: a call's id and name, its arguments in pieces, then a
-            # last chunk with the reason.
-            deltas = [chunk["choices"][0]["delta"] for chunk in chunks]
-            first, *rest = [call for delta in deltas for call in delta.get("tool_calls", [])]
-            assert all(call["index"] == 0 and "id" not in call for call in rest)
-            arguments = "".join(call["function"]["arguments"] for call in (first, *rest))
-            calls = [{**first, "function": {**first["function"], "arguments": arguments}}]
-            finish = chunks[-1]["choices"][0]["finish_reason"]
-        assert finish == "tool_calls"
-        assert len(calls) == 1
-        assert calls[0]["type"] == "function"
-        assert calls[0]["id"].startswith("call_")
-        assert calls[0]["function"]["name"] == "get_weather"
-        assert json.loads(calls[0]["function"]["arguments"])["city"] in ("Paris", "Rome")
+def test_tool_call_comes_back_as_tool_calls(roomy: WorkerProcess, stream: bool) -> None:
+    body = {
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": [WEATHER], "tool_choice": "required", "max_tokens": 200, "stream": stream,
+    }  # fmt: skip
+    url = f"{roomy.url}/v1/chat/completions"
+    if not stream:
+        choice = httpx.post(url, json=body, timeout=120).json()["choices"][0]
+        calls, finish = choice["message"]["tool_calls"], choice["finish_reason"]
+        assert choice["message"]["content"] is None
+    else:
+        with httpx.stream("POST", url, json=body, timeout=120) as response:
+            chunks = [json.loads(line[6:]) for line in response.iter_lines()
+                      if line.startswith("data: {")]  # fmt: skip
+        # As OpenAI streams them: a call's id and name, its arguments in pieces, then a
+        # last chunk with the reason.
+        deltas = [chunk["choices"][0]["delta"] for chunk in chunks]
+        first, *rest = [call for delta in deltas for call in delta.get("tool_calls", [])]
+        assert all(call["index"] == 0 and "id" not in call for call in rest)
+        arguments = "".join(call["function"]["arguments"] for call in (first, *rest))
+        calls = [{**first, "function": {**first["function"], "arguments": arguments}}]
+        finish = chunks[-1]["choices"][0]["finish_reason"]
+    assert finish == "tool_calls"
+    assert len(calls) == 1
+    assert calls[0]["type"] == "function"
+    assert calls[0]["id"].startswith("call_")
+    assert calls[0]["function"]["name"] == "get_weather"
+    assert json.loads(calls[0]["function"]["arguments"])["city"] in ("Paris", "Rome")
 
 
-def test_tool_history_is_accepted(models_dir: Path) -> None:
-    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048") as child:
-        call = {"id": "call_1", "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}  # fmt: skip
-        messages = [
-            {"role": "user", "content": "Weather in Rome?"},
-            {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
-        ]
-        body = {"messages": messages, "tools": [WEATHER], "tool_choice": "required",
-                "max_tokens": 200}  # fmt: skip
-        reply = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120)
-        assert reply.status_code == 200
-        assert reply.json()["choices"][0]["finish_reason"] == "tool_calls"
+def test_tool_history_is_accepted(roomy: WorkerProcess) -> None:
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}  # fmt: skip
+    messages = [
+        {"role": "user", "content": "Weather in Rome?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+    ]
+    body = {"messages": messages, "tools": [WEATHER], "tool_choice": "required",
+            "max_tokens": 200}  # fmt: skip
+    reply = httpx.post(f"{roomy.url}/v1/chat/completions", json=body, timeout=120)
+    assert reply.status_code == 200
+    assert reply.json()["choices"][0]["finish_reason"] == "tool_calls"
 
 
 @pytest.mark.parametrize(
@@ -374,12 +389,10 @@ def test_tool_history_is_accepted(models_dir: Path) -> None:
         ({"tools": [WEATHER], "grammar": 'root ::= "a"'}, "cannot be combined"),
     ],
 )
-def test_bad_tool_requests_are_400(models_dir: Path, extra: dict[str, Any], message: str) -> None:
-    with worker(models_dir / "alpha.gguf") as child:
-        body = {"messages": CHAT, "max_tokens": 4, **extra}
-        response = httpx.post(f"{child.url}/v1/chat/completions", json=body, timeout=120)
-        assert response.status_code == 400
-        assert message in response.json()["error"]["message"]
+def test_bad_tool_requests_are_400(
+    plain: WorkerProcess, extra: dict[str, Any], message: str
+) -> None:
+    assert message in _refused_chat(plain, extra)["message"]
 
 
 def test_a_new_line_once_t_max_predict_ms_is_spent_ends_the_generation() -> None:

@@ -127,13 +127,25 @@ def test_a_poor_draft_is_corrected_without_changing_a_token(
             assert streamed["draft_n"] > 0
 
 
+_THREE_SLOTS = ("--parallel", "3", "--ctx-size", "768")
+
+
+@pytest.fixture(scope="module")
+def plain_in_three_slots(models_dir: Path) -> list[str]:
+    """What plain decoding says to the prompts sent together to three slots: the same for
+    every draft, so asked once."""
+    with worker(models_dir / "alpha.gguf", *_THREE_SLOTS) as child, ThreadPoolExecutor(3) as pool:
+        return list(pool.map(lambda p: _complete(child.url, p)["content"], PROMPTS))
+
+
 @pytest.mark.parametrize("draft", ["alpha.gguf", "beta.gguf"])
-def test_concurrent_slots_verify_their_guesses_in_one_batch(models_dir: Path, draft: str) -> None:
-    target = models_dir / "alpha.gguf"
-    base = ("--parallel", "3", "--ctx-size", "768")
-    with worker(target, *base) as child, ThreadPoolExecutor(3) as pool:
-        expected = list(pool.map(lambda p: _complete(child.url, p)["content"], PROMPTS))
-    drafting = worker(target, *base, "--model-draft", str(models_dir / draft))
+def test_concurrent_slots_verify_their_guesses_in_one_batch(
+    models_dir: Path, plain_in_three_slots: list[str], draft: str
+) -> None:
+    expected = plain_in_three_slots
+    drafting = worker(
+        models_dir / "alpha.gguf", *_THREE_SLOTS, "--model-draft", str(models_dir / draft)
+    )
     with drafting as child, ThreadPoolExecutor(3) as pool:
         answers = list(pool.map(lambda p: _complete(child.url, p), PROMPTS))
         streams = list(pool.map(lambda p: _stream(child.url, p), PROMPTS))
