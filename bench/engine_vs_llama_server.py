@@ -14,9 +14,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from bench.comparison import Target, print_comparison
-from bench.servers import corral_worker, llama_server
-from bench.streams import add_stream_flags, measure_streams, worker_flags
+from bench.support.comparison import Target, print_comparison
+from bench.support.servers import corral_worker, llama_server
+from bench.support.streams import add_stream_flags, measure_streams, worker_flags
 
 TARGETS = {
     "single_tok_s": Target(0.95),

@@ -41,9 +41,9 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.comparison import Target, print_comparison
-from bench.servers import DEFAULT_MODEL, Server, corral_router, llama_server, log
-from bench.streams import measure_streams, one_stream
+from bench.support.comparison import Target, print_comparison
+from bench.support.servers import DEFAULT_MODEL, Server, corral_router, llama_server, log
+from bench.support.streams import measure_streams, one_stream
 
 Figures = dict[str, float]
 SAME_FLAGS = ["-ngl", "99", "-np", "16", "-c", "65536"]

@@ -30,11 +30,11 @@ echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
 ldd $B/bin/libggml-cuda.so | grep -i "not found\|cuda\|cublas"
 python3 -c "import llama_cpp; print('gpu offload:', llama_cpp.llama_supports_gpu_offload())" || exit 1
-python3 -c "from router.workers.devices import device_inventory as d; i=d(); print(type(i).__name__, i.devices())"
+python3 -c "from router.capacity.devices import device_inventory as d; i=d(); print(type(i).__name__, i.devices())"
 stamp models
 # Never a bare `wait`: bash 5.1+ waits for the tee of the process substitution above too.
-python3 -m bench.standin --tokenizer .gpu/tokenizer.gguf --shape smollm2-135m --out $M/s-f16.gguf &
-p=$!; python3 -m bench.standin --tokenizer .gpu/tokenizer.gguf --shape llama-1b --out $M/b-f16.gguf; wait $p
+python3 -m bench.support.standin --tokenizer .gpu/tokenizer.gguf --shape smollm2-135m --out $M/s-f16.gguf &
+p=$!; python3 -m bench.support.standin --tokenizer .gpu/tokenizer.gguf --shape llama-1b --out $M/b-f16.gguf; wait $p
 $B/bin/llama-quantize $M/s-f16.gguf $M/S135.gguf Q4_1 16 >/dev/null 2>&1 &
 p=$!; $B/bin/llama-quantize $M/b-f16.gguf $M/B1b.gguf Q4_K_M 16 >/dev/null 2>&1; wait $p
 rm -f $M/*-f16.gguf; ls -la $M

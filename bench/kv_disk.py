@@ -43,7 +43,7 @@ import psutil
 
 from bench.kv_restore import DEFAULT_MODEL, ask, conversation, log, wait_loaded
 from bench.proxy_overhead import Router
-from bench.streams import one_stream
+from bench.support.streams import one_stream
 
 Messages = list[dict[str, str]]
 TARGETS = {"cache_share": 0.95, "speedup": 10.0, "decode_ratio": 0.97}

@@ -48,7 +48,7 @@ from bench.proxy_overhead import (
     log,
     stream_tokens,
 )
-from bench.servers import DEFAULT_MODEL
+from bench.support.servers import DEFAULT_MODEL
 
 SIDES = ("new", "base")
 PHASES = ("tokenize", "streamed", "concurrent")

@@ -2,19 +2,19 @@
 
 One GGUF, one run: a worker handing every layer to a ``corral rpc-server`` on 127.0.0.1
 (``--rpc``) and a worker computing every layer itself, both running, measured in turn (ABBA)
-with bench/streams.py's streams (single-stream decode tokens/s, time to first token, aggregate
-tokens/s with 4 streams). No target: loopback is not a network, so this shows the protocol's
-own cost (every token's graph and activations cross a socket); over a real network latency
-adds to it. A measurement, not a test: it exits 0 whatever the figures."""
+with bench/support/streams.py's streams (single-stream decode tokens/s, time to first token,
+aggregate tokens/s with 4 streams). No target: loopback is not a network, so this shows the
+protocol's own cost (every token's graph and activations cross a socket); over a real network
+latency adds to it. A measurement, not a test: it exits 0 whatever the figures."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from bench.comparison import print_comparison
-from bench.servers import corral_worker, rpc_server
-from bench.streams import add_stream_flags, measure_in_turn, worker_flags
+from bench.support.comparison import print_comparison
+from bench.support.servers import corral_worker, rpc_server
+from bench.support.streams import add_stream_flags, measure_in_turn, worker_flags
 
 
 def main() -> None:

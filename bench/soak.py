@@ -38,8 +38,8 @@ import psutil
 
 from bench.proxy_overhead import Router, log
 from bench.soak_causes import classify
-from tests.support.fake_hub import FakeHub
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.fakes.fake_hub import FakeHub
+from tests.support.files.tiny_gguf import write_tiny_gguf
 
 MODELS = ("soak-a", "soak-b", "soak-c")
 REPO = "acme/soak-GGUF"

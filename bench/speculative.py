@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from bench.servers import DEFAULT_MODEL, corral_worker, log
+from bench.support.servers import DEFAULT_MODEL, corral_worker, log
 
 STORY = "Write a long story about a lighthouse keeper."
 # Prompt lookup needs text that repeats what came before: quoting a passage back.

@@ -34,8 +34,8 @@ from pathlib import Path
 import httpx
 import psutil
 
-from bench.comparison import Target, print_comparison
-from bench.servers import (
+from bench.support.comparison import Target, print_comparison
+from bench.support.servers import (
     DEFAULT_MODEL,
     REPO,
     Server,
@@ -44,7 +44,7 @@ from bench.servers import (
     llama_server,
     log,
 )
-from bench.streams import measure_in_turn, one_stream
+from bench.support.streams import measure_in_turn, one_stream
 from corral.children.environment import ROUTER_PID_ENV
 from corral.children.protocol import SPARE_STATE, LineSplitter, StateMessage, parse_line
 

@@ -4,8 +4,8 @@
 
 Three chat models with room for two (``--models-max 2`` on both sides, the same ``--threads``,
 ``--ctx-size`` and ``--parallel``): the bundled SmolLM2 and two stand-ins of other shapes
-(bench/standin.py, written once into models/team-bench/). Several users chat, an agent works,
-a batch key runs a job: the trace of bench/team_trace.py, seeded, the same on both sides.
+(bench/support/standin.py, written once into models/team-bench/). Several users chat, an agent
+works, a batch key runs a job: the trace of bench/team_trace.py, seeded, the same on both sides.
 Each side runs it for the same window with a fresh router, in turns (ABBA by default: Corral,
 llama.cpp, llama.cpp, Corral), and what is not done when a window closes is not delivered.
 The report (bench/team_report.py) gives per class the time to first token, requests and tokens
@@ -34,8 +34,8 @@ from pathlib import Path
 import httpx
 import msgspec
 
-from bench.servers import DEFAULT_MODEL, REPO, Server, corral_router, llama_server, log
-from bench.standin import write_standin
+from bench.support.servers import DEFAULT_MODEL, REPO, Server, corral_router, llama_server, log
+from bench.support.standin import write_standin
 from bench.team_report import Outcome, SideFigures, render, side_figures
 from bench.team_trace import BATCH_PER_SECOND, MODELS, Actor, Request, Trace, make_trace
 
@@ -139,7 +139,8 @@ async def _send(
 
 
 async def _actor(url: str, actor: Actor, outcomes: list[Outcome], t0: float, window: float) -> None:
-    # A connection per request: llama-server drops idle keep-alive connections (bench/streams.py).
+    # A connection per request: llama-server drops idle keep-alive connections
+    # (bench/support/streams.py).
     limits = httpx.Limits(max_keepalive_connections=0)
     async with httpx.AsyncClient(base_url=url, timeout=None, limits=limits) as client:
         for request in actor.requests:

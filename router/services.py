@@ -21,8 +21,10 @@ from corral.cpu_threads import default_threads
 from router.api.activity import take_samples
 from router.api.metrics import RequestCounter
 from router.api.runtime import RouterRuntime
+from router.capacity.devices import ReportedDevices
 from router.catalogue.catalogue import CatalogueError
 from router.catalogue.file_check import entry_problem
+from router.download_jobs import DownloadJobs
 from router.observe import relay_notes, waits
 from router.observe.activity import Activity
 from router.relay.conversations import ConversationOwners
@@ -37,8 +39,6 @@ from router.security.cache_scope import add_cache_scope
 from router.settings import ServeSettings
 from router.startup import StartupPlan
 from router.tools.toolbox import ToolBox
-from router.workers.devices import ReportedDevices
-from router.workers.download_jobs import DownloadJobs
 from router.workers.launcher import SubprocessLauncher, WorkerLauncher
 from router.workers.pool import FAKE_TIMING_SECONDS, WorkerPool
 from router.workers.spares import SpareWorkers

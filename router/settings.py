@@ -23,7 +23,7 @@ from corral.options.text_files import json_object, text_or_file
 from router.cli.serve_flag import default_setting
 from router.cli.serve_flags import SERVE_FLAGS
 from router.security.api_keys import ApiKey, load_api_keys
-from router.tools.mcp_config import McpServerConfig, load_mcp_servers
+from router.tools.mcp.mcp_config import McpServerConfig, load_mcp_servers
 from router.tools.toolbox import choose_builtin_tools
 
 __all__ = ["DERIVATIONS", "Derivation", "Given", "ServeSettings", "serve_settings"]

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 import structlog
 
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
+from router.capacity.devices import DeviceInventory, device_inventory
+from router.capacity.footprints import Footprints, default_footprints_path
+from router.capacity.memory_budget import MemoryBudget
 from router.catalogue.catalogue import Catalogue, CatalogueEntry, CatalogueError, build_catalogue
 from router.catalogue.presets import PresetError
 from router.relay.peer_config import PeerConfig, load_peer_configs
 from router.scheduling.device_planner import DevicePlanner
 from router.settings import ServeSettings
 from router.single_model import single_model_catalogue
-from router.workers.devices import DeviceInventory, device_inventory
-from router.workers.footprints import Footprints, default_footprints_path
-from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState
 
 __all__ = ["StartupPlan", "load_catalogue", "load_peers", "plan_startup"]

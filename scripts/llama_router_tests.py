@@ -10,7 +10,7 @@ search the tree around them), and run with
 ``LLAMA_SERVER_BIN_PATH`` pointing at a wrapper that runs ``corral serve``. The hub models the
 tests name are tiny random-weight GGUFs laid out in a hub cache (``LLAMA_CACHE``), and the
 repositories they download (``POST /models``, the remote preset) are served by
-:class:`tests.support.fake_hub.FakeHub` (``HF_ENDPOINT``): nothing reaches the network. Two
+:class:`tests.support.fakes.fake_hub.FakeHub` (``HF_ENDPOINT``): nothing reaches the network. Two
 changes to the copy: the session fixture that downloads every preset's real model is a no-op,
 and ``wget`` (used only by tests of other files) is a stub. With ``--tools`` the wrapper adds
 ``--tools-root /`` and ``--tools-allow-exec``, which llama-server's tools need no flag for
@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.fake_hub import FakeHub  # noqa: E402
-from tests.support.hub_cache import lay_out  # noqa: E402
-from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
+from tests.support.fakes.fake_hub import FakeHub  # noqa: E402
+from tests.support.files.hub_cache import lay_out  # noqa: E402
+from tests.support.files.tiny_gguf import write_tiny_gguf  # noqa: E402
 
 __all__ = ["main"]
 

@@ -29,7 +29,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scripts.record_template_goldens import CONVERSATIONS, _free_port, _request  # noqa: E402
-from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
+from tests.support.files.tiny_gguf import write_tiny_gguf  # noqa: E402
 
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 _LOG_LINE = re.compile(r"^\d+\.\d+\.\d+\.\d+ [DIWE] ", re.MULTILINE)

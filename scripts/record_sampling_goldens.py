@@ -1,6 +1,6 @@
 """Record llama-server's answers for one request per sampling option (docs/api.md, Sampling).
 
-Start a real ``llama-server`` on the tiny test GGUF (tests/support/tiny_gguf.py, ``alpha``:
+Start a real ``llama-server`` on the tiny test GGUF (tests/support/files/tiny_gguf.py, ``alpha``:
 random weights, so every sampler visibly changes the text) and send it, for each option of its
 ``/completion`` documentation and a few combinations, the same prompt with a fixed seed, 32
 tokens and ``cache_prompt: false``; then some through ``/v1/chat/completions``, and bodies with
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 # The recording helpers of the chat-template goldens, which came first.
 from scripts.record_template_goldens import free_port, request_json  # noqa: E402
-from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
+from tests.support.files.tiny_gguf import write_tiny_gguf  # noqa: E402
 
 # What llama-server and the worker under test both run with (the worker tests' context size).
 SERVER_FLAGS = ["-c", "256"]
@@ -306,7 +306,7 @@ def main() -> None:
         golden = _record(args.llama_server, model)
     golden = {
         "llama_server_version": (version.stdout + version.stderr).strip().splitlines()[-2:],
-        "model": "tests/support/tiny_gguf.py write_tiny_gguf(name='alpha')",
+        "model": "tests/support/files/tiny_gguf.py write_tiny_gguf(name='alpha')",
         "server_flags": SERVER_FLAGS,
         **golden,
     }

@@ -33,7 +33,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
+from tests.support.files.tiny_gguf import write_tiny_gguf  # noqa: E402
 
 _TOOLS = [
     {

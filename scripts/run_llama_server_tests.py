@@ -6,7 +6,7 @@ models from the Hugging Face hub. This script makes that run offline and repeata
 
 - the tests' models (``ServerPreset`` in their ``utils.py``) are laid out as a hub cache
   (``LLAMA_CACHE``, huggingface_hub's layout) holding random-weight stand-ins from
-  ``tests/support/tiny_gguf.py`` under the same repository and file names, and the tests'
+  ``tests/support/files/tiny_gguf.py`` under the same repository and file names, and the tests'
   download step (``ServerPreset.load_all``) is switched off;
 - the server is one of ``corral`` (``corral serve`` from this checkout's ``.venv``), ``worker``
   (``python -m worker`` alone, llama-server's flags translated: the model file resolved from
@@ -40,10 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scripts.bootstrap import CACHE, LLAMA_CPP_VERSION  # noqa: E402
-from tests.support.hub_cache import lay_out  # noqa: E402
-from tests.support.tiny_gguf import WORDS, write_tiny_gguf  # noqa: E402
-from tests.support.tiny_lora import write_tiny_lora  # noqa: E402
-from tests.support.tiny_mmproj import write_tiny_mmproj  # noqa: E402
+from tests.support.files.hub_cache import lay_out  # noqa: E402
+from tests.support.files.tiny_gguf import WORDS, write_tiny_gguf  # noqa: E402
+from tests.support.files.tiny_lora import write_tiny_lora  # noqa: E402
+from tests.support.files.tiny_mmproj import write_tiny_mmproj  # noqa: E402
 
 WORK = ROOT / "build" / "llama-server-tests"
 DEFAULT_LLAMA_CPP = Path(

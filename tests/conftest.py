@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_hub import FakeHub
+from tests.support.fakes.fake_hub import FakeHub
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS
 from router.catalogue.llama_server_keys import LLAMA_SERVER_KEYS
 from router.catalogue.presets import parse_preset_text
 from router.cli.main import parse_serve_args
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.tls import self_signed
 from worker.settings.parse import parse_worker_args
 

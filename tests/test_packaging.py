@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("corral", "router", "worker", "downloads", "webui")

@@ -41,7 +41,7 @@ def child_environment() -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in SECRET_ENV}
     env[ROUTER_PID_ENV] = str(os.getpid())
     # CUDA numbers GPUs fastest first unless told otherwise; NVML, which the router reads
-    # (router/workers/devices.py), numbers them in PCI bus order. One order for both, so that
+    # (router/capacity/devices.py), numbers them in PCI bus order. One order for both, so that
     # the CUDA1 the router chose is the CUDA1 the worker loads on.
     env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     return env

@@ -1,7 +1,7 @@
 """``CORRAL_FAKE_DEVICES``: GPUs that are not there, for tests on machines without one.
 
 ``CORRAL_FAKE_DEVICES="CUDA0=20GiB/24GiB,CUDA1=24GiB/24GiB"`` gives each device's free and total
-memory. The router reads it instead of NVML (router/workers/devices.py) and its workers inherit it
+memory. The router reads it instead of NVML (router/capacity/devices.py) and its workers inherit it
 (corral/children/environment.py passes it on), so both ends see one machine: a worker lists the
 fake devices as its GPUs and reports a model placed on them as if its buffers were there
 (worker/devices/fake.py). Parsed here, once, for both.

@@ -1,7 +1,7 @@
 """The scalar metadata and the layout of a GGUF file, read from its header without loading it.
 
 The router uses the metadata to estimate a model's context memory before the model first runs
-(see :mod:`router.workers.memory_budget`), and the layout to refuse a truncated or corrupt file
+(see :mod:`router.capacity.memory_budget`), and the layout to refuse a truncated or corrupt file
 before starting a worker, saying what is wrong (llama.cpp's own message names neither). Arrays
 (the vocabulary, merges, …) are skipped, not read. Every read is bounded whatever the header
 claims (:mod:`corral.hub.gguf_cursor`): these raise :class:`GGUFError` and nothing else.

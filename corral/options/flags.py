@@ -17,8 +17,8 @@ from typing import Any
 
 from corral.options.kinds import KINDS
 from corral.options.llama_server_flags import LLAMA_SERVER_FLAGS, LlamaServerFlag
+from corral.options.sampling_fields import DRY_SEQUENCE_BREAKERS, LOGIT_BIAS
 from corral.options.table import OPTIONS, OptionError, OptionSpec, normalise_options
-from corral.sampling_fields import DRY_SEQUENCE_BREAKERS, LOGIT_BIAS
 
 __all__ = [
     "ExactFlagParser",

@@ -27,6 +27,7 @@ from corral.options.rows import (
     speculative,
 )
 from corral.options.rows.speculative import SPEC_TYPES
+from corral.options.sampling_fields import sampling_option_rows
 from corral.options.values import (
     OptionError,
     OptionSpec,
@@ -34,7 +35,6 @@ from corral.options.values import (
     parse_size,
     string_items,
 )
-from corral.sampling_fields import sampling_option_rows
 from corral.suggest import did_you_mean
 
 __all__ = [

@@ -24,6 +24,7 @@ from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.disclosure import hide_paths
 from router.api.models import device_snapshot, gpu_memory
 from router.api.runtime import RouterRuntime, runtime
+from router.capacity.memory_budget import resident_memory
 from router.observe.activity import (
     SAMPLE_SECONDS,
     DeviceSample,
@@ -33,7 +34,6 @@ from router.observe.activity import (
 )
 from router.observe.requests import RequestRecord
 from router.security.callers import caller_id, is_admin
-from router.workers.memory_budget import resident_memory
 
 __all__ = ["ActivitySnapshot", "activity_routes", "host_memory", "take_samples"]
 

@@ -3,7 +3,7 @@
 docs/protocol.md §3; the rules for what a removal deletes are in :mod:`corral.hub.removal`.
 Every model whose files resolve to what a removal deletes (the entry named, a preset section on
 the same file, a model drafting with it) is stopped first, and none of them loads again until
-the catalogue has been read anew (:mod:`router.workers.load_holds`, docs/security.md).
+the catalogue has been read anew (:mod:`router.availability.load_holds`, docs/security.md).
 """
 
 from __future__ import annotations

@@ -34,6 +34,8 @@ from router.api.disclosure import (
 )
 from router.api.inference import forward_to_model
 from router.api.runtime import RouterRuntime, runtime
+from router.availability.errors import ModelNotFound
+from router.capacity.memory_budget import resident_memory
 from router.catalogue.capabilities import capabilities
 from router.catalogue.catalogue import CatalogueEntry, CatalogueError
 from router.catalogue.file_check import entry_problem
@@ -45,8 +47,6 @@ from router.security.api_keys import admin_only
 from router.security.callers import is_admin
 from router.single_model import ollama_models
 from router.workers.child_supervisor import EXIT_CANNOT_START
-from router.workers.errors import ModelNotFound
-from router.workers.memory_budget import resident_memory
 from router.workers.model_state import BAD_FILE, ModelState, Status
 
 __all__ = ["device_snapshot", "gpu_memory", "model_in_body", "model_routes"]

@@ -10,6 +10,7 @@ from litestar import Request
 
 from router.api.metrics import RequestCounter
 from router.api.ollama.names import Copies
+from router.download_jobs import DownloadJobs
 from router.observe.activity import Activity
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
@@ -18,7 +19,6 @@ from router.reloads import Reloader
 from router.scheduling.scheduler import Scheduler
 from router.security.rate_limits import SessionLimits
 from router.settings import ServeSettings
-from router.workers.download_jobs import DownloadJobs
 from router.workers.pool import WorkerPool
 
 __all__ = ["RouterRuntime", "runtime"]

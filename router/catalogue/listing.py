@@ -1,6 +1,6 @@
 """One typed ``GET /models`` entry for every kind of model the router lists (docs/api.md).
 
-A local model (router/api/models.py), a download in progress (router/workers/download_jobs.py)
+A local model (router/api/models.py), a download in progress (router/download_jobs.py)
 and a peer's model (router/relay/peers.py) are all a :class:`ModelListing`: llama-server's
 fields first, then Corral's own. A field a kind does not have is left ``UNSET`` and so absent
 from the JSON, where ``None`` is written as ``null``: a download says ``"ttl": null``, a peer's

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from corral.hub.cache_scan import CachedModel
+from corral.options.sampling_fields import sampling_option_rows
 from corral.options.table import find_option
-from corral.sampling_fields import sampling_option_rows
 from router.catalogue.llama_server_keys import LLAMA_SERVER_SAMPLING_KEYS
 
 __all__ = [

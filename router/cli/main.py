@@ -13,7 +13,7 @@ from router.cli.serve_flag import flag_values
 from router.cli.serve_flags import SERVE_FLAGS, serve_parser
 from router.security.api_keys import ApiKeyFileError
 from router.settings import Given, ServeSettings, serve_settings
-from router.tools.mcp_config import McpConfigError
+from router.tools.mcp.mcp_config import McpConfigError
 from router.tools.toolbox import ToolChoiceError
 
 __all__ = ["main", "parse_serve_args"]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.sampling_fields import MIN_P, TEMPERATURE, TOP_K, TOP_P
+from corral.options.sampling_fields import MIN_P, TEMPERATURE, TOP_K, TOP_P
 
 __all__ = ["SHORTCUTS", "SHORTCUT_DEST", "Shortcut", "add_shortcut_flags"]
 

@@ -1,6 +1,6 @@
 """How the HTTP layer answers a scheduling refusal: status codes and messages (docs/protocol.md §3).
 
-The scheduler and the worker pool raise :mod:`router.workers.errors`; the routes and the proxy
+The scheduler and the worker pool raise :mod:`router.availability.errors`; the routes and the proxy
 turn them into :class:`~corral.http.errors.ApiError` here, so the answers clients see live in one
 place.
 """
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from corral.http.errors import ApiError
-from router.workers.errors import (
+from router.availability.errors import (
     AlreadyRunning,
     BadModelFile,
     LoadFailed,

@@ -7,7 +7,7 @@ GPUs):
 
 - **What a model takes** on the GPUs is what it was measured to take the last time it ran
   with these settings (its worker reports bytes per device once loaded; kept across restarts by
-  router/workers/footprints.py), else an estimate from its files and GGUF header: weights plus
+  router/capacity/footprints.py), else an estimate from its files and GGUF header: weights plus
   the KV cache of its context.
 - **What a device has room for** is its total, less what others outside Corral use (the
   driver's used memory minus what Corral's loaded models reported), less its margin
@@ -33,13 +33,13 @@ import structlog
 
 from corral.hub.sizes import files_size
 from corral.options.model_options import ModelOptions
+from router.capacity.devices import Device, DeviceInventory
+from router.capacity.footprints import Footprints
+from router.capacity.memory_budget import kv_cache_bytes
+from router.capacity.placement import Placement
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.device_snapshot import DeviceSnapshot, Estimate
-from router.workers.devices import Device, DeviceInventory
-from router.workers.footprints import Footprints
-from router.workers.memory_budget import kv_cache_bytes
 from router.workers.model_state import ModelState
-from router.workers.placement import Placement
 
 __all__ = [
     "DEFAULT_FIT_CTX",

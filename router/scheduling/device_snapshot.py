@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from router.capacity.devices import Device, DeviceInventory, ProcessMemory
 from router.catalogue.catalogue import CatalogueEntry
-from router.workers.devices import Device, DeviceInventory, ProcessMemory
 
 __all__ = ["DeviceSnapshot", "Estimate"]
 

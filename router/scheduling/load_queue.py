@@ -28,7 +28,7 @@ class Entry:
 
 
 class LoadQueue:
-    """``held(name)``: a removal is deleting the model's files (router.workers.load_holds), so
+    """``held(name)``: a removal is deleting the model's files (router.availability.load_holds), so
     it may not load until the reload that ends the hold."""
 
     def __init__(self, line: WaitingLine, pool: PoolView, held: Callable[[str], bool]) -> None:

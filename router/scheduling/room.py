@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from router.capacity.memory_budget import MemoryBudget
 from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
 from router.scheduling.pool_view import PoolView
-from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState, Status
 
 __all__ = ["Room"]

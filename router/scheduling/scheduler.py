@@ -25,7 +25,7 @@ answer its questions: :class:`~router.scheduling.load_queue.LoadQueue` which loa
 :class:`~router.scheduling.timers.Timers` what time alone decides (ttl, backoff),
 :class:`~router.scheduling.admission.Admission` who takes a slot. Every decision is re-taken
 whenever the pool reports a change or a waiter's time comes. Refusals are
-:mod:`router.workers.errors`, never HTTP.
+:mod:`router.availability.errors`, never HTTP.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from collections.abc import Callable
 import anyio
 import structlog
 
+from router.availability.errors import AlreadyRunning, LoadsHeld, NoRoom, QueueFull, load_error
+from router.capacity.memory_budget import MemoryBudget
 from router.scheduling.admission import Admission
 from router.scheduling.cores import CoreShare
 from router.scheduling.demand import Demand
@@ -48,8 +50,6 @@ from router.scheduling.room import Room
 from router.scheduling.timers import Timers
 from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine, caller_share
 from router.topics import Topic
-from router.workers.errors import AlreadyRunning, LoadsHeld, NoRoom, QueueFull, load_error
-from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import WorkerPool
 

@@ -18,8 +18,8 @@ import structlog
 from router.tools.confinement import ToolsRoot
 from router.tools.definitions import Tool
 from router.tools.file_tools import FILE_TOOLS
-from router.tools.mcp_config import McpServerConfig
-from router.tools.mcp_servers import McpServers
+from router.tools.mcp.mcp_config import McpServerConfig
+from router.tools.mcp.mcp_servers import McpServers
 from router.tools.search_tools import SEARCH_TOOLS
 from router.tools.shell_tools import EXEC_TOOL, INFO_TOOL
 

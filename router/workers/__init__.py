@@ -1,2 +1,2 @@
-"""Children: the worker pool (the only writer of model state), one supervisor per child, spares,
-the watchdog, downloads."""
+"""The workers: the pool (the only writer of model state) and its model lookup and change signal,
+each child's launch and supervisor, the HTTP client to a worker, spares, the stall watchdog."""

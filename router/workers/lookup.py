@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from corral.suggest import closest
+from router.availability.errors import ModelNotFound
 from router.catalogue.catalogue import Catalogue
 from router.observe.access_log import note_model
-from router.workers.errors import ModelNotFound
 from router.workers.model_state import ModelState
 
 __all__ = ["find_model"]

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from corral.children.device_use import DeviceUse, OutOfMemory
+from router.capacity.placement import Placement
 from router.catalogue.catalogue import CatalogueEntry
 from router.workers.launcher import ChildProcess
-from router.workers.placement import Placement
 
 if TYPE_CHECKING:
     from router.workers.child_supervisor import ChildSupervisor

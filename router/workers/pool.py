@@ -26,19 +26,19 @@ from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_FAILED, RESTORE_STATE, StateMessage
 from corral.children.worker_key import WORKER_KEY_ENV, new_worker_key
 from corral.http.cors import NO_CORS
+from router.availability.catalogue_diff import carried_over, stale_models
+from router.availability.errors import AlreadyRunning, LoadsHeld
+from router.availability.load_holds import LoadHolds
+from router.capacity.placement import Placement
 from router.catalogue.capabilities import declares_pooling
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.observe.events import EventBus
 from router.topics import Topic
 from router.workers.broadcast import Broadcast
-from router.workers.catalogue_diff import carried_over, stale_models
 from router.workers.child_supervisor import ChildExit, ChildSupervisor
-from router.workers.errors import AlreadyRunning, LoadsHeld
 from router.workers.launcher import WORKER_COMMAND, WorkerLauncher
-from router.workers.load_holds import LoadHolds
 from router.workers.lookup import find_model
 from router.workers.model_state import ModelFields, ModelState, Status
-from router.workers.placement import Placement
 from router.workers.worker_http import WorkerClient
 
 __all__ = [
@@ -138,11 +138,12 @@ class WorkerPool:
         return MappingProxyType(self._models)
 
     def get(self, name: str) -> ModelState:
-        """A model by name or alias; raises :class:`~router.workers.errors.ModelNotFound`."""
+        """A model by name or alias; raises :class:`~router.availability.errors.ModelNotFound`."""
         return find_model(self._catalogue, self._models, name)
 
     async def reload(self, catalogue: Catalogue) -> None:
-        """Adopt a new catalogue (docs/protocol.md §2); see :mod:`router.workers.catalogue_diff`."""
+        """Adopt a new catalogue (docs/protocol.md §2); see
+        :mod:`router.availability.catalogue_diff`."""
         async with anyio.create_task_group() as group:
             for state in stale_models(self._models, catalogue):
                 group.start_soon(self.stop, state)

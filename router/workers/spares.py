@@ -21,7 +21,7 @@ still be importing.
 
 Spares are not models: they are not in the pool, so they are never listed, never counted by
 ``--models-max`` and never picked for eviction. With ``--models-memory-max`` they count at their
-measured size (:class:`~router.workers.memory_budget.MemoryBudget`), and a spare is only started
+measured size (:class:`~router.capacity.memory_budget.MemoryBudget`), and a spare is only started
 when
 it fits next to the running models: it never makes a model wait or be evicted.
 """
@@ -39,9 +39,9 @@ from anyio.abc import TaskGroup
 from corral.children.environment import child_environment
 from corral.children.protocol import SPARE_STATE, ChildLine, LogLine, StateMessage
 from corral.children.worker_key import WORKER_KEY_ENV
+from router.capacity.memory_budget import MemoryBudget, process_rss
 from router.workers.child_logs import relay_log_line
 from router.workers.launcher import WORKER_COMMAND, ChildProcess, WorkerLauncher
-from router.workers.memory_budget import MemoryBudget, process_rss
 from router.workers.pool import WorkerPool
 
 __all__ = ["SPARE_ARGV", "SpareWorkers"]

@@ -139,7 +139,7 @@ def code_map_names(text: str) -> list[tuple[Path, str, bool]]:
 
 def test_every_repository_path_the_page_names_exists() -> None:
     paths = repository_paths(PAGE.read_text(encoding="utf-8"))  # the diagrams' too
-    assert "router/workers/memory_budget.py" in paths
+    assert "router/capacity/memory_budget.py" in paths
     missing = sorted({p for p in paths if not (ROOT / p).exists()})
     assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
 
@@ -174,7 +174,7 @@ def test_every_module_of_the_code_map_exists() -> None:
 
 def test_a_stale_name_is_caught() -> None:
     """The checks bite: a moved module left in a row, a path, a dotted name."""
-    row = "| `workers/` | `pool` and `gone_module` (`claim`/`release`), `devices` |"
+    row = "| `workers/` | `pool` and `gone_module` (`claim`/`release`), `spares` |"
     page = f"**`router/`** (the router)\n\n| folder / module | what |\n|---|---|\n{row}\n"
     named = code_map_names(page)
     stale = [n for base, n, direct in named if not _is_module_under(base, n)]

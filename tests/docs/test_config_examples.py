@@ -8,7 +8,7 @@ from pathlib import Path
 from corral.options.table import OPTIONS
 from router.catalogue.catalogue import build_catalogue
 from router.catalogue.presets import load_preset_file
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "models.example.ini"

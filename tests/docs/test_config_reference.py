@@ -15,7 +15,7 @@ from corral.options.flags import WORKER_OPTIONS
 from corral.options.table import OPTIONS
 from router.cli.main import parse_serve_args
 from router.security.api_keys import ApiKey, KeyScope
-from router.tools.mcp_config import McpServerConfig
+from router.tools.mcp.mcp_config import McpServerConfig
 from scripts import gen_config_docs
 from tests.support.tls import self_signed
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from corral.children.download_payloads import (
     decode_download_payload,
 )
 from corral.children.protocol import LineSplitter, StateMessage, parse_line
-from tests.support.fake_hub import FakeHub
+from tests.support.fakes.fake_hub import FakeHub
 
 REPO = "acme/tiny-GGUF"
 

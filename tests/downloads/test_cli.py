@@ -11,7 +11,7 @@ from pathlib import Path
 
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.sizes import human_size
-from tests.support.fake_hub import FakeHub
+from tests.support.fakes.fake_hub import FakeHub
 from tests.support.router_process import RouterProcess, running_router
 
 REPO = "acme/tiny-GGUF"

@@ -12,7 +12,7 @@ from corral.hub.cache_scan import scan_cache
 from corral.hub.remote_preset import cached_preset
 from downloads.plan import DownloadError, DownloadPlan, PlannedFile
 from downloads.runner import DownloadResult, ProgressCallback, run_download
-from tests.support.fake_hub import FakeHub, HubFile
+from tests.support.fakes.fake_hub import FakeHub, HubFile
 
 REPO = "acme/tiny-GGUF"
 REPO_DIR = "models--acme--tiny-GGUF"

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_media import png_bytes
+from tests.support.files.tiny_mmproj import IMAGE_TOKENS, write_tiny_mmproj
 from tests.support.local_server import serving
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_media import png_bytes
-from tests.support.tiny_mmproj import IMAGE_TOKENS, write_tiny_mmproj
 
 MAX_BODY = 2 << 20  # the router's --max-body: what a request's media may take in all
 SMALL = png_bytes(seed=1)

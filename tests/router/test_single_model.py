@@ -11,7 +11,7 @@ import pytest
 
 from router.cli.no_effect import no_effect_flags
 from router.cli.serve_flags import serve_parser
-from tests.support.hub_cache import REPO, lay_out
+from tests.support.files.hub_cache import REPO, lay_out
 from tests.support.router_process import RouterProcess, running_router
 
 CHAT = [{"role": "user", "content": "Say something."}]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 COMPLETION = {"prompt": "once upon a time", "n_predict": 16, "temperature": 0, "ignore_eos": True}
 

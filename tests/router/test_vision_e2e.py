@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.hub_cache import REPO, lay_out
+from tests.support.files.hub_cache import REPO, lay_out
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_media import png_bytes
+from tests.support.files.tiny_mmproj import IMAGE_TOKENS, write_tiny_mmproj
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_media import png_bytes
-from tests.support.tiny_mmproj import IMAGE_TOKENS, write_tiny_mmproj
 
 IMAGE_URI = "data:image/png;base64," + base64.b64encode(png_bytes(seed=1)).decode()
 

@@ -9,16 +9,16 @@ from typing import Any
 
 import anyio
 
+from router.capacity.memory_budget import MemoryBudget
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
-from router.workers.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState
 from router.workers.pool import WorkerPool
 from router.workers.spares import SpareWorkers
-from tests.support.fake_clock import FakeClock
-from tests.support.fake_launcher import FakeLauncher
+from tests.support.fakes.fake_clock import FakeClock
+from tests.support.fakes.fake_launcher import FakeLauncher
 
 __all__ = ["Harness", "harness"]
 

@@ -4,7 +4,7 @@ model's VRAM next to its RAM.
 The router runs with its fake inventory (``CORRAL_FAKE_DEVICES``, a test seam) and the model on
 the CPU, since this machine has no GPU. So no worker here reports GPU bytes: the page's answer
 from ``/v1/models`` gets, for the loaded model, the ``memory.vram``/``memory.devices`` a worker on
-a GPU build reports (the router's side of them: tests/router/api/test_models_devices.py). What
+a GPU build reports (the router's side of them: tests/router/capacity/test_models_devices.py). What
 is under test is how the page shows them.
 """
 

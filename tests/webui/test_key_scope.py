@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.hub_cache import add_snapshot
+from tests.support.files.hub_cache import add_snapshot
 from tests.support.router_process import RouterProcess, running_router
 from tests.webui.conftest import Shot
 

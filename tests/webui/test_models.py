@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.fake_hub import FakeHub, HubFile
+from tests.support.fakes.fake_hub import FakeHub, HubFile
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 from tests.webui.conftest import DESKTOP, PHONE, Shot
 from tests.webui.ui import last_reply, open_ui, send_message, set_chat_settings
 

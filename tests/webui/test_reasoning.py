@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.support.files.tiny_gguf import CHATML_TEMPLATE, write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import CHATML_TEMPLATE, write_tiny_gguf
 from tests.webui.conftest import Shot
 from tests.webui.ui import (
     current_conversation,

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Request, expect
 
-from tests.support.hermes_model import HERMES_TEMPLATE, USER_TOKENS
+from tests.support.files.hermes_model import HERMES_TEMPLATE, USER_TOKENS
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 from tests.webui.conftest import Shot
 from tests.webui.ui import (
     COMPLETIONS,

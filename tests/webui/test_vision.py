@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_media import png_bytes
+from tests.support.files.tiny_mmproj import IMAGE_TOKENS, write_tiny_mmproj
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_media import png_bytes
-from tests.support.tiny_mmproj import IMAGE_TOKENS, write_tiny_mmproj
 from tests.webui.conftest import Shot
 from tests.webui.ui import COMPLETIONS, drop_image, last_reply, open_ui, set_chat_settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.support.tiny_gguf import CHATML_TEMPLATE
+from tests.support.files.tiny_gguf import CHATML_TEMPLATE
 from worker.chat.formats import OutputParser, ThinkingTags
 from worker.chat.formats.families import HERMES
 from worker.chat.output import plan_output

@@ -25,8 +25,8 @@ class StreamOptions(msgspec.Struct):
 class SamplingFields(msgspec.Struct, kw_only=True):
     # Sampling: None (absent or null) keeps the worker's default. Any JSON decodes here: the
     # numbers are type-checked, clamped or refused as llama-server does, in its words
-    # (worker.answer.sampling_request), each as its row in corral/sampling_fields.py says;
-    # tests/corral/test_sampling_fields.py checks every row has its field here.
+    # (worker.answer.sampling_request), each as its row in corral/options/sampling_fields.py says;
+    # tests/corral/options/test_sampling_fields.py checks every row has its field here.
     temperature: Any = None
     dynatemp_range: Any = None
     dynatemp_exponent: Any = None

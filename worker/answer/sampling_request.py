@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from corral.http.errors import ApiError
-from corral.sampling_fields import INT32_MAX, SAMPLING_FIELDS
+from corral.options.sampling_fields import INT32_MAX, SAMPLING_FIELDS
 from worker.answer.sampling_fields import SamplingFields
 from worker.sampling.params import SamplingParams, samplers_from_chars, samplers_from_names
 

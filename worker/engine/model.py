@@ -22,12 +22,12 @@ from worker.devices.inventory import gpu_devices
 from worker.devices.offload import Offload
 from worker.engine.batching import BatchEngine
 from worker.engine.beside import beside
-from worker.engine.control_vectors import apply_control_vectors
 from worker.engine.embedding_context import Embedder
 from worker.engine.generation import EngineMetrics
 from worker.engine.llama_model import LlamaModel
-from worker.engine.llama_params import context_params, model_params, new_context
 from worker.engine.lora_adapters import LoraAdapters
+from worker.engine.params.control_vectors import apply_control_vectors
+from worker.engine.params.llama_params import context_params, model_params, new_context
 from worker.engine.prompt_inputs import Tokenize
 from worker.engine.prompt_layouts import infill_tokens, rerank_tokens
 from worker.host.layer_placement import LayerPlacement

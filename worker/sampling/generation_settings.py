@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from corral.sampling_fields import IGNORE_EOS, LOGIT_BIAS, SAMPLING_FIELDS
+from corral.options.sampling_fields import IGNORE_EOS, LOGIT_BIAS, SAMPLING_FIELDS
 from worker.sampling.params import SamplingParams
 
 __all__ = ["generation_settings"]

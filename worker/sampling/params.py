@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from corral import sampling_fields as rows
+from corral.options import sampling_fields as rows
 from corral.options.model_options import ModelOptions
 from worker.sampling.reasoning_budget import ReasoningBudget
 
@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 # llama-server's defaults, from the option table: a model given no sampling flags. Each field's
-# option is its row's in the table of sampling fields (corral/sampling_fields.py).
+# option is its row's in the table of sampling fields (corral/options/sampling_fields.py).
 _SERVER = ModelOptions()
 
 # The samplers a chain runs, in upstream's canonical names, and its default order.

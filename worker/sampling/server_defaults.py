@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from corral.options.model_options import ModelOptions
-from corral.sampling_fields import (
+from corral.options.sampling_fields import (
     DRY_SEQUENCE_BREAKERS,
     LOGIT_BIAS,
     SAMPLERS,

@@ -21,8 +21,8 @@ from corral.options.flags import other_flags_given
 from corral.options.kv_layout import kv_layout
 from corral.options.model_options import ModelOptions
 from corral.options.rows import gpu, speculative
+from corral.options.sampling_fields import sampling_option_rows
 from corral.options.table import OptionSpec, option_spec
-from corral.sampling_fields import sampling_option_rows
 from worker.devices.settings import gpu_fields
 from worker.sampling.server_defaults import sampling_defaults
 from worker.settings import readers

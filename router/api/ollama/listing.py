@@ -9,13 +9,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from corral.sampling_fields import SAMPLING_FIELDS
+from corral.options.sampling_fields import SAMPLING_FIELDS
 from router.api.ollama.names import Copies, ollama_name, tagged
+from router.capacity.memory_budget import resident_memory
 from router.catalogue.capabilities import CHAT_TEMPLATE, capabilities
 from router.catalogue.catalogue import CatalogueEntry
 from router.catalogue.listing import ModelListing
 from router.catalogue.model_details import ModelDetails, human_parameters, model_details
-from router.workers.memory_budget import resident_memory
 from router.workers.model_state import ModelState
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Ollama's ``/api/pull``, ``/api/delete`` and ``/api/copy`` over Corral's downloads, hub cache
 and names.
 
-A pull is the download child ``POST /models`` starts (router/workers/download_jobs.py), its
+A pull is the download child ``POST /models`` starts (router/download_jobs.py), its
 progress told as Ollama's NDJSON lines; a delete removes a hub-cache model as
 ``DELETE /models`` does (or forgets a copy); a copy is one more name for a model, kept while the
 router runs.
@@ -19,7 +19,7 @@ from router.api.downloads import remove_cache_model
 from router.api.ollama.lookup import find_model, required
 from router.api.ollama.names import hub_reference, resolve
 from router.api.runtime import RouterRuntime
-from router.workers.download_jobs import DownloadJob
+from router.download_jobs import DownloadJob
 
 __all__ = ["copy_model", "delete_model", "pull_lines", "pull_whole", "start_pull"]
 

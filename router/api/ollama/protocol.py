@@ -34,8 +34,8 @@ KeepAlive = float | str
 
 
 class Options(msgspec.Struct, kw_only=True):
-    """The sampling fields whose Ollama name corral/sampling_fields.py gives (tested), and the
-    budget and stop strings."""
+    """The sampling fields whose Ollama name corral/options/sampling_fields.py gives (tested), and
+    the budget and stop strings."""
 
     num_predict: int | None = None
     temperature: float | None = None

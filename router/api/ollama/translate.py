@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from corral.http.errors import ApiError
-from corral.sampling_fields import SAMPLING_FIELDS
+from corral.options.sampling_fields import SAMPLING_FIELDS
 from router.api.ollama.go_template import render_go_template
 from router.api.ollama.protocol import ChatRequest, GenerateRequest, Message, Options
 

@@ -6,7 +6,7 @@ from litestar import Litestar, get
 from litestar.testing import TestClient
 
 from corral.http.errors import ApiError, exception_handlers
-from tests.support.raising_routes import RAISING_ROUTES
+from tests.support.fakes.raising_routes import RAISING_ROUTES
 
 
 @get("/full")

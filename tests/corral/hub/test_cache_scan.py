@@ -6,7 +6,7 @@ import os
 from pathlib import Path, PurePosixPath
 
 from corral.hub.cache_scan import CachedModel, first_shards, resolve_cached_model, scan_cache
-from tests.support.hub_cache import COMMIT_A, COMMIT_B, add_snapshot
+from tests.support.files.hub_cache import COMMIT_A, COMMIT_B, add_snapshot
 
 
 def names(models: list[CachedModel]) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 from corral.hub.cache_scan import scan_cache
 from corral.hub.companions import COMPANION_MARKERS, is_companion
 from router.catalogue.catalogue import build_catalogue
-from tests.support.hub_cache import add_snapshot
+from tests.support.files.hub_cache import add_snapshot
 
 # A file name as it is found in the wild for each marker. Its tag (Q8_0) differs from the real
 # model's (Q4_0), so a companion taken for a model shows up as a second entry.

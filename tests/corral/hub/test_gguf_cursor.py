@@ -12,7 +12,7 @@ import pytest
 
 from corral.hub.gguf_cursor import MAX_DEPTH, MAX_ITEMS, MAX_NAME, MAX_TEXT, MAX_TEXT_TOTAL
 from corral.hub.gguf_header import GGUFError, read_gguf_metadata, read_gguf_tensors
-from tests.support.gguf_mutations import nested_arrays, string_value
+from tests.support.files.gguf_mutations import nested_arrays, string_value
 
 _U32 = struct.Struct("<I")
 

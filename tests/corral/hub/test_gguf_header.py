@@ -17,7 +17,7 @@ from corral.hub.gguf_header import (
     read_gguf_tensors,
 )
 from corral.hub.sizes import human_size
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 
 
 def test_scalars_are_read_and_arrays_skipped(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from corral.hub.cache_scan import scan_cache
 from corral.hub.removal import NotInCache, remove_cached_model, sweep_stale_partials
-from tests.support.hub_cache import COMMIT, REPO, lay_out
+from tests.support.files.hub_cache import COMMIT, REPO, lay_out
 
 
 def blob_names(repo_dir: Path) -> set[str]:

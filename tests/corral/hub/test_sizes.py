@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from corral.hub.sizes import cached_model_sizes
-from tests.support.hub_cache import REPO, lay_out
+from tests.support.files.hub_cache import REPO, lay_out
 
 
 def test_sizes_count_every_shard_and_the_projector(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import psutil
 
-from tests.support.hub_cache import lay_out
+from tests.support.files.hub_cache import lay_out
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 MODEL = "acme/tiny-GGUF:Q8_0"
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}

@@ -7,9 +7,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_lora import write_tiny_lora
 from tests.support.router_process import running_router
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_lora import write_tiny_lora
 
 
 @pytest.fixture(scope="module")

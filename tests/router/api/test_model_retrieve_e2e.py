@@ -12,9 +12,9 @@ import anthropic
 import openai
 import pytest
 
-from tests.support.hub_cache import lay_out
+from tests.support.files.hub_cache import lay_out
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 HUB_ID = "acme/tiny-GGUF:Q8_0"  # a hub name: its id has a slash
 IDS = [HUB_ID, "alpha", "beta"]  # as listed: sorted by id

@@ -23,13 +23,13 @@ from typing import Any, NoReturn
 
 import pytest
 
+from tests.support.files.tiny_gguf import TEXT_EMBEDDING_LENGTH, write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import TEXT_EMBEDDING_LENGTH, write_tiny_gguf
 
 SCRIPTS = Path(__file__).with_name("node_clients")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "corral" / "npm-clients"
 # node_clients/checks.mjs's limit: the tiny models never end a turn of their own accord
-# (tests/support/tiny_gguf.py), so every reply is that many tokens, cut by the limit.
+# (tests/support/files/tiny_gguf.py), so every reply is that many tokens, cut by the limit.
 MAX_TOKENS = 8
 
 # `npm ci`: exactly the lock's versions, from npm's own cache where it has them; no install

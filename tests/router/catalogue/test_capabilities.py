@@ -14,8 +14,8 @@ from router.catalogue.capabilities import (
 )
 from router.catalogue.catalogue import CatalogueEntry
 from router.catalogue.model_details import model_details
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_mmproj import write_tiny_audio_mmproj, write_tiny_mmproj
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_mmproj import write_tiny_audio_mmproj, write_tiny_mmproj
 
 THINKING = "{% if enable_thinking %}<think>{% endif %}{{ messages[0].content }}"
 TOOLS = "{% if tools %}{{ tools | tojson }}{% endif %}{{ messages[0].content }}"

@@ -11,7 +11,7 @@ from router.catalogue.catalogue import (
     CatalogueError,
     build_catalogue,
 )
-from tests.support.hub_cache import add_snapshot
+from tests.support.files.hub_cache import add_snapshot
 
 
 def _touch(path: Path) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from router.catalogue.catalogue import Catalogue, CatalogueError, build_catalogue
-from tests.support.hub_cache import add_snapshot
+from tests.support.files.hub_cache import add_snapshot
 
 
 def _catalogue(

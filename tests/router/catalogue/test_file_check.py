@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from router.catalogue.file_check import model_file_problem
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 
 
 def test_a_file_changed_after_a_good_verdict_is_checked_again(tmp_path: Path) -> None:

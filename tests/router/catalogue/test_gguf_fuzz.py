@@ -3,7 +3,7 @@ header reader raise anything but its own error, nor recurse (the walk's bounds, 
 from stalling, are tests/corral/hub/test_gguf_cursor.py's); a real router lists every case
 (normally or with its error), reloads, answers ``/api/show`` and survives loading a few.
 
-Every case is derived from ``SEED`` and its number alone (tests/support/gguf_mutations.py):
+Every case is derived from ``SEED`` and its number alone (tests/support/files/gguf_mutations.py):
 a failure names both, and ``mutated(base, fields, SEED, number)`` gives the same file again.
 """
 
@@ -23,16 +23,16 @@ import pytest
 from corral.hub.gguf_header import GGUFError, read_gguf_metadata, read_gguf_tensors
 from corral.hub.mmproj_inputs import input_modalities
 from router.api.ollama.listing import show_model
+from router.capacity.memory_budget import kv_cache_bytes
 from router.catalogue.capabilities import declares_pooling
 from router.catalogue.catalogue import CatalogueEntry
 from router.catalogue.file_check import entry_problem
 from router.catalogue.model_details import model_details
-from router.workers.memory_budget import kv_cache_bytes
 from router.workers.pool import worker_argv
-from tests.support.gguf_mutations import Field, header_fields, mutated
+from tests.support.files.gguf_mutations import Field, header_fields, mutated
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_mmproj import write_tiny_mmproj
 from tests.support.router_process import running_router
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_mmproj import write_tiny_mmproj
 
 SEED = 35
 CASES = 5000

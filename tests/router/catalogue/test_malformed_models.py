@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.gguf_mutations import nested_arrays, with_key, write_with_huge_string
+from tests.support.files.gguf_mutations import nested_arrays, with_key, write_with_huge_string
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_mmproj import write_tiny_mmproj
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_mmproj import write_tiny_mmproj
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 # The reported attack: a 36 KB header of 3,000 arrays each holding the next.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from router.catalogue.catalogue import CatalogueEntry
 from router.catalogue.model_details import human_parameters, model_details, model_header
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 
 
 def test_parameter_sizes_read_as_ollama_writes_them() -> None:

@@ -11,10 +11,10 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.fake_hub import FakeHub, HubFile
+from tests.support.fakes.fake_hub import FakeHub, HubFile
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.model_events import EventReader
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 

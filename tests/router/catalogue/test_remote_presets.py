@@ -16,7 +16,7 @@ from router.catalogue.remote_presets import (
     REMOTE_PRESET_KEYS,
     remote_key_allowed,
 )
-from tests.support.hub_cache import add_snapshot
+from tests.support.files.hub_cache import add_snapshot
 
 # common/preset.cpp, get_remote_preset_whitelist: these, and every option common/arg.cpp marks
 # .set_sampling() (LLAMA_SERVER_SAMPLING_KEYS, generated from the vendored arg.cpp).

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_hub import FakeHub, HubFile
-from tests.support.hub_cache import lay_out
+from tests.support.fakes.fake_hub import FakeHub, HubFile
+from tests.support.files.hub_cache import lay_out
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.local_server import serving
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 MODEL = "acme/tiny-GGUF:Q8_0"
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_hub import FakeHub
-from tests.support.hub_cache import lay_out
+from tests.support.fakes.fake_hub import FakeHub
+from tests.support.files.hub_cache import lay_out
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.model_events import EventReader
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 REPO = "acme/split-GGUF"
 MODEL = f"{REPO}:Q8_0"

@@ -8,7 +8,7 @@ import pytest
 
 from corral.children.download_payloads import DownloadProgress
 from router.cli.hub_download import ProgressBar, format_duration
-from tests.support.fake_clock import FakeClock
+from tests.support.fakes.fake_clock import FakeClock
 
 MB = 1_000_000
 

@@ -8,7 +8,7 @@ import pytest
 
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from router.cli.main import parse_serve_args
-from tests.support.hub_cache import add_snapshot
+from tests.support.files.hub_cache import add_snapshot
 
 
 def test_a_shortcut_serves_its_hub_model_with_llama_servers_settings() -> None:

@@ -1,8 +1,8 @@
 """Every relayed answer is shown on the router's own origin, the Web UI's (docs/security.md):
 it keeps only the APIs' content types, with ``nosniff`` and a sandboxing CSP.
 
-The attack is a peer (tests/support/fake_peer.py) that answers a web page with a script: a link
-to ``/slots?model=page`` or ``/metrics?model=page``, or a cross-site form posting text/plain to
+The attack is a peer (tests/support/fakes/fake_peer.py) that answers a web page with a script: a
+link to ``/slots?model=page`` or ``/metrics?model=page``, or a cross-site form posting text/plain to
 the chat route, would run it with the Web UI's stored key. Through a real router it comes back
 as bytes to save. What the APIs answer (a worker's and a peer's JSON and SSE, a worker's
 metrics, Ollama's NDJSON) keeps its type and its bytes.
@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.fake_peer import PAGE, PAGE_MODEL, STREAM, FakePeer, running_fake_peer
+from tests.support.fakes.fake_peer import PAGE, PAGE_MODEL, STREAM, FakePeer, running_fake_peer
 from tests.support.router_process import RouterProcess, running_router
 
 GUARDS = {

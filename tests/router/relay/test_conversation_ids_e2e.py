@@ -1,6 +1,6 @@
 """Conversation ids (docs/security.md, "Key holders"): a client's is at most 256 bytes, and a
 peer is told an opaque one, never ``key_id/conversation``: a real keyed router relaying to a
-fake peer on loopback (tests/support/fake_peer.py) that keeps every request's headers."""
+fake peer on loopback (tests/support/fakes/fake_peer.py) that keeps every request's headers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.fake_peer import FakePeer, running_fake_peer
+from tests.support.fakes.fake_peer import FakePeer, running_fake_peer
 from tests.support.keyed_router import bearer, keyed_router
 from tests.support.router_process import RouterProcess
 

@@ -1,5 +1,5 @@
 """A peer is another party (docs/security.md, Peers): a real router relaying to a fake peer on
-loopback (tests/support/fake_peer.py) that lists too much, answers without end, and tries to
+loopback (tests/support/fakes/fake_peer.py) that lists too much, answers without end, and tries to
 set cookies on the router's origin.
 """
 
@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from router.relay.peers import LISTING_MAX_NAMES
-from tests.support.fake_peer import (
+from tests.support.fakes.fake_peer import (
     ENDLESS_BYTES,
     HOSTILE_HEADERS,
     KEPT_HEADERS,

@@ -18,8 +18,8 @@ from typing import Any
 import openai
 import pytest
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 FAR_KEY = "far-secret-key-6d1f"
 WRONG_KEY = "wrong-secret-key-93ab"

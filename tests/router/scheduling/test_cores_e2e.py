@@ -17,7 +17,7 @@ from typing import cast
 import pytest
 
 from corral.cpu_threads import default_threads
-from tests.support.bundled_model import bundled_model
+from tests.support.files.bundled_model import bundled_model
 from tests.support.router_process import RouterProcess, running_router
 from tests.support.thread_counts import threads_in, threads_once
 

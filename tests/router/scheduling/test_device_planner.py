@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from router.capacity.devices import Device, FakeDevices
+from router.capacity.placement import Placement
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.device_planner import DevicePlanner, choose_devices
-from router.workers.devices import Device, FakeDevices
 from router.workers.model_state import ModelState
-from router.workers.placement import Placement
 
 G, M = 1 << 30, 1 << 20
 

@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 import pytest
 
+from router.capacity.devices import Device, FakeDevices, ProcessMemory
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.device_snapshot import DeviceSnapshot
-from router.workers.devices import Device, FakeDevices, ProcessMemory
 from router.workers.model_state import ModelState
 from tests.support.scheduling_harness import harness
 

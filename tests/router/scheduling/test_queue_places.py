@@ -10,10 +10,10 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from router.availability.errors import QueueFull, SchedulingError
 from router.scheduling.answers import api_error
 from router.scheduling.leases import Lease
 from router.scheduling.waiting_line import Caller, caller_share
-from router.workers.errors import QueueFull, SchedulingError
 from tests.support.scheduling_harness import Harness, harness
 
 pytestmark = pytest.mark.anyio

@@ -14,14 +14,14 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from router.catalogue.catalogue import Catalogue
-from router.workers.errors import (
+from router.availability.errors import (
     AlreadyRunning,
     LoadFailed,
     LoadInterrupted,
     ModelNotFound,
     NoRoom,
 )
+from router.catalogue.catalogue import Catalogue
 from router.workers.model_state import ModelState, Status
 from tests.support.scheduling_harness import Harness, harness
 

@@ -12,11 +12,11 @@ import pytest
 
 from corral.children.device_use import OutOfMemory
 from corral.children.protocol import StateMessage
+from router.availability.errors import OutOfDeviceMemory
+from router.capacity.devices import Device, FakeDevices
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.answers import api_error
 from router.scheduling.device_planner import DevicePlanner
-from router.workers.devices import Device, FakeDevices
-from router.workers.errors import OutOfDeviceMemory
 from router.workers.model_state import Status
 from tests.support.scheduling_harness import Harness, harness
 

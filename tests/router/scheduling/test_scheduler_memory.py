@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from router.workers.memory_budget import MemoryBudget
+from router.capacity.memory_budget import MemoryBudget
 from router.workers.model_state import ModelState, Status
 from tests.support.scheduling_harness import harness
 

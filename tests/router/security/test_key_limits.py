@@ -29,7 +29,7 @@ from router.security.rate_limits import (
     SessionLimits,
     TokenBucket,
 )
-from tests.support.fake_clock import FakeClock
+from tests.support.fakes.fake_clock import FakeClock
 
 SECRET = "s3cret-Key-that-must-not-show"
 

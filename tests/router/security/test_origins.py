@@ -18,9 +18,9 @@ import pytest
 from router.app import create_app
 from router.security.origins import TOOLS_OPT
 from router.settings import ServeSettings
-from tests.support.hub_cache import lay_out
+from tests.support.files.hub_cache import lay_out
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 EVIL = "https://evil.example"
 CACHED = "acme/tiny-GGUF:Q4_K_M"

@@ -23,7 +23,7 @@ from router.workers.child_supervisor import (
     ChildSupervisor,
 )
 from router.workers.launcher import SubprocessLauncher
-from tests.support.fake_launcher import FakeChild, FakeLauncher
+from tests.support.fakes.fake_launcher import FakeChild, FakeLauncher
 
 pytestmark = pytest.mark.anyio
 

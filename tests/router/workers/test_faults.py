@@ -18,10 +18,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from corral.children.protocol import StateMessage
 from router.api.metrics import RequestCounter, render_metrics
 from router.api.models import _status
+from router.availability.errors import LoadFailed, LoadStalled, QueueFull, SchedulingError
 from router.scheduling.answers import api_error
 from router.scheduling.waiting_line import Caller
 from router.settings import ServeSettings
-from router.workers.errors import LoadFailed, LoadStalled, QueueFull, SchedulingError
 from router.workers.model_state import ModelState, Status
 from router.workers.stall_watchdog import FAULT_LOAD_STALLED, FAULT_STALLED, StallWatchdog
 from tests.support.scheduling_harness import Harness, harness

@@ -14,10 +14,8 @@ import pytest
 
 from corral.children.worker_key import WORKER_KEY_ENV
 from corral.http.errors import ApiError
-from router.catalogue.catalogue import Catalogue, CatalogueEntry
-from router.scheduling.answers import api_error, scheduling_answered
-from router.workers.catalogue_diff import carried_over, stale_models
-from router.workers.errors import (
+from router.availability.catalogue_diff import carried_over, stale_models
+from router.availability.errors import (
     AlreadyRunning,
     LoadFailed,
     LoadInterrupted,
@@ -25,11 +23,13 @@ from router.workers.errors import (
     NoRoom,
     SchedulingError,
 )
+from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.scheduling.answers import api_error, scheduling_answered
 from router.workers.lookup import find_model
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import worker_argv
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.scheduling_harness import harness
-from tests.support.tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.anyio
 

@@ -14,13 +14,13 @@ import anyio.lowlevel
 import pytest
 
 from corral.children.worker_key import WORKER_KEY_ENV
+from router.availability.errors import LoadFailed
+from router.capacity.memory_budget import SPARE_WORKER_BYTES, MemoryBudget
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.leases import Lease
-from router.workers.errors import LoadFailed
-from router.workers.memory_budget import SPARE_WORKER_BYTES, MemoryBudget
 from router.workers.model_state import ModelFields, ModelState, Status
 from router.workers.spares import SPARE_ARGV
-from tests.support.fake_launcher import FakeChild
+from tests.support.fakes.fake_launcher import FakeChild
 from tests.support.scheduling_harness import Harness, harness
 
 pytestmark = pytest.mark.anyio

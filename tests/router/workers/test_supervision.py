@@ -13,8 +13,8 @@ import gguf
 import psutil
 
 from corral.hub.sizes import human_size
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.tiny_media import png_bytes
+from tests.support.files.tiny_media import png_bytes
 from tests.support.worker_process import worker
 
 HI = [{"role": "user", "content": "hi"}]

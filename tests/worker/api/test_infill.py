@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import WorkerProcess, worker
 
 PATHS = ["/rerank", "/v1/rerank", "/reranking", "/v1/reranking"]

@@ -1,6 +1,6 @@
 """Context checkpoints and the window check of a sliding-window model (worker/cache/checkpoints.py).
 
-A real worker runs the tiny gemma2 model of tests/support/tiny_swa_gguf.py with llama-server's
+A real worker runs the tiny gemma2 model of tests/support/files/tiny_swa_gguf.py with llama-server's
 default cache (no ``--swa-full``), a 64-token ubatch so that its window layers keep 256 cells,
 and one slot. A prompt whose first 400 tokens match a 700-token one read before it cannot resume
 from the cut cache: the window before position 400 was overwritten. What it answers must equal
@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.support.tiny_swa_gguf import write_tiny_swa_gguf
+from tests.support.files.tiny_swa_gguf import write_tiny_swa_gguf
 from tests.support.worker_process import WorkerProcess, worker
 
 # No copies in host memory (--cache-ram 0) unless a test asks: they would serve some prompts.

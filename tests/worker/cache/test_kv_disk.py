@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.bundled_model import bundled_model
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_lora import write_tiny_lora
+from tests.support.files.bundled_model import bundled_model
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_lora import write_tiny_lora
 from tests.support.worker_process import worker
 
 _WORDS = "once upon a time there was a little model that said hello to the world and then "

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
 # Long enough to be worth saving (at least 16 tokens) on the tiny model's word vocabulary.

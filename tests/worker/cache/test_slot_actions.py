@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import WorkerProcess, worker
 from worker.cache.slot_files import valid_filename
 

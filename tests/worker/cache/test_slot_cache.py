@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.fake_clock import FakeClock
+from tests.support.fakes.fake_clock import FakeClock
 from worker.cache.slot_cache import SAVE_WITHIN, SlotCaches
 from worker.cache.slot_files import erase_slot
 from worker.engine.batching import BatchEngine

@@ -17,7 +17,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
 GOLDENS = Path(__file__).parents[1] / "template_goldens"

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.worker.chat.weather_tool import ASK, WEATHER
 
 CLOCK = {"type": "function", "function": {"name": "clock", "description": "The time now"}}

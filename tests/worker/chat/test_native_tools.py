@@ -17,8 +17,8 @@ import httpx
 import openai
 import pytest
 
-from tests.support.hermes_model import HERMES_TEMPLATE, USER_TOKENS
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.hermes_model import HERMES_TEMPLATE, USER_TOKENS
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 from tests.worker.chat.weather_tool import ASK, PARAMETERS, WEATHER
 

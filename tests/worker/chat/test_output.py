@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from corral.http.errors import ApiError
-from tests.support.tiny_gguf import CHATML_TEMPLATE
+from tests.support.files.tiny_gguf import CHATML_TEMPLATE
 from worker.chat.output import plan_output
 
 HERMES = "{{ '<tool_call>' }}{# <think> #}"

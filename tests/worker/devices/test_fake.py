@@ -1,7 +1,7 @@
 """A worker on fake GPUs (``CORRAL_FAKE_DEVICES``): it loads on the CPU and reports the model as
 placed where it was told (worker/devices/fake.py); it lists them as its GPUs
 (tests/worker/devices/test_inventory.py). The router's side, over real workers:
-tests/router/workers/test_fake_gpus_e2e.py."""
+tests/router/capacity/test_fake_gpus_e2e.py."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from worker.devices.settings import GpuSettings
 from worker.host import ggml_backends
 from worker.host.llama_bindings import llama_cpp
 
-_TRAINED_CTX = 2048  # tests/support/tiny_gguf.py
+_TRAINED_CTX = 2048  # tests/support/files/tiny_gguf.py
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import cast
 
 import pytest
 
-from tests.support.fake_clock import FakeClock
+from tests.support.fakes.fake_clock import FakeClock
 from worker.engine.engine import Engine
 from worker.engine.model import LoadedModel
 

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_lora import write_tiny_lora
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_lora import write_tiny_lora
 from tests.support.worker_process import WorkerProcess, worker
 
 PROMPT = "once upon a time"

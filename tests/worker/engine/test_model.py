@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from worker.engine.llama_params import new_context
 from worker.engine.model import LoadedModel
+from worker.engine.params.llama_params import new_context
 from worker.host.llama_bindings import llama_cpp
 from worker.settings.parse import parse_worker_args
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from worker.engine.model import LoadedModel
 from worker.host.llama_bindings import llama_cpp
 from worker.settings.parse import parse_worker_args

@@ -14,7 +14,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionToolParam
 
-from tests.support.bundled_model import bundled_model
+from tests.support.files.bundled_model import bundled_model
 from tests.support.worker_process import worker
 
 TOOLS: list[ChatCompletionToolParam] = [

@@ -14,7 +14,7 @@ from corral.children.protocol import EXIT_FAILED
 from worker.engine.model import LoadedModel
 from worker.settings.parse import parse_worker_args
 
-# tests/support/tiny_gguf.py: two blocks (llama.cpp counts the output layer too), two KV heads
+# tests/support/files/tiny_gguf.py: two blocks (llama.cpp counts the output layer too), two KV heads
 # of 16 dimensions, a 2,048-token training context.
 _LAYERS, _BLOCKS, _KV_WIDTH, _CTX = 3, 2, 2 * 16, 2048
 

@@ -1,7 +1,7 @@
 """A worker's ``restore`` notes on its stdout (docs/protocol.md §1): two for a request the router
 named that loads a saved KV cache, here from the disk tier a killed worker left, none for one
 it did not name (worker/host/restore_notes.py). The memory tier's are seen through a router in
-tests/router/api/test_activity_restoring.py."""
+tests/router/observe/test_activity_restoring.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from corral.children.protocol import REQUEST_ID_HEADER, RESTORE_STATE, RestoreNote, parse_restore
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import WorkerProcess, worker
 
 _WORDS = "once upon a time there was a little model that said hello to the world and then "

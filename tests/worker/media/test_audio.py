@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_media import png_bytes, wav_bytes
-from tests.support.tiny_mmproj import AUDIO_TOKENS, write_tiny_audio_mmproj
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_media import png_bytes, wav_bytes
+from tests.support.files.tiny_mmproj import AUDIO_TOKENS, write_tiny_audio_mmproj
 from tests.support.worker_process import WorkerProcess, worker
 
 MARKER = "<__media__>"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tiny_media import png_bytes
+from tests.support.files.tiny_media import png_bytes
 from worker.host.errors import InvalidInput
 from worker.media.rules import MediaBudget, MediaRules
 from worker.media.sources import read_media

@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_media import png_bytes
-from tests.support.tiny_mmproj import write_tiny_mmproj
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_media import png_bytes
+from tests.support.files.tiny_mmproj import write_tiny_mmproj
 from tests.support.worker_process import worker
 from worker.host.ggml_backends import device_by_name
 from worker.settings.groups import ProjectorSettings

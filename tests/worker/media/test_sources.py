@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.files.tiny_media import png_bytes
 from tests.support.local_server import serving
-from tests.support.tiny_media import png_bytes
 from tests.support.tls import self_signed
 from worker.host.errors import InvalidInput
 from worker.media.rules import MediaBudget, MediaRules

@@ -13,9 +13,9 @@ import httpx
 import openai
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_media import png_bytes, wav_bytes
-from tests.support.tiny_mmproj import IMAGE_TOKENS, write_tiny_mmproj
+from tests.support.files.tiny_gguf import write_tiny_gguf
+from tests.support.files.tiny_media import png_bytes, wav_bytes
+from tests.support.files.tiny_mmproj import IMAGE_TOKENS, write_tiny_mmproj
 from tests.support.worker_process import WorkerProcess, worker
 
 MARKER = "<__media__>"

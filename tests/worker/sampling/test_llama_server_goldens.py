@@ -18,8 +18,8 @@ import httpx
 import openai
 import pytest
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
 GOLDENS = Path(__file__).resolve().parent.parent / "sampling_goldens" / "llama_server.json"

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from corral.children.protocol import EXIT_FAILED
-from tests.support.tiny_gguf import WORDS, write_tiny_gguf
+from tests.support.files.tiny_gguf import WORDS, write_tiny_gguf
 from tests.support.worker_process import worker
 
 PROMPTS = ("once upon a time the little model", "hello world, this is a story", "the water")

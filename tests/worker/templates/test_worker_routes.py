@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.template_goldens import GoldenCase, golden_cases, golden_template
-from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.worker_process import worker
 
 # Date-free templates (the worker prints today's date), with and without {{ bos_token }},

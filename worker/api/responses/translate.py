@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from corral.http.errors import ApiError
-from corral.sampling_fields import TEMPERATURE, TOP_P
+from corral.options.sampling_fields import TEMPERATURE, TOP_P
 from worker.answer.sampling_fields import SamplingFields
 from worker.api.responses.protocol import (
     FunctionCallItem,

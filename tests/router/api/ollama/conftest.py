@@ -17,10 +17,10 @@ from pathlib import Path
 import ollama
 import pytest
 
-from tests.support.hermes_model import HERMES_TEMPLATE, USER_TOKENS
+from tests.support.files.hermes_model import HERMES_TEMPLATE, USER_TOKENS
+from tests.support.files.tiny_gguf import CHATML_TEMPLATE, write_tiny_gguf
+from tests.support.files.tiny_mmproj import write_tiny_mmproj
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import CHATML_TEMPLATE, write_tiny_gguf
-from tests.support.tiny_mmproj import write_tiny_mmproj
 
 # ChatML whose generation prompt opens the thinking, as Qwen 3's and DeepSeek R1's do.
 THINKING_TEMPLATE = CHATML_TEMPLATE.replace(

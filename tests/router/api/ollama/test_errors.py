@@ -9,7 +9,7 @@ from litestar.testing import TestClient
 
 from corral.http.errors import exception_handlers
 from router.api.ollama.errors import ollama_exception_handlers
-from tests.support.raising_routes import RAISING_PATHS, RAISING_ROUTES
+from tests.support.fakes.raising_routes import RAISING_PATHS, RAISING_ROUTES
 
 
 @pytest.mark.parametrize("path", RAISING_PATHS)

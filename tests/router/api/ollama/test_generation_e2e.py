@@ -12,9 +12,9 @@ import httpx
 import ollama
 import pytest
 
+from tests.support.files.tiny_media import png_bytes
+from tests.support.files.tiny_mmproj import IMAGE_TOKENS
 from tests.support.router_process import RouterProcess
-from tests.support.tiny_media import png_bytes
-from tests.support.tiny_mmproj import IMAGE_TOKENS
 
 GREEDY: dict[str, Any] = {"temperature": 0, "num_predict": 6}
 HI = [{"role": "user", "content": "hello there"}]

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from router.api.ollama.listing import memory_in_ps
+from router.capacity.devices import FakeDevices
 from router.scheduling.device_planner import DevicePlanner
-from router.workers.devices import FakeDevices
+from tests.support.fakes.two_gpus import split_over_two_gpus
 from tests.support.scheduling_harness import harness
-from tests.support.two_gpus import split_over_two_gpus
 
 pytestmark = pytest.mark.anyio
 

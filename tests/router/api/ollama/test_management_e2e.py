@@ -10,9 +10,9 @@ from pathlib import Path
 import ollama
 import pytest
 
-from tests.support.fake_hub import FakeHub
+from tests.support.fakes.fake_hub import FakeHub
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 REPO = "acme/tiny-GGUF"
 PULLED = f"hf.co/{REPO}:Q4_K_M"

@@ -11,8 +11,8 @@ import httpx
 import ollama
 import pytest
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 GREEDY: dict[str, Any] = {"temperature": 0, "num_predict": 6}
 HI = [{"role": "user", "content": "hello there"}]

@@ -27,10 +27,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.keyed_router import bearer
 from tests.support.local_server import serving
 from tests.support.router_process import RouterProcess, running_router
-from tests.support.tiny_gguf import write_tiny_gguf
 
 KEY = "trace-test-key-5be1c0"
 CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
