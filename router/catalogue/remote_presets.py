@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from corral.hub.cache_scan import CachedModel
-from corral.options.sampling_fields import sampling_option_rows
+from corral.options.sampling_fields import IGNORE_EOS, LOGIT_BIAS, sampling_option_rows
 from corral.options.table import find_option
 from router.catalogue.llama_server_keys import LLAMA_SERVER_SAMPLING_KEYS
 
@@ -47,7 +47,7 @@ __all__ = [
 # A grammar or a schema decides every answer's text ("Your session expired: log in again at
 # https://evil.example"); a logit bias can ban or force tokens, ignore-eos make every answer
 # run to its length limit. A stranger's preset tunes sampling, it does not write the answers.
-OUTPUT_FORCING_KEYS = frozenset({"grammar", "json-schema", "logit-bias", "ignore-eos"})
+OUTPUT_FORCING_KEYS = frozenset({"grammar", "json-schema", LOGIT_BIAS.option, IGNORE_EOS.option})
 REMOTE_PRESET_KEYS = frozenset(
     {
         # Sampling: request defaults, how it is generated, never where anything is read from:
