@@ -176,7 +176,13 @@ def test_connections_waiting_for_a_head_make_room_for_a_keyed_client(
         # else told why, as a refused newcomer is.
         closed = _until_closed(waiting[0])
         if sent:
-            assert _error(closed) == (503, LIMIT_MESSAGE)
+            # Every head here began with the router full, so each has the near-cap 5 s: on a
+            # busy machine the oldest may reach it before the keyed client arrives. Either way
+            # it gave way, and never locked the keyed client out.
+            assert _error(closed) in (
+                (503, LIMIT_MESSAGE),
+                (408, "the request's head did not arrive within 5 s"),
+            )
         else:
             assert closed == b""
         for sock in waiting:
