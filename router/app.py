@@ -23,7 +23,6 @@ from router.observe.activity import Activity
 from router.scheduling.leases import release_leases
 from router.security.guard import ApiKeyAuth
 from router.security.origins import OriginGate
-from router.security.request_limits import body_limit_handlers
 from router.services import running_services
 from router.settings import ServeSettings
 from router.startup import plan_startup
@@ -52,8 +51,9 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
             app.state.runtime = runtime
             yield
 
-    auth = ApiKeyAuth(settings.api_keys)
-    handlers = {**exception_handlers, **body_limit_handlers(settings.max_body)}
+    auth = ApiKeyAuth.of(settings)
+    body_limit = settings.body_limit
+    handlers = {**exception_handlers, **body_limit.handlers()}
     return Litestar(
         route_handlers=[
             *model_routes,
@@ -71,12 +71,12 @@ def create_app(settings: ServeSettings, launcher: WorkerLauncher | None = None) 
         exception_handlers=auth.exception_handlers(handlers),
         # Outermost: leases on models end with their request, whatever ends it. Then what a web
         # page may do (docs/security.md), which no key changes, before the key check.
-        middleware=[release_leases, OriginGate(settings.cors_origins), *auth.middleware()],
+        middleware=[release_leases, OriginGate(settings.cors), *auth.middleware()],
         lifespan=[lifespan],
         state=State({"auth": auth, "tools": tools, "activity": activity}),
         # Litestar checks Content-Length before reading and counts the bytes of a chunked
         # body as they come, so a larger body is refused before it is buffered.
-        request_max_body_size=settings.max_body,
+        request_max_body_size=body_limit.size,
         logging_config=None,
         debug=False,
     )

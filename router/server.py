@@ -19,7 +19,6 @@ import uvicorn
 from litestar import Litestar
 from litestar.types import ASGIApp
 
-from corral.children.environment import MAX_BODY_ENV
 from corral.http.cors import CorsHeaders
 from corral.http.hosts import host_check, listens_on_loopback_only
 from corral.http.sockets import bind_hosts
@@ -33,7 +32,7 @@ from router.cli.hub_download import DownloadFailed, download_model
 from router.observe.access_log import AccessLog
 from router.observe.activity import Activity
 from router.observe.tracing import tracer_for
-from router.security.connections import ConnectionLimits, guarded_protocol
+from router.security.connections import guarded_protocol
 from router.security.guard import warn_if_exposed
 from router.settings import ServeSettings
 from router.tools.toolbox import ToolBox
@@ -121,8 +120,7 @@ def serve(settings: ServeSettings) -> None:
     warn_if_exposed(settings)
     for flag in settings.no_effect_flags:
         _log.warning("flag accepted for llama-server compatibility has no effect here", flag=flag)
-    # Inherited by every worker (docs/protocol.md §8): none refuses a body the router accepted.
-    os.environ[MAX_BODY_ENV] = str(settings.max_body)
+    settings.body_limit.pass_to_workers(os.environ)
     settings = _download_missing(settings)
     try:
         app = create_app(settings)
@@ -130,16 +128,17 @@ def serve(settings: ServeSettings) -> None:
         _log.error("invalid model catalogue", error=str(exc))
         raise SystemExit(1) from None
     # Bound here rather than by uvicorn so that `--port 0` works: the log says the real port.
+    listen = settings.listen
     try:
-        sockets = bind_hosts(settings.host, settings.port, reuse_port=settings.reuse_port)
+        sockets = bind_hosts(listen)
     except OSError as exc:
-        _log.error("cannot listen", host=settings.host, port=settings.port, error=str(exc))
+        _log.error("cannot listen", host=listen.host, port=listen.port, error=str(exc))
         raise SystemExit(1) from None
     # Outermost, the Host check (DNS rebinding): before CORS, so no name but the router's own
     # gets even a preflight's answer.
     served = host_check(
-        CorsHeaders(_mounted(app, settings), settings.cors_origins),
-        settings.allowed_hosts,
+        CorsHeaders(_mounted(app, settings), settings.cors),
+        settings.hosts,
         loopback_only=listens_on_loopback_only(sockets),
     )
     config = uvicorn.Config(
@@ -149,7 +148,7 @@ def serve(settings: ServeSettings) -> None:
         ssl_certfile=settings.ssl_cert_file,
         lifespan="on",
         # Deadlines for receiving a request, and the connection cap (docs/security.md).
-        http=guarded_protocol(ConnectionLimits.from_environment(settings.max_connections)),
+        http=guarded_protocol(settings.connection_limits),
         # Long streams would otherwise hold shutdown open indefinitely.
         timeout_graceful_shutdown=5,
     )

@@ -4,6 +4,11 @@ Each field is filled by the flag row whose ``dest`` names it (:mod:`router.cli.s
 whose default is the field's, or by one of the named derivations below, which read several
 flags (the models to serve, the keys, the tools and the origins they allow); tests/router/cli
 checks that every row and every field is one or the other.
+
+A concern that several modules serve reads its settings as its own object, built here from the
+fields (where it listens, the names and origins it answers, how large a request may be) and
+passed down whole, so that a flag's name is written in its row, its field and at most one module
+that uses it (tests/router/cli/test_flag_spellings.py).
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from corral.http.cors import CorsPolicy
+from corral.http.hosts import HostPolicy
+from corral.http.sockets import Listen
 from corral.hub.cache_layout import locate_cache_dir
 from corral.hub.cache_scan import cached_hub_file
 from corral.options.table import normalise_options
@@ -23,6 +31,8 @@ from corral.options.text_files import json_object, text_or_file
 from router.cli.serve_flag import default_setting
 from router.cli.serve_flags import SERVE_FLAGS
 from router.security.api_keys import ApiKey, load_api_keys
+from router.security.connections import ConnectionLimits
+from router.security.request_limits import BodyLimit
 from router.tools.mcp.mcp_config import McpServerConfig, load_mcp_servers
 from router.tools.toolbox import choose_builtin_tools
 
@@ -110,6 +120,29 @@ class ServeSettings:
         """Whether each key's prompt caches serve only that key (router/security/cache_scope.py):
         with keys, unless ``--cache-share``; without keys there is one caller."""
         return bool(self.api_keys) and not self.cache_share
+
+    @property
+    def listen(self) -> Listen:
+        return Listen(self.host, self.port, reuse_port=self.reuse_port)
+
+    @property
+    def hosts(self) -> HostPolicy:
+        """The Host check's names (corral/http/hosts.py), around the whole app."""
+        return HostPolicy(self.allowed_hosts)
+
+    @property
+    def cors(self) -> CorsPolicy:
+        """The origins web pages may call from: one policy for the CORS headers around the app
+        and the origin gate inside it (router/security/origins.py)."""
+        return CorsPolicy(self.cors_origins)
+
+    @property
+    def body_limit(self) -> BodyLimit:
+        return BodyLimit(self.max_body)
+
+    @property
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits.from_environment(self.max_connections)
 
 
 _FIELDS = frozenset(f.name for f in fields(ServeSettings))

@@ -19,7 +19,7 @@ from litestar import Litestar
 from corral.children import lifeline
 from corral.children.protocol import EXIT_FAILED, EXIT_STOPPED, StateWriter
 from corral.http.header_spelling import SpelledHeadersProtocol
-from corral.http.sockets import WORKER_KEEP_ALIVE_SECONDS, bind_hosts
+from corral.http.sockets import WORKER_KEEP_ALIVE_SECONDS, Listen, bind_hosts
 from corral.options.table import option_spec
 from worker.app import bind_worker_state, create_worker_app
 from worker.engine.engine import Engine
@@ -82,7 +82,7 @@ class WorkerLifecycle:
         self._states = states
         self._loop = asyncio.get_running_loop()
         # A comma list of addresses, as llama-server's --host; the router gives one.
-        self._sockets = bind_hosts(settings.host, settings.port)
+        self._sockets = bind_hosts(Listen(settings.host, settings.port))
         self.host: str = self._sockets[0].getsockname()[0]
         self.port: int = self._sockets[0].getsockname()[1]
         self._engine = Engine()

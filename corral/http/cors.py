@@ -82,9 +82,9 @@ class CorsPolicy:
 class CorsHeaders:
     """ASGI wrapper: answers preflights and adds the allow-origin header to every answer."""
 
-    def __init__(self, app: ASGIApp, origins: Sequence[str]) -> None:
+    def __init__(self, app: ASGIApp, policy: CorsPolicy) -> None:
         self.app = app
-        self.policy = CorsPolicy(origins)
+        self.policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:

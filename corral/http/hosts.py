@@ -25,7 +25,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from corral.http.errors import ApiError, json_response
 
-__all__ = ["host_check", "is_loopback_name", "listens_on_loopback_only"]
+__all__ = ["HostPolicy", "host_check", "is_loopback_name", "listens_on_loopback_only"]
 
 _log = structlog.get_logger("corral.http")
 
@@ -58,6 +58,15 @@ def listens_on_loopback_only(sockets: Iterable[socket.socket]) -> bool:
     return all(is_loopback_name(str(sock.getsockname()[0])) for sock in sockets)
 
 
+class HostPolicy:
+    """Which ``Host`` names a server answers to besides loopback ones, from ``--allowed-hosts``
+    (as :class:`corral.http.cors.CorsPolicy` is the origins, from ``--cors-origins``)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.any = "*" in names
+        self.added = frozenset(_host_name(name) for name in names if name.strip())
+
+
 class _HostCheck:
     def __init__(self, app: ASGIApp, added: frozenset[str]) -> None:
         self.app = app
@@ -86,9 +95,9 @@ class _HostCheck:
         await self.app(scope, receive, send)
 
 
-def host_check(app: ASGIApp, allowed_hosts: Sequence[str], *, loopback_only: bool) -> ASGIApp:
-    """``app`` behind the Host check, or ``app`` itself where the check is off: ``*`` in
-    ``allowed_hosts``, or no names given to a server listening beyond loopback."""
-    if "*" in allowed_hosts or not (loopback_only or allowed_hosts):
+def host_check(app: ASGIApp, policy: HostPolicy, *, loopback_only: bool) -> ASGIApp:
+    """``app`` behind the Host check, or ``app`` itself where the check is off: ``*`` among the
+    names, or no names given to a server listening beyond loopback."""
+    if policy.any or not (loopback_only or policy.added):
         return app
-    return _HostCheck(app, frozenset(_host_name(h) for h in allowed_hosts if h.strip()))
+    return _HostCheck(app, policy.added)

@@ -7,8 +7,9 @@ port to the router without a probe-then-bind race (worker).
 from __future__ import annotations
 
 import socket
+from dataclasses import dataclass
 
-__all__ = ["WORKER_KEEP_ALIVE_SECONDS", "bind_hosts", "bind_tcp"]
+__all__ = ["WORKER_KEEP_ALIVE_SECONDS", "Listen", "bind_hosts", "bind_tcp"]
 
 # How long a worker keeps an idle keep-alive connection from the router open. The router forgets
 # its idle connections well before that, so a request never races a worker closing its end.
@@ -36,14 +37,24 @@ def bind_tcp(host: str, port: int, *, reuse_port: bool = False) -> socket.socket
     return sock
 
 
-def bind_hosts(hosts: str, port: int, *, reuse_port: bool = False) -> list[socket.socket]:
-    """One socket per address of ``hosts`` (comma-separated, as llama-server's ``--host``), all
-    on one port: with port 0, the port the first one got."""
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Where a server listens: ``--host`` (comma-separated addresses, as llama-server's), one
+    ``--port`` for them all, and ``--reuse-port``. Built once from each process's settings."""
+
+    host: str
+    port: int
+    reuse_port: bool = False
+
+
+def bind_hosts(listen: Listen) -> list[socket.socket]:
+    """One socket per address of ``listen.host``, all on one port: with port 0, the port the
+    first one got."""
     sockets: list[socket.socket] = []
     try:
-        for host in (h.strip() for h in hosts.split(",") if h.strip()):
-            on = sockets[0].getsockname()[1] if sockets else port
-            sockets.append(bind_tcp(host, on, reuse_port=reuse_port))
+        for host in (h.strip() for h in listen.host.split(",") if h.strip()):
+            on = sockets[0].getsockname()[1] if sockets else listen.port
+            sockets.append(bind_tcp(host, on, reuse_port=listen.reuse_port))
     except OSError:
         for sock in sockets:
             sock.close()

@@ -108,6 +108,12 @@ class ApiKeyAuth:
         self._digests = KeyDigests([key.secret for key in keys])
         self.limits = Limits(keys, clock or time.monotonic)
 
+    @classmethod
+    def of(cls, settings: ServeSettings) -> ApiKeyAuth:
+        """The router's: its ``--api-key``s and key files, read here as for
+        :func:`warn_if_exposed`."""
+        return cls(settings.api_keys)
+
     @property
     def enabled(self) -> bool:
         return bool(self._digests)

@@ -20,7 +20,7 @@ that matched no route runs nothing anyway.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 import structlog
@@ -59,8 +59,8 @@ class OriginGate(ASGIMiddleware):
 
     scopes = (ScopeType.HTTP,)
 
-    def __init__(self, cors_origins: Sequence[str]) -> None:
-        self._policy = CorsPolicy(cors_origins)
+    def __init__(self, policy: CorsPolicy) -> None:
+        self._policy = policy
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         refused = page_refusal(self._policy, scope, management=is_management(scope))

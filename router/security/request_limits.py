@@ -1,6 +1,7 @@
 """How large a request may be (docs/protocol.md §8): its body, its headers, its URL.
 
-The body limit is Litestar's ``request_max_body_size`` (set in :mod:`router.app`): it refuses a
+The body limit (:class:`BodyLimit`, built from the settings) is Litestar's
+``request_max_body_size`` (set in :mod:`router.app`): it refuses a
 ``Content-Length`` over the limit before reading anything and counts a chunked body's bytes as
 they arrive, so nothing larger is ever buffered. Only its message is Corral's, so that the 413
 says which flag to raise.
@@ -13,7 +14,8 @@ its end before it calls back, so the bytes of an unfinished head are counted as 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Final
 
@@ -22,6 +24,7 @@ from litestar import Request, Response
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.types import ExceptionHandlersMap
 
+from corral.children.environment import MAX_BODY_ENV
 from corral.http.errors import ApiError, ErrorEnvelope, error_response
 from corral.http.header_spelling import SpelledHeadersProtocol
 
@@ -29,8 +32,8 @@ __all__ = [
     "MAX_HEADER_BYTES",
     "MAX_HEAD_BYTES",
     "MAX_URL_BYTES",
+    "BodyLimit",
     "BoundedHttpToolsProtocol",
-    "body_limit_handlers",
     "format_size",
 ]
 
@@ -54,14 +57,26 @@ def format_size(size: int) -> str:
     return f"{size} bytes"
 
 
-def body_limit_handlers(max_body: int) -> ExceptionHandlersMap:
-    limit = format_size(max_body)
-    message = f"request body is larger than the router's limit of {limit} (--max-body)"
+@dataclass(frozen=True, slots=True)
+class BodyLimit:
+    """The bytes a request body may have (``--max-body``)."""
 
-    def too_large(_: Request[Any, Any, Any], __: Exception) -> Response[ErrorEnvelope]:
-        return error_response(ApiError(413, message))
+    size: int
 
-    return {RequestEntityTooLarge: too_large}
+    def handlers(self) -> ExceptionHandlersMap:
+        """Litestar's 413 in the API's error JSON, naming the flag to raise."""
+        message = f"request body is larger than the router's limit of {format_size(self.size)} "
+        message += "(--max-body)"
+
+        def too_large(_: Request[Any, Any, Any], __: Exception) -> Response[ErrorEnvelope]:
+            return error_response(ApiError(413, message))
+
+        return {RequestEntityTooLarge: too_large}
+
+    def pass_to_workers(self, environ: MutableMapping[str, str]) -> None:
+        """Inherited by every worker (docs/protocol.md §8): none refuses a body the router
+        accepted."""
+        environ[MAX_BODY_ENV] = str(self.size)
 
 
 class BoundedHttpToolsProtocol(SpelledHeadersProtocol):

@@ -27,7 +27,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from corral.children.worker_key import WORKER_KEY_HEADER
 from corral.http.cors import NO_CORS, CorsHeaders, CorsPolicy
 from corral.http.errors import json_response
-from corral.http.hosts import host_check, listens_on_loopback_only
+from corral.http.hosts import HostPolicy, host_check, listens_on_loopback_only
 from corral.http.key_check import KeyDigests, invalid_key_error, presented_keys
 from corral.http.origins import OriginCheck
 from corral.http.worker_routes import public_paths
@@ -97,9 +97,11 @@ def with_access_rules(
     if api_keys:
         app = _KeyRequired(app, api_keys)
     no_cors = list(cors_origins) == [NO_CORS]
-    app = OriginCheck(app, CorsPolicy(() if no_cors else cors_origins))
+    policy = CorsPolicy(() if no_cors else cors_origins)
+    app = OriginCheck(app, policy)
     if not no_cors:
-        app = CorsHeaders(app, cors_origins)
+        app = CorsHeaders(app, policy)
     if router_key:
         app = _RouterOnly(app, router_key)
-    return host_check(app, allowed_hosts, loopback_only=listens_on_loopback_only(sockets))
+    hosts = HostPolicy(allowed_hosts)
+    return host_check(app, hosts, loopback_only=listens_on_loopback_only(sockets))

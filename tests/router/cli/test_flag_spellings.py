@@ -37,9 +37,7 @@ OWN_MODULES = frozenset(
 # corral.http's allowed_hosts and reuse_port, which the worker shares), or another command's
 # flag of the same name (corral ls --models-dir, corral pull --hf-token).
 NOT_YET: dict[str, int] = {
-    "host": 4,  # security/guard.py, server.py
     "max_queue": 4,  # scheduling/scheduler.py, services.py
-    "reuse_port": 4,  # server.py, corral/http/sockets.py
     "models_dir": 5,  # catalogue/catalogue.py, cli/commands.py, startup.py
     "model_files": 6,  # catalogue/catalogue.py, cli/commands.py, single_model.py, startup.py
     "hf_repos": 6,  # cli/shortcuts.py, server.py, single_model.py, startup.py
@@ -51,11 +49,6 @@ NOT_YET: dict[str, int] = {
     "models_autoload": 4,  # api/inference.py, api/models.py
     "offline": 4,  # server.py, startup.py
     "hf_token": 5,  # cli/commands.py, server.py, workers/download_jobs.py
-    "api_keys": 4,  # app.py, security/guard.py
-    "max_body": 5,  # app.py, security/request_limits.py, server.py
-    "max_connections": 4,  # security/connections.py, server.py
-    "cors_origins": 5,  # app.py, security/origins.py, server.py
-    "allowed_hosts": 4,  # server.py, corral/http/hosts.py
 }
 
 
