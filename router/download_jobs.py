@@ -12,7 +12,6 @@ cancelled one goes at once. Only download children get the hub token (``--hf-tok
 from __future__ import annotations
 
 import enum
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -201,11 +200,7 @@ class DownloadJobs:
 
     def _child_env(self) -> dict[str, str]:
         env = child_environment()
-        token = (
-            self._settings.hf_token
-            or os.environ.get("HF_TOKEN")
-            or os.environ.get("HUGGING_FACE_HUB_TOKEN")
-        )
+        token = self._settings.hub_token
         if token:
             env["HF_TOKEN"] = token
         return env

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
-from dataclasses import replace
-from pathlib import Path
 
 import structlog
 import uvicorn
@@ -22,74 +19,22 @@ from litestar.types import ASGIApp
 from corral.http.cors import CorsHeaders
 from corral.http.hosts import host_check, listens_on_loopback_only
 from corral.http.sockets import bind_hosts
-from corral.hub.cache_scan import resolve_cached_model, scan_cache
-from corral.hub.remote_preset import cached_preset
 from corral.logs import configure_logging
 from router.api.mounts import ApiPrefix, StaticFiles
 from router.app import create_app
 from router.catalogue.catalogue import CatalogueError
-from router.cli.hub_download import DownloadFailed, download_model
 from router.observe.access_log import AccessLog
 from router.observe.activity import Activity
 from router.observe.tracing import tracer_for
 from router.security.connections import guarded_protocol
 from router.security.guard import warn_if_exposed
 from router.settings import ServeSettings
+from router.startup import fetch_missing
 from router.tools.toolbox import ToolBox
 
 __all__ = ["serve"]
 
 _log = structlog.get_logger("corral.router")
-
-
-def _fetch(reference: str, cache_dir: Path, token: str | None) -> None:
-    _log.info("downloading a --hf-repo model before serving", model=reference)
-    try:
-        name = download_model(reference, cache_dir, token=token, progress=sys.stderr)
-    except DownloadFailed as exc:
-        _log.error("cannot download a --hf-repo model", model=reference, error=str(exc))
-        raise SystemExit(1) from None
-    _log.info("downloaded", model=name)
-
-
-def _download_missing(settings: ServeSettings) -> ServeSettings:
-    """``-hf ORG/REPO[:TAG]`` of a model not in the cache, and its ``-hfd`` draft: download them
-    first, as llama-server does, through the same download child as ``corral pull`` (progress
-    on stderr).
-
-    A repository with a root ``preset.ini`` is a remote preset (:mod:`corral.hub.remote_preset`):
-    the settings that come back serve it as ``--models-preset``, in router mode, naming the
-    repository so that the file may set only upstream's whitelist of keys (docs/security.md),
-    whether just downloaded or cached (``--offline`` too).
-    """
-    cache_dir = settings.cache_dir
-    if cache_dir is None:
-        return settings  # create_app then says the model is missing
-    # --offline: only implicit fetches are off, and these are (create_app says so).
-    draft = settings.model_options.get("spec-draft-hf")
-    if (
-        draft
-        and not settings.offline
-        and resolve_cached_model(scan_cache(cache_dir), draft) is None
-    ):
-        _fetch(draft, cache_dir, settings.hf_token)
-    for reference in settings.hf_repos:
-        repo = reference.partition(":")[0]
-        cached = resolve_cached_model(scan_cache(cache_dir), reference)
-        preset = cached_preset(cache_dir, repo)
-        if cached is None and preset is None and not settings.offline:
-            _fetch(reference, cache_dir, settings.hf_token)
-            preset = cached_preset(cache_dir, repo)
-        if preset is not None:
-            _log.warning("using preset.ini from a hub repository", repo=repo, preset=str(preset))
-            settings = replace(
-                settings,
-                models_preset=preset,
-                models_preset_repo=repo,
-                hf_repos=tuple(r for r in settings.hf_repos if r != reference),
-                single_model=False,
-            )
-    return settings
 
 
 class _RouterServer(uvicorn.Server):
@@ -121,7 +66,7 @@ def serve(settings: ServeSettings) -> None:
     for flag in settings.no_effect_flags:
         _log.warning("flag accepted for llama-server compatibility has no effect here", flag=flag)
     settings.body_limit.pass_to_workers(os.environ)
-    settings = _download_missing(settings)
+    settings = fetch_missing(settings)
     try:
         app = create_app(settings)
     except CatalogueError as exc:

@@ -6,9 +6,9 @@ flags (the models to serve, the keys, the tools and the origins they allow); tes
 checks that every row and every field is one or the other.
 
 A concern that several modules serve reads its settings as its own object, built here from the
-fields (where it listens, the names and origins it answers, how large a request may be) and
-passed down whole, so that a flag's name is written in its row, its field and at most one module
-that uses it (tests/router/cli/test_flag_spellings.py).
+fields (where it listens, the names and origins it answers, how large a request may be, where
+the models come from) and passed down whole, so that a flag's name is written in its row, its
+field and at most one module that uses it (tests/router/cli/test_flag_spellings.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,8 @@ from corral.hub.cache_layout import locate_cache_dir
 from corral.hub.cache_scan import cached_hub_file
 from corral.options.table import normalise_options
 from corral.options.text_files import json_object, text_or_file
+from router.catalogue.catalogue import CatalogueSources
+from router.cli.hub_download import hub_token
 from router.cli.serve_flag import default_setting
 from router.cli.serve_flags import SERVE_FLAGS
 from router.security.api_keys import ApiKey, load_api_keys
@@ -36,9 +38,27 @@ from router.security.request_limits import BodyLimit
 from router.tools.mcp.mcp_config import McpServerConfig, load_mcp_servers
 from router.tools.toolbox import choose_builtin_tools
 
-__all__ = ["DERIVATIONS", "Derivation", "Given", "ServeSettings", "serve_settings"]
+__all__ = [
+    "DERIVATIONS",
+    "Derivation",
+    "Given",
+    "OneModel",
+    "ServeSettings",
+    "serve_settings",
+]
 
 _row = partial(default_setting, SERVE_FLAGS)
+
+
+@dataclass(frozen=True, slots=True)
+class OneModel:
+    """Single-model mode's model (router/single_model.py): its ``-m`` file or ``-hf``
+    repository, the ``--alias`` names it answers to and its ``--tags``."""
+
+    file: Path | None
+    repo: str | None
+    names: tuple[str, ...]
+    tags: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +140,45 @@ class ServeSettings:
         """Whether each key's prompt caches serve only that key (router/security/cache_scope.py):
         with keys, unless ``--cache-share``; without keys there is one caller."""
         return bool(self.api_keys) and not self.cache_share
+
+    @property
+    def sources(self) -> CatalogueSources:
+        return CatalogueSources(
+            models_dir=self.models_dir,
+            model_files=self.model_files,
+            preset_file=self.models_preset,
+            cache_dir=self.cache_dir,
+            cli_options=self.model_options,
+            mmproj_file=self.mmproj_file,
+            preset_repo=self.models_preset_repo,
+        )
+
+    @property
+    def one_model(self) -> OneModel:
+        """What single-model mode serves, where ``single_model`` is set."""
+        return OneModel(
+            file=self.model_files[0] if self.model_files else None,
+            repo=self.hf_repos[0] if self.hf_repos else None,
+            names=self.aliases,
+            tags=self.tags,
+        )
+
+    @property
+    def hub_token(self) -> str | None:
+        """What download children get, never workers (router/cli/hub_download.py)."""
+        return hub_token(self.hf_token)
+
+    def served_as_preset(self, reference: str, preset: Path, repo: str) -> ServeSettings:
+        """``-hf reference`` is a remote preset (corral/hub/remote_preset.py): served as
+        ``--models-preset``, in router mode, naming the repository so that the file may set
+        only upstream's whitelist of keys (docs/security.md)."""
+        return replace(
+            self,
+            models_preset=preset,
+            models_preset_repo=repo,
+            hf_repos=tuple(r for r in self.hf_repos if r != reference),
+            single_model=False,
+        )
 
     @property
     def listen(self) -> Listen:

@@ -20,12 +20,13 @@ __all__ = ["ollama_models", "single_model_catalogue", "single_model_target"]
 
 
 def _the_model(catalogue: Catalogue, settings: ServeSettings) -> CatalogueEntry | None:
-    if settings.model_files:
-        path = model_file_path(settings.model_files[0])
+    one = settings.one_model
+    if one.file is not None:
+        path = model_file_path(one.file)
         return next((e for e in catalogue.entries.values() if e.path == path), None)
-    if settings.cache_dir is None:
+    if settings.cache_dir is None or one.repo is None:
         return None
-    cached = resolve_cached_model(scan_cache(settings.cache_dir), settings.hf_repos[0])
+    cached = resolve_cached_model(scan_cache(settings.cache_dir), one.repo)
     return catalogue.entries.get(cached.name) if cached is not None else None
 
 
@@ -41,10 +42,11 @@ def single_model_catalogue(catalogue: Catalogue, settings: ServeSettings) -> Cat
     entry = _the_model(catalogue, settings)
     if entry is None:
         return catalogue
-    names = sorted(set(settings.aliases))
+    one = settings.one_model
+    names = sorted(set(one.names))
     name = names[0] if names else entry.name
     aliases = tuple(sorted({*names, entry.name} - {name}))
-    tags = tuple(sorted(set(settings.tags))) or entry.tags
+    tags = tuple(sorted(set(one.tags))) or entry.tags
     return Catalogue({name: replace(entry, name=name, aliases=aliases, tags=tags)})
 
 

@@ -1,5 +1,6 @@
-"""What the router checks before it serves: every model source reads, and what is to load at
-startup fits (docs/serving.md). A bad catalogue, a startup set beyond ``--models-max`` or
+"""What the router fetches and checks before it serves: the ``-hf`` models missing from the hub
+cache, downloaded first; every model source reads, and what is to load at startup fits
+(docs/serving.md). A bad catalogue, a startup set beyond ``--models-max`` or
 ``--models-memory-max``, an ``--hf-repo`` not in the cache: each is a ``CatalogueError`` that
 stops ``corral serve`` with its reason before a port is bound or a child started.
 
@@ -11,23 +12,27 @@ refused to start would be restarted into the same refusal by its service manager
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import structlog
 
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
+from corral.hub.remote_preset import cached_preset
 from router.capacity.devices import DeviceInventory, device_inventory
 from router.capacity.footprints import Footprints, default_footprints_path
 from router.capacity.memory_budget import MemoryBudget
 from router.catalogue.catalogue import Catalogue, CatalogueEntry, CatalogueError, build_catalogue
 from router.catalogue.presets import PresetError
+from router.cli.hub_download import DownloadFailed, download_model
 from router.relay.peer_config import PeerConfig, load_peer_configs
 from router.scheduling.device_planner import DevicePlanner
 from router.settings import ServeSettings
 from router.single_model import single_model_catalogue
 from router.workers.model_state import ModelState
 
-__all__ = ["StartupPlan", "load_catalogue", "load_peers", "plan_startup"]
+__all__ = ["StartupPlan", "fetch_missing", "load_catalogue", "load_peers", "plan_startup"]
 
 _log = structlog.get_logger("corral.router")
 
@@ -44,24 +49,60 @@ class StartupPlan:
     footprints: Footprints  # what models were measured to take on them, by earlier routers
 
 
+def _fetch(reference: str, cache_dir: Path, token: str | None) -> None:
+    _log.info("downloading a --hf-repo model before serving", model=reference)
+    try:
+        name = download_model(reference, cache_dir, token=token, progress=sys.stderr)
+    except DownloadFailed as exc:
+        _log.error("cannot download a --hf-repo model", model=reference, error=str(exc))
+        raise SystemExit(1) from None
+    _log.info("downloaded", model=name)
+
+
+def fetch_missing(settings: ServeSettings) -> ServeSettings:
+    """``-hf ORG/REPO[:TAG]`` of a model not in the cache, and its ``-hfd`` draft: download them
+    first, as llama-server does, through the same download child as ``corral pull`` (progress
+    on stderr).
+
+    A repository with a root ``preset.ini`` is a remote preset (:mod:`corral.hub.remote_preset`):
+    the settings that come back serve it as ``--models-preset``
+    (:meth:`ServeSettings.served_as_preset`), whether just downloaded or cached (``--offline``
+    too).
+    """
+    cache_dir = settings.cache_dir
+    if cache_dir is None:
+        return settings  # create_app then says the model is missing
+    # --offline: only implicit fetches are off, and these are (create_app says so).
+    draft = settings.model_options.get("spec-draft-hf")
+    if (
+        draft
+        and not settings.offline
+        and resolve_cached_model(scan_cache(cache_dir), draft) is None
+    ):
+        _fetch(draft, cache_dir, settings.hub_token)
+    for reference in settings.hf_repos:
+        repo = reference.partition(":")[0]
+        cached = resolve_cached_model(scan_cache(cache_dir), reference)
+        preset = cached_preset(cache_dir, repo)
+        if cached is None and preset is None and not settings.offline:
+            _fetch(reference, cache_dir, settings.hub_token)
+            preset = cached_preset(cache_dir, repo)
+        if preset is not None:
+            _log.warning("using preset.ini from a hub repository", repo=repo, preset=str(preset))
+            settings = settings.served_as_preset(reference, preset, repo)
+    return settings
+
+
 def load_catalogue(settings: ServeSettings) -> Catalogue:
     """Read every model source the settings name; raises ``CatalogueError``."""
-    catalogue = build_catalogue(
-        models_dir=settings.models_dir,
-        model_files=settings.model_files,
-        mmproj_file=settings.mmproj_file,
-        preset_file=settings.models_preset,
-        preset_repo=settings.models_preset_repo,
-        cache_dir=settings.cache_dir,
-        cli_options=settings.model_options,
-    )
-    return single_model_catalogue(catalogue, settings)
+    return single_model_catalogue(build_catalogue(settings.sources), settings)
 
 
 def load_peers(settings: ServeSettings) -> tuple[PeerConfig, ...]:
     """The preset's ``[peer NAME]`` sections; raises ``CatalogueError`` as a bad model would."""
+    sources = settings.sources
     try:
-        return load_peer_configs(settings.models_preset, remote=settings.models_preset_repo)
+        return load_peer_configs(sources.preset_file, remote=sources.preset_repo)
     except PresetError as error:
         raise CatalogueError(str(error)) from None
 

@@ -235,11 +235,12 @@ async def _listing(
     data.sort(key=lambda entry: entry.id)
     if not admin:  # no paths or command lines (router/api/disclosure.py)
         data = [listing_for_inference(entry) for entry in data]
-    if rt.settings.single_model and len(models) == 1 and rt.settings.aliases:
+    names = rt.settings.one_model.names
+    if rt.settings.single_model and len(models) == 1 and names:
         # As llama-server: every --alias, the id included. Any other name reaches the
         # model too (single_model_target), the file's own among them.
         for entry in data:
-            entry.aliases = sorted(set(rt.settings.aliases))
+            entry.aliases = sorted(set(names))
     return data, snap
 
 

@@ -10,7 +10,7 @@ yields the same :class:`CatalogueEntry`, so the worker pool never asks where a m
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -30,6 +30,7 @@ __all__ = [
     "Catalogue",
     "CatalogueEntry",
     "CatalogueError",
+    "CatalogueSources",
     "Source",
     "build_catalogue",
     "model_file_path",
@@ -317,46 +318,38 @@ def _check_defaults(preset: PresetFile) -> None:
         )
 
 
-def build_catalogue(
-    *,
-    models_dir: Path | None,
-    model_files: list[Path],
-    preset_file: Path | None,
-    cache_dir: Path | None,
-    cli_options: dict[str, str],
-    mmproj_file: Path | None = None,
-    preset_repo: str | None = None,
-) -> Catalogue:
-    """Every model from every source, with its options merged; raises :class:`CatalogueError`.
+@dataclass(frozen=True, slots=True)
+class CatalogueSources:
+    """Where the models come from, built once from the settings (router/settings.py)."""
 
-    ``cli_options`` are the router's per-model flags (any spelling of
-    :data:`corral.options.table.OPTIONS`); file and name options among them are dropped, as upstream
-    strips them from the base preset. ``mmproj_file`` (``--mmproj``) is the projector of the
-    ``model_files`` (``-m``), as a single-model llama-server pairs them. ``preset_repo``: the
-    hub repository ``preset_file`` came from (a remote preset: only upstream's whitelist of keys).
-    """
+    models_dir: Path | None = None
+    model_files: Sequence[Path] = ()
+    preset_file: Path | None = None
+    cache_dir: Path | None = None
+    # The router's per-model flags (any spelling of corral.options.table.OPTIONS); file and name
+    # options among them are dropped, as upstream strips them from the base preset.
+    cli_options: Mapping[str, str] = field(default_factory=dict)
+    mmproj_file: Path | None = None  # --mmproj: the -m files' projector, as llama-server pairs
+    preset_repo: str | None = None  # the hub repository of a remote preset: upstream's keys only
+
+
+def build_catalogue(sources: CatalogueSources) -> Catalogue:
+    """Every model from every source, with its options merged; raises :class:`CatalogueError`."""
     try:
-        cli = normalise_options(cli_options.items(), where="command line")
-        preset = (
-            load_preset_file(preset_file, remote=preset_repo) if preset_file is not None else None
-        )
+        cli = normalise_options(sources.cli_options.items(), where="command line")
+        file, remote = sources.preset_file, sources.preset_repo
+        preset = load_preset_file(file, remote=remote) if file is not None else None
     except OptionError as error:
         raise CatalogueError(str(error)) from None
     cli = {key: value for key, value in cli.items() if key not in _IDENTITY_KEYS}
     try:
-        return _build(models_dir, model_files, mmproj_file, preset, cache_dir, cli)
+        return _build(sources, preset, cli)
     except (DraftError, ForeignModel) as error:
         raise CatalogueError(str(error)) from None
 
 
-def _build(
-    models_dir: Path | None,
-    model_files: list[Path],
-    mmproj_file: Path | None,
-    preset: PresetFile | None,
-    cache_dir: Path | None,
-    cli: dict[str, str],
-) -> Catalogue:
+def _build(sources: CatalogueSources, preset: PresetFile | None, cli: dict[str, str]) -> Catalogue:
+    models_dir, cache_dir = sources.models_dir, sources.cache_dir
     where = "command line"
     cli = _absolute_media_path(absolute_draft(cli, Path.cwd(), where), None, where)
     cached = scan_cache(cache_dir) if cache_dir is not None else []
@@ -367,10 +360,10 @@ def _build(
         )
     for found in _scan_models_dir(models_dir) if models_dir is not None else []:
         _add_found(models, found)
-    for path in model_files:
+    for path in sources.model_files:
         if not path.is_file():
             raise CatalogueError(f"-m {path}: no such file")
-        mmproj = _mmproj_file(mmproj_file)
+        mmproj = _mmproj_file(sources.mmproj_file)
         explicit = {"mmproj": str(mmproj)} if mmproj is not None else {}
         _add_found(
             models,

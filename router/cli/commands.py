@@ -21,9 +21,9 @@ from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.names import InvalidReference
 from corral.hub.removal import NotInCache, remove_cached_model
 from corral.hub.sizes import files_size, human_size
-from router.catalogue.catalogue import CatalogueError, build_catalogue
+from router.catalogue.catalogue import CatalogueError, CatalogueSources, build_catalogue
 from router.cli.help import COMMAND_SUMMARIES, SuggestingParser
-from router.cli.hub_download import DownloadFailed, download_model
+from router.cli.hub_download import DownloadFailed, download_model, hub_token
 from router.cli.router_client import (
     RouterUnavailable,
     default_router_url,
@@ -41,9 +41,10 @@ _SERVING = ("loading", "loaded", "sleeping")  # a worker has the file open
 
 def _pull(args: argparse.Namespace) -> int:
     cache_dir = locate_cache_dir(os.environ)
-    token = args.hf_token or os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
     try:
-        name = download_model(args.model, cache_dir, token=token, progress=sys.stderr)
+        name = download_model(
+            args.model, cache_dir, token=hub_token(args.hf_token), progress=sys.stderr
+        )
     except KeyboardInterrupt:
         print("\ncorral pull: interrupted; the same command resumes it", file=sys.stderr)
         return 130
@@ -99,13 +100,10 @@ def _served_only(models: list[dict[str, Any]], listed: set[str]) -> list[list[st
 def _ls(args: argparse.Namespace) -> int:
     cache_dir = locate_cache_dir(os.environ)
     try:
-        catalogue = build_catalogue(
-            models_dir=args.models_dir,
-            model_files=[],
-            preset_file=args.models_preset,
-            cache_dir=cache_dir,
-            cli_options={},
+        sources = CatalogueSources(
+            models_dir=args.models_dir, preset_file=args.models_preset, cache_dir=cache_dir
         )
+        catalogue = build_catalogue(sources)
     except CatalogueError as exc:
         print(f"corral ls: {exc}", file=sys.stderr)
         return 1

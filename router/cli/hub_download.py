@@ -29,7 +29,7 @@ from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_COMMAND, LineSplitter, StateMessage, parse_line
 from corral.hub.sizes import human_size
 
-__all__ = ["DownloadFailed", "ProgressBar", "download_model", "format_duration"]
+__all__ = ["DownloadFailed", "ProgressBar", "download_model", "format_duration", "hub_token"]
 
 _BAR_WIDTH = 30
 
@@ -118,6 +118,12 @@ def _read_outcome(stdout: IO[bytes], bar: ProgressBar) -> DownloadOutcome | None
                 return payload
             bar(payload)
     return None
+
+
+def hub_token(given: str | None) -> str | None:
+    """The token download children get, never workers: the one given (``--hf-token``), else
+    ``HF_TOKEN``, else ``HUGGING_FACE_HUB_TOKEN``."""
+    return given or os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
 
 
 def download_model(reference: str, cache_dir: Path, *, token: str | None, progress: TextIO) -> str:

@@ -167,6 +167,19 @@ _SERVER = (
         action="store_true",
     ),
 )
+# A model shortcut (router/cli/shortcuts.py) adds its model to this row's list.
+_HF_REPO = ServeFlag(
+    "models",
+    ("-hf", "-hfr", "--hf-repo"),
+    "hf_repos",
+    "load this hub model (`org/repo[:TAG]`) at startup, downloading it first (with "
+    "progress on stderr) when it is not in the hub cache; with `--offline` it must be there; "
+    "a repository with a root `preset.ini` is served as that preset (remote preset)",
+    "LLAMA_ARG_HF_REPO",
+    metavar="ORG/REPO[:TAG]",
+    action="append",
+    reads_variable=False,
+)
 _MODELS = (
     ServeFlag(
         "models",
@@ -191,18 +204,7 @@ _MODELS = (
         setting=existing_files,
         action="append",
     ),
-    ServeFlag(
-        "models",
-        ("-hf", "-hfr", "--hf-repo"),
-        "hf_repos",
-        "load this hub model (`org/repo[:TAG]`) at startup, downloading it first (with "
-        "progress on stderr) when it is not in the hub cache; with `--offline` it must be there; "
-        "a repository with a root `preset.ini` is served as that preset (remote preset)",
-        "LLAMA_ARG_HF_REPO",
-        metavar="ORG/REPO[:TAG]",
-        action="append",
-        reads_variable=False,
-    ),
+    _HF_REPO,
     ServeFlag(
         "models",
         ("-mm", "--mmproj"),
@@ -378,6 +380,6 @@ def serve_parser() -> SuggestingParser:
     )
     add_serve_flags(parser, SERVE_FLAGS)
     add_model_flags(parser)
-    add_shortcut_flags(parser)
+    add_shortcut_flags(parser, _HF_REPO.dest)
     add_no_effect_flags(parser)
     return parser

@@ -108,6 +108,10 @@ SHORTCUTS: dict[str, Shortcut] = {
 class _UseShortcut(argparse.Action):
     """Adds the shortcut's model and sets its port and options in the namespace, now."""
 
+    def __init__(self, *args: Any, models: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.models = models  # the -hf row's dest: the models to load at startup
+
     def __call__(
         self,
         parser: argparse.ArgumentParser,
@@ -116,7 +120,7 @@ class _UseShortcut(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         shortcut = SHORTCUTS[self.option_strings[0]]
-        namespace.hf_repos = [*(namespace.hf_repos or []), shortcut.model]
+        setattr(namespace, self.models, [*(getattr(namespace, self.models) or []), shortcut.model])
         namespace.port = shortcut.port
         for name, value in shortcut.options.items():
             dest = "opt_" + name.replace("-", "_")  # corral.options.flags' destinations
@@ -124,7 +128,7 @@ class _UseShortcut(argparse.Action):
                 setattr(namespace, dest, value)
 
 
-def add_shortcut_flags(parser: argparse.ArgumentParser) -> None:
+def add_shortcut_flags(parser: argparse.ArgumentParser, models: str) -> None:
     group = parser.add_argument_group(
         "model shortcuts (llama-server's)",
         "serve this hub model (downloaded first, unless cached) with llama-server's settings "
@@ -132,5 +136,10 @@ def add_shortcut_flags(parser: argparse.ArgumentParser) -> None:
     )
     for flag, shortcut in SHORTCUTS.items():
         group.add_argument(
-            flag, dest=SHORTCUT_DEST, nargs=0, action=_UseShortcut, help=shortcut.summary
+            flag,
+            dest=SHORTCUT_DEST,
+            nargs=0,
+            action=_UseShortcut,
+            help=shortcut.summary,
+            models=models,
         )

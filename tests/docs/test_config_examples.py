@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from corral.options.table import OPTIONS
-from router.catalogue.catalogue import build_catalogue
+from router.catalogue.catalogue import CatalogueSources, build_catalogue
 from router.catalogue.presets import load_preset_file
 from tests.support.files.tiny_gguf import write_tiny_gguf
 
@@ -50,11 +50,7 @@ def test_example_builds_a_catalogue_once_its_files_exist(tmp_path: Path) -> None
     preset.write_text(text, encoding="utf-8")
 
     catalogue = build_catalogue(
-        models_dir=models,
-        model_files=[],
-        preset_file=preset,
-        cache_dir=_fake_hub(tmp_path),
-        cli_options={},
+        CatalogueSources(models_dir=models, preset_file=preset, cache_dir=_fake_hub(tmp_path))
     )
     entries = catalogue.entries
     smol = entries["SmolLM2-135M-Instruct.Q4_1"]

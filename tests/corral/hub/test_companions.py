@@ -13,7 +13,7 @@ import pytest
 
 from corral.hub.cache_scan import scan_cache
 from corral.hub.companions import COMPANION_MARKERS, is_companion
-from router.catalogue.catalogue import build_catalogue
+from router.catalogue.catalogue import CatalogueSources, build_catalogue
 from tests.support.files.hub_cache import add_snapshot
 
 # A file name as it is found in the wild for each marker. Its tag (Q8_0) differs from the real
@@ -47,7 +47,9 @@ def test_models_dir_lists_no_companion(tmp_path: Path, marker: str) -> None:
         path.write_bytes(b"GGUF")
 
     catalogue = build_catalogue(
-        models_dir=tmp_path, model_files=[], preset_file=None, cache_dir=None, cli_options={}
+        CatalogueSources(
+            models_dir=tmp_path, model_files=[], preset_file=None, cache_dir=None, cli_options={}
+        )
     )
 
     assert {name: entry.path for name, entry in catalogue.entries.items()} == {

@@ -9,6 +9,7 @@ import pytest
 from router.catalogue.catalogue import (
     Catalogue,
     CatalogueError,
+    CatalogueSources,
     build_catalogue,
 )
 from tests.support.files.hub_cache import add_snapshot
@@ -36,11 +37,13 @@ def _build(
         preset_file.parent.mkdir(parents=True, exist_ok=True)
         preset_file.write_text(preset)
     return build_catalogue(
-        models_dir=models_dir,
-        model_files=model_files or [],
-        preset_file=preset_file,
-        cache_dir=cache_dir,
-        cli_options=cli or {},
+        CatalogueSources(
+            models_dir=models_dir,
+            model_files=model_files or [],
+            preset_file=preset_file,
+            cache_dir=cache_dir,
+            cli_options=cli or {},
+        )
     )
 
 
@@ -358,11 +361,13 @@ def test_preset_errors(tmp_path: Path, preset: str, message: str) -> None:
 def test_missing_preset_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(CatalogueError, match="preset file does not exist"):
         build_catalogue(
-            models_dir=None,
-            model_files=[],
-            preset_file=tmp_path / "absent.ini",
-            cache_dir=None,
-            cli_options={},
+            CatalogueSources(
+                models_dir=None,
+                model_files=[],
+                preset_file=tmp_path / "absent.ini",
+                cache_dir=None,
+                cli_options={},
+            )
         )
 
 
@@ -413,12 +418,14 @@ def test_mmproj_file_pairs_with_the_m_models(tmp_path: Path) -> None:
     model = _touch(tmp_path / "seer.gguf")
     projector = _touch(tmp_path / "mmproj-seer.gguf")
     catalogue = build_catalogue(
-        models_dir=None,
-        model_files=[model],
-        preset_file=None,
-        cache_dir=None,
-        cli_options={"no-mmproj": "true"},  # a named projector is used all the same
-        mmproj_file=projector,
+        CatalogueSources(
+            models_dir=None,
+            model_files=[model],
+            preset_file=None,
+            cache_dir=None,
+            cli_options={"no-mmproj": "true"},  # a named projector is used all the same
+            mmproj_file=projector,
+        )
     )
     entry = catalogue.entries["seer"]
     assert entry.mmproj == projector.resolve()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from router.catalogue.catalogue import Catalogue, CatalogueError, build_catalogue
+from router.catalogue.catalogue import Catalogue, CatalogueError, CatalogueSources, build_catalogue
 from tests.support.files.hub_cache import add_snapshot
 
 
@@ -15,11 +15,13 @@ def _catalogue(
 ) -> Catalogue:
     (tmp_path / "models.ini").write_text(preset)
     return build_catalogue(
-        models_dir=None,
-        model_files=[],
-        preset_file=tmp_path / "models.ini",
-        cache_dir=cache,
-        cli_options=cli or {},
+        CatalogueSources(
+            models_dir=None,
+            model_files=[],
+            preset_file=tmp_path / "models.ini",
+            cache_dir=cache,
+            cli_options=cli or {},
+        )
     )
 
 

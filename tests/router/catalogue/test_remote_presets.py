@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from corral.options.table import OPTIONS, find_option
-from router.catalogue.catalogue import Catalogue, CatalogueError, build_catalogue
+from router.catalogue.catalogue import Catalogue, CatalogueError, CatalogueSources, build_catalogue
 from router.catalogue.llama_server_keys import LLAMA_SERVER_KEYS, LLAMA_SERVER_SAMPLING_KEYS
 from router.catalogue.presets import PresetError, parse_preset_text
 from router.catalogue.remote_presets import (
@@ -114,12 +114,14 @@ def _catalogue(tmp_path: Path, preset: str, remote: str | None = "acme/x") -> Ca
     preset_file = tmp_path / "preset.ini"
     preset_file.write_text(preset)
     return build_catalogue(
-        models_dir=models,
-        model_files=[],
-        preset_file=preset_file,
-        cache_dir=cache,
-        cli_options={},
-        preset_repo=remote,
+        CatalogueSources(
+            models_dir=models,
+            model_files=[],
+            preset_file=preset_file,
+            cache_dir=cache,
+            cli_options={},
+            preset_repo=remote,
+        )
     )
 
 
