@@ -73,13 +73,15 @@ async def running_services(
         inventory = ReportedDevices(plan.devices, lambda: pool.reported_devices)
         # What models took on the GPUs, as measured by this router or an earlier one.
         footprints = plan.footprints
-        planner = DevicePlanner(inventory, models_max=settings.models_max, footprints=footprints)
+        limits = settings.scheduler_limits
+        planner = DevicePlanner(
+            inventory, most_resident=limits.most_resident, footprints=footprints
+        )
         scheduler = Scheduler(
             pool,
-            settings.models_max,
+            limits,
             plan.budget,
             devices=planner,
-            max_queue=settings.max_queue,
             schedule=settings.schedule,
             wait_max=settings.schedule_wait_max,
             cores=CoreShare(default_threads(), send_in(group)),  # as each worker counts them

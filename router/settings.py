@@ -7,8 +7,9 @@ checks that every row and every field is one or the other.
 
 A concern that several modules serve reads its settings as its own object, built here from the
 fields (where it listens, the names and origins it answers, how large a request may be, where
-the models come from) and passed down whole, so that a flag's name is written in its row, its
-field and at most one module that uses it (tests/router/cli/test_flag_spellings.py).
+the models come from, what the scheduler keeps to) and passed down whole, so that a flag's name
+is written in its row, its field and at most one module that uses it
+(tests/router/cli/test_flag_spellings.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from router.catalogue.catalogue import CatalogueSources
 from router.cli.hub_download import hub_token
 from router.cli.serve_flag import default_setting
 from router.cli.serve_flags import SERVE_FLAGS
+from router.scheduling.room import SchedulerLimits
 from router.security.api_keys import ApiKey, load_api_keys
 from router.security.connections import ConnectionLimits
 from router.security.request_limits import BodyLimit
@@ -40,6 +42,7 @@ from router.tools.toolbox import choose_builtin_tools
 
 __all__ = [
     "DERIVATIONS",
+    "Autoload",
     "Derivation",
     "Given",
     "OneModel",
@@ -59,6 +62,17 @@ class OneModel:
     repo: str | None
     names: tuple[str, ...]
     tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Autoload:
+    """Whether a request for a model that is not running loads it: ``?autoload=`` ("true" or
+    "1" load, anything else does not) overrides ``--models-autoload``."""
+
+    default: bool
+
+    def wanted(self, query: str | None) -> bool:
+        return self.default if query is None else query.lower() in ("true", "1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +154,14 @@ class ServeSettings:
         """Whether each key's prompt caches serve only that key (router/security/cache_scope.py):
         with keys, unless ``--cache-share``; without keys there is one caller."""
         return bool(self.api_keys) and not self.cache_share
+
+    @property
+    def scheduler_limits(self) -> SchedulerLimits:
+        return SchedulerLimits(most_resident=self.models_max, most_waiting=self.max_queue)
+
+    @property
+    def autoload(self) -> Autoload:
+        return Autoload(self.models_autoload)
 
     @property
     def sources(self) -> CatalogueSources:

@@ -113,10 +113,10 @@ def plan_startup(settings: ServeSettings) -> StartupPlan:
     peers = load_peers(settings)
     startup = [e for e in catalogue.entries.values() if e.load_on_startup]
     startup += [_cached_entry(catalogue, settings, reference) for reference in settings.hf_repos]
-    if 0 < settings.models_max < len(startup):
+    most = settings.scheduler_limits.most_resident
+    if 0 < most < len(startup):
         raise CatalogueError(
-            f"{len(startup)} models are to load on startup but --models-max is "
-            f"{settings.models_max}"
+            f"{len(startup)} models are to load on startup but --models-max is {most}"
         )
     memory = settings.models_memory_max
     budget = MemoryBudget(memory) if memory > 0 else None
@@ -132,7 +132,7 @@ def plan_startup(settings: ServeSettings) -> StartupPlan:
     except ValueError as error:
         raise CatalogueError(str(error)) from None
     footprints = Footprints(default_footprints_path())
-    planner = DevicePlanner(devices, models_max=settings.models_max, footprints=footprints)
+    planner = DevicePlanner(devices, most_resident=most, footprints=footprints)
     misfits = planner.startup_misfits(startup)
     for name, reason in misfits.items():
         _log.warning(

@@ -107,7 +107,7 @@ async def _forward_to(
         state = rt.pool.get(name)
     name = state.entry.name  # the canonical name, whatever the request called it
     session = rt.conversations.claim(caller, conversation, name) if conversation else None
-    autoload = _autoload_wanted(request, rt.settings.models_autoload)
+    autoload = rt.settings.autoload.wanted(request.query_params.get("autoload"))
     try:
         return await rt.relay.forward(
             relayed(request, name, body, autoload=autoload, session=session, **how),
@@ -117,12 +117,6 @@ async def _forward_to(
         if session is not None:  # replays are told why the session never started
             session.fail(error_for_caller(request.scope, exc).message)
         raise
-
-
-def _autoload_wanted(request: Request[Any, Any, Any], default: bool) -> bool:
-    """``?autoload=`` overrides ``--models-autoload``: "true"/"1" load, anything else does not."""
-    value = request.query_params.get("autoload")
-    return default if value is None else value.lower() in ("true", "1")
 
 
 @post(PROXIED_POST, status_code=200)

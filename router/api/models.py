@@ -76,7 +76,7 @@ async def props(request: AnyRequest, model: FromQuery[str | None] = None) -> ASG
     return json_response(
         {
             "role": "router",
-            "max_instances": settings.models_max,
+            "max_instances": settings.scheduler_limits.most_resident,
             "models_autoload": settings.models_autoload,
             # Corral's: whether one key's prompt caches serve (and tell) another key's
             # requests: "shared" with --cache-share or without keys (docs/security.md).

@@ -150,12 +150,12 @@ class DevicePlanner:
         self,
         inventory: DeviceInventory,
         *,
-        models_max: int = 0,
+        most_resident: int = 0,
         estimate: Estimate = gguf_estimate,
         footprints: Footprints | None = None,
     ) -> None:
         self.inventory = inventory
-        self._models_max = models_max
+        self._most_resident = most_resident  # the models that run together; 0: no limit
         self._estimate = estimate
         self._footprints = footprints  # measured by an earlier router
 
@@ -324,7 +324,8 @@ class DevicePlanner:
         """The ``--fit-target`` (MiB per chosen device) that leaves room for the models to come,
         and the bytes that leaves the model (its share)."""
         gpu_models = [m for m in models if on_gpu(m.entry)]
-        kept = len(gpu_models) if self._models_max <= 0 else min(self._models_max, len(gpu_models))
+        most = self._most_resident
+        kept = len(gpu_models) if most <= 0 else min(most, len(gpu_models))
         devices = snap.devices
         on_gpus = sum(1 for other in staying if self.held(other, snap))
         to_come = max(kept - on_gpus - 1, 0)

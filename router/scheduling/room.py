@@ -9,13 +9,25 @@ was measured to hold, which the pool keeps as the figure its next load is expect
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from router.capacity.memory_budget import MemoryBudget
 from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
 from router.scheduling.pool_view import PoolView
 from router.workers.model_state import ModelState, Status
 
-__all__ = ["Room"]
+__all__ = ["Room", "SchedulerLimits"]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerLimits:
+    """What the scheduler keeps to, built once from the settings (router/settings.py): the models
+    running together (``--models-max``), which the room and the GPUs' shares
+    (device_planner.py) read, and the requests waiting, all models together (``--max-queue``);
+    0: no limit."""
+
+    most_resident: int = 0
+    most_waiting: int = 0
 
 
 class Room:
@@ -24,13 +36,13 @@ class Room:
     def __init__(
         self,
         pool: PoolView,
-        models_max: int,
+        most_resident: int,
         memory: MemoryBudget | None,
         devices: DevicePlanner | None,
         note_memory: Callable[[ModelState, int], None],
     ) -> None:
         self._pool = pool
-        self._models_max = models_max
+        self._most_resident = most_resident
         self._memory = memory
         self._devices = devices
         self._note_memory = note_memory
@@ -38,7 +50,7 @@ class Room:
     @property
     def limited(self) -> bool:
         """Whether anything limits the models that run together: else nothing is evicted."""
-        return self._models_max > 0 or self._memory is not None or self._devices is not None
+        return self._most_resident > 0 or self._memory is not None or self._devices is not None
 
     def snapshot(self) -> DeviceSnapshot | None:
         """What one decision reads of the GPUs, read once and passed down to every question
@@ -53,7 +65,7 @@ class Room:
     ) -> set[str] | None:
         """None when ``coming`` may run next to ``staying`` (by count, host memory and GPU
         memory); else the GPUs that need room (empty: any idle model may make it)."""
-        if 0 < self._models_max < len(staying) + len(coming):
+        if 0 < self._most_resident < len(staying) + len(coming):
             return set()
         if self._memory is not None:
             for state in staying:

@@ -46,7 +46,7 @@ from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.eviction import Eviction
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.scheduling.load_queue import Entry, LoadQueue
-from router.scheduling.room import Room
+from router.scheduling.room import Room, SchedulerLimits
 from router.scheduling.timers import Timers
 from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine, caller_share
 from router.topics import Topic
@@ -63,18 +63,17 @@ class Scheduler:
     def __init__(
         self,
         pool: WorkerPool,
-        models_max: int,
+        limits: SchedulerLimits,
         memory: MemoryBudget | None = None,
         *,
         devices: DevicePlanner | None = None,
-        max_queue: int = 0,
         clock: Callable[[], float] = time.monotonic,
         schedule: str = "swap",
         wait_max: float = 30.0,
         cores: CoreShare | None = None,
     ) -> None:
         self._pool = pool
-        self._max_queue = max_queue  # requests waiting, all models together; 0: no bound
+        self._most_waiting = limits.most_waiting
         self.memory = memory
         self.devices = devices  # GPU placement (router/scheduling/device_planner.py), if any
         self.cores = cores  # the CPU cores shared among busy workers (cores.py), if any
@@ -82,7 +81,7 @@ class Scheduler:
         self._queue = LoadQueue(self.line, pool, pool.holds.held)
         self._admission = Admission(self.line, clock)
         self.demand = Demand(clock)  # who is about to come back to which model
-        self._room = Room(pool, models_max, memory, devices, pool.note_memory)
+        self._room = Room(pool, limits.most_resident, memory, devices, pool.note_memory)
         self.timers = Timers(pool, clock)  # a model's ttl and backoff, which listings show too
         self.eviction = Eviction(pool, self.line, self._admission, self.demand, devices, self._kept)
         self._yielding: set[str] = set()  # busy with batch, taking none more: room is wanted
@@ -180,7 +179,7 @@ class Scheduler:
         if ready is not None:
             return ready
         who = caller or Caller()  # uncounted (None) takes no slot, but waits in the line too
-        if self._max_queue:
+        if self._most_waiting:
             self._make_place(self._pool.get(name), who)
         entry = self._queue.join(name)
         self._pool.changed.notify()
@@ -202,9 +201,9 @@ class Scheduler:
         or QueueFull before it waits: neither a flood nor one caller's detached sessions, which
         hold no connection, may take every place (docs/serving.md, "Scheduling")."""
         held = self.line.places(caller)
-        if held >= caller_share(self._max_queue):
+        if held >= caller_share(self._most_waiting):
             raise self._refused(state.name, state, held)
-        if self.queue_depth < self._max_queue:
+        if self.queue_depth < self._most_waiting:
             return
         crowded = self.line.crowding(caller)
         if crowded is None:

@@ -13,6 +13,7 @@ from router.capacity.memory_budget import MemoryBudget
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.leases import Lease
+from router.scheduling.room import SchedulerLimits
 from router.scheduling.scheduler import Scheduler
 from router.workers.model_state import ModelState
 from router.workers.pool import WorkerPool
@@ -128,10 +129,9 @@ async def harness(
         try:
             scheduler = Scheduler(
                 pool,
-                models_max,
+                SchedulerLimits(most_resident=models_max, most_waiting=max_queue),
                 memory,
                 devices=devices,
-                max_queue=max_queue,
                 clock=clock,
                 schedule=schedule,
                 wait_max=wait_max,

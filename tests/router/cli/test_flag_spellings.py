@@ -9,9 +9,10 @@ when it starts one. The row is one module, the ``ServeSettings`` field another
 most three.
 
 Where several modules serve one concern, router/settings.py builds the concern's own object
-from the fields (``settings.listen``, ``settings.sources``...) and each module reads its fields,
-named as that concern names them; a parameter renamed while the value still went through the
-same modules would only hide the count.
+from the fields (``settings.listen``, ``settings.sources``, ``settings.scheduler_limits``...)
+and each module reads its fields, named as that concern names them (the room's
+``most_resident``); a parameter renamed while the value still went through the same modules
+would only hide the count.
 
 Another command's own flag of the same spelling is not serve's setting: ``corral ls
 --models-dir``/``--models-preset`` and ``corral pull --hf-token`` (router/cli/commands.py), which
@@ -48,15 +49,6 @@ OWN_MODULES = frozenset(
 # Other commands' flags of serve's spelling (see above), by the module that defines them.
 OTHER_COMMANDS = {
     "router/cli/commands.py": frozenset({"models_dir", "models_preset", "hf_token"}),
-}
-# Flags still spelled in more modules, and in how many: a count may only fall, and a flag leaves
-# this table when it reaches MOST: a value threaded by name from services.py into the scheduler
-# and the room, and read again by the startup check and the API.
-NOT_YET: dict[str, int] = {
-    "max_queue": 4,  # scheduling/scheduler.py, services.py
-    "models_max": 8,  # api/models.py, scheduling/device_planner.py, room.py and scheduler.py,
-    # services.py, startup.py
-    "models_autoload": 4,  # api/inference.py, api/models.py
 }
 
 
@@ -122,12 +114,8 @@ def spelled_in(flag: ServeFlag) -> list[str]:
 
 def test_each_flag_is_spelled_in_at_most_three_product_modules() -> None:
     found = {flag.dest: spelled_in(flag) for flag in SERVE_FLAGS}
-    over = {
-        dest: modules for dest, modules in found.items() if len(modules) > NOT_YET.get(dest, MOST)
-    }
+    over = {dest: modules for dest, modules in found.items() if len(modules) > MOST}
     assert over == {}, "read the setting through one place rather than spelling it again"
-    done = sorted(dest for dest in NOT_YET if len(found[dest]) < NOT_YET[dest])
-    assert done == [], "fewer modules now: lower (or drop) their counts in NOT_YET"
 
 
 def test_other_commands_flags_are_their_own() -> None:

@@ -100,7 +100,7 @@ def test_with_ctx_size_unset_the_first_model_leaves_room_for_the_next_at_fit_ctx
     # Two models kept (--models-max 2), each 20 GiB at its trained context, 6 GiB at --fit-ctx,
     # pinned to one GPU: greedy, the first would take 20 of its 23 GiB and starve the second.
     planner = sizes({"a": 20 * G, "b": 20 * G}, {"a": 6 * G, "b": 6 * G})
-    planner = DevicePlanner(planner.inventory, models_max=2, estimate=planner._estimate)
+    planner = DevicePlanner(planner.inventory, most_resident=2, estimate=planner._estimate)
     a, b = model("a", device="CUDA0"), model("b", device="CUDA0")
     placement = planner.place(a, [], [a, b])
     room = 24 * 1024 - 1024  # MiB on CUDA0 with llama.cpp's margin kept
@@ -111,7 +111,7 @@ def test_with_ctx_size_unset_the_first_model_leaves_room_for_the_next_at_fit_ctx
 
 def test_a_share_is_never_below_what_the_model_needs_at_fit_ctx() -> None:
     planner = sizes({"a": 20 * G, "b": 20 * G}, {"a": 16 * G, "b": 4 * G})
-    planner = DevicePlanner(planner.inventory, models_max=2, estimate=planner._estimate)
+    planner = DevicePlanner(planner.inventory, most_resident=2, estimate=planner._estimate)
     a, b = model("a", device="CUDA0"), model("b", device="CUDA0")
     (target,) = planner.place(a, [], [a, b]).fit_target_mib
     assert (24 * G - target * M) == 16 * G  # what a takes at --fit-ctx, not the even 11.5 GiB

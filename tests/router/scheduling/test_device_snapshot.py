@@ -90,7 +90,7 @@ def test_a_placement_reads_the_gpus_once() -> None:
     inventory = CountingDevices([Device("CUDA0", 24 * G, 24 * G), Device("CUDA1", 24 * G, 24 * G)])
     estimates: Counter[tuple[str, int | None]] = Counter()
     planner = DevicePlanner(
-        inventory, models_max=3, estimate=counting_estimate(dict.fromkeys("abc", G), estimates)
+        inventory, most_resident=3, estimate=counting_estimate(dict.fromkeys("abc", G), estimates)
     )
     states = [
         ModelState.unloaded(CatalogueEntry(name, Path(f"/m/{name}.gguf"), "models_dir"))

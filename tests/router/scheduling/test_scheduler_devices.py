@@ -28,7 +28,7 @@ G = 1 << 30
 def planner(sizes: Mapping[str, int], models_max: int = 0) -> DevicePlanner:
     devices = FakeDevices([Device("CUDA0", 24 * G, 24 * G), Device("CUDA1", 24 * G, 24 * G)])
     return DevicePlanner(
-        devices, models_max=models_max, estimate=lambda entry, ctx: sizes[entry.name]
+        devices, most_resident=models_max, estimate=lambda entry, ctx: sizes[entry.name]
     )
 
 
@@ -172,7 +172,7 @@ async def test_with_default_settings_the_first_model_leaves_room_for_the_second(
         return 20 * G if ctx is None else 6 * G
 
     inventory = FakeDevices([Device("CUDA0", 24 * G, 24 * G)])
-    planner = DevicePlanner(inventory, models_max=2, estimate=estimate)
+    planner = DevicePlanner(inventory, most_resident=2, estimate=estimate)
     async with harness(2, names="ab", devices=planner) as h:
         await h.load("a", on("CUDA0", 11 * G))  # its fit shrank the context to its share
         args = h.state("a").args

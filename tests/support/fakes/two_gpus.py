@@ -33,7 +33,7 @@ async def split_over_two_gpus() -> AsyncIterator[SplitModel]:
     with 24 GiB free each; its worker reports a layer on the CPU and fifteen on each GPU, with
     1 GiB of context on CUDA0 and 256 MiB of compute buffers on CUDA1: 25.25 GiB of VRAM."""
     devices = FakeDevices([Device("CUDA0", 24 * G, 24 * G), Device("CUDA1", 24 * G, 24 * G)])
-    planner = DevicePlanner(devices, models_max=1, estimate=lambda entry, ctx: 30 * G)
+    planner = DevicePlanner(devices, most_resident=1, estimate=lambda entry, ctx: 30 * G)
     report: list[dict[str, Any]] = [
         {"name": "CPU", "layers": 1, "model_bytes": G // 2},
         {"name": "CUDA0", "layers": 15, "model_bytes": 12 * G, "context_bytes": G},
