@@ -149,7 +149,8 @@ async def test_the_reload_diff_stops_running_models_whose_entry_changed_or_vanis
 @pytest.mark.parametrize(
     ("error", "status", "message"),
     [
-        (ModelNotFound("m"), 404, "model 'm' not found"),
+        (ModelNotFound("m"), 404, "model 'm' not found; no models are served; a hub model is "
+         "fetched with `corral pull owner/repo[:quant]` (or POST /models)"),
         (AlreadyRunning("m"), 400, "model is already running"),
         (NoRoom("m"), 500, "model limit reached, try again later"),
         (LoadFailed("m", "exited with code 1: boom"), 500, "model 'm' failed to load: exited "
