@@ -32,7 +32,7 @@ def _chat_example(page: Path, heading: str) -> str:
     """The first ``sh`` block after ``heading`` that posts to the chat completions route."""
     text = page.read_text(encoding="utf-8")
     section = text[text.index(heading) :]
-    blocks = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    blocks: list[str] = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
     return next(block for block in blocks if "/v1/chat/completions" in block)
 
 
