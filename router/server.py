@@ -34,7 +34,7 @@ from router.observe.access_log import AccessLog
 from router.observe.activity import Activity
 from router.observe.tracing import tracer_for
 from router.security.connections import ConnectionLimits, guarded_protocol
-from router.security.guard import warn_if_exposed
+from router.security.guard import log_keys, warn_if_exposed
 from router.settings import ServeSettings
 from router.tools.toolbox import ToolBox
 
@@ -119,6 +119,7 @@ def serve(settings: ServeSettings) -> None:
     json = None if settings.log_format is None else settings.log_format == "json"
     configure_logging(json=json)
     warn_if_exposed(settings)
+    log_keys(settings)
     for flag in settings.no_effect_flags:
         _log.warning("flag accepted for llama-server compatibility has no effect here", flag=flag)
     # Inherited by every worker (docs/protocol.md §8): none refuses a body the router accepted.
