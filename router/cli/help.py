@@ -78,7 +78,8 @@ def main_help() -> str:
             "commands:",
             *rows,
             "",
-            "'corral COMMAND --help' describes a command's flags (docs/configuration.md: all).",
+            "'corral COMMAND --help' describes a command's flags (docs/configuration.md: all);",
+            "'corral --version' prints Corral's version and the llama.cpp it runs.",
         ]
     )
 

@@ -110,7 +110,8 @@ _SERVER = (
         "server",
         ("--version",),
         "version",
-        "print Corral's and llama.cpp's versions and exit",
+        "print Corral's version and llama.cpp's (its commit and llama-cpp-python's release), "
+        "and exit; `corral --version` too",
         action=PrintAndExit,
         nargs=0,
         exits=True,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import pytest
 
+from corral.llama_build import llama_build_info
 from corral.options.flags import WORKER_OPTIONS
 from router.cli.help import COMMAND_SUMMARIES
 from tests.support.corral_cli import corral
@@ -68,3 +71,17 @@ def test_a_typo_with_nothing_close_gets_no_suggestion() -> None:
     assert done.returncode == 2
     assert "did you mean" not in done.stderr
     assert len(done.stderr.splitlines()) == 2
+
+
+def test_corral_version_names_corral_and_the_llama_cpp_that_runs() -> None:
+    """``b1`` is llama-server's wire spelling of a depth-1 vendored clone (corral/llama_build.py),
+    not a build a person can look up: the version line names the commit and the bindings."""
+    commit = llama_build_info().split("-", 1)[1]
+    expected = (
+        f"corral {version('corral')} (llama.cpp commit {commit}, "
+        f"llama-cpp-python {version('llama_cpp_python')})"
+    )
+    for argv in (["--version"], ["serve", "--version"]):
+        done = corral(*argv)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == expected
