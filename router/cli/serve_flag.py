@@ -186,6 +186,8 @@ def _shown(flag: ServeFlag, default: object) -> object:
 
 def _help(flag: ServeFlag, default: object) -> str:
     """The ``--help`` line of a flag: its meaning, its default and its variable."""
+    if flag.exits:  # an action, not a setting: it has no default to show
+        return terminal_text(flag.help)
     text = f"{terminal_text(flag.help)} (default: {_shown(flag, default)})"
     return text + (f" [{flag.variable}]" if flag.variable else "")
 
