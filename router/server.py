@@ -25,7 +25,7 @@ from corral.http.hosts import host_check, listens_on_loopback_only
 from corral.http.sockets import bind_hosts
 from corral.hub.cache_scan import resolve_cached_model, scan_cache
 from corral.hub.remote_preset import cached_preset
-from corral.logs import configure_logging
+from corral.logs import configure_logging, verbosity_level
 from router.api.mounts import ApiPrefix, StaticFiles
 from router.app import create_app
 from router.catalogue.catalogue import CatalogueError
@@ -117,7 +117,11 @@ def _mounted(app: Litestar, settings: ServeSettings) -> ASGIApp:
 
 def serve(settings: ServeSettings) -> None:
     json = None if settings.log_format is None else settings.log_format == "json"
-    configure_logging(json=json)
+    # -lv, or --verbose (a per-model option too: llama-server's "log everything"); at info the
+    # banners of uvicorn are debug, as the workers' are (router/workers/child_logs.py).
+    verbose = settings.model_options.get("verbose") == "true"
+    level = verbosity_level(4 if verbose else settings.log_verbosity)
+    configure_logging(json=json, level=level, debug_loggers=("uvicorn.error",))
     warn_if_exposed(settings)
     log_keys(settings)
     for flag in settings.no_effect_flags:
