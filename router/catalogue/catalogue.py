@@ -133,6 +133,11 @@ class Catalogue:
         """Every name a request may use: canonical names and aliases."""
         return list(self._owners)
 
+    def listed(self) -> tuple[str, ...]:
+        """The canonical names ``/models`` lists: hidden entries (a draft's, a deduplicated
+        cache model) are not offered."""
+        return tuple(name for name, entry in self.entries.items() if not entry.hidden)
+
     def resolve(self, name: str) -> CatalogueEntry | None:
         """The model a request names, by canonical name or alias (``repo:q8_0`` = ``repo:Q8_0``)."""
         owner = self._owners.get(name)

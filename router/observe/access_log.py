@@ -158,8 +158,8 @@ class _Watch:
 
 class AccessLog:
     """Wraps an ASGI app; closes each HTTP request's record when its answer is done, with
-    ``log`` writes its access line at info (a poll's at debug), and hands each finished request for a model to
-    ``finished`` (the traces, docs/operations.md "Traces")."""
+    ``log`` writes its access line at info (a poll's at debug), and hands each finished request
+    for a model to ``finished`` (the traces, docs/operations.md "Traces")."""
 
     def __init__(
         self,

@@ -31,8 +31,8 @@ def find_model(rt: RouterRuntime, name: str) -> CatalogueEntry:
     entry = resolve(rt.pool.catalogue, rt.ollama_copies, target)
     if entry is None:  # worded as on every other route: the closest names, or what there is
         catalogue = rt.pool.catalogue
-        known = tuple(catalogue.entries)
-        raise api_error(ModelNotFound(name, tuple(closest(name, catalogue.names())), known))
+        suggested = tuple(closest(name, catalogue.names()))
+        raise api_error(ModelNotFound(name, suggested, catalogue.listed()))
     return entry
 
 
