@@ -12,6 +12,10 @@ llama-cpp-python vendors llama.cpp as a depth-1 clone, so that count is 1: a lla
 from the same sdist reports ``b1-<commit>`` (``llama-server --version``: "build 1, commit
 0c1e570" for llama-cpp-python 0.3.36). Loaded with ctypes rather than by importing llama_cpp,
 so the router does not pay for llama.cpp's Python bindings.
+
+That ``b1`` is llama-server's wire spelling, not a build a person can look up: ``--version``
+(:func:`version_line`) shows the vendored commit and the llama-cpp-python release instead, which
+together say which llama.cpp runs (issue 54).
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib.util
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["corral_version", "llama_build_info"]
+__all__ = ["corral_version", "llama_build_info", "version_line"]
 
 _VENDORED_BUILD_NUMBER = 1  # see the module's docstring
 _UNKNOWN = "b0-unknown"  # what llama.cpp reports when it was built without git
@@ -52,3 +56,16 @@ def llama_build_info() -> str:
 
 def corral_version() -> str:
     return version("corral")
+
+
+def version_line() -> str:
+    """What ``corral --version`` prints: Corral's version and the llama.cpp under it, as the
+    vendored commit and the llama-cpp-python release that vendors it (no build number: see the
+    module's docstring)."""
+    try:
+        bindings = f"llama-cpp-python {version('llama_cpp_python')}"
+    except PackageNotFoundError:
+        bindings = "llama-cpp-python not installed"
+    commit = _ggml_commit()
+    llama = f"llama.cpp commit {commit}, {bindings}" if commit else f"llama.cpp from {bindings}"
+    return f"corral {corral_version()} ({llama})"

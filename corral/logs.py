@@ -13,7 +13,31 @@ from typing import Any
 import msgspec
 import structlog
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "verbosity_level"]
+
+
+def verbosity_level(verbosity: int) -> str:
+    """llama-server's ``-lv`` threshold as a logging level: 1 errors, 2 warnings, 3 info (the
+    default), 4 and more debug (common/log.h's levels; 0, its generic output, is no level)."""
+    levels = {0: "ERROR", 1: "ERROR", 2: "WARNING", 3: "INFO"}
+    return levels.get(verbosity, "DEBUG" if verbosity > 3 else "ERROR")
+
+
+class _AtDebug(logging.Filter):
+    """Some loggers' info records (uvicorn's banner: "Started server process", "Waiting for
+    application startup.") read as debug: shown only when the threshold is debug."""
+
+    def __init__(self, names: tuple[str, ...], threshold: int) -> None:
+        super().__init__()
+        self._names = frozenset(names)
+        self._threshold = threshold
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and record.name in self._names:
+            if self._threshold > logging.DEBUG:
+                return False
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
 
 
 def _json_dumps(obj: Any, **_: Any) -> str:
@@ -38,7 +62,10 @@ def _forget_restated(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def configure_logging(*, json: bool | None = None, level: str = "INFO") -> None:
+def configure_logging(
+    *, json: bool | None = None, level: str = "INFO", debug_loggers: tuple[str, ...] = ()
+) -> None:
+    """``debug_loggers``: loggers whose info records are logged as debug."""
     json = (not sys.stderr.isatty()) if json is None else json
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
@@ -73,6 +100,7 @@ def configure_logging(*, json: bool | None = None, level: str = "INFO") -> None:
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *final],
         )
     )
+    handler.addFilter(_AtDebug(debug_loggers, logging.getLevelName(level)))
     logging.basicConfig(handlers=[handler], level=level, force=True)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "litestar"):
         logging.getLogger(name).handlers.clear()

@@ -19,7 +19,7 @@ from litestar.types import ASGIApp
 from corral.http.cors import CorsHeaders
 from corral.http.hosts import host_check, listens_on_loopback_only
 from corral.http.sockets import bind_hosts
-from corral.logs import configure_logging
+from corral.logs import configure_logging, verbosity_level
 from router.api.mounts import ApiPrefix, StaticFiles
 from router.app import create_app
 from router.catalogue.catalogue import CatalogueError
@@ -27,7 +27,7 @@ from router.observe.access_log import AccessLog
 from router.observe.activity import Activity
 from router.observe.tracing import tracer_for
 from router.security.connections import guarded_protocol
-from router.security.guard import warn_if_exposed
+from router.security.guard import log_keys, warn_if_exposed
 from router.settings import ServeSettings
 from router.startup import fetch_missing
 from router.tools.toolbox import ToolBox
@@ -61,8 +61,13 @@ def _mounted(app: Litestar, settings: ServeSettings) -> ASGIApp:
 
 def serve(settings: ServeSettings) -> None:
     json = None if settings.log_format is None else settings.log_format == "json"
-    configure_logging(json=json)
+    # -lv, or --verbose (a per-model option too: llama-server's "log everything"); at info the
+    # banners of uvicorn are debug, as the workers' are (router/workers/child_logs.py).
+    verbose = settings.model_options.get("verbose") == "true"
+    level = verbosity_level(4 if verbose else settings.log_verbosity)
+    configure_logging(json=json, level=level, debug_loggers=("uvicorn.error",))
     warn_if_exposed(settings)
+    log_keys(settings)
     for flag in settings.no_effect_flags:
         _log.warning("flag accepted for llama-server compatibility has no effect here", flag=flag)
     settings.body_limit.pass_to_workers(os.environ)

@@ -116,6 +116,7 @@ class ServeSettings:
         "log_format"
     )  # "text" or "json"; None: text on a terminal, else JSON
     log_requests: bool = _row("log_requests")  # one access line per request
+    log_verbosity: int = _row("log_verbosity")  # -lv: 3 info, 4 debug (corral.logs)
     otel_endpoint: str | None = _row(
         "otel_endpoint"
     )  # --otel-endpoint: traces' collector (router.observe.tracing)

@@ -141,6 +141,11 @@ def plan_startup(settings: ServeSettings) -> StartupPlan:
             reason=reason,
         )
     startup = [entry for entry in startup if entry.name not in misfits]
+    if not catalogue.entries and not peers:  # else every request is a 404, and nothing says why
+        _log.warning(
+            "no models: pass --models-dir, -m or -hf, or download one (corral pull, POST /models)",
+            **settings.sources.log_fields(),
+        )
     return StartupPlan(catalogue, peers, tuple(startup), budget, devices, footprints)
 
 

@@ -575,8 +575,10 @@ def _worker_section() -> list[str]:
 
 _ROUTER_FLAGS = {
     "url": "the router to ask; default: `http://LLAMA_ARG_HOST:LLAMA_ARG_PORT`, as `corral serve` "
-    "would listen in this environment (`0.0.0.0` → `127.0.0.1`)",
-    "api_key": "key for a router that wants one (else `LLAMA_API_KEY`); a 401 says which to set",
+    "would listen in this environment (`0.0.0.0` → `127.0.0.1`); `HOST:PORT` without a scheme "
+    "means `http://`",
+    "api_key": "key for a router that wants one (else `LLAMA_API_KEY`); a 401 says which to set "
+    "(`ls` too, then lists without statuses)",
 }
 _CACHE_COMMAND_HELP: dict[str, dict[str, str]] = {
     "pull": {

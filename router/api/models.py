@@ -282,7 +282,8 @@ async def retrieve_model(request: AnyRequest, model_id: FromPath[str]) -> ASGIRe
     name = local.name if local is not None else model_id
     entry = next((e for e in data if e.id == name or model_id in e.aliases), None)
     if entry is None:  # worded as any route's unknown model, with the closest ids
-        raise api_error(ModelNotFound(model_id, tuple(closest(model_id, [e.id for e in data]))))
+        ids = tuple(e.id for e in data)
+        raise api_error(ModelNotFound(model_id, tuple(closest(model_id, ids)), ids))
     if wants_anthropic(request.headers):
         return json_response(anthropic_model(entry))
     return json_response(entry)

@@ -37,9 +37,12 @@ class SchedulingError(Exception):
 class ModelNotFound(SchedulingError):
     """No model and no alias has this name (or a reload removed it)."""
 
-    def __init__(self, model: str, suggestions: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, model: str, suggestions: tuple[str, ...] = (), known: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(model)
         self.suggestions = suggestions  # the closest existing names, best first
+        self.known = known  # every model there is, named when none is close (issue 54)
 
 
 class AlreadyRunning(SchedulingError):

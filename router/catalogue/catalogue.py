@@ -134,6 +134,11 @@ class Catalogue:
         """Every name a request may use: canonical names and aliases."""
         return list(self._owners)
 
+    def listed(self) -> tuple[str, ...]:
+        """The canonical names ``/models`` lists: hidden entries (a draft's, a deduplicated
+        cache model) are not offered."""
+        return tuple(name for name, entry in self.entries.items() if not entry.hidden)
+
     def resolve(self, name: str) -> CatalogueEntry | None:
         """The model a request names, by canonical name or alias (``repo:q8_0`` = ``repo:Q8_0``)."""
         owner = self._owners.get(name)
@@ -326,11 +331,14 @@ class CatalogueSources:
     model_files: Sequence[Path] = ()
     preset_file: Path | None = None
     cache_dir: Path | None = None
-    # The router's per-model flags (any spelling of corral.options.table.OPTIONS); file and name
-    # options among them are dropped, as upstream strips them from the base preset.
+    # Per-model flags, any spelling; file and name options are dropped, as upstream does.
     cli_options: Mapping[str, str] = field(default_factory=dict)
     mmproj_file: Path | None = None  # --mmproj: the -m files' projector, as llama-server pairs
     preset_repo: str | None = None  # the hub repository of a remote preset: upstream's keys only
+
+    def log_fields(self) -> dict[str, str | None]:
+        """What a log line about the sources shows of them: the directory given, if any."""
+        return {"models_dir": None if self.models_dir is None else str(self.models_dir)}
 
 
 def build_catalogue(sources: CatalogueSources) -> Catalogue:

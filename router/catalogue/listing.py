@@ -21,10 +21,10 @@ class QueueView(msgspec.Struct, kw_only=True):
     """One model's waiting requests (router/scheduling/waiting_line.py), for ``/models``,
     ``/metrics`` and ``corral ps``.
 
-    ``reason``: why they wait (docs/serving.md): ``loading``, ``memory`` (no room, and nothing
-    may be evicted yet), ``busy`` (its slots are taken), ``aging`` (held back so that another
-    model's request, waiting past the bound, can have its room), ``queued`` (behind another
-    model's load).
+    ``reason``: why they wait (docs/serving.md): ``loading``, ``models-max`` or ``memory`` (the
+    count or the memory leaves no room, and nothing may be evicted yet), ``busy`` (its slots
+    are taken), ``aging`` (held back so that another model's request, waiting past the bound,
+    can have its room), ``queued`` (behind another model's load).
     """
 
     waiting: int

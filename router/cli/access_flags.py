@@ -203,6 +203,19 @@ ACCESS_FLAGS = (
     ),
     ServeFlag(
         "logging",
+        ("-lv", "--verbosity", "--log-verbosity"),
+        "log_verbosity",
+        "what the log says, in llama-server's levels: `1` errors, `2` warnings too, `3` info: "
+        "one line per request and each model's lifecycle once, `4` debug too: llama.cpp's own "
+        "lines, the workers' server banners, polls of `/models`, `/health`, `/activity` and "
+        "`/metrics`; `--verbose` is `4` as well",
+        "LLAMA_ARG_LOG_VERBOSITY",
+        3,
+        "N",
+        convert=int,
+    ),
+    ServeFlag(
+        "logging",
         ("--log-requests",),
         "log_requests",
         "one line per request at info: method, path, model, status, duration, prompt and "

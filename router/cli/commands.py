@@ -25,11 +25,13 @@ from router.catalogue.catalogue import CatalogueError, CatalogueSources, build_c
 from router.cli.help import COMMAND_SUMMARIES, SuggestingParser
 from router.cli.hub_download import DownloadFailed, download_model, hub_token
 from router.cli.router_client import (
+    RouterRefused,
     RouterUnavailable,
     default_router_url,
     fetch_listing,
     fetch_models,
     router_key,
+    router_url,
 )
 from router.cli.top import add_top_flags, run_top
 
@@ -57,16 +59,24 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _router_models(args: argparse.Namespace) -> list[dict[str, Any]] | None:
-    """The ``/models`` entries of the router at ``--url``, when one answers; else ``None``."""
+    """The ``/models`` entries of the router at ``--url``, when one answers; else ``None``.
+    Raises :class:`RouterRefused` for one that answers but refuses (it wants a key)."""
     try:
         return fetch_models(args.url, router_key(args.api_key), timeout=3)
+    except RouterRefused:
+        raise
     except RouterUnavailable:
         return None
 
 
 def _statuses(args: argparse.Namespace) -> dict[str, str] | None:
-    """Each model's status by id, when a router answers at ``--url``; else ``None``."""
-    models = _router_models(args)
+    """Each model's status by id, when a router answers at ``--url``; else ``None`` (a
+    refusal said on stderr, as ``corral ps`` says it)."""
+    try:
+        models = _router_models(args)
+    except RouterRefused as exc:
+        print(f"corral rm: {exc}", file=sys.stderr)
+        return None
     return None if models is None else _status_by_id(models)
 
 
@@ -108,7 +118,12 @@ def _ls(args: argparse.Namespace) -> int:
         print(f"corral ls: {exc}", file=sys.stderr)
         return 1
     entries = [entry for entry in catalogue.entries.values() if not entry.hidden]
-    served = _router_models(args)
+    refused = False
+    try:
+        served = _router_models(args)
+    except RouterRefused as exc:  # its statuses are missing: say why, as `corral ps` does
+        print(f"corral ls: {exc}", file=sys.stderr)
+        served, refused = None, True
     statuses = _status_by_id(served) if served is not None else None
     header = ["MODEL", "SOURCE", "SIZE", *(["STATUS"] if statuses is not None else []), "PATH"]
     rows = [header]
@@ -119,12 +134,13 @@ def _ls(args: argparse.Namespace) -> int:
     if served is not None:
         rows += _served_only(served, {entry.name for entry in entries})
     if len(rows) == 1:
+        router = "" if refused else f", and no router answers at {args.url}"
         print(
-            f"no models: the hub cache {cache_dir} is empty, and no router answers at "
-            f"{args.url}; --models-dir and --models-preset add others",
+            f"no models: the hub cache {cache_dir} is empty{router}; --models-dir and "
+            "--models-preset add others",
             file=sys.stderr,
         )
-        return 0
+        return 1 if refused else 0
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     for row in rows:
         print(
@@ -243,6 +259,7 @@ def _ps(args: argparse.Namespace) -> int:
 def _add_router_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--url",
+        type=router_url,
         default=default_router_url(),
         help="the router's address (default from LLAMA_ARG_HOST/LLAMA_ARG_PORT: %(default)s)",
     )

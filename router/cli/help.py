@@ -6,16 +6,20 @@ argparse prints its whole usage block before the one useful line; a newcomer who
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from corral.options.flags import ExactFlagParser, NotedFlag
 from corral.suggest import closest, did_you_mean
 
 __all__ = [
     "COMMAND_SUMMARIES",
+    "FIRST_FLAGS",
     "SuggestingParser",
+    "add_help_flags",
+    "brief_help",
     "main_help",
     "terminal_text",
     "unknown_command",
@@ -32,6 +36,32 @@ COMMAND_SUMMARIES: dict[str, str] = {
     "rpc-server": "offer this machine's devices to a model on another machine (ggml RPC, "
     "trusted networks only)",
 }
+
+# What ``corral serve --help`` shows: the flags a first setup needs (where models come from,
+# where to listen, keys, the context and the GPU, the log); ``--help-all`` shows all 200-odd,
+# llama-server's included (issue 54).
+FIRST_FLAGS = frozenset(
+    {
+        "--help",
+        "--help-all",
+        "--version",
+        "--host",
+        "--port",
+        "--models-dir",
+        "--model",
+        "--hf-repo",
+        "--models-preset",
+        "--models-max",
+        "--offline",
+        "--list-devices",
+        "--api-key",
+        "--api-key-file",
+        "--log-format",
+        "--ctx-size",
+        "--n-gpu-layers",
+        "--parallel",
+    }
+)
 
 _UNRECOGNISED = re.compile(r"unrecognized arguments: (?P<rest>.*)")
 
@@ -66,6 +96,41 @@ class SuggestingParser(ExactFlagParser):
         return closest(typed, acting, limit=1) or closest(typed, actions, limit=1)
 
 
+def brief_help(parser: argparse.ArgumentParser) -> str:
+    """``parser``'s help with only :data:`FIRST_FLAGS`, in their sections, and where the rest is."""
+    formatter = parser._get_formatter()
+    formatter.add_usage("%(prog)s [options]", [], [])
+    formatter.add_text(parser.description)
+    shown = 0
+    for group in parser._action_groups:
+        actions = [a for a in group._group_actions if FIRST_FLAGS & set(a.option_strings)]
+        if actions:
+            formatter.start_section(group.title)
+            formatter.add_arguments(actions)
+            formatter.end_section()
+            shown += len(actions)
+    others = sum(1 for action in parser._actions if action.help != argparse.SUPPRESS) - shown
+    formatter.add_text(
+        f"{others} more flags (per-model options, scheduling, security, tools, llama-server's): "
+        "corral serve --help-all, or docs/configuration.md. A flag beats its [VARIABLE]."
+    )
+    return formatter.format_help()
+
+
+class _BriefHelp(argparse._HelpAction):  # a help action, as argparse's own, for its readers
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
+        sys.stdout.write(brief_help(parser))
+        parser.exit(0)
+
+
+def add_help_flags(parser: argparse.ArgumentParser) -> None:
+    """``-h``/``--help`` (and llama-server's ``--usage``) brief, ``--help-all`` everything: a
+    parser made with ``add_help=False`` gets them here."""
+    parser.add_argument("-h", "--help", action=_BriefHelp, help="the flags most setups need")
+    parser.add_argument("--usage", action=_BriefHelp, help=argparse.SUPPRESS)
+    parser.add_argument("--help-all", action="help", help="every flag, llama-server's included")
+
+
 def main_help() -> str:
     width = max(len(name) for name in COMMAND_SUMMARIES)
     rows = [f"  {name:<{width}}  {summary}" for name, summary in COMMAND_SUMMARIES.items()]
@@ -78,7 +143,8 @@ def main_help() -> str:
             "commands:",
             *rows,
             "",
-            "'corral COMMAND --help' describes a command's flags (docs/configuration.md: all).",
+            "'corral COMMAND --help' describes a command's flags (docs/configuration.md: all);",
+            "'corral --version' prints Corral's version and the llama.cpp it runs.",
         ]
     )
 

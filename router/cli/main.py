@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from corral.llama_build import version_line
 from corral.options.flags import model_options_from
 from router.cli.commands import CACHE_COMMANDS, run_cache_command
 from router.cli.help import main_help, unknown_command
@@ -37,6 +38,9 @@ def main(argv: list[str] | None = None) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(main_help(), file=sys.stdout if argv else sys.stderr)
         sys.exit(0 if argv else 2)
+    if argv[0] == "--version":  # as `corral serve --version` (llama-server's flag) answers
+        print(version_line())
+        sys.exit(0)
     command, rest = argv[0], argv[1:]
     if command in CACHE_COMMANDS:
         sys.exit(run_cache_command(command, rest))

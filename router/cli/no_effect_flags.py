@@ -18,7 +18,6 @@ _BATCH = "llama-cpp-python runs one thread pool: -C/-Cr/--prio apply to it"
 _LOGS = "Corral logs through its own structured log (`--log-format`, `--log-requests`)"
 _CPU = "sampling runs on the CPU here"
 NO_EFFECT_REASONS: dict[str, str] = {
-    "--verbosity": "Corral logs at info; `--verbose` adds llama-server's debug object to answers",
     "--props": "`POST /props` is refused: settings are per model, set by flags or a preset",
     "--backend-sampling": _CPU,
     # CORS is answered as docs/operations.md says: never with credentials, the headers a

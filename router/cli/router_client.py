@@ -2,7 +2,8 @@
 
 The address defaults to what ``corral serve`` would listen on in this environment
 (``LLAMA_ARG_HOST``/``LLAMA_ARG_PORT``), so a router started with a non-default port is found
-without ``--url``. A 401 names the flag and the variable that take the key.
+without ``--url``, which may leave out the scheme (``127.0.0.1:8080``: http is meant). A 401
+names the flag and the variable that take the key.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from typing import Any
 import httpx
 
 __all__ = [
+    "RouterRefused",
     "RouterUnavailable",
     "default_router_url",
     "fetch_listing",
     "fetch_models",
     "router_key",
+    "router_url",
 ]
 
 _ANY_ADDRESS = {"0.0.0.0", "::", ""}  # listening everywhere: reachable on loopback
@@ -25,6 +28,17 @@ _ANY_ADDRESS = {"0.0.0.0", "::", ""}  # listening everywhere: reachable on loopb
 
 class RouterUnavailable(Exception):
     """No router answered, or it refused; the message says which and what to do."""
+
+
+class RouterRefused(RouterUnavailable):
+    """A router answered, but not with its listing (it wants a key, or failed): unlike one that
+    is not there, worth telling whoever asked even where the listing was optional."""
+
+
+def router_url(given: str) -> str:
+    """``--url`` as typed: ``host:port`` without a scheme means http, as curl takes it."""
+    given = given.strip()
+    return given if "://" in given else f"http://{given}"
 
 
 def default_router_url() -> str:
@@ -56,8 +70,8 @@ def fetch_listing(url: str, key: str, *, timeout: float = 10.0) -> dict[str, Any
         raise RouterUnavailable(f"cannot reach {url}: {exc}") from None
     if response.status_code == 401:
         what = "refused the API key" if key else "wants an API key"
-        raise RouterUnavailable(f"{url} {what}: pass it with --api-key KEY or set LLAMA_API_KEY")
+        raise RouterRefused(f"{url} {what}: pass it with --api-key KEY or set LLAMA_API_KEY")
     if response.status_code != 200:
-        raise RouterUnavailable(f"{url} answered {response.status_code}")
+        raise RouterRefused(f"{url} answered {response.status_code}")
     listing: dict[str, Any] = response.json()
     return listing

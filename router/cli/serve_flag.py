@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corral.llama_build import corral_version, llama_build_info
+from corral.llama_build import version_line
 from corral.options.table import parse_bool, parse_size
 from router.cli.help import terminal_text
 from router.security.api_keys import parse_list
@@ -54,7 +54,7 @@ class PrintAndExit(argparse.Action):
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
         if option == "--version":
-            print(f"corral {corral_version()} (llama.cpp {llama_build_info()})")
+            print(version_line())
             parser.exit(0)
         from router.cli.commands import run_cache_command  # the hub cache's code, only here
 
@@ -186,6 +186,8 @@ def _shown(flag: ServeFlag, default: object) -> object:
 
 def _help(flag: ServeFlag, default: object) -> str:
     """The ``--help`` line of a flag: its meaning, its default and its variable."""
+    if flag.exits:  # an action, not a setting: it has no default to show
+        return terminal_text(flag.help)
     text = f"{terminal_text(flag.help)} (default: {_shown(flag, default)})"
     return text + (f" [{flag.variable}]" if flag.variable else "")
 

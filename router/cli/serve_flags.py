@@ -14,7 +14,7 @@ from pathlib import Path
 
 from corral.options.flags import add_model_flags
 from router.cli.access_flags import ACCESS_FLAGS
-from router.cli.help import SuggestingParser
+from router.cli.help import SuggestingParser, add_help_flags
 from router.cli.list_devices import ListDevices
 from router.cli.no_effect import add_no_effect_flags
 from router.cli.serve_flag import (
@@ -110,7 +110,8 @@ _SERVER = (
         "server",
         ("--version",),
         "version",
-        "print Corral's and llama.cpp's versions and exit",
+        "print Corral's version and llama.cpp's (its commit and llama-cpp-python's release), "
+        "and exit; `corral --version` too",
         action=PrintAndExit,
         nargs=0,
         exits=True,
@@ -377,7 +378,9 @@ def serve_parser() -> SuggestingParser:
         prog="corral serve",
         description="Serve every local model behind one OpenAI-compatible address.",
         epilog="Every flag: docs/configuration.md. A flag beats its [VARIABLE].",
+        add_help=False,  # a brief --help, and --help-all
     )
+    add_help_flags(parser)
     add_serve_flags(parser, SERVE_FLAGS)
     add_model_flags(parser)
     add_shortcut_flags(parser, _HF_REPO.dest)

@@ -4,13 +4,16 @@ It reads the router's ``GET /activity`` every ``--interval`` seconds and redraws
 plain ANSI (the alternate screen, cleared and written from the top), so it works over SSH and in
 any terminal: the models with their tokens/s and memory, each device's memory, the requests in
 flight and the last finished, and the last model events. ``q`` or Ctrl-C ends it; ``--once``
-prints one screen and exits (for scripts).
+prints one screen and exits (for scripts). Into a pipe or a file (``corral top --once | head``)
+it writes plain text: no colour or cursor codes for the reader to strip.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import re
 import select
 import shutil
 import sys
@@ -30,6 +33,7 @@ __all__ = ["add_top_flags", "render", "run_top"]
 _ALT_SCREEN, _MAIN_SCREEN = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"
 _HOME_CLEAR = "\x1b[H\x1b[2J"
 _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
+_STYLES = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def add_top_flags(parser: argparse.ArgumentParser) -> None:
@@ -160,9 +164,15 @@ def run_top(args: argparse.Namespace) -> int:
                     print(f"corral top: {exc}", file=sys.stderr)
                     return 1
                 lines = [f"corral top  {args.url}", "", f"cannot read the router: {exc}"]
-            sys.stdout.write(("" if args.once or not keys else _HOME_CLEAR) + "\n".join(lines))
-            sys.stdout.write("\n")
-            sys.stdout.flush()
+            if not sys.stdout.isatty():
+                lines = [_STYLES.sub("", line) for line in lines]
+            try:
+                sys.stdout.write(("" if args.once or not keys else _HOME_CLEAR) + "\n".join(lines))
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+            except BrokenPipeError:  # `| head` read what it wanted: done, without a traceback
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 0
             if args.once or _quit_within(args.interval, keys):
                 return 0
     return 0

@@ -12,6 +12,7 @@ when small.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,9 @@ _log = structlog.get_logger("corral.access")
 _PARSED_BELOW = 1 << 20  # whole answers larger than this are not read for their usage
 _MARKERS = (b'"timings"', b'"usage"', b'"eval_count"')  # OpenAI's, llama-server's, Ollama's
 _QUIET_PREFIXES = ("/assets/",)  # the Web UI's static files: a dozen lines per page load
+# What the Web UI, `corral top`, health checks and scrapers ask every few seconds: their
+# answered GETs are debug (`-lv 4`), so that the info log is the requests people make.
+_POLLS = frozenset({"/models", "/v1/models", "/health", "/v1/health", "/activity", "/metrics"})
 
 
 def note_model(name: str) -> RequestRecord | None:
@@ -154,8 +158,8 @@ class _Watch:
 
 class AccessLog:
     """Wraps an ASGI app; closes each HTTP request's record when its answer is done, with
-    ``log`` writes its access line at info, and hands each finished request for a model to
-    ``finished`` (the traces, docs/operations.md "Traces")."""
+    ``log`` writes its access line at info (a poll's at debug), and hands each finished request
+    for a model to ``finished`` (the traces, docs/operations.md "Traces")."""
 
     def __init__(
         self,
@@ -222,7 +226,9 @@ class AccessLog:
         method = scope["method"]
         duration = round(duration_ms)
         summary = f"{method} {path} {status} {duration} ms"
-        _log.info(
+        polled = method == "GET" and path in _POLLS and status < 400
+        _log.log(
+            logging.DEBUG if polled else logging.INFO,
             summary,
             method=method,
             path=path,

@@ -30,6 +30,8 @@ __all__ = ["QUEUE_RETRY_AFTER_SECONDS", "LoadError", "api_error", "scheduling_an
 # What a client refused by a full queue is told to wait: loads take seconds, the queue drains
 # as they finish.
 QUEUE_RETRY_AFTER_SECONDS = 1
+# How many existing models an unknown name's 404 lists before it points at the listing.
+_KNOWN_NAMED = 8
 
 
 class LoadError(ApiError):
@@ -40,10 +42,7 @@ class LoadError(ApiError):
 def api_error(error: SchedulingError) -> ApiError:
     name = error.model
     if isinstance(error, ModelNotFound):
-        hint = " or ".join(f"'{other}'" for other in error.suggestions)
-        return ApiError(
-            404, f"model '{name}' not found" + (f"; did you mean {hint}?" if hint else "")
-        )
+        return ApiError(404, f"model '{name}' not found" + _not_found_hint(error))
     if isinstance(error, AlreadyRunning):
         return ApiError(400, "model is already running")
     if isinstance(error, NoRoom):
@@ -76,6 +75,19 @@ def api_error(error: SchedulingError) -> ApiError:
     if isinstance(error, LoadInterrupted):
         return ApiError(503, f"model '{name}' was stopped before it finished loading")
     return ApiError(500, f"model '{name}': {error}")
+
+
+def _not_found_hint(error: ModelNotFound) -> str:
+    """The closest names; else what there is and how to get a hub model, so that a newcomer
+    who copied a hub name from the docs learns both what to ask for and how to fetch it."""
+    if error.suggestions:
+        return "; did you mean " + " or ".join(f"'{other}'" for other in error.suggestions) + "?"
+    named = ", ".join(f"'{known}'" for known in error.known[:_KNOWN_NAMED])
+    if len(error.known) > _KNOWN_NAMED:
+        named += f" and {len(error.known) - _KNOWN_NAMED} more (GET /v1/models)"
+    here = f"; models here: {named}" if named else "; no models are served"
+    hub = error.model if "/" in error.model else "owner/repo[:quant]"
+    return f"{here}; a hub model is fetched with `corral pull {hub}` (or POST /models)"
 
 
 @contextmanager

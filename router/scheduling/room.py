@@ -88,6 +88,15 @@ class Room:
         """Whether ``state`` fits next to every running model now."""
         return self.short_for(state, self.snapshot()) is None
 
+    def limit_reached(self, state: ModelState) -> str | None:
+        """Which limit keeps ``state`` from running next to every running model now, as the
+        queue's ``reason`` names it (docs/serving.md): ``models-max`` for the count, ``memory``
+        for the host budget or a GPU's; None when it fits."""
+        if self.fits(state):
+            return None
+        running = sum(other.running for other in self._pool.models.values())
+        return "models-max" if 0 < self._most_resident <= running else "memory"
+
     def short_for(self, state: ModelState, snap: DeviceSnapshot | None) -> set[str] | None:
         """:meth:`short_of` for ``state`` next to every running model."""
         # Stopping models still count: their processes have not exited yet.

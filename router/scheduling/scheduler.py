@@ -139,7 +139,7 @@ class Scheduler:
         head = self._queue.head()
         if head is None or head.name != state.name:
             return "queued"
-        return "memory" if not self._room.fits(state) else "loading"
+        return self._room.limit_reached(state) or "loading"
 
     def _draining(self) -> set[str]:
         """The running models that take no new request: some request past the bound waits for

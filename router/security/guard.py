@@ -45,6 +45,7 @@ __all__ = [
     "KeyForbidden",
     "is_loopback_host",
     "is_public_path",
+    "log_keys",
     "warn_if_exposed",
 ]
 
@@ -231,6 +232,16 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(address).is_loopback
     except ValueError:  # a host name other than localhost: it may resolve to anything
         return False
+
+
+def log_keys(settings: ServeSettings) -> None:
+    """Confirm at startup what the key flags gave, by count and scope, never a key: an operator
+    who passed a file sees that it was read as meant (issue 54)."""
+    keys = settings.api_keys
+    if keys:
+        admin = sum(key.scope is KeyScope.ADMIN for key in keys)
+        counts = f"{len(keys)}: {admin} admin, {len(keys) - admin} inference"
+        _log.info("API keys read", keys=counts)
 
 
 def warn_if_exposed(settings: ServeSettings) -> None:

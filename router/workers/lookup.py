@@ -18,5 +18,5 @@ def find_model(catalogue: Catalogue, models: Mapping[str, ModelState], name: str
     note_model(name)  # the access line names it, found or not; the relay renames it canonically
     entry = catalogue.resolve(name)
     if entry is None or entry.name not in models:
-        raise ModelNotFound(name, tuple(closest(name, catalogue.names())))
+        raise ModelNotFound(name, tuple(closest(name, catalogue.names())), catalogue.listed())
     return models[entry.name]

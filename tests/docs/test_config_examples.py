@@ -94,3 +94,13 @@ def test_env_file_is_all_comments_and_parses_as_systemd_reads_it() -> None:
         assert not line or line.startswith("#"), f"corral.env:{number} is active: {line!r}"
         if re.match(r"#[A-Z]", line):  # an example assignment: no quotes, no spaces around "="
             assert re.fullmatch(r"#[A-Z][A-Z0-9_]*=\S+", line), f"corral.env:{number}: {line!r}"
+
+
+def test_the_env_file_names_the_key_file_operations_md_shows() -> None:
+    """config/corral.env and docs/operations.md's team example name one key file (issue 54)."""
+    named = re.search(
+        r"^#LLAMA_ARG_API_KEY_FILE=(\S+)$", ENV_FILE.read_text(encoding="utf-8"), re.M
+    )
+    assert named is not None
+    operations = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    assert f"--api-key-file {named[1]} " in operations

@@ -153,6 +153,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
     "CORRAL_LOG_FORMAT": ("json", "log_format", "json"),
     "CORRAL_LOG_REQUESTS": ("no", "log_requests", False),
+    "LLAMA_ARG_LOG_VERBOSITY": ("4", "log_verbosity", 4),
     "OTEL_EXPORTER_OTLP_ENDPOINT": ("http://c:4318", "otel_endpoint", "http://c:4318"),
     "LLAMA_ARG_MMPROJ": ("/m/mmproj.gguf", "mmproj_file", Path("/m/mmproj.gguf")),
     "LLAMA_ARG_MMPROJ_AUTO": ("off", "model_options", {"mmproj-auto": "false"}),

@@ -137,6 +137,26 @@ def test_ps_finds_the_router_by_llama_arg_port_and_says_where_the_key_goes(
         assert allowed.stdout.split()[0] == "MODEL"
 
 
+def test_ls_says_a_keyed_router_wants_a_key_and_url_may_leave_out_the_scheme(
+    models_dir: Path, cache: Path
+) -> None:
+    with running_router(["--models-dir", str(models_dir), "--api-key", "sesame"]) as router:
+        bare = f"127.0.0.1:{_port(router.url)}"  # as a newcomer types it: http is meant
+        env = {"HF_HUB_CACHE": str(cache)}  # an empty cache: the router is all there is
+        refused = corral(["ls", "--url", bare], env)
+        assert refused.returncode == 1
+        assert refused.stderr.splitlines()[0] == (
+            f"corral ls: http://{bare} wants an API key: "
+            "pass it with --api-key KEY or set LLAMA_API_KEY"
+        )
+        assert "no router answers" not in refused.stderr
+        listed = corral(["ls", "--url", bare, "--api-key", "sesame"], env)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.split()[:5] == ["MODEL", "SOURCE", "SIZE", "STATUS", "PATH"]
+        allowed = corral(["ps", "--url", bare, "--api-key", "sesame"], env)
+        assert allowed.returncode == 0, allowed.stderr
+
+
 def test_ls_lists_every_source_and_rm_asks_before_deleting_a_served_model(
     hub: FakeHub, cache: Path, tmp_path: Path, gguf_bytes: list[bytes], models_dir: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -104,9 +105,43 @@ def test_unknown_model_is_404(client: openai.OpenAI) -> None:
         client.chat.completions.create(model="nope", messages=CHAT, max_tokens=3)
     assert caught.value.status_code == 404
     body = caught.value.response.json()
-    assert body == {
-        "error": {"code": 404, "message": "model 'nope' not found", "type": "not_found_error"}
-    }
+    assert body == {"error": {"code": 404, "message": NOPE, "type": "not_found_error"}}
+
+
+# Nothing is close to "nope": the 404 lists what there is and how a hub model is had (issue 54).
+NOPE = (
+    "model 'nope' not found; models here: 'alpha', 'beta'; a hub model is fetched with "
+    "`corral pull owner/repo[:quant]` (or POST /models)"
+)
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "message_of"),
+    [
+        ("/v1/chat/completions", {"messages": CHAT}, lambda answer: answer["error"]["message"]),
+        # Anthropic's route answers in llama-server's error JSON, as its other errors do.
+        ("/v1/messages", {"messages": CHAT, "max_tokens": 1}, lambda a: a["error"]["message"]),
+        ("/api/chat", {"messages": CHAT}, lambda answer: answer["error"]),  # Ollama's
+    ],
+)
+def test_every_api_s_404_says_what_there_is_in_its_own_error_json(
+    shared_router: RouterProcess, route: str, body: dict[str, object], message_of: Any
+) -> None:
+    answer = shared_router.client.post(route, json={"model": "nope", **body})
+    assert answer.status_code == 404
+    assert message_of(answer.json()) == NOPE
+
+
+def test_a_hub_name_s_404_says_how_to_pull_it(shared_router: RouterProcess) -> None:
+    hub = "ggml-org/gemma-3-1b-it-GGUF:Q4_K_M"
+    answer = shared_router.client.post(
+        "/v1/chat/completions", json={"model": hub, "messages": CHAT}
+    )
+    assert answer.status_code == 404
+    assert answer.json()["error"]["message"] == (
+        f"model '{hub}' not found; models here: 'alpha', 'beta'; a hub model is fetched with "
+        f"`corral pull {hub}` (or POST /models)"
+    )
 
 
 @pytest.mark.parametrize(

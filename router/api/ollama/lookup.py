@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from corral.http.errors import ApiError
+from corral.suggest import closest
 from router.api.ollama.names import candidates, resolve
 from router.api.runtime import RouterRuntime
+from router.availability.errors import ModelNotFound
 from router.catalogue.catalogue import CatalogueEntry
+from router.scheduling.answers import api_error
 from router.single_model import single_model_target
 
 __all__ = ["Found", "find_model", "find_served", "required"]
@@ -26,8 +29,10 @@ def find_model(rt: RouterRuntime, name: str) -> CatalogueEntry:
     name = required(name, "model")
     target = single_model_target(rt.settings, rt.pool.catalogue, name) or name
     entry = resolve(rt.pool.catalogue, rt.ollama_copies, target)
-    if entry is None:
-        raise ApiError(404, f"model '{name}' not found")
+    if entry is None:  # worded as on every other route: the closest names, or what there is
+        catalogue = rt.pool.catalogue
+        suggested = tuple(closest(name, catalogue.names()))
+        raise api_error(ModelNotFound(name, suggested, catalogue.listed()))
     return entry
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import pytest
 
+from corral.llama_build import llama_build_info
 from corral.options.flags import WORKER_OPTIONS
-from router.cli.help import COMMAND_SUMMARIES
+from router.cli.completion import flags_in_help
+from router.cli.help import COMMAND_SUMMARIES, FIRST_FLAGS
+from router.cli.serve_flags import serve_parser
 from tests.support.corral_cli import corral
 
 
@@ -16,8 +21,31 @@ def test_corral_help_describes_every_command_in_one_line() -> None:
         assert any(line.split() == [command, *summary.split()] for line in done.stdout.splitlines())
 
 
-def test_serve_help_groups_every_flag_with_its_meaning_and_default() -> None:
+def test_serve_help_shows_the_first_flags_and_says_where_the_rest_are() -> None:
     done = corral("serve", "--help")
+    assert done.returncode == 0
+    shown = set(flags_in_help(done.stdout))
+    assert shown >= FIRST_FLAGS  # each a real flag, spelled as the parser has it
+    actions = serve_parser()._option_string_actions
+    for other in shown - FIRST_FLAGS:  # only the first flags' other spellings (-m, -hf, -c, …)
+        assert FIRST_FLAGS & set(actions[other].option_strings), other
+    assert len(done.stdout.splitlines()) < 100  # a screen or two, not 900 lines
+    text = " ".join(done.stdout.split())
+    assert "corral serve --help-all" in text
+    assert corral("serve", "--usage").stdout == done.stdout  # llama-server's third spelling
+
+
+def test_action_flags_show_no_default() -> None:
+    done = corral("serve", "--help-all")
+    text = " ".join(done.stdout.split())
+    for flag in ("--version", "--completion-bash", "--list-devices", "--cache-list"):
+        after = text[text.index(f" {flag} ") :]
+        meaning = after[: after.index(" -", 2)]  # up to the next flag
+        assert "(default:" not in meaning, meaning
+
+
+def test_serve_help_all_groups_every_flag_with_its_meaning_and_default() -> None:
+    done = corral("serve", "--help-all")
     assert done.returncode == 0
     text = " ".join(done.stdout.split())  # argparse wraps lines; compare words
     headings = ["server:", "models:", "security:", "logging:", "per-model options:"]
@@ -68,3 +96,17 @@ def test_a_typo_with_nothing_close_gets_no_suggestion() -> None:
     assert done.returncode == 2
     assert "did you mean" not in done.stderr
     assert len(done.stderr.splitlines()) == 2
+
+
+def test_corral_version_names_corral_and_the_llama_cpp_that_runs() -> None:
+    """``b1`` is llama-server's wire spelling of a depth-1 vendored clone (corral/llama_build.py),
+    not a build a person can look up: the version line names the commit and the bindings."""
+    commit = llama_build_info().split("-", 1)[1]
+    expected = (
+        f"corral {version('corral')} (llama.cpp commit {commit}, "
+        f"llama-cpp-python {version('llama_cpp_python')})"
+    )
+    for argv in (["--version"], ["serve", "--version"]):
+        done = corral(*argv)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == expected

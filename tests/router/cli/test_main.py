@@ -141,9 +141,10 @@ def test_alias_and_tags_come_from_llama_arg_variables(
 
 def test_no_effect_flags_consume_their_values_and_are_noted_once() -> None:
     settings = parse_serve_args(
-        ["--poll", "50", "-lv", "5", "--threads-http", "4", "--verbosity", "3", "-c", "256"]
+        ["--poll", "50", "-lv", "5", "--threads-http", "4", "--no-perf", "-c", "256"]
     )
-    assert settings.no_effect_flags == ("--poll", "--verbosity", "--threads-http")
+    assert settings.no_effect_flags == ("--poll", "--threads-http", "--no-perf")
+    assert settings.log_verbosity == 5  # -lv takes effect (docs/operations.md, "Logs")
     assert settings.model_options["ctx-size"] == "256"  # read after them, not swallowed
 
 

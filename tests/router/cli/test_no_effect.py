@@ -57,7 +57,7 @@ def test_a_flag_the_parser_implements_is_no_no_effect_flag() -> None:
     add_no_effect_flags(parser)
     named = {flag.spellings[0] for flag in no_effect_flags(parser)}
     assert "--threads-http" not in named
-    assert {"--poll", "--verbosity"} <= named
+    assert "--poll" in named
     assert parser.parse_args(["--threads-http", "4"]).threads_http == 4
 
 
@@ -77,10 +77,9 @@ def test_a_negative_flag_is_noted_by_its_own_spelling() -> None:
 
 
 def test_the_notice_names_a_flag_by_its_reasons_spelling() -> None:
-    # arg.cpp spells them -lv and -bs first; the reasons and the notices say the long names.
-    settings = parse_serve_args(["-lv", "3", "--backend_sampling", "-Crbd", "0-1"])
+    # arg.cpp spells them -bs first; the reasons and the notices say the long names.
+    settings = parse_serve_args(["--backend_sampling", "-Crbd", "0-1"])
     assert settings.no_effect_flags == (
-        "--verbosity",
         "--backend-sampling",
         "--spec-draft-cpu-range-batch",
     )

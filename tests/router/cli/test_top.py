@@ -96,3 +96,18 @@ def test_top_shows_the_models_memory_and_requests_live(router: RouterProcess, tm
     _until(lambda: len(_DONE.findall(tmux.screen())) == 2, tmux.screen)
     tmux.keys("q")
     _until(lambda: not tmux.alive(), tmux.screen, timeout=20)
+
+
+def test_top_once_into_a_pipe_prints_plain_text(router: RouterProcess) -> None:
+    """``corral top --once | head``: no terminal, so no colour or cursor codes, and the reader
+    closing the pipe early is no traceback."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLAMA_", "CORRAL_"))}
+    top = f"{sys.executable} -m router top --once --url {router.url}"
+    done = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {top} | head -n 3"],
+        capture_output=True, text=True, timeout=60, check=False, env=env, cwd=_REPOSITORY,
+    )  # fmt: skip
+    assert done.stdout.startswith("corral top  "), done.stdout
+    assert "\x1b" not in done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0, done.stderr

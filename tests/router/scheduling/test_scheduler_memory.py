@@ -51,6 +51,9 @@ async def test_a_busy_model_is_never_evicted_to_free_memory() -> None:
             h.scheduler.tick()
             assert not a.stop_requested
             assert h.launcher.launched == ["a"]
+            view = h.scheduler.queue_view(h.state("b"))
+            assert view is not None
+            assert view.reason == "memory"  # the budget is full, not --models-max (off here)
             h.done(a)  # a goes idle: now it may make room
             await h.launched("b")
             h.launcher.children["b"].ready()

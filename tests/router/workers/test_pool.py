@@ -136,6 +136,17 @@ def test_a_model_is_found_by_name_or_alias() -> None:
     assert caught.value.model == "beta"
 
 
+def test_an_unknown_name_is_told_the_listed_models_only() -> None:
+    """A hidden entry (a draft's, a deduplicated cache model) is not listed: a 404 does not
+    offer it either."""
+    shown, draft = _entry("alpha"), _entry("draft", hidden=True)
+    catalogue = Catalogue({"alpha": shown, "draft": draft})
+    models = {name: ModelState.unloaded(entry) for name, entry in catalogue.entries.items()}
+    with pytest.raises(ModelNotFound) as caught:
+        find_model(catalogue, models, "nothing-like-them")
+    assert (caught.value.suggestions, caught.value.known) == ((), ("alpha",))
+
+
 async def test_the_reload_diff_stops_running_models_whose_entry_changed_or_vanished() -> None:
     async with harness(models_max=0, names="abc") as h:
         a, b = await h.load("a"), await h.load("b")
@@ -149,7 +160,8 @@ async def test_the_reload_diff_stops_running_models_whose_entry_changed_or_vanis
 @pytest.mark.parametrize(
     ("error", "status", "message"),
     [
-        (ModelNotFound("m"), 404, "model 'm' not found"),
+        (ModelNotFound("m"), 404, "model 'm' not found; no models are served; a hub model is "
+         "fetched with `corral pull owner/repo[:quant]` (or POST /models)"),
         (AlreadyRunning("m"), 400, "model is already running"),
         (NoRoom("m"), 500, "model limit reached, try again later"),
         (LoadFailed("m", "exited with code 1: boom"), 500, "model 'm' failed to load: exited "

@@ -95,4 +95,7 @@ def test_a_name_nobody_serves_is_ollamas_404(client: ollama.Client) -> None:
     with pytest.raises(ollama.ResponseError) as caught:
         client.chat(model="gamma", messages=HI)
     assert caught.value.status_code == 404
-    assert caught.value.error == "model 'gamma' not found"
+    assert caught.value.error == (
+        "model 'gamma' not found; models here: 'alpha'; a hub model is fetched with "
+        "`corral pull owner/repo[:quant]` (or POST /models)"
+    )
