@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable
 
 import anyio
@@ -90,6 +91,9 @@ class Scheduler:
         self.wait_seconds = 0.0
         self.evictions = 0
         self.evicted: Topic[str] = Topic()  # a model stopped for another's room (its name)
+        # The models whose last stop was one of these evictions, until their next start: their
+        # waiters are not answered by that stop, they wait for the next load (_wait_for).
+        self._preempted: weakref.WeakSet[ModelState] = weakref.WeakSet()
         self.rejections = 0  # requests refused because the queue was full, for /metrics
 
     @property
@@ -245,11 +249,13 @@ class Scheduler:
             elif state.status is Status.UNLOADED:
                 if saw_loading and self._retry_out_of_memory(state):
                     saw_loading = False  # once: a second failure for memory is the answer
-                elif saw_loading:
-                    raise load_error(state)
+                elif saw_loading and state not in self._preempted:
+                    raise load_error(state)  # failed, or stopped by an unload, reload, removal
                 # Whatever load the entry had claimed is over (a waiter that saw it run has its
-                # answer); this waiter never saw it, so it may claim the next one. Left claimed,
-                # the entry would hold the head of the queue for ever.
+                # answer, unless the scheduler stopped it: then it waits on, with its age, for
+                # the next); this one may claim the next load. Left claimed, the entry would
+                # hold the head of the queue for ever.
+                saw_loading = False
                 entry.claimed = False
                 delay = self.timers.backoff_left(state)
                 if delay > 0:
@@ -279,14 +285,17 @@ class Scheduler:
         return True
 
     def _evict(self, victim: ModelState) -> None:
-        """Stop ``victim`` for another model's room (counted, and told to the activity page)."""
+        """Stop ``victim`` for another model's room (counted, and told to the activity page);
+        requests waiting for it (it drained or yielded) wait for its next load."""
         self.evictions += 1
         self.evicted.publish(victim.name)
+        self._preempted.add(victim)
         self._pool.request_stop(victim)
 
     def start(self, state: ModelState) -> None:
         """Start a model (claimed, or to load at startup) where the device planner puts it."""
         placement = None
+        self._preempted.discard(state)  # this load's end answers whoever waits for it
         if self.devices is not None:
             running = [other for other in self._pool.models.values() if other.running]
             placement = self.devices.place(state, running, self._pool.models.values())
@@ -335,7 +344,10 @@ class Scheduler:
                     return  # else the end of its quantum wakes the waiters
                 if victim is None:
                     return  # everything is busy or resident: a release or a waiter's wake ticks
-                _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
+                waiting = self.line.waiting(victim.name)  # if it drained or yielded: none fail
+                _log.info(
+                    "evicting idle model", model=victim.name, for_queue=len(coming), waiting=waiting
+                )
                 self._evict(victim)
                 staying.remove(victim)
         finally:

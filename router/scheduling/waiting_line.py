@@ -129,6 +129,10 @@ class WaitingLine:
                 best[waiter.model] = rank
         return sorted(best, key=best.__getitem__)
 
+    def waiting(self, model: str) -> int:
+        """How many requests wait for ``model``."""
+        return sum(w.model == model for w in self._waiters)
+
     def places(self, caller: Caller) -> int:
         """The places ``caller``'s key (or page) holds, for any model."""
         return sum(w.caller.share == caller.share for w in self._waiters)
