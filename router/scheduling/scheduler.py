@@ -34,6 +34,7 @@ import math
 import time
 import weakref
 from collections.abc import Callable
+from functools import partial
 
 import anyio
 import structlog
@@ -126,7 +127,7 @@ class Scheduler:
         self._admission.take(state)
         self.line.served(caller)
         self.demand.note(state.name, caller)
-        return bind(request, Lease(state, self._release_slot))
+        return bind(request, Lease(state, partial(self._release_slot, caller)))
 
     def queue_view(self, state: ModelState) -> QueueView | None:
         """The model's waiting requests and why they wait; None when none does."""
@@ -165,7 +166,8 @@ class Scheduler:
         running = [s for s in models.values() if s.serving]
         return self._admission.draining(running, short) | self._yielding
 
-    def _release_slot(self, state: ModelState) -> None:
+    def _release_slot(self, caller: Caller, state: ModelState) -> None:
+        self.line.done(caller)
         self._admission.give_back(state)
         self._release(state)
         self._pool.changed.notify()  # a slot is free: the next waiter may have it
@@ -188,7 +190,7 @@ class Scheduler:
             self._make_place(self._pool.get(name), who)
         entry = self._queue.join(name)
         self._pool.changed.notify()
-        waiter = self.line.join(name, who)
+        waiter = self.line.join(name, who, counted=caller is not None)
         started = time.monotonic()  # real time, not the clock: a metric, never a decision
         try:
             return await self._wait_for(name, entry, request, caller, waiter)
