@@ -1,6 +1,7 @@
 """The key file's ``class=`` through a real router and worker (docs/serving.md, "Scheduling"):
 with one slot taken, an interactive request that came after a batch one gets the slot first,
-and ``/models``, ``/metrics`` and ``corral ps`` show who waits and why meanwhile; a batch burst
+and ``/models``, ``/metrics`` and ``corral ps`` show who waits and why meanwhile; two keys of
+one class share the slot by the tokens their answers counted, not by requests; a batch burst
 on a third model, which yields its place to a person's model, is served in full when it loads
 again (issue 51).
 
@@ -41,10 +42,17 @@ def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield router
 
 
-def _chat(router: RouterProcess, key: str, done: list[str], tag: str, model: str = "alpha") -> None:
+def _chat(
+    router: RouterProcess,
+    key: str,
+    done: list[str],
+    tag: str,
+    model: str = "alpha",
+    prompt: str = "hi",
+) -> None:
     with openai.OpenAI(base_url=f"{router.url}/v1", api_key=key, max_retries=0) as client:
         client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": "hi"}], max_tokens=2
+            model=model, messages=[{"role": "user", "content": prompt}], max_tokens=2
         )
     done.append(tag)
 
@@ -96,6 +104,34 @@ def test_interactive_goes_before_batch_and_the_queue_shows_it(
         thread.join(timeout=60)
     assert done == ["batch first", "chat", "batch second"]
     assert "queue" not in team.models()["alpha"]
+
+
+def test_keys_share_the_slot_by_tokens_not_by_requests(team: RouterProcess) -> None:
+    """Alice's long prompt holds the slot while two of hers and two of bob's short ones wait:
+    once its tokens are counted (from its answer's usage, when it ends), bob's two go before
+    alice's next, where turns by request would have alternated (docs/serving.md, *Fair share,
+    by tokens*)."""
+    words = "the of and to in is you that it he was for on are as with his they at be this"
+    done: list[str] = []
+    sends = [
+        (INTERACTIVE, "alice long", " ".join([words] * 6)),
+        (INTERACTIVE, "alice", f"{words} one"),
+        (INTERACTIVE, "alice", f"{words} two"),
+        (BOB, "bob", "hi one"),
+        (BOB, "bob", "hi two"),
+    ]
+    threads = [
+        threading.Thread(target=_chat, args=(team, key, done, tag, "alpha", prompt))
+        for key, tag, prompt in sends
+    ]
+    threads[0].start()
+    _waiting_for_slot(team)
+    for waiting, thread in enumerate(threads[1:], start=1):
+        thread.start()
+        _waiting(team, waiting)
+    for thread in threads:
+        thread.join(timeout=60)
+    assert done == ["alice long", "bob", "bob", "alice", "alice"]
 
 
 def _waiting_for_slot(router: RouterProcess) -> None:
