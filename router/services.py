@@ -27,6 +27,7 @@ from router.catalogue.file_check import entry_problem
 from router.download_jobs import DownloadJobs
 from router.observe import relay_notes, waits
 from router.observe.activity import Activity
+from router.observe.requests import RequestHistory, RequestRecord, current_record
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
 from router.relay.proxy import Relay
@@ -35,6 +36,7 @@ from router.reloads import Reloader
 from router.scheduling.cores import CoreShare, send_in
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.scheduler import Scheduler
+from router.scheduling.waiting_line import Caller
 from router.security.cache_scope import add_cache_scope
 from router.settings import ServeSettings
 from router.startup import StartupPlan
@@ -102,7 +104,7 @@ async def running_services(
         pool.events.listen(footprints.listener(lambda: pool.models))
         scheduler.evicted.subscribe(activity.timeline.evicted)
         _note_relayed(relay)
-        _schedule_relayed(relay, scheduler)
+        _schedule_relayed(relay, scheduler, activity.history)
         if settings.cache_scoped:  # else every request has the workers' one default scope
             relay.dispatching.subscribe(add_cache_scope)  # whose prompt caches it may reuse
 
@@ -153,21 +155,33 @@ def _note_relayed(relay: Relay) -> None:
     relay.first_piece.subscribe(lambda _: relay_notes.answer_began())
 
 
-def _schedule_relayed(relay: Relay, scheduler: Scheduler) -> None:
+def _schedule_relayed(relay: Relay, scheduler: Scheduler, history: RequestHistory) -> None:
     """The scheduler hears of the requests its leases were taken for: a generation computes
     with its share of the cores until it ends, a POST makes its model the most recently used,
-    and every piece of an answer tells the stall watchdog that the worker works."""
+    every piece of an answer tells the stall watchdog that the worker works, and what a
+    generation cost (its record's counts, once it ends) goes to its caller's share of the
+    tokens (router/scheduling/waiting_line.py)."""
+    callers: dict[str, Caller] = {}  # a generation's record id: whose tokens it spends
 
     def admitted(hop: Hop) -> None:
         if hop.model is None:  # a peer's
             return
-        if hop.relayed.counted and scheduler.cores is not None:
-            scheduler.cores.busy(hop.model, hop.relayed.scope)
+        if hop.relayed.counted:
+            if scheduler.cores is not None:
+                scheduler.cores.busy(hop.model, hop.relayed.scope)
+            if (record := current_record()) is not None:
+                callers[record.id] = hop.relayed.caller
         if hop.relayed.request.method == "POST":  # GETs (props, slots, metrics) do not
             scheduler.touch(hop.model)
 
+    def finished(record: RequestRecord) -> None:
+        if (caller := callers.pop(record.id, None)) is not None:
+            computed = max((record.prompt_tokens or 0) - (record.cached_tokens or 0), 0)
+            scheduler.line.charge(caller, computed, record.completion_tokens or 0)
+
     relay.admitted.subscribe(admitted)
     relay.progress.subscribe(scheduler.note_progress)
+    history.finished.subscribe(finished)
 
 
 async def _reload_on_sighup(reloader: Reloader) -> None:

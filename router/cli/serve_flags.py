@@ -307,9 +307,9 @@ _MODELS = (
         ("--schedule",),
         "schedule",
         "Corral: the order waiting requests are served in. `swap`: a loaded model's requests "
-        "before a swap, interactive before batch (the key file's `class=`), keys in turns, "
-        "none waiting past `--schedule-wait-max`; `fifo`: llama.cpp's router's strict arrival "
-        "order",
+        "before a swap, interactive before batch (the key file's `class=`), keys sharing by "
+        "tokens served, none waiting past `--schedule-wait-max`; `fifo`: llama.cpp's router's "
+        "strict arrival order",
         "CORRAL_SCHEDULE",
         "swap",
         choices=("swap", "fifo"),

@@ -24,6 +24,7 @@ from litestar.types import Scope
 
 from corral.children.protocol import parse_restore
 from corral.http.scope_headers import scope_header
+from router.topics import Topic
 
 __all__ = [
     "FINISHED_KEPT",
@@ -186,6 +187,7 @@ class RequestHistory:
         self._finished: deque[RequestRecord] = deque(maxlen=kept)
         self._loading: dict[str, float] = {}  # models loading now, since when
         self.version = 0
+        self.finished: Topic[RequestRecord] = Topic()  # with its answer's counts, if it had any
 
     def begin(self, record: RequestRecord) -> None:
         if record.id in self._in_flight:
@@ -199,6 +201,7 @@ class RequestHistory:
         if self._in_flight.pop(record.id, None) is not None:
             self._finished.append(record)
             self.version += 1
+            self.finished.publish(record)
 
     def model_loading(self, model: str, loading: bool) -> None:
         """A model began or ended a load: its waiting requests wait for the load, or no more."""

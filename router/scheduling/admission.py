@@ -5,7 +5,7 @@ With ``--schedule swap`` (the default) the router lets at most a model's slots (
 ``parallel``, llama-server's four when automatic: :func:`corral.options.kv_layout.kv_layout`)
 of counted requests reach its worker; the rest wait in the router's
 :class:`~router.scheduling.waiting_line.WaitingLine`, so a free slot goes to the request the
-line ranks first (interactive before batch, keys in turns) rather than to whoever the worker
+line ranks first (interactive before batch, keys by tokens served) rather than to whoever the worker
 read first. Requests for a loaded model keep being admitted while another model waits for its
 room, which is what saves the swap, until a waiter for a model that is not loaded has waited
 ``--schedule-wait-max`` seconds: then the running models stop taking new requests (they

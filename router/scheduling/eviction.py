@@ -15,7 +15,7 @@ from router.scheduling.admission import Admission
 from router.scheduling.demand import Demand
 from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
 from router.scheduling.pool_view import PoolView
-from router.scheduling.waiting_line import Priority, WaitingLine
+from router.scheduling.waiting_line import Priority, Waiter, WaitingLine
 from router.workers.model_state import ModelState, Status
 
 __all__ = ["Eviction"]
@@ -77,10 +77,7 @@ class Eviction:
         if self._line.fifo or self._line.wait_max <= 0:
             return False
         firsts = [self._line.first(state.name) for state in coming]
-        return all(
-            w is not None and w.caller.priority is Priority.BATCH and not self._line.aged(w)
-            for w in firsts
-        )
+        return all(w is not None and self._batch_under_bound(w) for w in firsts)
 
     def batch_to_yield(self, short: set[str], victim: ModelState | None) -> ModelState | None:
         """A model only batch is using (busy, or within its quantum) to go instead of
@@ -99,9 +96,14 @@ class Eviction:
             and not state.stop_requested
             and not state.entry.pin
             and not self._demand.returning(state.name)
-            and ((w := self._line.first(state.name)) is None or w.caller.priority is Priority.BATCH)
+            and ((w := self._line.first(state.name)) is None or self._batch_under_bound(w))
         ]
         return min(batch_only, key=lambda state: state.last_used, default=None)
+
+    def _batch_under_bound(self, waiter: Waiter) -> bool:
+        """A batch request that has not waited the bound: an interactive one goes before it.
+        Past the bound it goes first, and no model yields its place (docs/serving.md)."""
+        return waiter.caller.priority is Priority.BATCH and not self._line.aged(waiter)
 
     def pick_victim(
         self,

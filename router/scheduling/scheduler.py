@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable
+from functools import partial
 
 import anyio
 import structlog
@@ -89,6 +91,9 @@ class Scheduler:
         self.wait_seconds = 0.0
         self.evictions = 0
         self.evicted: Topic[str] = Topic()  # a model stopped for another's room (its name)
+        # The models whose last stop was one of these evictions, until their next start: their
+        # waiters are not answered by that stop, they wait for the next load (_wait_for).
+        self._preempted: weakref.WeakSet[ModelState] = weakref.WeakSet()
         self.rejections = 0  # requests refused because the queue was full, for /metrics
 
     @property
@@ -121,7 +126,7 @@ class Scheduler:
         self._admission.take(state)
         self.line.served(caller)
         self.demand.note(state.name, caller)
-        return bind(request, Lease(state, self._release_slot))
+        return bind(request, Lease(state, partial(self._release_slot, caller)))
 
     def queue_view(self, state: ModelState) -> QueueView | None:
         """The model's waiting requests and why they wait; None when none does."""
@@ -160,7 +165,8 @@ class Scheduler:
         running = [s for s in models.values() if s.serving]
         return self._admission.draining(running, short) | self._yielding
 
-    def _release_slot(self, state: ModelState) -> None:
+    def _release_slot(self, caller: Caller, state: ModelState) -> None:
+        self.line.done(caller)
         self._admission.give_back(state)
         self._release(state)
         self._pool.changed.notify()  # a slot is free: the next waiter may have it
@@ -183,7 +189,7 @@ class Scheduler:
             self._make_place(self._pool.get(name), who)
         entry = self._queue.join(name)
         self._pool.changed.notify()
-        waiter = self.line.join(name, who)
+        waiter = self.line.join(name, who, counted=caller is not None)
         started = time.monotonic()  # real time, not the clock: a metric, never a decision
         try:
             return await self._wait_for(name, entry, request, caller, waiter)
@@ -244,11 +250,13 @@ class Scheduler:
             elif state.status is Status.UNLOADED:
                 if saw_loading and self._retry_out_of_memory(state):
                     saw_loading = False  # once: a second failure for memory is the answer
-                elif saw_loading:
-                    raise load_error(state)
+                elif saw_loading and state not in self._preempted:
+                    raise load_error(state)  # failed, or stopped by an unload, reload, removal
                 # Whatever load the entry had claimed is over (a waiter that saw it run has its
-                # answer); this waiter never saw it, so it may claim the next one. Left claimed,
-                # the entry would hold the head of the queue for ever.
+                # answer, unless the scheduler stopped it: then it waits on, with its age, for
+                # the next); this one may claim the next load. Left claimed, the entry would
+                # hold the head of the queue for ever.
+                saw_loading = False
                 entry.claimed = False
                 delay = self.timers.backoff_left(state)
                 if delay > 0:
@@ -278,14 +286,17 @@ class Scheduler:
         return True
 
     def _evict(self, victim: ModelState) -> None:
-        """Stop ``victim`` for another model's room (counted, and told to the activity page)."""
+        """Stop ``victim`` for another model's room (counted, and told to the activity page);
+        requests waiting for it (it drained or yielded) wait for its next load."""
         self.evictions += 1
         self.evicted.publish(victim.name)
+        self._preempted.add(victim)
         self._pool.request_stop(victim)
 
     def start(self, state: ModelState) -> None:
         """Start a model (claimed, or to load at startup) where the device planner puts it."""
         placement = None
+        self._preempted.discard(state)  # this load's end answers whoever waits for it
         if self.devices is not None:
             running = [other for other in self._pool.models.values() if other.running]
             placement = self.devices.place(state, running, self._pool.models.values())
@@ -334,7 +345,10 @@ class Scheduler:
                     return  # else the end of its quantum wakes the waiters
                 if victim is None:
                     return  # everything is busy or resident: a release or a waiter's wake ticks
-                _log.info("evicting idle model", model=victim.entry.name, for_queue=len(coming))
+                waiting = self.line.waiting(victim.name)  # if it drained or yielded: none fail
+                _log.info(
+                    "evicting idle model", model=victim.name, for_queue=len(coming), waiting=waiting
+                )
                 self._evict(victim)
                 staying.remove(victim)
         finally:

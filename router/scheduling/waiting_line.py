@@ -7,9 +7,22 @@ and key id its key gives it) and when it came. :class:`WaitingLine` ranks them:
 - ``fifo`` (``--schedule fifo``, llama.cpp's router): by arrival, nothing else;
 - ``swap`` (the default): a request that has waited ``wait_max`` seconds (aged) goes before
   every other, oldest first, so nobody starves; then interactive before batch; then, within a
-  class, the caller served longest ago first (round-robin by key id; without keys, other
-  sites' pages take turns with the user: one caller's burst does not hold back another's single
+  class, the caller served the fewest tokens first (a key; without keys, other sites' pages
+  apart from the user: one caller's long requests do not hold back another's short ones);
+  level, the one served longest ago (one caller's burst does not hold back another's single
   request); then arrival.
+
+Tokens served are a virtual token counter per caller (VTC, Sheng et al., "Fairness in Serving
+Large Language Models", OSDI 2024): a request adds its prompt tokens computed (not read from a
+cache) once and its generated tokens twice, :func:`weighted_tokens`. What a request costs is
+known when it ends (:meth:`WaitingLine.charge`); until then it counts as much as the caller's
+last request did. A caller that comes back after being away (nothing waiting, nothing in
+flight) starts at the lowest counter of its class's callers still there, or, if none is, at
+the counter of the last one to leave: it brings no credit for the time it was away. Two
+callers of one class that keep requests waiting for a model of ``S`` slots stay within
+``(2S + 1) * U`` weighted tokens served of each other, ``U`` the most one request costs; with
+one slot and each request's counts told before the next goes, within ``U`` (docs/serving.md,
+"Scheduling").
 
 The line also says whose place goes when it is full (:meth:`WaitingLine.crowding`): no caller
 holds more than its share of the places, and a caller holding the most gives up its newest to
@@ -27,11 +40,30 @@ from dataclasses import dataclass, field
 
 from router.catalogue.listing import QueueView
 
-__all__ = ["Caller", "Priority", "QueueView", "Waiter", "WaitingLine", "caller_share"]
+__all__ = [
+    "Caller",
+    "Priority",
+    "QueueView",
+    "Waiter",
+    "WaitingLine",
+    "caller_share",
+    "weighted_tokens",
+]
 
 # One caller may hold at most this fraction of ``--max-queue``'s places (at least one): four
 # callers filling their shares fill the queue, and a fifth still gets in (crowding).
 _SHARES = 4
+
+
+# VTC's weights: a generated token costs twice a prompt token (the paper's w_q = 2 w_p), and a
+# request with no counts (an error, a tokenize) still costs one, so it takes a turn.
+_PROMPT_WEIGHT, _GENERATED_WEIGHT, _LEAST_COST = 1, 2, 1
+
+
+def weighted_tokens(prompt: int, generated: int) -> int:
+    """What a request served costs its caller's counter: ``prompt`` tokens computed, and
+    ``generated`` ones."""
+    return max(_PROMPT_WEIGHT * prompt + _GENERATED_WEIGHT * generated, _LEAST_COST)
 
 
 def caller_share(places: int) -> int:
@@ -47,6 +79,9 @@ class Priority(enum.StrEnum):
 
 
 _CLASS_ORDER = {Priority.INTERACTIVE: 0, Priority.BATCH: 1}
+# A waiter's sort key, lower first: aged or not, since when if aged, class, tokens served,
+# when last served, arrival.
+Rank = tuple[int, float, int, float, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +110,7 @@ class Waiter:
     since: float  # on the scheduler's clock
     seq: int  # arrival order, ties broken by it
     refused: Exception | None = None  # pushed out of the line for another caller: its answer
+    counted: bool = True  # a generation, which spends its caller's tokens (not a GET)
 
 
 @dataclass(slots=True)
@@ -84,36 +120,109 @@ class WaitingLine:
     fifo: bool = False
     _waiters: list[Waiter] = field(default_factory=list)
     _seq: itertools.count[int] = field(default_factory=itertools.count)
+    # Per share (a key, the pages, the user): weighted tokens served (its virtual counter),
+    # its last request's cost, the guesses of requests whose cost is not told yet, its
+    # requests in flight and its class; per class, where the last share to go left its counter.
+    _served: dict[str | None, float] = field(default_factory=dict)
+    _cost: dict[str | None, float] = field(default_factory=dict)
+    _guessed: dict[str | None, tuple[int, float]] = field(default_factory=dict)  # count, sum
+    _flying: Counter[str | None] = field(default_factory=Counter)
+    _class_of: dict[str | None, Priority] = field(default_factory=dict)
+    _left_at: dict[Priority, float] = field(default_factory=dict)
     _turn: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _last_turn: dict[str | None, int] = field(default_factory=dict)  # share → when served
 
     def __len__(self) -> int:
         return len(self._waiters)
 
-    def join(self, model: str, caller: Caller) -> Waiter:
-        waiter = Waiter(model, caller, self.clock(), next(self._seq))
+    def join(self, model: str, caller: Caller, counted: bool = True) -> Waiter:
+        if counted:
+            self._come_back(caller)
+        waiter = Waiter(model, caller, self.clock(), next(self._seq), counted=counted)
         self._waiters.append(waiter)
         return waiter
 
     def leave(self, waiter: Waiter) -> None:
         if waiter in self._waiters:
             self._waiters.remove(waiter)
+            self._gone(waiter.caller)
 
     def served(self, caller: Caller) -> None:
-        """A request of ``caller`` was handed its model: its key's (or page's) turn is used."""
-        self._last_turn[caller.share] = next(self._turn)
+        """A request of ``caller`` was handed its model: it counts as much as the caller's
+        last one until :meth:`charge` says what it cost."""
+        self._come_back(caller)
+        share = caller.share
+        cost = self._cost.get(share, _LEAST_COST)
+        count, total = self._guessed.get(share, (0, 0.0))
+        self._guessed[share] = (count + 1, total + cost)
+        self._served[share] = self._served.get(share, 0.0) + cost
+        self._flying[share] += 1
+        self._last_turn[share] = next(self._turn)
+
+    def done(self, caller: Caller) -> None:
+        """A request :meth:`served` counted has ended (what it cost may be told later)."""
+        share = caller.share
+        self._flying[share] -= 1
+        if self._flying[share] <= 0:
+            del self._flying[share]
+            self._gone(caller)
+
+    def charge(self, caller: Caller, prompt: int, generated: int) -> None:
+        """A request of ``caller`` that :meth:`served` counted cost ``prompt`` tokens computed
+        and ``generated`` ones: its counter has that instead of the guess."""
+        share, cost = caller.share, weighted_tokens(prompt, generated)
+        count, total = self._guessed.pop(share, (0, 0.0))
+        if not count:
+            return  # not counted (``fifo``, a GET)
+        guessed = total / count  # requests end in any order: once all are told, the sum is
+        if count > 1:
+            self._guessed[share] = (count - 1, total - guessed)
+        self._served[share] = self._served.get(share, 0.0) + cost - guessed
+        self._cost[share] = cost
+
+    def _there(self, share: str | None) -> bool:
+        """Whether ``share`` has a generation waiting or in flight."""
+        return share in self._flying or any(
+            w.counted and w.caller.share == share for w in self._waiters
+        )
+
+    def _come_back(self, caller: Caller) -> None:
+        """``caller`` has a request waiting or served: if it was away, its counter is lifted
+        to the lowest of its class's callers still there, else to that of the last of them to
+        go, so that time away earns no credit (VTC)."""
+        share, klass = caller.share, caller.priority
+        if self.fifo or self._there(share):
+            return
+        there = {w.caller.share for w in self._waiters if w.counted and w.caller.priority is klass}
+        there |= {s for s in self._flying if self._class_of.get(s) is klass}
+        there.discard(share)
+        floor = min((self._served.get(s, 0.0) for s in there), default=None)
+        if floor is None:
+            floor = self._left_at.get(klass, 0.0)
+        self._served[share] = max(self._served.get(share, 0.0), floor)
+        self._class_of[share] = klass
+
+    def _gone(self, caller: Caller) -> None:
+        """``caller`` may have nothing waiting or in flight any more: where the next one to
+        come back to its class starts, if nobody else is there."""
+        if not self._there(caller.share):
+            self._left_at[caller.priority] = self._served.get(caller.share, 0.0)
 
     def aged(self, waiter: Waiter) -> bool:
         return 0 < self.wait_max <= self.clock() - waiter.since
 
-    def rank(self, waiter: Waiter) -> tuple[int, float, int, int, int]:
+    def rank(self, waiter: Waiter) -> Rank:
         """Sort key: lower goes first."""
         if self.fifo:
-            return (0, 0.0, 0, 0, waiter.seq)
+            return (0, 0.0, 0, 0.0, 0, waiter.seq)
         if self.aged(waiter):
-            return (0, waiter.since, 0, 0, waiter.seq)
-        turn = self._last_turn.get(waiter.caller.share, 0)
-        return (1, 0.0, _CLASS_ORDER[waiter.caller.priority], turn, waiter.seq)
+            return (0, waiter.since, 0, 0.0, 0, waiter.seq)
+        share = waiter.caller.share
+        served = self._served.get(share, 0.0)
+        # Even (a caller that came back starts even), the one served longest ago: one
+        # caller's burst does not hold back another's single request.
+        turn = self._last_turn.get(share, 0)
+        return (1, 0.0, _CLASS_ORDER[waiter.caller.priority], served, turn, waiter.seq)
 
     def first(self, model: str | None = None) -> Waiter | None:
         """The waiter to serve next, of ``model`` or of any."""
@@ -122,12 +231,16 @@ class WaitingLine:
 
     def models(self) -> list[str]:
         """The models waited for, the one whose best waiter goes first first."""
-        best: dict[str, tuple[int, float, int, int, int]] = {}
+        best: dict[str, Rank] = {}
         for waiter in self._waiters:
             rank = self.rank(waiter)
             if waiter.model not in best or rank < best[waiter.model]:
                 best[waiter.model] = rank
         return sorted(best, key=best.__getitem__)
+
+    def waiting(self, model: str) -> int:
+        """How many requests wait for ``model``."""
+        return sum(w.model == model for w in self._waiters)
 
     def places(self, caller: Caller) -> int:
         """The places ``caller``'s key (or page) holds, for any model."""

@@ -25,6 +25,8 @@ def _request(history: RequestHistory, model: str, key: str | None = None) -> Req
 
 def test_only_requests_for_a_model_join_and_the_finished_are_bounded() -> None:
     history = RequestHistory(kept=3)
+    told: list[str] = []  # what the scheduler hears, to charge each request's tokens
+    history.finished.subscribe(lambda record: told.append(record.id))
     _, token = open_record("/models", history)  # never names a model: not in the history
     close_record(token)
     records = []
@@ -38,6 +40,8 @@ def test_only_requests_for_a_model_join_and_the_finished_are_bounded() -> None:
         history.finish(record)
     assert history.in_flight == 0
     assert [r.id for r in history.records()] == [r.id for r in reversed(records[2:])]
+    history.finish(records[0])  # once only
+    assert told == [r.id for r in records]
 
 
 def test_a_request_waiting_for_a_load_shows_loading_then_queued_then_prompt() -> None:

@@ -1,18 +1,22 @@
 """The swap-aware order (docs/serving.md, "Scheduling"), one test per rule, on the scheduling
 harness: a loaded model's requests go before a swap, up to the bound; a fresh model's minimum
-residency; interactive before batch and keys in turns for a model's slots; batch ages; cold
-loads queued under ``--models-max 1`` are all served; ``--schedule fifo`` keeps upstream's order.
+residency; interactive before batch and keys in turns for a model's slots, sharing by tokens
+(two busy keys within the bound, a key back from away with no credit); batch ages; cold loads
+queued under ``--models-max 1`` are all served; ``--schedule fifo`` keeps upstream's order.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
 import anyio
 import anyio.lowlevel
 import pytest
+from anyio.abc import TaskGroup
 
 from router.scheduling.demand import RETURN_S
 from router.scheduling.leases import Lease
-from router.scheduling.waiting_line import Caller, Priority
+from router.scheduling.waiting_line import Caller, Priority, weighted_tokens
 from router.workers.model_state import Status
 from tests.support.scheduling_harness import Harness, harness
 
@@ -22,6 +26,10 @@ ONE_SLOT = {"options": (("parallel", "1"),)}
 ALICE = Caller(Priority.INTERACTIVE, "a11ce000")
 BOB = Caller(Priority.INTERACTIVE, "b0b00000")
 BATCH = Caller(Priority.BATCH, "ba7c4000")
+# A key sending long answers and one sending short ones: prompt tokens computed, generated.
+HEAVY, LIGHT = Caller(Priority.INTERACTIVE, "4ea7y000"), Caller(Priority.INTERACTIVE, "11647000")
+COSTS = {HEAVY: (32, 256), LIGHT: (32, 16)}
+MOST = weighted_tokens(*COSTS[HEAVY])  # the most one request costs
 
 
 async def _take(h: Harness, name: str, caller: Caller, leases: list[Lease], tag: str) -> None:
@@ -178,3 +186,76 @@ async def test_fifo_keeps_arrival_order_where_swap_puts_interactive_first(
         h.launcher.children[second].ready()
         await h.until(lambda: len(h.order) == 2)
         leases[1].release()
+
+
+class _Backlogs:
+    """Keys that keep requests waiting for a's one slot. Each request on the slot ends with
+    what it cost, told to the line as the router's access-log record tells it, and its key
+    sends another."""
+
+    def __init__(self, h: Harness, group: TaskGroup) -> None:
+        self.h, self.group = h, group
+        self.admitted: list[tuple[Caller, Lease]] = []
+        self.served: list[Caller] = []
+        self.tokens: Counter[Caller] = Counter()
+
+    async def start(self, first: Caller) -> None:
+        self.admitted.append((first, await self.h.scheduler.acquire("a", {}, first)))
+
+    async def send(self, caller: Caller) -> None:
+        depth = self.h.scheduler.queue_depth + 1
+        self.group.start_soon(self._ask, caller)
+        await self.h.until(lambda: self.h.scheduler.queue_depth == depth)
+
+    async def _ask(self, caller: Caller) -> None:
+        self.admitted.append((caller, await self.h.scheduler.acquire("a", {}, caller)))
+
+    async def end_one(self) -> None:
+        caller, lease = self.admitted[len(self.served)]
+        await self.send(caller)
+        lease.release()
+        self.h.scheduler.line.charge(caller, *COSTS[caller])
+        self.served.append(caller)
+        self.tokens[caller] += weighted_tokens(*COSTS[caller])
+        await self.h.until(lambda: len(self.admitted) > len(self.served))
+
+    def gap(self, since: Counter[Caller] | None = None) -> float:
+        served = self.tokens - (since or Counter())
+        return abs(served[HEAVY] - served[LIGHT])
+
+
+async def test_two_busy_keys_share_the_tokens_within_the_bound() -> None:
+    # Turns by request gave the heavy key 8 times the light one's tokens (issue 51).
+    async with harness(models_max=1, a=ONE_SLOT) as h, anyio.create_task_group() as group:
+        await h.load("a")
+        keys = _Backlogs(h, group)
+        await keys.start(HEAVY)
+        for caller in (HEAVY, LIGHT, LIGHT):
+            await keys.send(caller)
+        for _ in range(30):
+            await keys.end_one()
+            assert keys.gap() <= MOST  # one slot, counts told before the next goes
+        assert keys.served.count(LIGHT) > 4 * keys.served.count(HEAVY)
+        group.cancel_scope.cancel()
+
+
+async def test_a_key_back_from_away_brings_no_credit() -> None:
+    async with harness(models_max=1, a=ONE_SLOT) as h, anyio.create_task_group() as group:
+        await h.load("a")
+        keys = _Backlogs(h, group)
+        await keys.start(HEAVY)
+        await keys.send(HEAVY)
+        for _ in range(10):  # the heavy key alone: the light one is away
+            await keys.end_one()
+        back, at = len(keys.served), keys.tokens.copy()
+        for _ in range(2):
+            await keys.send(LIGHT)
+        for _ in range(12):
+            await keys.end_one()
+            # The heavy request on the slot when it came back counts for the heavy key here,
+            # and already did in the counter the light key was lifted to.
+            assert keys.gap(since=at) <= 2 * MOST
+        # The light key starts level with the heavy one: it does not take the slot for the
+        # 50-odd requests the heavy key's tokens would buy, only for the one it is owed.
+        assert HEAVY in keys.served[back + 1 : back + 3]
+        group.cancel_scope.cancel()

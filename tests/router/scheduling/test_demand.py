@@ -13,13 +13,15 @@ import pytest
 from router.scheduling.demand import BATCH_QUANTUM_S, RETURN_S
 from router.scheduling.leases import Lease
 from router.scheduling.waiting_line import Caller, Priority
-from router.workers.model_state import ModelState
+from router.workers.model_state import ModelState, Status
 from tests.support.scheduling_harness import Harness, harness
 
 pytestmark = pytest.mark.anyio
 
 ALICE = Caller(Priority.INTERACTIVE, "a11ce000")
+BOB = Caller(Priority.INTERACTIVE, "b0b00000")
 BATCH = Caller(Priority.BATCH, "ba7c4000")
+ONE_SLOT = {"options": (("parallel", "1"),)}
 
 
 async def _served(h: Harness, name: str, caller: Caller) -> ModelState:
@@ -154,8 +156,87 @@ async def test_a_busy_batch_model_goes_before_an_idle_one_a_user_comes_back_to()
         group.cancel_scope.cancel()  # b's batch request waits for its next load, ageing
 
 
+async def test_a_burst_waiting_on_a_model_that_yields_waits_for_its_next_load() -> None:
+    # Issue 51: three models, room for two, a burst of batch requests waiting for c's one slot
+    # while alice and bob take turns on a and b. c yields for alice's a, and when its last
+    # request ends it is stopped with the burst still waiting: those requests go back in line,
+    # their age kept, and are served when c loads again (they were answered "stopped before it
+    # finished loading", for a load they had seen finish).
+    async with harness(models_max=2, c=ONE_SLOT) as h, anyio.create_task_group() as group:
+        a = await _load(h, "a", ALICE)
+        b = await _load(h, "b", BOB)
+        h.used_at(a, h.clock.now)  # a is the older: c's room is a's
+        h.used_at(b, h.clock.now + 1.0)
+        h.advance(RETURN_S)  # neither person has been back: batch may have the room
+        leases: list[Lease] = []
+
+        async def batch(tag: int) -> None:
+            leases.append(await h.scheduler.acquire("c", {}, BATCH))
+            h.order.append(f"c{tag}")
+
+        for tag in range(4):
+            group.start_soon(batch, tag)
+            await _queued(h, tag + 1)
+        joined = h.clock.now
+        await h.launched("c")
+        assert a.stop_requested
+        h.launcher.children["c"].ready()
+        await h.until(lambda: h.order[-1] == "c0")  # c's one slot is taken, three wait for it
+        await _served(h, "b", BOB)  # bob is back on b
+        h.advance(BATCH_QUANTUM_S)  # c's quantum is over
+        group.start_soon(_served, h, "a", ALICE)  # alice is back: c, only batch's, yields
+        await _queued(h, 4)
+        assert h.scheduler.queue_view(h.state("c")).reason == "yielding"  # type: ignore[union-attr]
+        leases.pop().release()  # c's last request ends, and c goes for a
+        await h.launched("a", times=2)
+        assert h.state("c").stop_requested
+        h.launcher.children["a"].ready()
+        await h.until(lambda: h.order[-1] == "a")
+        await h.until(lambda: h.state("c").status is Status.UNLOADED)
+        view = h.scheduler.queue_view(h.state("c"))
+        assert view is not None
+        assert view.waiting == 3  # none was failed
+        assert view.oldest_seconds == h.clock.now - joined  # their age is kept
+
+        h.advance(RETURN_S)  # neither person is back: c loads again for its burst
+        await h.launched("c", times=2)
+        h.launcher.children["c"].ready()
+        for name in ("c1", "c2", "c3"):  # in the order they came
+            await h.until(lambda name=name: h.order[-1] == name)  # type: ignore[misc]
+            leases.pop().release()
+        assert h.scheduler.queue_depth == 0
+
+
+async def test_a_batch_backlog_past_the_bound_keeps_its_model() -> None:
+    # A model yields its place to a person only for batch under the bound: a backlog that has
+    # waited it goes first, so its model would be stopped only to be loaded straight back.
+    async with (
+        harness(models_max=2, wait_max=10.0, b=ONE_SLOT) as h,
+        anyio.create_task_group() as group,
+    ):
+        a = await _load(h, "a", ALICE)
+        b = await _load(h, "b", BATCH)
+        running = h.scheduler.acquire_if_ready("b", {}, BATCH)
+        assert running is not None
+        group.start_soon(_served, h, "b", BATCH)  # waits for b's one slot
+        await _queued(h, 1)
+        h.advance(10.0)  # it has waited the bound; b's quantum is over
+        group.start_soon(_served, h, "c", ALICE)
+        await h.launched("c")  # alice's own a makes the room, not b
+        assert a.stop_requested
+        assert not b.stop_requested
+        view = h.scheduler.queue_view(b)
+        assert view is not None
+        assert view.reason == "busy"
+        h.launcher.children["c"].ready()
+        await h.until(lambda: h.order[-1] == "c")
+        running.release()
+        await h.until(lambda: h.order[-1] == "b")
+
+
 async def test_the_model_more_people_come_back_to_stays() -> None:
-    bob, carol = Caller(Priority.INTERACTIVE, "b0b00000"), Caller(Priority.INTERACTIVE, "ca401000")
+    carol = Caller(Priority.INTERACTIVE, "ca401000")
+    bob = BOB
     async with harness(models_max=2) as h:
         a = await _load(h, "a", ALICE)
         await _served(h, "a", bob)  # two people on a

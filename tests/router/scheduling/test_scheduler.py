@@ -373,3 +373,18 @@ async def test_a_request_that_joins_while_a_load_is_stopped_loads_the_model_agai
             h.launcher.children["a"].ready()
         assert h.state("a").status is Status.LOADED
         assert h.scheduler.queue_depth == 0
+
+
+async def test_a_load_stopped_by_an_unload_still_fails_the_requests_that_waited_for_it() -> None:
+    # Only the scheduler's own stops send waiters back in line (issue 51): a user's unload
+    # answers them, as before.
+    async with harness(models_max=2) as h, anyio.create_task_group() as group:
+        group.start_soon(_unload_once_launched, h, "a")
+        with pytest.raises(LoadInterrupted):
+            await h.request("a")
+        assert h.launcher.launched == ["a"]
+
+
+async def _unload_once_launched(h: Harness, name: str) -> None:
+    await h.launched(name)
+    h.pool.request_stop(h.state(name))  # what POST /models/unload does

@@ -1,6 +1,9 @@
 """The key file's ``class=`` through a real router and worker (docs/serving.md, "Scheduling"):
 with one slot taken, an interactive request that came after a batch one gets the slot first,
-and ``/models``, ``/metrics`` and ``corral ps`` show who waits and why meanwhile.
+and ``/models``, ``/metrics`` and ``corral ps`` show who waits and why meanwhile; two keys of
+one class share the slot by the tokens their answers counted, not by requests; a batch burst
+on a third model, which yields its place to a person's model, is served in full when it loads
+again (issue 51).
 
 ``LLAMA_SERVER_DEBUG_FAKE_TIMING`` holds each request 2 s on its slot, as upstream's tests use
 it, so the queue is there to be seen without racing a tiny model's answer.
@@ -11,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import openai
@@ -18,11 +22,13 @@ import pytest
 
 from router.cli.commands import run_cache_command
 from router.security.api_keys import key_id
+from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.router_process import RouterProcess, running_router
 
 INTERACTIVE, BATCH = "team-chat-key-0001", "team-batch-key-0002"
 ADMIN = "team-admin-key-0003"  # reads the queue: an inference key is not told the other keys
-KEYS = f"{INTERACTIVE} inference\n{BATCH} inference class=batch\n{ADMIN} admin\n"
+BOB = "team-chat-key-0004"  # a second person
+KEYS = f"{INTERACTIVE} inference\n{BATCH} inference class=batch\n{ADMIN} admin\n{BOB} inference\n"
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +42,17 @@ def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield router
 
 
-def _chat(router: RouterProcess, key: str, done: list[str], tag: str) -> None:
+def _chat(
+    router: RouterProcess,
+    key: str,
+    done: list[str],
+    tag: str,
+    model: str = "alpha",
+    prompt: str = "hi",
+) -> None:
     with openai.OpenAI(base_url=f"{router.url}/v1", api_key=key, max_retries=0) as client:
         client.chat.completions.create(
-            model="alpha", messages=[{"role": "user", "content": "hi"}], max_tokens=2
+            model=model, messages=[{"role": "user", "content": prompt}], max_tokens=2
         )
     done.append(tag)
 
@@ -93,6 +106,34 @@ def test_interactive_goes_before_batch_and_the_queue_shows_it(
     assert "queue" not in team.models()["alpha"]
 
 
+def test_keys_share_the_slot_by_tokens_not_by_requests(team: RouterProcess) -> None:
+    """Alice's long prompt holds the slot while two of hers and two of bob's short ones wait:
+    once its tokens are counted (from its answer's usage, when it ends), bob's two go before
+    alice's next, where turns by request would have alternated (docs/serving.md, *Fair share,
+    by tokens*)."""
+    words = "the of and to in is you that it he was for on are as with his they at be this"
+    done: list[str] = []
+    sends = [
+        (INTERACTIVE, "alice long", " ".join([words] * 6)),
+        (INTERACTIVE, "alice", f"{words} one"),
+        (INTERACTIVE, "alice", f"{words} two"),
+        (BOB, "bob", "hi one"),
+        (BOB, "bob", "hi two"),
+    ]
+    threads = [
+        threading.Thread(target=_chat, args=(team, key, done, tag, "alpha", prompt))
+        for key, tag, prompt in sends
+    ]
+    threads[0].start()
+    _waiting_for_slot(team)
+    for waiting, thread in enumerate(threads[1:], start=1):
+        thread.start()
+        _waiting(team, waiting)
+    for thread in threads:
+        thread.join(timeout=60)
+    assert done == ["alice long", "bob", "bob", "alice", "alice"]
+
+
 def _waiting_for_slot(router: RouterProcess) -> None:
     """The first batch request holds the one slot (once its model has loaded)."""
     deadline = time.monotonic() + 30
@@ -108,3 +149,45 @@ def test_a_request_that_waited_is_logged_with_its_key_and_class(team: RouterProc
     _chat(team, BATCH, [], "batch")
     line = team.wait_for_log("request waited", model="alpha", key=key_id(BATCH), klass="batch")
     assert isinstance(line["waited_s"], float)
+
+
+def test_a_batch_burst_on_a_third_model_is_served_while_people_take_turns(
+    tmp_path: Path,
+) -> None:
+    """Three models, room for two, a burst of batch requests waiting for gamma's one slot; bob
+    on beta, then alice on alpha: gamma, only batch's, yields its place to alice's model and is
+    stopped with the burst still waiting. Every request is answered: the burst waits for
+    gamma's next load (it was answered 503 "stopped before it finished loading")."""
+    for seed, name in enumerate(("alpha", "beta", "gamma")):
+        write_tiny_gguf(tmp_path / f"{name}.gguf", name=name, seed=seed)
+    (tmp_path / "keys.txt").write_text(KEYS)
+    args = ["--models-dir", str(tmp_path), "--api-key-file", str(tmp_path / "keys.txt")]
+    args += ["--ctx-size", "256", "--parallel", "1", "--models-max", "2"]
+    # Past the bound the burst would go first and gamma keep its place: alice comes before.
+    args += ["--schedule-wait-max", "6"]
+    env = {"LLAMA_SERVER_DEBUG_FAKE_TIMING": "1"}  # each load and request holds 2 s
+    done: list[str] = []
+    with running_router(args, env) as router, ThreadPoolExecutor(3) as burst:
+        router.client.headers["Authorization"] = f"Bearer {ADMIN}"
+        _chat(router, BOB, done, "bob", "beta")
+        answers = [burst.submit(_chat, router, BATCH, done, "batch", "gamma") for _ in range(3)]
+        _gamma_busy_with_a_backlog(router)
+        _chat(router, INTERACTIVE, done, "alice", "alpha")  # gamma yields its place
+        _chat(router, BOB, done, "bob", "beta")
+        for answer in answers:
+            answer.result(timeout=120)  # raises the request's error, if it failed
+        assert router.wait_for_log("evicting idle model", model="gamma")["waiting"] > 0
+    assert sorted(done) == ["alice", "batch", "batch", "batch", "bob", "bob"]
+
+
+def _gamma_busy_with_a_backlog(router: RouterProcess) -> None:
+    """gamma loaded, one batch request on its slot and two more waiting for it."""
+    deadline = time.monotonic() + 60
+    while True:
+        gamma = router.models()["gamma"]
+        queue = gamma.get("queue")
+        loaded = gamma["status"]["value"] == "loaded"
+        if loaded and isinstance(queue, dict) and queue["waiting"] >= 2:
+            return
+        assert time.monotonic() < deadline, f"gamma never busy with a backlog: {gamma}"
+        time.sleep(0.05)
