@@ -30,6 +30,7 @@ from worker.engine.params.control_vectors import apply_control_vectors
 from worker.engine.params.llama_params import context_params, model_params, new_context
 from worker.engine.prompt_inputs import Tokenize
 from worker.engine.prompt_layouts import infill_tokens, rerank_tokens
+from worker.engine.thread_count import threads_now
 from worker.host.layer_placement import LayerPlacement
 from worker.host.llama_bindings import llama_cpp
 from worker.media.content import Modalities
@@ -56,6 +57,8 @@ _NUMA = {
 
 
 class LoadedModel:
+    threads_asleep: tuple[int, int] | None = None  # set as it falls asleep (threads_now)
+
     def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
         self.settings = settings
         self.metrics = EngineMetrics()  # kept across sleeps, like the process's other counters
@@ -279,7 +282,9 @@ class LoadedModel:
         return self.embeddings
 
     def sleep(self) -> None:
-        """Free the weights and the KV cache; :meth:`wake` loads them again."""
+        """Free the weights and the KV cache; :meth:`wake` loads them again. ``/metrics`` asleep
+        reads the threads the context had, as llama-server's snapshot taken on entering sleep."""
+        self.threads_asleep = threads_now(self)
         self.close()
         for slot in self.batcher.slots:  # their caches went with the context
             slot.tokens = []
