@@ -30,7 +30,6 @@ from worker.engine.params.control_vectors import apply_control_vectors
 from worker.engine.params.llama_params import context_params, model_params, new_context
 from worker.engine.prompt_inputs import Tokenize
 from worker.engine.prompt_layouts import infill_tokens, rerank_tokens
-from worker.engine.thread_count import threads_now
 from worker.host.layer_placement import LayerPlacement
 from worker.host.llama_bindings import llama_cpp
 from worker.media.content import Modalities
@@ -57,7 +56,7 @@ _NUMA = {
 
 
 class LoadedModel:
-    threads_asleep: tuple[int, int] | None = None  # set as it falls asleep (threads_now)
+    threads_asleep: tuple[int, int] | None = None  # set as it falls asleep (thread_count.py)
 
     def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
         self.settings = settings
@@ -284,7 +283,8 @@ class LoadedModel:
     def sleep(self) -> None:
         """Free the weights and the KV cache; :meth:`wake` loads them again. ``/metrics`` asleep
         reads the threads the context had, as llama-server's snapshot taken on entering sleep."""
-        self.threads_asleep = threads_now(self)
+        ctx = self.ctx
+        self.threads_asleep = llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)
         self.close()
         for slot in self.batcher.slots:  # their caches went with the context
             slot.tokens = []
