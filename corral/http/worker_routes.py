@@ -50,6 +50,8 @@ __all__ = [
     "SET_LORA_ADAPTERS",
     "SLOTS",
     "SLOT_ACTION",
+    "SPEECH",
+    "SPEECH_REFUSAL",
     "STREAM_LOOKUP",
     "STREAM_REPLAY",
     "STREAM_STOP",
@@ -157,6 +159,19 @@ STREAM_LOOKUP = WorkerRoute(
     "router/api/streams.py: each conversation asked of the worker that owns it",
     counted=False,
 )
+# Text to speech: refused by the router and the worker alike, in the same words (docs/api.md).
+SPEECH = WorkerRoute(
+    "POST",
+    ["/v1/audio/speech", "/audio/speech"],
+    Relay.OWN,
+    "router/api/inference.py: refused there too (501), so no model loads for it",
+    counted=False,
+)
+SPEECH_REFUSAL = (
+    "Text to speech is not supported: the llama-server of the llama.cpp this server runs "
+    "(llama-cpp-python 0.3.36) has no /v1/audio/speech, and Corral does not run llama.cpp's "
+    "audio generation (libmtmd's Qwen3-TTS and Pocket TTS pipelines) behind it"
+)
 HEALTH = WorkerRoute(
     "GET",
     ["/health", "/v1/health"],
@@ -203,6 +218,7 @@ WORKER_ROUTES: tuple[WorkerRoute, ...] = (
     STREAM_REPLAY,
     STREAM_STOP,
     STREAM_LOOKUP,
+    SPEECH,
     HEALTH,
     MODELS,
     MODEL,

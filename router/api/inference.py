@@ -13,7 +13,15 @@ from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
-from corral.http.worker_routes import METRICS, SLOT_ACTION, SLOTS, Relay, relayed_paths
+from corral.http.worker_routes import (
+    METRICS,
+    SLOT_ACTION,
+    SLOTS,
+    SPEECH,
+    SPEECH_REFUSAL,
+    Relay,
+    relayed_paths,
+)
 from router.api.disclosure import JsonRewrite, error_for_caller, slots_for_inference
 from router.api.metrics import render_metrics
 from router.api.runtime import RouterRuntime, runtime
@@ -168,4 +176,10 @@ async def metrics(
     )
 
 
-inference_routes = [proxy_post, slot_action, proxy_get, metrics]
+@post(SPEECH.paths, status_code=200, opt=relay_opt(SPEECH))
+async def speech() -> None:
+    """Refused here, whatever the model: none of them speaks, so none is loaded to say so."""
+    raise ApiError(501, SPEECH_REFUSAL)
+
+
+inference_routes = [proxy_post, slot_action, proxy_get, metrics, speech]
