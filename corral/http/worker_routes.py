@@ -38,6 +38,7 @@ __all__ = [
     "HEALTH",
     "INFILL",
     "LORA_ADAPTERS",
+    "MAX_AUDIO_UPLOAD",
     "MESSAGES",
     "METRICS",
     "MODEL",
@@ -56,9 +57,11 @@ __all__ = [
     "STREAM_REPLAY",
     "STREAM_STOP",
     "TOKENIZE",
+    "TRANSCRIPTIONS",
     "WORKER_ROUTES",
     "Relay",
     "WorkerRoute",
+    "audio_upload_refusal",
     "public_paths",
     "relayed_paths",
     "worker_opt",
@@ -159,6 +162,25 @@ STREAM_LOOKUP = WorkerRoute(
     "router/api/streams.py: each conversation asked of the worker that owns it",
     counted=False,
 )
+# Speech to text, as llama-server's: the upload is multipart, so the model is its ``model``
+# field. An upload is at most OpenAI's 25 MB, and never more than --max-body (docs/api.md).
+TRANSCRIPTIONS = WorkerRoute(
+    "POST",
+    ["/v1/audio/transcriptions", "/audio/transcriptions"],
+    Relay.OWN,
+    "router/api/inference.py: the model from the multipart form's model field",
+)
+MAX_AUDIO_UPLOAD = 25 << 20
+
+
+def audio_upload_refusal(size: int) -> str:
+    """The 413's words for an upload of ``size`` bytes, the router's and the worker's."""
+    return (
+        f"the upload is {size} bytes; an audio upload may be at most {MAX_AUDIO_UPLOAD} bytes "
+        "(25 MiB, OpenAI's limit)"
+    )
+
+
 # Text to speech: refused by the router and the worker alike, in the same words (docs/api.md).
 SPEECH = WorkerRoute(
     "POST",
@@ -218,6 +240,7 @@ WORKER_ROUTES: tuple[WorkerRoute, ...] = (
     STREAM_REPLAY,
     STREAM_STOP,
     STREAM_LOOKUP,
+    TRANSCRIPTIONS,
     SPEECH,
     HEALTH,
     MODELS,
