@@ -163,7 +163,7 @@ def transcript(done: dict[str, Any], form: TranscriptionForm, seconds: float) ->
     if form.response_format == "vtt":
         return f"WEBVTT\n\n{_stamp(0, '.')} --> {_stamp(seconds, '.')}\n{spoken}\n"
     segment = {"id": 0, "seek": 0, "start": 0.0, "end": seconds, "text": text, "tokens": [],
-               "temperature": form.temperature or 0.0, "avg_logprob": 0.0,
+               TEMPERATURE.request: form.temperature or 0.0, "avg_logprob": 0.0,
                "compression_ratio": 0.0, "no_speech_prob": 0.0}  # fmt: skip
     return {
         "task": "transcribe",
