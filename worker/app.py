@@ -16,6 +16,7 @@ from corral.http.errors import exception_handlers
 from corral.http.origins import ManagementGate
 from worker.answer.generation_request import ContextError, context_error_response
 from worker.api.anthropic.routes import anthropic_routes
+from worker.api.audio.routes import audio_routes
 from worker.api.chat.routes import chat_routes
 from worker.api.completions.routes import completion_routes
 from worker.api.embeddings.rerank_routes import rerank_routes
@@ -50,6 +51,7 @@ def create_worker_app() -> Litestar:
             *model_info_routes,
             *slot_routes,
             *lora_routes,
+            *audio_routes,
             *predict_route(),
         ],
         # A worker run alone refuses its management routes to pages after routing (what

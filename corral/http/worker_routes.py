@@ -38,6 +38,7 @@ __all__ = [
     "HEALTH",
     "INFILL",
     "LORA_ADAPTERS",
+    "MAX_AUDIO_UPLOAD",
     "MESSAGES",
     "METRICS",
     "MODEL",
@@ -50,13 +51,17 @@ __all__ = [
     "SET_LORA_ADAPTERS",
     "SLOTS",
     "SLOT_ACTION",
+    "SPEECH",
+    "SPEECH_REFUSAL",
     "STREAM_LOOKUP",
     "STREAM_REPLAY",
     "STREAM_STOP",
     "TOKENIZE",
+    "TRANSCRIPTIONS",
     "WORKER_ROUTES",
     "Relay",
     "WorkerRoute",
+    "audio_upload_refusal",
     "public_paths",
     "relayed_paths",
     "worker_opt",
@@ -157,6 +162,38 @@ STREAM_LOOKUP = WorkerRoute(
     "router/api/streams.py: each conversation asked of the worker that owns it",
     counted=False,
 )
+# Speech to text, as llama-server's: the upload is multipart, so the model is its ``model``
+# field. An upload is at most OpenAI's 25 MB, and never more than --max-body (docs/api.md).
+TRANSCRIPTIONS = WorkerRoute(
+    "POST",
+    ["/v1/audio/transcriptions", "/audio/transcriptions"],
+    Relay.OWN,
+    "router/api/inference.py: the model from the multipart form's model field",
+)
+MAX_AUDIO_UPLOAD = 25 << 20
+
+
+def audio_upload_refusal(size: int) -> str:
+    """The 413's words for an upload of ``size`` bytes, the router's and the worker's."""
+    return (
+        f"the upload is {size} bytes; an audio upload may be at most {MAX_AUDIO_UPLOAD} bytes "
+        "(25 MiB, OpenAI's limit)"
+    )
+
+
+# Text to speech: refused by the router and the worker alike, in the same words (docs/api.md).
+SPEECH = WorkerRoute(
+    "POST",
+    ["/v1/audio/speech", "/audio/speech"],
+    Relay.OWN,
+    "router/api/inference.py: refused there too (501), so no model loads for it",
+    counted=False,
+)
+SPEECH_REFUSAL = (
+    "Text to speech is not supported: the llama-server of the llama.cpp this server runs "
+    "(llama-cpp-python 0.3.36) has no /v1/audio/speech, and Corral does not run llama.cpp's "
+    "audio generation (libmtmd's Qwen3-TTS and Pocket TTS pipelines) behind it"
+)
 HEALTH = WorkerRoute(
     "GET",
     ["/health", "/v1/health"],
@@ -203,6 +240,8 @@ WORKER_ROUTES: tuple[WorkerRoute, ...] = (
     STREAM_REPLAY,
     STREAM_STOP,
     STREAM_LOOKUP,
+    TRANSCRIPTIONS,
+    SPEECH,
     HEALTH,
     MODELS,
     MODEL,

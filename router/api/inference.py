@@ -13,7 +13,18 @@ from litestar.params import FromQuery
 from litestar.response.base import ASGIResponse
 
 from corral.http.errors import ApiError, decode_body
-from corral.http.worker_routes import METRICS, SLOT_ACTION, SLOTS, Relay, relayed_paths
+from corral.http.worker_routes import (
+    MAX_AUDIO_UPLOAD,
+    METRICS,
+    SLOT_ACTION,
+    SLOTS,
+    SPEECH,
+    SPEECH_REFUSAL,
+    TRANSCRIPTIONS,
+    Relay,
+    audio_upload_refusal,
+    relayed_paths,
+)
 from router.api.disclosure import JsonRewrite, error_for_caller, slots_for_inference
 from router.api.metrics import render_metrics
 from router.api.runtime import RouterRuntime, runtime
@@ -162,4 +173,21 @@ async def metrics(
     )
 
 
-inference_routes = [proxy_post, slot_action, proxy_get, metrics]
+@post(TRANSCRIPTIONS.paths, status_code=200, opt=relay_opt(TRANSCRIPTIONS))
+async def transcriptions(request: Request[Any, Any, Any]) -> ASGIResponse:
+    """The model from the multipart form's ``model`` field, as llama-server's router reads it;
+    the upload goes on untouched, refused first when it is larger than one may be."""
+    body = await request.body()
+    if len(body) > MAX_AUDIO_UPLOAD:
+        raise ApiError(413, audio_upload_refusal(len(body)))
+    model = (await request.form()).get("model")
+    return await forward_to_model(request, model if isinstance(model, str) else None, body)
+
+
+@post(SPEECH.paths, status_code=200, opt=relay_opt(SPEECH))
+async def speech() -> None:
+    """Refused here, whatever the model: none of them speaks, so none is loaded to say so."""
+    raise ApiError(501, SPEECH_REFUSAL)
+
+
+inference_routes = [proxy_post, slot_action, proxy_get, metrics, transcriptions, speech]

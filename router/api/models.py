@@ -40,6 +40,7 @@ from router.catalogue.capabilities import capabilities
 from router.catalogue.catalogue import CatalogueEntry, CatalogueError
 from router.catalogue.file_check import entry_problem
 from router.catalogue.listing import ListingStatus, ModelListing
+from router.catalogue.model_details import model_header
 from router.observe.events import ModelEvent
 from router.scheduling.answers import api_error, scheduling_answered
 from router.scheduling.device_snapshot import DeviceSnapshot
@@ -110,12 +111,14 @@ def _status(state: ModelState, retry_after: float, problem: str | None = None) -
 
 
 def _read_headers(entries: list[CatalogueEntry]) -> dict[str, str | None]:
-    """What is wrong with each model's files, and what its projector reads: header walks, in a
-    thread (their verdicts are kept, so the listing then finds them at no cost)."""
+    """What is wrong with each model's files, what its projector reads and whether it is an
+    embedding model: header walks, in a thread (their verdicts are kept, so the listing then
+    finds them at no cost)."""
     problems = {}
     for entry in entries:
         problems[entry.name] = entry_problem(entry)
         input_modalities(entry.mmproj)
+        model_header(entry.path)
     return problems
 
 
@@ -129,7 +132,7 @@ def _entry(
     """One model's entry; ``on_gpus``: what its worker holds per GPU (the device planner's
     reading, the driver's figure where it has one), else what the worker reported;
     ``problem``: what is wrong with its files."""
-    can = capabilities(state.entry)
+    can = capabilities(state.entry, model_header(state.entry.path))
     entry = ModelListing(
         id=state.entry.name,
         aliases=list(state.entry.aliases),

@@ -1,8 +1,11 @@
 """What a model can do, decided once: the one answer every listing spells in its own words.
 
-A model's capabilities come from three places: its projector (what it reads besides text), its
-GGUF header (a pooling type makes it an embedding model; fill-in-the-middle tokens) and its chat
-template (tools, thinking). :func:`capabilities` reads them; Corral's ``/models``, Ollama's
+A model's capabilities are what it serves, from four places: its projector (what it reads
+besides text), its GGUF header (a pooling type makes it an embedding model; fill-in-the-middle
+tokens), its options (``embeddings`` in a preset makes a generating model answer embeddings too)
+and its chat template (thinking). Every generating model takes tools: a template without tool
+syntax of its own gets the generic JSON tool mode (docs/tool-calls.md). :func:`capabilities`
+reads them; Corral's ``/models``, Ollama's
 ``/api/show`` and llama-server's single-model ``/v1/models`` only choose their words
 (:meth:`Capabilities.corral_words`, :meth:`~Capabilities.ollama_words`,
 :meth:`~Capabilities.llama_server_words`). :func:`is_embedding` is the one test of an embedding
@@ -29,6 +32,7 @@ __all__ = [
     "capabilities",
     "declares_pooling",
     "is_embedding",
+    "serves_embeddings",
 ]
 
 CHAT_TEMPLATE = "tokenizer.chat_template"
@@ -47,12 +51,20 @@ def declares_pooling(path: Path) -> bool:
     return is_embedding(model_header(path))
 
 
+def serves_embeddings(entry: CatalogueEntry, metadata: Mapping[str, object]) -> bool:
+    """Whether the model's worker answers embeddings: as its options say, else as its header
+    does (:func:`worker_argv <router.workers.pool.worker_argv>` then turns them on)."""
+    options = entry.model_options
+    return options.flag("embeddings") if "embeddings" in options else is_embedding(metadata)
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     inputs: tuple[str, ...]  # "text", then "image" and "audio" as its projector reads them
     projector: bool = False  # it has one, readable or not
-    embedding: bool = False
-    tools: bool = False  # its chat template takes tools
+    completion: bool = True  # it generates: not an embedding model
+    embedding: bool = False  # it answers embeddings
+    tools: bool = False  # it answers tool calls
     insert: bool = False  # fill-in-the-middle (/infill)
     thinking: bool = False
 
@@ -60,19 +72,24 @@ class Capabilities:
         """``/models``'s ``capabilities``, which clients (the Web UI) check before offering to
         attach an image."""
         media = [{"image": "vision", "audio": "audio"}[kind] for kind in self.inputs[1:]]
-        return ["completion", *(["multimodal"] if media else []), *media]
+        return [*self._serves(), *(["multimodal"] if media else []), *media]
+
+    def _serves(self) -> list[str]:
+        return [
+            word
+            for word, has in (("completion", self.completion), ("embedding", self.embedding))
+            if has
+        ]
 
     def ollama_words(self) -> list[str]:
-        """Ollama's ``/api/show`` ``capabilities``: an embedding model does nothing else."""
-        if self.embedding:
-            return ["embedding"]
+        """Ollama's ``/api/show`` ``capabilities``, in Ollama's order."""
         found = [
             ("tools", self.tools),
             ("insert", self.insert),
             ("vision", "image" in self.inputs),
             ("thinking", self.thinking),
         ]
-        return ["completion", *(word for word, has in found if has)]
+        return [*self._serves(), *(word for word, has in found if has)]
 
     def llama_server_words(self) -> list[str]:
         """llama-server's single-model ``/v1/models`` (``get_res_models``): with a projector,
@@ -83,18 +100,23 @@ class Capabilities:
 def capabilities(
     entry: CatalogueEntry, metadata: Mapping[str, Scalar] | None = None
 ) -> Capabilities:
-    """What ``entry`` can do; ``metadata``: its whole header (with the chat template), where the
-    caller has read it. Without it only the projector is read, and what the header and the
-    template would add is left out (the listings that need it read it)."""
+    """What ``entry`` can do; ``metadata``: its header (with the chat template, for thinking),
+    where the caller has read it. Without it only the projector and the options are read, and
+    what the header and the template would add is left out (the listings that need it read
+    it)."""
     inputs = tuple(input_modalities(entry.mmproj))
     if metadata is None:
-        return Capabilities(inputs, projector=entry.mmproj is not None)
+        return Capabilities(
+            inputs, projector=entry.mmproj is not None, embedding=serves_embeddings(entry, {})
+        )
     template = str(metadata.get(CHAT_TEMPLATE, ""))
+    generates = not is_embedding(metadata)
     return Capabilities(
         inputs,
         projector=entry.mmproj is not None,
-        embedding=is_embedding(metadata),
-        tools="tools" in template,
+        completion=generates,
+        embedding=serves_embeddings(entry, metadata),
+        tools=generates,
         insert="tokenizer.ggml.fim_pre_token_id" in metadata,
         thinking=any(mark in template for mark in _THINKING_MARKS),
     )

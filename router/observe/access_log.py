@@ -77,6 +77,9 @@ def tokens_from_answer(answer: Any, record: RequestRecord) -> None:
             record.cached_tokens = _int(details.get("cached_tokens"))
         if record.cached_tokens is None:
             record.cached_tokens = _int(usage.get("cache_read_input_tokens"))
+            # Anthropic's input_tokens leave out the prompt's cached part (docs/api.md).
+            if record.prompt_tokens is not None and record.cached_tokens is not None:
+                record.prompt_tokens += record.cached_tokens
     if isinstance(timings, dict):
         record.prompt_ms = _number(timings.get("prompt_ms"))
         record.predicted_ms = _number(timings.get("predicted_ms"))

@@ -30,7 +30,14 @@ from worker.answer.response_shape import DONE, ResponseShape
 from worker.answer.sampling_fields import SamplingFields
 from worker.answer.sse_pings import with_pings
 from worker.engine.engine import Engine
-from worker.engine.generation import Delta, Failed, Finished, GenerationEvent, Progress
+from worker.engine.generation import (
+    Delta,
+    Failed,
+    Finished,
+    Generation,
+    GenerationEvent,
+    Progress,
+)
 from worker.sampling.grammar_sampler import InvalidGrammar
 from worker.state import AnyRequest, WorkerState
 
@@ -135,14 +142,22 @@ async def _open_stream(
 ) -> AsyncGenerator[bytes, None]:
     """Start the generation and wait for its first event: a failure before any token is a
     proper JSON error (raised here); after it, the stream's events in ``shape``."""
-    events = engine.generate(make)
+    made: list[Generation] = []
+
+    def making(emit: Callable[[GenerationEvent], None]) -> Generation:
+        made.append(make(emit))
+        return made[0]
+
+    events = engine.generate(making)
     # A resumable session's client may leave at any time without stopping anything.
     waiting = anext(events)
     first = await (waiting if _conversation(request) else until_disconnected(request, waiting))
     if isinstance(first, Failed):
         await events.aclose()
         raise ApiError(500, first.message)
-    return _stream(shape, first, events)
+    # The engine fixed the prompt's cached part as it admitted the generation, before its
+    # first event: the stream's opening can say it (Anthropic's message_start does).
+    return _stream(shape, first, events, made[0].cached)
 
 
 async def _collect(
@@ -163,10 +178,13 @@ async def _collect(
 
 
 async def _stream(
-    shape: ResponseShape, first: GenerationEvent, events: AsyncGenerator[GenerationEvent, None]
+    shape: ResponseShape,
+    first: GenerationEvent,
+    events: AsyncGenerator[GenerationEvent, None],
+    cached: int,
 ) -> AsyncGenerator[bytes, None]:
     try:
-        if opening := shape.stream_opening():
+        if opening := shape.stream_opening(cached):
             yield opening
         event: GenerationEvent | None = first
         while event is not None:

@@ -119,7 +119,9 @@ class ResponseShape:
             body["__verbose"] = native_final(self.context, text, finished, [], "\n" in text)
         return body
 
-    def stream_opening(self) -> bytes:
+    def stream_opening(self, cached: int) -> bytes:
+        """The stream's first events; ``cached``: how many of the prompt's tokens the prompt
+        cache held (Anthropic's stream opens with it)."""
         opening = self.opening()
         return sse(opening) if opening is not None else b""
 

@@ -56,6 +56,8 @@ _NUMA = {
 
 
 class LoadedModel:
+    threads_asleep: tuple[int, int] | None = None  # set as it falls asleep (thread_count.py)
+
     def __init__(self, settings: WorkerSettings, on_progress: Callable[[float], None]) -> None:
         self.settings = settings
         self.metrics = EngineMetrics()  # kept across sleeps, like the process's other counters
@@ -279,7 +281,10 @@ class LoadedModel:
         return self.embeddings
 
     def sleep(self) -> None:
-        """Free the weights and the KV cache; :meth:`wake` loads them again."""
+        """Free the weights and the KV cache; :meth:`wake` loads them again. ``/metrics`` asleep
+        reads the threads the context had, as llama-server's snapshot taken on entering sleep."""
+        ctx = self.ctx
+        self.threads_asleep = llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)
         self.close()
         for slot in self.batcher.slots:  # their caches went with the context
             slot.tokens = []

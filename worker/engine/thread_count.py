@@ -50,7 +50,9 @@ class ThreadCount:
 
 def threads_now(model: LoadedModel) -> tuple[int, int] | None:
     """What the context computes with now, as llama.cpp reads it back (generating, reading
-    prompts); None while the model sleeps (its context is freed). Engine thread only."""
+    prompts); while the model sleeps (its context freed), what it had as it fell asleep, so a
+    sleeping worker's ``/metrics`` stays the same text (llama.cpp's test_sleep.py). Engine
+    thread only."""
     if model.sleeping:
-        return None
+        return model.threads_asleep
     return llama_cpp.llama_n_threads(model.ctx), llama_cpp.llama_n_threads_batch(model.ctx)

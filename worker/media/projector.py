@@ -148,6 +148,17 @@ class Projector:
             raise InvalidInput(f"{file.field}: failed to load the image or audio file")
         return bitmap
 
+    def audio_seconds(self, file: MediaFile) -> float:
+        """How long an audio file plays, as libmtmd decodes it (at the projector's sample rate):
+        what a transcription's segments span. 400 when it cannot be read."""
+        mtmd_cpp = _mtmd()
+        bitmap = self._bitmap(file)
+        try:
+            samples = int(mtmd_cpp.mtmd_bitmap_get_nx(bitmap))
+        finally:
+            mtmd_cpp.mtmd_bitmap_free(bitmap)
+        return samples / max(int(mtmd_cpp.mtmd_get_audio_sample_rate(self.context)), 1)
+
     def tokenize(self, text: str, files: list[MediaFile], *, add_special: bool) -> MediaPrompt:
         """``text`` with one media marker per file; 400 for unreadable media or a marker count
         that does not match."""

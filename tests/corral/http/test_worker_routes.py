@@ -73,8 +73,8 @@ def test_every_route_the_worker_serves_is_listed(
 
 
 def test_a_new_worker_route_not_in_the_list_fails() -> None:
-    served = _listed(WORKER_ROUTES) | {("POST", "/v1/audio/speech")}
-    assert unaccounted(served, WORKER_ROUTES) == [("POST", "/v1/audio/speech")]
+    served = _listed(WORKER_ROUTES) | {("POST", "/v1/images/generations")}
+    assert unaccounted(served, WORKER_ROUTES) == [("POST", "/v1/images/generations")]
 
 
 def test_every_route_kept_from_the_router_says_why() -> None:

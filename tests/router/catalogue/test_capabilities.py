@@ -21,8 +21,10 @@ THINKING = "{% if enable_thinking %}<think>{% endif %}{{ messages[0].content }}"
 TOOLS = "{% if tools %}{{ tools | tojson }}{% endif %}{{ messages[0].content }}"
 
 
-def _entry(path: Path, mmproj: Path | None = None) -> CatalogueEntry:
-    return CatalogueEntry(path.stem, path, "models_dir", mmproj=mmproj)
+def _entry(
+    path: Path, mmproj: Path | None = None, options: tuple[tuple[str, str], ...] = ()
+) -> CatalogueEntry:
+    return CatalogueEntry(path.stem, path, "models_dir", mmproj=mmproj, options=options)
 
 
 def test_an_embedding_model_is_one_in_every_listing(tmp_path: Path) -> None:
@@ -30,16 +32,30 @@ def test_an_embedding_model_is_one_in_every_listing(tmp_path: Path) -> None:
     assert declares_pooling(entry.path)
     can = capabilities(entry, model_details(entry).metadata)
     assert can.embedding
-    assert can.ollama_words() == ["embedding"]
-    # Corral's and llama-server's lists never said "embedding": they still do not.
-    assert can.corral_words() == can.llama_server_words() == ["completion"]
+    # It generates nothing useful, and takes no tools.
+    assert can.ollama_words() == can.corral_words() == ["embedding"]
+    # llama-server's single-model list says only completion and multimodal, whatever it is.
+    assert can.llama_server_words() == ["completion"]
+
+
+def test_a_generating_model_with_embeddings_on_serves_both(tmp_path: Path) -> None:
+    """``embeddings = on`` in a preset: its worker answers embeddings besides generating, and
+    every listing says so (docs/api.md)."""
+    path = write_tiny_gguf(tmp_path / "both.gguf")
+    entry = _entry(path, options=(("embeddings", "true"),))
+    can = capabilities(entry, model_details(entry).metadata)
+    assert can.ollama_words() == ["completion", "embedding", "tools"]
+    assert can.corral_words() == ["completion", "embedding"]
+    # Without the header (Corral's listings before a load), the options still say it.
+    assert capabilities(entry).corral_words() == ["completion", "embedding"]
 
 
 def test_a_chat_model_s_template_and_tokens_say_the_rest(tmp_path: Path) -> None:
     thinking = _entry(write_tiny_gguf(tmp_path / "think.gguf", chat_template=THINKING, fim=True))
     can = capabilities(thinking, model_details(thinking).metadata)
     assert not declares_pooling(thinking.path)
-    assert can.ollama_words() == ["completion", "insert", "thinking"]
+    # Tools whatever the template: one without tool syntax gets the generic JSON tool mode.
+    assert can.ollama_words() == ["completion", "tools", "insert", "thinking"]
     tools = _entry(write_tiny_gguf(tmp_path / "tools.gguf", chat_template=TOOLS))
     assert capabilities(tools, model_details(tools).metadata).ollama_words() == [
         "completion",

@@ -166,3 +166,8 @@ def test_a_record_reads_the_counts_of_each_apis_answer() -> None:
     tokens_from_answer({"prompt_eval_count": 12, "eval_count": 7, "eval_duration": 2e6}, ollama)
     assert (ollama.prompt_tokens, ollama.completion_tokens, ollama.predicted_ms) == (12, 7, 2.0)
     assert ollama.restored_tokens is None
+    # Anthropic's input_tokens leave the cached part out: the record has the whole prompt.
+    anthropic = RequestRecord(id="r3")
+    usage = {"input_tokens": 1, "cache_read_input_tokens": 35, "output_tokens": 4}
+    tokens_from_answer({"usage": usage}, anthropic)
+    assert (anthropic.prompt_tokens, anthropic.cached_tokens) == (36, 35)

@@ -85,6 +85,11 @@ def _stream(client: httpx.Client, **body: Any) -> list[tuple[str, dict[str, Any]
     return events
 
 
+def _prompt(usage: dict[str, int]) -> int:
+    """The whole prompt, as Anthropic's clients add it up: the cached part is apart."""
+    return usage["input_tokens"] + usage["cache_read_input_tokens"]
+
+
 def _count(client: httpx.Client, **body: Any) -> int:
     response = client.post("/v1/messages/count_tokens", json={"model": "alpha", **body})
     assert response.status_code == 200, response.text
@@ -103,7 +108,7 @@ def test_text_answer(client: httpx.Client) -> None:
     assert block["text"]
     assert (reply["stop_reason"], reply["stop_sequence"]) == ("max_tokens", None)
     assert reply["usage"]["output_tokens"] == _predicted(client) - before == 8
-    assert reply["usage"]["input_tokens"] == _count(client, messages=HI)
+    assert _prompt(reply["usage"]) == _count(client, messages=HI)
 
 
 def test_text_stream_follows_anthropic_event_order(client: httpx.Client) -> None:
@@ -123,7 +128,7 @@ def test_text_stream_follows_anthropic_event_order(client: httpx.Client) -> None
     start = events[0][1]["message"]
     assert start["id"].startswith("msg_")
     assert (start["role"], start["content"], start["stop_reason"]) == ("assistant", [], None)
-    assert start["usage"]["input_tokens"] == _count(client, messages=HI)
+    assert _prompt(start["usage"]) == _count(client, messages=HI)
     assert events[1][1] == {
         "type": "content_block_start",
         "index": 0,
@@ -173,7 +178,7 @@ def test_tool_call_is_a_tool_use_block(client: httpx.Client, choice: dict[str, A
     assert block["input"]["city"] in ("Paris", "Rome")
     assert (reply["stop_reason"], reply["stop_sequence"]) == ("tool_use", None)
     assert reply["usage"]["output_tokens"] == _predicted(client) - before
-    assert reply["usage"]["input_tokens"] == _count(client, **body)
+    assert _prompt(reply["usage"]) == _count(client, **body)
 
 
 def test_tool_call_stream(client: httpx.Client) -> None:
@@ -213,7 +218,7 @@ def test_count_tokens_matches_a_real_request(client: httpx.Client) -> None:
     assert counted == _count(client, **{**body, "system": system_blocks})
     assert counted > _count(client, **{**body, "system": None})
     reply = _message(client, **body, max_tokens=1)
-    assert reply["usage"]["input_tokens"] == counted
+    assert _prompt(reply["usage"]) == counted
 
 
 @pytest.mark.parametrize(

@@ -87,3 +87,19 @@ def test_unreadable_audio_is_400(listener: WorkerProcess) -> None:
     assert reply.json()["error"]["message"] == (
         "messages[0].content[1].input_audio: failed to load the image or audio file"
     )
+
+
+def test_a_transcription_upload_is_heard_by_the_worker_alone(listener: WorkerProcess) -> None:
+    """The worker answers the multipart route itself, as llama-server (docs/api.md)."""
+    form = {"model": "ear", "max_tokens": "4", "temperature": "0"}
+    files = {"file": ("clip.wav", wav_bytes(), "audio/wav")}
+    url = f"{listener.url}/v1/audio/transcriptions"
+    reply = httpx.post(url, data=form, files=files, timeout=120)
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["type"] == "transcript.text.done"
+    assert body["usage"]["input_tokens"] > AUDIO_TOKENS
+    assert body["usage"]["output_tokens"] == 4
+    text = httpx.post(url, data={**form, "response_format": "text"}, files=files, timeout=120)
+    assert text.headers["content-type"].startswith("text/plain")
+    assert text.text == body["text"]

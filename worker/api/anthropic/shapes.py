@@ -1,9 +1,11 @@
 """Answers in Anthropic's Messages shape: one message, or its stream of named events.
 
-Usage counts: ``input_tokens`` is the whole prompt, cached or not, so it always equals
-``/v1/messages/count_tokens``; ``cache_read_input_tokens`` says how many of them were reused
-from the prompt cache (llama-server instead takes the reused prefix out of ``input_tokens``,
-which the stream's first event cannot know yet).
+Usage counts as llama-server gives them (``server-task.cpp``) and Anthropic's clients add them
+up: ``cache_read_input_tokens`` is the part of the prompt reused from the prompt cache and
+``input_tokens`` the rest, so their sum is the whole prompt, ``/v1/messages/count_tokens``
+(docs/api.md). The stream's ``message_start`` carries them, the cache's part known once the
+generation has started; its ``message_delta`` repeats them with the output's count (Anthropic's
+totals so far, which its SDKs take over).
 """
 
 from __future__ import annotations
@@ -30,12 +32,16 @@ def _stop(finished: Finished, used_tool: bool) -> tuple[str, str | None]:
     return "end_turn", None
 
 
-def _usage(finished: Finished) -> dict[str, int]:
+def _usage(prompt: int, cached: int, output: int) -> dict[str, int]:
     return {
-        "input_tokens": finished.prompt_tokens,
-        "output_tokens": finished.predicted_tokens,
-        "cache_read_input_tokens": finished.cached_tokens,
+        "input_tokens": prompt - cached,
+        "output_tokens": output,
+        "cache_read_input_tokens": cached,
     }
+
+
+def _finished_usage(finished: Finished) -> dict[str, int]:
+    return _usage(finished.prompt_tokens, finished.cached_tokens, finished.predicted_tokens)
 
 
 class MessagesShape(ResponseShape):
@@ -76,14 +82,11 @@ class MessagesShape(ResponseShape):
         if parsed.content:
             blocks.append({"type": "text", "text": parsed.content})
         blocks.extend(_tool_use(call) for call in parsed.tool_calls)
-        return self._message(blocks, _stop(finished, bool(parsed.tool_calls)), _usage(finished))
+        stop = _stop(finished, bool(parsed.tool_calls))
+        return self._message(blocks, stop, _finished_usage(finished))
 
-    def stream_opening(self) -> bytes:
-        usage = {
-            "input_tokens": self.context.prompt_tokens,
-            "output_tokens": 0,
-            "cache_read_input_tokens": 0,
-        }
+    def stream_opening(self, cached: int) -> bytes:
+        usage = _usage(self.context.prompt_tokens, cached, 0)
         message = self._message([], (None, None), usage)
         return sse({"type": "message_start", "message": message}, "message_start")
 
@@ -137,7 +140,7 @@ class MessagesShape(ResponseShape):
         delta = {
             "type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": sequence},
-            "usage": _usage(finished),
+            "usage": _finished_usage(finished),
         }
         parts.append(sse(delta, "message_delta"))
         parts.append(sse({"type": "message_stop"}, "message_stop"))

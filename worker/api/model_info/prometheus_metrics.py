@@ -100,7 +100,8 @@ def render_metrics(model: LoadedModel, window: ScrapeWindow) -> str:
 
 def _threads_lines(model: LoadedModel) -> list[str]:
     """Corral's own: what the context computes with now, as llama.cpp reads it back; the
-    router shares the cores among busy models (docs/serving.md, "CPU threads"). None asleep."""
+    router shares the cores among busy models (docs/serving.md, "CPU threads"); asleep, what
+    it had as it fell asleep."""
     now = threads_now(model)
     if now is None:
         return []

@@ -89,7 +89,7 @@ class ResponsesShape(ResponseShape):
         output.extend(_function_call(call) for call in parsed.tool_calls)
         return self._response(status, output, finished)
 
-    def stream_opening(self) -> bytes:
+    def stream_opening(self, cached: int) -> bytes:
         started = self._response("in_progress", [], None)
         events = self._event("response.created", response=started)
         events += self._event("response.in_progress", response=started)

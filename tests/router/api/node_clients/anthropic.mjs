@@ -22,7 +22,11 @@ function summary(message) {
     model: message.model,
     text: text(message),
     stop_reason: message.stop_reason,
-    usage: { input_tokens: message.usage.input_tokens, output_tokens: message.usage.output_tokens },
+    // The whole prompt, as Anthropic's clients add it up: the part the prompt cache held apart.
+    usage: {
+      input_tokens: message.usage.input_tokens + (message.usage.cache_read_input_tokens ?? 0),
+      output_tokens: message.usage.output_tokens,
+    },
   };
 }
 

@@ -4,9 +4,10 @@ Its models: ``alpha`` (ChatML; alias ``first`` from a preset), ``thinker`` (a te
 opens the thinking, unless ``enable_thinking`` is false), ``coder`` (fill-in-the-middle tokens,
 for ``suffix``), ``embedder`` (an embedding model: its GGUF declares a pooling type, so it
 answers embeddings without a flag), ``seer`` (with a projector: it reads images),
-``caller`` (Hermes-style tool calls in its template) and ``agent`` (the same template, and
+``caller`` (Hermes-style tool calls in its template), ``agent`` (the same template, and
 weights that prefer ``<tool_call>`` whatever the context and end the turn after
-``</tool_call>``: offered tools, it calls one from real generation, the lazy grammar writing it).
+``</tool_call>``: offered tools, it calls one from real generation, the lazy grammar writing it)
+and ``dual`` (a chat model whose preset turns ``embeddings`` on: it answers both).
 """
 
 from __future__ import annotations
@@ -57,10 +58,11 @@ def ollama_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
         prefers=("<tool_call>", "</tool_call>", "{", '"'),
         ends_after="</tool_call>",
     )
+    write_tiny_gguf(directory / "dual.gguf", name="dual", seed=2)
     (directory / "seer").mkdir()
     write_tiny_gguf(directory / "seer" / "seer-Q8_0.gguf", name="seer", attention_gain=10.0)
     write_tiny_mmproj(directory / "seer" / "mmproj-seer-F32.gguf")
-    (directory / "models.ini").write_text("[alpha]\nalias = first\n")
+    (directory / "models.ini").write_text("[alpha]\nalias = first\n\n[dual]\nembeddings = on\n")
     return directory
 
 

@@ -19,7 +19,7 @@ def test_version_is_an_ollama_release_number(shared_router: RouterProcess) -> No
 def test_tags_lists_every_model_with_its_gguf_details(client: ollama.Client) -> None:
     models = {model.model: model for model in client.list().models}
     names = {"alpha:latest", "caller:latest", "coder:latest", "embedder:latest", "seer:latest"}
-    names |= {"thinker:latest", "agent:latest", "first:latest"}  # first: alpha's alias
+    names |= {"thinker:latest", "agent:latest", "dual:latest", "first:latest"}  # first: alpha's
     assert set(models) == names
     alpha = models["alpha:latest"]
     assert alpha.details is not None
@@ -45,7 +45,8 @@ def test_show_gives_the_template_header_and_capabilities(client: ollama.Client) 
     assert shown.modelinfo is not None
     assert shown.modelinfo["general.architecture"] == "llama"
     assert shown.modelinfo["llama.context_length"] == 2048
-    assert shown.capabilities == ["completion"]
+    # Every chat model takes tools: without tool syntax of its own, in the generic JSON mode.
+    assert shown.capabilities == ["completion", "tools"]
     assert shown.parameters is not None
     assert "num_ctx" in shown.parameters
     assert "insert" in (client.show("coder:latest").capabilities or [])
@@ -53,6 +54,20 @@ def test_show_gives_the_template_header_and_capabilities(client: ollama.Client) 
     assert client.show("embedder").capabilities == ["embedding"]
     assert "vision" in (client.show("seer").capabilities or [])
     assert "tools" in (client.show("caller").capabilities or [])
+
+
+def test_a_preset_s_embeddings_show_as_a_capability(
+    shared_router: RouterProcess, client: ollama.Client
+) -> None:
+    """``embeddings = on`` in its preset: the chat model answers ``/api/embed`` too, and Ollama's
+    clients that pick an embedding model by its capabilities find it (docs/api.md)."""
+    assert client.show("dual").capabilities == ["completion", "embedding", "tools"]
+    [vector] = client.embed(model="dual", input="a sheep").embeddings
+    assert len(vector) > 0
+    listed = {m["id"]: m for m in shared_router.client.get("/v1/models").json()["data"]}
+    assert listed["dual"]["capabilities"] == ["completion", "embedding"]
+    assert listed["embedder"]["capabilities"] == ["embedding"]
+    assert listed["alpha"]["capabilities"] == ["completion"]
 
 
 def test_show_of_an_unknown_model_is_ollamas_404(client: ollama.Client) -> None:

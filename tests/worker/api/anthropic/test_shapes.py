@@ -36,9 +36,8 @@ def test_the_whole_message_and_its_stop_reason(
     assert (body["type"], body["role"], body["model"]) == ("message", "assistant", "m")
     assert body["content"] == [{"type": "text", "text": "Hi"}]
     assert (body["stop_reason"], body["stop_sequence"]) == expected
-    # The whole prompt, cached or not, so it always equals count_tokens.
-    # The whole prompt, and how much of it the cache held.
-    assert body["usage"] == {"input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": 2}
+    # As llama-server counts: of a 7-token prompt, 2 the cache held and the 5 others.
+    assert body["usage"] == {"input_tokens": 5, "output_tokens": 3, "cache_read_input_tokens": 2}
 
 
 def test_an_empty_answer_has_no_content_blocks() -> None:
@@ -47,7 +46,7 @@ def test_an_empty_answer_has_no_content_blocks() -> None:
 
 def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
     shape = MessagesShape(AnswerContext("m", prompt_tokens=7), PLAIN)
-    stream = shape.stream_opening() + shape.stream_chunk("He") + shape.stream_chunk("")
+    stream = shape.stream_opening(2) + shape.stream_chunk("He") + shape.stream_chunk("")
     stream += shape.stream_chunk("llo") + shape.stream_closing(finished())
     events = sse_events(stream)
     assert [name for name, _ in events] == [
@@ -61,17 +60,17 @@ def test_a_text_stream_announces_the_prompt_and_opens_one_block() -> None:
     ]
     assert all(name == data["type"] for name, data in events)
     start = events[0][1]["message"]
-    assert start["usage"] == {"input_tokens": 7, "output_tokens": 0, "cache_read_input_tokens": 0}
+    assert start["usage"] == {"input_tokens": 5, "output_tokens": 0, "cache_read_input_tokens": 2}
     assert (start["content"], start["stop_reason"]) == ([], None)
     assert [data["delta"]["text"] for _, data in events[2:4]] == ["He", "llo"]
     assert events[5][1]["delta"] == {"stop_reason": "end_turn", "stop_sequence": None}
-    usage = {"input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": 2}
+    usage = {"input_tokens": 5, "output_tokens": 3, "cache_read_input_tokens": 2}
     assert events[5][1]["usage"] == usage
 
 
 def test_a_stream_without_text_opens_no_block() -> None:
     shape = MessagesShape(AnswerContext("m"), PLAIN)
-    events = sse_events(shape.stream_opening() + shape.stream_closing(finished()))
+    events = sse_events(shape.stream_opening(0) + shape.stream_closing(finished()))
     assert [name for name, _ in events] == ["message_start", "message_delta", "message_stop"]
 
 
@@ -100,7 +99,7 @@ def test_a_whole_tool_use_answer() -> None:
 
 def test_thinking_text_and_tool_use_blocks_stream_in_order() -> None:
     shape = MessagesShape(AnswerContext("m"), HERMES_THINKING)
-    stream = shape.stream_opening() + b"".join(
+    stream = shape.stream_opening(0) + b"".join(
         shape.stream_chunk(NATIVE[i : i + 6]) for i in range(0, len(NATIVE), 6)
     )
     events = sse_events(stream + shape.stream_closing(finished()))
@@ -130,7 +129,7 @@ def test_thinking_text_and_tool_use_blocks_stream_in_order() -> None:
 
 def test_a_thinking_block_left_open_is_signed_when_the_stream_ends() -> None:
     shape = MessagesShape(AnswerContext("m"), HERMES_THINKING)
-    stream = shape.stream_opening() + shape.stream_chunk("<think>Hmm")
+    stream = shape.stream_opening(0) + shape.stream_chunk("<think>Hmm")
     events = sse_events(stream + shape.stream_closing(finished()))
     names = [name for name, _ in events]
     assert names[-4:] == ["content_block_delta", "content_block_stop", "message_delta",

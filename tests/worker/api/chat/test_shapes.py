@@ -44,7 +44,7 @@ def test_the_whole_answer() -> None:
 
 def test_the_stream_opens_with_the_role_and_ends_with_done() -> None:
     shape = ChatShape(AnswerContext("m"), PLAIN)
-    stream = shape.stream_opening() + shape.stream_chunk("Hel") + shape.stream_chunk("lo")
+    stream = shape.stream_opening(0) + shape.stream_chunk("Hel") + shape.stream_chunk("lo")
     stream += shape.stream_closing(finished())
     events = [data for _, data in sse_events(stream)]
     assert events[-1] == "[DONE]"
@@ -95,7 +95,7 @@ def test_a_generic_call_cut_short_is_a_partial_call() -> None:
 
 
 def _deltas(shape: ChatShape, pieces: list[str]) -> list[dict[str, Any]]:
-    stream = shape.stream_opening() + b"".join(shape.stream_chunk(p) for p in pieces)
+    stream = shape.stream_opening(0) + b"".join(shape.stream_chunk(p) for p in pieces)
     events = [data for _, data in sse_events(stream + shape.stream_closing(finished()))]
     return [event["choices"][0]["delta"] for event in events[1:-1]]
 

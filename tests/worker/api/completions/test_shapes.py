@@ -18,7 +18,7 @@ def test_openai_text_completion_whole_and_streamed() -> None:
     assert body["choices"][0] == {"index": 0, "text": "abc", "logprobs": None,
                                   "finish_reason": "stop"}  # fmt: skip
     assert body["usage"]["total_tokens"] == 10
-    assert shape.stream_opening() == b""
+    assert shape.stream_opening(0) == b""
     stream = shape.stream_chunk("a") + shape.stream_closing(finished("length"))
     events = [data for _, data in sse_events(stream)]
     assert events[0]["choices"][0]["text"] == "a"

@@ -48,7 +48,7 @@ def test_a_budget_cut_is_incomplete() -> None:
 
 def test_a_text_stream_numbers_its_events_and_completes() -> None:
     shape = ResponsesShape(AnswerContext("m"), PLAIN, ECHO)
-    stream = shape.stream_opening() + shape.stream_chunk("He") + shape.stream_chunk("llo")
+    stream = shape.stream_opening(0) + shape.stream_chunk("He") + shape.stream_chunk("llo")
     stream += shape.stream_closing(finished())
     events = sse_events(stream)
     assert [name for name, _ in events] == [
@@ -72,7 +72,7 @@ def test_a_text_stream_numbers_its_events_and_completes() -> None:
 
 def test_a_cut_stream_ends_completed_with_an_incomplete_response() -> None:
     shape = ResponsesShape(AnswerContext("m"), PLAIN, ECHO)
-    stream = shape.stream_opening() + shape.stream_closing(finished("length"))
+    stream = shape.stream_opening(0) + shape.stream_closing(finished("length"))
     name, data = sse_events(stream)[-1]
     assert name == "response.completed"  # llama-server's one terminal event
     assert data["response"]["status"] == "incomplete"
@@ -81,7 +81,7 @@ def test_a_cut_stream_ends_completed_with_an_incomplete_response() -> None:
 
 def test_a_tool_call_streams_as_a_function_call() -> None:
     shape = ResponsesShape(AnswerContext("m"), GENERIC_TOOLS, ECHO)
-    opening = sse_events(shape.stream_opening())
+    opening = sse_events(shape.stream_opening(0))
     assert [name for name, _ in opening] == ["response.created", "response.in_progress"]
     cut = TOOL_ANSWER.index('"Oslo"')
     stream = shape.stream_chunk(TOOL_ANSWER[:cut]) + shape.stream_chunk(TOOL_ANSWER[cut:])
@@ -105,7 +105,7 @@ def test_a_tool_call_streams_as_a_function_call() -> None:
 
 def test_a_direct_response_with_tools_is_a_message() -> None:
     shape = ResponsesShape(AnswerContext("m"), GENERIC_TOOLS, ECHO)
-    shape.stream_opening()
+    shape.stream_opening(0)
     events = sse_events(shape.stream_chunk('{"response": "Sun') + shape.stream_chunk('ny."}'))
     names = [name for name, _ in events]
     assert names == ["response.output_item.added", "response.content_part.added",
@@ -115,7 +115,7 @@ def test_a_direct_response_with_tools_is_a_message() -> None:
 
 def test_reasoning_message_and_function_call_items_stream_in_order() -> None:
     shape = ResponsesShape(AnswerContext("m"), HERMES_THINKING, ECHO)
-    stream = shape.stream_opening() + b"".join(
+    stream = shape.stream_opening(0) + b"".join(
         shape.stream_chunk(NATIVE[i : i + 6]) for i in range(0, len(NATIVE), 6)
     )
     events = sse_events(stream + shape.stream_closing(finished()))
