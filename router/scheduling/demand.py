@@ -54,6 +54,7 @@ class Demand:
         # Interactive admissions within RETURN_S: when, and whose key.
         self._interactive: dict[str, deque[tuple[float, str | None]]] = {}
         self._turn_at: dict[str, float] = {}  # each model's last interactive admission or end
+        # (one entry per model that ever had one: as many as the catalogue, never more)
         self._given_up: dict[str, float] = {}  # a person's model evicted for batch: when
         self._for_batch: set[str] = set()  # models whose current load a batch request made
         self._batch_at: dict[str, float] = {}  # last batch admission per model
@@ -94,8 +95,10 @@ class Demand:
         return at is not None and self._clock() - at < self.keep_idle
 
     def given_up(self, model: str) -> None:
-        """``model`` was evicted for batch work: if people used it lately, it is their home."""
-        if self._trim(model):
+        """``model`` was evicted for batch work: if a person's turn on it was lately (within
+        RETURN_S of the end of its keep), it is their home."""
+        at = self._turn_at.get(model)
+        if at is not None and self._clock() - at < self.keep_idle + RETURN_S:
             self._given_up[model] = self._clock()
 
     def home(self, model: str) -> bool:
@@ -129,11 +132,9 @@ class Demand:
     def next_change(self, models: Iterable[ModelState]) -> float | None:
         """Seconds until a model stops returning or a quantum ends; None: neither will."""
         now, left = self._clock(), []
-        for model, at in list(self._turn_at.items()):
+        for at in self._turn_at.values():
             if (until := at + self.keep_idle - now) > 0:
                 left.append(until)
-            else:
-                del self._turn_at[model]  # kept no more: a new turn starts it again
         for state in models:
             if state.serving and (quantum := self.quantum_left(state)) > 0:
                 left.append(min(quantum, self._backlog_served_at(state) - now))

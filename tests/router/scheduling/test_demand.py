@@ -252,8 +252,14 @@ async def test_the_model_more_people_come_back_to_stays() -> None:
 KEEP_IDLE = 4.0
 
 
-async def test_an_idle_persons_model_is_kept_from_batch_for_keep_idle_then_given_up() -> None:
-    async with harness(models_max=1, keep_idle=KEEP_IDLE) as h, anyio.create_task_group() as group:
+@pytest.mark.parametrize("keep_idle", [KEEP_IDLE, 2 * RETURN_S])
+async def test_an_idle_persons_model_is_kept_from_batch_for_keep_idle_then_given_up(
+    keep_idle: float,
+) -> None:
+    async with (
+        harness(models_max=1, keep_idle=keep_idle, wait_max=120.0) as h,
+        anyio.create_task_group() as group,
+    ):
         a = await _load(h, "a", ALICE)
         lease = await h.scheduler.acquire("a", {}, ALICE)  # a long answer: idle only once it ends
         group.start_soon(_served, h, "b", BATCH)
@@ -261,7 +267,7 @@ async def test_an_idle_persons_model_is_kept_from_batch_for_keep_idle_then_given
         h.advance(10.0)
         lease.release()
         await anyio.wait_all_tasks_blocked()
-        h.advance(KEEP_IDLE - 0.1)  # she has been idle a little less than the knob: kept
+        h.advance(keep_idle - 0.1)  # she has been idle a little less than the knob: kept
         await anyio.wait_all_tasks_blocked()
         assert h.launcher.launched == ["a"]
         assert not a.stop_requested
