@@ -301,7 +301,9 @@ def render_fair(runs: dict[str, FairFigures], corral: str, fifo: str) -> str:
     lines += [
         f"| {name} | " + " | ".join(cell(f) for f in runs.values()) + " |" for name, cell in cells
     ]
-    mine, theirs = runs[corral], runs.get(fifo)
+    mine, theirs = runs.get(corral), runs.get(fifo)
+    if mine is None:
+        return "\n".join(lines)  # llama.cpp's router only: no target is Corral's to meet
     light = mine.light_p95_s / mine.light_alone_p95_s
     heavy = mine.heavy_tokens / theirs.heavy_tokens if theirs and theirs.heavy_tokens else math.nan
     errors = sum(f.errors for f in runs.values())

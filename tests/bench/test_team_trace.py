@@ -3,10 +3,12 @@ thrash and fair traces and the batch bursts are the shapes issue 51 names."""
 
 from __future__ import annotations
 
+import argparse
 import itertools
 
 import msgspec
 
+from bench.team import traces
 from bench.team_trace import (
     BURST_EVERY_S,
     CLASSES,
@@ -113,3 +115,18 @@ def test_the_batch_job_can_come_in_bursts_of_ten() -> None:
     assert all(b - a == BURST_EVERY_S for a, b in itertools.pairwise(due))  # type: ignore[operator]
     people = [[r for r in t.requests() if r.cls != "batch"] for t in (backlog, bursts)]
     assert people[0] == people[1]
+
+
+def test_the_fair_trace_runs_the_light_key_alone_and_corral_under_fifo_too() -> None:
+    args = argparse.Namespace(seed=37, window=12.0, batch_per_second=10.0, batch_bursts=0)
+    runs = traces(argparse.Namespace(**vars(args), trace="fair"))
+    assert [(suffix, flags) for suffix, _, flags in runs] == [
+        ("", []),
+        (" alone", []),
+        (" fifo", ["--schedule", "fifo"]),
+    ]
+    assert [trace.name for _, trace, _ in runs] == ["fair"] * 3
+    assert [len(trace.actors) for _, trace, _ in runs] == [7, 1, 7]
+    for name in ("team", "thrash"):
+        ((suffix, trace, flags),) = traces(argparse.Namespace(**vars(args), trace=name))
+        assert (suffix, trace.name, flags) == ("", name, [])
