@@ -13,6 +13,13 @@ delivered, errors; per side the model loads, counted by each server itself, and 
 among them (loads of a model already loaded once in that window); and the ratios against the
 issue's targets. docs/benchmarks.md (Team) has how to read it.
 
+``--trace thrash`` and ``--trace fair`` replay bench/team_trace.py's other two traces (two
+users alternating between two models with room for one; one model, a heavy key and a light key
+of one class), with the ``--models-max`` and ``--parallel`` each trace names; the fair trace
+runs each side once more with the light key alone, and Corral once more under ``--schedule
+fifo``. ``--batch-bursts 10`` sends the team trace's batch job in bursts; ``--defaults`` gives
+no ``-t`` on either side.
+
 Keys: every actor has its own API key on both sides (Corral: ``--api-key-file``, with a class
 per key when the tree knows ``class=``; llama.cpp: the same secrets in ``--api-key``, where a
 key has no class). A measurement, not a test: it exits 0 whatever the figures.
@@ -24,7 +31,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -35,68 +41,37 @@ import httpx
 import msgspec
 
 from bench.support.servers import DEFAULT_MODEL, REPO, Server, corral_router, llama_server, log
-from bench.support.standin import write_standin
-from bench.team_report import Outcome, SideFigures, render, side_figures
-from bench.team_trace import BATCH_PER_SECOND, MODELS, Actor, Request, Trace, make_trace
+from bench.support.team_setup import (
+    classes_known,
+    corral_loads,
+    key_file,
+    llama_loads,
+    models_dir,
+    secret,
+)
+from bench.team_report import (
+    FairFigures,
+    Outcome,
+    SideFigures,
+    fair_figures,
+    render,
+    render_fair,
+    side_figures,
+)
+from bench.team_trace import (
+    BATCH_PER_SECOND,
+    BURST_EVERY_S,
+    TRACES,
+    Actor,
+    Request,
+    Trace,
+    make_fair_trace,
+    make_thrash_trace,
+    make_trace,
+)
 
 CORRAL, LLAMA = "corral", "llama.cpp"
-STANDINS = {"standin-360m": "smollm2-360m", "standin-135m": "smollm2-135m"}
-OBSERVER = "observer"  # the bench's own key, to read /metrics and /models
-# The key class each actor's key carries on Corral (the agent is a program someone waits on).
-KEY_CLASSES = {"interactive": "interactive", "agent": "interactive", "batch": "batch"}
-# llama.cpp's router logs this line each time it starts a model's process (server-models.cpp).
-_SPAWN = re.compile(r"spawning server instance with name=(\S+) on port")
-_CORRAL_LOADS = re.compile(r'^corral_model_loads_total\{model="([^"]+)"\} (\S+)$', re.M)
-
-
-def secret(key: str) -> str:
-    return f"team-{key}"
-
-
-def _models_dir(directory: Path) -> Path:
-    """The three models under the names the trace asks for, stand-ins written once."""
-    cache = REPO / "models" / "team-bench"
-    cache.mkdir(parents=True, exist_ok=True)
-    files = {MODELS[0]: DEFAULT_MODEL}
-    for name, shape in STANDINS.items():
-        files[name] = cache / f"{shape}-f16.gguf"
-        if not files[name].is_file():
-            log(f"writing the stand-in {files[name].name} (once)")
-            partial = files[name].with_suffix(".partial")
-            write_standin(DEFAULT_MODEL, shape, partial)
-            partial.rename(files[name])
-    models = directory / "models"
-    models.mkdir()
-    for name, path in files.items():
-        (models / f"{name}.gguf").symlink_to(path.resolve())
-        with path.open("rb") as weights:  # the page cache holds them for both sides alike
-            while weights.read(1 << 24):
-                pass
-    return models
-
-
-def _key_file(directory: Path, trace: Trace, classes: bool) -> Path:
-    lines = [f"{secret(OBSERVER)} admin"]
-    for key, cls in sorted({(actor.key, actor.cls) for actor in trace.actors}):
-        lines.append(f"{secret(key)} inference" + (f" class={KEY_CLASSES[cls]}" if classes else ""))
-    path = directory / "keys.txt"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def classes_known() -> bool:
-    """Whether this tree's key file takes ``class=`` (before the scheduler change it refuses
-    any word it does not know, and the router would not start)."""
-    from router.security.api_keys import ApiKeyFileError, load_api_keys
-
-    with tempfile.TemporaryDirectory() as directory:
-        probe = Path(directory) / "keys.txt"
-        probe.write_text("probe inference class=interactive\n", encoding="utf-8")
-        try:
-            load_api_keys([], [probe])
-        except ApiKeyFileError:
-            return False
-    return True
+ALONE, FIFO = " alone", " fifo"  # the fair trace's other runs, after the side's name
 
 
 async def _send(
@@ -145,9 +120,12 @@ async def _actor(url: str, actor: Actor, outcomes: list[Outcome], t0: float, win
     async with httpx.AsyncClient(base_url=url, timeout=None, limits=limits) as client:
         for request in actor.requests:
             await asyncio.sleep(request.wait_s)
+            if request.at_s is not None:  # on a clock: not before its time, late if it must
+                await asyncio.sleep(max(0.0, t0 + request.at_s - time.monotonic()))
             if time.monotonic() - t0 >= window:
                 return
-            out = Outcome(actor.name, actor.cls, request.model, time.monotonic() - t0)
+            sent = time.monotonic() - t0
+            out = Outcome(actor.name, actor.cls, request.model, sent, key=actor.key)
             outcomes.append(out)
             try:
                 await _send(client, request, actor.key, out, t0)
@@ -171,29 +149,6 @@ async def replay(url: str, trace: Trace) -> list[Outcome]:
     for out in outcomes:
         out.cut = not out.done and out.error is None
     return outcomes
-
-
-def _observer() -> dict[str, str]:
-    return {"Authorization": f"Bearer {secret(OBSERVER)}"}
-
-
-def corral_loads(url: str) -> dict[str, int]:
-    """Loads started: completed ones from ``/metrics`` (``corral_model_loads_total``) plus any
-    still loading in ``/models``, so that a load under way counts as llama.cpp's spawn does."""
-    text = httpx.get(f"{url}/metrics", headers=_observer(), timeout=30).text
-    loads = {model: int(float(value)) for model, value in _CORRAL_LOADS.findall(text)}
-    for model in httpx.get(f"{url}/models", headers=_observer(), timeout=30).json()["data"]:
-        if model["status"]["value"] == "loading":
-            loads[model["id"]] = loads.get(model["id"], 0) + 1
-    return {model: n for model, n in loads.items() if n}
-
-
-def llama_loads(log_text: str) -> dict[str, int]:
-    """Model processes llama.cpp's router started, from its log."""
-    loads: dict[str, int] = {}
-    for model in _SPAWN.findall(log_text):
-        loads[model] = loads.get(model, 0) + 1
-    return loads
 
 
 def _server(
@@ -250,7 +205,7 @@ def _order(order: str, binary: Path | None) -> list[str]:
 
 
 class Turn(msgspec.Struct):
-    side: str
+    side: str  # the run's label: a side, or for the fair trace a side and what ran
     sent: int
     completed: int
     loads: dict[str, int]
@@ -261,51 +216,74 @@ class Results(msgspec.Struct):
     classes: bool  # whether Corral's keys carried class=
     turns: list[Turn]
     sides: dict[str, SideFigures]
+    fair: dict[str, FairFigures] | None = None  # the fair trace's, per router run
+
+
+def traces(args: argparse.Namespace) -> list[tuple[str, Trace, list[str]]]:
+    """Per side letter's turn, what it runs: (label suffix, trace, extra Corral flags). The
+    fair trace runs the light key alone too, and on Corral once more under --schedule fifo."""
+    if args.trace == "thrash":
+        return [("", make_thrash_trace(args.seed, args.window), [])]
+    if args.trace == "fair":
+        heavy, alone = (make_fair_trace(args.seed, args.window, h) for h in (True, False))
+        return [("", heavy, []), (ALONE, alone, []), (FIFO, heavy, ["--schedule", "fifo"])]
+    trace = make_trace(args.seed, args.window, args.batch_per_second, args.batch_bursts)
+    return [("", trace, [])]
 
 
 def run(args: argparse.Namespace) -> Results:
-    trace = make_trace(args.seed, args.window, args.batch_per_second)
+    runs = traces(args)
+    trace = runs[0][1]
     classes = {"on": True, "off": False, "auto": None}[args.classes]
     if classes is None:
         classes = classes_known()
         log(f"key classes: {'on' if classes else 'off (this tree refuses class=)'}")
     flags = [
         "--models-max",
-        "2",
+        str(trace.models_max),
         "--ctx-size",
         str(args.ctx_size),
         "--parallel",
-        str(args.parallel),
+        str(trace.parallel or args.parallel),
     ]
     threads = {
         CORRAL: args.corral_threads or args.threads,
         LLAMA: args.llama_threads or args.threads,
     }
     outcomes: dict[str, list[Outcome]] = {}
-    loads: dict[str, list[dict[str, int]]] = {}  # per side, per window
+    loads: dict[str, list[dict[str, int]]] = {}  # per run's label, per window
     turns: list[Turn] = []
-    order = _order(args.order, args.llama_server)
     with tempfile.TemporaryDirectory(prefix="corral-team-") as work, _logs(args.logs) as logs:
         directory = Path(work)
-        flags += ["--models-dir", str(_models_dir(directory))]
-        keys = _key_file(directory, trace, classes)
-        for n, side in enumerate(order):
-            log_path = logs / f"{n + 1}-{side}.log"
-            load_average = os.getloadavg()[0]
-            side_flags = flags if threads[side] == "default" else [*flags, "-t", threads[side]]
-            got, counted = _turn(
-                side, args.llama_server, side_flags, keys, trace, log_path, args.settle
-            )
-            done = sum(o.done for o in got)
-            turns.append(Turn(side, len(got), done, counted, load_average))
-            outcomes.setdefault(side, []).extend(got)
-            loads.setdefault(side, []).append(counted)
+        flags += ["--models-dir", str(models_dir(directory))]
+        keys = key_file(directory, trace, classes)
+        for side in _order(args.order, args.llama_server):
+            for suffix, replayed, corral_flags in runs:
+                if corral_flags and side != CORRAL:
+                    continue  # Corral's own setting: llama.cpp's router has no other order
+                label = side + suffix
+                log_path = logs / f"{len(turns) + 1}-{label.replace(' ', '-')}.log"
+                load_average = os.getloadavg()[0]
+                side_flags = [*flags, *corral_flags]
+                if threads[side] != "default":
+                    side_flags += ["-t", threads[side]]
+                got, counted = _turn(
+                    side, args.llama_server, side_flags, keys, replayed, log_path, args.settle
+                )
+                turns.append(Turn(label, len(got), sum(o.done for o in got), counted, load_average))
+                outcomes.setdefault(label, []).extend(got)
+                loads.setdefault(label, []).append(counted)
+    if args.trace == "fair":
+        fair = {
+            label: fair_figures(got, outcomes.get(label + ALONE, []), trace.window_s)
+            for label, got in outcomes.items()
+            if not label.endswith(ALONE)
+        }
+        return Results(classes, turns, {}, fair)
     batch = sum(len(a.requests) for a in trace.actors if a.cls == "batch")
     sides = {
-        side: side_figures(
-            outcomes[side], trace.window_s, loads.get(side, []), batch * order.count(side)
-        )
-        for side in outcomes
+        label: side_figures(got, trace.window_s, loads[label], batch * len(loads[label]))
+        for label, got in outcomes.items()
     }
     return Results(classes, turns, sides)
 
@@ -315,6 +293,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--llama-server", type=Path, help="llama-server binary (the anchor)")
+    parser.add_argument("--trace", choices=TRACES, default="team", help="which trace to replay")
     parser.add_argument("--window", type=float, default=60.0, help="seconds of trace per turn")
     parser.add_argument("--order", default="ABBA", help="turns: A Corral, B llama.cpp")
     parser.add_argument("--seed", type=int, default=37)
@@ -325,10 +304,20 @@ def main() -> None:
         help="the batch job's size per second of window (default: a backlog; 0.5: a job to finish)",
     )
     parser.add_argument(
+        "--batch-bursts",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"team trace: the batch job as N requests at once every {BURST_EVERY_S:g} s",
+    )
+    parser.add_argument(
         "--settle", type=float, default=5.0, help="seconds between a router's start and its window"
     )
     parser.add_argument(
         "--threads", default="1", help="-t for every model, both sides; `default`: none given"
+    )
+    parser.add_argument(
+        "--defaults", action="store_true", help="no -t on either side (--threads default)"
     )
     parser.add_argument("--corral-threads", help="-t for Corral's models (default: --threads)")
     parser.add_argument("--llama-threads", help="-t for llama.cpp's models (default: --threads)")
@@ -353,8 +342,10 @@ def main() -> None:
         )
     if args.quick:
         args.window, args.order, args.settle = 12.0, "AB", 1.0
+    if args.defaults:  # what a user who sets nothing gets, on both sides
+        args.threads, args.corral_threads, args.llama_threads = "default", None, None
     if args.trace_out:
-        trace = msgspec.json.encode(make_trace(args.seed, args.window, args.batch_per_second))
+        trace = msgspec.json.encode(traces(args)[0][1])
         args.trace_out.write_bytes(msgspec.json.format(trace))
         return
     if not args.order or set(args.order) - {"A", "B"}:
@@ -362,11 +353,21 @@ def main() -> None:
     log(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; turns {args.order}")
     results = run(args)
     print(
-        f"turns: {' '.join(turn.side for turn in results.turns)}; Corral's keys with class=: "
-        f"{'yes' if results.classes else 'no'}; window {args.window:.0f} s per turn; batch "
-        f"{args.batch_per_second:g} requests per second of window\n"
+        f"trace {args.trace}; turns: {', '.join(turn.side for turn in results.turns)}; Corral's "
+        f"keys with class=: {'yes' if results.classes else 'no'}; window {args.window:.0f} s "
+        f"per turn; -t {args.corral_threads or args.threads} (Corral), "
+        f"{args.llama_threads or args.threads} (llama.cpp); batch "
+        + (
+            f"in bursts of {args.batch_bursts}"
+            if args.batch_bursts
+            else f"{args.batch_per_second:g} requests per second of window"
+        )
+        + "\n"
     )
-    print(render(results.sides))
+    if results.fair is not None:
+        print(render_fair(results.fair, CORRAL, CORRAL + FIFO))
+    else:
+        print(render(results.sides, args.trace))
     log(f"load average after: {os.getloadavg()[0]:.2f}")
     if args.json:
         figures = {"settings": {k: str(v) for k, v in vars(args).items()}, "results": results}

@@ -20,6 +20,18 @@ Actors (docs/benchmarks.md, Team):
   (``batch_per_second`` 0.5) is finished by any server: its tokens are the same on both sides,
   and only the people's turns differ.
 
+Two more traces put one case each (docs/benchmarks.md, Team), with the router flags they need
+written in the trace:
+- **thrash** (:func:`make_thrash_trace`, ``--models-max 1``): two users alternating between
+  two models, think times of 1 to 4 s, and a small batch job on one of them (llama.cpp #21678:
+  a loop of loading and unloading);
+- **fair** (:func:`make_fair_trace`, one model, ``--parallel 2``): two keys of one class, a
+  heavy key keeping six 256-token requests in flight and a light key sending a 32-token chat
+  every 3 s (on a clock, ``at_s``, whether or not the last one was answered); made without
+  the heavy key too, for the light key's time to first token alone.
+The team trace's batch job can also come in bursts (``bursts``): that many requests at once
+every :data:`BURST_EVERY_S` seconds, so that many batch requests wait together.
+
 Generated text is noise on the stand-in models, so every request sets ``ignore_eos`` and a
 fixed ``max_tokens``: the work asked is the same on both sides whatever comes out.
 """
@@ -33,11 +45,15 @@ import msgspec
 
 __all__ = [
     "BATCH_LANES",
+    "BURST_EVERY_S",
     "CLASSES",
     "MODELS",
+    "TRACES",
     "Actor",
     "Request",
     "Trace",
+    "make_fair_trace",
+    "make_thrash_trace",
     "make_trace",
 ]
 
@@ -69,6 +85,16 @@ _BATCH_START_SHARE = 0.15  # the batch job starts this far into the window
 # 135M model get through on one core (a few a second), so the lanes never run dry. A smaller
 # one (0.5: the first design, 30 a minute) is a job that both routers can finish in the window.
 BATCH_PER_SECOND = 10.0
+BURST_EVERY_S = 10.0  # between two bursts of the batch job, when it comes in bursts
+TRACES = ("team", "thrash", "fair")
+# thrash: two users, each alternating between the two models, a small job on the first.
+_THRASH_MODELS = ("smollm2", "standin-360m")
+_THRASH_THINK_S = (1.0, 4.0)
+_THRASH_BATCH_PER_SECOND = 0.25  # a small job: 15 completions a minute, one lane
+# fair: one model; the heavy key's lanes and answer length, the light key's chat and period.
+_FAIR_MODEL = "smollm2"
+_FAIR_HEAVY_LANES, _FAIR_HEAVY_TOKENS = 6, 256
+_FAIR_LIGHT_TOKENS, _FAIR_LIGHT_EVERY_S, _FAIR_LIGHT_START_S = 32, 3.0, 2.0
 
 _TOPICS = (
     "the lighthouse keeper's logbook",
@@ -127,6 +153,7 @@ class Request(msgspec.Struct, frozen=True):
     body: dict[str, Any]  # without "model" and "stream", which the replay adds
     wait_s: float  # after the actor's previous answer ended (the first: after the start)
     conversation: str | None = None  # sent as X-Conversation-Id
+    at_s: float | None = None  # and not before this many seconds into the window: a schedule
 
 
 class Actor(msgspec.Struct, frozen=True):
@@ -140,6 +167,9 @@ class Trace(msgspec.Struct, frozen=True):
     seed: int
     window_s: float
     actors: list[Actor]
+    name: str = "team"  # one of TRACES
+    models_max: int = 2  # the routers' --models-max for it
+    parallel: int | None = None  # the routers' --parallel for it; None: the bench's
 
     def requests(self) -> list[Request]:
         return [request for actor in self.actors for request in actor.requests]
@@ -208,23 +238,102 @@ def _batch_lanes(rng: random.Random, window_s: float, per_second: float) -> list
     lanes: list[list[Request]] = [[] for _ in range(BATCH_LANES)]
     for n in range(size):
         lane = lanes[n % BATCH_LANES]
-        prompt = f"Label the sentiment of this review in one word: {_filler(rng, 20)}\nLabel:"
-        body = {"prompt": prompt, "max_tokens": 16}
         wait = start if not lane else 0.0
+        body = _completion(rng)
         lane.append(
             Request(f"batch-{n % BATCH_LANES + 1}", "batch", _BATCH_MODEL, COMPLETIONS, body, wait)
         )
     return [Actor(f"batch-{n + 1}", "batch", "batch", lane) for n, lane in enumerate(lanes)]
 
 
-def make_trace(seed: int, window_s: float, batch_per_second: float = BATCH_PER_SECOND) -> Trace:
+def _batch_bursts(rng: random.Random, window_s: float, size: int) -> list[Actor]:
+    """``size`` lanes, each sending one request of every burst: a burst every BURST_EVERY_S
+    seconds from 15 % into the window, all its requests at once (a lane still waiting for its
+    last answer sends its next when that ends)."""
+    start = round(window_s * _BATCH_START_SHARE, 2)
+    times = [start + n * BURST_EVERY_S for n in range(int((window_s - start) / BURST_EVERY_S) + 1)]
+    lanes = []
+    for lane in range(size):
+        name = f"batch-{lane + 1}"
+        requests = [
+            Request(name, "batch", _BATCH_MODEL, COMPLETIONS, _completion(rng), 0.0, None, at)
+            for at in times
+        ]
+        lanes.append(Actor(name, "batch", "batch", requests))
+    return lanes
+
+
+def _completion(rng: random.Random) -> dict[str, Any]:
+    prompt = f"Label the sentiment of this review in one word: {_filler(rng, 20)}\nLabel:"
+    return {"prompt": prompt, "max_tokens": 16}
+
+
+def make_trace(
+    seed: int, window_s: float, batch_per_second: float = BATCH_PER_SECOND, bursts: int = 0
+) -> Trace:
     """The trace for a window of ``window_s`` seconds: users and the agent get more turns than
     the window can hold (they run until it ends), the batch job ``batch_per_second`` requests
-    per second of window (by default a backlog larger than it can serve)."""
+    per second of window (by default a backlog larger than it can serve), or with ``bursts``
+    that many requests at once every BURST_EVERY_S seconds."""
     rng = random.Random(seed)
     # Enough turns that nobody runs out: a turn takes at least its think time.
     user_turns = int(window_s / _THINK_RANGE_S[0]) + 1
     actors = [_user(rng, *user, user_turns) for user in _USERS]
     actors.append(_agent(rng, int(window_s / _AGENT_TOOL_S) + 1))
-    actors += _batch_lanes(rng, window_s, batch_per_second)
+    if bursts:
+        actors += _batch_bursts(rng, window_s, bursts)
+    else:
+        actors += _batch_lanes(rng, window_s, batch_per_second)
     return Trace(seed, float(window_s), actors)
+
+
+def _alternating(rng: random.Random, name: str, first: int, turns: int) -> Actor:
+    """A user switching model every turn (the other model of _THRASH_MODELS each time)."""
+    requests = []
+    for turn in range(turns):
+        model = _THRASH_MODELS[(first + turn) % 2]
+        ask = rng.choice(_ASKS).format(topic=rng.choice(_TOPICS))
+        body = {"messages": [{"role": "user", "content": ask}], "max_tokens": rng.choice((16, 32))}
+        wait = first * 0.5 if turn == 0 else round(rng.uniform(*_THRASH_THINK_S), 2)
+        requests.append(Request(name, "interactive", model, CHAT, body, wait))
+    return Actor(name, "interactive", name, requests)
+
+
+def make_thrash_trace(seed: int, window_s: float) -> Trace:
+    """Two users alternating between two models with room for one, and a small batch job on
+    the first model, sent by one lane back to back from 15 % into the window."""
+    rng = random.Random(seed)
+    turns = int(window_s / _THRASH_THINK_S[0]) + 1
+    actors = [_alternating(rng, f"user-{n + 1}", n, turns) for n in range(2)]
+    start = round(window_s * _BATCH_START_SHARE, 2)
+    job = [
+        Request("batch-1", "batch", _THRASH_MODELS[0], COMPLETIONS, _completion(rng), wait)
+        for wait in [start] + [0.0] * (max(1, round(window_s * _THRASH_BATCH_PER_SECOND)) - 1)
+    ]
+    actors.append(Actor("batch-1", "batch", "batch", job))
+    return Trace(seed, float(window_s), actors, "thrash", models_max=1)
+
+
+def make_fair_trace(seed: int, window_s: float, heavy: bool = True) -> Trace:
+    """One model, two slots, two keys of one class: ``heavy``'s six lanes each send 256-token
+    chats back to back; ``light`` sends a 32-token chat every 3 s on a clock. Without
+    ``heavy``, the light key's requests alone (the same ones)."""
+    rng = random.Random(seed)
+    light = []
+    for n in range(int((window_s - _FAIR_LIGHT_START_S) / _FAIR_LIGHT_EVERY_S) + 1):
+        ask = rng.choice(_ASKS).format(topic=rng.choice(_TOPICS))
+        body = {"messages": [{"role": "user", "content": ask}], "max_tokens": _FAIR_LIGHT_TOKENS}
+        at = _FAIR_LIGHT_START_S + n * _FAIR_LIGHT_EVERY_S
+        light.append(Request("light", "interactive", _FAIR_MODEL, CHAT, body, 0.0, None, at))
+    actors = [Actor("light", "interactive", "light", light)]
+    # Enough for a lane that never waits: a 256-token answer takes well over a tenth of a second.
+    answers = int(window_s * 10) + 1
+    for lane in range(_FAIR_HEAVY_LANES if heavy else 0):
+        name = f"heavy-{lane + 1}"
+        body = {
+            "messages": [{"role": "user", "content": f"Write at length about {_TOPICS[lane]}."}],
+            "max_tokens": _FAIR_HEAVY_TOKENS,
+        }
+        requests = [Request(name, "interactive", _FAIR_MODEL, CHAT, body, 0.0)] * answers
+        actors.append(Actor(name, "interactive", "heavy", requests))
+    return Trace(seed, float(window_s), actors, "fair", models_max=1, parallel=2)

@@ -86,6 +86,7 @@ async def running_services(
             devices=planner,
             schedule=settings.schedule,
             wait_max=settings.schedule_wait_max,
+            keep_idle=settings.schedule_keep_idle,
             cores=CoreShare(default_threads(), send_in(group)),  # as each worker counts them
         )
         watchdog = StallWatchdog(pool, settings)

@@ -99,9 +99,11 @@ class ServeSettings:
     load_timeout: float = _row("load_timeout")
     max_queue: int = _row("max_queue")
     # The order of waiting requests (router/scheduling/waiting_line.py): "swap" or "fifo", and
-    # the seconds after which a waiting request goes ahead of every other.
+    # the seconds after which a waiting request goes ahead of every other, and those a person's
+    # idle model is kept from batch work (router/scheduling/demand.py).
     schedule: str = _row("schedule")
     schedule_wait_max: float = _row("schedule_wait_max")
+    schedule_keep_idle: float = _row("schedule_keep_idle")
     offline: bool = _row("offline")
     cache_dir: Path | None = None  # the hub cache; None leaves cache models out
     # Per-model defaults from the command line, by canonical option name ({"ctx-size": "2048"}).

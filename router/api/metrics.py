@@ -209,7 +209,7 @@ def render_metrics(
         "corral_queue_rejections_total",
         "counter",
         "Requests refused with 503 because --max-queue requests were waiting already.",
-        [("", scheduler.rejections)],
+        [("", scheduler.places.rejections)],
     )
     lines += prometheus_family(
         "corral_queue_waits_total",

@@ -329,6 +329,19 @@ _MODELS = (
     ),
     ServeFlag(
         "models",
+        ("--schedule-keep-idle",),
+        "schedule_keep_idle",
+        "Corral: seconds a person's idle model is kept loaded against waiting batch work after "
+        "their last interactive turn (`--schedule swap`); past it the model is batch's until "
+        "they come back, when it goes ahead of batch again (`0`: given up at once)",
+        "CORRAL_SCHEDULE_KEEP_IDLE",
+        15.0,
+        "SECONDS",
+        convert=float,
+        setting=at_least_zero("0 (given up at once) or a number of seconds"),
+    ),
+    ServeFlag(
+        "models",
         ("--models-autoload",),
         "models_autoload",
         "load a model on its first request (per request: `?autoload=true|false`)",

@@ -79,6 +79,18 @@ class Eviction:
         firsts = [self._line.first(state.name) for state in coming]
         return all(w is not None and self._batch_under_bound(w) for w in firsts)
 
+    def wanting(self, coming: list[ModelState]) -> tuple[list[ModelState], bool, bool]:
+        """Of the models that need room, those it is made for now; whether only batch under
+        the bound wants it (:meth:`batch_only`: no model a user is coming back to goes for
+        it); whether a model within its residency or batch quantum may go for it (a request
+        past the bound wants it, or a person back for the model batch took from them)."""
+        # Room for batch under the bound comes only from models nobody is about to come back
+        # to: while others want room too, they are served first, and batch's turn comes after.
+        keen = [state for state in coming if not self.batch_only([state])]
+        coming, for_batch = (keen, False) if keen else (coming, self.batch_only(coming))
+        home = any(self._demand.home(state.name) for state in keen)
+        return coming, for_batch, home or bool(self._line.aged_models() & {s.name for s in coming})
+
     def batch_to_yield(self, short: set[str], victim: ModelState | None) -> ModelState | None:
         """A model only batch is using (busy, or within its quantum) to go instead of
         ``victim``, an idle model an interactive user is coming back to: the interactive

@@ -4,7 +4,8 @@ An entry stays until the last of its waiters has been handed the model, so a fre
 never evicted before use.
 
 A collaborator of :class:`~router.scheduling.scheduler.Scheduler`, given the waiting line (the
-order the models go in) and a read-only view of the pool; the scheduler claims and loads.
+order the models go in) and a read-only view of the pool; the scheduler claims and loads. It
+also says why a model's requests wait (``/models``' ``queue``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from router.scheduling.pool_view import PoolView
 from router.scheduling.waiting_line import WaitingLine
-from router.workers.model_state import ModelState
+from router.workers.model_state import ModelState, Status
 
 __all__ = ["Entry", "LoadQueue"]
 
@@ -72,6 +73,27 @@ class LoadQueue:
         models = self._pool.models
         names = [n for n in self._line.models() if n in entries]
         return [entries[n] for n in names if n not in models or not models[n].serving]
+
+    def why(
+        self,
+        state: ModelState,
+        yielding: set[str],
+        draining: Callable[[], set[str]],
+        limit_reached: Callable[[ModelState], str | None],
+    ) -> str:
+        """Why ``state``'s requests wait, as /models says it: for its slots (``yielding``: only
+        batch used it and an interactive request needs room; ``draining``: a request past the
+        bound does), for its load, for the head of the queue, or for the room's limit."""
+        if state.serving:
+            if state.name in yielding:
+                return "yielding"
+            return "aging" if state.name in draining() else "busy"
+        if state.status is Status.LOADING:
+            return "loading"
+        head = self.head()
+        if head is None or head.name != state.name:
+            return "queued"
+        return limit_reached(state) or "loading"
 
     def coming(self) -> list[ModelState]:
         """The models that need room for a load nobody has claimed yet, as they came."""

@@ -1,27 +1,26 @@
 """Who gets loaded, in what order, and who is evicted for it (docs/protocol.md §4).
 
 Requests for a model that is not running join the queue (:mod:`router.scheduling.waiting_line`:
-strict FIFO with ``--schedule fifo``, else swap-aware, by class and key in turns, with a bound on
-waiting); with ``swap``, counted requests beyond a running model's slots wait there too
-(:mod:`router.scheduling.admission`); ``--max-queue`` bounds them, and each caller's share.
-Requests for the same model share one entry, hence one load and one eviction
-(:mod:`router.scheduling.load_queue`). Only the head may claim capacity.
-When capacity is short, :meth:`Scheduler.tick` stops models that are idle, loaded, unpinned and
-not wanted by any queue entry: least recently used first, or with ``swap`` by expected return
-(:mod:`router.scheduling.eviction`, :mod:`router.scheduling.demand`). A model keeps its queue
-entry until all of its waiters have been handed the running model, so a fresh model is never
-evicted before use.
-On GPUs the device planner says where a model loads and which device needs room; only idle
-models on that device are evicted for it, and a load that ran out of device memory is tried
-once more after the idle models there are stopped.
+strict FIFO with ``--schedule fifo``, else swap-aware, by class and key, with a bound on
+waiting); with ``swap``, counted requests beyond a running model's slots wait there too.
+Requests for the same model share one entry, hence one load and one eviction; only the head
+may claim capacity. When capacity is short, :meth:`Scheduler.tick` stops models that are idle,
+loaded, unpinned and not wanted by any queue entry: least recently used first, or with ``swap``
+by expected return. A model keeps its queue entry until all of its waiters have been handed
+the running model, so a fresh model is never evicted before use. On GPUs the device planner
+says where a model loads and which device needs room; only idle models on that device are
+evicted for it, and a load that ran out of device memory is tried once more after the idle
+models there are stopped.
 
 The scheduler is one loop that acts, as Ollama's sched.go: it alone asks the
 :class:`~router.workers.pool.WorkerPool`, the only writer of model state, to start, stop or
 count a model. Its collaborators are fields, each given only what it reads (a read-only
 :class:`~router.scheduling.pool_view.PoolView` of the models, the line, the clock), and
-answer its questions: :class:`~router.scheduling.load_queue.LoadQueue` which load is next,
+answer its questions: :class:`~router.scheduling.places.Places` who may wait at all,
+:class:`~router.scheduling.load_queue.LoadQueue` which load is next,
 :class:`~router.scheduling.room.Room` whether it fits,
-:class:`~router.scheduling.eviction.Eviction` who goes for it,
+:class:`~router.scheduling.eviction.Eviction` who goes for it and for whom,
+:class:`~router.scheduling.demand.Demand` who is about to come back,
 :class:`~router.scheduling.timers.Timers` what time alone decides (ttl, backoff),
 :class:`~router.scheduling.admission.Admission` who takes a slot. Every decision is re-taken
 whenever the pool reports a change or a waiter's time comes. Refusals are
@@ -39,18 +38,19 @@ from functools import partial
 import anyio
 import structlog
 
-from router.availability.errors import AlreadyRunning, LoadsHeld, NoRoom, QueueFull, load_error
+from router.availability.errors import AlreadyRunning, LoadsHeld, NoRoom, load_error
 from router.capacity.memory_budget import MemoryBudget
 from router.scheduling.admission import Admission
 from router.scheduling.cores import CoreShare
-from router.scheduling.demand import Demand
+from router.scheduling.demand import RETURN_S, Demand
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.eviction import Eviction
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.scheduling.load_queue import Entry, LoadQueue
+from router.scheduling.places import Places
 from router.scheduling.room import Room, SchedulerLimits
 from router.scheduling.timers import Timers
-from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine, caller_share
+from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine
 from router.topics import Topic
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import WorkerPool
@@ -72,17 +72,17 @@ class Scheduler:
         clock: Callable[[], float] = time.monotonic,
         schedule: str = "swap",
         wait_max: float = 30.0,
+        keep_idle: float = RETURN_S,
         cores: CoreShare | None = None,
     ) -> None:
         self._pool = pool
-        self._most_waiting = limits.most_waiting
         self.memory = memory
         self.devices = devices  # GPU placement (router/scheduling/device_planner.py), if any
         self.cores = cores  # the CPU cores shared among busy workers (cores.py), if any
         self.line = WaitingLine(clock, wait_max, fifo=schedule == "fifo")
         self._queue = LoadQueue(self.line, pool, pool.holds.held)
         self._admission = Admission(self.line, clock)
-        self.demand = Demand(clock)  # who is about to come back to which model
+        self.demand = Demand(clock, keep_idle)  # who is about to come back to which model
         self._room = Room(pool, limits.most_resident, memory, devices, pool.note_memory)
         self.timers = Timers(pool, clock)  # a model's ttl and backoff, which listings show too
         self.eviction = Eviction(pool, self.line, self._admission, self.demand, devices, self._kept)
@@ -94,7 +94,7 @@ class Scheduler:
         # The models whose last stop was one of these evictions, until their next start: their
         # waiters are not answered by that stop, they wait for the next load (_wait_for).
         self._preempted: weakref.WeakSet[ModelState] = weakref.WeakSet()
-        self.rejections = 0  # requests refused because the queue was full, for /metrics
+        self.places = Places(self.line, pool, limits.most_waiting, pool.changed.notify)
 
     @property
     def fake_timing(self) -> float:
@@ -132,19 +132,8 @@ class Scheduler:
         """The model's waiting requests and why they wait; None when none does."""
         if self.line.first(state.name) is None:
             return None  # the reason may read the GPUs: not for a model nobody waits for
-        return self.line.view(state.name, self._why_waiting(state))
-
-    def _why_waiting(self, state: ModelState) -> str:
-        if state.serving:
-            if state.name in self._yielding:
-                return "yielding"  # only batch used it, and an interactive request needs room
-            return "aging" if state.name in self._draining() else "busy"
-        if state.status is Status.LOADING:
-            return "loading"
-        head = self._queue.head()
-        if head is None or head.name != state.name:
-            return "queued"
-        return self._room.limit_reached(state) or "loading"
+        why = self._queue.why(state, self._yielding, self._draining, self._room.limit_reached)
+        return self.line.view(state.name, why)
 
     def _draining(self) -> set[str]:
         """The running models that take no new request: some request past the bound waits for
@@ -167,6 +156,7 @@ class Scheduler:
 
     def _release_slot(self, caller: Caller, state: ModelState) -> None:
         self.line.done(caller)
+        self.demand.ended(state.name, caller)
         self._admission.give_back(state)
         self._release(state)
         self._pool.changed.notify()  # a slot is free: the next waiter may have it
@@ -185,8 +175,8 @@ class Scheduler:
         if ready is not None:
             return ready
         who = caller or Caller()  # uncounted (None) takes no slot, but waits in the line too
-        if self._most_waiting:
-            self._make_place(self._pool.get(name), who)
+        if self.places.most:
+            self.places.make(self._pool.get(name), who)
         entry = self._queue.join(name)
         self._pool.changed.notify()
         waiter = self.line.join(name, who, counted=caller is not None)
@@ -201,28 +191,6 @@ class Scheduler:
             self.tick()
             self.waits += 1
             self.wait_seconds += time.monotonic() - started
-
-    def _make_place(self, state: ModelState, caller: Caller) -> None:
-        """A place in the queue for a request of ``caller`` (a key, or a page without keys),
-        or QueueFull before it waits: neither a flood nor one caller's detached sessions, which
-        hold no connection, may take every place (docs/serving.md, "Scheduling")."""
-        held = self.line.places(caller)
-        if held >= caller_share(self._most_waiting):
-            raise self._refused(state.name, state, held)
-        if self.queue_depth < self._most_waiting:
-            return
-        crowded = self.line.crowding(caller)
-        if crowded is None:
-            raise self._refused(state.name, state)
-        self.line.leave(crowded)  # its place is the newcomer's; its request is told why
-        model, places = crowded.model, self.line.places(crowded.caller)
-        crowded.refused = self._refused(model, self._pool.models.get(model), places)
-        self._pool.changed.notify()
-
-    def _refused(self, model: str, state: ModelState | None, held: int | None = None) -> QueueFull:
-        self.rejections += 1
-        # A running model's waiters wait for its slots (taken, or others go first).
-        return QueueFull(model, for_slot=state is not None and state.serving, held=held)
 
     async def _wait_for(
         self,
@@ -323,12 +291,8 @@ class Scheduler:
         coming = self._queue.coming()
         if not coming:
             return
-        # Room for batch under the bound comes only from models nobody is about to come back
-        # to: while others want room too, they are served first, and batch's turn comes after.
         eviction = self.eviction
-        keen = [state for state in coming if not eviction.batch_only([state])]
-        coming, for_batch = (keen, False) if keen else (coming, eviction.batch_only(coming))
-        resident_too = bool(self.line.aged_models() & {state.name for state in coming})
+        coming, for_batch, resident_too = eviction.wanting(coming)
         # Stopping models count as gone: their room is already on its way. One reading of the
         # GPUs for the whole decision: a victim's memory is freed only once its process exits.
         staying = [s for s in self._pool.models.values() if s.running and not s.stop_requested]
@@ -350,6 +314,8 @@ class Scheduler:
                     "evicting idle model", model=victim.name, for_queue=len(coming), waiting=waiting
                 )
                 self._evict(victim)
+                if for_batch:
+                    self.demand.given_up(victim.name)
                 staying.remove(victim)
         finally:
             self._yielding = yielding

@@ -150,6 +150,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "CORRAL_MAX_QUEUE": ("3", "max_queue", 3),
     "CORRAL_SCHEDULE": ("fifo", "schedule", "fifo"),
     "CORRAL_SCHEDULE_WAIT_MAX": ("12.5", "schedule_wait_max", 12.5),
+    "CORRAL_SCHEDULE_KEEP_IDLE": ("2.5", "schedule_keep_idle", 2.5),
     "HF_TOKEN": ("hf_abc", "hf_token", "hf_abc"),
     "CORRAL_LOG_FORMAT": ("json", "log_format", "json"),
     "CORRAL_LOG_REQUESTS": ("no", "log_requests", False),

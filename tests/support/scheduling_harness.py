@@ -11,6 +11,7 @@ import anyio
 
 from router.capacity.memory_budget import MemoryBudget
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
+from router.scheduling.demand import RETURN_S
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.leases import Lease
 from router.scheduling.room import SchedulerLimits
@@ -102,6 +103,7 @@ async def harness(
     spares: int = 0,
     schedule: str = "swap",
     wait_max: float = 30.0,
+    keep_idle: float = RETURN_S,
     **special: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…).
@@ -135,6 +137,7 @@ async def harness(
                 clock=clock,
                 schedule=schedule,
                 wait_max=wait_max,
+                keep_idle=keep_idle,
             )
             yield Harness(pool, scheduler, launcher, clock, spare_workers)
         finally:

@@ -98,6 +98,10 @@ def test_fault_limits_have_defaults_and_take_flags() -> None:
         (["--stall-timeout", "-1"], "--stall-timeout must be 0 (never) or a number of seconds"),
         (["--load-timeout", "-5"], "--load-timeout must be 0 (never) or a number of seconds"),
         (["--max-queue", "-1"], "--max-queue must be 0 (no limit) or a number of requests"),
+        (
+            ["--schedule-keep-idle", "-1"],
+            "--schedule-keep-idle must be 0 (given up at once) or a number of seconds",
+        ),
     ],
 )
 def test_negative_fault_limits_are_refused(

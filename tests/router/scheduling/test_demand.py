@@ -246,3 +246,63 @@ async def test_the_model_more_people_come_back_to_stays() -> None:
         h.used_at(b, 1001.0)
         h.used_at(a, 1000.0)
         await _room_for_c(h, kept=a, evicted=b)
+
+
+# --schedule-keep-idle (issue 51, item 1): the box does not stay idle for a person who thinks.
+KEEP_IDLE = 4.0
+
+
+@pytest.mark.parametrize("keep_idle", [KEEP_IDLE, 2 * RETURN_S])
+async def test_an_idle_persons_model_is_kept_from_batch_for_keep_idle_then_given_up(
+    keep_idle: float,
+) -> None:
+    async with (
+        harness(models_max=1, keep_idle=keep_idle, wait_max=120.0) as h,
+        anyio.create_task_group() as group,
+    ):
+        a = await _load(h, "a", ALICE)
+        lease = await h.scheduler.acquire("a", {}, ALICE)  # a long answer: idle only once it ends
+        group.start_soon(_served, h, "b", BATCH)
+        await _queued(h, 1)
+        h.advance(10.0)
+        lease.release()
+        await anyio.wait_all_tasks_blocked()
+        h.advance(keep_idle - 0.1)  # she has been idle a little less than the knob: kept
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["a"]
+        assert not a.stop_requested
+        h.advance(0.1)  # idle for the knob's time: batch has the room
+        await _loads_and_serves(h, "b")
+        assert a.stop_requested
+
+
+async def test_keep_idle_0_gives_an_idle_persons_model_to_batch_at_once() -> None:
+    async with harness(models_max=1, keep_idle=0.0) as h:
+        a = await _load(h, "a", ALICE)
+        await _load(h, "b", BATCH)
+        assert a.stop_requested
+
+
+async def test_a_person_back_goes_ahead_of_the_batch_that_took_their_model() -> None:
+    async with harness(models_max=1, keep_idle=KEEP_IDLE) as h, anyio.create_task_group() as group:
+        await _load(h, "a", ALICE)
+        h.advance(KEEP_IDLE)
+        b = await _load(h, "b", BATCH)  # her model given up to batch's backlog
+        h.advance(0.5)
+        lease = h.scheduler.acquire_if_ready("b", {}, BATCH)  # the backlog keeps coming
+        assert lease is not None
+        lease.release()
+        assert h.scheduler.demand.quantum_left(b) > 0
+        group.start_soon(_served, h, "a", ALICE)  # she is back: no batch quantum holds b
+        await h.launched("a", times=2)
+        assert b.stop_requested
+        h.launcher.children["a"].ready()
+        await h.until(lambda: h.order[-1] == "a")
+        assert h.scheduler.acquire_if_ready("b", {}, BATCH) is None  # batch waits its turn
+
+
+async def test_with_fifo_keep_idle_changes_nothing() -> None:
+    async with harness(models_max=1, schedule="fifo", keep_idle=60.0) as h:
+        a = await _load(h, "a", ALICE)
+        await _load(h, "b", BATCH)  # llama.cpp's router's order: the least recently used goes
+        assert a.stop_requested

@@ -77,7 +77,7 @@ async def test_a_caller_holding_its_share_is_refused_and_others_still_get_in() -
         )
         g.start_soon(_wait, h, BOB, "bob", outcomes)  # there is room for another caller
         await _queued(h, 3)
-        assert h.scheduler.rejections == 1
+        assert h.scheduler.places.rejections == 1
 
         held.release()  # bob's turn comes first (round-robin), and nobody waiting was refused
         await h.until(lambda: len(outcomes) == 1)
@@ -113,7 +113,7 @@ async def test_in_a_full_queue_the_caller_holding_the_most_gives_up_its_newest_p
         assert api_error(refused).message == (
             "too many requests are waiting for a slot, try again later"
         )
-        assert h.scheduler.rejections == 2
+        assert h.scheduler.places.rejections == 2
         g.cancel_scope.cancel()
 
 

@@ -275,7 +275,7 @@ async def test_requests_beyond_max_queue_are_refused_with_retry_after() -> None:
 
         with pytest.raises(QueueFull) as refused:
             await h.scheduler.acquire("c", {}, Caller(key="key-c"))
-        assert h.scheduler.rejections == 1
+        assert h.scheduler.places.rejections == 1
         assert h.scheduler.queue_depth == 2
         assert "c" not in h.launcher.launched
         answer = api_error(refused.value)
@@ -291,7 +291,7 @@ async def test_requests_beyond_max_queue_are_refused_with_retry_after() -> None:
         await h.request("a")
         group.start_soon(_keyed_request, h, "c", errors)
         await h.until(lambda: h.scheduler.queue_depth == 2)
-        assert h.scheduler.rejections == 1
+        assert h.scheduler.places.rejections == 1
         for name in ("b", "c"):
             await h.launched(name)
             h.launcher.children[name].ready()
