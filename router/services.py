@@ -30,7 +30,7 @@ from router.observe.activity import Activity
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
 from router.relay.proxy import Relay
-from router.relay.relayed import Hop, Outgoing
+from router.relay.relayed import Hop, Outgoing, Progress
 from router.reloads import Reloader
 from router.scheduling.cores import CoreShare, send_in
 from router.scheduling.device_planner import DevicePlanner
@@ -149,6 +149,7 @@ def _note_relayed(relay: Relay) -> None:
     relay.dispatched.subscribe(lambda _: relay_notes.sent())
     relay.dispatched.subscribe(lambda _: waits.note_wait())  # once the record notes the send
     relay.first_piece.subscribe(lambda _: relay_notes.answer_began())
+    relay.progress.subscribe(lambda progress: relay_notes.generated(progress.piece))
 
 
 def _schedule_relayed(relay: Relay, scheduler: Scheduler) -> None:
@@ -164,8 +165,12 @@ def _schedule_relayed(relay: Relay, scheduler: Scheduler) -> None:
         if hop.relayed.request.method == "POST":  # GETs (props, slots, metrics) do not
             scheduler.touch(hop.model)
 
+    def progress(news: Progress) -> None:
+        if news.hop.model is not None:  # a peer's answers are watched by nobody here
+            scheduler.note_progress(news.hop.model)
+
     relay.admitted.subscribe(admitted)
-    relay.progress.subscribe(scheduler.note_progress)
+    relay.progress.subscribe(progress)
 
 
 async def _reload_on_sighup(reloader: Reloader) -> None:
