@@ -58,6 +58,20 @@ WATCH = """(model) => {
 }"""
 
 
+# The evicted mark's fill and the models' line colours, all as computed rgb() strings.
+MARK_AND_MODEL_COLOURS = """async () => {
+    const { colourOf } = await import("./assets/js/views/plots.js");
+    const mark = getComputedStyle(document.querySelector(".plot-lanes .plot-mark-evicted")).fill;
+    const probe = document.body.appendChild(document.createElement("span"));
+    const models = [...Array(7).keys()].map((i) => {
+        probe.style.color = colourOf(i);
+        return getComputedStyle(probe).color;
+    });
+    probe.remove();
+    return { mark, models };
+}"""
+
+
 def _chat(router: RouterProcess, model: str) -> None:
     body = {
         "model": model,
@@ -103,6 +117,10 @@ def test_the_activity_view_shows_requests_their_states_and_a_swap(
         expect(events.locator('li[data-model="alpha"][data-kind="evicted"]')).to_have_count(1)
         expect(events.locator('li[data-model="beta"][data-kind="loaded"]')).to_have_count(1)
         expect(page.locator(".plot-lanes .plot-mark-evicted")).to_have_count(1)
+        # The marks have a key, and an eviction's colour is no model's.
+        expect(page.get_by_role("list", name="Timeline marks")).to_contain_text("evicted")
+        colours = page.evaluate(MARK_AND_MODEL_COLOURS)
+        assert colours["mark"] not in colours["models"]
         expect(page.get_by_role("img", name="Tokens/s per model")).to_be_visible()
         expect(page.locator('.activity-models li[data-model="beta"]')).to_contain_text("loaded")
         shot("swapped")
@@ -185,3 +203,35 @@ def test_the_live_rate_is_the_one_the_request_reports(
     generated, live = seen[-1]
     assert 0 < generated < GENERATED
     assert live == pytest.approx(final["tokens_per_s"], rel=0.10)
+
+
+# A tokens/s chart of one model with a sample missing (no worker then), at 400 px: what it drew.
+PLOT = """async () => {
+    const { lineChart } = await import("./assets/js/views/plots.js");
+    const now = 1000;
+    const points = [[900, 4], [905, 6], [910, null], [915, 30], [920, 28]];
+    const figure = lineChart("Test plot", [{ name: "m", points }], now, 120, (v) => v.toFixed(1));
+    figure.style.width = "400px";
+    document.body.append(figure);
+    while (!figure.querySelector("svg")) await new Promise(requestAnimationFrame);
+    const labels = [...figure.querySelectorAll("svg .plot-label")];
+    return {
+        lines: figure.querySelectorAll("polyline").length,
+        grid: figure.querySelectorAll(".plot-grid").length,
+        sizes: labels.map((el) => el.getBoundingClientRect().height),
+        fonts: labels.map((el) => parseFloat(getComputedStyle(el).fontSize)),
+        yTicks: figure.querySelectorAll("svg .plot-y").length,
+    };
+}"""
+
+
+def test_plots_have_readable_axes_and_break_their_lines_at_gaps(
+    long_named: RouterProcess, page: Page
+) -> None:
+    open_ui(page, long_named, "#/activity")
+    drawn = page.evaluate(PLOT)
+    assert drawn["lines"] == 2  # a gap is a gap, not a slope across it
+    assert drawn["grid"] >= 4  # light gridlines at the ticks
+    assert 3 <= drawn["yTicks"] <= 4
+    assert min(drawn["fonts"]) >= 11
+    assert min(drawn["sizes"]) >= 11  # as shown, not scaled down with the drawing

@@ -102,7 +102,7 @@ export function lineChart(label, series, now, span, format) {
       chart.append(svg("line", { x1: PAD.left, x2: right, y1: y(tick), y2: y(tick),
         class: tick === 0 ? "plot-axis" : "plot-grid" }),
       text(PAD.left - 6, y(tick) + TEXT / 3, tick === 0 ? "0" : values.length ? format(tick) : "",
-        { "text-anchor": "end" }));
+        { "text-anchor": "end", class: "plot-label plot-y" }));
     }
     if (!values.length) chart.append(text((PAD.left + right) / 2, (PAD.top + bottom) / 2, "no samples yet",
       { "text-anchor": "middle" }));
