@@ -31,7 +31,7 @@ from router.observe.requests import RequestHistory, RequestRecord, current_recor
 from router.relay.conversations import ConversationOwners
 from router.relay.peers import PeerSet
 from router.relay.proxy import Relay
-from router.relay.relayed import Hop, Outgoing
+from router.relay.relayed import Hop, Outgoing, Progress
 from router.reloads import Reloader
 from router.scheduling.cores import CoreShare, send_in
 from router.scheduling.device_planner import DevicePlanner
@@ -154,6 +154,7 @@ def _note_relayed(relay: Relay) -> None:
     relay.dispatched.subscribe(lambda _: relay_notes.sent())
     relay.dispatched.subscribe(lambda _: waits.note_wait())  # once the record notes the send
     relay.first_piece.subscribe(lambda _: relay_notes.answer_began())
+    relay.progress.subscribe(lambda progress: relay_notes.generated(progress.piece))
 
 
 def _schedule_relayed(relay: Relay, scheduler: Scheduler, history: RequestHistory) -> None:
@@ -180,8 +181,12 @@ def _schedule_relayed(relay: Relay, scheduler: Scheduler, history: RequestHistor
             computed = max((record.prompt_tokens or 0) - (record.cached_tokens or 0), 0)
             scheduler.line.charge(caller, computed, record.completion_tokens or 0)
 
+    def progress(news: Progress) -> None:
+        if news.hop.model is not None:  # a peer's answers are watched by nobody here
+            scheduler.note_progress(news.hop.model)
+
     relay.admitted.subscribe(admitted)
-    relay.progress.subscribe(scheduler.note_progress)
+    relay.progress.subscribe(progress)
     history.finished.subscribe(finished)
 
 

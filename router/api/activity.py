@@ -77,13 +77,11 @@ def host_memory() -> DeviceSample | None:
 
 def _take_sample(rt: RouterRuntime, since: float, now: float) -> Sample:
     activity = rt.activity
-    generated: dict[str, int] = {}
-    for record in activity.history.finished_since(since):
-        generated[record.model] = generated.get(record.model, 0) + (record.completion_tokens or 0)
+    generated = activity.generated.since(activity.history, since)
     snap = device_snapshot(rt)
     models: dict[str, ModelSample] = {}
     for name, state in sorted(rt.pool.models.items()):
-        if not state.running and name not in generated:
+        if not state.running and not generated.get(name):  # a gap in its plot, not a 0
             continue
         on_gpus = gpu_memory(rt, state, snap) if state.running else {}
         models[name] = ModelSample(

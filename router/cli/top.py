@@ -69,6 +69,16 @@ def _speed(record: dict[str, Any]) -> str:
     return f"{speed:.1f}" if speed is not None else "-"
 
 
+def _first_piece(record: dict[str, Any]) -> str:
+    """A stream's time to its first token; a whole answer's time to that answer, said as such
+    (its first piece is all of it)."""
+    if record.get("stream"):
+        first = record.get("first_token")
+        return _seconds(first - record["received"] if first else None)
+    ended = record.get("ended")
+    return f"answer {_seconds(ended - record['received'])}" if ended else "-"
+
+
 def render(snapshot: dict[str, Any], url: str, width: int = 100, height: int = 40) -> list[str]:
     """One screen's lines for a ``GET /activity`` snapshot."""
     now = snapshot["now"]
@@ -104,14 +114,13 @@ def render(snapshot: dict[str, Any], url: str, width: int = 100, height: int = 4
     room = max(3, height - len(lines) - 10)
     for record in [*live, *(r for r in requests if r.get("ended") is not None)][:room]:
         end = record.get("dispatched") or record.get("ended") or now
-        first = record.get("first_token")
         rows.append((
             record["id"],
             record["model"],
             record["state"],
             record.get("key_id") or "-",
             _seconds(end - record["received"]),
-            _seconds(first - record["received"] if first else None),
+            _first_piece(record),
             _speed(record),
             str(record.get("status") or "-"),
         ))  # fmt: skip

@@ -100,6 +100,8 @@ def tokens_from_answer(answer: Any, record: RequestRecord) -> None:
         )
         record.prompt_ms = None if prompt_ns is None else prompt_ns / 1e6
         record.predicted_ms = None if predicted_ns is None else predicted_ns / 1e6
+        if record.completion_tokens and record.predicted_ms:  # as predicted_per_second is
+            record.tokens_per_s = record.completion_tokens / record.predicted_ms * 1000
     if not record.model and isinstance(answer.get("model"), str):
         record.model = answer["model"]
 

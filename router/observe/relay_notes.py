@@ -14,9 +14,13 @@ from router.observe.access_log import note_model
 from router.observe.requests import begin_request, client_traceparent, current_record, traced_record
 from router.observe.tracing.context import with_router_traceparent
 
-__all__ = ["answer_began", "received", "request_headers", "sent"]
+__all__ = ["answer_began", "generated", "received", "request_headers", "sent"]
 
 Headers = list[tuple[bytes, bytes]]
+
+# An event of a stream (docs/protocol.md §3): one per token in every API a worker speaks, plus
+# a few around them (the role, the end, the usage), which the answer's own counts replace.
+_EVENT = b"data: {"
 
 
 def received(model: str, key_id: str | None, klass: str, scope: Scope) -> None:
@@ -45,3 +49,10 @@ def answer_began() -> None:
     """The answer's first piece (a stream's first token) is relayed."""
     if (record := current_record()) is not None:
         record.chunk()
+
+
+def generated(piece: bytes) -> None:
+    """A piece of the answer came from the upstream: its tokens count as generated now (the
+    live figures of docs/operations.md, "Activity"). A C-speed count per chunk, no parsing."""
+    if piece and (record := current_record()) is not None:
+        record.generated(piece.count(_EVENT))

@@ -63,7 +63,7 @@ class RequestRecord(msgspec.Struct, kw_only=True, gc=False):
     ended: float | None = None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
-    completion_tokens: int | None = None
+    completion_tokens: int | None = None  # counted as the answer streams, then its own count
     prompt_ms: float | None = None
     predicted_ms: float | None = None
     restored_tokens: int | None = None  # from a saved KV cache, when the worker says so
@@ -71,7 +71,8 @@ class RequestRecord(msgspec.Struct, kw_only=True, gc=False):
     # began and ended.
     restore_started: float | None = None
     restore_ended: float | None = None
-    tokens_per_s: float | None = None  # the worker's ``predicted_per_second``
+    # Since the first token while it streams; at the end the worker's ``predicted_per_second``.
+    tokens_per_s: float | None = None
     status: int | None = None
     state: str = (
         "queued"  # queued, loading, restoring (a saved KV cache), prompt, generating, done, failed
@@ -87,6 +88,16 @@ class RequestRecord(msgspec.Struct, kw_only=True, gc=False):
         if self.first_token is None:
             self.first_token = time.time()
             self.state = "generating"
+
+    def generated(self, tokens: int) -> None:
+        """``tokens`` more were generated: the count and the rate since the first token are live
+        while the answer streams; the answer's own counts (its ``usage``, ``timings``) replace
+        them at its end."""
+        if not tokens:
+            return
+        self.completion_tokens = (self.completion_tokens or 0) + tokens
+        if self.first_token is not None and (elapsed := time.time() - self.first_token) > 0:
+            self.tokens_per_s = (self.completion_tokens - 1) / elapsed
 
     def restore_began(self, at: float) -> None:
         # A note that came after the first token (a late read of the worker's stdout) leaves
@@ -245,9 +256,12 @@ class RequestHistory:
     def touched(self) -> None:
         self.version += 1
 
+    def in_flight_records(self) -> Iterator[RequestRecord]:
+        yield from self._in_flight.values()
+
     def records(self) -> Iterator[RequestRecord]:
         """In flight first (oldest first), then finished, newest first."""
-        yield from self._in_flight.values()
+        yield from self.in_flight_records()
         yield from reversed(self._finished)
 
     def finished_since(self, since: float) -> Iterable[RequestRecord]:

@@ -22,10 +22,9 @@ from litestar.response.base import ASGIResponse
 from corral.http.disconnect import until_disconnected
 from corral.http.errors import ApiError
 from router.relay.headers import request_headers, request_target
-from router.relay.relayed import Headers, Hop, Outgoing, Relayed
+from router.relay.relayed import Headers, Hop, Outgoing, Progress, Relayed
 from router.relay.response import RelayResponse
 from router.topics import Topic
-from router.workers.model_state import ModelState
 from router.workers.worker_http import UpstreamError, UpstreamResponse
 
 __all__ = ["WHOLE_BELOW", "Relay", "Upstream"]
@@ -69,7 +68,8 @@ class Relay:
     - ``admitted``: the upstream took it (for a worker: the request holds a lease on its model);
     - ``dispatching``: its headers are made; subscribers may add to them;
     - ``dispatched``: it is sent: the wait for the upstream is over;
-    - ``progress``: a worker's answer arrived in part (its head, then every chunk);
+    - ``progress``: an answer arrived in part (its head, then every chunk as it came: the
+      tokens generated so far, the stall watchdog's news);
     - ``first_piece``: the answer's first piece is relayed (a stream's first token).
 
     Subscribers run at once and only note the news, as every topic's do.
@@ -80,7 +80,7 @@ class Relay:
         self.admitted: Topic[Hop] = Topic()
         self.dispatching: Topic[Outgoing] = Topic()
         self.dispatched: Topic[Hop] = Topic()
-        self.progress: Topic[ModelState] = Topic()
+        self.progress: Topic[Progress] = Topic()
         self.first_piece: Topic[Relayed] = Topic()
 
     async def forward(self, relayed: Relayed, upstream: Upstream) -> ASGIResponse:
@@ -118,9 +118,12 @@ class Relay:
             return self._response(hop, upstream, answer)
 
     def _response(self, hop: Hop, upstream: Upstream, answer: UpstreamResponse) -> RelayResponse:
-        relayed, model = hop.relayed, hop.model
-        progress = partial(self.progress.publish, model) if model is not None else _nothing
-        progress()  # the answer's head arrived: the worker works (the stall watchdog's news)
+        relayed = hop.relayed
+
+        def progress(piece: bytes) -> None:
+            self.progress.publish(Progress(hop, piece))
+
+        progress(b"")  # the answer's head arrived: the worker works (the stall watchdog's news)
         return RelayResponse(
             answer,
             relayed.name,
@@ -130,7 +133,3 @@ class Relay:
             translation=relayed.translation,
             detached=relayed.detached,
         )
-
-
-def _nothing() -> None:
-    pass

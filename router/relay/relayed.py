@@ -21,7 +21,7 @@ from router.scheduling.waiting_line import Caller
 from router.workers.model_state import ModelState
 from router.workers.worker_http import WorkerClient
 
-__all__ = ["Hop", "Outgoing", "Relayed"]
+__all__ = ["Hop", "Outgoing", "Progress", "Relayed"]
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -76,3 +76,12 @@ class Outgoing:
 
     hop: Hop
     headers: Headers
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Part of an answer arrived from the upstream: ``piece`` is the bytes as they came (empty
+    for the answer's head), whose tokens the request's record counts as they are generated."""
+
+    hop: Hop
+    piece: bytes = b""

@@ -67,7 +67,7 @@ class RelayResponse(ASGIResponse):
         upstream: UpstreamResponse,
         name: str,
         *,
-        progress: Callable[[], None],
+        progress: Callable[[bytes], None],
         cut_error: Callable[[UpstreamError], ApiError],
         first_piece: Callable[[], None] = lambda: None,
         translation: AnswerTranslation | None = None,
@@ -80,7 +80,9 @@ class RelayResponse(ASGIResponse):
         self._headers = response_headers(upstream)
         self._name = name
         self._cut_error = cut_error
-        self._progress = progress  # every chunk tells the stall watchdog the worker works
+        # Every chunk is told as it comes: the stall watchdog hears that the worker works, the
+        # request's record counts the tokens in it.
+        self._progress = progress
         self._first_piece = first_piece
         self._translation = translation
 
@@ -164,12 +166,12 @@ class RelayResponse(ASGIResponse):
     async def _chunks(self) -> AsyncIterator[bytes]:
         chunks = self._upstream.chunks()
         async for chunk in chunks:  # the first piece: told once, then no test per chunk
-            self._progress()
+            self._progress(chunk)
             self._first_piece()
             yield chunk
             break  # leaves the generator open: the loop below goes on with it
         async for chunk in chunks:
-            self._progress()
+            self._progress(chunk)
             yield chunk
 
     async def _copy(self, send: Send) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 import msgspec
 
 from corral.http.errors import ApiError
+from router.observe.access_log import tokens_from_answer
+from router.observe.requests import current_record
 
 __all__ = ["OllamaAnswer", "created_at", "error_body", "ollama_error_message", "worker_error"]
 
@@ -196,9 +198,13 @@ class OllamaAnswer:
         return value
 
     def _count(self, value: dict[str, Any]) -> None:
-        """The counters of the answer's last chunk (usage and timings), in Ollama's units."""
+        """The counters of the answer's last chunk (usage and timings), in Ollama's units. The
+        request's record takes the worker's own counts too: Ollama's answer has no place for
+        the cached tokens the activity view shows for every route (docs/operations.md)."""
         usage = value.get("usage") or {}
         timings = value.get("timings") or {}
+        if (usage or timings) and (record := current_record()) is not None:
+            tokens_from_answer(value, record)
         prompt = usage.get("prompt_tokens", value.get("tokens_evaluated", timings.get("prompt_n")))
         generated = usage.get(
             "completion_tokens", value.get("tokens_predicted", timings.get("predicted_n"))

@@ -98,15 +98,33 @@ def test_top_shows_the_models_memory_and_requests_live(router: RouterProcess, tm
     _until(lambda: not tmux.alive(), tmux.screen, timeout=20)
 
 
+def _top_once(router: RouterProcess, pipe: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLAMA_", "CORRAL_"))}
+    top = f"{sys.executable} -m router top --once --url {router.url}"
+    return subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {top}{pipe}"],
+        capture_output=True, text=True, timeout=60, check=False, env=env, cwd=_REPOSITORY,
+    )  # fmt: skip
+
+
+def test_a_whole_answer_shows_its_answer_time_not_a_first_token(router: RouterProcess) -> None:
+    """A request answered in one piece has no first token to show: its column says the time
+    was the answer's (issue 54); a stream's shows its first token's."""
+    assert httpx.post(f"{router.url}/v1/chat/completions", json=CHAT, timeout=60).is_success
+    streamed = {**CHAT, "stream": True}
+    assert httpx.post(f"{router.url}/v1/chat/completions", json=streamed, timeout=60).is_success
+    screen = _top_once(router).stdout
+    rows = [line for line in screen.splitlines() if re.match(r"^r\d+ +alpha +done", line)]
+    stream, whole = rows[:2]  # newest first
+    assert re.search(r" answer \d+\.\d+s ", stream) is None, stream
+    assert re.search(r" \d+\.\d+s +\d+\.\d+s ", stream), stream
+    assert re.search(r" answer \d+\.\d+s ", whole), whole
+
+
 def test_top_once_into_a_pipe_prints_plain_text(router: RouterProcess) -> None:
     """``corral top --once | head``: no terminal, so no colour or cursor codes, and the reader
     closing the pipe early is no traceback."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLAMA_", "CORRAL_"))}
-    top = f"{sys.executable} -m router top --once --url {router.url}"
-    done = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {top} | head -n 3"],
-        capture_output=True, text=True, timeout=60, check=False, env=env, cwd=_REPOSITORY,
-    )  # fmt: skip
+    done = _top_once(router, " | head -n 3")
     assert done.stdout.startswith("corral top  "), done.stdout
     assert "\x1b" not in done.stdout
     assert "Traceback" not in done.stderr, done.stderr

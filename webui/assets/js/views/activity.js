@@ -21,30 +21,53 @@ function tokensPerSecond(record) {
   return typeof record.tokens_per_s === "number" ? record.tokens_per_s.toFixed(1) : "";
 }
 
-function requestRow(record, now) {
-  const waited = (record.dispatched ?? record.ended ?? now) - record.received;
-  const ttft = record.first_token ? record.first_token - record.received : null;
-  return h("tr", { dataset: { id: record.id, state: record.state, model: record.model } },
-    h("td", {}, record.model),
-    h("td", {}, h("span", { class: `badge badge-${STATE_TONES[record.state] ?? "off"} request-state` },
-      h("span", { class: "dot", "aria-hidden": "true" }), record.state)),
-    h("td", { class: "muted" }, record.key_id ?? "—"),
-    h("td", { class: "muted" }, record.klass),
-    h("td", { class: "num" }, seconds(waited)),
-    h("td", { class: "num" }, seconds(ttft)),
-    h("td", { class: "num" }, tokensPerSecond(record)),
-    h("td", { class: "num" }, record.cached_tokens ?? ""),
-    h("td", { class: "num" }, record.completion_tokens ?? ""),
-    h("td", { class: "num" }, record.status ?? ""),
-    h("td", { class: "muted" }, record.route));
+// The first piece of a streamed answer is its first token; an answer sent in one piece has no
+// first token, only the time to the whole answer, which the cell says (issue 54).
+function firstPiece(record) {
+  if (record.stream) return seconds(record.first_token ? record.first_token - record.received : null);
+  return record.ended ? `answer ${seconds(record.ended - record.received)}` : "";
 }
 
+// A cell cut with an ellipsis where the column is narrow; its whole text on hover.
+function cut(text, className = "") {
+  return h("td", { class: `cut ${className}`, title: text }, text);
+}
+
+// The table's columns: their names and classes; app.css sizes them and, where the table is
+// narrow, hides the "wide" ones, then the "mid" ones, then the "first" token's.
+const COLUMNS = [["Model", "col-model"], ["State", "col-state"], ["Key", "col-key col-wide"],
+  ["Class", "col-class col-wide"], ["Wait", "col-wait col-mid"], ["First token", "col-first"],
+  ["Tokens/s", "col-speed"], ["Cached", "col-cached col-wide"],
+  ["Generated", "col-generated col-mid"], ["Status", "col-status col-wide"],
+  ["Route", "col-route col-mid"]];
+
+function requestRow(record, now) {
+  const waited = (record.dispatched ?? record.ended ?? now) - record.received;
+  const [model, state, key, klass, wait, first, speed, cached, generated, status, route] =
+    COLUMNS.map(([, className]) => className);
+  return h("tr", { dataset: { id: record.id, state: record.state, model: record.model } },
+    cut(record.model, model),
+    h("td", { class: state }, h("span", { class: `badge badge-${STATE_TONES[record.state] ?? "off"} request-state` },
+      h("span", { class: "dot", "aria-hidden": "true" }), record.state)),
+    cut(record.key_id ?? "—", `muted ${key}`),
+    cut(record.klass, `muted ${klass}`),
+    h("td", { class: `num ${wait}` }, seconds(waited)),
+    h("td", { class: `num ${first}`, dataset: { stream: String(record.stream) } }, firstPiece(record)),
+    h("td", { class: `num ${speed}` }, tokensPerSecond(record)),
+    h("td", { class: `num ${cached}` }, record.cached_tokens ?? ""),
+    h("td", { class: `num ${generated}` }, record.completion_tokens ?? ""),
+    h("td", { class: `num ${status}` }, record.status ?? ""),
+    cut(record.route, `muted ${route}`));
+}
+
+// Each name's values, one point per sample: null where a sample does not have it (a model with
+// no worker then), which the chart draws as a gap.
 function series(samples, pick) {
   const names = new Set();
   for (const sample of samples) for (const name of Object.keys(pick(sample))) names.add(name);
   return [...names].sort().map((name) => ({
     name,
-    points: samples.filter((s) => pick(s)[name] !== undefined).map((s) => [s.at, pick(s)[name]]),
+    points: samples.map((s) => [s.at, pick(s)[name] ?? null]),
   }));
 }
 
@@ -68,8 +91,6 @@ export class ActivityView {
     this.events = h("ol", { class: "activity-events", "aria-label": "Model events" });
     this.lanes = h("div", { class: "activity-lanes" });
     this.plots = h("div", { class: "activity-plots" });
-    const head = ["Model", "State", "Key", "Class", "Wait", "First token", "Tokens/s", "Cached",
-      "Generated", "Status", "Route"];
     this.el = h("section", { class: "manager activity" },
       h("header", { class: "topbar" },
         iconButton("menu", "Show conversations", () => app.toggleSidebar(), { class: "icon-btn only-narrow" }),
@@ -81,7 +102,8 @@ export class ActivityView {
           h("section", { class: "card" }, h("h2", {}, "Requests"),
             h("div", { class: "activity-table-wrap" },
               h("table", { class: "activity-table", "aria-label": "Requests" },
-                h("thead", {}, h("tr", {}, head.map((name) => h("th", {}, name)))), this.rows))),
+                h("thead", {}, h("tr", {}, COLUMNS.map(([name, className]) =>
+                  h("th", { class: className }, name)))), this.rows))),
           h("section", { class: "card" }, h("h2", {}, "Timeline"), this.lanes, this.events),
           h("section", { class: "card" }, h("h2", {}, "The last hour"), this.plots))));
     this.listen();
@@ -113,12 +135,14 @@ export class ActivityView {
     const now = snapshot.now;
     if (snapshot.samples) this.samples = snapshot.samples;
     replace(this.models, snapshot.models.map((model) => h("li", { dataset: { model: model.name, status: model.status } },
-      h("strong", {}, model.name), " ", model.status,
-      model.in_flight ? ` · ${formatNumber(model.in_flight)} in flight` : "",
-      model.ram != null ? ` · RAM ${formatBytes(model.ram)}` : "",
-      model.vram != null ? ` · VRAM ${formatBytes(model.vram)}` : "")),
+      h("strong", { class: "cut", title: model.name }, model.name),
+      h("span", {}, model.status,
+        model.in_flight ? ` · ${formatNumber(model.in_flight)} in flight` : "",
+        model.ram != null ? ` · RAM ${formatBytes(model.ram)}` : "",
+        model.vram != null ? ` · VRAM ${formatBytes(model.vram)}` : ""))),
     Object.entries(snapshot.devices).map(([name, device]) => h("li", { dataset: { device: name } },
-      h("strong", {}, name), ` ${formatBytes(device.used)} of ${formatBytes(device.total)} used`)));
+      h("strong", { class: "cut", title: name }, name),
+      h("span", {}, `${formatBytes(device.used)} of ${formatBytes(device.total)} used`))));
     const live = snapshot.requests.filter((r) => r.ended === null || r.ended === undefined);
     const done = snapshot.requests.filter((r) => r.ended != null).slice(0, SHOWN_FINISHED);
     replace(this.rows, [...live, ...done].map((record) => requestRow(record, now)));
@@ -129,7 +153,8 @@ export class ActivityView {
     replace(this.events, recent.slice(-12).reverse().map((event) =>
       h("li", { dataset: { kind: event.kind, model: event.model } },
         h("time", {}, new Date(event.at * 1000).toLocaleTimeString()), " ",
-        h("strong", {}, event.model), " ", event.kind, event.detail ? `: ${event.detail}` : "")));
+        h("strong", { class: "cut", title: event.model }, event.model), " ", event.kind,
+        event.detail ? `: ${event.detail}` : "")));
     const samples = this.samples.filter((s) => s.at > now - HOUR);
     const span = spanOf(samples.map((s) => s.at), now);
     replace(this.plots,
