@@ -38,9 +38,9 @@ from worker.engine.model import LoadedModel
 from worker.media.projector import MediaPrompt
 from worker.sampling.reasoning_budget import ReasoningBudget
 from worker.state import AnyRequest, loaded
-from worker.templates import TemplateRenderError
+from worker.templates import ChatTemplates, TemplateRenderError
 
-__all__ = ["ShapeFactory", "count_prompt_tokens", "plan_chat", "run_chat"]
+__all__ = ["ShapeFactory", "count_prompt_tokens", "plan_chat", "run_chat", "template_tools"]
 
 ShapeFactory = Callable[[AnswerContext, OutputParser], ResponseShape]
 """Builds an API's answer shape for one completion, from its context and how to read the
@@ -61,6 +61,38 @@ def _budget(body: ChatRequest, model: LoadedModel) -> int:
     return asked if asked >= 0 else model.settings.reasoning_budget
 
 
+def template_tools(
+    template: ChatTemplates,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    tool_choice: str | dict[str, Any] | None = None,
+    parallel_tool_calls: bool = True,
+    reasoning_format: str = "auto",
+) -> tuple[OutputPlan, list[dict[str, Any]] | None]:
+    """:func:`plan_chat`'s plan and the tools the template itself is given."""
+    # A template that describes tools gets them, in the model's own words, as llama-server
+    # hands them over (even with tool_choice none), and its tool-call syntax is read back. So
+    # does one that only writes tool calls (DeepSeek R1 distills, V3.1, firefunction v2):
+    # llama-server's prompt is the template's, without tool instructions, and its autoparser
+    # reads the calls the template writes (common/chat.cpp). The others keep the generic tool
+    # mode (docs/templates.md, docs/tool-calls.md).
+    caps = template.caps
+    describes = bool(tools) and (caps.supports_tools or caps.supports_tool_calls)
+    source = template.source
+    if describes and template.tool_use is not None:
+        source = template.tool_use.source
+    plan = plan_output(
+        source,
+        messages,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        reasoning_format,
+        native=describes,
+    )
+    return plan, tools if describes and not plan.generic else None
+
+
 async def plan_chat(
     model: LoadedModel,
     messages: list[ChatMessage],
@@ -72,28 +104,18 @@ async def plan_chat(
     """How a conversation is put to the template and its answer read: the plan (its messages
     are what the template renders) and the tools the template itself is given. The chat
     routes and ``/apply-template`` both render through it, so they show the same prompt."""
-    template = model.template
-    # A template that describes tools gets them, in the model's own words, as llama-server
-    # hands them over (even with tool_choice none), and its tool-call syntax is read back;
-    # the others keep the generic tool mode (docs/tool-calls.md).
-    describes = bool(tools) and template.caps.supports_tools
-    source = template.source
-    if describes and template.tool_use is not None:
-        source = template.tool_use.source
     plan_call = functools.partial(
-        plan_output,
-        source,
+        template_tools,
+        model.template,
         msgspec.to_builtins(messages),
         tools,
         tool_choice,
         parallel_tool_calls,
         reasoning_format or model.settings.reasoning_format,
-        native=describes,
     )
     # Tools' schemas become a grammar there: in a thread, as a request's own schema
     # (docs/security.md, "Media and JSON schemas in workers").
-    plan = await anyio.to_thread.run_sync(plan_call) if tools else plan_call()
-    return plan, tools if describes and not plan.generic else None
+    return await anyio.to_thread.run_sync(plan_call) if tools else plan_call()
 
 
 async def _chat_prompt(engine: Engine, model: LoadedModel, body: ChatRequest) -> _ChatPrompt:
