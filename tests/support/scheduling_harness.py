@@ -13,6 +13,7 @@ from router.capacity.memory_budget import MemoryBudget
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.leases import Lease
+from router.scheduling.node_planner import NodePlanner
 from router.scheduling.room import SchedulerLimits
 from router.scheduling.scheduler import Scheduler
 from router.workers.model_state import ModelState
@@ -102,13 +103,15 @@ async def harness(
     spares: int = 0,
     schedule: str = "swap",
     wait_max: float = 30.0,
+    nodes: dict[str, int] | None = None,
     **special: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…).
     No minimum residency unless ``special`` gives one: the fake clock stands still.
 
     Workers launch through ``spares`` spare workers, as the router's do; the test calls
-    ``spares.fill()`` to start them.
+    ``spares.fill()`` to start them. ``nodes``: a cluster's nodes and what each has room for
+    (``--cluster``), all launching through the one fake launcher.
     """
     catalogue = Catalogue(
         {
@@ -124,7 +127,13 @@ async def harness(
     launcher, clock = FakeLauncher(), FakeClock()
     async with anyio.create_task_group() as group:
         spare_workers = SpareWorkers(launcher, spares, group)
-        pool = WorkerPool(catalogue, launcher=spare_workers, task_group=group, clock=clock)
+        pool = WorkerPool(
+            catalogue,
+            launcher=spare_workers,
+            task_group=group,
+            clock=clock,
+            node_launcher=None if nodes is None else lambda _: launcher,
+        )
         spare_workers.attach(pool, memory)
         try:
             scheduler = Scheduler(
@@ -135,6 +144,7 @@ async def harness(
                 clock=clock,
                 schedule=schedule,
                 wait_max=wait_max,
+                nodes=None if nodes is None else NodePlanner(lambda: nodes, MemoryBudget(0)),
             )
             yield Harness(pool, scheduler, launcher, clock, spare_workers)
         finally:
