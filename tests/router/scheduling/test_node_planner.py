@@ -60,8 +60,9 @@ def test_without_nodes_there_is_nowhere_to_place() -> None:
 @pytest.mark.anyio
 async def test_room_is_made_on_the_node_that_can_have_it_not_by_global_lru() -> None:
     """y, the least recently used, is on the node that could not hold z even emptied; x goes."""
-    sizes = {"x": {"memory": 3 * G}, "y": {"memory": 3 * G}, "z": {"memory": 4 * G}}
-    async with harness(0, names="xyz", nodes={"b": 4 * G, "c": 5 * G}, **sizes) as h:
+    nodes = {"b": 4 * G, "c": 5 * G}
+    three, four = {"memory": 3 * G}, {"memory": 4 * G}
+    async with harness(0, names="xyz", nodes=nodes, x=three, y=three, z=four) as h:
         x = await h.load("x")
         y = await h.load("y")
         assert (x.node, y.node) == ("c", "b")  # each where the most room was
