@@ -114,7 +114,8 @@ async def running_services(
             nodes=nodes,
             schedule=settings.schedule,
             wait_max=settings.schedule_wait_max,
-            cores=CoreShare(default_threads(), send_in(group)),  # as each worker counts them
+            # This machine's cores, as each worker counts them; a node's are its own (--cluster).
+            cores=CoreShare(default_threads(), send_in(group)) if cluster is None else None,
         )
         watchdog = StallWatchdog(pool, settings)
         peers = PeerSet()
