@@ -44,7 +44,7 @@ def node_argv(argv: Sequence[str], address: str) -> list[str]:
     worker listening on the node's cluster address instead of loopback, so that the router
     can reach it (its key still guards it: docs/protocol.md §8)."""
     args = list(argv)
-    if tuple(args[: len(WORKER_COMMAND)]) == WORKER_COMMAND or args[:1] == [WORKER_COMMAND[0]]:
+    if tuple(args[1 : len(WORKER_COMMAND)]) == WORKER_COMMAND[1:]:  # the router's python -m worker
         args[0] = sys.executable
     for at in range(len(args) - 1):
         if args[at] == "--host" and args[at + 1] == "127.0.0.1":
