@@ -57,7 +57,7 @@ __all__ = ["running_services"]
 _log = structlog.get_logger("corral.router")
 
 
-def _joined_cluster(address: str | None) -> ClusterNodes | None:
+async def _joined_cluster(address: str | None) -> ClusterNodes | None:
     """The Ray cluster ``--cluster`` names, joined; None without it, and then Ray is never
     imported (docs/scaling.md: it is an optional extra)."""
     if address is None:
@@ -65,7 +65,13 @@ def _joined_cluster(address: str | None) -> ClusterNodes | None:
     from router.cluster.nodes import ClusterNodes
 
     nodes = ClusterNodes(address)
-    nodes.connect()
+    # In a thread: ray.init blocks until the cluster answers, and in the main thread it takes
+    # over SIGTERM (sys.exit), which is uvicorn's graceful shutdown.
+    try:
+        await anyio.to_thread.run_sync(nodes.connect)
+    except Exception as exc:  # Ray's own errors, whatever they are: the reason is told
+        _log.error("cannot join the cluster", address=address, error=str(exc))
+        raise SystemExit(1) from None
     return nodes
 
 
@@ -79,7 +85,7 @@ async def running_services(
 ) -> AsyncIterator[RouterRuntime]:
     """Every service running for as long as the block lasts; on the way out the workers and
     downloads are stopped and the peers closed."""
-    cluster = _joined_cluster(settings.cluster)
+    cluster = await _joined_cluster(settings.cluster)
     async with tools.running(), anyio.create_task_group() as group:
         # On a cluster every worker runs on a node, through its agent: no spare here.
         spare_count = settings.models_spare if cluster is None else 0

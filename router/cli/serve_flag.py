@@ -10,6 +10,7 @@ row's ``setting`` (a conversion, a check).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -158,6 +159,8 @@ def cluster_address(flag: str, text: str | None) -> str | None:
     scheme, _, address = text.strip().partition("://")
     if scheme != "ray" or (_ and not address):
         raise ValueError(f"{flag} must be ray or ray://HOST:PORT, got '{text}'")
+    if importlib.util.find_spec("ray") is None:  # found, not imported: only the service does
+        raise ValueError(f"{flag} needs Ray: pip install 'corral[cluster]' (docs/scaling.md)")
     return address or os.environ.get("RAY_ADDRESS") or "auto"
 
 

@@ -92,7 +92,10 @@ class ClusterNodes:
 
     async def run(self) -> None:
         while True:
-            await self.refresh()
+            try:
+                await self.refresh()
+            except Exception:  # the cluster unreachable for now: the router serves on
+                _log.exception("could not list the cluster's nodes")
             await anyio.sleep(_REFRESH_SECONDS)
 
     async def refresh(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -56,6 +57,10 @@ def cluster_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterP
         with running_router([*args, "--ctx-size", "512"]) as router:
             router.wait_for_log("node agent started", node="c")
             yield router
+        # SIGTERM is still uvicorn's graceful stop with Ray joined (which then re-raises it, as
+        # for any router): the workers on the nodes were stopped through their agents first.
+        assert router.process.returncode == -signal.SIGTERM, router.log_text()
+        assert router.wait_for_log("worker exited", model=SMOL)["reason"] == "exited with code 0"
     finally:
         cluster.stop()
         namespace.__exit__(None, None, None)
