@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -22,6 +23,7 @@ from router.api.activity import take_samples
 from router.api.metrics import RequestCounter
 from router.api.runtime import RouterRuntime
 from router.capacity.devices import ReportedDevices
+from router.capacity.memory_budget import MemoryBudget
 from router.catalogue.catalogue import CatalogueError
 from router.catalogue.file_check import entry_problem
 from router.download_jobs import DownloadJobs
@@ -35,6 +37,7 @@ from router.relay.relayed import Hop, Outgoing, Progress
 from router.reloads import Reloader
 from router.scheduling.cores import CoreShare, send_in
 from router.scheduling.device_planner import DevicePlanner
+from router.scheduling.node_planner import NodePlanner
 from router.scheduling.scheduler import Scheduler
 from router.scheduling.waiting_line import Caller
 from router.security.cache_scope import add_cache_scope
@@ -46,9 +49,30 @@ from router.workers.pool import FAKE_TIMING_SECONDS, WorkerPool
 from router.workers.spares import SpareWorkers
 from router.workers.stall_watchdog import StallWatchdog
 
+if TYPE_CHECKING:
+    from router.cluster.nodes import ClusterNodes
+
 __all__ = ["running_services"]
 
 _log = structlog.get_logger("corral.router")
+
+
+async def _joined_cluster(address: str | None) -> ClusterNodes | None:
+    """The Ray cluster ``--cluster`` names, joined; None without it, and then Ray is never
+    imported (docs/scaling.md: it is an optional extra)."""
+    if address is None:
+        return None
+    from router.cluster.nodes import ClusterNodes
+
+    nodes = ClusterNodes(address)
+    # In a thread: ray.init blocks until the cluster answers, and in the main thread it takes
+    # over SIGTERM (sys.exit), which is uvicorn's graceful shutdown.
+    try:
+        await anyio.to_thread.run_sync(nodes.connect)
+    except Exception as exc:  # Ray's own errors, whatever they are: the reason is told
+        _log.error("cannot join the cluster", address=address, error=str(exc))
+        raise SystemExit(1) from None
+    return nodes
 
 
 @asynccontextmanager
@@ -61,11 +85,15 @@ async def running_services(
 ) -> AsyncIterator[RouterRuntime]:
     """Every service running for as long as the block lasts; on the way out the workers and
     downloads are stopped and the peers closed."""
+    cluster = await _joined_cluster(settings.cluster)
     async with tools.running(), anyio.create_task_group() as group:
-        spares = SpareWorkers(launcher or SubprocessLauncher(), settings.models_spare, group)
+        # On a cluster every worker runs on a node, through its agent: no spare here.
+        spare_count = settings.models_spare if cluster is None else 0
+        spares = SpareWorkers(launcher or SubprocessLauncher(), spare_count, group)
         pool = WorkerPool(
             plan.catalogue,
             launcher=spares,
+            node_launcher=cluster.launcher if cluster is not None else None,
             task_group=group,
             timeout=settings.timeout,
             check_files=entry_problem,
@@ -76,18 +104,25 @@ async def running_services(
         # What models took on the GPUs, as measured by this router or an earlier one.
         footprints = plan.footprints
         limits = settings.scheduler_limits
-        planner = DevicePlanner(
+        planner: DevicePlanner | None = DevicePlanner(
             inventory, most_resident=limits.most_resident, footprints=footprints
         )
+        nodes = None
+        if cluster is not None:  # nodes, not this machine's GPUs (node_planner.py)
+            await cluster.refresh()  # the nodes there are now, before the startup models load
+            group.start_soon(cluster.run)
+            nodes, planner = NodePlanner(cluster.capacities, MemoryBudget(0)), None
         scheduler = Scheduler(
             pool,
             limits,
             plan.budget,
             devices=planner,
+            nodes=nodes,
             schedule=settings.schedule,
             wait_max=settings.schedule_wait_max,
             keep_idle=settings.schedule_keep_idle,
-            cores=CoreShare(default_threads(), send_in(group)),  # as each worker counts them
+            # This machine's cores, as each worker counts them; a node's are its own (--cluster).
+            cores=CoreShare(default_threads(), send_in(group)) if cluster is None else None,
         )
         watchdog = StallWatchdog(pool, settings)
         peers = PeerSet()
@@ -138,6 +173,8 @@ async def running_services(
             await downloads.cancel_all()
             await pool.stop_all()
             await peers.aclose()
+            if cluster is not None:
+                cluster.close()
             group.cancel_scope.cancel()
 
 

@@ -85,6 +85,8 @@ class ServeSettings:
     models_max: int = _row("models_max")
     models_memory_max: int = _row("models_memory_max")  # bytes; 0: no limit
     models_spare: int = _row("models_spare")  # spare workers kept warm (router.workers.spares)
+    # The Ray cluster's address whose nodes run the workers (router/cluster/); None: this machine.
+    cluster: str | None = _row("cluster")
     models_autoload: bool = _row("models_autoload")
     models_preset: Path | None = None
     # The hub repository models_preset came from (``-hf`` on a remote preset): that file may set

@@ -159,7 +159,9 @@ def ensure_environment(dev: bool) -> Path:
     if not python.exists():
         venv.create(VENV, with_pip=True)
     CACHE.mkdir(parents=True, exist_ok=True)
-    extras = ".[dev]" if dev else "."
+    # --dev: the cluster extra too, so ./test.sh and CI run the Ray cluster's tests
+    # (docs/scaling.md).
+    extras = ".[dev,cluster]" if dev else "."
     wheel = _llama_wheel(python)
     # Re-run pip only when what it would install changed.
     stamp = VENV / ".corral-setup"

@@ -216,6 +216,17 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "CORRAL_STREAM_GC_SECONDS", "workers", "how often expired streams are swept (default 60)"
     ),
     EnvVar(
+        "RAY_ADDRESS",
+        "corral serve",
+        "`--cluster ray`: the Ray cluster to join (docs/scaling.md)",
+    ),
+    EnvVar(
+        "CORRAL_NODE_MEMORY_MAX",
+        "node agents (`--cluster`)",
+        "in a node's `ray start` environment: the most Corral's workers may hold there, a size "
+        "such as `48G` (docs/scaling.md)",
+    ),
+    EnvVar(
         "CORRAL_ROUTER_PID",
         "workers, download processes",
         "internal: set by the router; a child with it dies with the router",
@@ -610,7 +621,8 @@ _CACHE_COMMAND_SUMMARY = {
     "models, with source, size and path, and each one's status when a router answers at `--url`",
     "rm": "delete one model's files from the hub cache; when the router at `--url` is serving it, "
     "only after a confirmation (or `--force`)",
-    "ps": "the models a running router has loaded, with each worker's resident memory",
+    "ps": "the models a running router has loaded, with each worker's resident memory (and its "
+    "node, with `--cluster`)",
     "top": "a running router's activity, live in the terminal (`q` ends it): models with their "
     "tokens/s and memory, each device's memory, the requests and their states, the models' "
     "last loads and evictions; over SSH too ([operations.md](operations.md#activity))",

@@ -157,6 +157,20 @@ def render_metrics(
             for status in Status
         ),
     )
+    on_nodes = [(name, state.node) for name, state in models if state.running and state.node]
+    lines += (
+        []
+        if not on_nodes
+        else prometheus_family(
+            "corral_model_node",
+            "gauge",
+            "1 for the cluster node each running model's worker is on (--cluster).",
+            (
+                (f'{{model="{escape_label(name)}",node="{escape_label(node)}"}}', 1)
+                for name, node in on_nodes
+            ),
+        )
+    )
     lines += prometheus_family(
         "corral_model_loads_total",
         "counter",

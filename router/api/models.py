@@ -161,6 +161,8 @@ def _entry(
             memory |= {"vram": sum(on_gpus.values()), "devices": on_gpus}
         entry.memory = memory or None
     placement = state.placement
+    if state.running and state.node is not None:
+        entry.node = state.node
     if state.running and placement is not None and placement.devices:
         entry.placement = {
             "devices": list(placement.devices),

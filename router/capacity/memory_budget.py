@@ -22,8 +22,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 
-import psutil
-
 from corral.hub.sizes import files_size
 from corral.options.kv_layout import kv_bytes, kv_layout, kv_shape
 from router.catalogue.catalogue import CatalogueEntry
@@ -35,23 +33,14 @@ __all__ = [
     "WORKER_PROCESS_BYTES",
     "MemoryBudget",
     "kv_cache_bytes",
-    "process_rss",
     "resident_memory",
 ]
-
-
-def process_rss(pid: int) -> int | None:
-    """A process's resident set size, if it can be read."""
-    try:
-        return int(psutil.Process(pid).memory_info().rss)
-    except psutil.Error:  # exited since the status check, or not ours to read
-        return None
 
 
 def resident_memory(state: ModelState) -> int | None:
     """The worker's resident set size, if it runs."""
     process = state.process
-    return process_rss(process.pid) if process is not None else None
+    return process.resident() if process is not None else None
 
 
 # A worker before any weights (Python, llama.cpp, uvicorn): measured at about 85 MB.

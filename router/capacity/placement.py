@@ -28,6 +28,9 @@ class Placement:
     # Each of ``devices``' part of a split the router chose (proportions); () : one device, or
     # the split is the user's or llama.cpp's.
     tensor_split: tuple[float, ...] = ()
+    # The cluster node whose agent runs the worker (router/scheduling/node_planner.py); None:
+    # this machine, without ``--cluster``.
+    node: str | None = None
 
     def worker_args(self) -> list[str]:
         args = ["--device", ",".join(self.devices)] if self.devices and not self.pinned else []

@@ -80,6 +80,8 @@ class ModelListing(msgspec.Struct, kw_only=True):
     # While running on GPUs: the devices the router chose, the bytes it expected there, whether
     # it fitted, and the --fit-target it handed the worker (docs/api.md).
     placement: dict[str, Any] | UnsetType = UNSET
+    # With ``--cluster``, while running: the node its worker runs on (docs/scaling.md).
+    node: str | UnsetType = UNSET
     # A peer's model: which peer, and its name there.
     peer: str | UnsetType = UNSET
     remote_id: str | UnsetType = UNSET

@@ -235,15 +235,20 @@ def _ps(args: argparse.Namespace) -> int:
     except RouterUnavailable as exc:
         print(f"corral ps: {exc}", file=sys.stderr)
         return 1
+    running = [e for e in listing["data"] if e.get("status", {}).get("value") in _RUNNING]
     rows = [
         (str(entry["id"]), str(entry["status"]["value"]), _describe(entry), _vram(entry))
-        for entry in listing["data"]
-        if entry.get("status", {}).get("value") in _RUNNING
+        for entry in running
     ]
+    # On a cluster (--cluster), the node each worker runs on: a column only then.
+    nodes = [str(entry.get("node") or "-") for entry in running]
+    node_width = max([len("NODE"), *map(len, nodes)]) if any(e.get("node") for e in running) else 0
     width = max([len("MODEL"), *(len(row[0]) for row in rows)])
-    print(f"{'MODEL':<{width}}  {'STATUS':<11}  {'MEMORY (RSS) / DOWNLOADED':<25}  VRAM")
-    for name, status, detail, vram in rows:
-        print(f"{name:<{width}}  {status:<11}  {detail:<25}  {vram}")
+    node_head = f"{'NODE':<{node_width}}  " if node_width else ""
+    print(f"{'MODEL':<{width}}  {node_head}{'STATUS':<11}  {'MEMORY (RSS) / DOWNLOADED':<25}  VRAM")
+    for (name, status, detail, vram), node in zip(rows, nodes, strict=True):
+        node_cell = f"{node:<{node_width}}  " if node_width else ""
+        print(f"{name:<{width}}  {node_cell}{status:<11}  {detail:<25}  {vram}")
     _print_queue(listing["data"])
     devices = listing.get("devices") or []
     if devices:  # each GPU as its driver says now: Corral's models and anything else

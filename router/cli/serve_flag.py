@@ -10,6 +10,7 @@ row's ``setting`` (a conversion, a check).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -30,6 +31,7 @@ __all__ = [
     "add_serve_flags",
     "at_least_zero",
     "body_size",
+    "cluster_address",
     "default_setting",
     "directory",
     "existing_file",
@@ -143,6 +145,23 @@ def body_size(flag: str, text: str) -> int:
     if (body := size(flag, text)) < 1:
         raise ValueError(f"{flag} must be at least 1 byte")
     return body
+
+
+def cluster_address(flag: str, text: str | None) -> str | None:
+    """``ray`` or ``ray://HOST:PORT`` into the address ``ray.init`` joins; None: no cluster.
+
+    ``ray`` alone is Ray's own choice made explicit: ``RAY_ADDRESS``, else the cluster started
+    on this machine (``auto``). ``ray://HOST:PORT`` is the head's GCS address (what
+    ``ray start --address`` takes), not Ray Client's: the router is a driver of the cluster.
+    """
+    if text is None or not text.strip():
+        return None
+    scheme, _, address = text.strip().partition("://")
+    if scheme != "ray" or (_ and not address):
+        raise ValueError(f"{flag} must be ray or ray://HOST:PORT, got '{text}'")
+    if importlib.util.find_spec("ray") is None:  # found, not imported: only the service does
+        raise ValueError(f"{flag} needs Ray: pip install 'corral[cluster]' (docs/scaling.md)")
+    return address or os.environ.get("RAY_ADDRESS") or "auto"
 
 
 def route_prefix(flag: str, text: str) -> str:

@@ -24,6 +24,7 @@ from router.cli.serve_flag import (
     ServeFlag,
     add_serve_flags,
     at_least_zero,
+    cluster_address,
     directory,
     existing_file,
     existing_files,
@@ -381,6 +382,19 @@ _MODELS = (
         "HF_TOKEN",
         metavar="TOKEN",
         reads_variable=False,
+    ),
+    ServeFlag(
+        "models",
+        ("--cluster",),
+        "cluster",
+        "Corral: place workers on the nodes of a running Ray cluster (docs/scaling.md). `ray`: "
+        "the cluster `RAY_ADDRESS` names, else the one started on this machine; "
+        "`ray://HOST:PORT`: the head's address as `ray start --address` takes it. Needs the "
+        "`corral[cluster]` extra",
+        "CORRAL_CLUSTER",
+        metavar="ray[://ADDRESS]",
+        shown="none: this machine only",
+        setting=cluster_address,
     ),
 )
 SERVE_FLAGS: tuple[ServeFlag, ...] = (*_SERVER, *_MODELS, *ACCESS_FLAGS)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from router.scheduling.admission import Admission
 from router.scheduling.demand import Demand
 from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
+from router.scheduling.node_planner import node_label
 from router.scheduling.pool_view import PoolView
 from router.scheduling.waiting_line import Priority, Waiter, WaitingLine
 from router.workers.model_state import ModelState, Status
@@ -128,7 +129,8 @@ class Eviction:
         """The model to stop to make room, if any: least recently used (``fifo``), else fewest
         interactive requests lately, then least recently used.
 
-        ``on``: room is needed on these GPUs, so only a model that holds memory there will do;
+        ``on``: room is needed on these GPUs (or this cluster node), so only a model that holds
+        memory there will do;
         ``snap``: the GPUs as the decision that asks read them; ``resident_too``: a model within
         its minimum residency will do (an explicit load, a request waiting past the bound);
         ``for_batch``: only batch under the bound wants the room (:meth:`batch_only`), which
@@ -140,6 +142,8 @@ class Eviction:
         if on and self._devices is not None:
             planner, snap = self._devices, snap or self._devices.snapshot()
             candidates = [state for state in candidates if on & planner.held(state, snap).keys()]
+        elif on:  # a cluster's node needs room (router/scheduling/node_planner.py)
+            candidates = [s for s in candidates if s.node is not None and node_label(s.node) in on]
         if self._line.fifo:
             return min(candidates, key=lambda state: state.last_used, default=None)
         recent = self._demand.recent

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from router.capacity.memory_budget import MemoryBudget
 from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
+from router.scheduling.node_planner import NodePlanner
 from router.scheduling.pool_view import PoolView
 from router.workers.model_state import ModelState, Status
 
@@ -40,17 +41,24 @@ class Room:
         memory: MemoryBudget | None,
         devices: DevicePlanner | None,
         note_memory: Callable[[ModelState, int], None],
+        nodes: NodePlanner | None = None,
     ) -> None:
         self._pool = pool
         self._most_resident = most_resident
         self._memory = memory
         self._devices = devices
         self._note_memory = note_memory
+        self._nodes = nodes  # with --cluster: which node has room (router/cluster/)
 
     @property
     def limited(self) -> bool:
         """Whether anything limits the models that run together: else nothing is evicted."""
-        return self._most_resident > 0 or self._memory is not None or self._devices is not None
+        return (
+            self._most_resident > 0
+            or self._memory is not None
+            or self._devices is not None
+            or self._nodes is not None
+        )
 
     def snapshot(self) -> DeviceSnapshot | None:
         """What one decision reads of the GPUs, read once and passed down to every question
@@ -64,7 +72,8 @@ class Room:
         snap: DeviceSnapshot | None = None,
     ) -> set[str] | None:
         """None when ``coming`` may run next to ``staying`` (by count, host memory and GPU
-        memory); else the GPUs that need room (empty: any idle model may make it)."""
+        memory, and a node's with --cluster); else the GPUs or the node that need room (empty: any
+        idle model may make it)."""
         if 0 < self._most_resident < len(staying) + len(coming):
             return set()
         if self._memory is not None:
@@ -72,6 +81,10 @@ class Room:
                 self.observe(state)
             if not self._memory.fits(staying, coming):
                 return set()
+        if self._nodes is not None:
+            short = self._nodes.short_of(staying, coming)
+            if short:
+                return short
         if self._devices is not None:
             running = [state for state in self._pool.models.values() if state.running]
             short = self._devices.victim_devices(staying, coming, running, snap)

@@ -33,6 +33,7 @@ import math
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import anyio
@@ -40,6 +41,7 @@ import structlog
 
 from router.availability.errors import AlreadyRunning, LoadsHeld, NoRoom, load_error
 from router.capacity.memory_budget import MemoryBudget
+from router.capacity.placement import Placement
 from router.scheduling.admission import Admission
 from router.scheduling.cores import CoreShare
 from router.scheduling.demand import RETURN_S, Demand
@@ -47,6 +49,7 @@ from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.eviction import Eviction
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.scheduling.load_queue import Entry, LoadQueue
+from router.scheduling.node_planner import NodePlanner
 from router.scheduling.places import Places
 from router.scheduling.room import Room, SchedulerLimits
 from router.scheduling.timers import Timers
@@ -74,6 +77,7 @@ class Scheduler:
         wait_max: float = 30.0,
         keep_idle: float = RETURN_S,
         cores: CoreShare | None = None,
+        nodes: NodePlanner | None = None,
     ) -> None:
         self._pool = pool
         self.memory = memory
@@ -83,7 +87,8 @@ class Scheduler:
         self._queue = LoadQueue(self.line, pool, pool.holds.held)
         self._admission = Admission(self.line, clock)
         self.demand = Demand(clock, keep_idle)  # who is about to come back to which model
-        self._room = Room(pool, limits.most_resident, memory, devices, pool.note_memory)
+        self.nodes = nodes  # with --cluster: the node a model loads on (node_planner.py)
+        self._room = Room(pool, limits.most_resident, memory, devices, pool.note_memory, nodes)
         self.timers = Timers(pool, clock)  # a model's ttl and backoff, which listings show too
         self.eviction = Eviction(pool, self.line, self._admission, self.demand, devices, self._kept)
         self._yielding: set[str] = set()  # busy with batch, taking none more: room is wanted
@@ -268,6 +273,10 @@ class Scheduler:
         if self.devices is not None:
             running = [other for other in self._pool.models.values() if other.running]
             placement = self.devices.place(state, running, self._pool.models.values())
+        if self.nodes is not None:
+            running = [other for other in self._pool.models.values() if other.running]
+            node = self.nodes.place(state, running)
+            placement = replace(placement or Placement(), node=node)
         self._pool.start(state, placement)
 
     def _kept(self) -> set[str]:

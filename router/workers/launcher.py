@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import anyio
+import psutil
 from anyio.abc import ByteReceiveStream, Process
 
 from corral.children.protocol import (
@@ -26,7 +27,13 @@ from corral.children.protocol import (
     parse_line,
 )
 
-__all__ = ["WORKER_COMMAND", "ChildProcess", "SubprocessLauncher", "WorkerLauncher"]
+__all__ = [
+    "WORKER_COMMAND",
+    "ChildProcess",
+    "SubprocessLauncher",
+    "WorkerLauncher",
+    "process_rss",
+]
 
 # How a worker is started; its flags follow (docs/protocol.md §1).
 WORKER_COMMAND = (sys.executable, "-m", "worker")
@@ -55,6 +62,11 @@ class ChildProcess(Protocol):
         ...
 
     def signal_group(self, sig: signal.Signals) -> None: ...
+
+    def resident(self) -> int | None:
+        """Its resident memory, if it can be read (a worker on another node: as its node
+        agent last read it, router/cluster/remote_process.py)."""
+        ...
 
 
 class WorkerLauncher(Protocol):
@@ -107,6 +119,17 @@ class _Subprocess:
     def signal_group(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, sig)
+
+    def resident(self) -> int | None:
+        return process_rss(self.pid)
+
+
+def process_rss(pid: int) -> int | None:
+    """A process's resident set size, if it can be read."""
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.Error:  # exited since the status check, or not ours to read
+        return None
 
 
 class SubprocessLauncher:

@@ -187,6 +187,12 @@ class ModelState:
         return self._fields.placement
 
     @property
+    def node(self) -> str | None:
+        """The cluster node its worker runs on (``--cluster``), if any."""
+        placement = self._fields.placement
+        return placement.node if placement is not None else None
+
+    @property
     def device_use(self) -> list[DeviceUse]:
         """What the worker reported per device once loaded (DeviceUse), CPU included."""
         return list(self._fields.device_use)

@@ -90,6 +90,7 @@ class WorkerPool:
         *,
         launcher: WorkerLauncher,
         task_group: TaskGroup,
+        node_launcher: Callable[[str | None], WorkerLauncher] | None = None,
         events: EventBus | None = None,
         timeout: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
@@ -110,6 +111,9 @@ class WorkerPool:
         # What is wrong with a model's files, asked before its worker starts (None: no check).
         self._check_files = check_files
         self._launcher = launcher
+        # With ``--cluster``, the launcher of the node a placement names (router/cluster/): a
+        # worker there is supervised through the same interface as one spawned here.
+        self._node_launcher = node_launcher
         self._tasks = task_group
         # Views handed out stay valid after a reload replaced them (a request may still hold one).
         self._fields: weakref.WeakKeyDictionary[ModelState, ModelFields] = (
@@ -228,8 +232,11 @@ class WorkerPool:
         started = self._clock()
         # A new key for each start: one a stopped worker had is worth nothing (§8).
         key = new_worker_key()
+        launcher = self._launcher
+        if self._node_launcher is not None:
+            launcher = self._node_launcher(placement.node if placement is not None else None)
         supervisor = ChildSupervisor(
-            self._launcher,
+            launcher,
             fields.args,
             {**child_environment(), WORKER_KEY_ENV: key},
             name=state.name,

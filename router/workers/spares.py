@@ -39,9 +39,9 @@ from anyio.abc import TaskGroup
 from corral.children.environment import child_environment
 from corral.children.protocol import SPARE_STATE, ChildLine, LogLine, StateMessage
 from corral.children.worker_key import WORKER_KEY_ENV
-from router.capacity.memory_budget import MemoryBudget, process_rss
+from router.capacity.memory_budget import MemoryBudget
 from router.workers.child_logs import relay_log_line
-from router.workers.launcher import WORKER_COMMAND, ChildProcess, WorkerLauncher
+from router.workers.launcher import WORKER_COMMAND, ChildProcess, WorkerLauncher, process_rss
 from router.workers.pool import WorkerPool
 
 __all__ = ["SPARE_ARGV", "SpareWorkers"]
@@ -145,6 +145,9 @@ class _Spare:
 
     def signal_group(self, sig: signal.Signals) -> None:
         self._process.signal_group(sig)
+
+    def resident(self) -> int | None:
+        return self._process.resident()
 
 
 class SpareWorkers:

@@ -135,6 +135,7 @@ _SERVE_VARIABLES: dict[str, tuple[str, str, object]] = {
     "LLAMA_API_KEY": ("k1,k2", "api_keys", (ApiKey("k1"), ApiKey("k2"))),
     "LLAMA_ARG_CORS_ORIGINS": ("localhost", "cors_origins", ("localhost",)),
     "CORRAL_ALLOWED_HOSTS": ("llm.example,gpu.lan", "allowed_hosts", ("llm.example", "gpu.lan")),
+    "CORRAL_CLUSTER": ("ray://10.0.0.1:6379", "cluster", "10.0.0.1:6379"),
     "LLAMA_ARG_HF_REPO": ("acme/x-GGUF:Q8_0", "hf_repos", ("acme/x-GGUF:Q8_0",)),
     "LLAMA_ARG_TIMEOUT": ("12", "timeout", 12.0),
     "LLAMA_ARG_ALIAS": ("a,b", "aliases", ("a", "b")),

@@ -14,6 +14,7 @@ from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.scheduling.demand import RETURN_S
 from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.leases import Lease
+from router.scheduling.node_planner import NodePlanner
 from router.scheduling.room import SchedulerLimits
 from router.scheduling.scheduler import Scheduler
 from router.workers.model_state import ModelState
@@ -104,13 +105,15 @@ async def harness(
     schedule: str = "swap",
     wait_max: float = 30.0,
     keep_idle: float = RETURN_S,
+    nodes: dict[str, int] | None = None,
     **special: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Models named by letters; ``special`` gives some of them catalogue settings (pin, ttl…).
     No minimum residency unless ``special`` gives one: the fake clock stands still.
 
     Workers launch through ``spares`` spare workers, as the router's do; the test calls
-    ``spares.fill()`` to start them.
+    ``spares.fill()`` to start them. ``nodes``: a cluster's nodes and what each has room for
+    (``--cluster``), all launching through the one fake launcher.
     """
     catalogue = Catalogue(
         {
@@ -126,7 +129,13 @@ async def harness(
     launcher, clock = FakeLauncher(), FakeClock()
     async with anyio.create_task_group() as group:
         spare_workers = SpareWorkers(launcher, spares, group)
-        pool = WorkerPool(catalogue, launcher=spare_workers, task_group=group, clock=clock)
+        pool = WorkerPool(
+            catalogue,
+            launcher=spare_workers,
+            task_group=group,
+            clock=clock,
+            node_launcher=None if nodes is None else lambda _: launcher,
+        )
         spare_workers.attach(pool, memory)
         try:
             scheduler = Scheduler(
@@ -138,6 +147,7 @@ async def harness(
                 schedule=schedule,
                 wait_max=wait_max,
                 keep_idle=keep_idle,
+                nodes=None if nodes is None else NodePlanner(lambda: nodes, MemoryBudget(0)),
             )
             yield Harness(pool, scheduler, launcher, clock, spare_workers)
         finally:

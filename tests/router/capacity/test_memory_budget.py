@@ -9,10 +9,10 @@ from typing import Any
 from router.capacity.memory_budget import (
     WORKER_PROCESS_BYTES,
     MemoryBudget,
-    process_rss,
     resident_memory,
 )
 from router.catalogue.catalogue import CatalogueEntry
+from router.workers.launcher import process_rss
 from router.workers.model_state import ModelFields, ModelState, Status
 from tests.support.files.tiny_gguf import write_tiny_gguf
 from worker.settings.parse import parse_worker_args

@@ -89,6 +89,9 @@ class FakeChild:
         if not self.ignore_exit_command:
             self._exit(0)
 
+    def resident(self) -> int | None:
+        return None  # no process: nothing resident
+
     def signal_group(self, sig: signal.Signals) -> None:
         self.signals.append(sig)
         self.received.append(sig.name)

@@ -1,0 +1,1 @@
+"""The router on a Ray cluster (``corral serve --cluster``, docs/scaling.md): imported only then."""
