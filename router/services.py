@@ -36,8 +36,8 @@ from router.relay.proxy import Relay
 from router.relay.relayed import Hop, Outgoing, Progress
 from router.reloads import Reloader
 from router.scheduling.cores import CoreShare, send_in
-from router.scheduling.device_planner import DevicePlanner
-from router.scheduling.node_planner import NodePlanner
+from router.scheduling.placement.device_planner import DevicePlanner
+from router.scheduling.placement.node_planner import NodePlanner
 from router.scheduling.scheduler import Scheduler
 from router.scheduling.waiting_line import Caller
 from router.security.cache_scope import add_cache_scope

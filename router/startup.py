@@ -27,7 +27,7 @@ from router.catalogue.catalogue import Catalogue, CatalogueEntry, CatalogueError
 from router.catalogue.presets import PresetError
 from router.cli.hub_download import DownloadFailed, download_model
 from router.relay.peer_config import PeerConfig, load_peer_configs
-from router.scheduling.device_planner import DevicePlanner
+from router.scheduling.placement.device_planner import DevicePlanner
 from router.settings import ServeSettings
 from router.single_model import single_model_catalogue
 from router.workers.model_state import ModelState

@@ -43,7 +43,7 @@ from router.catalogue.listing import ListingStatus, ModelListing
 from router.catalogue.model_details import model_header
 from router.observe.events import ModelEvent
 from router.scheduling.answers import api_error, scheduling_answered
-from router.scheduling.device_snapshot import DeviceSnapshot
+from router.scheduling.placement.device_snapshot import DeviceSnapshot
 from router.security.api_keys import admin_only
 from router.security.callers import is_admin
 from router.single_model import ollama_models
@@ -176,7 +176,7 @@ def _entry(
 
 def device_snapshot(rt: RouterRuntime) -> DeviceSnapshot | None:
     """One reading of the GPUs for a whole listing, as for a scheduling decision
-    (router/scheduling/device_snapshot.py); None without a device planner."""
+    (router/scheduling/placement/device_snapshot.py); None without a device planner."""
     planner = rt.scheduler.devices
     return planner.snapshot() if planner is not None else None
 

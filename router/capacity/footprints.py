@@ -2,12 +2,12 @@
 
 The device planner expects a model to take what it took the last time it ran with the same
 settings (its worker reports its bytes per device once loaded), else an estimate from its GGUF
-header (router/scheduling/device_planner.py). That measurement lived in the model's state, so a
-restarted router placed every model by its estimate again. :class:`Footprints` keeps the most each
-model took in a small file beside Corral's other caches (``$XDG_CACHE_HOME/corral/
-footprints.json``, else ``~/.cache/corral/``), keyed by the model's files (path, size,
-modification time: a new download or a changed file is a new model) and its worker options (any
-change to them may change what it takes, so it is measured afresh).
+header (router/scheduling/placement/device_planner.py). That measurement lived in the model's
+state, so a restarted router placed every model by its estimate again. :class:`Footprints`
+keeps the most each model took in a small file beside Corral's other caches
+(``$XDG_CACHE_HOME/corral/footprints.json``, else ``~/.cache/corral/``), keyed by the model's
+files (path, size, modification time: a new download or a changed file is a new model) and its
+worker options (any change to them may change what it takes, so it is measured afresh).
 
 The file is local state, never trusted to be there or to be whole: a missing, unreadable, corrupt
 or foreign file is ignored (with one warning) and replaced at the next measurement; a write goes

@@ -11,7 +11,8 @@ recently used first, until it does. What a model holds is, in order of trust:
 - **estimated**: before a model ever ran, the size of its files (weights and projector), its
   KV cache (from the GGUF header, laid out as the worker will lay it out) and a worker process.
 
-This is host memory; GPU memory is the device planner's (router/scheduling/device_planner.py).
+This is host memory; GPU memory is the device planner's
+(router/scheduling/placement/device_planner.py).
 A model alone is always allowed to load, even over the budget: otherwise it never could.
 Spare workers (``--models-spare``) count at their measured size, except those the coming models
 will take; one more is started only when it fits (:meth:`MemoryBudget.spare_fits`).

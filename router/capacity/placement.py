@@ -1,7 +1,7 @@
 """Where the router put a model: the GPUs it may use and the margin its llama.cpp fit keeps.
 
-Decided by :class:`router.scheduling.device_planner.DevicePlanner` when the model starts, kept
-by the worker pool for the model's run, and handed to the worker as llama-server flags:
+Decided by :class:`router.scheduling.placement.device_planner.DevicePlanner` when the model
+starts, kept by the worker pool for the model's run, and handed to the worker as llama-server flags:
 ``--device CUDA1`` and, when the router chose the model's share, ``--fit-target MiB,…``
 (llama.cpp's fit then shrinks the context until that much stays free on each device); a model
 the router split over several GPUs also gets ``--tensor-split``, each device's part in proportion
@@ -28,8 +28,8 @@ class Placement:
     # Each of ``devices``' part of a split the router chose (proportions); () : one device, or
     # the split is the user's or llama.cpp's.
     tensor_split: tuple[float, ...] = ()
-    # The cluster node whose agent runs the worker (router/scheduling/node_planner.py); None:
-    # this machine, without ``--cluster``.
+    # The cluster node whose agent runs the worker
+    # (router/scheduling/placement/node_planner.py); None: this machine, without ``--cluster``.
     node: str | None = None
 
     def worker_args(self) -> list[str]:

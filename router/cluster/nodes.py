@@ -81,7 +81,8 @@ class ClusterNodes:
         ray.shutdown()
 
     def capacities(self) -> dict[str, int]:
-        """Each node's capacity for Corral's workers (router/scheduling/node_planner.py)."""
+        """Each node's capacity for Corral's workers
+        (router/scheduling/placement/node_planner.py)."""
         return {name: report.capacity for name, report in self.reports.items()}
 
     def launcher(self, node: str | None) -> WorkerLauncher:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 
 from router.scheduling.admission import Admission
 from router.scheduling.demand import Demand
-from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
-from router.scheduling.node_planner import node_label
+from router.scheduling.placement.device_planner import DevicePlanner, DeviceSnapshot
+from router.scheduling.placement.node_planner import node_label
 from router.scheduling.pool_view import PoolView
 from router.scheduling.waiting_line import Priority, Waiter, WaitingLine
 from router.workers.model_state import ModelState, Status
@@ -142,7 +142,7 @@ class Eviction:
         if on and self._devices is not None:
             planner, snap = self._devices, snap or self._devices.snapshot()
             candidates = [state for state in candidates if on & planner.held(state, snap).keys()]
-        elif on:  # a cluster's node needs room (router/scheduling/node_planner.py)
+        elif on:  # a cluster's node needs room (router/scheduling/placement/node_planner.py)
             candidates = [s for s in candidates if s.node is not None and node_label(s.node) in on]
         if self._line.fifo:
             return min(candidates, key=lambda state: state.last_used, default=None)

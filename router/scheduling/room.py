@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from router.capacity.memory_budget import MemoryBudget
-from router.scheduling.device_planner import DevicePlanner, DeviceSnapshot
-from router.scheduling.node_planner import NodePlanner
+from router.scheduling.placement.device_planner import DevicePlanner, DeviceSnapshot
+from router.scheduling.placement.node_planner import NodePlanner
 from router.scheduling.pool_view import PoolView
 from router.workers.model_state import ModelState, Status
 
@@ -62,7 +62,7 @@ class Room:
 
     def snapshot(self) -> DeviceSnapshot | None:
         """What one decision reads of the GPUs, read once and passed down to every question
-        it asks (router/scheduling/device_snapshot.py); None without a device planner."""
+        it asks (router/scheduling/placement/device_snapshot.py); None without a device planner."""
         return self._devices.snapshot() if self._devices is not None else None
 
     def short_of(

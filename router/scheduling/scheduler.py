@@ -45,11 +45,11 @@ from router.capacity.placement import Placement
 from router.scheduling.admission import Admission
 from router.scheduling.cores import CoreShare
 from router.scheduling.demand import RETURN_S, Demand
-from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.eviction import Eviction
 from router.scheduling.leases import Lease, RequestScope, bind
 from router.scheduling.load_queue import Entry, LoadQueue
-from router.scheduling.node_planner import NodePlanner
+from router.scheduling.placement.device_planner import DevicePlanner
+from router.scheduling.placement.node_planner import NodePlanner
 from router.scheduling.places import Places
 from router.scheduling.room import Room, SchedulerLimits
 from router.scheduling.timers import Timers
@@ -81,7 +81,9 @@ class Scheduler:
     ) -> None:
         self._pool = pool
         self.memory = memory
-        self.devices = devices  # GPU placement (router/scheduling/device_planner.py), if any
+        self.devices = (
+            devices  # GPU placement (router/scheduling/placement/device_planner.py), if any
+        )
         self.cores = cores  # the CPU cores shared among busy workers (cores.py), if any
         self.line = WaitingLine(clock, wait_max, fifo=schedule == "fifo")
         self._queue = LoadQueue(self.line, pool, pool.holds.held)

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.support.remote.rpc_server import closed_port, rpc_server
 from tests.support.router_process import running_router
-from tests.support.rpc_server import closed_port, rpc_server
 
 COMPLETION = {"prompt": "once upon a time", "n_predict": 4, "temperature": 0}
 

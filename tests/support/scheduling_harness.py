@@ -12,9 +12,9 @@ import anyio
 from router.capacity.memory_budget import MemoryBudget
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.scheduling.demand import RETURN_S
-from router.scheduling.device_planner import DevicePlanner
 from router.scheduling.leases import Lease
-from router.scheduling.node_planner import NodePlanner
+from router.scheduling.placement.device_planner import DevicePlanner
+from router.scheduling.placement.node_planner import NodePlanner
 from router.scheduling.room import SchedulerLimits
 from router.scheduling.scheduler import Scheduler
 from router.workers.model_state import ModelState

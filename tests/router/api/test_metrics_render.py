@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from router.api.metrics import RequestCounter, render_metrics
 from router.capacity.devices import Device, FakeDevices
 from router.capacity.memory_budget import MemoryBudget
-from router.scheduling.device_planner import DevicePlanner
+from router.scheduling.placement.device_planner import DevicePlanner
 from router.workers.model_state import ModelState
 from tests.support.scheduling_harness import Harness, harness
 

@@ -9,7 +9,7 @@ import pytest
 from corral.children.device_use import OutOfMemory
 from router.api.models import _entry
 from router.capacity.devices import Device, FakeDevices
-from router.scheduling.device_planner import DevicePlanner
+from router.scheduling.placement.device_planner import DevicePlanner
 from tests.support.fakes.two_gpus import split_over_two_gpus
 from tests.support.scheduling_harness import harness
 

@@ -1,5 +1,5 @@
 """``corral serve --cluster`` on a real Ray cluster: a head and two nodes on this machine, in a
-network namespace with only loopback (tests/support/ray_cluster.py, docs/scaling.md).
+network namespace with only loopback (tests/support/remote/ray_cluster.py, docs/scaling.md).
 
 The head and node ``b`` are full by what their agents report (``CORRAL_NODE_MEMORY_MAX`` in
 their ``ray start``'s environment); node ``c`` has room, so every model loads there. One
@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.files.bundled_model import bundled_model
 from tests.support.files.tiny_gguf import write_tiny_gguf
-from tests.support.ray_cluster import RayCluster, loopback_namespace
+from tests.support.remote.ray_cluster import RayCluster, loopback_namespace
 from tests.support.router_process import RouterProcess, running_router
 
 if not os.environ.get("CI"):  # in CI, bootstrap's --dev installs it: its absence fails

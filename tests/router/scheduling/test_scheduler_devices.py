@@ -16,7 +16,7 @@ from router.availability.errors import OutOfDeviceMemory
 from router.capacity.devices import Device, FakeDevices
 from router.catalogue.catalogue import CatalogueEntry
 from router.scheduling.answers import api_error
-from router.scheduling.device_planner import DevicePlanner
+from router.scheduling.placement.device_planner import DevicePlanner
 from router.workers.model_state import Status
 from tests.support.scheduling_harness import Harness, harness
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from router.capacity.devices import Device, FakeDevices
-from router.scheduling.device_planner import DevicePlanner
+from router.scheduling.placement.device_planner import DevicePlanner
 from router.workers.model_state import ModelState
 from tests.support.scheduling_harness import Harness, harness
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from corral.children.protocol import EXIT_FAILED
-from tests.support.rpc_server import RpcServer, closed_port, rpc_server
+from tests.support.remote.rpc_server import RpcServer, closed_port, rpc_server
 from tests.support.worker_process import WorkerProcess, worker
 
 # The tiny model has two blocks; llama.cpp counts the output layer too.

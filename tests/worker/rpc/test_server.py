@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.support.rpc_server import corral_command, rpc_server
+from tests.support.remote.rpc_server import corral_command, rpc_server
 from worker.rpc.handshake import PROTOCOL_MAJOR, RpcServerUnavailable, say_hello
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from router.api.ollama.listing import memory_in_ps
 from router.capacity.devices import FakeDevices
-from router.scheduling.device_planner import DevicePlanner
+from router.scheduling.placement.device_planner import DevicePlanner
 from tests.support.fakes.two_gpus import split_over_two_gpus
 from tests.support.scheduling_harness import harness
 

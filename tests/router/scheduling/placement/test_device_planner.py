@@ -1,5 +1,6 @@
-"""GPU placement decisions (router/scheduling/device_planner.py) against a fake inventory of two
-GPUs with given free and total memory; models' sizes come from a stand-in for the GGUF estimate.
+"""GPU placement decisions (router/scheduling/placement/device_planner.py) against a fake
+inventory of two GPUs with given free and total memory; models' sizes come from a stand-in for
+the GGUF estimate.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 from router.capacity.devices import Device, FakeDevices
 from router.capacity.placement import Placement
 from router.catalogue.catalogue import CatalogueEntry
-from router.scheduling.device_planner import DevicePlanner, choose_devices
+from router.scheduling.placement.device_planner import DevicePlanner, choose_devices
 from router.workers.model_state import ModelState
 
 G, M = 1 << 30, 1 << 20

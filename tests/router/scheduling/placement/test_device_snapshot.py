@@ -1,4 +1,4 @@
-"""One reading of the GPUs per scheduling decision (router/scheduling/device_snapshot.py).
+"""One reading of the GPUs per scheduling decision (router/scheduling/placement/device_snapshot.py).
 
 A counting stand-in for the device inventory (the hardware seam) says how often a decision asks
 the driver; with NVML each of those reads walks every GPU and every process on it.
@@ -16,8 +16,8 @@ import pytest
 
 from router.capacity.devices import Device, FakeDevices, ProcessMemory
 from router.catalogue.catalogue import CatalogueEntry
-from router.scheduling.device_planner import DevicePlanner
-from router.scheduling.device_snapshot import DeviceSnapshot
+from router.scheduling.placement.device_planner import DevicePlanner
+from router.scheduling.placement.device_snapshot import DeviceSnapshot
 from router.workers.model_state import ModelState
 from tests.support.scheduling_harness import harness
 

@@ -38,7 +38,7 @@ from router.capacity.footprints import Footprints
 from router.capacity.memory_budget import kv_cache_bytes
 from router.capacity.placement import Placement
 from router.catalogue.catalogue import CatalogueEntry
-from router.scheduling.device_snapshot import DeviceSnapshot, Estimate
+from router.scheduling.placement.device_snapshot import DeviceSnapshot, Estimate
 from router.workers.model_state import ModelState
 
 __all__ = [
@@ -160,8 +160,9 @@ class DevicePlanner:
         self._footprints = footprints  # measured by an earlier router
 
     def snapshot(self) -> DeviceSnapshot:
-        """What one decision reads of the GPUs, once (router/scheduling/device_snapshot.py).
-        Every method takes one; without it, it reads its own."""
+        """What one decision reads of the GPUs, once
+        (router/scheduling/placement/device_snapshot.py). Every method takes one; without it, it
+        reads its own."""
         return DeviceSnapshot(self.inventory, self._estimate)
 
     # --- what models take ------------------------------------------------------------------------

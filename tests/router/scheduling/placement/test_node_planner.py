@@ -1,5 +1,5 @@
 """Which node a model loads on with ``--cluster``, and which node needs room
-(router/scheduling/node_planner.py): by what each node's agent reports, per node."""
+(router/scheduling/placement/node_planner.py): by what each node's agent reports, per node."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from router.capacity.memory_budget import MemoryBudget
 from router.capacity.placement import Placement
 from router.catalogue.catalogue import CatalogueEntry
-from router.scheduling.node_planner import NodePlanner, node_label
+from router.scheduling.placement.node_planner import NodePlanner, node_label
 from router.workers.model_state import ModelFields, ModelState, Status
 from tests.support.scheduling_harness import harness
 

@@ -1,0 +1,2 @@
+"""Where a model loads: which GPU (device_planner, device_snapshot), which cluster node
+(node_planner)."""
