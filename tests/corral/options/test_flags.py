@@ -40,10 +40,11 @@ def test_an_unknown_flag_still_gets_the_closest_one(capsys: pytest.CaptureFixtur
 
 
 def test_flags_are_taken_exactly_as_llama_server_spells_them() -> None:
-    settings = parse_serve_args(["-c", "2048", "-lv", "3", "-ncmoed", "2"])
+    settings = parse_serve_args(["-c", "2048", "-lv", "4", "-ncmoed", "2"])
     assert settings.model_options["ctx-size"] == "2048"
     assert settings.model_options["spec-draft-n-cpu-moe"] == "2"
-    assert settings.no_effect_flags == ("--verbosity",)
+    assert settings.log_verbosity == 4  # the router's console log level (corral.logs)
+    assert settings.no_effect_flags == ()
 
 
 def test_a_worker_notes_the_llama_server_flags_it_has_no_use_for() -> None:
