@@ -133,6 +133,10 @@ def test_the_page_asks_for_the_key_and_keeps_it(
     page.goto(f"{keyed.url}/")
     dialog = page.get_by_role("dialog", name="API key")
     expect(dialog).to_contain_text("This server needs an API key")
+    # The page cannot know which flag holds the key, so it names both (issue 54).
+    expect(dialog).to_contain_text("the key from its --api-key or --api-key-file")
+    # The server answered 401: it is up, and what it lacks is the key (docs/webui.md).
+    expect(page.locator(".connection")).to_have_text("key needed")
     shot("asked")
     dialog.get_by_role("textbox", name="API key").fill("not-the-key")
     dialog.get_by_role("button", name="Save key").click()

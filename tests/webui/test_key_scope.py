@@ -1,5 +1,5 @@
-"""The page follows its key's scope: an inference key sees no model management, an admin key
-sees all of it, and the sidebar says which kind of key the page holds."""
+"""The page follows its key's scope: an inference key sees no model management and a note that
+says why, an admin key sees all of it, and the sidebar says which kind of key the page holds."""
 
 from __future__ import annotations
 
@@ -61,4 +61,11 @@ def test_the_manager_shows_management_only_to_admin_keys(
             expect(button).to_be_visible()
         else:
             expect(button).to_be_hidden()
+    # An inference key is told why they are missing (docs/security.md, key scopes).
+    note = page.get_by_role("note")
+    if scope == "admin":
+        expect(note).to_be_hidden()
+    else:
+        expect(note).to_be_visible()
+        expect(note).to_contain_text("need an admin key")
     shot(scope)

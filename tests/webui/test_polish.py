@@ -1,6 +1,7 @@
 """First-run polish of the Web UI (issue 17): chat titles cut with an ellipsis, counts in
-agreement, error prefixes and load failures said once, "key needed" rather than "offline", a
-bounded default for max tokens, and no request for the router's tools when they are off."""
+agreement, error prefixes and load failures said once, "key needed" rather than "offline", toasts
+that cover no control, a bounded default for max tokens, and no request for the router's tools
+when they are off."""
 
 from __future__ import annotations
 
@@ -120,6 +121,36 @@ def test_a_missing_key_is_not_offline(ui_models: Path, page: Page, shot: Shot) -
         dialog.get_by_role("textbox", name="API key").fill(KEY)
         dialog.get_by_role("button", name="Save key").click()
         expect(connection).to_have_text("live")
+
+        # The toasts (the cancelled dialog's and "saved") cover no control, the send button
+        # least of all (issue 54), on a desktop and on a phone.
+        expect(page.locator(".toast-info")).to_have_text("API key saved in this browser.")
+        _assert_toasts_cover_no_control(page)
+        shot("toast")
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.evaluate("corral.app.toast('Shown on a phone.')")
+        expect(page.locator(".toast").last).to_have_text("Shown on a phone.")
+        _assert_toasts_cover_no_control(page)
+        shot("toast-390")
+
+
+def _assert_toasts_cover_no_control(page: Page) -> None:
+    controls = page.locator("button:visible, input:visible, textarea:visible, a[href]:visible")
+    boxes = [controls.nth(index).bounding_box() for index in range(controls.count())]
+    assert page.locator(".send-btn").bounding_box() in boxes
+    toasts = page.locator(".toast")
+    for index in range(toasts.count()):
+        toast = toasts.nth(index).bounding_box()
+        assert toast
+        for box in boxes:
+            assert box
+            apart = (
+                toast["x"] + toast["width"] <= box["x"]
+                or box["x"] + box["width"] <= toast["x"]
+                or toast["y"] + toast["height"] <= box["y"]
+                or box["y"] + box["height"] <= toast["y"]
+            )
+            assert apart, (toasts.nth(index).inner_text(), toast, box)
 
 
 def test_new_chats_have_bounded_max_tokens(

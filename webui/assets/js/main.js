@@ -26,15 +26,23 @@ class App {
     this.draft = { model: localStorage.getItem(MODEL_STORAGE), settings: defaultSettings() };
     this.theme = localStorage.getItem(THEME_STORAGE) ?? "system";
     this.main = h("main", { class: "main", id: "main" });
+    // In the main column's flow, under the view, rather than laid over it: a toast then covers
+    // no control (the send button, a row's buttons), at any width; the view gives it room.
     this.toasts = h("div", { class: "toasts", role: "status", "aria-live": "polite" });
     this.scrim = h("div", { class: "scrim", onClick: () => this.closeSidebar() });
     this.sidebar = new Sidebar(this);
     document.body.replaceChildren(
-      h("div", { class: "app" }, this.sidebar.el, this.scrim, this.main), this.toasts);
+      h("div", { class: "app" }, this.sidebar.el, this.scrim, this.main));
   }
 
   async start() {
-    onKeyNeeded((options) => apiKeyDialog(options));
+    onKeyNeeded((options) => {
+      // The server answered 401, so it is up: while the dialog asks, the sidebar says
+      // "key needed", not "offline" (docs/webui.md). A key that works clears it (models.start).
+      models.keyNeeded = true;
+      models.changed();
+      return apiKeyDialog(options);
+    });
     onToolConfirm((call) => toolCallDialog(call));
     addEventListener("hashchange", () => this.show());
     addEventListener("keydown", (event) => this.onKey(event));
@@ -106,7 +114,7 @@ class App {
     const views = { models: ManagerView, activity: ActivityView };
     const View = views[this.route.name];
     this.view = View ? new View(this) : new ChatView(this, this.route.id);
-    this.main.replaceChildren(this.view.el);
+    this.main.replaceChildren(this.view.el, this.toasts);
     this.closeSidebar();
     this.sidebar.render();
     const titles = { models: "Models", activity: "Activity" };

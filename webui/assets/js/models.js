@@ -140,6 +140,7 @@ class ModelStore extends EventTarget {
           if (attempt > 0) this.refreshSoon(); // events may have been missed meanwhile
           attempt = 0;
           this.connected = true;
+          this.keyNeeded = false; // a key the dialog asked for (main.js) works
           this.changed();
           await readEvents(response, 0, (data) => this.onEvent(JSON.parse(data)));
         }

@@ -89,7 +89,10 @@ export function apiKeyDialog({ rejected = false, optional = false } = {}) {
     });
     const text = optional
       ? "The key is kept in this browser and sent with every request. Leave it empty to forget it."
-      : "This server needs an API key (its --api-key). It is kept in this browser and sent with every request.";
+      // Neutral on purpose: the page cannot tell which flag the server was started with, and a
+      // caller without a key learns nothing of its setup (docs/security.md: only /health).
+      : ["This server needs an API key: the key from its ", h("code", {}, "--api-key"), " or ",
+        h("code", {}, "--api-key-file"), ". It is kept in this browser and sent with every request."];
     const form = h("form", {
       method: "dialog",
       onSubmit: (event) => {

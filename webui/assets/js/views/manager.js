@@ -42,6 +42,11 @@ export class ManagerView {
     this.reloadButton = h("button", { type: "button", class: "btn btn-small",
       title: "Re-read the model sources (GET /models?reload=1)", onClick: () => this.reload() },
     icon("refresh"), "Reload list");
+    // Says why an inference key sees no Download, Load or Unload (docs/security.md, key scopes),
+    // rather than leaving them missing without a word.
+    this.scopeNote = h("p", { class: "card manage-note", role: "note", hidden: true },
+      "Downloading, loading and unloading models need an admin key; this page's key is an "
+      + "inference key, which may chat with any model (a model loads for its first message).");
     this.downloadCard = h("section", { class: "card" },
       h("h2", {}, "Download from Hugging Face"),
       h("p", { class: "muted" }, "The file for the tag is chosen as llama.cpp does "
@@ -54,6 +59,7 @@ export class ManagerView {
         this.reloadButton),
       h("div", { class: "manager-scroll" },
         h("div", { class: "manager-body" },
+          this.scopeNote,
           this.downloadCard,
           h("section", { class: "card" },
             h("div", { class: "card-head" }, h("h2", {}, "Models"), this.summary),
@@ -123,6 +129,7 @@ export class ManagerView {
   render() {
     this.reloadButton.hidden = !models.canManage;
     this.downloadCard.hidden = !models.canManage;
+    this.scopeNote.hidden = models.canManage;
     this.renderDownloads();
     const entries = models.models();
     const running = entries.filter((entry) => isRunning(entry));
