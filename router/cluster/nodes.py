@@ -6,6 +6,11 @@ pinned to each new one and asks each agent what its node has room for. A node wh
 be reached is dropped until it answers again; only nodes of this cluster are ever placed on
 (docs/scaling.md, "Security").
 
+A node whose agent is lost (router/cluster/remote_process.py, or a report that fails) is dropped at
+once, and gets no new agent while Ray still lists it alive, for a while: a dead node stays listed
+until Ray's health checks give up on it, and an agent started there would only wait
+(docs/scaling.md, "Failover").
+
 A node is named by a custom resource ``corral:NAME`` given to its ``ray start``
 (``--resources '{"corral:gpu-a": 1}'``), else by its address and the start of its Ray id.
 """
@@ -13,6 +18,7 @@ A node is named by a custom resource ``corral:NAME`` given to its ``ray start``
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -36,6 +42,8 @@ NODE_RESOURCE_PREFIX = "corral:"
 _REFRESH_SECONDS = 2.0
 # A new agent's first report waits for its Ray worker process to start.
 _REPORT_TIMEOUT = 30.0
+# How long a node whose agent was lost gets no new one while Ray still lists it alive.
+_LOST_SECONDS = 30.0
 
 
 def node_name(node: Mapping[str, Any]) -> str:
@@ -63,6 +71,7 @@ class ClusterNodes:
     def __init__(self, address: str) -> None:
         self._address = address
         self._agents: dict[str, _Agent] = {}
+        self._lost: dict[str, float] = {}  # node id -> when its agent was lost (monotonic)
         self.reports: dict[str, NodeReport] = {}
 
     def connect(self) -> None:
@@ -89,7 +98,13 @@ class ClusterNodes:
         agent = self._agents.get(node) if node is not None else None
         if node is None or agent is None:
             return _NoNode()
-        return NodeLauncher(agent.handle, node)
+        return NodeLauncher(agent.handle, node, lambda why: self._lose(node, agent, why))
+
+    def _lose(self, name: str, agent: _Agent, why: str) -> None:
+        """The node's agent is gone (a call to it failed): no placement goes there any more."""
+        if self._agents.get(name) is agent:  # not an agent started there since
+            self._lost[agent.node_id] = time.monotonic()
+            self._drop(name, why)
 
     async def run(self) -> None:
         while True:
@@ -106,7 +121,13 @@ class ClusterNodes:
         for name, agent in list(self._agents.items()):
             if agent.node_id not in alive:
                 self._drop(name, "the node left the cluster")
-        known = {agent.node_id for agent in self._agents.values()}
+        now = time.monotonic()
+        self._lost = {
+            node_id: at
+            for node_id, at in self._lost.items()
+            if node_id in alive and now - at < _LOST_SECONDS
+        }
+        known = {agent.node_id for agent in self._agents.values()} | set(self._lost)
         for node_id, node in alive.items():
             if node_id not in known:
                 self._start_agent(node_id, node)
@@ -131,9 +152,15 @@ class ClusterNodes:
     async def _report(self, name: str, agent: _Agent) -> None:
         try:
             with anyio.fail_after(_REPORT_TIMEOUT):
-                self.reports[name] = await agent.handle.report.remote()
+                report = await agent.handle.report.remote()
         except (RayError, TimeoutError) as exc:
-            self._drop(name, f"its agent did not report: {exc}")
+            self._lose(name, agent, f"its agent did not report: {exc}")
+            return
+        if self._agents.get(name) is not agent:
+            return  # dropped meanwhile
+        if name not in self.reports:
+            _log.info("node ready", node=name, capacity=report.capacity)
+        self.reports[name] = report
 
     def _drop(self, name: str, why: str) -> None:
         agent = self._agents.pop(name, None)

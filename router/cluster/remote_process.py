@@ -5,6 +5,10 @@ The pool and the child supervisor (router/workers/) see a worker started by a no
 in order through :meth:`RemoteProcess.pump`, the commands and signals go to the agent, which
 passes them on to the process on its node. So stopping, escalation, keys and the state machine
 are the local code's, not a copy.
+
+A node that dies (its agent's actor is lost) is the pool's local crash: :meth:`RemoteProcess.pump`
+ends as for a SIGKILL, and the node is dropped from placement at once through ``lost``
+(router/cluster/nodes.py), not at its next listing (docs/scaling.md, "Failover").
 """
 
 from __future__ import annotations
@@ -23,16 +27,21 @@ from corral.children.protocol import ChildLine
 from router.cluster.agent import NodeAgent
 from router.workers.launcher import ChildProcess
 
-__all__ = ["NodeLauncher", "RemoteProcess"]
+__all__ = ["LostNode", "NodeLauncher", "RemoteProcess"]
 
 _log = structlog.get_logger("corral.cluster")
 
 
+# Told that the node's agent is lost, and why.
+LostNode = Callable[[str], None]
+
+
 class RemoteProcess:
-    def __init__(self, agent: ActorHandle[NodeAgent], pid: int, node: str) -> None:
+    def __init__(self, agent: ActorHandle[NodeAgent], pid: int, node: str, lost: LostNode) -> None:
         self._agent = agent
         self.pid = pid  # on its node
         self.node = node
+        self._lost = lost
         self._rss: int | None = None
 
     def resident(self) -> int | None:
@@ -42,8 +51,9 @@ class RemoteProcess:
         while True:
             try:
                 batch = await self._agent.lines.remote(self.pid)
-            except RayActorError:  # the node (or its agent) is gone, and its workers with it
+            except RayActorError as exc:  # the node (or its agent) is gone, its workers too
                 _log.error("node agent lost", node=self.node, pid=self.pid)
+                self._lost(f"its agent was lost: {exc}")
                 return -signal.SIGKILL
             self._rss = batch.rss
             for line in batch.lines:
@@ -74,9 +84,10 @@ class RemoteProcess:
 class NodeLauncher:
     """Launches workers on one node, through its agent."""
 
-    def __init__(self, agent: ActorHandle[NodeAgent], node: str) -> None:
+    def __init__(self, agent: ActorHandle[NodeAgent], node: str, lost: LostNode) -> None:
         self._agent = agent
         self._node = node
+        self._lost = lost
 
     async def launch(self, argv: Sequence[str], env: Mapping[str, str]) -> ChildProcess:
         # Only what the router adds to a child's environment (the worker's key) crosses: the
@@ -85,6 +96,9 @@ class NodeLauncher:
         added = {key: value for key, value in env.items() if own.get(key) != value}
         try:
             pid = await self._agent.launch.remote(list(argv), added)
-        except (RayActorError, RayTaskError) as exc:
+        except RayActorError as exc:  # died since it was placed on: the next load goes elsewhere
+            self._lost(f"its agent was lost: {exc}")
             raise OSError(f"on node {self._node}: {exc}") from exc
-        return RemoteProcess(self._agent, pid, self._node)
+        except RayTaskError as exc:
+            raise OSError(f"on node {self._node}: {exc}") from exc
+        return RemoteProcess(self._agent, pid, self._node, self._lost)

@@ -17,9 +17,14 @@ from router.scheduling.answers import scheduling_answered
 from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
 from router.workers.model_state import ModelState
-from router.workers.worker_http import UpstreamError, UpstreamResponse
+from router.workers.worker_http import UpstreamError, UpstreamResponse, UpstreamUnreachable
 
 __all__ = ["WorkerUpstream"]
+
+# How long a request that found its worker unreachable waits for the router to see that worker
+# exit before asking for the model again: a local crash is seen at once, a dead cluster node
+# once Ray tells its agent is lost (docs/scaling.md, "Failover").
+_EXIT_WAIT_SECONDS = 10.0
 
 
 class WorkerUpstream:
@@ -33,14 +38,20 @@ class WorkerUpstream:
         self._scheduler = scheduler
         self._state = state
         self._replay = replay
-        self._tries = 2  # a second when the worker was stopping as the first reached it
+        # A second when the worker was stopping, or gone, as the first reached it.
+        self._tries = 2
         self._lease: Lease | None = None
+        self._unreachable: ModelState | None = None  # the model whose worker could not be reached
 
     async def open(self, relayed: Relayed) -> Hop:
         if self._replay:
             if self._scheduler.hold(self._state, relayed.scope) is None:
                 raise self._gone()
             return await self._hop(relayed, self._state)
+        if self._unreachable is not None:  # its exit first, else the same worker comes back
+            with anyio.move_on_after(_EXIT_WAIT_SECONDS):
+                await self._unreachable.wait_exited()
+            self._unreachable = None
         if not relayed.autoload and not self._state.running:
             raise ApiError(400, "model is not loaded")
         self._lease = lease = await self._acquire(relayed)
@@ -91,19 +102,23 @@ class WorkerUpstream:
         if fault is not None:
             return fault
         if state.stop_requested:
-            return self._stopped(hop)
+            return self._again(hop, "was stopped before it took the request")
+        if isinstance(error, UpstreamUnreachable):
+            # Dead before the request reached it (a crash, or its node's death, seen by the
+            # router a moment later): the request was never sent, so it may go to the next.
+            self._unreachable = state
+            return self._again(hop, f"is unavailable: {error}")
         return ApiError(503, f"model '{state.entry.name}' is unavailable: {error}")
 
-    def _stopped(self, hop: Hop) -> ApiError | None:
-        """The worker was being stopped (an unload, an eviction, a reload) between handing
-        the model over and taking the request, which it never saw. Asked again, the scheduler
-        waits for the stop and loads the model, as for a request a moment later."""
+    def _again(self, hop: Hop, why: str) -> ApiError | None:
+        """The worker was being stopped (an unload, an eviction, a reload) or was gone between
+        handing the model over and taking the request, which it never saw. Asked again, the
+        scheduler waits for the stop and loads the model, as for a request a moment later."""
         if self._replay:
             return self._gone()
         self._tries -= 1
         if self._tries == 0 or not hop.relayed.autoload:  # without autoload, nothing loads it
-            name = _model(hop).entry.name
-            return ApiError(503, f"model '{name}' was stopped before it took the request")
+            return ApiError(503, f"model '{_model(hop).entry.name}' {why}")
         if self._lease is not None:  # that worker is going: its lease is no use to the retry
             self._lease.release()
         if hop.relayed.session is not None:

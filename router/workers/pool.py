@@ -391,7 +391,10 @@ class WorkerPool:
             fields.failures_total += 1
             fields.failed_at = self._clock()
         if fields.client is not None:
-            self._tasks.start_soon(fields.client.aclose)
+            if expected:
+                self._tasks.start_soon(fields.client.aclose)
+            else:  # its answers end now, even where no socket tells (a dead node: scaling.md)
+                fields.client.abort()
             fields.client = None
         fields.exited.set()
         self.exited.publish(WorkerExited(state))

@@ -25,7 +25,14 @@ import httptools
 
 from corral.children.worker_key import WORKER_KEY_HEADER
 
-__all__ = ["MAX_HEAD_BYTES", "PAUSE_ABOVE", "UpstreamError", "UpstreamResponse", "WorkerClient"]
+__all__ = [
+    "MAX_HEAD_BYTES",
+    "PAUSE_ABOVE",
+    "UpstreamError",
+    "UpstreamResponse",
+    "UpstreamUnreachable",
+    "WorkerClient",
+]
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -42,6 +49,10 @@ MAX_HEAD_BYTES = 64 << 10
 
 class UpstreamError(Exception):
     """The worker could not be reached, went away, timed out or spoke something other than HTTP."""
+
+
+class UpstreamUnreachable(UpstreamError):
+    """No connection could be made: the request was never sent, so it may be sent again."""
 
 
 class _Connection(asyncio.Protocol):
@@ -347,7 +358,9 @@ class WorkerClient:
                     lambda: _Connection(self._party), *self._address, ssl=self._tls
                 )
         except (OSError, TimeoutError) as exc:
-            raise UpstreamError(f"cannot connect to {self._party}: {exc or 'timed out'}") from None
+            raise UpstreamUnreachable(
+                f"cannot connect to {self._party}: {exc or 'timed out'}"
+            ) from None
         self._busy.add(connection)
         return connection
 

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.files.bundled_model import bundled_model
 from tests.support.files.tiny_gguf import write_tiny_gguf
-from tests.support.remote.ray_cluster import RayCluster, loopback_namespace
+from tests.support.remote.ray_cluster import loopback_cluster
 from tests.support.router_process import RouterProcess, running_router
 
 if not os.environ.get("CI"):  # in CI, bootstrap's --dev installs it: its absence fails
@@ -39,15 +39,8 @@ def cluster_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterP
     models = tmp_path_factory.mktemp("models")  # a path every node sees: one machine
     shutil.copy(bundled_model(), models / f"{SMOL}.gguf")
     write_tiny_gguf(models / "alpha.gguf", name="alpha")
-    try:
-        namespace = loopback_namespace()
-        namespace.__enter__()
-    except PermissionError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no network namespace for the test cluster (needs root): {exc}")
-    cluster = RayCluster(Path(tmp_path_factory.mktemp("r", numbered=True)))
-    try:
+    scratch = Path(tmp_path_factory.mktemp("r", numbered=True))
+    with loopback_cluster(scratch) as cluster:
         full = {"CORRAL_NODE_MEMORY_MAX": "1M"}
         cluster.add_node("head", full)
         cluster.add_node("b", full)
@@ -55,15 +48,12 @@ def cluster_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterP
         cluster.wait_for_nodes(3)
         args = ["--cluster", f"ray://{cluster.address}", "--models-dir", str(models)]
         with running_router([*args, "--ctx-size", "512"]) as router:
-            router.wait_for_log("node agent started", node="c")
+            router.wait_for_log("node ready", node="c", timeout=60)
             yield router
         # SIGTERM is still uvicorn's graceful stop with Ray joined (which then re-raises it, as
         # for any router): the workers on the nodes were stopped through their agents first.
         assert router.process.returncode == -signal.SIGTERM, router.log_text()
         assert router.wait_for_log("worker exited", model=SMOL)["reason"] == "exited with code 0"
-    finally:
-        cluster.stop()
-        namespace.__exit__(None, None, None)
 
 
 def _models(router: RouterProcess) -> dict[str, dict[str, Any]]:

@@ -26,8 +26,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import psutil
+import pytest
 
-__all__ = ["RayCluster", "loopback_namespace"]
+__all__ = ["RayCluster", "loopback_cluster", "loopback_namespace"]
 
 _CLONE_NEWNET = 0x40000000
 _RAY = str(Path(sys.executable).with_name("ray"))
@@ -54,10 +55,31 @@ def loopback_namespace() -> Iterator[None]:
         os.close(own)
 
 
+@contextmanager
+def loopback_cluster(scratch: Path) -> Iterator[RayCluster]:
+    """A cluster to add nodes to, in a loopback-only namespace that this thread enters, every
+    process of it killed at the end. Without root (no namespace) the test is skipped, except
+    in CI (``CI=true``), where that fails."""
+    try:
+        namespace = loopback_namespace()
+        namespace.__enter__()
+    except PermissionError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no network namespace for the test cluster (needs root): {exc}")
+    cluster = RayCluster(scratch)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        namespace.__exit__(None, None, None)
+
+
 class RayCluster:
     def __init__(self, scratch: Path) -> None:
         self._temp = scratch / "ray"  # short: Ray's socket paths must fit 107 bytes
         self._nodes: list[subprocess.Popen[bytes]] = []
+        self._names: list[str] = []
         self.address = f"127.0.0.1:{_GCS_PORT}"
 
     def add_node(self, name: str, env: Mapping[str, str] | None = None) -> None:
@@ -90,6 +112,7 @@ class RayCluster:
                     start_new_session=True,
                 )
             )
+        self._names.append(name)
         # One node at a time: nodes starting together on a busy machine time out.
         _wait_for_text(log, "Ray runtime started", self._nodes[-1])
 
@@ -105,22 +128,31 @@ class RayCluster:
         )
         subprocess.run([sys.executable, "-c", script], check=True, timeout=timeout + 30)
 
+    def kill_node(self, name: str) -> None:
+        """The node dies at once, as a machine that loses power: every process of its tree
+        (its raylet, Ray's workers, its node agent, the Corral workers that agent started)."""
+        _kill_trees([self._nodes[self._names.index(name)]])
+
     def stop(self) -> None:
         """Kill every process of every node's tree (raylets, GCS, Ray's workers, the node
         agents and the Corral workers they started), by pid."""
-        processes: list[psutil.Process] = []
-        for node in self._nodes:
-            try:
-                root = psutil.Process(node.pid)
-                processes += [root, *root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                pass
-        for process in processes:
-            with suppress(psutil.NoSuchProcess):
-                process.send_signal(signal.SIGKILL)
-        psutil.wait_procs(processes, timeout=10)
-        for node in self._nodes:
-            node.wait(timeout=10)
+        _kill_trees(self._nodes)
+
+
+def _kill_trees(nodes: list[subprocess.Popen[bytes]]) -> None:
+    processes: list[psutil.Process] = []
+    for node in nodes:
+        try:
+            root = psutil.Process(node.pid)
+            processes += [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            pass
+    for process in processes:
+        with suppress(psutil.NoSuchProcess):
+            process.send_signal(signal.SIGKILL)
+    psutil.wait_procs(processes, timeout=10)
+    for node in nodes:
+        node.wait(timeout=10)
 
 
 def _wait_for_text(log: Path, text: str, process: subprocess.Popen[bytes]) -> None:
