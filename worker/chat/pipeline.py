@@ -68,29 +68,32 @@ def template_tools(
     tool_choice: str | dict[str, Any] | None = None,
     parallel_tool_calls: bool = True,
     reasoning_format: str = "auto",
+    tool_mode: str = "template",
 ) -> tuple[OutputPlan, list[dict[str, Any]] | None]:
     """:func:`plan_chat`'s plan and the tools the template itself is given."""
     # A template that describes tools gets them, in the model's own words, as llama-server
     # hands them over (even with tool_choice none), and its tool-call syntax is read back. So
     # does one that only writes tool calls (DeepSeek R1 distills, V3.1, firefunction v2):
     # llama-server's prompt is the template's, without tool instructions, and its autoparser
-    # reads the calls the template writes (common/chat.cpp). The others keep the generic tool
-    # mode (docs/templates.md, docs/tool-calls.md).
+    # reads the calls the template writes (common/chat.cpp). A template with no tool-call
+    # syntax at all is rendered as is and its answer read as text, as llama-server does,
+    # unless --tool-mode generic asks for Corral's generic tool mode (docs/tool-calls.md).
     caps = template.caps
     describes = bool(tools) and (caps.supports_tools or caps.supports_tool_calls)
+    generic = tool_mode == "generic"
     source = template.source
     if describes and template.tool_use is not None:
         source = template.tool_use.source
     plan = plan_output(
         source,
         messages,
-        tools,
+        tools if describes or generic else None,
         tool_choice,
         parallel_tool_calls,
         reasoning_format,
         native=describes,
     )
-    return plan, tools if describes and not plan.generic else None
+    return plan, None if plan.generic else tools
 
 
 async def plan_chat(
@@ -112,6 +115,7 @@ async def plan_chat(
         tool_choice,
         parallel_tool_calls,
         reasoning_format or model.settings.reasoning_format,
+        model.settings.tool_mode,
     )
     # Tools' schemas become a grammar there: in a thread, as a request's own schema
     # (docs/security.md, "Media and JSON schemas in workers").
