@@ -80,18 +80,19 @@ def template_tools(
     # unless --tool-mode generic asks for Corral's generic tool mode (docs/tool-calls.md).
     caps = template.caps
     describes = bool(tools) and (caps.supports_tools or caps.supports_tool_calls)
-    generic = tool_mode == "generic"
     source = template.source
     if describes and template.tool_use is not None:
         source = template.tool_use.source
     plan = plan_output(
         source,
         messages,
-        tools if describes or generic else None,
+        tools,
         tool_choice,
         parallel_tool_calls,
         reasoning_format,
         native=describes,
+        # One that describes tools in a syntax Corral cannot read keeps the generic mode.
+        generic=describes or tool_mode == "generic",
     )
     return plan, None if plan.generic else tools
 
@@ -178,6 +179,9 @@ async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) 
     chat = await _chat_prompt(engine, model, body)
     plan = chat.plan
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
+    if body.tools and body.tool_choice != "none" and body.grammar is not None:
+        # As llama-server, whatever the template (a tool grammar or none): server-common.cpp.
+        raise ApiError(400, "tools cannot be combined with grammar, json_schema or response_format")
     grammar = await body_grammar(body)
     make = prepare_generation(
         model,

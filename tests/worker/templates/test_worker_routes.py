@@ -84,7 +84,9 @@ def _tokens(client: httpx.Client, text: str, add_special: bool) -> int:
 
 
 def _chat_cases() -> list[GoldenCase]:
-    return [c for c in _sample() if c.prompt is not None and c.conversation in ("dialogue", "tools")]
+    return [
+        c for c in _sample() if c.prompt is not None and c.conversation in ("dialogue", "tools")
+    ]
 
 
 @pytest.mark.parametrize("case", _chat_cases(), ids=lambda c: c.id)
@@ -179,6 +181,8 @@ def test_template_flags(tmp_path: Path) -> None:
         assert refused.status_code == 400
         assert "tools param requires --jinja flag" in refused.json()["error"]["message"]
     # The generic tool mode describes them in its own system message, whatever the template.
-    with worker(model, "--no-jinja", "--chat-template", "llama3", "--tool-mode", "generic") as child:
+    with worker(
+        model, "--no-jinja", "--chat-template", "llama3", "--tool-mode", "generic"
+    ) as child:
         applied = httpx.post(f"{child.url}/apply-template", json={**body, "tools": tools})
         assert "You can call these tools" in applied.json()["prompt"]
