@@ -180,6 +180,10 @@ def test_template_flags(tmp_path: Path) -> None:
         refused = httpx.post(f"{child.url}/apply-template", json={**body, "tools": tools})
         assert refused.status_code == 400
         assert "tools param requires --jinja flag" in refused.json()["error"]["message"]
+    # With --jinja a built-in name renders as it is: the tools do not reach it (nor refuse it).
+    with worker(model, "--chat-template", "llama3") as child:
+        applied = httpx.post(f"{child.url}/apply-template", json={**body, "tools": tools})
+        assert applied.json() == {"prompt": prompt}
     # The generic tool mode describes them in its own system message, whatever the template.
     with worker(
         model, "--no-jinja", "--chat-template", "llama3", "--tool-mode", "generic"
