@@ -390,9 +390,11 @@ def test_by_default_a_template_without_tool_calls_answers_tools_in_text(
             "tool_choice": "required", "max_tokens": 8, "verbose": True}  # fmt: skip
     reply = httpx.post(f"{plain.url}/v1/chat/completions", json=body, timeout=120).json()
     (choice,) = reply["choices"]
-    assert "tool_calls" not in choice["message"] and choice["finish_reason"] == "length"
+    assert "tool_calls" not in choice["message"]
+    assert choice["finish_reason"] == "length"
     prompt = reply["__verbose"]["prompt"]
-    assert "Weather in Rome?" in prompt and "You can call these tools" not in prompt
+    assert "Weather in Rome?" in prompt
+    assert "You can call these tools" not in prompt
 
 
 @pytest.mark.parametrize(

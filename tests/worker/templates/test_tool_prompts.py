@@ -1,6 +1,7 @@
-"""Tools for a template that writes tool calls but does not describe tools (DeepSeek V3.1, R1
-distills, firefunction v2): every chat route sends llama-server's prompt, the template's own,
-without the generic tool mode's instructions (docs/templates.md, issue 53 item 1)."""
+"""Tools as llama-server hands them over (docs/templates.md, issue 53 item 1): a template that
+writes tool calls but does not describe tools (DeepSeek V3.1, R1 distills, firefunction v2), and
+one with no tool-call syntax at all, get llama-server's prompt, the template's own, on every
+chat route, without the generic tool mode's instructions, which only --tool-mode generic adds."""
 
 from __future__ import annotations
 
@@ -133,7 +134,9 @@ def test_the_generic_tool_mode_is_an_opt_in() -> None:
     plain, _ = template_tools(*args)
     generic, tools = template_tools(*args, tool_mode="generic")
     assert (plain.generic, plain.grammar) == (False, None)
-    assert generic.generic and generic.grammar is not None and tools is None
+    assert generic.generic
+    assert generic.grammar is not None
+    assert tools is None
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

@@ -17,8 +17,8 @@ from tests.support.worker_process import worker
 # one that folds the system message into the first user turn, one that thinks.
 SAMPLE = ("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", "google-gemma-2-2b-it",
           "Qwen-Qwen3-0.6B")  # fmt: skip
-CTX = ("--ctx-size", "8192")
-GENERIC = "generic"  # gemma 2 again, with --tool-mode generic  # the tiny vocabulary spells most words letter by letter
+CTX = ("--ctx-size", "8192")  # the tiny vocabulary spells most words letter by letter
+GENERIC = "generic"  # gemma 2 again, with --tool-mode generic
 
 
 @pytest.fixture(scope="module")
