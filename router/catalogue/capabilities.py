@@ -3,9 +3,10 @@
 A model's capabilities are what it serves, from four places: its projector (what it reads
 besides text), its GGUF header (a pooling type makes it an embedding model; fill-in-the-middle
 tokens), its options (``embeddings`` in a preset makes a generating model answer embeddings too)
-and its chat template (thinking). Every generating model takes tools: a template without tool
-syntax of its own gets the generic JSON tool mode (docs/tool-calls.md). :func:`capabilities`
-reads them; Corral's ``/models``, Ollama's
+and its chat template (thinking, tools). A generating model takes tools where its template
+has tool-call syntax, or where ``tool-mode = generic`` gives it Corral's generic JSON tool mode;
+otherwise its worker answers a request with tools in text, as llama-server
+(docs/tool-calls.md). :func:`capabilities` reads them; Corral's ``/models``, Ollama's
 ``/api/show`` and llama-server's single-model ``/v1/models`` only choose their words
 (:meth:`Capabilities.corral_words`, :meth:`~Capabilities.ollama_words`,
 :meth:`~Capabilities.llama_server_words`). :func:`is_embedding` is the one test of an embedding
@@ -17,6 +18,7 @@ Headers are read before their vocabulary and kept per file version
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,11 @@ __all__ = [
 CHAT_TEMPLATE = "tokenizer.chat_template"
 # What in a chat template shows it thinks (Ollama's test, kept as it was).
 _THINKING_MARKS = ("<think>", "enable_thinking", "reasoning_content")
+# What in a chat template shows it describes tools or writes tool calls: the router does not run
+# templates (their workers do), so this reads the text where the worker probes it as llama.cpp
+# does (worker/templates/capabilities.py). It matches the probe on every template llama.cpp
+# ships but DeepSeek-R1-Distill-Llama's, which reads tool calls only where the probe does not.
+_TOOL_MARKS = re.compile(r"\btool_calls\b|\btools\b(?!_)")
 
 
 def is_embedding(metadata: Mapping[str, object]) -> bool:
@@ -111,12 +118,13 @@ def capabilities(
         )
     template = str(metadata.get(CHAT_TEMPLATE, ""))
     generates = not is_embedding(metadata)
+    generic = entry.model_options.word("tool-mode") == "generic"
     return Capabilities(
         inputs,
         projector=entry.mmproj is not None,
         completion=generates,
         embedding=serves_embeddings(entry, metadata),
-        tools=generates,
+        tools=generates and (generic or _TOOL_MARKS.search(template) is not None),
         insert="tokenizer.ggml.fim_pre_token_id" in metadata,
         thinking=any(mark in template for mark in _THINKING_MARKS),
     )

@@ -2,8 +2,9 @@
 
 The model's chat template says which format it speaks (:func:`~worker.chat.formats.detect_format`).
 A template with a tool-call syntax of its own gets it parsed back out of the output, under a
-lazy grammar that keeps the calls well formed; a template without one gets Corral's generic
-JSON tool mode (:mod:`worker.chat.json_tools`). Thinking is split off as ``reasoning_content`` per
+lazy grammar that keeps the calls well formed; a template without one is answered as text, as
+llama-server answers it, unless ``--tool-mode generic`` gives it Corral's generic JSON tool mode
+(:mod:`worker.chat.json_tools`). Thinking is split off as ``reasoning_content`` per
 ``--reasoning-format`` or the request's ``reasoning_format`` (docs/tool-calls.md). A family is
 known here only through :class:`~worker.chat.formats.NativeSyntax`, whatever its shape.
 """
@@ -75,11 +76,13 @@ def plan_output(
     reasoning_format: str,
     *,
     native: bool = True,
+    generic: bool = True,
 ) -> OutputPlan:
     """How to prompt for and read the answer; :class:`ApiError` 400 for bad tools or formats.
 
     ``native``: the template describes the tools itself, so the model may call them in its own
-    syntax, when Corral knows it; otherwise the generic JSON tool mode describes them.
+    syntax, when Corral knows it; otherwise the generic JSON tool mode describes them, where
+    ``generic`` allows it, else the answer is read as text (the tools still checked).
     """
     if reasoning_format not in REASONING_FORMATS:
         raise ApiError(400, f"reasoning_format must be one of {', '.join(REASONING_FORMATS)}")
@@ -93,17 +96,17 @@ def plan_output(
     syntax: ToolSyntax | None = own if own is not None and own.frames_answer else None
     grammar: str | None = None
     triggers: tuple[str, ...] = ()
-    generic = False
+    described = False
     if tools and tool_choice != "none":
         told = own if native else None
         try:
             functions, required = chosen_tools(tools, tool_choice)
-            plan = plan_tools(tools, tool_choice) if told is None else None
+            plan = plan_tools(tools, tool_choice) if told is None and generic else None
         except GrammarError as exc:
             raise ApiError(400, str(exc)) from None
         if plan is not None:
             messages, grammar, syntax = plan.prepare(messages), plan.grammar, plan
-            generic = True
+            described = True
         elif told is not None:
             syntax = told = told.with_tools(tools)
             grammar, triggers = _native_grammar(
@@ -112,4 +115,4 @@ def plan_output(
     markers = chat_format.content_markers
     whole = OutputParser(syntax, thinking, reasoning_in_content=legacy, content_markers=markers)
     stream = OutputParser(syntax, None if legacy else thinking, content_markers=markers)
-    return OutputPlan(chat_format, messages, grammar, triggers, whole, stream, generic)
+    return OutputPlan(chat_format, messages, grammar, triggers, whole, stream, described)

@@ -68,14 +68,16 @@ def template_tools(
     tool_choice: str | dict[str, Any] | None = None,
     parallel_tool_calls: bool = True,
     reasoning_format: str = "auto",
+    tool_mode: str = "template",
 ) -> tuple[OutputPlan, list[dict[str, Any]] | None]:
     """:func:`plan_chat`'s plan and the tools the template itself is given."""
     # A template that describes tools gets them, in the model's own words, as llama-server
     # hands them over (even with tool_choice none), and its tool-call syntax is read back. So
     # does one that only writes tool calls (DeepSeek R1 distills, V3.1, firefunction v2):
     # llama-server's prompt is the template's, without tool instructions, and its autoparser
-    # reads the calls the template writes (common/chat.cpp). The others keep the generic tool
-    # mode (docs/templates.md, docs/tool-calls.md).
+    # reads the calls the template writes (common/chat.cpp). A template with no tool-call
+    # syntax at all is rendered as is and its answer read as text, as llama-server does,
+    # unless --tool-mode generic asks for Corral's generic tool mode (docs/tool-calls.md).
     caps = template.caps
     describes = bool(tools) and (caps.supports_tools or caps.supports_tool_calls)
     source = template.source
@@ -89,8 +91,10 @@ def template_tools(
         parallel_tool_calls,
         reasoning_format,
         native=describes,
+        # One that describes tools in a syntax Corral cannot read keeps the generic mode.
+        generic=describes or tool_mode == "generic",
     )
-    return plan, tools if describes and not plan.generic else None
+    return plan, None if plan.generic else tools
 
 
 async def plan_chat(
@@ -112,6 +116,7 @@ async def plan_chat(
         tool_choice,
         parallel_tool_calls,
         reasoning_format or model.settings.reasoning_format,
+        model.settings.tool_mode,
     )
     # Tools' schemas become a grammar there: in a thread, as a request's own schema
     # (docs/security.md, "Media and JSON schemas in workers").
@@ -174,6 +179,9 @@ async def run_chat(request: AnyRequest, body: ChatRequest, shape: ShapeFactory) 
     chat = await _chat_prompt(engine, model, body)
     plan = chat.plan
     budget = token_budget(model, body.max_completion_tokens, body.max_tokens, body.n_predict)
+    if body.tools and body.tool_choice != "none" and body.grammar is not None:
+        # As llama-server, whatever the template (a tool grammar or none): server-common.cpp.
+        raise ApiError(400, "tools cannot be combined with grammar, json_schema or response_format")
     grammar = await body_grammar(body)
     make = prepare_generation(
         model,

@@ -68,6 +68,8 @@ class WorkerSettings:
     reasoning: str = _SERVER.word("reasoning")
     # none, deepseek, deepseek-legacy or auto (docs/tool-calls.md)
     reasoning_format: str = _SERVER.word("reasoning-format")
+    # template or generic: tools for a template with no tool-call syntax (docs/tool-calls.md)
+    tool_mode: str = _SERVER.word("tool-mode")
     reasoning_budget: int = _SERVER.integer("reasoning-budget")  # tokens of thinking; -1: unlimited
     # Written before the forced end tag
     reasoning_budget_message: str = _SERVER.word("reasoning-budget-message")

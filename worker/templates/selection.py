@@ -83,6 +83,7 @@ class ChatTemplates:
         self.kwargs: dict[str, Any] = {"preserve_reasoning": True, **(kwargs or {})}
         self.tokens = tokens
         self.builtin: BuiltinTemplate | None = None
+        self.jinja = choice.use_jinja
         self.tool_use: JinjaTemplate | None = None
         source = choice.override if choice.override is not None else choice.gguf_default
         self.name = "custom" if choice.override is not None else "gguf"
@@ -138,7 +139,7 @@ class ChatTemplates:
     def render(self, request: RenderRequest) -> str:
         """The prompt for ``request``; :class:`TemplateRenderError` says why it cannot be."""
         if self.builtin is not None:
-            if request.tools:
+            if request.tools and not self.jinja:  # a built-in name with --jinja ignores them
                 raise TemplateRenderError("tools param requires --jinja flag")
             prompt = self.builtin.render(request.messages, request.add_generation_prompt)
             if prompt is None:

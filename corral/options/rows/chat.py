@@ -56,6 +56,18 @@ ROWS: tuple[OptionSpec, ...] = (
         help="where thinking goes: `none` (left in the content), `deepseek` or `auto` "
         "(`reasoning_content`), `deepseek-legacy` (both); see docs/tool-calls.md",
     ),
+    # Corral's own. The default is llama-server's: a template with no tool-call syntax is
+    # rendered as is and answered as text (docs/tool-calls.md, "Templates without tool calls").
+    OptionSpec(
+        "tool-mode",
+        "choice",
+        literals=("template", "generic"),
+        default="template",
+        dest="tool_mode",
+        help="Corral: tools for a template with no tool-call syntax of its own: `template` (as "
+        "llama-server: rendered as is, answered as text) or `generic` (Corral's JSON tool "
+        "mode: tool instructions, a grammar, calls read back); see docs/tool-calls.md",
+    ),
     # Upstream rejects anything below -1; -1 means no budget.
     OptionSpec(
         "reasoning-budget",

@@ -179,3 +179,29 @@ def test_hf_repo_with_a_preset_ini_is_served_as_the_preset(tmp_path: Path, hub: 
     with running_router(["-hf", "acme/presets", "--offline"], env=env) as router:
         assert {"chat", "other"} <= set(router.models())
     assert len(hub.requests) == asked
+
+
+def test_a_preset_s_tool_mode_generic_gives_its_model_tool_calls(
+    models_dir: Path, tmp_path: Path
+) -> None:
+    """The tiny models' ChatML has no tool-call syntax: tools are answered in text, as
+    llama-server answers them, unless the model's preset says ``tool-mode = generic``
+    (docs/tool-calls.md)."""
+    preset = tmp_path / "models.ini"
+    preset.write_text("[*]\nctx-size = 2048\n\n[beta]\ntool-mode = generic\n")
+    tool = {"type": "function", "function": {"name": "clock", "description": "The time now"}}
+    body = {**CHAT, "tools": [tool], "tool_choice": "required", "max_tokens": 200}
+    args = ["--models-dir", str(models_dir), "--models-preset", str(preset)]
+    with running_router(args) as router:
+        answers = {
+            name: router.client.post("/v1/chat/completions", json={"model": name, **body}).json()
+            for name in ("alpha", "beta")
+        }
+        shown = {
+            name: router.client.post("/api/show", json={"model": name}).json()["capabilities"]
+            for name in ("alpha", "beta")
+        }
+    assert "tool_calls" not in answers["alpha"]["choices"][0]["message"]
+    (call,) = answers["beta"]["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["name"] == "clock"
+    assert shown == {"alpha": ["completion"], "beta": ["completion", "tools"]}

@@ -12,8 +12,14 @@ from tests.support.worker_process import worker
 
 
 @pytest.fixture(scope="module")
-def server(model: Path) -> Iterator[str]:
-    with worker(model, "--ctx-size", "1024") as child:
+def worker_args() -> tuple[str, ...]:
+    """The worker's extra flags; a module that tests the generic tool mode turns it on."""
+    return ()
+
+
+@pytest.fixture(scope="module")
+def server(model: Path, worker_args: tuple[str, ...]) -> Iterator[str]:
+    with worker(model, "--ctx-size", "1024", *worker_args) as child:
         yield child.url
 
 

@@ -1,7 +1,8 @@
 """Corral's generic JSON tool mode on a real worker, through the official ``openai`` client.
 
-The tiny model's ChatML template describes no tools, so a request with ``tools`` gets the
-generic mode: the grammar makes the model answer ``{"response": …}`` or ``{"tool_call": …}``.
+The tiny model's ChatML template has no tool-call syntax, so with ``--tool-mode generic`` a
+request with ``tools`` gets the generic mode (without it, llama-server's plain answer): the
+grammar makes the model answer ``{"response": …}`` or ``{"tool_call": …}``.
 A stream gives that answer as llama-server's generic format does, as it is written: the
 response's text as content deltas, a call's name then its argument text.
 """
@@ -20,6 +21,11 @@ from tests.worker.chat.weather_tool import ASK, WEATHER
 
 CLOCK = {"type": "function", "function": {"name": "clock", "description": "The time now"}}
 SEEDED: dict[str, Any] = {"seed": 7, "temperature": 0.8, "max_tokens": 120}
+
+
+@pytest.fixture(scope="module")
+def worker_args() -> tuple[str, ...]:
+    return ("--tool-mode", "generic")
 
 
 @pytest.fixture(scope="module")

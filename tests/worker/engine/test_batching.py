@@ -79,8 +79,9 @@ def plain(models_dir: Path) -> Iterator[WorkerProcess]:
 
 @pytest.fixture(scope="module")
 def roomy(models_dir: Path) -> Iterator[WorkerProcess]:
-    """The same for the tool tests, whose grammar needs a larger context."""
-    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048") as child:
+    """The same for the tool tests, in the generic tool mode (the tiny model's template has no
+    tool-call syntax), whose grammar needs a larger context."""
+    with worker(models_dir / "alpha.gguf", "--ctx-size", "2048", "--tool-mode", "generic") as child:
         yield child
 
 
@@ -378,6 +379,22 @@ def test_tool_history_is_accepted(roomy: WorkerProcess) -> None:
     reply = httpx.post(f"{roomy.url}/v1/chat/completions", json=body, timeout=120)
     assert reply.status_code == 200
     assert reply.json()["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_by_default_a_template_without_tool_calls_answers_tools_in_text(
+    plain: WorkerProcess,
+) -> None:
+    """As llama-server: the template rendered as is, no tool grammar, the answer read as text
+    (docs/tool-calls.md); the generic tool mode is --tool-mode generic's."""
+    body = {"messages": [{"role": "user", "content": "Weather in Rome?"}], "tools": [WEATHER],
+            "tool_choice": "required", "max_tokens": 8, "verbose": True}  # fmt: skip
+    reply = httpx.post(f"{plain.url}/v1/chat/completions", json=body, timeout=120).json()
+    (choice,) = reply["choices"]
+    assert "tool_calls" not in choice["message"]
+    assert choice["finish_reason"] == "length"
+    prompt = reply["__verbose"]["prompt"]
+    assert "Weather in Rome?" in prompt
+    assert "You can call these tools" not in prompt
 
 
 @pytest.mark.parametrize(

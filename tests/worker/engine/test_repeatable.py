@@ -1,5 +1,6 @@
 """Temperature 0 repeats exactly on an idle worker, whatever ran before: the same chat request,
-with and without ``tools`` (the generic JSON tool mode), sent 10 times between other requests
+with and without ``tools`` (the generic JSON tool mode, ``--tool-mode generic``: SmolLM2's
+template has no tool-call syntax), sent 10 times between other requests
 (other prompts and lengths, one sharing the tool instructions, so that the slots, the prompt
 cache and the KV cells hold other content) gives the same text and the same log-probabilities
 10 of 10. With the bundled SmolLM2 and the official ``openai`` client (docs/serving.md,
@@ -46,7 +47,7 @@ OTHERS = [
 @pytest.fixture(scope="module")
 def client() -> Iterator[openai.OpenAI]:
     with (
-        worker(bundled_model(), "--ctx-size", "2048") as process,
+        worker(bundled_model(), "--ctx-size", "2048", "--tool-mode", "generic") as process,
         openai.OpenAI(base_url=f"{process.url}/v1", api_key="x", max_retries=0) as client,
     ):
         yield client

@@ -1,6 +1,7 @@
-"""Tools for a template that writes tool calls but does not describe tools (DeepSeek V3.1, R1
-distills, firefunction v2): every chat route sends llama-server's prompt, the template's own,
-without the generic tool mode's instructions (docs/templates.md, issue 53 item 1)."""
+"""Tools as llama-server hands them over (docs/templates.md, issue 53 item 1): a template that
+writes tool calls but does not describe tools (DeepSeek V3.1, R1 distills, firefunction v2), and
+one with no tool-call syntax at all, get llama-server's prompt, the template's own, on every
+chat route, without the generic tool mode's instructions, which only --tool-mode generic adds."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from tests.support.template_goldens import (
 )
 from tests.support.worker_process import worker
 from worker.chat.pipeline import template_tools
-from worker.templates import ChatTemplates, TemplateChoice, VocabTokens
+from worker.templates import ChatTemplates, TemplateChoice, TemplateRenderError, VocabTokens
 
 STEM = "deepseek-ai-DeepSeek-V3.1"  # date-free; caps: tool calls, no tool descriptions
 CASES = [c for c in golden_cases() if c.template == STEM and c.conversation == "tools"]
@@ -96,25 +97,46 @@ def test_every_chat_route_sends_llama_server_s_prompt(
     assert answered.json()["usage"]["input_tokens"] == tokens
 
 
-def test_the_golden_tool_prompts_of_templates_that_write_calls_are_rendered_as_is() -> None:
-    """Through the chat pipeline's own planning, every template whose tool calls Corral reads
-    renders the tools conversations as llama-server did; only templates with no tool-call
-    syntax at all keep the generic mode's instructions."""
+def test_every_golden_tool_prompt_is_llama_server_s() -> None:
+    """Through the chat pipeline's own planning, every template renders the tools
+    conversations as llama-server did: one with no tool-call syntax at all too, as is, without
+    the generic tool mode's instructions, which only --tool-mode generic adds."""
     vocab = VocabTokens(bos_token="<s>", eos_token="</s>", add_bos=True, add_eos=False)
-    differing = []
+    differing, refused = [], []
     when = recorded_at()
     for case in golden_cases():
-        if case.conversation not in ("tools", "tool_result") or case.prompt is None:
+        if case.conversation not in ("tools", "tool_result"):
             continue
         source = golden_template(case.template)["source"]
         templates = ChatTemplates(TemplateChoice(gguf_default=source), vocab, now=lambda: when)
         plan, tools = template_tools(templates, case.body["messages"], case.body["tools"])
-        if templates.render(templates.request(plan.messages, tools, None)) != case.prompt:
-            differing.append(case.template)
-    # The generic tool mode's 9 (docs/templates.md): templates with no tool-call syntax at all.
-    assert len(differing) == 9
-    caps = [golden_template(stem)["caps"] for stem in differing]
-    assert all(not c["supports_tools"] and not c["supports_tool_calls"] for c in caps)
+        try:
+            prompt = templates.render(templates.request(plan.messages, tools, None))
+        except TemplateRenderError:
+            refused.append(case.id)
+            continue
+        if prompt != case.prompt:
+            differing.append(case.id)
+    assert differing == []
+    # What llama-server refuses is refused: gemma 2's tool result too (its roles alternate).
+    assert "google-gemma-2-2b-it:tool_result" in refused
+    tool_cases = [c for c in golden_cases() if c.conversation in ("tools", "tool_result")]
+    assert refused == [c.id for c in tool_cases if c.prompt is None]
+
+
+def test_the_generic_tool_mode_is_an_opt_in() -> None:
+    """--tool-mode generic still describes the tools in Corral's words, with its grammar."""
+    (case,) = [c for c in golden_cases() if c.id == "google-gemma-2-2b-it:tools"]
+    source = golden_template(case.template)["source"]
+    vocab = VocabTokens(bos_token="<s>", eos_token="</s>", add_bos=True, add_eos=False)
+    templates = ChatTemplates(TemplateChoice(gguf_default=source), vocab)
+    args = (templates, case.body["messages"], case.body["tools"])
+    plain, _ = template_tools(*args)
+    generic, tools = template_tools(*args, tool_mode="generic")
+    assert (plain.generic, plain.grammar) == (False, None)
+    assert generic.generic
+    assert generic.grammar is not None
+    assert tools is None
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

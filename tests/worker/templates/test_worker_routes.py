@@ -18,6 +18,7 @@ from tests.support.worker_process import worker
 SAMPLE = ("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", "google-gemma-2-2b-it",
           "Qwen-Qwen3-0.6B")  # fmt: skip
 CTX = ("--ctx-size", "8192")  # the tiny vocabulary spells most words letter by letter
+GENERIC = "generic"  # gemma 2 again, with --tool-mode generic
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +31,11 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, http
                                chat_template=golden_template(SAMPLE[1])["source"]), *CTX) as gemma,
         worker(write_tiny_gguf(directory / "qwen.gguf",
                                chat_template=golden_template(SAMPLE[2])["source"]), *CTX) as qwen,
+        worker(directory / "gemma.gguf", *CTX, "--tool-mode", "generic") as generic,
     ):  # fmt: skip
         clients = {
             stem: httpx.Client(base_url=child.url, timeout=60)
-            for stem, child in zip(SAMPLE, (hermes, gemma, qwen), strict=True)
+            for stem, child in zip((*SAMPLE, GENERIC), (hermes, gemma, qwen, generic), strict=True)
         }
         yield clients
         for client in clients.values():
@@ -44,17 +46,15 @@ def _sample() -> list[GoldenCase]:
     return [case for case in golden_cases() if case.template in SAMPLE]
 
 
-def _describes_tools(stem: str) -> bool:
-    return bool(golden_template(stem)["caps"]["supports_tools"])
-
-
 def _generic(case: GoldenCase) -> bool:
-    """Tools the template does not describe: Corral's generic tool mode tells the model about
-    them, in the prompt, where llama-server's /apply-template leaves them out."""
-    return "tools" in case.body and not _describes_tools(case.template)
+    """Tools a template with no tool-call syntax is offered: with --tool-mode generic,
+    Corral's generic tool mode tells the model about them in the prompt, where llama-server
+    (and Corral by default) renders the template as is."""
+    caps = golden_template(case.template)["caps"]
+    return "tools" in case.body and not (caps["supports_tools"] or caps["supports_tool_calls"])
 
 
-@pytest.mark.parametrize("case", [c for c in _sample() if not _generic(c)], ids=lambda c: c.id)
+@pytest.mark.parametrize("case", _sample(), ids=lambda c: c.id)
 def test_apply_template_answers_as_llama_server(
     clients: dict[str, httpx.Client], case: GoldenCase
 ) -> None:
@@ -84,16 +84,8 @@ def _tokens(client: httpx.Client, text: str, add_special: bool) -> int:
 
 
 def _chat_cases() -> list[GoldenCase]:
-    # Tools reach the template only where it describes them: for the others the chat path
-    # keeps Corral's generic tool mode (docs/templates.md), so the prompt is not the golden.
     return [
-        case
-        for case in _sample()
-        if case.prompt is not None
-        and (
-            case.conversation == "dialogue"
-            or (case.conversation == "tools" and _describes_tools(case.template))
-        )
+        c for c in _sample() if c.prompt is not None and c.conversation in ("dialogue", "tools")
     ]
 
 
@@ -115,7 +107,7 @@ def test_the_chat_path_prompt_is_the_template_s_with_one_bos(
 def test_apply_template_shows_the_generic_tool_instructions_the_chat_route_renders(
     clients: dict[str, httpx.Client], case: GoldenCase
 ) -> None:
-    client = clients[case.template]
+    client = clients[GENERIC]
     applied = client.post("/apply-template", json=case.body)
     assert applied.status_code == 200
     prompt = applied.json()["prompt"]
@@ -180,11 +172,21 @@ def test_template_flags(tmp_path: Path) -> None:
                 "--chat-template-kwargs", '{"greeting": "hello"}') as child:  # fmt: skip
         prompt = httpx.post(f"{child.url}/apply-template", json=body).json()["prompt"]
         assert prompt == "hello:hi"
+    tools = [{"type": "function", "function": {"name": "f"}}]
     with worker(model, "--no-jinja", "--chat-template", "llama3") as child:
         prompt = httpx.post(f"{child.url}/apply-template", json=body).json()["prompt"]
         assert prompt.startswith("<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>")
-        # llama-server refuses tools without --jinja; Corral's chat routes describe them in
-        # the generic tool mode's system message, and /apply-template shows that prompt.
-        tools = [{"type": "function", "function": {"name": "f"}}]
+        # As llama-server: tools need --jinja.
+        refused = httpx.post(f"{child.url}/apply-template", json={**body, "tools": tools})
+        assert refused.status_code == 400
+        assert "tools param requires --jinja flag" in refused.json()["error"]["message"]
+    # With --jinja a built-in name renders as it is: the tools do not reach it (nor refuse it).
+    with worker(model, "--chat-template", "llama3") as child:
+        applied = httpx.post(f"{child.url}/apply-template", json={**body, "tools": tools})
+        assert applied.json() == {"prompt": prompt}
+    # The generic tool mode describes them in its own system message, whatever the template.
+    with worker(
+        model, "--no-jinja", "--chat-template", "llama3", "--tool-mode", "generic"
+    ) as child:
         applied = httpx.post(f"{child.url}/apply-template", json={**body, "tools": tools})
         assert "You can call these tools" in applied.json()["prompt"]

@@ -45,8 +45,8 @@ def test_show_gives_the_template_header_and_capabilities(client: ollama.Client) 
     assert shown.modelinfo is not None
     assert shown.modelinfo["general.architecture"] == "llama"
     assert shown.modelinfo["llama.context_length"] == 2048
-    # Every chat model takes tools: without tool syntax of its own, in the generic JSON mode.
-    assert shown.capabilities == ["completion", "tools"]
+    # ChatML has no tool-call syntax: tools are answered in text, as llama-server answers them.
+    assert shown.capabilities == ["completion"]
     assert shown.parameters is not None
     assert "num_ctx" in shown.parameters
     assert "insert" in (client.show("coder:latest").capabilities or [])
@@ -61,7 +61,7 @@ def test_a_preset_s_embeddings_show_as_a_capability(
 ) -> None:
     """``embeddings = on`` in its preset: the chat model answers ``/api/embed`` too, and Ollama's
     clients that pick an embedding model by its capabilities find it (docs/api.md)."""
-    assert client.show("dual").capabilities == ["completion", "embedding", "tools"]
+    assert client.show("dual").capabilities == ["completion", "embedding"]
     [vector] = client.embed(model="dual", input="a sheep").embeddings
     assert len(vector) > 0
     listed = {m["id"]: m for m in shared_router.client.get("/v1/models").json()["data"]}
