@@ -17,9 +17,11 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -77,7 +79,10 @@ def loopback_cluster(scratch: Path) -> Iterator[RayCluster]:
 
 class RayCluster:
     def __init__(self, scratch: Path) -> None:
-        self._temp = scratch / "ray"  # short: Ray's socket paths must fit 107 bytes
+        # Ray's socket paths must fit 107 bytes: pytest's own temp paths (popen-gw1/...) are
+        # too long under xdist, as in CI, so Ray gets a short folder of its own in /tmp.
+        self._temp = Path(tempfile.mkdtemp(prefix="corral-ray-", dir="/tmp"))
+        self._logs = scratch
         self._nodes: list[subprocess.Popen[bytes]] = []
         self._names: list[str] = []
         self.address = f"127.0.0.1:{_GCS_PORT}"
@@ -101,7 +106,7 @@ class RayCluster:
             f"--min-worker-port={first}", f"--max-worker-port={first + 199}",
             "--disable-usage-stats",
         ]  # fmt: skip
-        log = self._temp.parent / f"{name}.log"  # ray start's own words
+        log = self._logs / f"{name}.log"  # ray start's own words
         with log.open("wb") as out:
             self._nodes.append(
                 subprocess.Popen(
@@ -137,6 +142,7 @@ class RayCluster:
         """Kill every process of every node's tree (raylets, GCS, Ray's workers, the node
         agents and the Corral workers they started), by pid."""
         _kill_trees(self._nodes)
+        shutil.rmtree(self._temp, ignore_errors=True)
 
 
 def _kill_trees(nodes: list[subprocess.Popen[bytes]]) -> None:
