@@ -200,7 +200,10 @@ def test_the_live_rate_is_the_one_the_request_reports(
     generation.join()
     seen: list[list[float]] = page.evaluate("() => window.liveRates")
     final = next(r for r in _records(long_named) if r["completion_tokens"] == GENERATED)
-    generated, live = seen[-1]
+    # The row still says generating as the stream's last events are counted, so its count may
+    # reach the final one before the record ends (seen in CI under load): the latest figure
+    # shown short of it is the latest that can only have been live.
+    generated, live = [figures for figures in seen if figures[0] < GENERATED][-1]
     assert 0 < generated < GENERATED
     assert live == pytest.approx(final["tokens_per_s"], rel=0.10)
 
