@@ -170,14 +170,20 @@ class ServeSettings:
 
     @property
     def sources(self) -> CatalogueSources:
+        # The courtesy sequence is the swap order's (router/scheduling/admission.py): on for
+        # every model unless a preset or the command line says not; off with fifo, which hands
+        # a worker every request at once, so that the worker decodes what it always did.
+        swap = self.schedule == "swap"
+        courtesy = {"courtesy-slot": "true" if swap else "false"}
         return CatalogueSources(
             models_dir=self.models_dir,
             model_files=self.model_files,
             preset_file=self.models_preset,
             cache_dir=self.cache_dir,
-            cli_options=self.model_options,
+            cli_options=self.model_options if swap else {**self.model_options, **courtesy},
             mmproj_file=self.mmproj_file,
             preset_repo=self.models_preset_repo,
+            router_options=courtesy if swap else {},
         )
 
     @property

@@ -3,8 +3,10 @@ memory for it.
 
 Both processes call these functions with the same options, so the router's estimate of a
 model's cache is the cache its worker creates: how many slots, whether they share one cache,
-how many tokens the context holds (``--ctx-size``, else the trained context per stream, as
-llama-server's common/fit.cpp), and what a token costs in each ``--cache-type-k/-v``.
+whether one hidden sequence more is kept for the router's courtesy (``--courtesy-slot``,
+docs/serving.md "Scheduling"), how many tokens the context holds (``--ctx-size``, else the
+trained context per stream, as llama-server's common/fit.cpp), and what a token costs in each
+``--cache-type-k/-v``.
 """
 
 from __future__ import annotations
@@ -41,15 +43,27 @@ class KvLayout(msgspec.Struct, frozen=True):
     type_k: str  # --cache-type-k
     type_v: str  # --cache-type-v
     per_slot: int = 0  # --kv-unified-per-slot: the most tokens one slot may hold; 0: no cap
+    courtesy: int = 0  # --courtesy-slot: sequences beyond the slots, shown nowhere
+
+    @property
+    def sequences(self) -> int:
+        """Sequences the context decodes together: the slots and the courtesy one."""
+        return self.slots + self.courtesy
 
     @property
     def streams(self) -> int:
-        """KV streams: one shared cache, or one per slot."""
-        return 1 if self.unified else self.slots
+        """KV streams: one shared cache, or one per sequence."""
+        return 1 if self.unified else self.sequences
 
     def n_ctx(self, n_ctx_train: int) -> int:
-        """Tokens of the context, all slots together."""
-        return self.ctx_size or n_ctx_train * self.streams
+        """Tokens of the context, all sequences together. A courtesy sequence of split caches
+        gets a slot's share on top of ``--ctx-size``, so that each slot keeps the context it
+        was given; a shared cache stays as large, the sequences sharing it as the slots do."""
+        if not self.ctx_size:
+            return n_ctx_train * self.streams
+        if self.unified:
+            return self.ctx_size
+        return self.ctx_size + self.ctx_size // self.slots * self.courtesy
 
     def n_ctx_seq(self, n_ctx_train: int) -> int:
         """Tokens one slot's sequence may hold."""
@@ -80,6 +94,7 @@ def kv_layout(options: ModelOptions) -> KvLayout:
         type_k=options.word("cache-type-k"),
         type_v=options.word("cache-type-v"),
         per_slot=per_slot,
+        courtesy=int(options.flag("courtesy-slot")),
     )
 
 

@@ -335,6 +335,8 @@ class CatalogueSources:
     cli_options: Mapping[str, str] = field(default_factory=dict)
     mmproj_file: Path | None = None  # --mmproj: the -m files' projector, as llama-server pairs
     preset_repo: str | None = None  # the hub repository of a remote preset: upstream's keys only
+    # The router's own per-model defaults, below every preset's and the command line's.
+    router_options: Mapping[str, str] = field(default_factory=dict)
 
     def log_fields(self) -> dict[str, str | None]:
         """What a log line about the sources shows of them: the directory given, if any."""
@@ -394,7 +396,8 @@ def _build(sources: CatalogueSources, preset: PresetFile | None, cli: dict[str, 
     dedup_paths: set[Path] = set()
     for name, model in models.items():
         below = defaults if scope is None or name in scope.models else {}
-        options = cached_draft({**below, **model.options, **cli}, cached, f"model '{name}'")
+        merged = {**sources.router_options, **below, **model.options, **cli}
+        options = cached_draft(merged, cached, f"model '{name}'")
         entries[name] = _entry(model, options)
         if model.source == "preset" and ModelOptions(options).flag("dedup-cache-models"):
             # As upstream: the draft's cache entry is hidden too.

@@ -11,16 +11,25 @@ room, which is what saves the swap, until a waiter for a model that is not loade
 ``--schedule-wait-max`` seconds: then the running models stop taking new requests (they
 *drain*), and the first to go idle is evicted for it. A model just loaded stays
 ``min-residency`` seconds before it may be evicted, unless such an aged request needs it gone.
+
+A model whose worker keeps a courtesy sequence (``--courtesy-slot``, which the router sets with
+``swap``) takes one counted request more than its slots, but only one that would otherwise
+wait behind other callers' answers: a caller with nothing in flight on the model while others
+fill its slots, or an interactive request while only batch holds them. So a light key or a
+person gets a first token at once, while a heavy key keeps every slot it had; the caller that
+fills the slots never gets more by it. The courtesy is the request's until it ends: a slot that
+frees meanwhile is the line's, as any.
 """
 
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Callable, Iterable
 
-from corral.options.kv_layout import kv_layout
+from corral.options.kv_layout import KvLayout, kv_layout
 from corral.options.model_options import ModelOptions
-from router.scheduling.waiting_line import Waiter, WaitingLine
+from router.scheduling.waiting_line import Caller, Priority, Waiter, WaitingLine
 from router.workers.model_state import ModelState
 
 __all__ = ["Admission", "slots"]
@@ -28,14 +37,26 @@ __all__ = ["Admission", "slots"]
 
 def slots(state: ModelState) -> int:
     """How many requests the model's worker runs at once."""
-    return _slots(state.entry.options)
+    return _layout(state.entry.options).slots
 
 
 @functools.lru_cache(maxsize=256)
-def _slots(options: tuple[tuple[str, str], ...]) -> int:
+def _layout(options: tuple[tuple[str, str], ...]) -> KvLayout:
     # Asked on every request: read once per set of options, not parsed each time. The slots
     # are those the worker makes and the router plans memory for.
-    return kv_layout(ModelOptions.of(options)).slots
+    return kv_layout(ModelOptions.of(options))
+
+
+def _above(caller: Caller, holders: Counter[Caller]) -> bool:
+    """Whether ``caller`` is owed the courtesy sequence over the callers holding the slots:
+    nobody there outranks its class, and it is either the only one of its class or, within
+    its class, holds nothing itself."""
+    classes = {holder.priority for holder in holders}
+    if caller.priority is Priority.BATCH and Priority.INTERACTIVE in classes:
+        return False
+    if caller.priority not in classes:
+        return True
+    return all(holder.share != caller.share for holder in holders)
 
 
 class Admission:
@@ -43,23 +64,34 @@ class Admission:
         self._line = line
         self._clock = clock
         self._taken: dict[ModelState, int] = {}  # counted requests in flight, per model
+        self._holders: dict[ModelState, Counter[Caller]] = {}  # and whose they are
+        self._courtesy: dict[ModelState, int] = {}  # those taken beyond the slots
         # Requests a model was loaded for and has not served yet: it does not drain before.
         self._owed: dict[ModelState, int] = {}
 
     def taken(self, state: ModelState) -> int:
         return self._taken.get(state, 0)
 
-    def full(self, state: ModelState) -> bool:
-        # Asked for every generation: the dict and the cache read directly, not through calls.
-        return self._taken.get(state, 0) >= _slots(state.entry.options)
+    def full(self, state: ModelState, caller: Caller) -> bool:
+        """Whether ``caller``'s request finds no sequence for it: every slot is taken, and the
+        courtesy one is taken or not ``caller``'s to have."""
+        # Asked for every generation: the dicts and the cache read directly, not through calls.
+        courtesy, layout = self._courtesy.get(state, 0), _layout(state.entry.options)
+        if self._taken.get(state, 0) - courtesy < layout.slots:
+            return False
+        return courtesy >= layout.courtesy or not _above(caller, self._holders[state])
 
     def may_take(
-        self, state: ModelState, waiter: Waiter | None, draining: Callable[[], set[str]]
+        self,
+        state: ModelState,
+        caller: Caller,
+        waiter: Waiter | None,
+        draining: Callable[[], set[str]],
     ) -> bool:
-        """Whether a counted request may have the model now. ``waiter`` None: a newcomer, which
-        goes only if nobody of this model waits before it. ``draining`` gives the models that
-        take nobody new; asked only when somebody waits."""
-        if not state.serving or self.full(state):
+        """Whether ``caller``'s counted request may have the model now. ``waiter`` None: a
+        newcomer, which goes only if nobody of this model waits before it. ``draining`` gives
+        the models that take nobody new; asked only when somebody waits."""
+        if not state.serving or self.full(state, caller):
             return False
         if waiter is None and not self._line:
             return True  # nobody waits, so nobody goes first and nothing drains (waiters age)
@@ -72,18 +104,31 @@ class Admission:
         """The model is being loaded for ``waiters`` requests."""
         self._owed[state] = waiters
 
-    def take(self, state: ModelState) -> None:
-        self._taken[state] = self._taken.get(state, 0) + 1
+    def take(self, state: ModelState, caller: Caller) -> bool:
+        """``caller``'s request has the model (:meth:`may_take` said so); whether it took the
+        courtesy sequence, which :meth:`give_back` is told."""
+        taken = self._taken.get(state, 0)
+        courtesy = taken - self._courtesy.get(state, 0) >= slots(state)
+        if courtesy:
+            self._courtesy[state] = self._courtesy.get(state, 0) + 1
+        self._taken[state] = taken + 1
+        self._holders.setdefault(state, Counter())[caller] += 1
         owed = self._owed.pop(state, 0) - 1
         if owed > 0:
             self._owed[state] = owed
+        return courtesy
 
-    def give_back(self, state: ModelState) -> None:
+    def give_back(self, state: ModelState, caller: Caller, courtesy: bool) -> None:
+        if courtesy and (left := self._courtesy.pop(state, 0) - 1) > 0:
+            self._courtesy[state] = left
         left = self._taken.get(state, 0) - 1
         if left > 0:
             self._taken[state] = left
+            self._holders[state][caller] -= 1
+            self._holders[state] += Counter()  # drop the callers left with none
         else:
             self._taken.pop(state, None)
+            self._holders.pop(state, None)
 
     def resident(self, state: ModelState) -> bool:
         """Loaded less than its minimum residency ago: not evicted yet."""

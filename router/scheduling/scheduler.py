@@ -126,14 +126,14 @@ class Scheduler:
     ) -> Lease | None:
         if caller is None or self.line.fifo:
             return self.hold(state, request)
-        if not self._admission.may_take(state, waiter, self._draining):
+        if not self._admission.may_take(state, caller, waiter, self._draining):
             return None
         if not self._pool.claim(state):
             return None
-        self._admission.take(state)
+        courtesy = self._admission.take(state, caller)
         self.line.served(caller)
         self.demand.note(state.name, caller)
-        return bind(request, Lease(state, partial(self._release_slot, caller)))
+        return bind(request, Lease(state, partial(self._release_slot, caller, courtesy)))
 
     def queue_view(self, state: ModelState) -> QueueView | None:
         """The model's waiting requests and why they wait; None when none does."""
@@ -161,10 +161,10 @@ class Scheduler:
         running = [s for s in models.values() if s.serving]
         return self._admission.draining(running, short) | self._yielding
 
-    def _release_slot(self, caller: Caller, state: ModelState) -> None:
+    def _release_slot(self, caller: Caller, courtesy: bool, state: ModelState) -> None:
         self.line.done(caller)
         self.demand.ended(state.name, caller)
-        self._admission.give_back(state)
+        self._admission.give_back(state, caller, courtesy)
         self._release(state)
         self._pool.changed.notify()  # a slot is free: the next waiter may have it
 

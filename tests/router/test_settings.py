@@ -98,3 +98,20 @@ def test_a_derivation_reads_only_the_rows_it_names(
     seen: set[str] = set()
     derivation.derive(Given(Recording(unset), {}, ()))
     assert seen <= set(derivation.reads)
+
+
+
+@pytest.mark.parametrize(("flags", "courtesy"), [([], "true"), (["--schedule", "fifo"], "false")])
+def test_every_model_has_the_courtesy_slot_with_swap_only(
+    clean_env: None, flags: list[str], courtesy: str
+) -> None:
+    """docs/serving.md, "Scheduling": swap gives each worker its courtesy sequence below every
+    preset's say; fifo never, as it hands a worker every request at once: its command line
+    turns it off over any preset."""
+    sources = parse_serve_args(flags).sources
+    if courtesy == "true":
+        assert sources.router_options == {"courtesy-slot": "true"}
+        assert "courtesy-slot" not in sources.cli_options
+    else:
+        assert sources.router_options == {}
+        assert sources.cli_options["courtesy-slot"] == "false"

@@ -1,5 +1,10 @@
 """Continuous batching: ``--parallel`` sequences in one llama context (docs/protocol.md §6).
 
+With ``--courtesy-slot`` the context decodes one sequence more, which no slot list shows and
+no ``id_slot`` names: a request takes it only while every slot is busy, which the router allows
+only for a request that would otherwise wait behind another caller's (docs/serving.md,
+"Scheduling").
+
 Every :meth:`BatchEngine.step` packs one token for each generating sequence and prompt chunks
 of the sequences still reading their prompt into a single ``llama_decode``, then samples each
 sequence with its own sampler chain. A sequence that finishes or is cancelled frees its slot at
@@ -54,6 +59,7 @@ class BatchEngine:
         n_batch: int,
         metrics: EngineMetrics | None = None,
         adapters: LoraAdapters | None = None,
+        courtesy: int = 0,
         speculator: Speculator | None = None,
         caches: SlotCaches | None = None,
         slot_cap: Callable[[int], int] = lambda n_ctx_seq: n_ctx_seq,
@@ -66,7 +72,9 @@ class BatchEngine:
         self._n_vocab = n_vocab
         self._n_batch = n_batch
         self.n_ctx_seq = slot_cap(llama_cpp.llama_n_ctx_seq(ctx))  # --kv-unified-per-slot
-        self.slots = [Slot(i) for i in range(n_parallel)]
+        # Every sequence the context decodes; the slots the API shows are the first ones.
+        self.sequences = [Slot(i) for i in range(n_parallel + courtesy)]
+        self.slots = self.sequences[:n_parallel]
         self._candidates: dict[int, Candidates] = {}  # each slot's draw array, made on first use
         self.waiting: deque[Generation] = deque()
         self.metrics = metrics or EngineMetrics()
@@ -78,14 +86,14 @@ class BatchEngine:
     def close(self) -> None:
         for generation in self.waiting:
             self._drop_grammar(generation)
-        for slot in self.slots:
+        for slot in self.sequences:
             if slot.generation is not None:
                 self._release(slot)
         llama_cpp.llama_batch_free(self._batch)
 
     @property
     def busy(self) -> bool:
-        return bool(self.waiting) or any(slot.generation for slot in self.slots)
+        return bool(self.waiting) or any(slot.generation for slot in self.sequences)
 
     def submit(self, generation: Generation) -> None:
         """Queue ``generation``; :class:`InvalidGrammar` when its grammar does not parse.
@@ -105,7 +113,7 @@ class BatchEngine:
     def save_idle(self) -> bool:
         """No generation runs: one slot state a request's end left unsaved goes to the disk
         tier (worker/cache/slot_cache.py); whether there was one."""
-        return self._caches.save_idle(self.slots)
+        return self._caches.save_idle(self.sequences)
 
     def save_cache(self, slot: Slot) -> None:
         """A slot action is about to overwrite ``slot``'s cells: unsaved, they are saved first."""
@@ -113,12 +121,12 @@ class BatchEngine:
 
     def step(self) -> None:
         """Admit, decode one batch, sample: one turn of the loop."""
-        self._caches.save_overdue(self.slots)
+        self._caches.save_overdue(self.sequences)
         self._drop_cancelled()
         self._admit()
         scales = self._scales_this_step()
         if self._speculator is not None:
-            sequences = [(slot.id, slot.tokens, slot.generation) for slot in self.slots]
+            sequences = [(slot.id, slot.tokens, slot.generation) for slot in self.sequences]
             propose_drafts(self._speculator, sequences, self._n_batch, self.n_ctx_seq)
         active = self._fill_batch(scales)
         if not active:
@@ -129,7 +137,7 @@ class BatchEngine:
         # the prompts idle slots keep can leave a busy one no room; as llama-server, they give
         # way. llama.cpp finds room for a whole batch before it decodes any of it, so the batch
         # can simply be decoded again.
-        if code == _NO_KV_ROOM and self._caches.set_idle_aside(self.slots):
+        if code == _NO_KV_ROOM and self._caches.set_idle_aside(self.sequences):
             code = llama_cpp.llama_decode(self._ctx, self._batch)
         self.metrics.n_decode += 1
         self.metrics.n_busy_slots += len(active)
@@ -149,7 +157,7 @@ class BatchEngine:
             if generation.cancelled:
                 self._drop_grammar(generation)
         self.waiting = deque(g for g in self.waiting if not g.cancelled)
-        for slot in self.slots:
+        for slot in self.sequences:
             if slot.generation is not None and slot.generation.cancelled:
                 _log.info("generation cancelled", slot=slot.id, tokens=slot.generation.generated)
                 self._release(slot)
@@ -158,11 +166,14 @@ class BatchEngine:
         admitted = self._admitted
         self._admit_waiting()
         if self._admitted != admitted:
-            self._caches.started(self.slots)
+            self._caches.started(self.sequences)
 
     def _admit_waiting(self) -> None:
         while self.waiting:
-            free = [slot for slot in self.slots if slot.generation is None]
+            # A courtesy sequence only while every slot is busy: /slots shows what runs.
+            free = [slot for slot in self.slots if slot.generation is None] or [
+                slot for slot in self.sequences if slot.generation is None
+            ]
             if not free:
                 return
             generation = self.waiting[0]
@@ -224,7 +235,7 @@ class BatchEngine:
 
     def _scales_this_step(self) -> AdapterScales:
         """The adapter scales of the next busy slot after the last step's: sets take turns."""
-        busy = [slot for slot in self.slots if slot.generation is not None]
+        busy = [slot for slot in self.sequences if slot.generation is not None]
         if not busy:
             return ()
         chosen = next((slot for slot in busy if slot.id > self._turn), busy[0])
@@ -239,7 +250,7 @@ class BatchEngine:
         """
         n = 0
         active: list[Slot] = []
-        for slot in self.slots:
+        for slot in self.sequences:
             generation = slot.generation
             if generation is None:
                 continue
@@ -260,7 +271,7 @@ class BatchEngine:
                 self.metrics.draft_tokens += len(generation.draft)
                 self.metrics.drafts += bool(generation.draft)
                 active.append(slot)
-        for slot in self.slots:
+        for slot in self.sequences:
             generation = slot.generation
             if generation is None or not generation.pending or n >= self._n_batch:
                 continue

@@ -160,7 +160,7 @@ class LoadedModel:
                 settings.speculative,
                 target_vocab=self.vocab,
                 n_ctx=self.n_ctx,
-                n_seq=settings.parallel,
+                n_seq=settings.kv_layout.sequences,
                 n_batch=settings.batch_size,
                 threads=self._threads,
                 gpu=self.offload.gpu,  # on fake GPUs (a test seam), the CPU
@@ -242,6 +242,7 @@ class LoadedModel:
             settings.batch_size,
             self.metrics,
             self.adapters,
+            courtesy=settings.kv_layout.courtesy,
             speculator=self.speculator,
             slot_cap=settings.kv_layout.slot_cap,
             caches=SlotCaches(
@@ -286,7 +287,7 @@ class LoadedModel:
         ctx = self.ctx
         self.threads_asleep = llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)
         self.close()
-        for slot in self.batcher.slots:  # their caches went with the context
+        for slot in self.batcher.sequences:  # their caches went with the context
             slot.tokens = []
         self.sleeping = True
 

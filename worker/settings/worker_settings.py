@@ -82,6 +82,7 @@ class WorkerSettings:
     parallel: int = _SERVER_KV.slots
     kv_unified: bool = _SERVER_KV.unified  # one KV cache shared by the slots
     kv_unified_per_slot: int = _SERVER_KV.per_slot  # a slot's most tokens; 0: no cap
+    courtesy_slot: bool = _SERVER.flag("courtesy-slot")  # one hidden sequence more (router's)
     # A sliding-window model keeps its whole context in the window layers too (more memory)
     swa_full: bool = _SERVER.flag("swa-full")
     ctx_checkpoints: int = _SERVER.integer("ctx-checkpoints")  # per slot; 0 or less: none
@@ -163,4 +164,5 @@ class WorkerSettings:
             self.cache_type_k,
             self.cache_type_v,
             self.kv_unified_per_slot,
+            int(self.courtesy_slot),
         )

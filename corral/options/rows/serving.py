@@ -88,6 +88,18 @@ ROWS: tuple[OptionSpec, ...] = (
         "`--cache-ram` keeps, to `--kv-cache-dir` in the background (and the slots' at a stop "
         "or sleep), and restore one for a prompt that starts like it, after any stop",
     ),
+    # Corral's own, which the router sets: docs/serving.md, "Scheduling".
+    OptionSpec(
+        "courtesy-slot",
+        "bool",
+        negatives=("no-courtesy-slot",),
+        default="false",
+        dest="courtesy_slot",
+        help="Corral: decode one sequence more than `--parallel`, shown in no slot list, for a "
+        "request the router would otherwise keep waiting behind another caller's (on for every "
+        "model with `--schedule swap`, off with `fifo`; it costs one slot's share of the KV "
+        "cache, or none with one cache shared by the slots)",
+    ),
     OptionSpec(
         "kv-cache-dir",
         "str",

@@ -24,6 +24,9 @@ CASES = [
     (("parallel", "-1"), ("kv-unified", "false"), ("cache-type-k", "f32")),
     (("parallel", "2"), ("kv-unified-per-slot", "256")),
     (("kv-unified-per-slot", "256"), ("ctx-size", "2048")),
+    (("parallel", "2"), ("ctx-size", "512"), ("courtesy-slot", "true")),
+    (("parallel", "2"), ("courtesy-slot", "true")),
+    (("courtesy-slot", "true"),),
 ]
 
 
@@ -47,6 +50,7 @@ def test_the_worker_lays_its_cache_out_as_the_router_estimates_it(
         assert llama_cpp.llama_n_ctx(model.ctx) == router.n_ctx(n_ctx_train)
         assert model.batcher.n_ctx_seq == router.n_ctx_seq(n_ctx_train)
         assert len(model.batcher.slots) == router.slots
+        assert len(model.batcher.sequences) == router.sequences
     finally:
         model.close()
 
@@ -64,3 +68,13 @@ def test_kv_unified_per_slot_sizes_the_pool_unless_ctx_size_is_given() -> None:
     assert (sized.n_ctx(2048), sized.n_ctx_seq(2048)) == (768, 256)
     capped = _router_layout((("kv-unified-per-slot", "256"), ("ctx-size", "4096")))
     assert (capped.n_ctx(2048), capped.n_ctx_seq(2048)) == (4096, 256)  # a cap on each slot
+
+
+def test_a_courtesy_sequence_costs_a_slots_share_of_split_caches_none_of_one() -> None:
+    split = _router_layout((("parallel", "2"), ("ctx-size", "512"), ("courtesy-slot", "true")))
+    assert (split.sequences, split.streams) == (3, 3)
+    assert (split.n_ctx(2048), split.n_ctx_seq(2048)) == (768, 256)  # each slot keeps 256
+    trained = _router_layout((("parallel", "2"), ("courtesy-slot", "true")))
+    assert (trained.n_ctx(2048), trained.n_ctx_seq(2048)) == (6144, 2048)
+    shared = _router_layout((("courtesy-slot", "true"),))  # automatic: one cache for all
+    assert (shared.sequences, shared.n_ctx(2048), shared.n_ctx_seq(2048)) == (5, 2048, 2048)

@@ -259,3 +259,79 @@ async def test_a_key_back_from_away_brings_no_credit() -> None:
         # 50-odd requests the heavy key's tokens would buy, only for the one it is owed.
         assert HEAVY in keys.served[back + 1 : back + 3]
         group.cancel_scope.cancel()
+
+
+# Two slots and the courtesy sequence the router gives its workers with swap (admission.py).
+COURTEOUS = {"options": (("courtesy-slot", "true"), ("parallel", "2"))}
+
+
+async def _fill(h: Harness, caller: Caller, leases: list[Lease]) -> None:
+    """``caller`` takes both of a's slots."""
+    await h.load("a")
+    for _ in range(2):
+        await _take(h, "a", caller, leases, caller.share or "")
+
+
+async def test_the_courtesy_slot_goes_to_a_caller_with_nothing_in_flight() -> None:
+    async with harness(models_max=1, a=COURTEOUS) as h, anyio.create_task_group() as group:
+        leases: list[Lease] = []
+        await _fill(h, HEAVY, leases)
+        group.start_soon(_take, h, "a", HEAVY, leases, "heavy")  # its third: it waits
+        await _queued(h, 1)
+        # The light key's request is not kept behind the heavy key's answers: it has the
+        # courtesy sequence at once, and the heavy key's waiter still waits.
+        with anyio.fail_after(5):
+            await _take(h, "a", LIGHT, leases, "light")
+        assert h.scheduler.queue_depth == 1
+        # The light key now has a request in flight: its next one waits like anybody's.
+        group.start_soon(_take, h, "a", LIGHT, leases, "light again")
+        await _queued(h, 2)
+        # A slot that frees goes to the line's first (keys by tokens), the courtesy staying
+        # the light request's until it ends.
+        leases[0].release()
+        await h.until(lambda: len(h.order) == 4)
+        assert h.order[-1] == "heavy"  # level by tokens, the heavy key served longer ago
+        assert h.scheduler.queue_depth == 1
+        # The light request ends: its key has nothing in flight again, and the heavy key holds
+        # both slots, so its next request has the courtesy sequence.
+        leases[2].release()
+        await h.until(lambda: len(h.order) == 5)
+        assert h.order[-1] == "light again"
+        group.cancel_scope.cancel()
+
+
+async def test_the_caller_that_fills_the_slots_never_gets_the_courtesy_slot() -> None:
+    async with harness(models_max=1, a=COURTEOUS) as h:
+        leases: list[Lease] = []
+        await _fill(h, HEAVY, leases)
+        assert h.scheduler.acquire_if_ready("a", {}, HEAVY) is None
+        # Nor does batch over the people holding the slots.
+        assert h.scheduler.acquire_if_ready("a", {}, BATCH) is None
+
+
+async def test_the_courtesy_slot_goes_to_interactive_over_batch() -> None:
+    async with harness(models_max=1, a=COURTEOUS) as h, anyio.create_task_group() as group:
+        leases: list[Lease] = []
+        await _fill(h, BATCH, leases)
+        group.start_soon(_take, h, "a", BATCH, leases, "batch")
+        await _queued(h, 1)
+        # A person whose key shares the batch key's name would still go: classes first.
+        person = Caller(Priority.INTERACTIVE, BATCH.key)
+        with anyio.fail_after(5):
+            await _take(h, "a", person, leases, "person")
+        assert h.order[-1] == "person"
+        # One courtesy sequence: another key's request waits for a slot.
+        group.start_soon(_take, h, "a", ALICE, leases, "alice")
+        await _queued(h, 2)
+        leases[0].release()
+        await h.until(lambda: len(h.order) == 4)
+        assert h.order[-1] == "alice"  # interactive before batch for the freed slot
+        group.cancel_scope.cancel()
+
+
+async def test_without_the_courtesy_slot_a_full_model_keeps_everyone_waiting() -> None:
+    two = {"options": (("parallel", "2"),)}
+    async with harness(models_max=1, a=two) as h:
+        leases: list[Lease] = []
+        await _fill(h, HEAVY, leases)
+        assert h.scheduler.acquire_if_ready("a", {}, LIGHT) is None

@@ -36,6 +36,9 @@ def team(models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     keys = tmp_path_factory.mktemp("classes") / "keys.txt"
     keys.write_text(KEYS)
     args = ["--models-dir", str(models_dir), "--ctx-size", "256", "--parallel", "1"]
+    # The line's order for a slot is what is shown: no courtesy slot lets a request past it
+    # (test_courtesy_slot_e2e.py shows that one).
+    args.append("--no-courtesy-slot")
     env = {"LLAMA_SERVER_DEBUG_FAKE_TIMING": "1"}
     with running_router([*args, "--api-key-file", str(keys)], env) as router:
         router.client.headers["Authorization"] = f"Bearer {ADMIN}"

@@ -51,10 +51,11 @@ def model_params(settings: WorkerSettings) -> Any:
 def context_params(settings: WorkerSettings) -> Any:
     """The context's parameters; ``n_ctx`` 0 (unset) is for the fit to choose."""
     params = llama_cpp.llama_context_default_params()
-    params.n_ctx = settings.ctx_size
+    layout = settings.kv_layout  # the courtesy sequence included, as the router counts it
+    params.n_ctx = layout.n_ctx(0)
     params.n_batch = settings.batch_size
     params.n_ubatch = min(settings.ubatch_size, settings.batch_size)
-    params.n_seq_max = settings.parallel
+    params.n_seq_max = layout.sequences
     params.kv_unified = settings.kv_unified
     params.swa_full = settings.swa_full  # llama-server's default: the window only
     params.n_threads = settings.threads
