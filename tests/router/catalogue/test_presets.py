@@ -76,7 +76,7 @@ def test_the_llama_server_key_table_has_every_upstream_spelling_corral_takes() -
     not_flags = {"load-on-startup", "stop-timeout", "dedup-cache-models", "ttl", "pin", "memory"}
     not_flags.add("min-residency")
     own = {"kv-persist", "no-kv-persist", "kv-cache-dir", "kv-cache-max", "media-allow-private"}
-    own.add("tool-mode")
+    own |= {"tool-mode", "courtesy-slot", "no-courtesy-slot"}
     older = {"mmap", "no-mmap", "LLAMA_ARG_MMAP", "LLAMA_ARG_NO_MMAP", "mlock", "LLAMA_ARG_MLOCK"}
     older |= {"ctx-size-draft", "cd", "LLAMA_ARG_CTX_SIZE_DRAFT"}
     spellings = {
