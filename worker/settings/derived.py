@@ -96,6 +96,7 @@ def _layout(given: Given) -> dict[str, Any]:
         "kv_unified_per_slot": layout.per_slot,
         "cache_type_k": layout.type_k,
         "cache_type_v": layout.type_v,
+        "courtesy_slot": bool(layout.courtesy),
     }
 
 
@@ -169,6 +170,7 @@ _LAYOUT = (
     "kv-unified-per-slot",
     "cache-type-k",
     "cache-type-v",
+    "courtesy-slot",
 )
 _TEMPLATE = ("reasoning", "reasoning-effort", "reasoning-preserve", "chat-template-kwargs")
 _ROPE = (

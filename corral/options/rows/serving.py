@@ -94,7 +94,6 @@ ROWS: tuple[OptionSpec, ...] = (
         "bool",
         negatives=("no-courtesy-slot",),
         default="false",
-        dest="courtesy_slot",
         help="Corral: decode one sequence more than `--parallel`, shown in no slot list, for a "
         "request the router would otherwise keep waiting behind another caller's (on for every "
         "model with `--schedule swap`, off with `fifo`; it costs one slot's share of the KV "
