@@ -100,7 +100,6 @@ def test_a_derivation_reads_only_the_rows_it_names(
     assert seen <= set(derivation.reads)
 
 
-
 @pytest.mark.parametrize(("flags", "courtesy"), [([], "true"), (["--schedule", "fifo"], "false")])
 def test_every_model_has_the_courtesy_slot_with_swap_only(
     clean_env: None, flags: list[str], courtesy: str

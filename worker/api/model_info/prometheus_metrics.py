@@ -25,7 +25,8 @@ class ScrapeWindow:
 def render_metrics(model: LoadedModel, window: ScrapeWindow) -> str:
     """The ``llamacpp:*`` text; moves ``window`` on to now (engine thread only)."""
     m = model.metrics
-    busy = sum(1 for slot in model.batcher.slots if slot.generation is not None)
+    # Requests decoding: the courtesy sequence's too, though no slot list shows it.
+    busy = sum(1 for slot in model.batcher.sequences if slot.generation is not None)
 
     def rate(tokens: float, seconds: float) -> float:
         return tokens / seconds if seconds > 0 else 0.0
