@@ -1,36 +1,17 @@
-"""Corral on a Ray cluster: ``python -m bench.cluster [--quick] [--json] [-- SERVE_FLAGS]``.
-
-One run, on a real Ray cluster on this machine (docs/scaling.md, "Cluster"): a head and one node
-``far``, each ``ray start --num-cpus 1``, in a network namespace of its own with only ``lo``
-(tests/support/remote/ray_cluster.py, the cluster tests' own; needs root), with the router and
-every worker inside it. Two measurements (docs/benchmarks.md, "Cluster"):
-
-- **decode across nodes**: the same GGUF under two names, ``near`` on the head (the router's
-  own node) and ``far`` on the other node, same flags; streams alternate between them in ABBA
-  turns of ``--rounds`` streams each, and the ratio is far's median decode rate over near's;
-- **failover**: ``far``'s node dies (every process of its tree SIGKILLed by pid: raylet, node
-  agent, the worker), and non-streamed requests for ``far`` are sent until one answers 200;
-  the time is from the kill to that answer (the load on the head included).
-
-The head's agent reports at most ``HEAD_MEMORY_MAX`` of room, so ``far``, loaded after the node
-joined, goes to the node with more. Every process of the cluster is killed by pid at the end.
-This is a measurement, not a test: it exits 0 whether or not the targets are met.
-"""
+"""The cluster, the router and the two measurements of ``python -m bench.cluster`` (see its
+``__init__``): :func:`run` returns the summary the report prints."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.support.servers import DEFAULT_MODEL, log
+from bench.support.servers import log
 from bench.support.streams import one_stream
 from router.cluster.reports import MEMORY_MAX_ENV
 from tests.support.remote.ray_cluster import RayCluster, loopback_namespace
@@ -105,7 +86,7 @@ def _failover(ray: RayCluster, router: RouterProcess) -> dict[str, Any]:
     }
 
 
-def _run(model: Path, serve_args: list[str], settings: dict[str, int], tmp: Path) -> Any:
+def run(model: Path, serve_args: list[str], settings: dict[str, int], tmp: Path) -> Any:
     models = tmp / "models"  # a path every node sees: one machine
     models.mkdir()
     for name in (NEAR, FAR):
@@ -131,42 +112,3 @@ def _run(model: Path, serve_args: list[str], settings: dict[str, int], tmp: Path
         finally:
             ray.stop()
     return {"model": model.name, "serve_args": serve_args, "decode": decode, "failover": failover}
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="the GGUF both serve")
-    parser.add_argument("--max-tokens", type=int, help="tokens per stream (128)")
-    parser.add_argument("--rounds", type=int, help="streams per model per turn (3)")
-    parser.add_argument("--blocks", type=int, help="ABBA blocks of turns (2)")
-    parser.add_argument("--quick", action="store_true", help="small numbers, for a smoke run")
-    parser.add_argument("--json", action="store_true", help="print a JSON summary instead")
-    parser.add_argument("serve_args", nargs="*", help="after --: flags for corral serve")
-    args = parser.parse_args(argv)
-    defaults = QUICK if args.quick else FULL
-    settings = {key: getattr(args, key, None) or value for key, value in defaults.items()}
-    with tempfile.TemporaryDirectory(prefix="corral-bench-") as tmp:
-        summary = _run(args.model, args.serve_args, settings, Path(tmp))
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        return
-    decode, failover = summary["decode"], summary["failover"]
-    print(f"model {summary['model']}; near: on the head (the router's node), far: on node far")
-    print(f"{'':30}{'far':>10}{'near':>10}{'ratio':>10}  {'target':<10}met")
-    print(
-        f"{'decode, median (tok/s)':30}{decode['far_tok_s']:>10.1f}{decode['near_tok_s']:>10.1f}"
-        f"{decode['ratio']:>10.3f}  {'>= 0.97':<10}{'yes' if decode['target_met'] else 'NO'}"
-    )
-    print(
-        f"{'node death -> next 200 (s)':30}{failover['seconds']:>10.2f}{'':>20}  "
-        f"{'<= 15 s':<10}{'yes' if failover['target_met'] else 'NO'}"
-    )
-    log(
-        f"{decode['streams_each']} streams each; after the death, {len(failover['errors_before'])}"
-        f" answer(s) before the 200 {failover['errors_before']}, answered from "
-        f"{failover['answered_from']}"
-    )
-
-
-if __name__ == "__main__":
-    main()
