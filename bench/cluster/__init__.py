@@ -12,9 +12,9 @@ every worker inside it. Two measurements (docs/benchmarks.md, "Cluster"):
   agent, the worker), and non-streamed requests for ``far`` are sent until one answers 200;
   the time is from the kill to that answer (the load on the head included).
 
-The head's agent reports at most ``measure.HEAD_MEMORY_MAX`` of room, so ``far``, loaded after the node
-joined, goes to the node with more. Every process of the cluster is killed by pid at the end.
-This is a measurement, not a test: it exits 0 whether or not the targets are met. Its own
-folder (``measure.py``: the cluster and the two measurements; ``__main__.py``: the flags and
-the report) keeps bench/ within the modules a folder may hold.
+The head's agent reports at most ``measure.HEAD_MEMORY_MAX`` of room, so ``far``, loaded after
+the node joined, goes to the node with more. Every process of the cluster is killed by pid at
+the end. This is a measurement, not a test: it exits 0 whether or not the targets are met. Its
+own folder (``measure.py``: the cluster and the two measurements; ``__main__.py``: the flags
+and the report) keeps bench/ within the modules a folder may hold.
 """
