@@ -1,5 +1,5 @@
-"""Failover on a real Ray cluster (docs/scaling.md, "Failover"): a node that dies mid-stream,
-a node that joins after the router started. Loopback only, in a network namespace
+"""Failover on a real Ray cluster (docs/scaling.md, "Failover"): a node that dies mid-stream or
+mid-answer, a node that joins after the router started. Loopback only, in a network namespace
 (tests/support/remote/ray_cluster.py); every Ray process the module starts is killed by pid.
 
 The head is full by what its agent reports (``CORRAL_NODE_MEMORY_MAX``); nodes ``c`` and ``d``
@@ -10,8 +10,10 @@ Needs root for the namespace: skipped otherwise, except in CI (``CI=true``), whe
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import openai
@@ -94,3 +96,40 @@ def test_a_dead_nodes_stream_ends_with_an_error_and_its_model_loads_elsewhere(
     replay = router.client.get("/v1/stream", params={"conv_id": "failover", "from": 0})
     assert replay.status_code == 404
     assert replay.json()["error"]["message"] == "Stream not found: model 'alpha' crashed"
+
+
+def test_a_dead_nodes_non_streamed_request_ends_with_an_error_answer(
+    cluster: tuple[RayCluster, RouterProcess],
+) -> None:
+    ray, router = cluster
+    assert router.models()["alpha"]["node"] == "d"  # where the test before loaded it
+
+    def answer() -> object:
+        return _client(router).chat.completions.create(
+            model="alpha",
+            messages=[{"role": "user", "content": "hi"}],
+            max_tokens=30_000,  # far more than it makes before the node is gone
+            extra_body={"ignore_eos": True},
+        )
+
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(answer)
+        _wait_until_at_its_worker(router, "alpha")
+        ray.kill_node("d")
+        with pytest.raises(openai.APIStatusError) as ended:  # an answer, not the client's timeout
+            pending.result()
+    assert ended.value.status_code in (502, 503)
+    error = ended.value.response.json()["error"]  # the API's error JSON (docs/api.md)
+    assert "alpha" in error["message"]
+
+
+def _wait_until_at_its_worker(router: RouterProcess, model: str) -> None:
+    """Until the live activity view says the request was handed to the model's worker: an
+    answer sent whole is in ``prompt`` until it ends (router/observe/requests.py)."""
+    with router.client.stream("GET", "/activity/sse", timeout=120) as events:
+        for line in events.iter_lines():
+            if line.startswith("data: "):
+                records = json.loads(line[6:])["requests"]
+                if any(r["model"] == model and r["state"] == "prompt" for r in records):
+                    return
+    raise AssertionError(f"the activity stream ended before a request for {model} was sent on")
