@@ -118,8 +118,9 @@ def test_a_dead_nodes_non_streamed_request_ends_with_an_error_answer(
         ray.kill_node("d")
         with pytest.raises(openai.APIStatusError) as ended:  # an answer, not the client's timeout
             pending.result()
-    assert ended.value.status_code in (502, 503)
+    assert ended.value.status_code == 503  # docs/scaling.md, "Failover"
     error = ended.value.response.json()["error"]  # the API's error JSON (docs/api.md)
+    assert error["type"] == "unavailable_error"
     assert "alpha" in error["message"]
 
 
