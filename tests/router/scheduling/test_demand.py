@@ -142,7 +142,8 @@ async def test_a_persons_turn_on_a_batch_load_ends_its_quantum() -> None:
         h.advance(0.5)  # the backlog keeps coming, and bob asks a between its requests
         batch = h.scheduler.acquire_if_ready("a", {}, BATCH)
         bob = h.scheduler.acquire_if_ready("a", {}, BOB)
-        assert batch is not None and bob is not None
+        assert batch is not None
+        assert bob is not None
         bob.release()
         await anyio.wait_all_tasks_blocked()
         assert h.launcher.launched == ["a"]  # busy with batch's request: never evicted
