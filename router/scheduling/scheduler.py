@@ -126,11 +126,11 @@ class Scheduler:
     ) -> Lease | None:
         if caller is None or self.line.fifo:
             return self.hold(state, request)
-        if not self._admission.may_take(state, waiter, self._draining):
+        if not self._admission.may_take(state, caller, waiter, self._draining):
             return None
         if not self._pool.claim(state):
             return None
-        self._admission.take(state)
+        self._admission.take(state, caller)
         self.line.served(caller)
         self.demand.note(state.name, caller)
         return bind(request, Lease(state, partial(self._release_slot, caller)))
@@ -164,7 +164,7 @@ class Scheduler:
     def _release_slot(self, caller: Caller, state: ModelState) -> None:
         self.line.done(caller)
         self.demand.ended(state.name, caller)
-        self._admission.give_back(state)
+        self._admission.give_back(state, caller)
         self._release(state)
         self._pool.changed.notify()  # a slot is free: the next waiter may have it
 
