@@ -113,6 +113,28 @@ class Eviction:
         ]
         return min(batch_only, key=lambda state: state.last_used, default=None)
 
+    def held_off_batch(self, coming: Iterable[ModelState]) -> set[str]:
+        """The running models that take no new batch request under the bound: a person (or a
+        request past the bound) waits for room among ``coming``, and the first of them to go
+        idle makes it; taking batch meanwhile would make that person wait for its answer. A
+        model within its minimum residency or batch quantum is not to go yet: batch keeps it."""
+        if self._line.fifo:
+            return set()
+        firsts = [self._line.first(state.name) for state in coming]
+        if all(w is None or self._batch_under_bound(w) for w in firsts):
+            return set()
+        models = self._pool.models.values()
+        return {state.name for state in models if state.serving and not self.resident(state)}
+
+    def batch_kept_off(self, coming: Iterable[ModelState]) -> set[str]:
+        """Of :meth:`held_off_batch`, the models only batch under the bound waits for: those
+        waiters do not keep the model from eviction (they wait for its next load)."""
+        return {
+            name
+            for name in self.held_off_batch(coming)
+            if (w := self._line.first(name)) is not None and self._batch_under_bound(w)
+        }
+
     def _batch_under_bound(self, waiter: Waiter) -> bool:
         """A batch request that has not waited the bound: an interactive one goes before it.
         Past the bound it goes first, and no model yields its place (docs/serving.md)."""

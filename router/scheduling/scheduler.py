@@ -53,7 +53,7 @@ from router.scheduling.placement.node_planner import NodePlanner
 from router.scheduling.places import Places
 from router.scheduling.room import Room, SchedulerLimits
 from router.scheduling.timers import Timers
-from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine
+from router.scheduling.waiting_line import Caller, Priority, QueueView, Waiter, WaitingLine
 from router.topics import Topic
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import WorkerPool
@@ -126,7 +126,9 @@ class Scheduler:
     ) -> Lease | None:
         if caller is None or self.line.fifo:
             return self.hold(state, request)
-        if not self._admission.may_take(state, caller, waiter, self._draining):
+        if not self._admission.may_take(
+            state, caller, waiter, partial(self._closed, caller, waiter)
+        ):
             return None
         if not self._pool.claim(state):
             return None
@@ -160,6 +162,13 @@ class Scheduler:
         }
         running = [s for s in models.values() if s.serving]
         return self._admission.draining(running, short) | self._yielding
+
+    def _closed(self, caller: Caller, waiter: Waiter | None) -> set[str]:
+        """The running models that take no new request of ``caller`` (waiting as ``waiter``)."""
+        closed = self._draining()
+        if caller.priority is Priority.BATCH and (waiter is None or not self.line.aged(waiter)):
+            closed |= self.eviction.held_off_batch(self._queue.coming())
+        return closed
 
     def _release_slot(self, caller: Caller, state: ModelState) -> None:
         self.line.done(caller)
@@ -283,8 +292,9 @@ class Scheduler:
 
     def _kept(self) -> set[str]:
         """The models waiting requests keep from eviction. A draining model's waiters do not
-        keep it: they wait for its next load."""
-        return self._queue.wanted() - self._draining()
+        keep it, nor batch held off a model for a person's room: they wait for its next load."""
+        held_off = self.eviction.batch_kept_off(self._queue.coming())
+        return self._queue.wanted() - self._draining() - held_off
 
     def _try_claim(self, entry: Entry, state: ModelState) -> bool:
         if self._queue.head() is not entry or entry.claimed or not self._room.fits(state):

@@ -123,6 +123,35 @@ async def test_batch_leaves_a_persons_model_its_last_slot() -> None:
         leases[1].release()
 
 
+async def test_batch_takes_no_new_slot_on_a_model_a_person_waits_to_swap_out() -> None:
+    # The thrash trace again: bob's request runs on a, alice waits for b, and a has slots to
+    # spare. Batch for a waits (for a's next load), so alice waits for bob's answer alone.
+    async with (
+        harness(models_max=1, a={"options": (("parallel", "3"),)}) as h,
+        anyio.create_task_group() as group,
+    ):
+        a = await h.load("a")
+        leases: list[Lease] = []
+        await _take(h, "a", BOB, leases, "bob")
+        early = h.scheduler.acquire_if_ready("a", {}, BATCH)  # nobody waits: a spare slot
+        assert early is not None
+        early.release()
+        group.start_soon(_take, h, "b", ALICE, leases, "alice")
+        await _queued(h, 1)
+        assert h.scheduler.acquire_if_ready("a", {}, BATCH) is None
+        group.start_soon(_take, h, "a", BATCH, leases, "batch")
+        await _queued(h, 2)
+        assert not a.stop_requested
+        leases.pop().release()  # bob's answer ends: a is idle, and its batch waiter keeps it not
+        await h.launched("b")
+        assert a.stop_requested
+        h.launcher.children["b"].ready()
+        await h.until(lambda: h.order[-1] == "alice")
+        leases.pop().release()
+        assert h.scheduler.queue_depth == 1  # batch waits for a's next load, not failed
+        group.cancel_scope.cancel()
+
+
 async def test_keys_are_served_in_turns_not_in_arrival_order() -> None:
     async with harness(models_max=1, a=ONE_SLOT) as h, anyio.create_task_group() as group:
         await h.load("a")
