@@ -151,23 +151,24 @@ class Scheduler:
         if not aged:
             return set(self._yielding)
         models, claimed = self._pool.models, self._queue.claimed()
-        short = {
-            name
-            for name in aged - claimed
-            if name in models
-            and not (state := models[name]).running
-            and not self._pool.holds.held(name)
-            and self.timers.backoff_left(state) <= 0
-            and not self._room.fits(state)
-        }
+        short = {name for name in aged - claimed if name in models and self._short(models[name])}
         running = [s for s in models.values() if s.serving]
         return self._admission.draining(running, short) | self._yielding
+
+    def _short(self, state: ModelState) -> bool:
+        """Whether ``state`` waits for room now (not for a retry's backoff, a removal's hold)."""
+        return (
+            not state.running
+            and not self._pool.holds.held(state.name)
+            and self.timers.backoff_left(state) <= 0
+            and not self._room.fits(state)
+        )
 
     def _closed(self, caller: Caller, waiter: Waiter | None) -> set[str]:
         """The running models that take no new request of ``caller`` (waiting as ``waiter``)."""
         closed = self._draining()
         if caller.priority is Priority.BATCH and (waiter is None or not self.line.aged(waiter)):
-            closed |= self.eviction.held_off_batch(self._queue.coming())
+            closed |= self.eviction.held_off_batch(self._queue.coming(), self._short)
         return closed
 
     def _release_slot(self, caller: Caller, state: ModelState) -> None:
@@ -293,7 +294,7 @@ class Scheduler:
     def _kept(self) -> set[str]:
         """The models waiting requests keep from eviction. A draining model's waiters do not
         keep it, nor batch held off a model for a person's room: they wait for its next load."""
-        held_off = self.eviction.batch_kept_off(self._queue.coming())
+        held_off = self.eviction.batch_kept_off(self._queue.coming(), self._short)
         return self._queue.wanted() - self._draining() - held_off
 
     def _try_claim(self, entry: Entry, state: ModelState) -> bool:
