@@ -11,6 +11,9 @@ room, which is what saves the swap, until a waiter for a model that is not loade
 ``--schedule-wait-max`` seconds: then the running models stop taking new requests (they
 *drain*), and the first to go idle is evicted for it. A model just loaded stays
 ``min-residency`` seconds before it may be evicted, unless such an aged request needs it gone.
+While a person's request runs on a model, batch under the bound does not take its last free
+slot: the next person's turn on it (two people grouped on one load) finds a slot rather than
+waiting for a batch answer.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Callable, Iterable
 
 from corral.options.kv_layout import kv_layout
 from corral.options.model_options import ModelOptions
-from router.scheduling.waiting_line import Waiter, WaitingLine
+from router.scheduling.waiting_line import Caller, Priority, Waiter, WaitingLine
 from router.workers.model_state import ModelState
 
 __all__ = ["Admission", "slots"]
@@ -43,6 +46,7 @@ class Admission:
         self._line = line
         self._clock = clock
         self._taken: dict[ModelState, int] = {}  # counted requests in flight, per model
+        self._people: dict[ModelState, int] = {}  # of which interactive
         # Requests a model was loaded for and has not served yet: it does not drain before.
         self._owed: dict[ModelState, int] = {}
 
@@ -54,12 +58,18 @@ class Admission:
         return self._taken.get(state, 0) >= _slots(state.entry.options)
 
     def may_take(
-        self, state: ModelState, waiter: Waiter | None, draining: Callable[[], set[str]]
+        self,
+        state: ModelState,
+        caller: Caller,
+        waiter: Waiter | None,
+        draining: Callable[[], set[str]],
     ) -> bool:
-        """Whether a counted request may have the model now. ``waiter`` None: a newcomer, which
-        goes only if nobody of this model waits before it. ``draining`` gives the models that
-        take nobody new; asked only when somebody waits."""
+        """Whether a counted request of ``caller`` may have the model now. ``waiter`` None: a
+        newcomer, which goes only if nobody of this model waits before it. ``draining`` gives
+        the models that take nobody new; asked only when somebody waits."""
         if not state.serving or self.full(state):
+            return False
+        if caller.priority is Priority.BATCH and self._last_slot_kept(state, waiter):
             return False
         if waiter is None and not self._line:
             return True  # nobody waits, so nobody goes first and nothing drains (waiters age)
@@ -72,18 +82,26 @@ class Admission:
         """The model is being loaded for ``waiters`` requests."""
         self._owed[state] = waiters
 
-    def take(self, state: ModelState) -> None:
+    def _last_slot_kept(self, state: ModelState, waiter: Waiter | None) -> bool:
+        """Whether the model's last free slot is kept from batch under the bound: a person's
+        request runs on it, so another person may come to it any moment (a newcomer is never
+        past the bound)."""
+        if not self._people.get(state) or (waiter is not None and self._line.aged(waiter)):
+            return False
+        return self._taken.get(state, 0) + 1 >= _slots(state.entry.options)
+
+    def take(self, state: ModelState, caller: Caller) -> None:
         self._taken[state] = self._taken.get(state, 0) + 1
+        if caller.priority is not Priority.BATCH:
+            self._people[state] = self._people.get(state, 0) + 1
         owed = self._owed.pop(state, 0) - 1
         if owed > 0:
             self._owed[state] = owed
 
-    def give_back(self, state: ModelState) -> None:
-        left = self._taken.get(state, 0) - 1
-        if left > 0:
-            self._taken[state] = left
-        else:
-            self._taken.pop(state, None)
+    def give_back(self, state: ModelState, caller: Caller) -> None:
+        _count_down(self._taken, state)
+        if caller.priority is not Priority.BATCH:
+            _count_down(self._people, state)
 
     def resident(self, state: ModelState) -> bool:
         """Loaded less than its minimum residency ago: not evicted yet."""
@@ -111,3 +129,11 @@ class Admission:
         # Owed only while its requests still wait: the ones that left were owed nothing.
         owed = {state.name for state in self._owed if self._line.first(state.name) is not None}
         return {state.name for state in running} - self._line.aged_models() - owed
+
+
+def _count_down(counts: dict[ModelState, int], state: ModelState) -> None:
+    left = counts.get(state, 0) - 1
+    if left > 0:
+        counts[state] = left
+    else:
+        counts.pop(state, None)

@@ -113,6 +113,39 @@ class Eviction:
         ]
         return min(batch_only, key=lambda state: state.last_used, default=None)
 
+    def held_off_batch(
+        self, coming: Iterable[ModelState], short: Callable[[ModelState], bool]
+    ) -> set[str]:
+        """The running models that take no new batch request under the bound: a person (or a
+        request past the bound) waits for room for one of ``coming`` (``short`` of it now),
+        and the first of them to go idle makes it; taking batch meanwhile would make that
+        person wait for its answer. A model within its minimum residency or batch quantum is
+        not to go yet: batch keeps it."""
+        if self._line.fifo:
+            return set()
+        firsts = ((state, self._line.first(state.name)) for state in coming)
+        if not any(
+            w is not None and not self._batch_under_bound(w) and short(s) for s, w in firsts
+        ):
+            return set()
+        models = self._pool.models.values()
+        return {state.name for state in models if state.serving and not self.resident(state)}
+
+    def batch_kept_off(
+        self, coming: Iterable[ModelState], short: Callable[[ModelState], bool]
+    ) -> set[str]:
+        """Of :meth:`held_off_batch`, the models only batch under the bound waits for: those
+        waiters do not keep the model from eviction (they wait for its next load)."""
+        batch_only = {
+            state.name
+            for state in self._pool.models.values()
+            if state.serving
+            and (w := self._line.first(state.name)) is not None
+            and self._batch_under_bound(w)
+        }
+        # Asked at every eviction decision: the room (maybe the GPUs) is read only if it matters.
+        return batch_only and batch_only & self.held_off_batch(coming, short)
+
     def _batch_under_bound(self, waiter: Waiter) -> bool:
         """A batch request that has not waited the bound: an interactive one goes before it.
         Past the bound it goes first, and no model yields its place (docs/serving.md)."""

@@ -53,7 +53,7 @@ from router.scheduling.placement.node_planner import NodePlanner
 from router.scheduling.places import Places
 from router.scheduling.room import Room, SchedulerLimits
 from router.scheduling.timers import Timers
-from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine
+from router.scheduling.waiting_line import Caller, Priority, QueueView, Waiter, WaitingLine
 from router.topics import Topic
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import WorkerPool
@@ -126,11 +126,13 @@ class Scheduler:
     ) -> Lease | None:
         if caller is None or self.line.fifo:
             return self.hold(state, request)
-        if not self._admission.may_take(state, waiter, self._draining):
+        if not self._admission.may_take(
+            state, caller, waiter, partial(self._closed, caller, waiter)
+        ):
             return None
         if not self._pool.claim(state):
             return None
-        self._admission.take(state)
+        self._admission.take(state, caller)
         self.line.served(caller)
         self.demand.note(state.name, caller)
         return bind(request, Lease(state, partial(self._release_slot, caller)))
@@ -149,22 +151,30 @@ class Scheduler:
         if not aged:
             return set(self._yielding)
         models, claimed = self._pool.models, self._queue.claimed()
-        short = {
-            name
-            for name in aged - claimed
-            if name in models
-            and not (state := models[name]).running
-            and not self._pool.holds.held(name)
-            and self.timers.backoff_left(state) <= 0
-            and not self._room.fits(state)
-        }
+        short = {name for name in aged - claimed if name in models and self._short(models[name])}
         running = [s for s in models.values() if s.serving]
         return self._admission.draining(running, short) | self._yielding
+
+    def _short(self, state: ModelState) -> bool:
+        """Whether ``state`` waits for room now (not for a retry's backoff, a removal's hold)."""
+        return (
+            not state.running
+            and not self._pool.holds.held(state.name)
+            and self.timers.backoff_left(state) <= 0
+            and not self._room.fits(state)
+        )
+
+    def _closed(self, caller: Caller, waiter: Waiter | None) -> set[str]:
+        """The running models that take no new request of ``caller`` (waiting as ``waiter``)."""
+        closed = self._draining()
+        if caller.priority is Priority.BATCH and (waiter is None or not self.line.aged(waiter)):
+            closed |= self.eviction.held_off_batch(self._queue.coming(), self._short)
+        return closed
 
     def _release_slot(self, caller: Caller, state: ModelState) -> None:
         self.line.done(caller)
         self.demand.ended(state.name, caller)
-        self._admission.give_back(state)
+        self._admission.give_back(state, caller)
         self._release(state)
         self._pool.changed.notify()  # a slot is free: the next waiter may have it
 
@@ -283,8 +293,9 @@ class Scheduler:
 
     def _kept(self) -> set[str]:
         """The models waiting requests keep from eviction. A draining model's waiters do not
-        keep it: they wait for its next load."""
-        return self._queue.wanted() - self._draining()
+        keep it, nor batch held off a model for a person's room: they wait for its next load."""
+        held_off = self.eviction.batch_kept_off(self._queue.coming(), self._short)
+        return self._queue.wanted() - self._draining() - held_off
 
     def _try_claim(self, entry: Entry, state: ModelState) -> bool:
         if self._queue.head() is not entry or entry.claimed or not self._room.fits(state):
