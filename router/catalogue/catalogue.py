@@ -64,6 +64,7 @@ class CatalogueEntry:
     # The router's tools offered to this model's chats; None: all of them (docs/tools.md).
     tools: tuple[str, ...] | None = None
     memory: int | None = None  # Corral's own: bytes the model holds, declared (else measured)
+    replicas: int = 1  # worker copies at most (docs/scaling.md, "Replicas")
     mmproj: Path | None = None
     # ``dedup-cache-models``: a cache model that a preset also serves is left out of listings
     # but still answers to its name.
@@ -91,6 +92,8 @@ class CatalogueEntry:
             keys["min-residency"] = _format_seconds(self.min_residency)
         if self.memory is not None:
             keys["memory"] = str(self.memory)
+        if self.replicas != 1:
+            keys["replicas"] = str(self.replicas)
         if self.tools is not None:
             keys["tools"] = ",".join(self.tools)
         return render_ini(self.name, sorted(keys.items()))
@@ -302,6 +305,7 @@ def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
         pin=given.flag("pin"),
         min_residency=given.real("min-residency"),
         memory=given.optional_integer("memory"),
+        replicas=given.integer("replicas"),
         tools=_tool_set(options.get("tools")),
         # ``no-mmproj`` turns off pairing with a found projector; a named one is still used.
         mmproj=model.mmproj if given.flag("mmproj-auto") or "mmproj" in model.options else None,

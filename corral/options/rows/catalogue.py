@@ -116,6 +116,15 @@ ROWS: tuple[OptionSpec, ...] = (
         "`--schedule fifo`)",
     ),
     OptionSpec(
+        "replicas",
+        "int",
+        "preset",
+        bound="positive",
+        default="1",
+        help="Corral: worker copies of this model run at most, each placed like a model and "
+        "counted as one by `--models-max`; a conversation stays on its copy (docs/scaling.md)",
+    ),
+    OptionSpec(
         "memory",
         "size",
         "preset",
