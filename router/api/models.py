@@ -352,9 +352,12 @@ async def unload_model(request: AnyRequest) -> dict[str, bool]:
     _not_a_peers(rt, name)
     with scheduling_answered():
         state = rt.pool.get(name)
-    if not state.running or state.stop_requested:
+    # Every copy of it (``replicas``, docs/scaling.md).
+    running = [c for c in rt.pool.copies(state.name) if c.running and not c.stop_requested]
+    if not running:
         raise ApiError(400, "model is not running")
-    rt.pool.request_stop(state)
+    for copy in running:
+        rt.pool.request_stop(copy)
     return {"success": True}
 
 

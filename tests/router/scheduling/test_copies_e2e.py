@@ -60,3 +60,11 @@ def test_ps_counts_the_copies_and_metrics_show_each(router: RouterProcess) -> No
         if sample.name == "corral_replica_active_requests" and sample.labels["model"] == MODEL
     }
     assert per_copy == {"0": 0, "1": 0}
+
+
+def test_unloading_the_model_stops_every_copy(router: RouterProcess) -> None:
+    # Last: the module's router has no copy running after it.
+    response = router.client.post("/models/unload", json={"model": MODEL})
+    assert response.status_code == 200, response.text
+    gone = ["unloaded"] * 2
+    until(lambda: [c["status"] for c in copies(router, MODEL)] == gone, "both copies stopped")
