@@ -196,7 +196,7 @@ def render_metrics(
         "Proxied requests in flight, streams included.",
         ((per_model(name), sum(c.in_flight for c in pool.copies(name))) for name, _ in models),
     )
-    copies = [c for c in pool.workers if c.entry.replicas > 1]
+    copies = [c for c in pool.workers if c.entry.most_copies > 1]
     lines += (
         []
         if not copies

@@ -234,7 +234,7 @@ async def _listing(
     ]
     for entry, state in zip(data, listed, strict=True):
         entry.queue = rt.scheduler.queue_view(state) or UNSET
-        if state.entry.replicas > 1:
+        if state.entry.most_copies > 1:
             entry.replicas = [_replica(copy) for copy in rt.pool.copies(state.name)]
     data += rt.peers.listing(created, lambda name: catalogue.resolve(name) is not None)
     downloads = rt.downloads.jobs.values()

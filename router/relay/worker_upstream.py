@@ -72,7 +72,7 @@ class WorkerUpstream:
         caller = relayed.caller if relayed.counted else None
         # What keeps a conversation on the copy holding its KV cache (docs/scaling.md).
         conversation = None
-        if entry.replicas > 1:
+        if entry.most_copies > 1:
             asked = relayed.request.headers.get("x-conversation-id")
             conversation = conversation_key(asked, relayed.body)
         # Most requests find their model ready: no waiting, so no need to watch for a disconnect.

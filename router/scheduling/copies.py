@@ -10,6 +10,11 @@ conversation's copy is remembered in a bounded map: the :data:`AFFINITY_CAP` mos
 conversations. When its copy no longer serves (stopped, unloaded, its node gone), the
 conversation moves to the copy chosen as for a new one. When no copy serves, a request waits for
 one that loads, else for the first that does not run (the scheduler loads it).
+
+The automatic bound (``replicas-max``): a model whose waiting requests outnumber its slots for
+:data:`BUSY_SECONDS` gets one more copy where there is room (another after as long again, up
+to ``replicas-max`` copies in all), and each such copy is given back once nobody waits for the
+model and it has been idle for :data:`IDLE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -21,14 +26,25 @@ from typing import Any
 
 import msgspec
 
+from router.scheduling.admission import slots
 from router.scheduling.waiting_line import WaitingLine
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import WorkerPool
 
-__all__ = ["AFFINITY_CAP", "PREFIX_BYTES", "Affinity", "Copies", "conversation_key"]
+__all__ = [
+    "AFFINITY_CAP",
+    "BUSY_SECONDS",
+    "IDLE_SECONDS",
+    "PREFIX_BYTES",
+    "Affinity",
+    "Copies",
+    "conversation_key",
+]
 
 AFFINITY_CAP = 4096  # conversations remembered, all models together (about 150 bytes each)
 PREFIX_BYTES = 1024
+BUSY_SECONDS = 5.0  # a queue longer than the model's slots this long: one more copy
+IDLE_SECONDS = 30.0  # an automatic copy idle this long, nobody waiting: given back
 
 
 class _Prompt(msgspec.Struct):
@@ -64,17 +80,20 @@ class Copies:
         line: WaitingLine,
         fits: Callable[[ModelState], bool],
         backoff_left: Callable[[ModelState], float],
+        clock: Callable[[], float],
     ) -> None:
         self._pool = pool
         self._line = line
         self._fits = fits
         self._backoff_left = backoff_left
+        self._clock = clock
+        self._pressed: dict[str, float] = {}  # since when a model's queue outnumbers its slots
         self.affinity = Affinity()
 
     def pick(self, name: str, conversation: str | None) -> ModelState:
         """The copy of the model ``name`` (or alias) a request goes to."""
         state = self._pool.get(name)
-        if state.entry.replicas == 1:
+        if state.entry.most_copies == 1:
             return state
         return self.affinity.choose(self._pool.copies(state.name), conversation)
 
@@ -82,17 +101,42 @@ class Copies:
         """The copies of ``state``'s model to load now: those that do not run, where there is
         room, while nobody waits for another model (a copy never makes a model wait or be
         evicted). Asked as a copy takes a request, so a lost copy comes back from then on."""
-        if state.entry.replicas == 1 or set(self._line.models()) - {state.name}:
-            return []
-        pool = self._pool
-        return [
-            copy
-            for copy in pool.copies(state.name)
-            if not copy.running
-            and not pool.holds.held(copy.name)
+        fixed = self._pool.copies(state.name)[: state.entry.replicas]
+        return [copy for copy in fixed if len(fixed) > 1 and self._may_load(copy)]
+
+    def _may_load(self, copy: ModelState) -> bool:
+        return (
+            not copy.running
+            and not set(self._line.models()) - {copy.name}
+            and not self._pool.holds.held(copy.name)
             and self._backoff_left(copy) <= 0
             and self._fits(copy)
-        ]
+        )
+
+    def bound(self) -> tuple[list[ModelState], list[ModelState]]:
+        """The automatic bound, asked every half second: the copies to load now and those to
+        give back (``replicas-max``)."""
+        now, load, back = self._clock(), list[ModelState](), list[ModelState]()
+        for name in self._pool.models:
+            copies = self._pool.copies(name)
+            entry = copies[0].entry
+            extra = copies[entry.replicas :]
+            if not extra or not any(copy.serving for copy in copies):
+                continue  # a first load is not hurried by loading more
+            if self._line.waiting(name) > slots(copies[0]):
+                since = self._pressed.setdefault(name, now)
+                idle = [copy for copy in extra if self._may_load(copy)][:1]
+                if now - since >= BUSY_SECONDS and idle:
+                    load += idle
+                    self._pressed[name] = now  # the next one, if still needed, as long after
+                continue
+            self._pressed.pop(name, None)
+            back += [
+                copy
+                for copy in extra
+                if copy.serving and copy.in_flight == 0 and now - copy.last_used >= IDLE_SECONDS
+            ]
+        return load, back
 
 
 class Affinity:

@@ -104,7 +104,7 @@ class Scheduler:
         self._preempted: weakref.WeakSet[ModelState] = weakref.WeakSet()
         self.places = Places(self.line, pool, limits.most_waiting, pool.changed.notify)
         # Which of a model's copies (``replicas``) takes a request, which to load.
-        self.copies = Copies(pool, self.line, self._room.fits, self.timers.backoff_left)
+        self.copies = Copies(pool, self.line, self._room.fits, self.timers.backoff_left, clock)
 
     @property
     def fake_timing(self) -> float:
@@ -407,8 +407,19 @@ class Scheduler:
             self._pool.request_stop(state)
         return expired
 
+    def bound_copies_now(self) -> None:
+        """One pass of the automatic bound on copies (``replicas-max``, copies.py)."""
+        load, back = self.copies.bound()
+        for copy in load:
+            _log.info("loading another copy for the queue", model=copy.name, copy=copy.copy)
+            self.start(copy, copies=False)
+        for copy in back:
+            _log.info("giving back an idle copy", model=copy.name, copy=copy.copy)
+            self._pool.request_stop(copy)
+
     async def unload_expired(self) -> None:
-        """Run :meth:`unload_expired_now` every half second, forever."""
+        """Run :meth:`unload_expired_now` and :meth:`bound_copies_now` every half second."""
         while True:
             self.unload_expired_now()
+            self.bound_copies_now()
             await anyio.sleep(_TTL_CHECK_SECONDS)

@@ -117,7 +117,7 @@ class WorkerPool:
         return state
 
     def _extra_copies(self, entry: CatalogueEntry) -> tuple[ModelState, ...]:
-        return tuple(self._new_state(entry, copy) for copy in range(1, entry.replicas))
+        return tuple(self._new_state(entry, copy) for copy in range(1, entry.most_copies))
 
     def _writable(self, state: ModelState) -> ModelFields:
         return self._fields[state]

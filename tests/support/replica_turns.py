@@ -33,10 +33,12 @@ def copies(router: RouterProcess, model: str) -> list[dict[str, Any]]:
     return replicas
 
 
-def busy_first_copy(router: RouterProcess, model: str, stack: ExitStack) -> None:
-    """A long stream that the least busy rule gives copy 0 (both idle: the first), running
-    until ``stack`` closes."""
-    body = {"model": model, "prompt": "Once", "max_tokens": 1000, "ignore_eos": True}
+def busy_first_copy(
+    router: RouterProcess, model: str, stack: ExitStack, tokens: int = 1000
+) -> None:
+    """A long stream of ``tokens`` that the least busy rule gives copy 0 (both idle: the
+    first), running until ``stack`` closes."""
+    body = {"model": model, "prompt": "Once", "max_tokens": tokens, "ignore_eos": True}
     reply = stack.enter_context(
         router.client.stream("POST", "/v1/completions", json={**body, "stream": True})
     )

@@ -1,14 +1,27 @@
 """The rule that picks a copy of a model for a request (router/scheduling/copies.py): least
-busy, a conversation kept on its copy, the bounded memory of conversations, a copy gone."""
+busy, a conversation kept on its copy, the bounded memory of conversations, a copy gone; and
+the automatic bound (``replicas-max``) on the scheduler, over fake workers and a fake clock."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import anyio
+import pytest
+
 from router.catalogue.catalogue import CatalogueEntry
-from router.scheduling.copies import PREFIX_BYTES, Affinity, conversation_key
+from router.scheduling.copies import (
+    BUSY_SECONDS,
+    IDLE_SECONDS,
+    PREFIX_BYTES,
+    Affinity,
+    conversation_key,
+)
+from router.scheduling.leases import Lease
+from router.scheduling.waiting_line import Caller
 from router.workers.model_state import ModelFields, ModelState, Status
+from tests.support.scheduling_harness import harness
 
 ENTRY = CatalogueEntry("m", Path("/models/m.gguf"), "models_dir", replicas=3)
 
@@ -87,3 +100,44 @@ def test_a_conversation_key_is_its_header_else_its_long_prompt_prefix() -> None:
     long_prompt = json.dumps({"prompt": "z" * (2 * PREFIX_BYTES)}).encode()
     assert conversation_key(None, long_prompt) is not None
     assert conversation_key(None, b"not json") is None
+
+
+@pytest.mark.anyio
+async def test_a_queue_longer_than_the_slots_for_a_while_gets_a_copy_given_back_when_idle() -> None:
+    one_slot = {"replicas_max": 2, "options": (("parallel", "1"),)}
+    async with harness(models_max=0, names="a", a=one_slot) as h:
+        scheduler = h.scheduler
+        await h.load("a")
+        first = scheduler.acquire_if_ready("a", {}, Caller())  # its one slot
+        assert first is not None
+        leases: list[Lease] = []
+
+        async def wait() -> None:
+            leases.append(await scheduler.acquire("a", {}, Caller()))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(2):
+                group.start_soon(wait)
+            await h.until(lambda: scheduler.line.waiting("a") == 2)  # two waiters, one slot
+            scheduler.bound_copies_now()
+            h.advance(BUSY_SECONDS - 0.1)
+            scheduler.bound_copies_now()
+            assert h.launcher.launched.count("a") == 1  # not for long enough yet
+            h.advance(0.1)
+            scheduler.bound_copies_now()
+            await h.launched("a", times=2)
+            h.launcher.children["a"].ready()
+            await h.until(lambda: len(leases) == 1)
+            assert leases[0].state.copy == 1  # the new copy took a waiter
+            first.release()
+        assert [lease.state.copy for lease in leases] == [1, 0]
+        for lease in leases:
+            lease.release()
+        copy = h.pool.copies("a")[1]
+        h.advance(IDLE_SECONDS - 0.1)
+        scheduler.bound_copies_now()
+        assert not copy.stop_requested
+        h.advance(0.1)
+        scheduler.bound_copies_now()
+        assert copy.stop_requested  # given back
+        assert h.pool.copies("a")[0].serving  # the first copy stays

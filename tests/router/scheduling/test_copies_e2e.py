@@ -2,32 +2,44 @@
 the ``openai`` client and real inference: both copies load, a request goes to the least busy
 copy, and a conversation (its ``X-Conversation-Id``, else its long prompt prefix) stays on the
 copy that holds its KV cache, so its second turn reads its first turn's prompt from that cache
-(tests/support/replica_turns.py says how a miss would show).
+(tests/support/replica_turns.py says how a miss would show). With ``replicas-max = 2``, a queue
+longer than the model's one slot gets a second copy, which answers it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
+import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.chat_streams import until
 from tests.support.corral_cli import corral
 from tests.support.files.bundled_model import bundled_model
-from tests.support.replica_turns import copies, two_turns
+from tests.support.replica_turns import busy_first_copy, copies, two_turns
 from tests.support.router_process import RouterProcess, running_router
 
 MODEL = "smol"
 
 
-@pytest.fixture(scope="module")
-def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
-    preset = tmp_path_factory.mktemp("copies") / "models.ini"
-    preset.write_text(f"[{MODEL}]\nmodel = {bundled_model()}\nreplicas = 2\n")
-    with running_router(["--models-preset", str(preset), "-c", "2048", "-np", "1"]) as process:
+@contextmanager
+def _used_router(folder: Path, setting: str, context: str) -> Iterator[RouterProcess]:
+    """A router whose model has the preset line ``setting``, loaded by a first request."""
+    preset = folder / "models.ini"
+    preset.write_text(f"[{MODEL}]\nmodel = {bundled_model()}\n{setting}\n")
+    with running_router(["--models-preset", str(preset), "-c", context, "-np", "1"]) as process:
         body = {"model": MODEL, "prompt": "Hi", "max_tokens": 1}
         assert process.client.post("/v1/completions", json=body).status_code == 200
+        yield process
+
+
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
+    with _used_router(tmp_path_factory.mktemp("copies"), "replicas = 2", "2048") as process:
         loaded = ["loaded"] * 2
         until(lambda: [c["status"] for c in copies(process, MODEL)] == loaded, "both copies")
         yield process
@@ -68,3 +80,33 @@ def test_unloading_the_model_stops_every_copy(router: RouterProcess) -> None:
     assert response.status_code == 200, response.text
     gone = ["unloaded"] * 2
     until(lambda: [c["status"] for c in copies(router, MODEL)] == gone, "both copies stopped")
+
+
+@pytest.fixture(scope="module")
+def auto_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
+    with _used_router(tmp_path_factory.mktemp("auto"), "replicas-max = 2", "8192") as process:
+        yield process
+
+
+def test_a_queue_longer_than_the_slots_gets_another_copy_that_answers_it(
+    auto_router: RouterProcess,
+) -> None:
+    assert [c["status"] for c in copies(auto_router, MODEL)] == ["loaded", "unloaded"]
+
+    def hi() -> int:
+        with openai.OpenAI(base_url=f"{auto_router.url}/v1", api_key="none") as client:
+            reply = client.chat.completions.with_raw_response.create(
+                model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=2
+            )
+            return reply.status_code
+
+    with ExitStack() as busy, ThreadPoolExecutor(2) as pool:
+        busy_first_copy(auto_router, MODEL, busy, tokens=8000)  # the one slot of copy 0
+        waiting = [pool.submit(hi) for _ in range(2)]  # two waiting for one slot
+        assert [answer.result(timeout=120) for answer in waiting] == [200, 200]
+        # Answered while copy 0 still streams: by the copy the queue brought.
+        assert [(c["status"], c["in_flight"]) for c in copies(auto_router, MODEL)] == [
+            ("loaded", 1),
+            ("loaded", 0),
+        ]
+    auto_router.wait_for_log("loading another copy for the queue", model=MODEL, copy=1)
