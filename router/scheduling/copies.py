@@ -121,9 +121,11 @@ class Copies:
             copies = self._pool.copies(name)
             entry = copies[0].entry
             extra = copies[entry.replicas :]
-            if not extra or not any(copy.serving for copy in copies):
-                continue  # a first load is not hurried by loading more
-            if self._line.waiting(name) > slots(copies[0]):
+            if not extra:
+                continue
+            # A first load is not hurried by loading more: only a queue for a serving model.
+            serving = any(copy.serving for copy in copies)
+            if serving and self._line.waiting(name) > slots(copies[0]):
                 since = self._pressed.setdefault(name, now)
                 idle = [copy for copy in extra if self._may_load(copy)][:1]
                 if now - since >= BUSY_SECONDS and idle:
