@@ -56,6 +56,12 @@ def _client(router: RouterProcess) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{router.url}/v1", api_key="none", max_retries=0)
 
 
+@pytest.fixture
+def client(cluster: tuple[RayCluster, RouterProcess]) -> Iterator[openai.OpenAI]:
+    with _client(cluster[1]) as opened:
+        yield opened
+
+
 def test_the_copies_run_on_two_nodes(cluster: tuple[RayCluster, RouterProcess]) -> None:
     _, router = cluster
     assert sorted(c["node"] for c in copies(router, MODEL)) == ["b", "c"]  # never the full head
@@ -67,13 +73,13 @@ def test_each_conversation_stays_on_its_copy(cluster: tuple[RayCluster, RouterPr
 
 
 def test_a_node_removed_mid_traffic_leaves_the_other_copy_answering_every_request(
-    cluster: tuple[RayCluster, RouterProcess],
+    cluster: tuple[RayCluster, RouterProcess], client: openai.OpenAI
 ) -> None:
     ray, router = cluster
     survivor, lost = (c["node"] for c in copies(router, MODEL))
     with ExitStack() as busy:
         busy_first_copy(router, MODEL, busy)  # so that the stream below goes to copy 1
-        stream = _client(router).completions.create(
+        stream = client.completions.create(
             model=MODEL, prompt="Twice", max_tokens=1000, stream=True,
             extra_body={"ignore_eos": True},
         )  # fmt: skip
@@ -115,7 +121,7 @@ def test_a_node_removed_mid_traffic_leaves_the_other_copy_answering_every_reques
     assert set(answers) == {200}
     # A conversation whose copy was lost moves to the other one; a new one is answered too.
     for headers in ({"X-Conversation-Id": "bee"}, {}):
-        answer = _client(router).chat.completions.create(
+        answer = client.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=2,
             extra_headers=headers,
         )  # fmt: skip
