@@ -47,7 +47,7 @@ class Eviction:
         kept = self._kept()
         return [
             state
-            for state in self._pool.models.values()
+            for state in self._pool.workers
             if state.status in (Status.LOADED, Status.SLEEPING)
             and state.in_flight == 0
             and not state.stop_requested
@@ -103,7 +103,7 @@ class Eviction:
             return None
         batch_only = [
             state
-            for state in self._pool.models.values()
+            for state in self._pool.workers
             if state.status is Status.LOADED
             and (state.in_flight > 0 or self.resident(state))
             and not state.stop_requested
