@@ -52,9 +52,10 @@ def _client(router: RouterProcess, timeout: float = 120.0) -> openai.OpenAI:
 
 
 def _hi(router: RouterProcess, timeout: float = 120.0) -> str:
-    answer = _client(router, timeout).chat.completions.create(
-        model="alpha", messages=[{"role": "user", "content": "hi"}], max_tokens=2
-    )
+    with _client(router, timeout) as client:  # closed: a socket left open warns later tests
+        answer = client.chat.completions.create(
+            model="alpha", messages=[{"role": "user", "content": "hi"}], max_tokens=2
+        )
     assert answer.choices
     return str(router.models()["alpha"]["node"])
 
@@ -75,7 +76,8 @@ def test_a_dead_nodes_stream_ends_with_an_error_and_its_model_loads_elsewhere(
     assert router.models()["alpha"]["node"] == "c"
     ray.add_node("d")
     router.wait_for_log("node ready", node="d", timeout=60)
-    stream = _client(router).chat.completions.create(
+    client = _client(router)
+    stream = client.chat.completions.create(
         model="alpha",
         messages=[{"role": "user", "content": "hi"}],
         max_tokens=30_000,  # far more than it makes before the node is gone
@@ -83,7 +85,7 @@ def test_a_dead_nodes_stream_ends_with_an_error_and_its_model_loads_elsewhere(
         extra_body={"ignore_eos": True},  # the random tiny model may end at any token
         extra_headers={"X-Conversation-Id": "failover"},  # resumable (docs/protocol.md §5)
     )
-    with stream:
+    with client, stream:
         chunks = iter(stream)
         assert next(chunks).choices
         ray.kill_node("c")
@@ -105,12 +107,13 @@ def test_a_dead_nodes_non_streamed_request_ends_with_an_error_answer(
     assert router.models()["alpha"]["node"] == "d"  # where the test before loaded it
 
     def answer() -> object:
-        return _client(router).chat.completions.create(
-            model="alpha",
-            messages=[{"role": "user", "content": "hi"}],
-            max_tokens=30_000,  # far more than it makes before the node is gone
-            extra_body={"ignore_eos": True},
-        )
+        with _client(router) as client:
+            return client.chat.completions.create(
+                model="alpha",
+                messages=[{"role": "user", "content": "hi"}],
+                max_tokens=30_000,  # far more than it makes before the node is gone
+                extra_body={"ignore_eos": True},
+            )
 
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(answer)
