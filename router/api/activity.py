@@ -47,6 +47,7 @@ class ModelNow(msgspec.Struct, omit_defaults=True):
     in_flight: int = 0
     ram: int | None = None
     vram: int | None = None
+    node: str | None = None  # the node of its worker, with --cluster only (docs/scaling.md)
 
 
 class ActivitySnapshot(msgspec.Struct, omit_defaults=True):
@@ -129,6 +130,8 @@ def _snapshot(rt: RouterRuntime, scope: Any, *, samples: bool) -> ActivitySnapsh
     models = []
     for name, state in sorted(rt.pool.models.items()):
         model = ModelNow(name, state.status.value, busy.get(name, 0))
+        if state.running:
+            model.node = state.node
         memory = last.models.get(name) if last is not None and state.running else None
         if memory is not None:
             model.ram, model.vram = memory.ram, memory.vram

@@ -65,7 +65,8 @@ async def remove_cache_model(rt: RouterRuntime, name: str) -> None:
     with rt.pool.holds.holding(users):
         async with anyio.create_task_group() as group:
             for name in users:
-                group.start_soon(rt.pool.stop, rt.pool.models[name])
+                for copy in rt.pool.copies(name):  # every copy (``replicas``) reads the files
+                    group.start_soon(rt.pool.stop, copy)
         if others := sorted(users - {entry.name}):
             _log.info("stopped the models that load a removed model's files", model=entry.name,
                       others=others)  # fmt: skip

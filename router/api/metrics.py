@@ -157,14 +157,15 @@ def render_metrics(
             for status in Status
         ),
     )
-    on_nodes = [(name, state.node) for name, state in models if state.running and state.node]
+    # Every copy (``replicas``): a model with copies on two nodes is on both.
+    on_nodes = [(c.name, c.node) for c in pool.workers if c.running and c.node]
     lines += (
         []
         if not on_nodes
         else prometheus_family(
             "corral_model_node",
             "gauge",
-            "1 for the cluster node each running model's worker is on (--cluster).",
+            "1 for each cluster node a running model's worker is on (--cluster).",
             (
                 (f'{{model="{escape_label(name)}",node="{escape_label(node)}"}}', 1)
                 for name, node in on_nodes
@@ -193,7 +194,18 @@ def render_metrics(
         "corral_active_requests",
         "gauge",
         "Proxied requests in flight, streams included.",
-        ((per_model(name), state.in_flight) for name, state in models),
+        ((per_model(name), sum(c.in_flight for c in pool.copies(name))) for name, _ in models),
+    )
+    copies = [c for c in pool.workers if c.entry.most_copies > 1]
+    lines += (
+        []
+        if not copies
+        else prometheus_family(
+            "corral_replica_active_requests",
+            "gauge",
+            "Proxied requests in flight on each worker copy of a model with replicas.",
+            ((f'{{model="{escape_label(c.name)}",copy="{c.copy}"}}', c.in_flight) for c in copies),
+        )
     )
     if (cores := scheduler.cores) is not None:
         lines += prometheus_family(

@@ -39,7 +39,7 @@ from router.capacity.memory_budget import resident_memory
 from router.catalogue.capabilities import capabilities
 from router.catalogue.catalogue import CatalogueEntry, CatalogueError
 from router.catalogue.file_check import entry_problem
-from router.catalogue.listing import ListingStatus, ModelListing
+from router.catalogue.listing import ListingStatus, ModelListing, ReplicaView
 from router.catalogue.model_details import model_header
 from router.observe.events import ModelEvent
 from router.scheduling.answers import api_error, scheduling_answered
@@ -215,7 +215,7 @@ async def _listing(
     models = rt.pool.models
     catalogue = rt.pool.catalogue
     listed = [
-        state
+        _shown(rt.pool.copies(state.name))
         for state in models.values()
         # A name a ``prefer = peer`` peer answers for is listed as that peer's.
         if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None
@@ -234,6 +234,8 @@ async def _listing(
     ]
     for entry, state in zip(data, listed, strict=True):
         entry.queue = rt.scheduler.queue_view(state) or UNSET
+        if state.entry.most_copies > 1:
+            entry.replicas = [_replica(copy) for copy in rt.pool.copies(state.name)]
     data += rt.peers.listing(created, lambda name: catalogue.resolve(name) is not None)
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
@@ -247,6 +249,18 @@ async def _listing(
         for entry in data:
             entry.aliases = sorted(set(names))
     return data, snap
+
+
+def _shown(copies: tuple[ModelState, ...]) -> ModelState:
+    """The copy a model's entry describes: the first that runs, else the first."""
+    return next((copy for copy in copies if copy.running), copies[0])
+
+
+def _replica(copy: ModelState) -> ReplicaView:
+    replica = ReplicaView(copy=copy.copy, status=copy.status.value, in_flight=copy.in_flight)
+    if copy.running and copy.node is not None:
+        replica.node = copy.node
+    return replica
 
 
 @get(["/models", "/v1/models"], opt=admin_only(when_query="reload"))
@@ -338,9 +352,12 @@ async def unload_model(request: AnyRequest) -> dict[str, bool]:
     _not_a_peers(rt, name)
     with scheduling_answered():
         state = rt.pool.get(name)
-    if not state.running or state.stop_requested:
+    # Every copy of it (``replicas``, docs/scaling.md).
+    running = [c for c in rt.pool.copies(state.name) if c.running and not c.stop_requested]
+    if not running:
         raise ApiError(400, "model is not running")
-    rt.pool.request_stop(state)
+    for copy in running:
+        rt.pool.request_stop(copy)
     return {"success": True}
 
 

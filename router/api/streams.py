@@ -35,6 +35,7 @@ from router.relay.conversations import Claim, peer_key, session_key
 from router.relay.peer_proxy import PeerUpstream
 from router.relay.peers import PeerRoute
 from router.relay.worker_upstream import WorkerUpstream
+from router.scheduling.copies import conversation_key
 from router.security.api_keys import relay_opt
 from router.security.callers import caller_id
 from router.workers.model_state import Status
@@ -131,9 +132,10 @@ async def replay(request: AnyRequest, conv_id: FromQuery[str | None] = None) -> 
         )
     if claim is not None and claim.ended is not None:
         raise ApiError(404, f"Stream not found: {claim.ended}")
-    state = rt.pool.models.get(claim.model) if claim is not None else None
-    if claim is None or state is None:
+    if claim is None or claim.model not in rt.pool.models:
         raise ApiError(404, "Stream not found or expired")
+    # The copy its conversation went to (``replicas``, router/scheduling/copies.py).
+    state = rt.scheduler.copies.pick(claim.model, conversation_key(claim.conversation, None))
     if not claim.attached:  # its POST waits for the model's load, which will answer it
         raise ApiError(503, "Stream owner model is loading, retry later")
     # A lease for this request, never a load; a worker that began to stop as the replay reached

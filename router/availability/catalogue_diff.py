@@ -6,7 +6,7 @@ state (a running one keeps running); new models, and models with new settings, s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from router.catalogue.catalogue import Catalogue
@@ -17,12 +17,13 @@ if TYPE_CHECKING:
 __all__ = ["carried_over", "stale_models"]
 
 
-def stale_models(models: Mapping[str, ModelState], catalogue: Catalogue) -> list[ModelState]:
-    """Running models the new catalogue no longer describes: they must stop before it applies."""
+def stale_models(states: Iterable[ModelState], catalogue: Catalogue) -> list[ModelState]:
+    """Running workers (every copy of a model) the new catalogue no longer describes: they must
+    stop before it applies."""
     return [
         state
-        for name, state in models.items()
-        if state.running and catalogue.entries.get(name) != state.entry
+        for state in states
+        if state.running and catalogue.entries.get(state.name) != state.entry
     ]
 
 

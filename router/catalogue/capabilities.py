@@ -60,7 +60,7 @@ def declares_pooling(path: Path) -> bool:
 
 def serves_embeddings(entry: CatalogueEntry, metadata: Mapping[str, object]) -> bool:
     """Whether the model's worker answers embeddings: as its options say, else as its header
-    does (:func:`worker_argv <router.workers.pool.worker_argv>` then turns them on)."""
+    does (:func:`worker_argv <router.workers.launcher.worker_argv>` then turns them on)."""
     options = entry.model_options
     return options.flag("embeddings") if "embeddings" in options else is_embedding(metadata)
 

@@ -64,6 +64,8 @@ class CatalogueEntry:
     # The router's tools offered to this model's chats; None: all of them (docs/tools.md).
     tools: tuple[str, ...] | None = None
     memory: int | None = None  # Corral's own: bytes the model holds, declared (else measured)
+    replicas: int = 1  # worker copies (docs/scaling.md, "Replicas")
+    replicas_max: int = 0  # copies in all with the automatic ones; 0: ``replicas``
     mmproj: Path | None = None
     # ``dedup-cache-models``: a cache model that a preset also serves is left out of listings
     # but still answers to its name.
@@ -91,9 +93,18 @@ class CatalogueEntry:
             keys["min-residency"] = _format_seconds(self.min_residency)
         if self.memory is not None:
             keys["memory"] = str(self.memory)
+        if self.replicas != 1:
+            keys["replicas"] = str(self.replicas)
+        if self.replicas_max:
+            keys["replicas-max"] = str(self.replicas_max)
         if self.tools is not None:
             keys["tools"] = ",".join(self.tools)
         return render_ini(self.name, sorted(keys.items()))
+
+    @property
+    def most_copies(self) -> int:
+        """The worker copies it may run: ``replicas``, or more up to ``replicas-max``."""
+        return max(self.replicas, self.replicas_max)
 
     def files(self) -> list[Path]:
         """Every file the model loads: its shards, then its projector and its draft model."""
@@ -302,6 +313,8 @@ def _entry(model: _Found, options: dict[str, str]) -> CatalogueEntry:
         pin=given.flag("pin"),
         min_residency=given.real("min-residency"),
         memory=given.optional_integer("memory"),
+        replicas=given.integer("replicas"),
+        replicas_max=given.integer("replicas-max"),
         tools=_tool_set(options.get("tools")),
         # ``no-mmproj`` turns off pairing with a found projector; a named one is still used.
         mmproj=model.mmproj if given.flag("mmproj-auto") or "mmproj" in model.options else None,

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__ = ["ListingStatus", "ModelListing", "QueueView"]
+__all__ = ["ListingStatus", "ModelListing", "QueueView", "ReplicaView"]
 
 
 class QueueView(msgspec.Struct, kw_only=True):
@@ -32,6 +32,16 @@ class QueueView(msgspec.Struct, kw_only=True):
     keys: dict[str, int]  # by key id; "" for requests without a key
     oldest_seconds: float
     reason: str | None = None
+
+
+class ReplicaView(msgspec.Struct, kw_only=True):
+    """One worker copy of a model with ``replicas`` above 1 (docs/scaling.md): which, its
+    status, its node (with ``--cluster``, while running) and its requests in flight."""
+
+    copy: int
+    status: str
+    in_flight: int
+    node: str | UnsetType = UNSET
 
 
 class ListingStatus(msgspec.Struct, kw_only=True):
@@ -82,6 +92,8 @@ class ModelListing(msgspec.Struct, kw_only=True):
     placement: dict[str, Any] | UnsetType = UNSET
     # With ``--cluster``, while running: the node its worker runs on (docs/scaling.md).
     node: str | UnsetType = UNSET
+    # ``replicas`` above 1: each copy (the entry's other fields are the first running one's).
+    replicas: list[ReplicaView] | UnsetType = UNSET
     # A peer's model: which peer, and its name there.
     peer: str | UnsetType = UNSET
     remote_id: str | UnsetType = UNSET

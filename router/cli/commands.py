@@ -229,6 +229,21 @@ def _print_queue(entries: list[dict[str, Any]]) -> None:
         print(f"{name:<{width}}  {queue['waiting']:<7}  {why:<8}  {oldest:<8}  {detail}")
 
 
+def _running_copies(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """A model's running worker copies (``replicas``, docs/scaling.md); none listed: one."""
+    return [r for r in entry.get("replicas") or [] if r.get("status") in _RUNNING]
+
+
+def _model_cell(entry: dict[str, Any]) -> str:
+    copies = len(_running_copies(entry))
+    return f"{entry['id']} ({copies} copies)" if copies > 1 else str(entry["id"])
+
+
+def _node_cell(entry: dict[str, Any]) -> str:
+    nodes = [str(r["node"]) for r in _running_copies(entry) if r.get("node")]
+    return ",".join(nodes) if nodes else str(entry.get("node") or "-")
+
+
 def _ps(args: argparse.Namespace) -> int:
     try:
         listing = fetch_listing(args.url, router_key(args.api_key))
@@ -237,11 +252,11 @@ def _ps(args: argparse.Namespace) -> int:
         return 1
     running = [e for e in listing["data"] if e.get("status", {}).get("value") in _RUNNING]
     rows = [
-        (str(entry["id"]), str(entry["status"]["value"]), _describe(entry), _vram(entry))
+        (_model_cell(entry), str(entry["status"]["value"]), _describe(entry), _vram(entry))
         for entry in running
     ]
     # On a cluster (--cluster), the node each worker runs on: a column only then.
-    nodes = [str(entry.get("node") or "-") for entry in running]
+    nodes = [_node_cell(entry) for entry in running]
     node_width = max([len("NODE"), *map(len, nodes)]) if any(e.get("node") for e in running) else 0
     width = max([len("MODEL"), *(len(row[0]) for row in rows)])
     node_head = f"{'NODE':<{node_width}}  " if node_width else ""

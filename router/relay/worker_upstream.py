@@ -14,6 +14,7 @@ from corral.http.errors import ApiError
 from router.relay.conversations import stop_reason
 from router.relay.relayed import Headers, Hop, Relayed
 from router.scheduling.answers import scheduling_answered
+from router.scheduling.copies import conversation_key
 from router.scheduling.leases import Lease
 from router.scheduling.scheduler import Scheduler
 from router.workers.model_state import ModelState
@@ -66,13 +67,19 @@ class WorkerUpstream:
         slots (``caller``); GETs do not. A resumable session's request waits for its model even
         once its client has left (docs/protocol.md §5)."""
         scheduler, scope = self._scheduler, relayed.scope
-        name = self._state.entry.name
+        entry = self._state.entry
+        name = entry.name
         caller = relayed.caller if relayed.counted else None
+        # What keeps a conversation on the copy holding its KV cache (docs/scaling.md).
+        conversation = None
+        if entry.most_copies > 1:
+            asked = relayed.request.headers.get("x-conversation-id")
+            conversation = conversation_key(asked, relayed.body)
         # Most requests find their model ready: no waiting, so no need to watch for a disconnect.
         with scheduling_answered():
-            lease = scheduler.acquire_if_ready(name, scope, caller)
+            lease = scheduler.acquire_if_ready(name, scope, caller, conversation)
             if lease is None:
-                waiting = scheduler.acquire(name, scope, caller)
+                waiting = scheduler.acquire(name, scope, caller, conversation)
                 lease = await (
                     waiting if relayed.detached else until_disconnected(relayed.request, waiting)
                 )

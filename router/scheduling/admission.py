@@ -11,6 +11,9 @@ room, which is what saves the swap, until a waiter for a model that is not loade
 ``--schedule-wait-max`` seconds: then the running models stop taking new requests (they
 *drain*), and the first to go idle is evicted for it. A model just loaded stays
 ``min-residency`` seconds before it may be evicted, unless such an aged request needs it gone.
+While a person's request runs on a model, batch under the bound does not take its last free
+slot: the next person's turn on it (two people grouped on one load) finds a slot rather than
+waiting for a batch answer.
 
 A model whose worker keeps a courtesy sequence (``--courtesy-slot``, which the router sets with
 ``swap``) takes one counted request more than its slots, but only one that would otherwise
@@ -93,6 +96,8 @@ class Admission:
         the models that take nobody new; asked only when somebody waits."""
         if not state.serving or self.full(state, caller):
             return False
+        if caller.priority is Priority.BATCH and self._last_slot_kept(state, waiter):
+            return False
         if waiter is None and not self._line:
             return True  # nobody waits, so nobody goes first and nothing drains (waiters age)
         if state.name in draining():
@@ -103,6 +108,17 @@ class Admission:
     def owe(self, state: ModelState, waiters: int) -> None:
         """The model is being loaded for ``waiters`` requests."""
         self._owed[state] = waiters
+
+    def _last_slot_kept(self, state: ModelState, waiter: Waiter | None) -> bool:
+        """Whether the model's last free slot is kept from batch under the bound: a person's
+        request runs on it, so another person may come to it any moment (a newcomer is never
+        past the bound)."""
+        holders = self._holders.get(state, Counter())
+        people = any(holder.priority is not Priority.BATCH for holder in holders)
+        if not people or (waiter is not None and self._line.aged(waiter)):
+            return False
+        regular = self._taken.get(state, 0) - self._courtesy.get(state, 0)
+        return regular + 1 >= slots(state)
 
     def take(self, state: ModelState, caller: Caller) -> bool:
         """``caller``'s request has the model (:meth:`may_take` said so); whether it took the
@@ -119,16 +135,15 @@ class Admission:
         return courtesy
 
     def give_back(self, state: ModelState, caller: Caller, courtesy: bool) -> None:
-        if courtesy and (left := self._courtesy.pop(state, 0) - 1) > 0:
-            self._courtesy[state] = left
-        left = self._taken.get(state, 0) - 1
-        if left > 0:
-            self._taken[state] = left
-            self._holders[state][caller] -= 1
-            self._holders[state] += Counter()  # drop the callers left with none
-        else:
-            self._taken.pop(state, None)
-            self._holders.pop(state, None)
+        if courtesy:
+            _count_down(self._courtesy, state)
+        _count_down(self._taken, state)
+        holders = self._holders[state]
+        holders[caller] -= 1
+        if holders[caller] <= 0:
+            del holders[caller]
+        if not holders:
+            del self._holders[state]
 
     def resident(self, state: ModelState) -> bool:
         """Loaded less than its minimum residency ago: not evicted yet."""
@@ -156,3 +171,11 @@ class Admission:
         # Owed only while its requests still wait: the ones that left were owed nothing.
         owed = {state.name for state in self._owed if self._line.first(state.name) is not None}
         return {state.name for state in running} - self._line.aged_models() - owed
+
+
+def _count_down(counts: dict[ModelState, int], state: ModelState) -> None:
+    left = counts.get(state, 0) - 1
+    if left > 0:
+        counts[state] = left
+    else:
+        counts.pop(state, None)

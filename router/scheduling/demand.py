@@ -21,7 +21,8 @@ keep such a model:
   (:mod:`router.scheduling.eviction`);
 - a model loaded for batch keeps serving the backlog it was loaded for :data:`BATCH_QUANTUM_S`
   seconds before an interactive request may swap it out (a request past the bound still may),
-  so the swap that batch waited for buys it more than the requests it was loaded for.
+  so the swap that batch waited for buys it more than the requests it was loaded for; a
+  person's request taken on it ends the quantum (the model is theirs too).
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class Demand:
             self._interactive.setdefault(model, deque()).append((self._clock(), caller.key))
             self._trim(model)
             self._turn_at[model] = self._clock()
+            # A load that serves a person is theirs too, not batch's alone: the quantum would
+            # make another person wait out batch's backlog on a model used by both.
+            self._for_batch.discard(model)
 
     def ended(self, model: str, caller: Caller) -> None:
         """A request of ``caller`` to ``model`` ended: an interactive one starts its idle time."""

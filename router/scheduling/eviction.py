@@ -47,7 +47,7 @@ class Eviction:
         kept = self._kept()
         return [
             state
-            for state in self._pool.models.values()
+            for state in self._pool.workers
             if state.status in (Status.LOADED, Status.SLEEPING)
             and state.in_flight == 0
             and not state.stop_requested
@@ -103,7 +103,7 @@ class Eviction:
             return None
         batch_only = [
             state
-            for state in self._pool.models.values()
+            for state in self._pool.workers
             if state.status is Status.LOADED
             and (state.in_flight > 0 or self.resident(state))
             and not state.stop_requested
@@ -112,6 +112,39 @@ class Eviction:
             and ((w := self._line.first(state.name)) is None or self._batch_under_bound(w))
         ]
         return min(batch_only, key=lambda state: state.last_used, default=None)
+
+    def held_off_batch(
+        self, coming: Iterable[ModelState], short: Callable[[ModelState], bool]
+    ) -> set[str]:
+        """The running models that take no new batch request under the bound: a person (or a
+        request past the bound) waits for room for one of ``coming`` (``short`` of it now),
+        and the first of them to go idle makes it; taking batch meanwhile would make that
+        person wait for its answer. A model within its minimum residency or batch quantum is
+        not to go yet: batch keeps it."""
+        if self._line.fifo:
+            return set()
+        firsts = ((state, self._line.first(state.name)) for state in coming)
+        if not any(
+            w is not None and not self._batch_under_bound(w) and short(s) for s, w in firsts
+        ):
+            return set()
+        models = self._pool.models.values()
+        return {state.name for state in models if state.serving and not self.resident(state)}
+
+    def batch_kept_off(
+        self, coming: Iterable[ModelState], short: Callable[[ModelState], bool]
+    ) -> set[str]:
+        """Of :meth:`held_off_batch`, the models only batch under the bound waits for: those
+        waiters do not keep the model from eviction (they wait for its next load)."""
+        batch_only = {
+            state.name
+            for state in self._pool.models.values()
+            if state.serving
+            and (w := self._line.first(state.name)) is not None
+            and self._batch_under_bound(w)
+        }
+        # Asked at every eviction decision: the room (maybe the GPUs) is read only if it matters.
+        return batch_only and batch_only & self.held_off_batch(coming, short)
 
     def _batch_under_bound(self, waiter: Waiter) -> bool:
         """A batch request that has not waited the bound: an interactive one goes before it.

@@ -22,3 +22,8 @@ class PoolView(Protocol):
     def models(self) -> Mapping[str, ModelState]:
         """Every model of the catalogue by name, as it stands now (a reload replaces it)."""
         ...
+
+    @property
+    def workers(self) -> list[ModelState]:
+        """Every model's every copy (``replicas``): what runs and counts toward the limits."""
+        ...

@@ -86,7 +86,7 @@ class Room:
             if short:
                 return short
         if self._devices is not None:
-            running = [state for state in self._pool.models.values() if state.running]
+            running = [state for state in self._pool.workers if state.running]
             short = self._devices.victim_devices(staying, coming, running, snap)
             if short:
                 return short
@@ -107,11 +107,11 @@ class Room:
         for the host budget or a GPU's; None when it fits."""
         if self.fits(state):
             return None
-        running = sum(other.running for other in self._pool.models.values())
+        running = sum(other.running for other in self._pool.workers)
         return "models-max" if 0 < self._most_resident <= running else "memory"
 
     def short_for(self, state: ModelState, snap: DeviceSnapshot | None) -> set[str] | None:
         """:meth:`short_of` for ``state`` next to every running model."""
         # Stopping models still count: their processes have not exited yet.
-        running = [other for other in self._pool.models.values() if other.running]
+        running = [other for other in self._pool.workers if other.running]
         return self.short_of(running, [state], snap)

@@ -43,6 +43,7 @@ from router.availability.errors import AlreadyRunning, LoadsHeld, NoRoom, load_e
 from router.capacity.memory_budget import MemoryBudget
 from router.capacity.placement import Placement
 from router.scheduling.admission import Admission
+from router.scheduling.copies import Copies
 from router.scheduling.cores import CoreShare
 from router.scheduling.demand import RETURN_S, Demand
 from router.scheduling.eviction import Eviction
@@ -53,7 +54,7 @@ from router.scheduling.placement.node_planner import NodePlanner
 from router.scheduling.places import Places
 from router.scheduling.room import Room, SchedulerLimits
 from router.scheduling.timers import Timers
-from router.scheduling.waiting_line import Caller, QueueView, Waiter, WaitingLine
+from router.scheduling.waiting_line import Caller, Priority, QueueView, Waiter, WaitingLine
 from router.topics import Topic
 from router.workers.model_state import ModelState, Status
 from router.workers.pool import WorkerPool
@@ -102,6 +103,8 @@ class Scheduler:
         # waiters are not answered by that stop, they wait for the next load (_wait_for).
         self._preempted: weakref.WeakSet[ModelState] = weakref.WeakSet()
         self.places = Places(self.line, pool, limits.most_waiting, pool.changed.notify)
+        # Which of a model's copies (``replicas``) takes a request, which to load.
+        self.copies = Copies(pool, self.line, self._room.fits, self.timers.backoff_left, clock)
 
     @property
     def fake_timing(self) -> float:
@@ -113,20 +116,35 @@ class Scheduler:
         return len(self.line)
 
     def acquire_if_ready(
-        self, name: str, request: RequestScope, caller: Caller | None = None
+        self,
+        name: str,
+        request: RequestScope,
+        caller: Caller | None = None,
+        conversation: str | None = None,
     ) -> Lease | None:
         """The fast path of :meth:`acquire`: the model serves now, so nothing waits.
 
         ``caller``: a counted request (a generation) from this class and key, which with
-        ``--schedule swap`` takes one of the model's slots; None: uncounted (GETs)."""
-        return self._take(self._pool.get(name), request, caller, None)
+        ``--schedule swap`` takes one of the model's slots; None: uncounted (GETs).
+        ``conversation``: what keeps it on one of the model's copies (router/scheduling/copies.py).
+        """
+        lease = self._take(self.copies.pick(name, conversation), request, caller, None)
+        if lease is not None:
+            self._start_copies(lease.state)
+        return lease
+
+    def _start_copies(self, state: ModelState) -> None:
+        for copy in self.copies.to_start(state):
+            self.start(copy, copies=False)
 
     def _take(
         self, state: ModelState, request: RequestScope, caller: Caller | None, waiter: Waiter | None
     ) -> Lease | None:
         if caller is None or self.line.fifo:
             return self.hold(state, request)
-        if not self._admission.may_take(state, caller, waiter, self._draining):
+        if not self._admission.may_take(
+            state, caller, waiter, partial(self._closed, caller, waiter)
+        ):
             return None
         if not self._pool.claim(state):
             return None
@@ -149,17 +167,25 @@ class Scheduler:
         if not aged:
             return set(self._yielding)
         models, claimed = self._pool.models, self._queue.claimed()
-        short = {
-            name
-            for name in aged - claimed
-            if name in models
-            and not (state := models[name]).running
-            and not self._pool.holds.held(name)
-            and self.timers.backoff_left(state) <= 0
-            and not self._room.fits(state)
-        }
+        short = {name for name in aged - claimed if name in models and self._short(models[name])}
         running = [s for s in models.values() if s.serving]
         return self._admission.draining(running, short) | self._yielding
+
+    def _short(self, state: ModelState) -> bool:
+        """Whether ``state`` waits for room now (not for a retry's backoff, a removal's hold)."""
+        return (
+            not state.running
+            and not self._pool.holds.held(state.name)
+            and self.timers.backoff_left(state) <= 0
+            and not self._room.fits(state)
+        )
+
+    def _closed(self, caller: Caller, waiter: Waiter | None) -> set[str]:
+        """The running models that take no new request of ``caller`` (waiting as ``waiter``)."""
+        closed = self._draining()
+        if caller.priority is Priority.BATCH and (waiter is None or not self.line.aged(waiter)):
+            closed |= self.eviction.held_off_batch(self._queue.coming(), self._short)
+        return closed
 
     def _release_slot(self, caller: Caller, courtesy: bool, state: ModelState) -> None:
         self.line.done(caller)
@@ -169,7 +195,11 @@ class Scheduler:
         self._pool.changed.notify()  # a slot is free: the next waiter may have it
 
     async def acquire(
-        self, name: str, request: RequestScope, caller: Caller | None = None
+        self,
+        name: str,
+        request: RequestScope,
+        caller: Caller | None = None,
+        conversation: str | None = None,
     ) -> Lease:
         """A lease on the model once it serves, loading it (and evicting others) as needed.
 
@@ -178,7 +208,7 @@ class Scheduler:
         moment and given back when the request ends (:mod:`router.scheduling.leases`), even if
         the request is cancelled before its handler sees the lease.
         """
-        ready = self.acquire_if_ready(name, request, caller)
+        ready = self.acquire_if_ready(name, request, caller, conversation)
         if ready is not None:
             return ready
         who = caller or Caller()  # uncounted (None) takes no slot, but waits in the line too
@@ -189,7 +219,7 @@ class Scheduler:
         waiter = self.line.join(name, who, counted=caller is not None)
         started = time.monotonic()  # real time, not the clock: a metric, never a decision
         try:
-            return await self._wait_for(name, entry, request, caller, waiter)
+            return await self._wait_for(name, entry, request, caller, waiter, conversation)
         finally:
             self.line.leave(waiter)
             self._queue.leave(entry)
@@ -206,6 +236,7 @@ class Scheduler:
         request: RequestScope,
         caller: Caller | None,
         waiter: Waiter,
+        conversation: str | None,
     ) -> Lease:
         changed = self._pool.changed
         saw_loading = False
@@ -213,8 +244,8 @@ class Scheduler:
             if waiter.refused is not None:  # pushed out for another caller's place
                 raise waiter.refused
             # Looked up each time: a reload may give the model new settings (a new state) or
-            # remove it, which is ModelNotFound as for any unknown model.
-            state = self._pool.get(name)
+            # remove it, which is ModelNotFound as for any unknown model; another copy may serve.
+            state = self.copies.pick(name, conversation)
             lease = self._take(state, request, caller, waiter)  # busy before it leaves the queue
             if lease is not None:
                 return lease
@@ -243,7 +274,7 @@ class Scheduler:
                     continue
             self.tick()
             # Time alone changes the order when a waiter ages or a residency ends: wake then.
-            models = self._pool.models.values()
+            models = self._pool.workers
             changes = (self._admission.next_change(models), self.demand.next_change(models))
             wake = min((c for c in changes if c is not None), default=math.inf)
             with anyio.move_on_after(wake):
@@ -268,23 +299,27 @@ class Scheduler:
         self._preempted.add(victim)
         self._pool.request_stop(victim)
 
-    def start(self, state: ModelState) -> None:
-        """Start a model (claimed, or to load at startup) where the device planner puts it."""
+    def start(self, state: ModelState, *, copies: bool = True) -> None:
+        """Start a model (claimed, or to load at startup) where the device planner puts it;
+        then its other copies (``replicas``) where there is room, unless ``copies`` is False."""
         placement = None
         self._preempted.discard(state)  # this load's end answers whoever waits for it
+        workers = self._pool.workers
+        running = [other for other in workers if other.running]
         if self.devices is not None:
-            running = [other for other in self._pool.models.values() if other.running]
-            placement = self.devices.place(state, running, self._pool.models.values())
+            placement = self.devices.place(state, running, workers)
         if self.nodes is not None:
-            running = [other for other in self._pool.models.values() if other.running]
             node = self.nodes.place(state, running)
             placement = replace(placement or Placement(), node=node)
         self._pool.start(state, placement)
+        if copies:
+            self._start_copies(state)
 
     def _kept(self) -> set[str]:
         """The models waiting requests keep from eviction. A draining model's waiters do not
-        keep it: they wait for its next load."""
-        return self._queue.wanted() - self._draining()
+        keep it, nor batch held off a model for a person's room: they wait for its next load."""
+        held_off = self.eviction.batch_kept_off(self._queue.coming(), self._short)
+        return self._queue.wanted() - self._draining() - held_off
 
     def _try_claim(self, entry: Entry, state: ModelState) -> bool:
         if self._queue.head() is not entry or entry.claimed or not self._room.fits(state):
@@ -306,7 +341,7 @@ class Scheduler:
         coming, for_batch, resident_too = eviction.wanting(coming)
         # Stopping models count as gone: their room is already on its way. One reading of the
         # GPUs for the whole decision: a victim's memory is freed only once its process exits.
-        staying = [s for s in self._pool.models.values() if s.running and not s.stop_requested]
+        staying = [s for s in self._pool.workers if s.running and not s.stop_requested]
         snap, yielding = self._room.snapshot(), set[str]()
         try:
             while (short := self._room.short_of(staying, coming, snap)) is not None:
@@ -383,8 +418,19 @@ class Scheduler:
             self._pool.request_stop(state)
         return expired
 
+    def bound_copies_now(self) -> None:
+        """One pass of the automatic bound on copies (``replicas-max``, copies.py)."""
+        load, back = self.copies.bound()
+        for copy in load:
+            _log.info("loading another copy for the queue", model=copy.name, copy=copy.copy)
+            self.start(copy, copies=False)
+        for copy in back:
+            _log.info("giving back an idle copy", model=copy.name, copy=copy.copy)
+            self._pool.request_stop(copy)
+
     async def unload_expired(self) -> None:
-        """Run :meth:`unload_expired_now` every half second, forever."""
+        """Run :meth:`unload_expired_now` and :meth:`bound_copies_now` every half second."""
         while True:
             self.unload_expired_now()
+            self.bound_copies_now()
             await anyio.sleep(_TTL_CHECK_SECONDS)

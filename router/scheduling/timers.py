@@ -52,7 +52,7 @@ class Timers:
         for it)."""
         return [
             state
-            for state in self._pool.models.values()
+            for state in self._pool.workers
             if state.serving
             and state.in_flight == 0
             and state.name not in wanted

@@ -26,6 +26,9 @@ from corral.children.protocol import (
     encode_threads,
     parse_line,
 )
+from corral.http.cors import NO_CORS
+from router.catalogue.capabilities import declares_pooling
+from router.catalogue.catalogue import CatalogueEntry
 
 __all__ = [
     "WORKER_COMMAND",
@@ -33,6 +36,7 @@ __all__ = [
     "SubprocessLauncher",
     "WorkerLauncher",
     "process_rss",
+    "worker_argv",
 ]
 
 # How a worker is started; its flags follow (docs/protocol.md §1).
@@ -140,3 +144,17 @@ class SubprocessLauncher:
             start_new_session=True,  # own group: killpg reaches it all
         )
         return _Subprocess(process)
+
+
+def worker_argv(entry: CatalogueEntry) -> list[str]:
+    # Workers serve loopback only, to the router only (their key is in their environment, never
+    # here: a command line is world-readable), and to no web page (docs/protocol.md §8).
+    projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
+    tags = ["--tags", ",".join(entry.tags)] if entry.tags else []
+    # An embedding model answers embeddings without a flag (its options may still say no).
+    embeds = "embeddings" not in dict(entry.options) and declares_pooling(entry.path)
+    return [
+        *WORKER_COMMAND, "--model", str(entry.path), "--alias", entry.name,
+        *projector, *tags, "--host", "127.0.0.1", "--port", "0", "--cors-origins", NO_CORS,
+        *(["--embeddings"] if embeds else []), *entry.worker_args(),
+    ]  # fmt: skip

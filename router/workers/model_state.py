@@ -78,6 +78,7 @@ class ModelFields:
     # worker, ``inf`` never; None: the entry's ``ttl``. Until the worker exits.
     keep_alive: float | None = None
     exited: anyio.Event = field(default_factory=anyio.Event)  # set while no worker runs
+    copy: int = 0  # which of the model's ``replicas`` this is (0: the first, which lookups find)
 
     def __post_init__(self) -> None:
         if self.status is Status.UNLOADED:
@@ -98,7 +99,8 @@ class ModelState:
         return cls(ModelFields(entry, []))
 
     def __repr__(self) -> str:
-        return f"ModelState({self.name!r}, {self.status.value})"
+        copy = f"#{self.copy}" if self.copy else ""
+        return f"ModelState({self.name!r}{copy}, {self.status.value})"
 
     @property
     def entry(self) -> CatalogueEntry:
@@ -107,6 +109,11 @@ class ModelState:
     @property
     def name(self) -> str:
         return self._fields.entry.name
+
+    @property
+    def copy(self) -> int:
+        """Which worker copy of its model this is (``replicas``, docs/scaling.md); 0 the first."""
+        return self._fields.copy
 
     @property
     def args(self) -> list[str]:

@@ -25,18 +25,16 @@ from corral.children.device_use import DeviceInfo, OutOfMemory, ready_devices
 from corral.children.environment import child_environment
 from corral.children.protocol import EXIT_FAILED, RESTORE_STATE, StateMessage
 from corral.children.worker_key import WORKER_KEY_ENV, new_worker_key
-from corral.http.cors import NO_CORS
 from router.availability.catalogue_diff import carried_over, stale_models
 from router.availability.errors import AlreadyRunning, LoadsHeld
 from router.availability.load_holds import LoadHolds
 from router.capacity.placement import Placement
-from router.catalogue.capabilities import declares_pooling
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.observe.events import EventBus
 from router.topics import Topic
 from router.workers.broadcast import Broadcast
 from router.workers.child_supervisor import ChildExit, ChildSupervisor
-from router.workers.launcher import WORKER_COMMAND, WorkerLauncher
+from router.workers.launcher import WorkerLauncher, worker_argv
 from router.workers.lookup import find_model
 from router.workers.model_state import ModelFields, ModelState, Status
 from router.workers.worker_http import WorkerClient
@@ -46,27 +44,12 @@ __all__ = [
     "WorkerAnswered",
     "WorkerExited",
     "WorkerPool",
-    "worker_argv",
 ]
 
 _log = structlog.get_logger("corral.registry")  # the name logs have always carried
 # Upstream's debug aid for deterministic scheduling tests (docs/protocol.md §4): when the
 # variable is set, every load and every proxied request is held for this long.
 FAKE_TIMING_SECONDS = 2.0 if os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING") else 0.0
-
-
-def worker_argv(entry: CatalogueEntry) -> list[str]:
-    # Workers serve loopback only, to the router only (their key is in their environment, never
-    # here: a command line is world-readable), and to no web page (docs/protocol.md §8).
-    projector = ["--mmproj", str(entry.mmproj)] if entry.mmproj is not None else []
-    tags = ["--tags", ",".join(entry.tags)] if entry.tags else []
-    # An embedding model answers embeddings without a flag (its options may still say no).
-    embeds = "embeddings" not in dict(entry.options) and declares_pooling(entry.path)
-    return [
-        *WORKER_COMMAND, "--model", str(entry.path), "--alias", entry.name,
-        *projector, *tags, "--host", "127.0.0.1", "--port", "0", "--cors-origins", NO_CORS,
-        *(["--embeddings"] if embeds else []), *entry.worker_args(),
-    ]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +104,20 @@ class WorkerPool:
         )
         self._catalogue = catalogue
         self._models = {name: self._new_state(entry) for name, entry in catalogue.entries.items()}
+        # A model's further worker copies (``replicas``), which share its entry; lookups by
+        # name find the first, router/scheduling/copies.py chooses among them per request.
+        self._extra = {name: self._extra_copies(entry) for name, entry in catalogue.entries.items()}
         # The GPUs the latest loaded worker saw (ggml's devices, any back-end), for the inventory.
         self.reported_devices: list[DeviceInfo] = []
 
-    def _new_state(self, entry: CatalogueEntry) -> ModelState:
-        fields = ModelFields(entry, worker_argv(entry))
+    def _new_state(self, entry: CatalogueEntry, copy: int = 0) -> ModelState:
+        fields = ModelFields(entry, worker_argv(entry), copy=copy)
         state = ModelState(fields)
         self._fields[state] = fields
         return state
+
+    def _extra_copies(self, entry: CatalogueEntry) -> tuple[ModelState, ...]:
+        return tuple(self._new_state(entry, copy) for copy in range(1, entry.most_copies))
 
     def _writable(self, state: ModelState) -> ModelFields:
         return self._fields[state]
@@ -141,6 +130,15 @@ class WorkerPool:
     def models(self) -> Mapping[str, ModelState]:
         return MappingProxyType(self._models)
 
+    @property
+    def workers(self) -> list[ModelState]:
+        """Every model's every copy: what runs, counts toward the limits and may be evicted."""
+        return [copy for name in self._models for copy in self.copies(name)]
+
+    def copies(self, name: str) -> tuple[ModelState, ...]:
+        """The copies of the model of this canonical name, the first (:meth:`get`'s) first."""
+        return (self._models[name], *self._extra[name])
+
     def get(self, name: str) -> ModelState:
         """A model by name or alias; raises :class:`~router.availability.errors.ModelNotFound`."""
         return find_model(self._catalogue, self._models, name)
@@ -149,20 +147,22 @@ class WorkerPool:
         """Adopt a new catalogue (docs/protocol.md §2); see
         :mod:`router.availability.catalogue_diff`."""
         async with anyio.create_task_group() as group:
-            for state in stale_models(self._models, catalogue):
+            for state in stale_models(self.workers, catalogue):
                 group.start_soon(self.stop, state)
         kept = carried_over(self._models, catalogue)
         models: dict[str, ModelState] = {}
+        extra: dict[str, tuple[ModelState, ...]] = {}
         for name, entry in catalogue.entries.items():
             previous = kept.get(name)
             if previous is None:
-                previous = self._new_state(entry)
-            elif not previous.running:
-                fields = self._writable(previous)
-                # A reload clears the failed mark.
-                fields.exit_code = fields.error = fields.fault = fields.fault_message = None
-            models[name] = previous
-        self._catalogue, self._models = catalogue, models
+                models[name], extra[name] = self._new_state(entry), self._extra_copies(entry)
+                continue
+            models[name], extra[name] = previous, self._extra[name]
+            for copy in self.copies(name):
+                if not copy.running:  # a reload clears the failed mark
+                    fields = self._writable(copy)
+                    fields.exit_code = fields.error = fields.fault = fields.fault_message = None
+        self._catalogue, self._models, self._extra = catalogue, models, extra
         self.events.publish("*", "models_reload")
         self.changed.notify()
 
@@ -303,7 +303,7 @@ class WorkerPool:
     async def stop_all(self) -> None:
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as group:
-                for state in self._models.values():
+                for state in self.workers:
                     group.start_soon(self.stop, state)
 
     # --- the state machine ---------------------------------------------------------------------

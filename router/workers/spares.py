@@ -180,7 +180,7 @@ class SpareWorkers:
         if budget is not None:
             budget.spares = self.held
             self._room = lambda held: budget.spare_fits(
-                [state for state in pool.models.values() if state.running], held
+                [state for state in pool.workers if state.running], held
             )
 
     @property

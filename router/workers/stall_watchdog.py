@@ -91,7 +91,7 @@ class StallWatchdog:
         """Kill every worker silent for longer than its timeout; returns the ones killed."""
         now = self._clock()
         killed = []
-        for state in list(self._pool.models.values()):
+        for state in self._pool.workers:
             owed = self._owed(state)
             if owed is None:
                 continue
@@ -107,7 +107,7 @@ class StallWatchdog:
         # A loading worker reports its own progress; only busy, loaded ones are asked.
         return [
             state
-            for state in self._pool.models.values()
+            for state in self._pool.workers
             if state.in_flight > 0
             and state.serving
             and state.client is not None

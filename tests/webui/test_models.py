@@ -129,6 +129,7 @@ def test_manager_loads_unloads_and_shows_memory_pins_and_ttls(
         beta.get_by_role("button", name="Load").click()
         expect(beta.locator(".badge")).to_have_attribute("data-status", "loaded")
         expect(beta.locator(".fact-memory")).to_contain_text("MB RAM")
+        expect(beta.locator(".fact-node")).to_have_count(0)  # a single box: no node (--cluster)
         expect(page.locator(".manager-summary")).to_contain_text("1 running")
         expect(page.locator('.nav-item[href="#/models"]')).to_contain_text("1 running")
         shot("loaded")

@@ -116,6 +116,25 @@ ROWS: tuple[OptionSpec, ...] = (
         "`--schedule fifo`)",
     ),
     OptionSpec(
+        "replicas",
+        "int",
+        "preset",
+        bound="positive",
+        default="1",
+        help="Corral: worker copies of this model run at most, each placed like a model and "
+        "counted as one by `--models-max`; a conversation stays on its copy (docs/scaling.md)",
+    ),
+    OptionSpec(
+        "replicas-max",
+        "int",
+        "preset",
+        bound="non_negative",
+        default="0",
+        help="Corral: with `--schedule swap`, a model whose waiting requests outnumber its slots "
+        "for 5 s gets another copy where there is room, up to this many copies in all; such a "
+        "copy is stopped once idle for 30 s (0: no more than `replicas`; docs/scaling.md)",
+    ),
+    OptionSpec(
         "memory",
         "size",
         "preset",

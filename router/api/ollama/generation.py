@@ -141,7 +141,8 @@ async def _load_or_unload(
     unload: bool,
 ) -> ASGIResponse:
     if unload:
-        rt.pool.request_stop(state)
+        for copy in rt.pool.copies(state.name):  # every copy (``replicas``)
+            rt.pool.request_stop(copy)
     else:
         await _load(request, rt, state)
     return _loaded(body, chat=chat, unload=unload)

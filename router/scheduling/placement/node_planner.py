@@ -11,6 +11,7 @@ what its worker's resident memory says (read by its node's agent).
 - **Room**: when no node has enough, the node that would have the most once its idle models are
   gone is the one that needs room, and only its idle models are evicted
   (router/scheduling/eviction.py), least recently used first.
+- **Copies**: among the nodes with room, one without a copy of the model (``replicas``) first.
 - **Alone**: a model that fits on no node even with its idle models gone still loads, on the
   node with the most room, as a model alone does on one machine.
 """
@@ -63,6 +64,14 @@ class NodePlanner:
         return {node_label(target)}
 
     def place(self, state: ModelState, running: Iterable[ModelState]) -> str | None:
-        """The node ``state`` loads on; None when the cluster has no node (with an agent)."""
-        rooms = self.rooms(other for other in running if other is not state)
-        return max(rooms, key=lambda node: rooms[node], default=None)
+        """The node ``state`` loads on; None when the cluster has no node (with an agent).
+        Among the nodes with room for it, one without a copy of its model first."""
+        others = [other for other in running if other is not state]
+        rooms = self.rooms(others)
+        need = self._budget.expected(state)
+        copies = {other.node for other in others if other.name == state.name}
+        return max(
+            rooms,
+            key=lambda node: (rooms[node] >= need, node not in copies, rooms[node]),
+            default=None,
+        )

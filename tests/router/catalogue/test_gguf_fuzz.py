@@ -28,7 +28,7 @@ from router.catalogue.capabilities import declares_pooling
 from router.catalogue.catalogue import CatalogueEntry
 from router.catalogue.file_check import entry_problem
 from router.catalogue.model_details import model_details
-from router.workers.pool import worker_argv
+from router.workers.launcher import worker_argv
 from tests.support.files.gguf_mutations import Field, header_fields, mutated
 from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.files.tiny_mmproj import write_tiny_mmproj

@@ -74,7 +74,7 @@ def test_the_llama_server_key_table_has_every_upstream_spelling_corral_takes() -
     # Preset-only keys (not flags), Corral's own, and mmap/mlock, which this llama.cpp replaced
     # by --load-mode but older llama-server presets still carry, as they carry -cd.
     not_flags = {"load-on-startup", "stop-timeout", "dedup-cache-models", "ttl", "pin", "memory"}
-    not_flags.add("min-residency")
+    not_flags |= {"min-residency", "replicas", "replicas-max"}
     own = {"kv-persist", "no-kv-persist", "kv-cache-dir", "kv-cache-max", "media-allow-private"}
     own |= {"tool-mode", "courtesy-slot", "no-courtesy-slot"}
     older = {"mmap", "no-mmap", "LLAMA_ARG_MMAP", "LLAMA_ARG_NO_MMAP", "mlock", "LLAMA_ARG_MLOCK"}

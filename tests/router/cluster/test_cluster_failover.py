@@ -1,5 +1,5 @@
-"""Failover on a real Ray cluster (docs/scaling.md, "Failover"): a node that dies mid-stream,
-a node that joins after the router started. Loopback only, in a network namespace
+"""Failover on a real Ray cluster (docs/scaling.md, "Failover"): a node that dies mid-stream or
+mid-answer, a node that joins after the router started. Loopback only, in a network namespace
 (tests/support/remote/ray_cluster.py); every Ray process the module starts is killed by pid.
 
 The head is full by what its agent reports (``CORRAL_NODE_MEMORY_MAX``); nodes ``c`` and ``d``
@@ -10,8 +10,10 @@ Needs root for the namespace: skipped otherwise, except in CI (``CI=true``), whe
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import openai
@@ -50,9 +52,10 @@ def _client(router: RouterProcess, timeout: float = 120.0) -> openai.OpenAI:
 
 
 def _hi(router: RouterProcess, timeout: float = 120.0) -> str:
-    answer = _client(router, timeout).chat.completions.create(
-        model="alpha", messages=[{"role": "user", "content": "hi"}], max_tokens=2
-    )
+    with _client(router, timeout) as client:  # closed: a socket left open warns later tests
+        answer = client.chat.completions.create(
+            model="alpha", messages=[{"role": "user", "content": "hi"}], max_tokens=2
+        )
     assert answer.choices
     return str(router.models()["alpha"]["node"])
 
@@ -73,7 +76,8 @@ def test_a_dead_nodes_stream_ends_with_an_error_and_its_model_loads_elsewhere(
     assert router.models()["alpha"]["node"] == "c"
     ray.add_node("d")
     router.wait_for_log("node ready", node="d", timeout=60)
-    stream = _client(router).chat.completions.create(
+    client = _client(router)
+    stream = client.chat.completions.create(
         model="alpha",
         messages=[{"role": "user", "content": "hi"}],
         max_tokens=30_000,  # far more than it makes before the node is gone
@@ -81,7 +85,7 @@ def test_a_dead_nodes_stream_ends_with_an_error_and_its_model_loads_elsewhere(
         extra_body={"ignore_eos": True},  # the random tiny model may end at any token
         extra_headers={"X-Conversation-Id": "failover"},  # resumable (docs/protocol.md §5)
     )
-    with stream:
+    with client, stream:
         chunks = iter(stream)
         assert next(chunks).choices
         ray.kill_node("c")
@@ -94,3 +98,42 @@ def test_a_dead_nodes_stream_ends_with_an_error_and_its_model_loads_elsewhere(
     replay = router.client.get("/v1/stream", params={"conv_id": "failover", "from": 0})
     assert replay.status_code == 404
     assert replay.json()["error"]["message"] == "Stream not found: model 'alpha' crashed"
+
+
+def test_a_dead_nodes_non_streamed_request_ends_with_an_error_answer(
+    cluster: tuple[RayCluster, RouterProcess],
+) -> None:
+    ray, router = cluster
+    assert router.models()["alpha"]["node"] == "d"  # where the test before loaded it
+
+    def answer() -> object:
+        with _client(router) as client:
+            return client.chat.completions.create(
+                model="alpha",
+                messages=[{"role": "user", "content": "hi"}],
+                max_tokens=30_000,  # far more than it makes before the node is gone
+                extra_body={"ignore_eos": True},
+            )
+
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(answer)
+        _wait_until_at_its_worker(router, "alpha")
+        ray.kill_node("d")
+        with pytest.raises(openai.APIStatusError) as ended:  # an answer, not the client's timeout
+            pending.result()
+    assert ended.value.status_code == 503  # docs/scaling.md, "Failover"
+    error = ended.value.response.json()["error"]  # the API's error JSON (docs/api.md)
+    assert error["type"] == "unavailable_error"
+    assert "alpha" in error["message"]
+
+
+def _wait_until_at_its_worker(router: RouterProcess, model: str) -> None:
+    """Until the live activity view says the request was handed to the model's worker: an
+    answer sent whole is in ``prompt`` until it ends (router/observe/requests.py)."""
+    with router.client.stream("GET", "/activity/sse", timeout=120) as events:
+        for line in events.iter_lines():
+            if line.startswith("data: "):
+                records = json.loads(line[6:])["requests"]
+                if any(r["model"] == model and r["state"] == "prompt" for r in records):
+                    return
+    raise AssertionError(f"the activity stream ended before a request for {model} was sent on")

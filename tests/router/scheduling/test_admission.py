@@ -1,6 +1,7 @@
 """The swap-aware order (docs/serving.md, "Scheduling"), one test per rule, on the scheduling
 harness: a loaded model's requests go before a swap, up to the bound; a fresh model's minimum
-residency; interactive before batch and keys in turns for a model's slots, sharing by tokens
+residency; interactive before batch and keys in turns for a model's slots, a person's model's
+last slot kept from batch, sharing by tokens
 (two busy keys within the bound, a key back from away with no credit); batch ages; cold loads
 queued under ``--models-max 1`` are all served; ``--schedule fifo`` keeps upstream's order.
 """
@@ -98,6 +99,57 @@ async def test_interactive_goes_before_batch_for_a_models_slots() -> None:
         leases[1].release()
         await h.until(lambda: len(h.order) == 3)
         assert h.order == ["first", "interactive", "batch"]
+
+
+async def test_batch_leaves_a_persons_model_its_last_slot() -> None:
+    # Issue 51's thrash trace: two people grouped on one load of a two-slot model, and a batch
+    # job on it. Batch takes the second slot only once alice's request has ended, so bob's turn
+    # finds it free rather than waiting for a batch answer.
+    async with harness(models_max=1, a={"options": (("parallel", "2"),)}) as h:
+        await h.load("a")
+        leases: list[Lease] = []
+        async with anyio.create_task_group() as group:
+            await _take(h, "a", ALICE, leases, "alice")
+            assert h.scheduler.acquire_if_ready("a", {}, BATCH) is None  # not the last slot
+            group.start_soon(_take, h, "a", BATCH, leases, "batch")
+            await _queued(h, 1)
+            group.start_soon(_take, h, "a", BOB, leases, "bob")  # bob's turn comes
+            await h.until(lambda: h.order == ["alice", "bob"])
+            leases.pop().release()
+            await anyio.wait_all_tasks_blocked()
+            assert h.order == ["alice", "bob"]
+            leases[0].release()  # no person's request runs: batch has the slots
+        assert h.order == ["alice", "bob", "batch"]
+        leases[1].release()
+
+
+async def test_batch_takes_no_new_slot_on_a_model_a_person_waits_to_swap_out() -> None:
+    # The thrash trace again: bob's request runs on a, alice waits for b, and a has slots to
+    # spare. Batch for a waits (for a's next load), so alice waits for bob's answer alone.
+    async with (
+        harness(models_max=1, a={"options": (("parallel", "3"),)}) as h,
+        anyio.create_task_group() as group,
+    ):
+        a = await h.load("a")
+        leases: list[Lease] = []
+        await _take(h, "a", BOB, leases, "bob")
+        early = h.scheduler.acquire_if_ready("a", {}, BATCH)  # nobody waits: a spare slot
+        assert early is not None
+        early.release()
+        group.start_soon(_take, h, "b", ALICE, leases, "alice")
+        await _queued(h, 1)
+        assert h.scheduler.acquire_if_ready("a", {}, BATCH) is None
+        group.start_soon(_take, h, "a", BATCH, leases, "batch")
+        await _queued(h, 2)
+        assert not a.stop_requested
+        leases.pop().release()  # bob's answer ends: a is idle, and its batch waiter keeps it not
+        await h.launched("b")
+        assert a.stop_requested
+        h.launcher.children["b"].ready()
+        await h.until(lambda: h.order[-1] == "alice")
+        leases.pop().release()
+        assert h.scheduler.queue_depth == 1  # batch waits for a's next load, not failed
+        group.cancel_scope.cancel()
 
 
 async def test_keys_are_served_in_turns_not_in_arrival_order() -> None:

@@ -131,6 +131,27 @@ async def test_a_batch_quantum_ends_when_its_backlog_does() -> None:
         await _loads_and_serves(h, "b")
 
 
+async def test_a_persons_turn_on_a_batch_load_ends_its_quantum() -> None:
+    # Issue 51's thrash trace: batch's model is also a person's. Bob's turn on a, loaded for
+    # batch, makes it his model too: alice's request for b waits for a batch answer, not for
+    # the rest of a quantum that only batch's own loads earn.
+    async with harness(models_max=1) as h, anyio.create_task_group() as group:
+        a = await _load(h, "a", BATCH)
+        group.start_soon(_served, h, "b", ALICE)
+        await _queued(h, 1)
+        h.advance(0.5)  # the backlog keeps coming, and bob asks a between its requests
+        batch = h.scheduler.acquire_if_ready("a", {}, BATCH)
+        bob = h.scheduler.acquire_if_ready("a", {}, BOB)
+        assert batch is not None
+        assert bob is not None
+        bob.release()
+        await anyio.wait_all_tasks_blocked()
+        assert h.launcher.launched == ["a"]  # busy with batch's request: never evicted
+        batch.release()  # a is idle, well within what would have been batch's quantum
+        await _loads_and_serves(h, "b")
+        assert a.stop_requested
+
+
 async def test_a_busy_batch_model_goes_before_an_idle_one_a_user_comes_back_to() -> None:
     async with harness(models_max=2) as h, anyio.create_task_group() as group:
         a = await _load(h, "a", ALICE)  # alice's model, idle while she reads

@@ -25,9 +25,9 @@ from router.availability.errors import (
 )
 from router.catalogue.catalogue import Catalogue, CatalogueEntry
 from router.scheduling.answers import api_error, scheduling_answered
+from router.workers.launcher import worker_argv
 from router.workers.lookup import find_model
 from router.workers.model_state import ModelState, Status
-from router.workers.pool import worker_argv
 from tests.support.files.tiny_gguf import write_tiny_gguf
 from tests.support.scheduling_harness import harness
 
@@ -152,7 +152,7 @@ async def test_the_reload_diff_stops_running_models_whose_entry_changed_or_vanis
         a, b = await h.load("a"), await h.load("b")
         c = h.state("c")  # not running: never in the way
         catalogue = Catalogue({"a": a.entry, "b": replace(b.entry, ttl=1.0), "d": _entry("d")})
-        assert stale_models(h.pool.models, catalogue) == [b]
+        assert stale_models(h.pool.models.values(), catalogue) == [b]
         assert carried_over(h.pool.models, catalogue) == {"a": a}
         assert c not in carried_over(h.pool.models, catalogue).values()
 

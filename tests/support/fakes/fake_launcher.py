@@ -104,7 +104,8 @@ class FakeChild:
 class FakeLauncher:
     def __init__(self) -> None:
         self.launched: list[str] = []
-        self.children: dict[str, FakeChild] = {}
+        self.children: dict[str, FakeChild] = {}  # the latest by name (a model's copies share it)
+        self._every: list[FakeChild] = []
         self.environments: dict[str, dict[str, str]] = {}
         self.spawned = anyio.Event()
         # A test may hold launches (a spawn that takes a while) or make them fail.
@@ -113,7 +114,7 @@ class FakeLauncher:
 
     def close(self) -> None:
         """End every child still running, as a test's teardown."""
-        for child in self.children.values():
+        for child in self._every:
             child.crash(0)
 
     async def launch(self, argv: Sequence[str], env: Mapping[str, str]) -> FakeChild:
@@ -129,6 +130,7 @@ class FakeLauncher:
         child = FakeChild(name, 1000 + len(self.launched))
         self.launched.append(name)
         self.children[name] = child
+        self._every.append(child)
         self.spawned.set()
         self.spawned = anyio.Event()
         return child

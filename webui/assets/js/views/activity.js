@@ -137,6 +137,7 @@ export class ActivityView {
     replace(this.models, snapshot.models.map((model) => h("li", { dataset: { model: model.name, status: model.status } },
       h("strong", { class: "cut", title: model.name }, model.name),
       h("span", {}, model.status,
+        model.node ? ` · node ${model.node}` : "",
         model.in_flight ? ` · ${formatNumber(model.in_flight)} in flight` : "",
         model.ram != null ? ` · RAM ${formatBytes(model.ram)}` : "",
         model.vram != null ? ` · VRAM ${formatBytes(model.vram)}` : ""))),

@@ -143,7 +143,7 @@ export class ManagerView {
       models.loaded ? "No models yet: download one above." : "Loading…");
     this.modelRows.render(entries.map((entry) => ({
       key: entry.id,
-      signature: JSON.stringify([entry.status, entry.memory, entry.placement, fileSize(entry), models.measured.get(entry.id),
+      signature: JSON.stringify([entry.status, entry.node, entry.memory, entry.placement, fileSize(entry), models.measured.get(entry.id),
         entry.pinned, entry.ttl, entry.aliases, models.loading.get(entry.id), this.busy.has(entry.id),
         models.canManage]),
       build: () => this.modelRow(entry),
@@ -214,6 +214,11 @@ export class ManagerView {
       : entry.source === "models_dir" ? "models dir" : entry.source ?? "?"));
     const size = fileSize(entry);
     if (size) facts.push(h("span", { class: "fact fact-size", title: "Size of its files" }, formatBytes(size)));
+    // With --cluster only: a single box's entries carry no node.
+    if (entry.node && runningNow) {
+      facts.push(h("span", { class: "fact fact-node", title: "The cluster node its worker runs on" },
+        `node ${entry.node}`));
+    }
     const ctx = contextSize(entry);
     if (ctx && runningNow) facts.push(h("span", { class: "fact" }, `context ${formatNumber(ctx)}`));
     if (entry.memory?.rss && runningNow) {
