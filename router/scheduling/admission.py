@@ -18,9 +18,10 @@ waiting for a batch answer.
 A model whose worker keeps a courtesy sequence (``--courtesy-slot``, which the router sets with
 ``swap``) takes one counted request more than its slots, but only one that would otherwise
 wait behind other callers' answers: a caller with nothing in flight on the model while others
-fill its slots, or an interactive request while only batch holds them. So a light key or a
-person gets a first token at once, while a heavy key keeps every slot it had; the caller that
-fills the slots never gets more by it. The courtesy is the request's until it ends: a slot that
+fill its slots, or served fewer tokens than each of them (the line's counters), or an
+interactive request while only batch holds them. So a light key or a person gets a first token
+at once, while a heavy key keeps every slot it had; the caller that fills the slots, ahead by
+tokens, never gets more by it. The courtesy is the request's until it ends: a slot that
 frees meanwhile is the line's, as any.
 """
 
@@ -50,16 +51,23 @@ def _layout(options: tuple[tuple[str, str], ...]) -> KvLayout:
     return kv_layout(ModelOptions.of(options))
 
 
-def _above(caller: Caller, holders: Counter[Caller]) -> bool:
+def _courteous_to(
+    caller: Caller, holders: Counter[Caller], tokens: Callable[[Caller], float]
+) -> bool:
     """Whether ``caller`` is owed the courtesy sequence over the callers holding the slots:
     nobody there outranks its class, and it is either the only one of its class or, within
-    its class, holds nothing itself."""
+    its class, holds nothing itself or has been served fewer tokens than every other caller
+    there (``tokens``: the line's counters)."""
     classes = {holder.priority for holder in holders}
     if caller.priority is Priority.BATCH and Priority.INTERACTIVE in classes:
         return False
     if caller.priority not in classes:
         return True
-    return all(holder.share != caller.share for holder in holders)
+    same = [holder for holder in holders if holder.priority is caller.priority]
+    rivals = [holder for holder in same if holder.share != caller.share]
+    if len(rivals) == len(same):
+        return True  # it holds nothing
+    return bool(rivals) and tokens(caller) < min(tokens(rival) for rival in rivals)
 
 
 class Admission:
@@ -82,7 +90,8 @@ class Admission:
         courtesy, layout = self._courtesy.get(state, 0), _layout(state.entry.options)
         if self._taken.get(state, 0) - courtesy < layout.slots:
             return False
-        return courtesy >= layout.courtesy or not _above(caller, self._holders[state])
+        holders = self._holders[state]
+        return courtesy >= layout.courtesy or not _courteous_to(caller, holders, self._line.tokens)
 
     def may_take(
         self,

@@ -208,6 +208,10 @@ class WaitingLine:
         if not self._there(caller.share):
             self._left_at[caller.priority] = self._served.get(caller.share, 0.0)
 
+    def tokens(self, caller: Caller) -> float:
+        """The weighted tokens ``caller``'s counter says it was served."""
+        return self._served.get(caller.share, 0.0)
+
     def aged(self, waiter: Waiter) -> bool:
         return 0 < self.wait_max <= self.clock() - waiter.since
 

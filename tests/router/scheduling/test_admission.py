@@ -352,6 +352,23 @@ async def test_the_courtesy_slot_goes_to_a_caller_with_nothing_in_flight() -> No
         group.cancel_scope.cancel()
 
 
+async def test_the_courtesy_slot_goes_to_the_caller_behind_by_tokens() -> None:
+    async with harness(models_max=1, a=COURTEOUS) as h, anyio.create_task_group() as group:
+        await h.load("a")
+        leases: list[Lease] = []
+        await _take(h, "a", LIGHT, leases, "light")  # its answers are short
+        await _take(h, "a", HEAVY, leases, "heavy")
+        h.scheduler.line.charge(HEAVY, *COSTS[HEAVY])  # told early: the counters differ
+        # One slot each: the heavy key, ahead by tokens, waits for one of them ...
+        group.start_soon(_take, h, "a", HEAVY, leases, "heavy again")
+        await _queued(h, 1)
+        # ... and the light key's next request, behind by tokens, is not kept behind them.
+        with anyio.fail_after(5):
+            await _take(h, "a", LIGHT, leases, "light again")
+        assert h.scheduler.queue_depth == 1
+        group.cancel_scope.cancel()
+
+
 async def test_the_caller_that_fills_the_slots_never_gets_the_courtesy_slot() -> None:
     async with harness(models_max=1, a=COURTEOUS) as h:
         leases: list[Lease] = []
