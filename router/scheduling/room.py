@@ -2,16 +2,18 @@
 budget (``--models-memory-max``) and by each GPU's memory (docs/serving.md, "Scheduling").
 
 A collaborator of :class:`~router.scheduling.scheduler.Scheduler`, given the limits and a
-read-only view of the pool; it stops nothing. The one thing it records is what a loaded model
+read-only view of the pool; it stops nothing and starts nothing, but says where a model it lets
+in goes (:meth:`Room.place`). The one thing it records is what a loaded model
 was measured to hold, which the pool keeps as the figure its next load is expected to need.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from router.capacity.memory_budget import MemoryBudget
+from router.capacity.placement import Placement
 from router.scheduling.placement.device_planner import DevicePlanner, DeviceSnapshot
 from router.scheduling.placement.node_planner import NodePlanner
 from router.scheduling.pool_view import PoolView
@@ -96,6 +98,18 @@ class Room:
         """Measure a loaded model for the budget; only scheduling measures, /metrics only reads."""
         if self._memory is not None and state.status is Status.LOADED:
             self._note_memory(state, self._memory.measure(state))
+
+    def place(self, state: ModelState) -> Placement | None:
+        """Where ``state`` loads: the device planner's GPUs, the node planner's node (with
+        --cluster); None when neither is in use (the worker's own defaults)."""
+        workers = self._pool.workers
+        running = [other for other in workers if other.running]
+        placement = None
+        if self._devices is not None:
+            placement = self._devices.place(state, running, workers)
+        if self._nodes is not None:
+            placement = replace(placement or Placement(), node=self._nodes.place(state, running))
+        return placement
 
     def fits(self, state: ModelState) -> bool:
         """Whether ``state`` fits next to every running model now."""

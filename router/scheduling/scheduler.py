@@ -33,7 +33,6 @@ import math
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 
 import anyio
@@ -41,7 +40,6 @@ import structlog
 
 from router.availability.errors import AlreadyRunning, LoadsHeld, NoRoom, load_error
 from router.capacity.memory_budget import MemoryBudget
-from router.capacity.placement import Placement
 from router.scheduling.admission import Admission
 from router.scheduling.copies import Copies
 from router.scheduling.cores import CoreShare
@@ -302,16 +300,8 @@ class Scheduler:
     def start(self, state: ModelState, *, copies: bool = True) -> None:
         """Start a model (claimed, or to load at startup) where the device planner puts it;
         then its other copies (``replicas``) where there is room, unless ``copies`` is False."""
-        placement = None
         self._preempted.discard(state)  # this load's end answers whoever waits for it
-        workers = self._pool.workers
-        running = [other for other in workers if other.running]
-        if self.devices is not None:
-            placement = self.devices.place(state, running, workers)
-        if self.nodes is not None:
-            node = self.nodes.place(state, running)
-            placement = replace(placement or Placement(), node=node)
-        self._pool.start(state, placement)
+        self._pool.start(state, self._room.place(state))
         if copies:
             self._start_copies(state)
 
