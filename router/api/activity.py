@@ -22,9 +22,10 @@ from litestar.response.base import ASGIResponse
 
 from corral.http.streaming import SSE_HEADERS, ClosingStreamingResponse
 from router.api.disclosure import hide_paths
-from router.api.models import device_snapshot, gpu_memory
+from router.api.models import device_snapshot, gpu_memory, replica_view, shown_copy
 from router.api.runtime import RouterRuntime, runtime
 from router.capacity.memory_budget import resident_memory
+from router.catalogue.listing import ReplicaView
 from router.observe.activity import (
     SAMPLE_SECONDS,
     DeviceSample,
@@ -48,6 +49,7 @@ class ModelNow(msgspec.Struct, omit_defaults=True):
     ram: int | None = None
     vram: int | None = None
     node: str | None = None  # the node of its worker, with --cluster only (docs/scaling.md)
+    replicas: list[ReplicaView] | None = None  # each copy, for ``replicas`` above 1, as /models
 
 
 class ActivitySnapshot(msgspec.Struct, omit_defaults=True):
@@ -81,14 +83,16 @@ def _take_sample(rt: RouterRuntime, since: float, now: float) -> Sample:
     generated = activity.generated.since(activity.history, since)
     snap = device_snapshot(rt)
     models: dict[str, ModelSample] = {}
-    for name, state in sorted(rt.pool.models.items()):
-        if not state.running and not generated.get(name):  # a gap in its plot, not a 0
+    for name in sorted(rt.pool.models):
+        running = [copy for copy in rt.pool.copies(name) if copy.running]
+        if not running and not generated.get(name):  # a gap in its plot, not a 0
             continue
-        on_gpus = gpu_memory(rt, state, snap) if state.running else {}
-        models[name] = ModelSample(
+        held = [rss for copy in running if (rss := resident_memory(copy)) is not None]
+        vram = sum(sum(gpu_memory(rt, copy, snap).values()) for copy in running)
+        models[name] = ModelSample(  # all its copies together
             tokens_per_s=round(generated.get(name, 0) / max(now - since, 1e-3), 2),
-            ram=resident_memory(state) if state.running else None,
-            vram=sum(on_gpus.values()) if on_gpus else None,
+            ram=sum(held) if held else None,
+            vram=vram or None,
         )
     devices: dict[str, DeviceSample] = {}
     if (ram := host_memory()) is not None:
@@ -128,10 +132,14 @@ def _snapshot(rt: RouterRuntime, scope: Any, *, samples: bool) -> ActivitySnapsh
             busy[record.model] = busy.get(record.model, 0) + 1
     last = activity.samples.last
     models = []
-    for name, state in sorted(rt.pool.models.items()):
+    for name in sorted(rt.pool.models):
+        copies = rt.pool.copies(name)
+        state = shown_copy(copies)  # the first running copy, as /models describes it
         model = ModelNow(name, state.status.value, busy.get(name, 0))
         if state.running:
             model.node = state.node
+        if state.entry.most_copies > 1:
+            model.replicas = [replica_view(copy) for copy in copies]
         memory = last.models.get(name) if last is not None and state.running else None
         if memory is not None:
             model.ram, model.vram = memory.ram, memory.vram

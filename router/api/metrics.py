@@ -18,6 +18,15 @@ from router.workers.pool import WorkerPool
 __all__ = ["RequestCounter", "render_metrics"]
 
 
+# The per-model counters, each also per copy: (name, ModelState field, help).
+_COUNTERS = (
+    ("loads_total", "loads", "Completed model loads."),
+    ("load_seconds_total", "load_seconds_total", "Time spent loading, summed."),
+    ("failures_total", "failures_total", "Workers that failed or crashed."),
+)
+_IN_FLIGHT = ("active_requests", "in_flight", "Proxied requests in flight.")
+
+
 class RequestCounter:
     """Proxied requests by route and final status."""
 
@@ -172,24 +181,17 @@ def render_metrics(
             ),
         )
     )
-    lines += prometheus_family(
-        "corral_model_loads_total",
-        "counter",
-        "Completed model loads.",
-        ((per_model(name), state.loads) for name, state in models),
-    )
-    lines += prometheus_family(
-        "corral_model_load_seconds_total",
-        "counter",
-        "Time spent loading, summed.",
-        ((per_model(name), state.load_seconds_total) for name, state in models),
-    )
-    lines += prometheus_family(
-        "corral_model_failures_total",
-        "counter",
-        "Workers that failed or crashed.",
-        ((per_model(name), state.failures_total) for name, state in models),
-    )
+    # A model's counts are its copies' summed; each copy's are in the ``corral_replica_`` ones.
+    for what, field, help_text in _COUNTERS:
+        lines += prometheus_family(
+            f"corral_model_{what}",
+            "counter",
+            help_text,
+            (
+                (per_model(name), sum(getattr(c, field) for c in pool.copies(name)))
+                for name, _ in models
+            ),
+        )
     lines += prometheus_family(
         "corral_active_requests",
         "gauge",
@@ -197,16 +199,16 @@ def render_metrics(
         ((per_model(name), sum(c.in_flight for c in pool.copies(name))) for name, _ in models),
     )
     copies = [c for c in pool.workers if c.entry.most_copies > 1]
-    lines += (
-        []
-        if not copies
-        else prometheus_family(
-            "corral_replica_active_requests",
-            "gauge",
-            "Proxied requests in flight on each worker copy of a model with replicas.",
-            ((f'{{model="{escape_label(c.name)}",copy="{c.copy}"}}', c.in_flight) for c in copies),
+    for what, field, help_text in [*_COUNTERS, _IN_FLIGHT] if copies else []:
+        lines += prometheus_family(
+            f"corral_replica_{what}",
+            "gauge" if field == "in_flight" else "counter",
+            f"{help_text} Per worker copy of a model with replicas.",
+            (
+                (f'{{model="{escape_label(c.name)}",copy="{c.copy}"}}', getattr(c, field))
+                for c in copies
+            ),
         )
-    )
     if (cores := scheduler.cores) is not None:
         lines += prometheus_family(
             "corral_model_threads",

@@ -50,7 +50,14 @@ from router.single_model import ollama_models
 from router.workers.child_supervisor import EXIT_CANNOT_START
 from router.workers.model_state import BAD_FILE, ModelState, Status
 
-__all__ = ["device_snapshot", "gpu_memory", "model_in_body", "model_routes"]
+__all__ = [
+    "device_snapshot",
+    "gpu_memory",
+    "model_in_body",
+    "model_routes",
+    "replica_view",
+    "shown_copy",
+]
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -215,7 +222,7 @@ async def _listing(
     models = rt.pool.models
     catalogue = rt.pool.catalogue
     listed = [
-        _shown(rt.pool.copies(state.name))
+        shown_copy(rt.pool.copies(state.name))
         for state in models.values()
         # A name a ``prefer = peer`` peer answers for is listed as that peer's.
         if not state.entry.hidden and rt.peers.route(state.entry.name, local=True) is None
@@ -235,7 +242,7 @@ async def _listing(
     for entry, state in zip(data, listed, strict=True):
         entry.queue = rt.scheduler.queue_view(state) or UNSET
         if state.entry.most_copies > 1:
-            entry.replicas = [_replica(copy) for copy in rt.pool.copies(state.name)]
+            entry.replicas = [replica_view(copy) for copy in rt.pool.copies(state.name)]
     data += rt.peers.listing(created, lambda name: catalogue.resolve(name) is not None)
     downloads = rt.downloads.jobs.values()
     data += [job.list_entry(created) for job in downloads if job.name not in models]
@@ -251,15 +258,17 @@ async def _listing(
     return data, snap
 
 
-def _shown(copies: tuple[ModelState, ...]) -> ModelState:
+def shown_copy(copies: tuple[ModelState, ...]) -> ModelState:
     """The copy a model's entry describes: the first that runs, else the first."""
     return next((copy for copy in copies if copy.running), copies[0])
 
 
-def _replica(copy: ModelState) -> ReplicaView:
+def replica_view(copy: ModelState) -> ReplicaView:
     replica = ReplicaView(copy=copy.copy, status=copy.status.value, in_flight=copy.in_flight)
     if copy.running and copy.node is not None:
         replica.node = copy.node
+    if copy.running and (rss := resident_memory(copy)) is not None:
+        replica.rss = rss
     return replica
 
 

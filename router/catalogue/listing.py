@@ -36,12 +36,14 @@ class QueueView(msgspec.Struct, kw_only=True):
 
 class ReplicaView(msgspec.Struct, kw_only=True):
     """One worker copy of a model with ``replicas`` above 1 (docs/scaling.md): which, its
-    status, its node (with ``--cluster``, while running) and its requests in flight."""
+    status, its node (with ``--cluster``, while running), its requests in flight and its
+    worker's resident memory (while running)."""
 
     copy: int
     status: str
     in_flight: int
     node: str | UnsetType = UNSET
+    rss: int | UnsetType = UNSET
 
 
 class ListingStatus(msgspec.Struct, kw_only=True):

@@ -234,14 +234,25 @@ def _running_copies(entry: dict[str, Any]) -> list[dict[str, Any]]:
     return [r for r in entry.get("replicas") or [] if r.get("status") in _RUNNING]
 
 
-def _model_cell(entry: dict[str, Any]) -> str:
-    copies = len(_running_copies(entry))
-    return f"{entry['id']} ({copies} copies)" if copies > 1 else str(entry["id"])
-
-
-def _node_cell(entry: dict[str, Any]) -> str:
-    nodes = [str(r["node"]) for r in _running_copies(entry) if r.get("node")]
-    return ",".join(nodes) if nodes else str(entry.get("node") or "-")
+def _rows(entry: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """A running model's lines: the model (its memory the first running copy's), then with
+    copies one per copy: its node, status and resident memory."""
+    copies = _running_copies(entry)
+    nodes = ",".join(str(c["node"]) for c in copies if c.get("node")) or entry.get("node")
+    name = f"{entry['id']} ({len(copies)} copies)" if len(copies) > 1 else str(entry["id"])
+    model = (name, str(nodes or "-"), str(entry["status"]["value"]), _describe(entry), _vram(entry))
+    if len(copies) < 2:
+        return [model]
+    return [model] + [
+        (
+            f"  copy {c['copy']}",
+            str(c.get("node") or "-"),
+            str(c["status"]),
+            human_size(c["rss"]) if "rss" in c else "-",
+            "",
+        )
+        for c in copies
+    ]
 
 
 def _ps(args: argparse.Namespace) -> int:
@@ -251,19 +262,16 @@ def _ps(args: argparse.Namespace) -> int:
         print(f"corral ps: {exc}", file=sys.stderr)
         return 1
     running = [e for e in listing["data"] if e.get("status", {}).get("value") in _RUNNING]
-    rows = [
-        (_model_cell(entry), str(entry["status"]["value"]), _describe(entry), _vram(entry))
-        for entry in running
-    ]
+    rows = [row for entry in running for row in _rows(entry)]
     # On a cluster (--cluster), the node each worker runs on: a column only then.
-    nodes = [_node_cell(entry) for entry in running]
-    node_width = max([len("NODE"), *map(len, nodes)]) if any(e.get("node") for e in running) else 0
+    on_nodes = any(node != "-" for _, node, *_ in rows)
+    node_width = max([len("NODE"), *(len(row[1]) for row in rows)]) if on_nodes else 0
     width = max([len("MODEL"), *(len(row[0]) for row in rows)])
     node_head = f"{'NODE':<{node_width}}  " if node_width else ""
     print(f"{'MODEL':<{width}}  {node_head}{'STATUS':<11}  {'MEMORY (RSS) / DOWNLOADED':<25}  VRAM")
-    for (name, status, detail, vram), node in zip(rows, nodes, strict=True):
+    for name, node, status, detail, vram in rows:
         node_cell = f"{node:<{node_width}}  " if node_width else ""
-        print(f"{name:<{width}}  {node_cell}{status:<11}  {detail:<25}  {vram}")
+        print(f"{name:<{width}}  {node_cell}{status:<11}  {detail:<25}  {vram}".rstrip())
     _print_queue(listing["data"])
     devices = listing.get("devices") or []
     if devices:  # each GPU as its driver says now: Corral's models and anything else

@@ -285,7 +285,7 @@ class Scheduler:
         if oom is None or state.failures != 1:
             return False
         for victim in self.eviction.holding(oom.device):
-            _log.info("evicting idle model for memory", model=victim.name, device=oom.device)
+            _log.info("evicting idle model for memory", **victim.named, device=oom.device)
             self._evict(victim)
         return True
 
@@ -347,7 +347,7 @@ class Scheduler:
                     return  # everything is busy or resident: a release or a waiter's wake ticks
                 waiting = self.line.waiting(victim.name)  # if it drained or yielded: none fail
                 _log.info(
-                    "evicting idle model", model=victim.name, for_queue=len(coming), waiting=waiting
+                    "evicting idle model", **victim.named, for_queue=len(coming), waiting=waiting
                 )
                 self._evict(victim)
                 if for_batch:
@@ -404,7 +404,7 @@ class Scheduler:
         """One pass of Corral's per-model ``ttl``: stop models idle for longer than theirs."""
         expired = self.timers.expired(self._queue.wanted())
         for state in expired:
-            _log.info("unloading idle model", model=state.name, ttl=self.timers.ttl(state))
+            _log.info("unloading idle model", **state.named, ttl=self.timers.ttl(state))
             self._pool.request_stop(state)
         return expired
 

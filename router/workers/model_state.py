@@ -116,6 +116,12 @@ class ModelState:
         return self._fields.copy
 
     @property
+    def named(self) -> dict[str, str | int]:
+        """Log fields that name it: its model, and which copy for a model with ``replicas``."""
+        copy = {"copy": self.copy} if self._fields.entry.most_copies > 1 else {}
+        return {"model": self.name, **copy}
+
+    @property
     def args(self) -> list[str]:
         return list(self._fields.args)
 

@@ -278,7 +278,7 @@ class WorkerPool:
             return
         fields = self._writable(state)
         fields.fault, fields.fault_message, fields.stop_requested = fault, message, True
-        _log.error("killing a worker that stopped making progress", model=state.name, fault=fault)
+        _log.error("killing a worker that stopped making progress", **state.named, fault=fault)
         if fields.client is not None:
             fields.client.abort()
         self.changed.notify()
@@ -314,7 +314,7 @@ class WorkerPool:
         self.changed.notify()
 
     async def _run_worker(self, state: ModelState, supervisor: ChildSupervisor) -> None:
-        _log.info("starting worker", model=state.name)
+        _log.info("starting worker", **state.named)
         if self.fake_timing:
             await anyio.sleep(self.fake_timing)
         self._settle_exit(state, await supervisor.run())
@@ -337,7 +337,10 @@ class WorkerPool:
                 fields.loads += 1
                 fields.ready_at = self._clock()
                 fields.load_seconds_total += fields.load_seconds
-                _log.info("model loaded", model=state.name, seconds=round(fields.load_seconds, 3))
+                # Its pid (on its node, with --cluster) tells a model's copies apart.
+                pid = state.process.pid if state.process is not None else None
+                seconds = round(fields.load_seconds, 3)
+                _log.info("model loaded", **state.named, pid=pid, seconds=seconds)
             if fields.supervisor is not None:
                 fields.supervisor.forget_last_words()
             fields.failures = 0
@@ -404,7 +407,7 @@ class WorkerPool:
             failure["reason"] = state.failure_reason
         self._set_status(state, Status.UNLOADED, exit_code=fields.exit_code or 0, **failure)
         if ended.refused:  # no worker ran: say what is wrong with the file, once
-            _log.error("model file is unusable", model=state.name, error=reason)
+            _log.error("model file is unusable", **state.named, error=reason)
             return
         log = _log.info if expected or not returncode else _log.error
-        log("worker exited", model=state.name, code=returncode, reason=reason)
+        log("worker exited", **state.named, code=returncode, reason=reason)

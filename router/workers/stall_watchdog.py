@@ -97,7 +97,7 @@ class StallWatchdog:
                 continue
             timeout, fault, what = owed
             if now - state.last_progress >= timeout:
-                _log.error("no progress from the worker", model=state.name, seconds=timeout)
+                _log.error("no progress from the worker", **state.named, seconds=timeout)
                 self._pool.kill_faulty(state, fault, f"{what}: no progress for {timeout:g} s")
                 self.kills += 1
                 killed.append(state)

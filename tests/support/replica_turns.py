@@ -9,23 +9,53 @@ busy rule alone would send it to copy 0, whose cache has only the chat template'
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from contextlib import ExitStack
+from collections.abc import Generator, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any, cast
 
 import openai
 from openai.types.chat import ChatCompletion
 
 from tests.support.chat_streams import until
-from tests.support.router_process import RouterProcess
+from tests.support.files.bundled_model import bundled_model
+from tests.support.router_process import RouterProcess, running_router
 
-__all__ = ["busy_first_copy", "copies", "opening", "two_turns"]
+__all__ = [
+    "busy_first_copy",
+    "copies",
+    "opening",
+    "two_copies",
+    "two_turns",
+    "used_router",
+]
+
+
+@contextmanager
+def used_router(folder: Path, model: str, setting: str, context: str) -> Iterator[RouterProcess]:
+    """A router whose model (the bundled one) has the preset line ``setting``, loaded by a
+    first request."""
+    preset = folder / "models.ini"
+    preset.write_text(f"[{model}]\nmodel = {bundled_model()}\n{setting}\n")
+    with running_router(["--models-preset", str(preset), "-c", context, "-np", "1"]) as process:
+        body = {"model": model, "prompt": "Hi", "max_tokens": 1}
+        assert process.client.post("/v1/completions", json=body).status_code == 200
+        yield process
 
 
 def opening(name: str) -> str:
     """A long, distinct first message: what a second turn finds cached is told from the
     template's opening, and it is past the prompt prefix that keeps a conversation on a copy."""
     return f"This is conversation {name}. " + " ".join(f"{name}{i} is a word." for i in range(60))
+
+
+@contextmanager
+def two_copies(folder: Path, model: str) -> Iterator[RouterProcess]:
+    """A router whose model has ``replicas = 2``, both copies loaded."""
+    with used_router(folder, model, "replicas = 2", "2048") as process:
+        loaded = ["loaded"] * 2
+        until(lambda: [c["status"] for c in copies(process, model)] == loaded, "both copies")
+        yield process
 
 
 def copies(router: RouterProcess, model: str) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""The node of each worker in the Web UI, for a router started with ``--cluster`` (docs/webui.md).
+"""The node of each worker in the Web UI, for a router started with ``--cluster`` (docs/webui.md),
+each copy's for a model with replicas.
 
 A real Ray cluster of one node (the head, named ``head``) on loopback, in a network namespace
 of its own (tests/support/remote/ray_cluster.py), with the router inside it. The browser must
@@ -34,7 +35,10 @@ def cluster_router(
     with loopback_cluster(Path(tmp_path_factory.mktemp("r", numbered=True))) as ray:
         ray.add_node("head")
         ray.wait_for_nodes(1)
+        preset = tmp_path_factory.mktemp("preset") / "models.ini"
+        preset.write_text("[beta]\nreplicas = 2\n")  # two copies, both on the one node
         args = ["--cluster", f"ray://{ray.address}", "--models-dir", str(ui_models)]
+        args += ["--models-preset", str(preset)]
         with running_router([*args, "--ctx-size", "512"]) as router:
             router.wait_for_log("node ready", node="head", timeout=60)
             yield router
@@ -66,3 +70,19 @@ def test_the_models_and_activity_pages_show_each_workers_node(
     page.get_by_role("link", name="Activity").click()
     expect(page.locator('.activity-models li[data-model="alpha"]')).to_contain_text("node head")
     expect(page.locator('.activity-models li[data-model="beta"]')).not_to_contain_text("node")
+
+
+def test_each_copy_of_a_model_with_replicas_shows_its_node(
+    cluster_router: RouterProcess, page: Page
+) -> None:
+    body = {"model": "beta", "prompt": "hi", "max_tokens": 2}  # beta has no chat template
+    httpx.post(f"{cluster_router.url}/v1/completions", json=body, timeout=120).raise_for_status()
+    open_ui(page, cluster_router, "#/models")
+    beta = page.locator(".model-row[data-model=beta]")
+    expect(beta.locator(".fact-copy")).to_contain_text(
+        ["copy 0: loaded · node head", "copy 1: loaded · node head"]
+    )
+    expect(beta.locator(".fact-node")).to_have_count(0)  # per copy instead
+    page.get_by_role("link", name="Activity").click()
+    copies = page.locator('.activity-models li[data-model="beta"] .activity-copy')
+    expect(copies).to_have_text([" · copy 0 loaded on node head", " · copy 1 loaded on node head"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -107,13 +108,21 @@ def test_a_conversation_whose_model_is_gone_says_so(
         expect(last_reply(page).locator(".msg-head")).to_have_text("delta")
 
 
+@contextmanager
+def _preset_router(ui_models: Path, folder: Path, text: str) -> Iterator[RouterProcess]:
+    """A router of the UI's models with the preset ``text``."""
+    preset = folder / "models.ini"
+    preset.write_text(text)
+    args = ["--models-dir", str(ui_models), "--models-preset", str(preset), "--ctx-size", "512"]
+    with running_router(args) as router:
+        yield router
+
+
 def test_manager_loads_unloads_and_shows_memory_pins_and_ttls(
     ui_models: Path, tmp_path: Path, page: Page, shot: Shot
 ) -> None:
-    preset = tmp_path / "models.ini"
-    preset.write_text("[alpha]\npin = on\n\n[beta]\nttl = 600\n")
-    args = ["--models-dir", str(ui_models), "--models-preset", str(preset), "--ctx-size", "512"]
-    with running_router(args) as router:
+    text = "[alpha]\npin = on\n\n[beta]\nttl = 600\n"
+    with _preset_router(ui_models, tmp_path, text) as router:
         open_ui(page, router, "#/models")
         alpha = page.locator(".model-row[data-model=alpha]")
         beta = page.locator(".model-row[data-model=beta]")
@@ -153,6 +162,25 @@ def test_manager_loads_unloads_and_shows_memory_pins_and_ttls(
         alpha.get_by_role("button", name="Chat").click()
         expect(page.locator(".picker-button")).to_contain_text("alpha")
         expect(page.locator(".empty h1")).to_have_text("Chat with alpha")
+
+
+def test_the_models_and_activity_pages_show_each_copy_of_a_model_with_replicas(
+    ui_models: Path, tmp_path: Path, page: Page, shot: Shot
+) -> None:
+    with _preset_router(ui_models, tmp_path, "[alpha]\nreplicas = 2\n") as router:
+        body = {"model": "alpha", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+        router.client.post("/v1/chat/completions", json=body).raise_for_status()
+        open_ui(page, router, "#/models")
+        copies = page.locator(".model-row[data-model=alpha] .fact-copy")
+        expect(copies).to_contain_text(["copy 0: loaded", "copy 1: loaded"])  # the second loads too
+        expect(page.locator(".model-row[data-model=beta] .fact-copy")).to_have_count(0)
+        shot("copies")
+        page.get_by_role("link", name="Activity").click()
+        alpha = page.locator('.activity-models li[data-model="alpha"] .activity-copy')
+        expect(alpha).to_have_text([" · copy 0 loaded", " · copy 1 loaded"])
+        expect(page.locator('.activity-models li[data-model="beta"] .activity-copy')).to_have_count(
+            0
+        )
 
 
 @pytest.fixture

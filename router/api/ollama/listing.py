@@ -97,28 +97,37 @@ def peer_models(listings: list[ModelListing]) -> list[dict[str, Any]]:
     return models
 
 
-def running_models(
-    states: list[tuple[ModelState, float | None, dict[str, int]]], copies: Copies
-) -> list[dict[str, Any]]:
-    """``/api/ps``: models with a worker, each with its memory (``on_gpus``: bytes per GPU, as
-    ``GET /models`` reads them) and when its keep-alive (or ttl) ends."""
+# A running worker copy as ``/api/ps`` reads it: the copy, when its keep-alive ends (None:
+# never) and the bytes it holds per GPU.
+RunningCopy = tuple[ModelState, float | None, dict[str, int]]
+
+
+def running_models(models: list[list[RunningCopy]], copies: Copies) -> list[dict[str, Any]]:
+    """``/api/ps``: models with a worker, one entry per model as Ollama lists them, its worker
+    copies (``replicas``) together: what they hold in all (``on_gpus``: bytes per GPU, as
+    ``GET /models`` reads them) and when the last keep-alive (or ttl) ends."""
     now = datetime.now(UTC)
-    models = []
-    for state, expires_in, on_gpus in states:
+    entries = []
+    for running in models:
+        state = running[0][0]
         try:
             details = model_details(state.entry)
         except OSError:
             continue
         model = _model(_names_of(state.entry, copies)[0], details)
         del model["modified_at"]
-        model |= memory_in_ps(state, on_gpus, resident_memory(state), details.size)
+        held = [memory_in_ps(c, gpus, resident_memory(c), details.size) for c, _, gpus in running]
+        model["size"] = sum(memory["size"] for memory in held)
+        if all("size_vram" in memory for memory in held):
+            model["size_vram"] = sum(memory["size_vram"] for memory in held)
         meta = state.meta or {}
         if "n_ctx" in meta:
             model["context_length"] = meta["n_ctx"]
-        until = _FOREVER if expires_in is None else timedelta(seconds=expires_in)
+        ends = [expires_in for _, expires_in, _ in running if expires_in is not None]
+        until = _FOREVER if len(ends) < len(running) else timedelta(seconds=max(ends))
         model["expires_at"] = (now + until).isoformat().replace("+00:00", "Z")
-        models.append(model)
-    return models
+        entries.append(model)
+    return entries
 
 
 def memory_in_ps(

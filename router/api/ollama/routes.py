@@ -62,9 +62,9 @@ async def ps(request: AnyRequest) -> dict[str, Any]:
     rt = runtime(request)
     snap = device_snapshot(rt)  # one reading of the GPUs for the whole list
     states = [
-        (state, rt.scheduler.timers.expires_in(state), gpu_memory(rt, state, snap))
-        for state in rt.pool.models.values()
-        if state.running and not state.stop_requested
+        [(c, rt.scheduler.timers.expires_in(c), gpu_memory(rt, c, snap)) for c in running]
+        for name in rt.pool.models
+        if (running := [c for c in rt.pool.copies(name) if c.running and not c.stop_requested])
     ]
     models = await anyio.to_thread.run_sync(running_models, states, rt.ollama_copies)
     return {"models": models}

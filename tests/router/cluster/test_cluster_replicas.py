@@ -21,6 +21,7 @@ import openai
 import pytest
 
 from tests.support.chat_streams import until
+from tests.support.corral_cli import corral
 from tests.support.files.bundled_model import bundled_model
 from tests.support.remote.ray_cluster import RayCluster, loopback_cluster
 from tests.support.replica_turns import busy_first_copy, copies, two_turns
@@ -65,6 +66,20 @@ def client(cluster: tuple[RayCluster, RouterProcess]) -> Iterator[openai.OpenAI]
 def test_the_copies_run_on_two_nodes(cluster: tuple[RayCluster, RouterProcess]) -> None:
     _, router = cluster
     assert sorted(c["node"] for c in copies(router, MODEL)) == ["b", "c"]  # never the full head
+
+
+def test_each_copys_node_shows_in_the_activity_view_and_corral_ps(
+    cluster: tuple[RayCluster, RouterProcess],
+) -> None:
+    _, router = cluster
+    nodes = {c["copy"]: c["node"] for c in copies(router, MODEL)}
+    models = router.client.get("/activity").raise_for_status().json()["models"]
+    (model,) = (m for m in models if m["name"] == MODEL)
+    assert {c["copy"]: c["node"] for c in model["replicas"]} == nodes
+    ps = corral("ps", "--url", router.url)
+    assert ps.returncode == 0, ps.stderr
+    lines = [line.split()[:4] for line in ps.stdout.splitlines() if line.startswith("  copy")]
+    assert lines == [["copy", str(copy), node, "loaded"] for copy, node in sorted(nodes.items())]
 
 
 def test_each_conversation_stays_on_its_copy(cluster: tuple[RayCluster, RouterProcess]) -> None:

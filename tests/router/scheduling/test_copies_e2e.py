@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from contextlib import ExitStack
 
 import openai
 import pytest
@@ -19,29 +18,21 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.chat_streams import until
 from tests.support.corral_cli import corral
-from tests.support.files.bundled_model import bundled_model
-from tests.support.replica_turns import busy_first_copy, copies, two_turns
-from tests.support.router_process import RouterProcess, running_router
+from tests.support.replica_turns import (
+    busy_first_copy,
+    copies,
+    two_copies,
+    two_turns,
+    used_router,
+)
+from tests.support.router_process import RouterProcess
 
 MODEL = "smol"
 
 
-@contextmanager
-def _used_router(folder: Path, setting: str, context: str) -> Iterator[RouterProcess]:
-    """A router whose model has the preset line ``setting``, loaded by a first request."""
-    preset = folder / "models.ini"
-    preset.write_text(f"[{MODEL}]\nmodel = {bundled_model()}\n{setting}\n")
-    with running_router(["--models-preset", str(preset), "-c", context, "-np", "1"]) as process:
-        body = {"model": MODEL, "prompt": "Hi", "max_tokens": 1}
-        assert process.client.post("/v1/completions", json=body).status_code == 200
-        yield process
-
-
 @pytest.fixture(scope="module")
 def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
-    with _used_router(tmp_path_factory.mktemp("copies"), "replicas = 2", "2048") as process:
-        loaded = ["loaded"] * 2
-        until(lambda: [c["status"] for c in copies(process, MODEL)] == loaded, "both copies")
+    with two_copies(tmp_path_factory.mktemp("copies"), MODEL) as process:
         yield process
 
 
@@ -84,7 +75,7 @@ def test_unloading_the_model_stops_every_copy(router: RouterProcess) -> None:
 
 @pytest.fixture(scope="module")
 def auto_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
-    with _used_router(tmp_path_factory.mktemp("auto"), "replicas-max = 2", "8192") as process:
+    with used_router(tmp_path_factory.mktemp("auto"), MODEL, "replicas-max = 2", "8192") as process:
         yield process
 
 

@@ -133,7 +133,8 @@ export class ManagerView {
     this.renderDownloads();
     const entries = models.models();
     const running = entries.filter((entry) => isRunning(entry));
-    const memory = running.reduce((sum, entry) => sum + (entry.memory?.rss ?? 0), 0);
+    const memory = running.reduce((sum, entry) => sum + (entry.replicas // all its copies
+      ? entry.replicas.reduce((held, copy) => held + (copy.rss ?? 0), 0) : entry.memory?.rss ?? 0), 0);
     const max = models.props?.max_instances;
     this.summary.textContent = `${plural(entries.length, "model")} · ${running.length} running`
       + (max > 0 ? ` (at most ${max})` : "")
@@ -143,7 +144,7 @@ export class ManagerView {
       models.loaded ? "No models yet: download one above." : "Loading…");
     this.modelRows.render(entries.map((entry) => ({
       key: entry.id,
-      signature: JSON.stringify([entry.status, entry.node, entry.memory, entry.placement, fileSize(entry), models.measured.get(entry.id),
+      signature: JSON.stringify([entry.status, entry.node, entry.replicas, entry.memory, entry.placement, fileSize(entry), models.measured.get(entry.id),
         entry.pinned, entry.ttl, entry.aliases, models.loading.get(entry.id), this.busy.has(entry.id),
         models.canManage]),
       build: () => this.modelRow(entry),
@@ -215,13 +216,20 @@ export class ManagerView {
     const size = fileSize(entry);
     if (size) facts.push(h("span", { class: "fact fact-size", title: "Size of its files" }, formatBytes(size)));
     // With --cluster only: a single box's entries carry no node.
-    if (entry.node && runningNow) {
+    if (entry.node && runningNow && !entry.replicas) { // with replicas: per copy, below
       facts.push(h("span", { class: "fact fact-node", title: "The cluster node its worker runs on" },
         `node ${entry.node}`));
     }
+    // A model with replicas: each worker copy, its state and (with --cluster) its node.
+    for (const copy of entry.replicas ?? []) {
+      facts.push(h("span", { class: "fact fact-copy", dataset: { copy: copy.copy, status: copy.status },
+        title: "A worker copy of the model (replicas)" },
+      `copy ${copy.copy}: ${copy.status}`, copy.node ? ` · node ${copy.node}` : "",
+      copy.rss ? ` · ${formatBytes(copy.rss)} RAM` : ""));
+    }
     const ctx = contextSize(entry);
     if (ctx && runningNow) facts.push(h("span", { class: "fact" }, `context ${formatNumber(ctx)}`));
-    if (entry.memory?.rss && runningNow) {
+    if (entry.memory?.rss && runningNow && !entry.replicas) { // with replicas: per copy
       facts.push(h("span", { class: "fact fact-memory", title: "Resident memory of its worker" },
         `${formatBytes(entry.memory.rss)} RAM`));
     } else if (!runningNow && models.measured.get(entry.id)) {
