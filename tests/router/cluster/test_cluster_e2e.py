@@ -65,10 +65,10 @@ def _models(router: RouterProcess) -> dict[str, dict[str, Any]]:
 def test_a_chat_is_answered_by_a_worker_on_the_node_with_room(
     cluster_router: RouterProcess,
 ) -> None:
-    client = openai.OpenAI(base_url=f"{cluster_router.url}/v1", api_key="none")
-    answer = client.chat.completions.create(
-        model=SMOL, messages=[{"role": "user", "content": "Say hi."}], max_tokens=8
-    )
+    with openai.OpenAI(base_url=f"{cluster_router.url}/v1", api_key="none") as client:
+        answer = client.chat.completions.create(
+            model=SMOL, messages=[{"role": "user", "content": "Say hi."}], max_tokens=8
+        )
     assert answer.choices[0].message.content
     entry = _models(cluster_router)[SMOL]
     assert entry["status"]["value"] == "loaded"
@@ -83,10 +83,10 @@ def test_a_second_model_goes_to_the_node_with_room_too(cluster_router: RouterPro
 
 
 def test_ps_and_metrics_show_each_workers_node(cluster_router: RouterProcess) -> None:
-    client = openai.OpenAI(base_url=f"{cluster_router.url}/v1", api_key="none")
-    client.chat.completions.create(
-        model=SMOL, messages=[{"role": "user", "content": "Hi"}], max_tokens=2
-    )
+    with openai.OpenAI(base_url=f"{cluster_router.url}/v1", api_key="none") as client:
+        client.chat.completions.create(
+            model=SMOL, messages=[{"role": "user", "content": "Hi"}], max_tokens=2
+        )
     ps = subprocess.run(
         [sys.executable, "-m", "router", "ps", "--url", cluster_router.url],
         capture_output=True,
