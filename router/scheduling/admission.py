@@ -17,12 +17,17 @@ waiting for a batch answer.
 
 A model whose worker keeps a courtesy sequence (``--courtesy-slot``, which the router sets with
 ``swap``) takes one counted request more than its slots, but only one that would otherwise
-wait behind other callers' answers: a caller with nothing in flight on the model while others
-fill its slots, or served fewer tokens than each of them (the line's counters), or an
+wait behind other callers' answers: a caller holding fewer of the model's sequences than each
+other caller of its class there (nothing, usually: while others fill its slots), or an
 interactive request while only batch holds them. So a light key or a person gets a first token
-at once, while a heavy key keeps every slot it had; the caller that fills the slots, ahead by
-tokens, never gets more by it. The courtesy is the request's until it ends: a slot that
-frees meanwhile is the line's, as any.
+at once, while a heavy key keeps every slot it had; a caller holding as many as another is
+waiting for its own answers as much as for theirs, and never gets more by it. Not the token
+counters: a key that comes back is lifted level with the busy one and charged its request, so
+the busy key would read as behind the moment the light key holds a slot, and take the courtesy
+sequence the light key's next request needs (the fair trace, docs/benchmarks.md). In line,
+only the waiters owed the courtesy sequence are ranked for it: the others wait for a slot and
+keep it from nobody. The courtesy is the request's until it ends: a slot that frees meanwhile
+is the line's, as any.
 """
 
 from __future__ import annotations
@@ -51,23 +56,25 @@ def _layout(options: tuple[tuple[str, str], ...]) -> KvLayout:
     return kv_layout(ModelOptions.of(options))
 
 
-def _courteous_to(
-    caller: Caller, holders: Counter[Caller], tokens: Callable[[Caller], float]
-) -> bool:
+def _courteous_to(caller: Caller, holders: Counter[Caller]) -> bool:
     """Whether ``caller`` is owed the courtesy sequence over the callers holding the slots:
-    nobody there outranks its class, and it is either the only one of its class or, within
-    its class, holds nothing itself or has been served fewer tokens than every other caller
-    there (``tokens``: the line's counters)."""
+    nobody there outranks its class, and it is either the only one of its class or holds fewer
+    of the model's sequences than every other caller of its class there."""
     classes = {holder.priority for holder in holders}
     if caller.priority is Priority.BATCH and Priority.INTERACTIVE in classes:
         return False
     if caller.priority not in classes:
         return True
-    same = [holder for holder in holders if holder.priority is caller.priority]
-    rivals = [holder for holder in same if holder.share != caller.share]
-    if len(rivals) == len(same):
-        return True  # it holds nothing
-    return bool(rivals) and tokens(caller) < min(tokens(rival) for rival in rivals)
+    held = Counter[str | None]()
+    for holder, count in holders.items():
+        if holder.priority is caller.priority:
+            held[holder.share] += count
+    mine = held.pop(caller.share, 0)
+    return bool(held) and mine < min(held.values())
+
+
+def _owed_courtesy(waiter: Waiter, holders: Counter[Caller]) -> bool:
+    return _courteous_to(waiter.caller, holders)
 
 
 class Admission:
@@ -91,7 +98,7 @@ class Admission:
         if self._taken.get(state, 0) - courtesy < layout.slots:
             return False
         holders = self._holders[state]
-        return courtesy >= layout.courtesy or not _courteous_to(caller, holders, self._line.tokens)
+        return courtesy >= layout.courtesy or not _courteous_to(caller, holders)
 
     def may_take(
         self,
@@ -111,7 +118,15 @@ class Admission:
             return True  # nobody waits, so nobody goes first and nothing drains (waiters age)
         if state.name in draining():
             return False
-        first = self._line.first(state.name)
+        # On the courtesy sequence only a caller owed it may go: the others before it in line
+        # wait for a slot, and do not keep it from one they could not take.
+        owed: Callable[[Waiter], bool] | None = None
+        holders = self._holders.get(state)
+        if holders is not None and self._taken[state] - self._courtesy.get(state, 0) >= slots(
+            state
+        ):
+            owed = functools.partial(_owed_courtesy, holders=holders)
+        first = self._line.first(state.name, owed)
         return first is None if waiter is None else first is waiter
 
     def owe(self, state: ModelState, waiters: int) -> None:

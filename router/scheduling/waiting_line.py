@@ -208,10 +208,6 @@ class WaitingLine:
         if not self._there(caller.share):
             self._left_at[caller.priority] = self._served.get(caller.share, 0.0)
 
-    def tokens(self, caller: Caller) -> float:
-        """The weighted tokens ``caller``'s counter says it was served."""
-        return self._served.get(caller.share, 0.0)
-
     def aged(self, waiter: Waiter) -> bool:
         return 0 < self.wait_max <= self.clock() - waiter.since
 
@@ -228,9 +224,15 @@ class WaitingLine:
         turn = self._last_turn.get(share, 0)
         return (1, 0.0, _CLASS_ORDER[waiter.caller.priority], served, turn, waiter.seq)
 
-    def first(self, model: str | None = None) -> Waiter | None:
-        """The waiter to serve next, of ``model`` or of any."""
-        waiters = [w for w in self._waiters if model is None or w.model == model]
+    def first(
+        self, model: str | None = None, among: Callable[[Waiter], bool] | None = None
+    ) -> Waiter | None:
+        """The waiter to serve next, of ``model`` or of any; of those ``among`` says, if given."""
+        waiters = [
+            w
+            for w in self._waiters
+            if (model is None or w.model == model) and (among is None or among(w))
+        ]
         return min(waiters, key=self.rank, default=None)
 
     def models(self) -> list[str]:

@@ -352,20 +352,40 @@ async def test_the_courtesy_slot_goes_to_a_caller_with_nothing_in_flight() -> No
         group.cancel_scope.cancel()
 
 
-async def test_the_courtesy_slot_goes_to_the_caller_behind_by_tokens() -> None:
-    async with harness(models_max=1, a=COURTEOUS) as h, anyio.create_task_group() as group:
-        await h.load("a")
+async def test_the_courtesy_slot_goes_to_the_caller_holding_fewer_sequences() -> None:
+    three = {"options": (("courtesy-slot", "true"), ("parallel", "3"))}
+    async with harness(models_max=1, a=three) as h, anyio.create_task_group() as group:
         leases: list[Lease] = []
-        await _take(h, "a", LIGHT, leases, "light")  # its answers are short
-        await _take(h, "a", HEAVY, leases, "heavy")
-        h.scheduler.line.charge(HEAVY, *COSTS[HEAVY])  # told early: the counters differ
-        # One slot each: the heavy key, ahead by tokens, waits for one of them ...
-        group.start_soon(_take, h, "a", HEAVY, leases, "heavy again")
+        await _fill(h, HEAVY, leases)
+        await _take(h, "a", LIGHT, leases, "light")  # the third slot
+        group.start_soon(_take, h, "a", HEAVY, leases, "heavy waits")
         await _queued(h, 1)
-        # ... and the light key's next request, behind by tokens, is not kept behind them.
+        # Holding one of three against the heavy key's two, the light key's next request is
+        # not kept behind their answers: it has the courtesy sequence, the heavy key waits.
         with anyio.fail_after(5):
             await _take(h, "a", LIGHT, leases, "light again")
         assert h.scheduler.queue_depth == 1
+        group.cancel_scope.cancel()
+
+
+async def test_a_caller_holding_as_many_sequences_does_not_take_the_courtesy_slot() -> None:
+    # The fair trace's pattern: the light key on one slot, the heavy key on the other and
+    # behind by its counter (the light key, back from away, was lifted level and charged).
+    async with harness(models_max=1, a=COURTEOUS) as h, anyio.create_task_group() as group:
+        leases: list[Lease] = []
+        await h.load("a")
+        await _take(h, "a", HEAVY, leases, "heavy")
+        await _take(h, "a", LIGHT, leases, "light")
+        h.scheduler.line.charge(LIGHT, *COSTS[HEAVY])  # told early: the heavy key is behind
+        # The heavy key's next waits for a slot rather than take the courtesy sequence ...
+        group.start_soon(_take, h, "a", HEAVY, leases, "heavy again")
+        await _queued(h, 1)
+        assert h.order == ["heavy", "light"]
+        # ... which the light key's next request then has at once.
+        leases[1].release()
+        await h.until(lambda: h.order[-1] == "heavy again")
+        with anyio.fail_after(5):
+            await _take(h, "a", LIGHT, leases, "light again")
         group.cancel_scope.cancel()
 
 
