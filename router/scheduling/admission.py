@@ -122,9 +122,8 @@ class Admission:
         # wait for a slot, and do not keep it from one they could not take.
         owed: Callable[[Waiter], bool] | None = None
         holders = self._holders.get(state)
-        if holders is not None and self._taken[state] - self._courtesy.get(state, 0) >= slots(
-            state
-        ):
+        regular = self._taken.get(state, 0) - self._courtesy.get(state, 0)
+        if holders is not None and regular >= slots(state):  # only the courtesy one is left
             owed = functools.partial(_owed_courtesy, holders=holders)
         first = self._line.first(state.name, owed)
         return first is None if waiter is None else first is waiter
