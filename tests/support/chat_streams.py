@@ -4,14 +4,15 @@ announce (docs/protocol.md §4, §5)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Generator, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any, cast
 
 from tests.support.router_process import RouterProcess
 
 __all__ = [
     "active_requests",
+    "generating",
     "long_answer",
     "queue_depth",
     "stream_body",
@@ -35,6 +36,20 @@ def long_answer(router: RouterProcess, model: str) -> Iterator[None]:
         lines = s.iter_lines()
         next(line for line in lines if '"content":"' in line)
         yield
+
+
+def generating(router: RouterProcess, stack: ExitStack, body: dict[str, Any]) -> None:
+    """Stream the completion ``body`` and return once its first token came; the stream is
+    dropped when ``stack`` closes."""
+    reply = stack.enter_context(
+        router.client.stream("POST", "/v1/completions", json={**body, "stream": True})
+    )
+    assert reply.status_code == 200
+    # Kept until the stack closes: a discarded iterator would close the stream now.
+    lines = cast("Generator[str, None, None]", reply.iter_lines())
+    stack.callback(lines.close)
+    while not next(lines).startswith("data:"):
+        pass
 
 
 def _gauge(router: RouterProcess, sample: str) -> float:

@@ -9,15 +9,15 @@ busy rule alone would send it to copy 0, whose cache has only the chat template'
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
 
-from tests.support.chat_streams import until
+from tests.support.chat_streams import generating, until
 from tests.support.files.bundled_model import bundled_model
 from tests.support.router_process import RouterProcess, running_router
 
@@ -69,14 +69,7 @@ def busy_first_copy(
     """A long stream of ``tokens`` that the least busy rule gives copy 0 (both idle: the
     first), running until ``stack`` closes."""
     body = {"model": model, "prompt": "Once", "max_tokens": tokens, "ignore_eos": True}
-    reply = stack.enter_context(
-        router.client.stream("POST", "/v1/completions", json={**body, "stream": True})
-    )
-    assert reply.status_code == 200
-    lines = cast("Generator[str, None, None]", reply.iter_lines())
-    stack.callback(lines.close)
-    while not next(lines).startswith("data:"):
-        pass
+    generating(router, stack, body)
     assert [c["in_flight"] for c in copies(router, model)] == [1, 0]
 
 

@@ -10,13 +10,13 @@ ends its generation.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
-from typing import cast
 
 import pytest
 
 from corral.cpu_threads import default_threads
+from tests.support.chat_streams import generating
 from tests.support.files.bundled_model import bundled_model
 from tests.support.router_process import RouterProcess, running_router
 from tests.support.thread_counts import threads_in, threads_once
@@ -45,16 +45,8 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterProcess]:
 def _generating(router: RouterProcess, stack: ExitStack, model: str) -> None:
     """Start a long stream on ``model`` and return once its first token came; it is dropped
     when ``stack`` closes."""
-    body = {"model": model, "prompt": "Once upon a time", "max_tokens": 1000, "stream": True}
-    reply = stack.enter_context(
-        router.client.stream("POST", "/v1/completions", json={**body, "ignore_eos": True})
-    )
-    assert reply.status_code == 200
-    # Kept until the stack closes: a discarded iterator would close the stream now.
-    lines = cast("Generator[str, None, None]", reply.iter_lines())
-    stack.callback(lines.close)
-    while not next(lines).startswith("data:"):
-        pass
+    body = {"model": model, "prompt": "Once upon a time", "max_tokens": 1000, "ignore_eos": True}
+    generating(router, stack, body)
 
 
 def _threads(router: RouterProcess, model: str, wanted: tuple[int, int]) -> tuple[int, int]:
