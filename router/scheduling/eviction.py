@@ -128,8 +128,8 @@ class Eviction:
             w is not None and not self._batch_under_bound(w) and short(s) for s, w in firsts
         ):
             return set()
-        models = self._pool.models.values()
-        return {state.name for state in models if state.serving and not self.resident(state)}
+        workers = self._pool.workers
+        return {state.name for state in workers if state.serving and not self.resident(state)}
 
     def batch_kept_off(
         self, coming: Iterable[ModelState], short: Callable[[ModelState], bool]
@@ -138,7 +138,7 @@ class Eviction:
         waiters do not keep the model from eviction (they wait for its next load)."""
         batch_only = {
             state.name
-            for state in self._pool.models.values()
+            for state in self._pool.workers
             if state.serving
             and (w := self._line.first(state.name)) is not None
             and self._batch_under_bound(w)

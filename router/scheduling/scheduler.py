@@ -166,7 +166,7 @@ class Scheduler:
             return set(self._yielding)
         models, claimed = self._pool.models, self._queue.claimed()
         short = {name for name in aged - claimed if name in models and self._short(models[name])}
-        running = [s for s in models.values() if s.serving]
+        running = [s for s in self._pool.workers if s.serving]
         return self._admission.draining(running, short) | self._yielding
 
     def _short(self, state: ModelState) -> bool:
